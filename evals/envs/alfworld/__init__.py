@@ -1,0 +1,1 @@
+"""The household env: real ALFWorld games (TextWorld PDDL engine), generated offline."""

@@ -1,0 +1,23 @@
+"""User-facing errors: one line that says what is wrong, where, and how to fix it.
+
+The CLI prints `str(error)` and exits non-zero; it never shows a traceback for these.
+"""
+
+
+class SkillosError(Exception):
+    """A mistake in the user's input (a config, a skill file, a path). Message is one line."""
+
+    exit_code = 2
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))  # keep it to one line
+
+
+class SkillError(SkillosError):
+    """A skill file or skill operation is invalid. Exit 1: validation found problems."""
+
+    exit_code = 1
+
+
+class ConfigError(SkillosError):
+    """An experiment config is unreadable or invalid."""

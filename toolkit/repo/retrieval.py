@@ -1,0 +1,60 @@
+"""Top-k retrieval over a skill repo: BM25 over name + description + body, or `shuffled`
+(k skills drawn at random, seeded by the query) as a content-vs-context control."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+
+from rank_bm25 import BM25Okapi
+
+from skillos.repo.skill import Skill
+
+MODES = ("bm25", "shuffled")
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class Hit:
+    skill: Skill
+    score: float
+
+
+class Retriever:
+    """Indexes a SkillRepo and re-indexes only when the repo's version changes."""
+
+    def __init__(self, repo, mode: str = "bm25"):
+        if mode not in MODES:
+            raise ValueError(f"retrieval mode {mode!r}: choose one of {', '.join(MODES)}")
+        self.repo, self.mode = repo, mode
+        self._version, self._skills, self._index = None, [], None
+
+    def _refresh(self):
+        if self._version != self.repo.version or self._index is None and self._skills:
+            self._skills = self.repo.skills
+            self._index = BM25Okapi([tokenize(s.text) for s in self._skills]) if self._skills else None
+            self._version = self.repo.version
+
+    def search(self, query: str, k: int = 5) -> list[Hit]:
+        self._refresh()
+        if not self._skills or k <= 0:
+            return []
+        if self.mode == "shuffled":
+            seed = int.from_bytes(hashlib.sha256(query.encode()).digest()[:8], "big")
+            picked = random.Random(seed).sample(self._skills, min(k, len(self._skills)))
+            return [Hit(s, 0.0) for s in picked]
+        scores = self._index.get_scores(tokenize(query))
+        ranked = sorted(zip(self._skills, scores), key=lambda pair: (-pair[1], pair[0].name))
+        # A skill that shares no term with the query is not retrieved: it would only add noise.
+        return [Hit(s, float(score)) for s, score in ranked[:k] if score > 0]
+
+
+def retrieve(repo, query: str, k: int = 5, mode: str = "bm25") -> list[Hit]:
+    """One-off retrieval (builds the index each call); use Retriever in loops."""
+    return Retriever(repo, mode).search(query, k)
