@@ -17,7 +17,7 @@ import functools
 _ORIGINALS: dict = {}
 # Bounded: a pool of hundreds of games must not grow memory without limit.
 PARSE_CACHE_SIZE = 1 << 16
-SAS_CACHE_SIZE = 64
+SAS_CACHE_SIZE = 256  # two translations per game: ~128 games stay warm
 
 
 def _modules():

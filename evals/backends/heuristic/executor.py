@@ -1,0 +1,236 @@
+"""A deterministic executor that explores systematically and follows what its skills say.
+
+Without skills it searches receptacles in the order the room lists them, delivers the object to
+the target, and if that does not finish the task, tries the commands that mention what the task
+names (clean/heat/cool/use ... whatever the admissible list offers) one receptacle at a time.
+With skills it searches the places a `where-to-find-*` skill ranks first and follows the steps
+of a procedure skill whose task kind matches the task.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from skillos.evals.backends.heuristic import notes
+from skillos.evals.envs.alfworld import text
+from skillos.repo import Skill
+
+# Commands that move the agent or objects around; anything else is a "special" verb to try.
+BASIC_VERBS = {"go", "open", "close", "take", "move", "examine", "look", "inventory", "help"}
+IDLE = "look"
+
+
+class HeuristicExecutor:
+    name = "heuristic"
+
+    def new_episode(self, task: str, skills: Sequence[Skill]) -> "HeuristicEpisode":
+        return HeuristicEpisode(task, skills)
+
+
+class HeuristicEpisode:
+    def __init__(self, task: str, skills: Sequence[Skill]):
+        self.goal = text.parse_goal(task)
+        self.procedure, self.locations = None, {}
+        for skill in skills:
+            if skill.name.startswith("where-to-find-"):
+                obj = skill.name[len("where-to-find-"):]
+                self.locations[obj] = notes.Locations.parse(obj, skill.body)
+            elif self.goal and self.procedure is None:
+                proc = notes.Procedure.parse(skill.body)
+                if proc and proc.kind == self.goal.kind:
+                    self.procedure = proc
+        self.followed_procedure = self.procedure is not None
+        # what the agent has seen this episode
+        self.receptacles: list[str] = []
+        self.here: str | None = None
+        self.contents: dict[str, list[str]] = {}
+        self.closed: set[str] = set()
+        self.visited: set[str] = set()
+        self.holding: str | None = None
+        self.placed: set[str] = set()
+        self.delivered: tuple[str, str] | None = None  # (item, receptacle) of the last move
+        self.tried: set[tuple[str, str]] = set()
+        self.admissible: Sequence[str] = ()
+        self._plan = None
+
+    # -- the runner's interface -------------------------------------------------------------
+    def act(self, observation: str, admissible: Sequence[str]) -> str:
+        self.admissible = admissible
+        if self._plan is None:
+            self.receptacles = text.room_receptacles(observation)
+            self._plan = self._play()
+        else:
+            self._observe(observation)
+        try:
+            return next(self._plan)
+        except StopIteration:
+            return IDLE
+
+    # -- reading feedback -------------------------------------------------------------------
+    def _observe(self, feedback: str) -> None:
+        place = text.arrived_at(feedback)
+        if place:
+            self.here = place
+            if text.is_closed(feedback):
+                self.closed.add(place)
+            else:
+                self.closed.discard(place)
+                self.contents[place] = text.seen_items(feedback)
+                self.visited.add(place)
+        elif feedback.startswith("You pick up the "):
+            item, recep = feedback[len("You pick up the "):].rstrip(".").split(" from the ")
+            self.holding = item
+            if item in self.contents.get(recep, []):
+                self.contents[recep].remove(item)
+        elif feedback.startswith("You move the "):
+            item, recep = feedback[len("You move the "):].rstrip(".").split(" to the ")
+            self.holding = None
+            self.contents.setdefault(recep, []).append(item)
+            self.placed.add(item)
+            self.delivered = (item, recep)
+        elif feedback.startswith("On the ") and self.here:  # examine
+            self.contents[self.here] = text.seen_items(feedback)
+            self.visited.add(self.here)
+
+    # -- moving around ----------------------------------------------------------------------
+    def _goto(self, recep: str):
+        if self.here == recep:
+            return
+        if f"go to {recep}" in self.admissible:
+            yield f"go to {recep}"
+        elif f"examine {recep}" in self.admissible:  # shares the agent's location
+            self.here = recep
+            yield f"examine {recep}"
+        else:
+            self.visited.add(recep)
+        if recep in self.closed and f"open {recep}" in self.admissible:
+            yield f"open {recep}"
+
+    def _search_order(self, obj: str) -> list[str]:
+        known = self.locations.get(obj)
+        order = list(self.receptacles)
+        if known:
+            order.sort(key=lambda r: -known.score(text.kind_of(r)))  # stable: keeps room order
+        return order
+
+    def _find(self, obj: str):
+        """Walk until an unplaced item of type `obj` is seen; return (item, receptacle)."""
+        while True:
+            for recep in self.receptacles:
+                for item in self.contents.get(recep, []):
+                    if text.kind_of(item) == obj and item not in self.placed:
+                        return item, recep
+            todo = [r for r in self._search_order(obj) if r not in self.visited]
+            if not todo:
+                return None, None
+            yield from self._goto(todo[0])
+            self.visited.add(todo[0])
+
+    def _take(self, obj: str):
+        if self.holding and text.kind_of(self.holding) == obj:
+            return True
+        item, recep = yield from self._find(obj)
+        if item is None:
+            return False
+        yield from self._goto(recep)
+        command = f"take {item} from {recep}"
+        if command in self.admissible:
+            yield command
+        return self.holding == item
+
+    def _instances(self, rtype: str) -> list[str]:
+        return [r for r in self.receptacles if text.kind_of(r) == rtype]
+
+    def _deliver(self):
+        if not self.holding:
+            return
+        for recep in self._instances(self.goal.target)[:1]:
+            yield from self._goto(recep)
+            command = f"move {self.holding} to {recep}"
+            if command in self.admissible:
+                yield command
+
+    # -- the plan ---------------------------------------------------------------------------
+    def _play(self):
+        if self.goal is None:
+            return
+        if self.procedure:
+            yield from self._follow(self.procedure.steps)
+        target_is_receptacle = bool(self._instances(self.goal.target))
+        for _ in range(self.goal.count if target_is_receptacle else 1):
+            if not (yield from self._take(self.goal.obj)):
+                return
+            if target_is_receptacle:
+                yield from self._deliver()
+        yield from self._try_special(target_is_receptacle)
+
+    def _follow(self, steps):
+        for step in steps:
+            parsed = notes.parse_step(step)
+            if parsed is None:
+                continue
+            op, args = parsed
+            place = args.get("place")
+            if place == "Y":
+                place = self.goal.target
+            if op == "take":
+                if not (yield from self._take(self.goal.obj)):
+                    return
+            elif op == "goto":
+                for recep in self._instances(place)[:1]:
+                    yield from self._goto(recep)
+            elif op == "apply" and self.holding:
+                recep = self.here if self.here and text.kind_of(self.here) == place else None
+                command = f"{args['verb']} {self.holding} with {recep}"
+                if recep and command in self.admissible:
+                    yield command
+            elif op == "move":
+                yield from self._deliver()
+            elif op == "use":
+                item, recep = yield from self._find(self.goal.target)
+                if item:
+                    yield from self._goto(recep)
+                    if f"use {item}" in self.admissible:
+                        yield f"use {item}"
+
+    def _try_special(self, target_is_receptacle: bool):
+        """Trial and error: at each receptacle, try commands that mention what the task names."""
+        def named(command):
+            words = command.split()
+            if words[0] in BASIC_VERBS:
+                return False
+            held = self.holding or ""
+            return (held and held in command) or any(text.kind_of(w) == self.goal.target
+                                                     for w in _items(command))
+
+        seen_target = [r for r in self.receptacles
+                       if any(text.kind_of(i) == self.goal.target for i in self.contents.get(r, []))]
+        order = seen_target + [r for r in self.receptacles if r not in seen_target]
+        bare_kinds = set()  # receptacle types that offered nothing to try: skip their twins
+        for recep in order:
+            if text.kind_of(recep) in bare_kinds:
+                continue
+            if self.holding is None and self.delivered:  # delivered, task not done: take it back
+                item, place = self.delivered
+                yield from self._goto(place)
+                if f"take {item} from {place}" not in self.admissible:
+                    return
+                yield f"take {item} from {place}"
+                self.placed.discard(item)
+            yield from self._goto(recep)
+            options = [c for c in self.admissible if named(c)]
+            if not options:
+                bare_kinds.add(text.kind_of(recep))
+            for command in options:
+                if (command, recep) in self.tried:
+                    continue
+                self.tried.add((command, recep))
+                yield command
+                if target_is_receptacle:
+                    yield from self._deliver()
+                    break
+
+
+def _items(command: str) -> list[str]:
+    words = command.split()
+    return [f"{a} {b}" for a, b in zip(words, words[1:]) if b.isdigit()]

@@ -1,0 +1,27 @@
+"""The curator: after each game it reads the trajectory and edits the skill repo, only through
+the repo's insert / update / delete (each returns success or a one-line reason).
+
+Backends: `heuristic` (no model) now; LLM curators with the paper's three tools plug in behind
+the same method.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from skillos.evals.trajectory import Trajectory
+from skillos.repo import OpResult, SkillRepo
+
+
+class Curator(Protocol):
+    name: str
+
+    def curate(self, trajectory: Trajectory, repo: SkillRepo) -> list[OpResult]: ...
+
+
+def make_curator(config) -> Curator:
+    if config.backend == "heuristic":
+        from skillos.evals.backends.heuristic import HeuristicCurator
+
+        return HeuristicCurator()
+    raise NotImplementedError(f"curator backend {config.backend!r} is not available yet")

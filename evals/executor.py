@@ -1,0 +1,31 @@
+"""The executor: the frozen agent that plays a task given the top-k retrieved skills.
+
+An executor makes one `Episode` per game; the runner feeds it each observation and the
+admissible commands and takes one action back. Backends: `heuristic` (no model) now; model
+backends (openai, anthropic, vllm, hf) plug in behind the same two methods.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from skillos.repo import Skill
+
+
+class Episode(Protocol):
+    def act(self, observation: str, admissible: Sequence[str]) -> str: ...
+
+
+class Executor(Protocol):
+    name: str
+
+    def new_episode(self, task: str, skills: Sequence[Skill]) -> Episode: ...
+
+
+def make_executor(config) -> Executor:
+    """An executor from the config's `executor` section."""
+    if config.backend == "heuristic":
+        from skillos.evals.backends.heuristic import HeuristicExecutor
+
+        return HeuristicExecutor()
+    raise NotImplementedError(f"executor backend {config.backend!r} is not available yet")

@@ -1,0 +1,119 @@
+"""The report of one eval: per-arm and per-task-type success with denominators, and the paired
+comparison of every arm against the control (McNemar, bootstrap CI, MDE, Holm within the family).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from skillos.evals import stats
+
+
+def arm_summary(rows: list[dict]) -> dict:
+    measured = [r for r in rows if not r["unmeasured"]]
+    successes = sum(bool(r["success"]) for r in measured)
+    actions = sum(r["steps"] for r in rows)
+    coerced = sum(r["coerced_actions"] for r in rows)
+    by_type = defaultdict(lambda: {"attempted": 0, "measured": 0, "successes": 0})
+    for r in rows:
+        t = by_type[r["task_type"]]
+        t["attempted"] += 1
+        if not r["unmeasured"]:
+            t["measured"] += 1
+            t["successes"] += bool(r["success"])
+    reasons = sorted({r["unmeasured_reason"] for r in rows if r["unmeasured"]})
+    return {
+        "attempted": len(rows),
+        "measured": len(measured),
+        "unmeasured": len(rows) - len(measured),
+        "unmeasured_reasons": reasons[:5],
+        "successes": successes,
+        "success_rate": successes / len(measured) if measured else None,
+        "actions": actions,
+        "coerced_actions": coerced,
+        "coercion_rate": coerced / actions if actions else None,
+        "final_repo_size": rows[-1]["repo_size"] if rows else 0,
+        "by_task_type": dict(sorted(by_type.items())),
+    }
+
+
+def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
+    outcomes = {arm: {r["game_id"]: r["success"] for r in arm_rows} for arm, arm_rows in rows.items()}
+    control = cfg.eval.control
+    comparisons = [
+        stats.compare(outcomes[control], outcomes[arm], names=(arm, control), alpha=cfg.eval.alpha,
+                      power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
+        for arm in rows if arm != control
+    ]
+    adjusted = stats.adjust([c.p_value for c in comparisons if c.p_value is not None], "holm")
+    for comp in (c for c in comparisons if c.p_value is not None):
+        comp.p_adjusted = adjusted.pop(0)
+        comp.significant = comp.p_adjusted < cfg.eval.alpha
+    return {
+        "experiment": cfg.experiment.name,
+        "hypothesis": cfg.experiment.hypothesis,
+        "config_hash": cfg.hash(),
+        "output_dir": str(out),
+        "env": {"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games,
+                "train_split": cfg.env.train_split, "n_train_games": n_train,
+                "max_steps": cfg.env.max_steps, "seed": cfg.env.seed, "data": cfg.env.data},
+        "retrieval": {"top_k": cfg.retrieval.top_k, "mode": cfg.retrieval.mode},
+        "control": control,
+        "arms": {arm: arm_summary(arm_rows) for arm, arm_rows in rows.items()},
+        "comparisons": [c.to_dict() for c in comparisons],
+        "family_correction": "holm",
+    }
+
+
+def _pct(x):
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def render(result: dict, console) -> None:
+    """Rich tables for people; agents read the same dict with --json."""
+    from rich.table import Table
+
+    env = result["env"]
+    console.print(f"[bold]{result['experiment']}[/bold]  held-out {env['split']} "
+                  f"({env['n_games']} games, seed {env['seed']}, max {env['max_steps']} steps); "
+                  f"curation on {env['n_train_games']} {env['train_split']} games")
+    arms = Table(title="Arms (success on measured games)")
+    for col in ("arm", "success", "measured / attempted", "unmeasured", "coerced actions", "repo size"):
+        arms.add_column(col)
+    for arm, s in result["arms"].items():
+        arms.add_row(arm, f"{s['successes']}/{s['measured']} ({_pct(s['success_rate'])})",
+                     f"{s['measured']}/{s['attempted']}", str(s["unmeasured"]),
+                     f"{s['coerced_actions']}/{s['actions']}", str(s["final_repo_size"]))
+    console.print(arms)
+    types = sorted({t for s in result["arms"].values() for t in s["by_task_type"]})
+    by_type = Table(title="By task type (successes/measured)")
+    by_type.add_column("task type")
+    for arm in result["arms"]:
+        by_type.add_column(arm)
+    for t in types:
+        cells = []
+        for s in result["arms"].values():
+            c = s["by_task_type"].get(t, {"successes": 0, "measured": 0})
+            cells.append(f"{c['successes']}/{c['measured']}")
+        by_type.add_row(t, *cells)
+    console.print(by_type)
+    comp = Table(title=f"Paired comparison vs {result['control']} (same games)")
+    for col in ("arm", "paired n", "diff", "95% CI (bootstrap)", "McNemar p (exact)", "Holm p",
+                "MDE @80%", "b / c", "verdict"):
+        comp.add_column(col)
+    for c in result["comparisons"]:
+        if c["p_value"] is None:
+            comp.add_row(c["treatment"], str(c["n_paired"]), "n/a", "n/a", "n/a", "n/a", "n/a",
+                         "0 / 0", f"unmeasured: {c['note']}")
+            continue
+        verdict = "significant" if c["significant"] else "not significant"
+        mde = _pct(c["mde"]) if c["mde"] is not None else "n/a"
+        comp.add_row(c["treatment"], f"{c['n_paired']} (dropped {c['n_dropped']})",
+                     f"{100 * c['difference']:+.1f} pts",
+                     f"[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}]",
+                     f"{c['p_value']:.2g}", f"{c['p_adjusted']:.2g}", mde,
+                     f"{c['b']} / {c['c']}", verdict)
+    console.print(comp)
+    console.print("b: games only the arm won; c: games only the control won. "
+                  f"Per-game rows: {result['output_dir']}/games.jsonl")

@@ -1,0 +1,83 @@
+"""Play games: one game with an executor and the skills it retrieves, and one arm over a list
+of games, appending one JSONL row per game as it finishes.
+
+A failure of the env or the executor makes the game *unmeasured* (success None + reason), never a
+failure: an outage must not look like an effect.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from skillos.evals.trajectory import Step, Trajectory
+from skillos.repo import Retriever, SkillRepo
+
+
+def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k: int) -> Trajectory:
+    traj = Trajectory(game.id, game.task, game.task_type)
+    try:
+        env.load(game.path)
+        obs = env.reset()
+        traj.intro = obs.text
+        hits = retriever.search(env.task or game.task, top_k) if retriever else []
+        traj.retrieved = [h.skill.name for h in hits]
+        episode = executor.new_episode(env.task or game.task, [h.skill for h in hits])
+        for _ in range(max_steps):
+            action = episode.act(obs.text, obs.admissible)
+            coerced = action not in obs.admissible
+            if coerced:  # counted, and replaced by a harmless command
+                action = "look" if "look" in obs.admissible else obs.admissible[0]
+            obs = env.step(action)
+            traj.steps.append(Step(action, obs.text, coerced))
+            if obs.won:
+                break
+        traj.won = obs.won
+    except Exception as exc:  # noqa: BLE001 - any failure to measure is recorded, not scored
+        traj.won = None
+        traj.unmeasured_reason = f"{type(exc).__name__}: {exc}"[:300]
+    return traj
+
+
+def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval") -> dict:
+    return {
+        "arm": arm,
+        "phase": phase,
+        "game_id": traj.game_id,
+        "task_type": traj.task_type,
+        "task": traj.task,
+        "success": traj.won,
+        "steps": len(traj.steps),
+        "coerced_actions": traj.coerced,
+        "skills_retrieved": traj.retrieved,
+        "repo_size": repo_size,
+        "unmeasured": traj.won is None,
+        "unmeasured_reason": traj.unmeasured_reason,
+    }
+
+
+def run_arm(arm: str, games, *, env, executor, repo: SkillRepo | None, curator=None,
+            retrieval_mode: str = "bm25", max_steps: int = 30, top_k: int = 5,
+            out: Path | None = None, phase: str = "eval",
+            on_game: Callable[[dict], None] | None = None) -> list[dict]:
+    """Play `games` in order. With a curator, the repo is edited after every game (streaming)."""
+    retriever = Retriever(repo, retrieval_mode) if repo is not None else None
+    rows = []
+    fh = open(out, "a", encoding="utf-8") if out else None
+    try:
+        for game in games:
+            traj = play(env, executor, retriever, game, max_steps, top_k)
+            if curator is not None and repo is not None:
+                curator.curate(traj, repo)
+            record = row(arm, traj, len(repo) if repo is not None else 0, phase)
+            rows.append(record)
+            if fh:
+                fh.write(json.dumps(record) + "\n")
+                fh.flush()
+            if on_game:
+                on_game(record)
+    finally:
+        if fh:
+            fh.close()
+    return rows

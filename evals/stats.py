@@ -1,0 +1,107 @@
+"""The one statistics module every comparison calls: paired binary outcomes on the same games.
+
+* exact McNemar p (two-sided binomial test on the discordant pairs),
+* paired bootstrap CI of the difference in success rate,
+* minimum detectable effect at the given power: (z_{α/2} + z_β) · sqrt(d / n), with d the
+  observed share of discordant pairs and n the number of paired games,
+* Holm / Benjamini-Hochberg correction within a family of comparisons.
+
+Only pairs where both arms were measured enter; the counts of dropped pairs are reported.
+A quantity that cannot be estimated is None with a reason, never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.stats import norm
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p from the discordant counts b (only treatment won) and c."""
+    if b + c == 0:
+        return 1.0
+    return float(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
+
+
+def mde(n: int, discordant_share: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest difference in success rate detectable with this n and discordance."""
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    return float(z * np.sqrt(discordant_share / n))
+
+
+def paired_bootstrap_ci(control, treatment, n_boot: int = 10_000, seed: int = 0,
+                        level: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of mean(treatment - control), resampling games with replacement."""
+    diff = np.asarray(treatment, dtype=float) - np.asarray(control, dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(diff), size=(n_boot, len(diff)))
+    means = diff[idx].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+
+
+def adjust(pvalues: list[float], method: str = "holm") -> list[float]:
+    """Family-wise (holm) or false-discovery (fdr_bh) adjusted p-values."""
+    if not pvalues:
+        return []
+    return [float(p) for p in multipletests(pvalues, method=method)[1]]
+
+
+@dataclass
+class Comparison:
+    treatment: str
+    control: str
+    n_paired: int  # games measured in both arms
+    n_dropped: int  # games unmeasured in either arm
+    control_rate: float | None
+    treatment_rate: float | None
+    difference: float | None
+    b: int  # treatment won, control lost
+    c: int  # control won, treatment lost
+    p_value: float | None
+    p_adjusted: float | None
+    ci_low: float | None
+    ci_high: float | None
+    mde: float | None
+    significant: bool | None
+    alpha: float
+    power: float
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare(control: dict, treatment: dict, *, names=("treatment", "control"), alpha=0.05,
+            power=0.8, n_boot=10_000) -> Comparison:
+    """control/treatment: game id -> True/False/None. Pairs with a None on either side drop."""
+    ids = sorted(set(control) & set(treatment))
+    paired = [g for g in ids if control[g] is not None and treatment[g] is not None]
+    dropped = len(set(control) | set(treatment)) - len(paired)
+    base = dict(treatment=names[0], control=names[1], n_paired=len(paired), n_dropped=dropped,
+                alpha=alpha, power=power, p_adjusted=None)
+    if not paired:
+        return Comparison(**base, control_rate=None, treatment_rate=None, difference=None, b=0, c=0,
+                          p_value=None, ci_low=None, ci_high=None, mde=None, significant=None,
+                          note="no game was measured in both arms")
+    x = np.array([bool(control[g]) for g in paired])
+    y = np.array([bool(treatment[g]) for g in paired])
+    b, c = int((y & ~x).sum()), int((x & ~y).sum())
+    n = len(paired)
+    seed = int.from_bytes(hashlib.sha256("|".join(paired).encode()).digest()[:4], "big")
+    low, high = paired_bootstrap_ci(x, y, n_boot, seed)
+    p = mcnemar_exact(b, c)
+    note = ""
+    if b + c == 0:
+        effect = None
+        note = "no discordant pairs: the MDE cannot be estimated from this run"
+    else:
+        effect = mde(n, (b + c) / n, alpha, power)
+    return Comparison(**base, control_rate=float(x.mean()), treatment_rate=float(y.mean()),
+                      difference=float(y.mean() - x.mean()), b=b, c=c, p_value=p,
+                      ci_low=low, ci_high=high, mde=effect, significant=p < alpha, note=note)

@@ -1,0 +1,32 @@
+"""What one game produced: the task, each action and what the env said back, the outcome.
+
+`won` is None when the game was not measured (the env or a model failed); `unmeasured_reason`
+then says why. A None is never counted as a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Step:
+    action: str
+    observation: str
+    coerced: bool = False  # the executor's action was not admissible and was replaced
+
+
+@dataclass
+class Trajectory:
+    game_id: str
+    task: str
+    task_type: str
+    intro: str = ""
+    steps: list[Step] = field(default_factory=list)
+    won: bool | None = None
+    retrieved: list[str] = field(default_factory=list)  # skill names given to the executor
+    unmeasured_reason: str | None = None
+
+    @property
+    def coerced(self) -> int:
+        return sum(s.coerced for s in self.steps)

@@ -1,0 +1,3 @@
+from skillos.cli import main
+
+main()

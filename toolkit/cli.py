@@ -1,0 +1,166 @@
+"""The `skillos` command: thin over the library. Parse, call, print (rich tables, or --json)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from skillos.errors import SkillosError
+
+app = typer.Typer(
+    help="skillos: research on agent skills (SKILL.md). Curate, optimize and evaluate skill repos "
+    "on the real ALFWorld engine with paired statistics.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+skills_app = typer.Typer(help="Validate and search skill repos (folders of NAME/SKILL.md).",
+                         no_args_is_help=True)
+app.add_typer(skills_app, name="skills")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+
+
+@skills_app.command("validate")
+def skills_validate(path: Path = typer.Argument(..., help="A SKILL.md file or a folder of skills.")):
+    """Check frontmatter and names; one line per problem, exit 1 if any."""
+    from skillos.repo import validate_path
+
+    problems = validate_path(path)
+    for problem in problems:
+        out.print(problem, markup=False, highlight=False)
+    if problems:
+        raise typer.Exit(1)
+    out.print(f"{path}: valid", markup=False, highlight=False)
+
+
+@skills_app.command("search")
+def skills_search(
+    folder: Path = typer.Argument(..., help="A skill repo folder."),
+    query: str = typer.Argument(..., help="What the agent is about to do, e.g. a task sentence."),
+    k: int = typer.Option(5, "-k", help="How many skills to return."),
+    mode: str = typer.Option("bm25", help="bm25, or shuffled (k random skills: a control)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
+    """Top-k skills for a query, by BM25 over name + description + body."""
+    from skillos.repo import SkillRepo, retrieve
+
+    if not folder.is_dir():
+        raise SkillosError(f"{folder}: no such skill repo folder")
+    if mode not in ("bm25", "shuffled"):
+        raise SkillosError(f"--mode {mode!r}: choose bm25 or shuffled")
+    hits = retrieve(SkillRepo.load(folder), query, k, mode)
+    if as_json:
+        _print_json([{"name": h.skill.name, "score": h.score, "description": h.skill.description}
+                     for h in hits])
+        return
+    if not hits:
+        out.print("no skill matches", markup=False)
+    for h in hits:
+        out.print(f"{h.score:7.3f}  {h.skill.name}  {h.skill.description}", markup=False,
+                  highlight=False)
+
+
+def _run(cfg, out_dir: Optional[Path], as_json: bool) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from skillos.evals.experiment import run_eval
+    from skillos.evals.report import render
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=False) as bar:
+        tasks = {}
+
+        def progress(arm, phase, done, total):
+            key = (arm, phase)
+            label = f"generating {phase} games" if arm == "generate" else f"{arm} · {phase} games"
+            if key not in tasks:
+                tasks[key] = bar.add_task(label, total=total)
+            bar.update(tasks[key], completed=done)
+
+        result = run_eval(cfg, out_dir, progress)
+    if as_json:
+        _print_json(result)
+    else:
+        render(result, out)
+
+
+@app.command("eval")
+def eval_cmd(
+    config: Path = typer.Argument(..., help="Experiment config (YAML)."),
+    n_games: Optional[int] = typer.Option(None, help="Override env.n_games (held-out games per arm)."),
+    n_train_games: Optional[int] = typer.Option(None, help="Override env.n_train_games."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-TIME)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+):
+    """Run every arm of CONFIG on the same held-out games and print the paired comparison."""
+    from skillos import config as cfgmod
+
+    cfg = cfgmod.load(config)
+    _apply_overrides(cfg, n_games, n_train_games)
+    _run(cfg, out_dir, as_json)
+
+
+@app.command("quickstart")
+def quickstart(
+    n_games: Optional[int] = typer.Option(None, help="Held-out games per arm (default 60)."),
+    n_train_games: Optional[int] = typer.Option(None, help="Train games to curate from (default 60)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/quickstart-TIME)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+):
+    """The main job: no_memory vs closed_loop on held-out ALFWorld games, no API key, CPU only.
+
+    A heuristic executor plays generated ALFWorld games (real TextWorld engine); a heuristic
+    curator writes SKILL.md files from train games, then keeps curating on held-out games.
+    Prints success per arm and task type with denominators, the exact McNemar p, a paired
+    bootstrap 95% CI and the minimum detectable effect. Same as `skillos eval` on
+    evals/configs/quickstart.yaml.
+    """
+    from skillos import config as cfgmod
+
+    path = resources.files("skillos.evals") / "configs" / "quickstart.yaml"
+    cfg = cfgmod.from_dict(__import__("yaml").safe_load(path.read_text()))
+    _apply_overrides(cfg, n_games, n_train_games)
+    _run(cfg, out_dir, as_json)
+
+
+def _apply_overrides(cfg, n_games, n_train_games) -> None:
+    from skillos import config as cfgmod
+
+    if n_games is not None:
+        cfg.env.n_games = n_games
+    if n_train_games is not None:
+        cfg.env.n_train_games = n_train_games
+    cfgmod.validate(cfg)
+
+
+def main() -> None:
+    """Console entry point: user mistakes are one line on stderr and a non-zero exit."""
+    try:
+        app(standalone_mode=False)
+    except SkillosError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except __import__("click").ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()
