@@ -17,7 +17,7 @@ from typing import Callable
 import yaml
 
 from skillos.config import Config
-from skillos.errors import SkillosError
+from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals.curator import make_curator
 from skillos.evals.executor import make_executor
@@ -53,7 +53,10 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
         raise SkillosError(f"{out}: output folder exists and is not empty; choose another --out")
     static = None
     if "static_repo" in cfg.eval.arms:
-        static = SkillRepo.load(cfg.eval.static_repo)  # fail on a bad folder before any game
+        try:  # fail on a bad folder before any game is played
+            static = SkillRepo.load(cfg.eval.static_repo)
+        except SkillError as exc:
+            raise SkillosError(f"eval.static_repo: {exc}") from None
     from skillos.evals.envs.alfworld.env import AlfworldEnv
 
     def gen_progress(split):

@@ -79,7 +79,7 @@ def render(result: dict, console) -> None:
                   f"({env['n_games']} games, seed {env['seed']}, max {env['max_steps']} steps); "
                   f"curation on {env['n_train_games']} {env['train_split']} games")
     arms = Table(title="Arms (success on measured games)")
-    for col in ("arm", "success", "measured / attempted", "unmeasured", "coerced actions", "repo size"):
+    for col in ("arm", "success", "measured/attempted", "unmeasured", "coerced", "skills"):
         arms.add_column(col)
     for arm, s in result["arms"].items():
         arms.add_row(arm, f"{s['successes']}/{s['measured']} ({_pct(s['success_rate'])})",
@@ -98,22 +98,26 @@ def render(result: dict, console) -> None:
             cells.append(f"{c['successes']}/{c['measured']}")
         by_type.add_row(t, *cells)
     console.print(by_type)
-    comp = Table(title=f"Paired comparison vs {result['control']} (same games)")
-    for col in ("arm", "paired n", "diff", "95% CI (bootstrap)", "McNemar p (exact)", "Holm p",
-                "MDE @80%", "b / c", "verdict"):
-        comp.add_column(col)
     for c in result["comparisons"]:
+        comp = Table(title=f"{c['treatment']} vs {c['control']} (paired, same games)")
+        comp.add_column("statistic")
+        comp.add_column("value")
         if c["p_value"] is None:
-            comp.add_row(c["treatment"], str(c["n_paired"]), "n/a", "n/a", "n/a", "n/a", "n/a",
-                         "0 / 0", f"unmeasured: {c['note']}")
+            comp.add_row("verdict", f"unmeasured: {c['note']}")
+            console.print(comp)
             continue
+        comp.add_row("paired games", f"{c['n_paired']} (dropped as unmeasured: {c['n_dropped']})")
+        comp.add_row("success", f"{_pct(c['treatment_rate'])} vs {_pct(c['control_rate'])}")
+        comp.add_row("difference", f"{100 * c['difference']:+.1f} pts")
+        comp.add_row("95% CI (paired bootstrap)",
+                     f"[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}] pts")
+        comp.add_row("discordant b / c", f"{c['b']} / {c['c']}")
+        comp.add_row("McNemar p (exact)", f"{c['p_value']:.2g}")
+        comp.add_row("Holm-adjusted p", f"{c['p_adjusted']:.2g}")
+        mde = f"{100 * c['mde']:.1f} pts" if c["mde"] is not None else f"n/a ({c['note']})"
+        comp.add_row(f"MDE at {c['power']:.0%} power", mde)
         verdict = "significant" if c["significant"] else "not significant"
-        mde = _pct(c["mde"]) if c["mde"] is not None else "n/a"
-        comp.add_row(c["treatment"], f"{c['n_paired']} (dropped {c['n_dropped']})",
-                     f"{100 * c['difference']:+.1f} pts",
-                     f"[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}]",
-                     f"{c['p_value']:.2g}", f"{c['p_adjusted']:.2g}", mde,
-                     f"{c['b']} / {c['c']}", verdict)
-    console.print(comp)
+        comp.add_row("verdict", f"{verdict} at alpha {c['alpha']}")
+        console.print(comp)
     console.print("b: games only the arm won; c: games only the control won. "
                   f"Per-game rows: {result['output_dir']}/games.jsonl")

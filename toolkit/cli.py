@@ -39,10 +39,10 @@ def skills_validate(path: Path = typer.Argument(..., help="A SKILL.md file or a 
 
     problems = validate_path(path)
     for problem in problems:
-        out.print(problem, markup=False, highlight=False)
+        typer.echo(problem)
     if problems:
         raise typer.Exit(1)
-    out.print(f"{path}: valid", markup=False, highlight=False)
+    typer.echo(f"{path}: valid")
 
 
 @skills_app.command("search")
@@ -66,10 +66,9 @@ def skills_search(
                      for h in hits])
         return
     if not hits:
-        out.print("no skill matches", markup=False)
+        typer.echo("no skill matches")
     for h in hits:
-        out.print(f"{h.score:7.3f}  {h.skill.name}  {h.skill.description}", markup=False,
-                  highlight=False)
+        typer.echo(f"{h.score:7.3f}  {h.skill.name}  {h.skill.description}")
 
 
 def _run(cfg, out_dir: Optional[Path], as_json: bool) -> None:
@@ -148,9 +147,11 @@ def _apply_overrides(cfg, n_games, n_train_games) -> None:
 def main() -> None:
     """Console entry point: user mistakes are one line on stderr and a non-zero exit."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns Exit codes instead of raising here
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except SkillosError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        sys.stderr.write(f"error: {exc}\n")  # one line, never wrapped
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

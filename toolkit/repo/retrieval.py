@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from dataclasses import dataclass
@@ -18,6 +19,18 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
+
+
+class _BM25(BM25Okapi):
+    """Okapi BM25 with Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5)), which is never negative.
+
+    rank-bm25's classic idf goes negative for a term in more than half the skills, so in a small
+    repo a skill matching the query could score below one that does not match at all.
+    """
+
+    def _calc_idf(self, nd):
+        self.idf = {word: math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
+                    for word, freq in nd.items()}
 
 
 @dataclass(frozen=True)
@@ -38,7 +51,7 @@ class Retriever:
     def _refresh(self):
         if self._version != self.repo.version or self._index is None and self._skills:
             self._skills = self.repo.skills
-            self._index = BM25Okapi([tokenize(s.text) for s in self._skills]) if self._skills else None
+            self._index = _BM25([tokenize(s.text) for s in self._skills]) if self._skills else None
             self._version = self.repo.version
 
     def search(self, query: str, k: int = 5) -> list[Hit]:

@@ -88,10 +88,15 @@ class HeuristicCurator:
 
 
 def extract_procedure(traj: Trajectory, goal) -> tuple[list[str], list[str]]:
-    """The abstract steps that won, and pitfalls, from a won trajectory."""
+    """The abstract steps that won, and pitfalls, from a won trajectory.
+
+    A delivery of the object to the target that was later taken back did not finish the task;
+    only the commands done to the object since then are kept as the steps that mattered, and
+    each of them becomes a pitfall: delivering before it did not complete the task.
+    """
     deliveries = []  # [item, specials, active]
     specials: dict[str, list] = {}  # item -> (verb, place) done since its last failed delivery
-    pitfalls = []
+    failed_before: set[str] = set()  # items with a failed delivery before their current specials
     for step in traj.steps:
         if step.observation == "Nothing happens." or step.coerced:
             continue
@@ -102,6 +107,7 @@ def extract_procedure(traj: Trajectory, goal) -> tuple[list[str], list[str]]:
                 if d[0] == item and d[2]:  # taken back: that delivery did not finish the task
                     d[2] = False
                     specials[item] = []
+                    failed_before.add(item)
         elif step.action.startswith("move ") and " to " in step.action:
             item, place = step.action[5:].split(" to ", 1)
             if text.kind_of(item) == goal.obj and text.kind_of(place) == goal.target:
@@ -111,14 +117,14 @@ def extract_procedure(traj: Trajectory, goal) -> tuple[list[str], list[str]]:
         elif words and words[0] not in BASIC_VERBS and " with " in step.action:
             item, place = step.action[len(words[0]) + 1:].split(" with ", 1)
             if text.kind_of(item) == goal.obj:
-                if deliveries and not deliveries[-1][2] and not specials.get(item):
-                    pitfalls.append(f"moving the X to Y before '{words[0]} the X with "
-                                    f"{text.kind_of(place)}' did not complete the task")
                 specials.setdefault(item, []).append((words[0], text.kind_of(place)))
-    steps = []
-    for i, (item, done, active) in enumerate(d for d in deliveries if d[2]):
+    steps, pitfalls = [], []
+    for i, (item, done, _) in enumerate(d for d in deliveries if d[2]):
         steps.append("find a X and take it" if i == 0 else "find another X and take it")
         for verb, place in done:
             steps += [f"go to {place}", f"{verb} the X with {place}"]
+            if item in failed_before:
+                pitfalls.append(f"moving the X to Y before '{verb} the X with {place}' "
+                                "did not complete the task")
         steps += ["go to Y", "move the X to Y"]
     return steps, pitfalls

@@ -20,6 +20,10 @@ _RECORD = re.compile(r"won (\d+), failed (\d+)")
 _KIND = re.compile(r"^# Tasks like: (.+)$")
 
 
+def article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
+
+
 def location_skill_name(obj: str) -> str:
     return f"where-to-find-{obj}"
 
@@ -41,15 +45,16 @@ class Locations:
     def render(self) -> tuple[str, str]:
         ranked = sorted(self.counts.items(), key=lambda kv: (-self.score(kv[0]), kv[0]))
         best = [r for r, (f, _) in ranked if f > 0][:3]
+        a = article(self.obj)
         description = (
-            f"Where a {self.obj} was found in past rooms, most likely first"
+            f"Where {a} {self.obj} was found in past rooms, most likely first"
             + (f" ({', '.join(best)})" if best else "")
-            + f". Use when a task needs a {self.obj}."
+            + f". Use when a task needs {a} {self.obj}."
         )
         lines = [
-            f"# Where to find a {self.obj}",
+            f"# Where to find {a} {self.obj}",
             "",
-            f"Search receptacles of these types first, top to bottom. `found`: times a {self.obj}",
+            f"Search receptacles of these types first, top to bottom. `found`: times {a} {self.obj}",
             "was seen in or on one; `searched`: times one was looked into.",
             "",
             "| place | found | searched |",
@@ -78,8 +83,8 @@ class Procedure:
 
     def render(self) -> tuple[str, str]:
         description = (
-            f"Steps that won tasks like '{self.kind}' (X: the object, Y: the target named in the "
-            f"task); won {self.won}, failed {self.failed} when followed."
+            f"Steps that won tasks like {self.kind} (X is the object and Y the target named in "
+            f"the task); won {self.won}, failed {self.failed} when followed."
         )
         lines = [f"# Tasks like: {self.kind}", "",
                  "X is the object and Y the target named in the task. Steps that won:", ""]

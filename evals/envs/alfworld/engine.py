@@ -4,7 +4,8 @@ Profiling the stock engine on ALFRED rooms shows ~98% of a step is Python text g
 grammar's rule strings are re-parsed with tatsu for every admissible command on every step, and
 a context is deep-copied per symbol) and ~98% of a reset is fast-downward's PDDL->SAS
 translation, run twice per reset. All four functions below are pure in what they return, so we
-cache them; nothing about the game logic changes. `tests/test_alfworld_engine.py` replays the
+cache them (translations also on disk, see _translate_via_disk); nothing about the game logic
+changes. `tests/test_alfworld_engine.py` replays the
 same commands through the stock and the fast engine and requires byte-identical observations and
 admissible-command lists; `tests/benchmarks/bench_alfworld_engine.py` prints the speed ratio.
 """
@@ -13,8 +14,50 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
+import os
+import pickle
+import tempfile
+import zlib
+from pathlib import Path
 
 _ORIGINALS: dict = {}
+SAS_FORMAT = "sas-pickle-zlib/1"
+
+
+def cache_root() -> Path:
+    """Where generated games and translations are cached ($SKILLOS_CACHE, else ~/.cache/skillos)."""
+    return Path(os.environ.get("SKILLOS_CACHE", Path.home() / ".cache" / "skillos")) / "alfworld"
+
+
+def _sas_path(domain: str, problem: str, optimize: bool) -> Path:
+    from importlib.metadata import version as dist_version
+
+    version = dist_version("fast-downward-textworld")
+    key = hashlib.sha256(f"{SAS_FORMAT}|{version}|{optimize}|{domain}|{problem}".encode()).hexdigest()
+    return cache_root() / "sas" / key[:2] / f"{key}.bin"
+
+
+def _translate_via_disk(pddl2sas, domain, problem, verbose, optimize):
+    """fast-downward's translation is ~0.6 s per call and runs twice per new game; keep its
+    result on disk (zlib'd pickle, written atomically) so a later process skips it. The cache
+    holds only what this machine's own translator produced."""
+    path = _sas_path(domain, problem, optimize)
+    if path.is_file():
+        try:
+            return pickle.loads(zlib.decompress(path.read_bytes()))
+        except Exception:  # noqa: BLE001 - a damaged cache entry is recomputed
+            pass
+    result = pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(zlib.compress(pickle.dumps(result), 1))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache only costs speed
+    return result
 # Bounded: a pool of hundreds of games must not grow memory without limit.
 PARSE_CACHE_SIZE = 1 << 16
 SAS_CACHE_SIZE = 256  # two translations per game: ~128 games stay warm
@@ -75,7 +118,7 @@ def enable() -> None:
 
     @functools.lru_cache(maxsize=SAS_CACHE_SIZE)
     def cached_pddl2sas(domain, problem, verbose=False, optimize=False):
-        return pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
+        return _translate_via_disk(pddl2sas, domain, problem, verbose, optimize)
 
     Rule.parse_conjunctive_query = classmethod(cached_query)
     textgen._parse_and_convert = cached_parse_and_convert

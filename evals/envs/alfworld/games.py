@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from skillos.evals.envs.alfworld import generator, scenes
+from skillos.evals.envs.alfworld import engine, generator, scenes
 from skillos.evals.envs.alfworld.env import AlfworldEnv
 from skillos.errors import SkillosError
 
@@ -40,10 +40,6 @@ class Game:
     plan: int
     content_hash: str
     oracle_steps: int
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("SKILLOS_CACHE", Path.home() / ".cache" / "skillos")) / "alfworld"
 
 
 def _seed(*parts) -> int:
@@ -140,7 +136,7 @@ def make_games(split: str, n: int, seed: int = 0, cache_dir: str | Path | None =
     if n < 1:
         raise SkillosError(f"env.n_games must be at least 1, got {n}")
     plans = split_plans(split)
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    root = Path(cache_dir) if cache_dir else engine.cache_root()
     folder = root / generator.GENERATOR_VERSION.replace("/", "-") / f"{split}-seed{seed}-n{n}"
     manifest = folder / "manifest.json"
     if manifest.is_file():

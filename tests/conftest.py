@@ -1,0 +1,23 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args, env=None, cwd=None):
+    """Run the real `skillos` console entry point in a subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "skillos", *map(str, args)], capture_output=True,
+                          text=True, env=full_env, cwd=cwd, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def game_cache(tmp_path_factory):
+    """One cache of generated games shared by the tests of a session."""
+    path = tmp_path_factory.mktemp("games")
+    os.environ["SKILLOS_CACHE"] = str(path)
+    return path

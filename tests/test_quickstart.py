@@ -1,0 +1,73 @@
+"""The main job end to end, through the real CLI, on a small n."""
+
+import json
+
+import pytest
+
+pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
+
+from conftest import run_cli  # noqa: E402
+from skillos.repo import validate_path  # noqa: E402
+
+pytestmark = pytest.mark.alfworld
+
+
+def test_quickstart_end_to_end(tmp_path, game_cache):
+    out = tmp_path / "run"
+    env = {"SKILLOS_CACHE": str(game_cache)}
+    result = run_cli("quickstart", "--n-games", 6, "--n-train-games", 6, "--json", "--out", out, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert set(report["arms"]) == {"no_memory", "closed_loop"}
+    for arm in report["arms"].values():
+        assert arm["attempted"] == 6 and arm["measured"] + arm["unmeasured"] == 6
+        assert sum(t["attempted"] for t in arm["by_task_type"].values()) == 6
+        assert arm["coerced_actions"] == 0 and arm["actions"] > 0
+    (comp,) = report["comparisons"]
+    assert comp["treatment"] == "closed_loop" and comp["control"] == "no_memory"
+    assert comp["n_paired"] + comp["n_dropped"] == 6
+    assert {"p_value", "ci_low", "ci_high", "mde", "p_adjusted"} <= set(comp)
+    rows = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert len(rows) == 12
+    assert {r["arm"] for r in rows} == {"no_memory", "closed_loop"}
+    assert {(r["game_id"]) for r in rows if r["arm"] == "no_memory"} == \
+        {(r["game_id"]) for r in rows if r["arm"] == "closed_loop"}  # paired: the same games
+    assert set(rows[0]) >= {"game_id", "task_type", "success", "steps", "coerced_actions",
+                            "skills_retrieved", "repo_size", "unmeasured", "unmeasured_reason"}
+    assert all(r["repo_size"] == 0 and r["skills_retrieved"] == [] for r in rows if r["arm"] == "no_memory")
+    train_rows = (out / "curation.jsonl").read_text().splitlines()
+    assert len(train_rows) == 6
+    assert validate_path(out / "repo-closed_loop") == [] and any((out / "repo-closed_loop").iterdir())
+    assert json.loads((out / "report.json").read_text()) == report
+
+    # the people's report prints denominators and the statistics
+    table = run_cli("eval", out / "config.yaml", "--out", tmp_path / "second", env=env)
+    assert table.returncode == 0, table.stderr[-2000:]
+    for text in ("no_memory", "closed_loop", "/6", "McNemar p (exact)", "95% CI", "MDE at 80% power"):
+        assert text in table.stdout
+
+    again = run_cli("quickstart", "--n-games", 6, "--out", out, env=env)
+    assert again.returncode == 2 and "not empty" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_eval_controls_static_and_shuffled_arms(tmp_path, game_cache):
+    skills = tmp_path / "skills" / "where-to-find-apple"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text("---\nname: where-to-find-apple\ndescription: apples\n---\nfridge\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "experiment: {name: controls}\n"
+        "env: {n_games: 3, n_train_games: 3}\n"
+        f"eval: {{arms: [no_memory, static_repo, shuffled], static_repo: {skills.parent}}}\n")
+    result = run_cli("eval", config, "--json", "--out", tmp_path / "run",
+                     env={"SKILLOS_CACHE": str(game_cache)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert [c["treatment"] for c in report["comparisons"]] == ["static_repo", "shuffled"]
+    assert report["arms"]["static_repo"]["final_repo_size"] == 1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"eval: {{arms: [no_memory, static_repo], static_repo: {tmp_path / 'nope.md'}}}\n")
+    (tmp_path / "nope.md").write_text("x")
+    result = run_cli("eval", bad, "--out", tmp_path / "run2", env={"SKILLOS_CACHE": str(game_cache)})
+    assert result.returncode == 2 and "must be a folder" in result.stderr
+    assert not (tmp_path / "run2").exists()  # nothing half-written

@@ -1,0 +1,53 @@
+import math
+
+import pytest
+from scipy.stats import norm
+
+from skillos.evals import stats
+
+
+def test_mcnemar_exact_against_hand_computed_binomial():
+    # b=10, c=2: two-sided exact p = 2 * P(X <= 2), X ~ Binomial(12, 1/2) = 2 * (1+12+66)/4096
+    assert stats.mcnemar_exact(10, 2) == pytest.approx(2 * 79 / 4096)
+    # b=5, c=0: 2 * (1/2)^5
+    assert stats.mcnemar_exact(5, 0) == pytest.approx(2 / 32)
+    assert stats.mcnemar_exact(3, 3) == pytest.approx(1.0)
+    assert stats.mcnemar_exact(0, 0) == 1.0
+
+
+def test_mde_formula():
+    # (z_{alpha/2} + z_beta) * sqrt(d / n)
+    z = norm.ppf(0.975) + norm.ppf(0.8)
+    assert z == pytest.approx(2.8016, abs=1e-4)
+    assert stats.mde(60, 0.2) == pytest.approx(z * math.sqrt(0.2 / 60))
+    assert stats.mde(60, 0.2) == pytest.approx(0.16175, abs=1e-4)
+    assert stats.mde(240, 0.2) == pytest.approx(stats.mde(60, 0.2) / 2)
+
+
+def test_bootstrap_ci_brackets_the_difference():
+    control = [0] * 30 + [1] * 30
+    treatment = [1] * 45 + [0] * 15
+    low, high = stats.paired_bootstrap_ci(control, treatment, n_boot=4000, seed=1)
+    assert low < 0.25 < high
+    assert stats.paired_bootstrap_ci([1, 0, 1], [1, 0, 1], n_boot=200) == (0.0, 0.0)
+
+
+def test_compare_drops_unmeasured_pairs_and_never_scores_them():
+    control = {"a": False, "b": False, "c": True, "d": None, "e": False}
+    treatment = {"a": True, "b": True, "c": True, "d": True, "e": None}
+    comp = stats.compare(control, treatment, n_boot=500)
+    assert (comp.n_paired, comp.n_dropped, comp.b, comp.c) == (3, 2, 2, 0)
+    assert comp.control_rate == pytest.approx(1 / 3) and comp.treatment_rate == 1.0
+    assert comp.p_value == pytest.approx(0.5)
+
+
+def test_compare_without_discordant_pairs_reports_mde_unmeasured():
+    comp = stats.compare({"a": True, "b": False}, {"a": True, "b": False}, n_boot=200)
+    assert comp.mde is None and "discordant" in comp.note
+    empty = stats.compare({"a": None}, {"a": True}, n_boot=200)
+    assert empty.p_value is None and empty.significant is None and empty.n_dropped == 1
+
+
+def test_holm_adjustment():
+    assert stats.adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.adjust([]) == []
