@@ -1,0 +1,2 @@
+"""skillos.ledger: the SQLite record of experiments, runs, evals, failures, gate results and
+overrides (the durable memory the agent and the gates read)."""

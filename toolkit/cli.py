@@ -145,21 +145,14 @@ def _apply_overrides(cfg, n_games, n_train_games) -> None:
 
 
 def main() -> None:
-    """Console entry point: user mistakes are one line on stderr and a non-zero exit."""
+    """Console entry point: user mistakes are one line on stderr and a non-zero exit.
+
+    Click handles its own usage errors (exit 2 with usage); everything a command raises as a
+    SkillosError lands here instead of as a traceback."""
     try:
-        code = app(standalone_mode=False)  # click returns Exit codes instead of raising here
-        if isinstance(code, int) and code:
-            sys.exit(code)
+        app()
     except SkillosError as exc:
         sys.stderr.write(f"error: {exc}\n")  # one line, never wrapped
-        sys.exit(exc.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except __import__("click").ClickException as exc:
-        exc.show()
         sys.exit(exc.exit_code)
 
 
