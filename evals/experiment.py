@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import multiprocessing as mp
 import os
+import queue
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -51,13 +54,11 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     if out.exists() and any(out.iterdir()):
         raise SkillosError(f"{out}: output folder exists and is not empty; choose another --out")
-    static = None
     if "static_repo" in cfg.eval.arms:
         try:  # fail on a bad folder before any game is played
-            static = SkillRepo.load(cfg.eval.static_repo)
+            SkillRepo.load(cfg.eval.static_repo)
         except SkillError as exc:
             raise SkillosError(f"eval.static_repo: {exc}") from None
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
 
     def gen_progress(split):
         return (lambda done, total: progress("generate", split, done, total)) if progress else None
@@ -73,29 +74,67 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-    env, executor = AlfworldEnv(fast=True), make_executor(cfg.executor)
-    common = dict(env=env, executor=executor, max_steps=cfg.env.max_steps, top_k=cfg.retrieval.top_k)
-    rows = {}
-    for arm in cfg.eval.arms:
-        curator, mode = None, cfg.retrieval.mode
-        if arm == "no_memory":
-            repo = SkillRepo(None)
-        elif arm == "static_repo":
-            repo = static
-        else:
-            repo = SkillRepo(out / f"repo-{arm}")
-            curator = make_curator(cfg.curator)
-            mode = "shuffled" if arm == "shuffled" else mode
-            if train:
-                run_arm(arm, train, repo=repo, curator=curator, retrieval_mode=mode,
-                        out=out / "curation.jsonl", phase="train",
-                        on_game=_tick(progress, arm, "train", len(train)), **common)
-        rows[arm] = run_arm(arm, held_out, repo=repo, curator=curator, retrieval_mode=mode,
-                            out=out / "games.jsonl", phase="eval",
-                            on_game=_tick(progress, arm, "eval", len(held_out)), **common)
+    jobs = [(cfg, arm, held_out, train, out) for arm in cfg.eval.arms]
+    workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
+    if workers == 1:
+        rows = {job[1]: play_arm(*job, progress=progress) for job in jobs}
+    else:
+        rows = _play_in_parallel(jobs, workers, progress)
     result = reporting.build(cfg, rows, out, n_train=len(train))
     (out / "report.json").write_text(json.dumps(result, indent=1))
     return result
+
+
+def play_arm(cfg: Config, arm: str, held_out, train, out: Path, progress: Progress | None = None):
+    """One arm, start to end: curation on train games first for the arms that learn."""
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+
+    common = dict(env=AlfworldEnv(fast=True), executor=make_executor(cfg.executor),
+                  max_steps=cfg.env.max_steps, top_k=cfg.retrieval.top_k)
+    curator, mode = None, cfg.retrieval.mode
+    if arm == "no_memory":
+        repo = SkillRepo(None)
+    elif arm == "static_repo":
+        repo = SkillRepo.load(cfg.eval.static_repo)
+    else:
+        repo = SkillRepo(out / f"repo-{arm}")
+        curator = make_curator(cfg.curator)
+        mode = "shuffled" if arm == "shuffled" else mode
+        if train:
+            run_arm(arm, train, repo=repo, curator=curator, retrieval_mode=mode,
+                    out=out / "curation.jsonl", phase="train",
+                    on_game=_tick(progress, arm, "train", len(train)), **common)
+    return run_arm(arm, held_out, repo=repo, curator=curator, retrieval_mode=mode,
+                   out=out / "games.jsonl", phase="eval",
+                   on_game=_tick(progress, arm, "eval", len(held_out)), **common)
+
+
+def _play_in_parallel(jobs, workers: int, progress: Progress | None) -> dict:
+    """Arms are independent (each has its own repo and curator), so they run in separate
+    processes; rows are identical to a sequential run. Each JSONL line is one append."""
+    context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    with context.Manager() as manager, ProcessPoolExecutor(workers, mp_context=context) as pool:
+        events = manager.Queue()
+        futures = {job[1]: pool.submit(_play_arm_reporting, job, events) for job in jobs}
+        while not all(f.done() for f in futures.values()):
+            _drain(events, progress, timeout=0.2)
+        _drain(events, progress, timeout=0)
+        return {arm: future.result() for arm, future in futures.items()}
+
+
+def _play_arm_reporting(job, events):
+    return play_arm(*job, progress=lambda *event: events.put(event))
+
+
+def _drain(events, progress, timeout: float) -> None:
+    try:
+        event = events.get(timeout=timeout) if timeout else events.get_nowait()
+        while True:
+            if progress:
+                progress(*event)
+            event = events.get_nowait()
+    except queue.Empty:
+        return
 
 
 def _tick(progress, arm, phase, total):

@@ -71,3 +71,17 @@ def test_eval_controls_static_and_shuffled_arms(tmp_path, game_cache):
     result = run_cli("eval", bad, "--out", tmp_path / "run2", env={"SKILLOS_CACHE": str(game_cache)})
     assert result.returncode == 2 and "must be a folder" in result.stderr
     assert not (tmp_path / "run2").exists()  # nothing half-written
+
+
+def test_parallel_arms_give_the_same_rows_as_sequential(tmp_path, game_cache, monkeypatch):
+    from skillos import config
+    from skillos.evals.experiment import run_eval
+
+    monkeypatch.setenv("SKILLOS_CACHE", str(game_cache))
+    results = {}
+    for workers in (1, 2):
+        cfg = config.from_dict({"env": {"n_games": 4, "n_train_games": 4}, "eval": {"workers": workers}})
+        run_eval(cfg, tmp_path / f"w{workers}")
+        lines = (tmp_path / f"w{workers}" / "games.jsonl").read_text().splitlines()
+        results[workers] = sorted(lines)
+    assert len(results[1]) == 8 and results[1] == results[2]

@@ -64,6 +64,7 @@ class EvalConfig:
     bootstrap: int = 10_000
     static_repo: str | None = None  # skill folder for the static_repo arm
     output_dir: str = "runs"
+    workers: int = 0  # arms played in parallel processes; 0: one per CPU core
 
 
 @dataclass
@@ -161,6 +162,8 @@ def validate(cfg: Config) -> Config:
         raise ConfigError("eval.static_repo: the static_repo arm needs a skill folder path")
     if not 0 < cfg.eval.alpha < 1 or not 0 < cfg.eval.power < 1:
         raise ConfigError("eval.alpha and eval.power must be between 0 and 1")
+    if cfg.eval.workers < 0:
+        raise ConfigError(f"eval.workers: 0 (one per core) or more, got {cfg.eval.workers}")
     if cfg.eval.bootstrap < 100:
         raise ConfigError(f"eval.bootstrap: at least 100 resamples, got {cfg.eval.bootstrap}")
     return cfg
