@@ -17,7 +17,12 @@ def run_cli(*args, env=None, cwd=None):
 
 @pytest.fixture(scope="session")
 def game_cache(tmp_path_factory):
-    """One cache of generated games shared by the tests of a session."""
+    """One cache of generated games (and translations) shared by the tests of a session."""
     path = tmp_path_factory.mktemp("games")
+    before = os.environ.get("SKILLOS_CACHE")
     os.environ["SKILLOS_CACHE"] = str(path)
-    return path
+    yield path
+    if before is None:
+        del os.environ["SKILLOS_CACHE"]
+    else:
+        os.environ["SKILLOS_CACHE"] = before

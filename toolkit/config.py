@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from skillos.errors import ConfigError
+from skillos.errors import ConfigError, yaml_error_line
 
 ENVS = ("household",)
 SPLITS = ("train", "valid_seen", "valid_unseen")
@@ -184,9 +184,7 @@ def load(path: str | Path) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{line} invalid YAML") from None
+        raise ConfigError(f"{path}:{yaml_error_line(exc)} invalid YAML") from None
     try:
         return from_dict(data or {})
     except ConfigError as exc:

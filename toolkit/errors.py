@@ -21,3 +21,9 @@ class SkillError(SkillosError):
 
 class ConfigError(SkillosError):
     """An experiment config is unreadable or invalid."""
+
+
+def yaml_error_line(exc: Exception) -> str:
+    """' line N' for a YAML error that knows where it happened, else ''."""
+    mark = getattr(exc, "problem_mark", None)
+    return f" line {mark.line + 1}" if mark is not None else ""

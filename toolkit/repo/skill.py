@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import frontmatter
 import yaml
 
-from skillos.errors import SkillError
+from skillos.errors import SkillError, yaml_error_line
 
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
@@ -94,9 +94,7 @@ def parse_skill(text: str, where: str = "<skill>") -> Skill:
     try:
         post = frontmatter.loads(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        raise SkillError(f"{where}: invalid YAML frontmatter{line}") from None
+        raise SkillError(f"{where}: invalid YAML frontmatter{yaml_error_line(exc)}") from None
     except Exception as exc:  # frontmatter raises assorted errors on odd delimiters
         raise SkillError(f"{where}: unreadable frontmatter: {exc}") from None
     meta = dict(post.metadata)

@@ -4,11 +4,13 @@ by a precomputed key.
 Profiling the stock engine on ALFRED rooms shows ~98% of a step is Python text generation (the
 grammar's rule strings are re-parsed with tatsu for every admissible command on every step, and
 a context is deep-copied per symbol) and ~98% of a reset is fast-downward's PDDL->SAS
-translation, run twice per reset. All four functions below are pure in what they return, so we
-cache them (translations also on disk, see _translate_via_disk); nothing about the game logic
-changes. `tests/test_alfworld_engine.py` replays the
-same commands through the stock and the fast engine and requires byte-identical observations and
-admissible-command lists; `tests/benchmarks/bench_alfworld_engine.py` prints the speed ratio.
+translation, run twice per reset. The four functions below are pure in what they return, so we
+cache them (translations also on disk, see _translate_via_disk). Once they are cached, sorting
+sets of facts with a Python-level `__lt__` per comparison is the largest cost; `textworld.logic`
+gets a `sorted` that sorts facts by a precomputed key into the same order. Nothing about the game
+logic changes: `tests/test_alfworld_games.py` replays the same commands through the stock and the
+fast engine and requires byte-identical observations and admissible-command lists, and
+`tests/benchmarks/bench_alfworld_engine.py` prints the speed ratio.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def enabled() -> bool:
 
 
 def enable() -> None:
-    """Install the memoized functions (idempotent)."""
+    """Install the fast paths (idempotent)."""
     if _ORIGINALS:
         return
     fast_downward, textgen, logic = _modules()

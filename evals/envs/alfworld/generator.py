@@ -169,6 +169,8 @@ def generate(plan: int, task_type: str, rng: random.Random) -> GameSpec | None:
     n_targets = rng.randint(2, MAX_TARGET_INSTANCES) if task_type == "pick_two_obj_and_place" \
         else rng.randint(1, MAX_TARGET_INSTANCES)
     targets = [placer.place(otype, exclude) for _ in range(n_targets)]
+    if None in targets:  # nowhere to put the object but the goal's own receptacle type
+        return None
     lamp = None
     if toggle_type:
         stands = [r for r in scenes.LAMP_STANDS if r in scene.receptacle_types]
