@@ -199,9 +199,8 @@ class HeuristicEpisode:
             words = command.split()
             if words[0] in BASIC_VERBS:
                 return False
-            held = self.holding or ""
-            return (held and held in command) or any(text.kind_of(w) == self.goal.target
-                                                     for w in _items(command))
+            items = _items(command)
+            return self.holding in items or any(text.kind_of(i) == self.goal.target for i in items)
 
         seen_target = [r for r in self.receptacles
                        if any(text.kind_of(i) == self.goal.target for i in self.contents.get(r, []))]
