@@ -126,10 +126,12 @@ def quickstart(
     bootstrap 95% CI and the minimum detectable effect. Same as `skillos eval` on
     evals/configs/quickstart.yaml.
     """
+    import yaml
+
     from skillos import config as cfgmod
 
     path = resources.files("skillos.evals") / "configs" / "quickstart.yaml"
-    cfg = cfgmod.from_dict(__import__("yaml").safe_load(path.read_text()))
+    cfg = cfgmod.from_dict(yaml.safe_load(path.read_text()))
     _apply_overrides(cfg, n_games, n_train_games)
     _run(cfg, out_dir, as_json)
 

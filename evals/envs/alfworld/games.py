@@ -3,8 +3,8 @@
 Splits: `train`, `valid_seen` and `valid_unseen`. `valid_unseen` uses floor plans that `train`
 never uses (a fixed 20% of each room type, chosen by hash); `train` and `valid_seen` share floor
 plans but draw games from separate seed streams. Every game is identified by a content hash
-(its PDDL problem and task sentence); a pool's manifest records them, and `make_games` refuses a
-held-out game whose hash is in train.
+(its PDDL problem and task sentence); a pool's manifest records them, and an eval refuses to run
+when a held-out game's hash is also in its train pool (skillos.evals.experiment).
 
 Game i of a split depends only on (seed, split, i), so the first k games of a pool of n are the
 games of a pool of k. Pools are cached under `cache_dir/<version>/<split>-seed<S>-n<N>/`,
