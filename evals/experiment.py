@@ -9,6 +9,7 @@ All arms play the identical held-out list, so every comparison is paired.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import multiprocessing as mp
 import os
@@ -49,8 +50,10 @@ def default_out_dir(cfg: Config) -> Path:
     return Path(cfg.eval.output_dir) / f"{cfg.experiment.name}-{stamp}"
 
 
-def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress | None = None) -> dict:
-    """Run every arm; write games.jsonl, curation.jsonl, the curated repo and report.json."""
+def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress | None = None,
+             ledger=None) -> dict:
+    """Run every arm; write games.jsonl, curation.jsonl, the curated repo and report.json, and
+    record the experiment, its runs and evals in `ledger` (a skillos.ledger.Ledger) if given."""
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     if out.exists() and any(out.iterdir()):
         raise SkillosError(f"{out}: output folder exists and is not empty; choose another --out")
@@ -74,15 +77,60 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    record = _Record(ledger, cfg)
     jobs = [(cfg, arm, held_out, train, out) for arm in cfg.eval.arms]
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
-    if workers == 1:
-        rows = {job[1]: play_arm(*job, progress=progress) for job in jobs}
-    else:
-        rows = _play_in_parallel(jobs, workers, progress)
+    try:
+        if workers == 1:
+            rows = {job[1]: play_arm(*job, progress=progress) for job in jobs}
+        else:
+            rows = _play_in_parallel(jobs, workers, progress)
+    except BaseException as exc:
+        record.crashed(exc)
+        raise
     result = reporting.build(cfg, rows, out, n_train=len(train))
+    record.finished(result, out / "games.jsonl")
     (out / "report.json").write_text(json.dumps(result, indent=1))
     return result
+
+
+class _Record:
+    """What an eval writes to the ledger: the experiment, one run per arm, one eval per run,
+    and an operational failure if the eval crashed. No ledger: records nothing."""
+
+    def __init__(self, ledger, cfg: Config):
+        self.ledger, self.runs = ledger, {}
+        if ledger is None:
+            return
+        self.experiment = ledger.find_or_add_experiment(
+            cfg.experiment.name, cfg.hash(), hypothesis=cfg.experiment.hypothesis,
+            success_metric=f"success rate vs {cfg.eval.control} (paired, exact McNemar)")
+        ledger.correct("experiments", self.experiment, "status", "eval started", value="running")
+        for arm in cfg.eval.arms:
+            self.runs[arm] = ledger.start_run(self.experiment, arm, cfg.to_dict(), cfg.env.seed,
+                                              f"executor={cfg.executor.backend}")
+
+    def crashed(self, exc: BaseException) -> None:
+        if self.ledger is None:
+            return
+        what = f"eval crashed: {type(exc).__name__}: {exc}"[:500]
+        for run in self.runs.values():
+            self.ledger.end_run(run, "crashed", what)
+        self.ledger.correct("experiments", self.experiment, "status", what, value="crashed")
+        self.ledger.add_failure(what, "wasted-compute", kind="operational", detected_by="toolkit",
+                                experiment_id=self.experiment, run_id=next(iter(self.runs.values())))
+
+    def finished(self, result: dict, jsonl: Path) -> None:
+        if self.ledger is None:
+            return
+        digest = hashlib.sha256(jsonl.read_bytes()).hexdigest()
+        for arm, run in self.runs.items():
+            self.ledger.add_eval(run, arm, result["arms"][arm], str(jsonl.resolve()), digest)
+            self.ledger.end_run(run, "finished")
+        self.ledger.correct("experiments", self.experiment, "status", "eval finished",
+                            value="measured")
+        result["ledger"] = {"path": str(self.ledger.path), "experiment_id": self.experiment,
+                            "run_ids": self.runs}
 
 
 def play_arm(cfg: Config, arm: str, held_out, train, out: Path, progress: Progress | None = None):

@@ -26,3 +26,11 @@ def game_cache(tmp_path_factory):
         del os.environ["SKILLOS_CACHE"]
     else:
         os.environ["SKILLOS_CACHE"] = before
+
+
+@pytest.fixture(autouse=True)
+def skillos_home(tmp_path, monkeypatch):
+    """Every test gets its own ledger folder; nothing is written under the repo."""
+    home = tmp_path / "skillos-home"
+    monkeypatch.setenv("SKILLOS_HOME", str(home))
+    return home

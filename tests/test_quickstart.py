@@ -40,6 +40,19 @@ def test_quickstart_end_to_end(tmp_path, game_cache):
     assert validate_path(out / "repo-closed_loop") == [] and any((out / "repo-closed_loop").iterdir())
     assert json.loads((out / "report.json").read_text()) == report
 
+    # the run recorded itself in the ledger ($SKILLOS_HOME): experiment, a run and an eval per arm
+    listed = json.loads(run_cli("ledger", "experiments", "list", "--json").stdout)
+    assert [(e["name"], e["status"], e["valid"]) for e in listed] == [("quickstart", "measured", True)]
+    shown = json.loads(run_cli("ledger", "experiments", "show", str(listed[0]["id"]), "--json").stdout)
+    assert sorted(r["arm"] for r in shown["runs"]) == ["closed_loop", "no_memory"]
+    for run in shown["runs"]:
+        assert run["status"] == "finished" and run["ended_at"] and run["host"]
+        (ev,) = run["evals"]
+        assert ev["n_attempted"] == 6 and ev["n_measured"] + ev["n_unmeasured"] == 6
+        assert ev["successes"] == report["arms"][run["arm"]]["successes"]
+        assert ev["jsonl_path"].endswith("games.jsonl") and len(ev["jsonl_sha256"]) == 64
+    assert report["ledger"]["experiment_id"] == listed[0]["id"]
+
     # the people's report prints denominators and the statistics
     table = run_cli("eval", out / "config.yaml", "--out", tmp_path / "second", env=env)
     assert table.returncode == 0, table.stderr[-2000:]

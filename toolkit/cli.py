@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from skillos.cli_ledger import app as ledger_app
 from skillos.errors import SkillosError
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app = typer.Typer(
 skills_app = typer.Typer(help="Validate and search skill repos (folders of NAME/SKILL.md).",
                          no_args_is_help=True)
 app.add_typer(skills_app, name="skills")
+app.add_typer(ledger_app, name="ledger")
 
 out = Console()
 err = Console(stderr=True)
@@ -88,7 +90,10 @@ def _run(cfg, out_dir: Optional[Path], as_json: bool) -> None:
                 tasks[key] = bar.add_task(label, total=total)
             bar.update(tasks[key], completed=done)
 
-        result = run_eval(cfg, out_dir, progress)
+        from skillos.ledger import Ledger
+
+        with Ledger() as ledger:  # $SKILLOS_HOME/ledger.db: every eval records itself
+            result = run_eval(cfg, out_dir, progress, ledger=ledger)
     if as_json:
         _print_json(result)
     else:

@@ -1,0 +1,375 @@
+"""The ledger: one SQLite file ($SKILLOS_HOME/ledger.db, default .skillos/ledger.db), WAL mode,
+schema versioned with migrations.
+
+Append-only in spirit: no row is ever deleted. A correction is a new row in `corrections` that
+points at what it corrects (invalidate, retract, supersede, a status or a conclusion), and the
+current state of a record is its row plus its corrections, so history stays auditable. The only
+in-place writes complete a record's lifecycle (a run's end).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from skillos.errors import SkillosError
+from skillos.ledger import taxonomy
+from skillos.ledger.secrets import redact, redact_text
+
+APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
+TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
+          "failure_modes", "fixes", "gate_results", "overrides", "corrections")
+CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes")
+
+MIGRATIONS = {
+    1: """
+    CREATE TABLE goals (id INTEGER PRIMARY KEY, text TEXT NOT NULL, set_by TEXT NOT NULL,
+        created_at TEXT NOT NULL);
+    CREATE TABLE experiments (id INTEGER PRIMARY KEY, name TEXT NOT NULL, hypothesis TEXT,
+        success_metric TEXT, config_hash TEXT, status TEXT NOT NULL DEFAULT 'planned',
+        created_at TEXT NOT NULL);
+    CREATE TABLE arms (id INTEGER PRIMARY KEY, experiment_id INTEGER NOT NULL REFERENCES experiments,
+        name TEXT NOT NULL, UNIQUE (experiment_id, name));
+    CREATE TABLE runs (id INTEGER PRIMARY KEY, experiment_id INTEGER REFERENCES experiments,
+        arm_id INTEGER REFERENCES arms, config_json TEXT, seed INTEGER, git_commit TEXT,
+        git_dirty INTEGER, executor_fingerprint TEXT, host TEXT, started_at TEXT NOT NULL,
+        ended_at TEXT, status TEXT NOT NULL DEFAULT 'running', detail TEXT);
+    CREATE TABLE evals (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs,
+        arm TEXT, n_attempted INTEGER, n_measured INTEGER, n_unmeasured INTEGER,
+        successes INTEGER, coerced_actions INTEGER, actions INTEGER, jsonl_path TEXT,
+        jsonl_sha256 TEXT, created_at TEXT NOT NULL);
+    CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs,
+        path TEXT NOT NULL, step INTEGER, sha256 TEXT, created_at TEXT NOT NULL);
+    CREATE TABLE failures (id INTEGER PRIMARY KEY, what TEXT NOT NULL, category TEXT NOT NULL,
+        kind TEXT NOT NULL, cost_gpu_hours REAL, cost_wall_hours REAL, detected_by TEXT,
+        gate TEXT, experiment_id INTEGER REFERENCES experiments, run_id INTEGER REFERENCES runs,
+        status TEXT NOT NULL DEFAULT 'open', token TEXT UNIQUE, created_at TEXT NOT NULL);
+    CREATE TABLE failure_modes (failure_id INTEGER NOT NULL REFERENCES failures, mode TEXT NOT NULL,
+        PRIMARY KEY (failure_id, mode));
+    CREATE TABLE fixes (id INTEGER PRIMARY KEY, failure_id INTEGER NOT NULL REFERENCES failures,
+        description TEXT NOT NULL, metric TEXT NOT NULL, direction TEXT NOT NULL,
+        expected_size REAL, before_run_id INTEGER REFERENCES runs, after_run_id INTEGER,
+        verdict TEXT, detail TEXT, created_at TEXT NOT NULL);
+    CREATE TABLE gate_results (id INTEGER PRIMARY KEY, experiment_id INTEGER, run_id INTEGER,
+        gate INTEGER, check_name TEXT, status TEXT, config_key TEXT, seen TEXT, expected TEXT,
+        created_at TEXT NOT NULL);
+    CREATE TABLE overrides (id INTEGER PRIMARY KEY, experiment_id INTEGER, gate INTEGER,
+        check_name TEXT, reason TEXT NOT NULL, actor TEXT NOT NULL, created_at TEXT NOT NULL);
+    CREATE TABLE corrections (id INTEGER PRIMARY KEY, table_name TEXT NOT NULL,
+        row_id INTEGER NOT NULL, kind TEXT NOT NULL, value TEXT, reason TEXT, actor TEXT,
+        created_at TEXT NOT NULL);
+    CREATE INDEX corrections_target ON corrections (table_name, row_id);
+    """,
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+class LedgerError(SkillosError):
+    """The ledger file is unusable or an operation on it is invalid."""
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def default_path() -> Path:
+    return Path(os.environ.get("SKILLOS_HOME") or ".skillos") / "ledger.db"
+
+
+def git_version(cwd: str | Path = ".") -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the working directory's repo, or (None, None) outside git."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                                text=True, timeout=10)
+        if commit.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=cwd, capture_output=True,
+                                text=True, timeout=10)
+        return commit.stdout.strip(), bool(status.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+
+
+class Ledger:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else default_path()
+        if self.path.exists() and self.path.is_dir():
+            raise LedgerError(f"{self.path}: is a folder; the ledger must be a file")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA busy_timeout = 60000")
+            self._check_and_migrate()
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self.db.execute("PRAGMA synchronous = FULL")  # a committed row survives a kill
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: not a usable skillos ledger ({exc}); move it away "
+                              "or point SKILLOS_HOME elsewhere") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- schema ---------------------------------------------------------------------------
+    def _check_and_migrate(self) -> None:
+        app_id = self.db.execute("PRAGMA application_id").fetchone()[0]
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if app_id not in (0, APPLICATION_ID):
+            raise LedgerError(f"{self.path}: a SQLite file of another application "
+                              f"(application_id {app_id:#x}), not a skillos ledger")
+        if version > SCHEMA_VERSION:
+            raise LedgerError(f"{self.path}: ledger schema {version} is newer than this skillos "
+                              f"({SCHEMA_VERSION}); upgrade skillos")
+        if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
+            return
+        self.db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then re-check
+        try:
+            app_id = self.db.execute("PRAGMA application_id").fetchone()[0]
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if app_id == 0:
+                tables = self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if tables:
+                    raise LedgerError(f"{self.path}: a SQLite file with {tables} tables of its "
+                                      "own, not a skillos ledger")
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step].split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self.db.execute(f"PRAGMA user_version = {step}")
+            self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("PRAGMA journal_mode = WAL")
+
+    # -- low level ------------------------------------------------------------------------
+    def _insert(self, table: str, **values) -> int:
+        values.setdefault("created_at", now())
+        cols = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        cur = self.db.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(values.values()))
+        return cur.lastrowid
+
+    def _row(self, table: str, row_id: int) -> dict:
+        row = self.db.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,)).fetchone()
+        if row is None:
+            raise LedgerError(f"no {table[:-1]} with id {row_id}")
+        return dict(row)
+
+    def _corrections(self, table: str, row_id: int) -> list[dict]:
+        rows = self.db.execute("SELECT * FROM corrections WHERE table_name = ? AND row_id = ? "
+                               "ORDER BY id", (table, row_id)).fetchall()
+        return [dict(r) for r in rows]
+
+    def correct(self, table: str, row_id: int, kind: str, reason: str, value: str | None = None,
+                actor: str = "agent") -> int:
+        """Append a correction (invalidate, restore, retract, supersede, status, conclusion)."""
+        if table not in CORRECTABLE:
+            raise LedgerError(f"cannot correct {table!r}; correctable: {', '.join(CORRECTABLE)}")
+        self._row(table, row_id)
+        if kind in ("invalidate", "retract", "supersede") and not (reason or "").strip():
+            raise LedgerError(f"{kind} needs a reason")
+        return self._insert("corrections", table_name=table, row_id=row_id, kind=kind,
+                            value=redact_text(value), reason=redact_text(reason), actor=actor)
+
+    def _current(self, table: str, row: dict) -> dict:
+        """A row with its corrections applied: valid flag + reason, status, conclusion."""
+        row = dict(row, valid=True, invalid_reason=None, conclusion=None, corrections=[])
+        for c in self._corrections(table, row["id"]):
+            row["corrections"].append({k: c[k] for k in ("id", "kind", "value", "reason", "actor",
+                                                          "created_at")})
+            if c["kind"] in ("invalidate", "retract", "supersede"):
+                row["valid"], row["invalid_reason"] = False, f"{c['kind']}: {c['reason']}"
+            elif c["kind"] == "restore":
+                row["valid"], row["invalid_reason"] = True, None
+            elif c["kind"] == "status":
+                row["status"] = c["value"]
+            elif c["kind"] == "conclusion":
+                row["conclusion"] = c["value"]
+        return row
+
+    # -- goal -----------------------------------------------------------------------------
+    def set_goal(self, text: str, actor: str) -> int:
+        if actor != "person":
+            raise LedgerError("the project goal is set by a person (pass --person), not by an agent")
+        return self._insert("goals", text=redact_text(text), set_by=actor)
+
+    def goal(self) -> dict | None:
+        row = self.db.execute("SELECT * FROM goals ORDER BY id DESC LIMIT 1").fetchone()
+        return dict(row) if row else None
+
+    # -- experiments, arms, runs, evals, checkpoints ---------------------------------------
+    def add_experiment(self, name: str, hypothesis: str = "", success_metric: str = "",
+                       config_hash: str | None = None) -> int:
+        return self._insert("experiments", name=name, hypothesis=redact_text(hypothesis),
+                            success_metric=redact_text(success_metric), config_hash=config_hash)
+
+    def find_or_add_experiment(self, name: str, config_hash: str, **fields) -> int:
+        row = self.db.execute("SELECT id FROM experiments WHERE name = ? AND config_hash = ? "
+                              "ORDER BY id DESC LIMIT 1", (name, config_hash)).fetchone()
+        return row["id"] if row else self.add_experiment(name, config_hash=config_hash, **fields)
+
+    def experiment(self, exp_id: int) -> dict:
+        exp = self._current("experiments", self._row("experiments", exp_id))
+        exp["runs"] = [self.run(r["id"]) for r in self.db.execute(
+            "SELECT id FROM runs WHERE experiment_id = ? ORDER BY id", (exp_id,))]
+        return exp
+
+    def experiments(self, include_invalid: bool = True) -> list[dict]:
+        rows = [self._current("experiments", dict(r))
+                for r in self.db.execute("SELECT * FROM experiments ORDER BY id")]
+        return rows if include_invalid else [r for r in rows if r["valid"]]
+
+    def evidence(self) -> list[dict]:
+        """Experiments that gates and reports may treat as evidence: valid ones only."""
+        return self.experiments(include_invalid=False)
+
+    def arm_id(self, experiment_id: int, name: str) -> int:
+        self.db.execute("INSERT OR IGNORE INTO arms (experiment_id, name) VALUES (?, ?)",
+                        (experiment_id, name))
+        return self.db.execute("SELECT id FROM arms WHERE experiment_id = ? AND name = ?",
+                               (experiment_id, name)).fetchone()["id"]
+
+    def start_run(self, experiment_id: int | None, arm: str | None = None, config: dict | None = None,
+                  seed: int | None = None, executor_fingerprint: str | None = None) -> int:
+        """A run starts: its config snapshot (secrets redacted), seed, code version and host."""
+        commit, dirty = git_version()
+        cols = dict(
+            experiment_id=experiment_id,
+            arm_id=self.arm_id(experiment_id, arm) if experiment_id and arm else None,
+            config_json=json.dumps(redact(config or {}), sort_keys=True), seed=seed,
+            git_commit=commit, git_dirty=None if dirty is None else int(dirty),
+            executor_fingerprint=redact_text(executor_fingerprint), host=socket.gethostname(),
+            started_at=now())
+        cur = self.db.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES "
+                              f"({', '.join('?' for _ in cols)})", list(cols.values()))
+        return cur.lastrowid
+
+    def end_run(self, run_id: int, status: str = "finished", detail: str | None = None) -> None:
+        """Complete a run's record (the one in-place write: a lifecycle, not a correction)."""
+        self.db.execute("UPDATE runs SET ended_at = ?, status = ?, detail = ? WHERE id = ? "
+                        "AND ended_at IS NULL", (now(), status, redact_text(detail), run_id))
+
+    def run(self, run_id: int) -> dict:
+        run = self._current("runs", self._row("runs", run_id))
+        arm = self.db.execute("SELECT name FROM arms WHERE id = ?", (run["arm_id"],)).fetchone()
+        run["arm"] = arm["name"] if arm else None
+        run["evals"] = [self._current("evals", dict(r)) for r in self.db.execute(
+            "SELECT * FROM evals WHERE run_id = ? ORDER BY id", (run_id,))]
+        return run
+
+    def add_eval(self, run_id: int, arm: str, summary: dict, jsonl_path: str | None,
+                 jsonl_sha256: str | None) -> int:
+        return self._insert("evals", run_id=run_id, arm=arm, n_attempted=summary["attempted"],
+                            n_measured=summary["measured"], n_unmeasured=summary["unmeasured"],
+                            successes=summary["successes"], coerced_actions=summary["coerced_actions"],
+                            actions=summary["actions"], jsonl_path=jsonl_path, jsonl_sha256=jsonl_sha256)
+
+    def add_checkpoint(self, run_id: int, path: str, step: int | None = None,
+                       sha256: str | None = None) -> int:
+        return self._insert("checkpoints", run_id=run_id, path=path, step=step, sha256=sha256)
+
+    # -- failures ---------------------------------------------------------------------------
+    def add_failure(self, what: str, category: str, modes=(), kind: str = "scientific",
+                    cost_gpu_hours: float | None = None, cost_wall_hours: float | None = None,
+                    detected_by: str = "agent", gate: str | None = None,
+                    experiment_id: int | None = None, run_id: int | None = None,
+                    status: str = "open", token: str | None = None) -> int:
+        """Record a failure. `token` makes a retried write idempotent (no duplicate row)."""
+        if not (what or "").strip():
+            raise LedgerError("a failure needs --what: what went wrong")
+        _choice(category, taxonomy.CATEGORIES, "category")
+        _choice(kind, taxonomy.KINDS, "kind")
+        _choice(detected_by, taxonomy.DETECTORS, "detected-by")
+        _choice(status, taxonomy.STATUSES, "status")
+        for mode in modes:
+            _choice(mode, taxonomy.MODES, "mode")
+        for cost in (cost_gpu_hours, cost_wall_hours):
+            if cost is not None and cost < 0:
+                raise LedgerError(f"a cost cannot be negative, got {cost}")
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if token:
+                row = self.db.execute("SELECT id FROM failures WHERE token = ?", (token,)).fetchone()
+                if row:
+                    self.db.execute("COMMIT")
+                    return row["id"]
+            fid = self._insert("failures", what=redact_text(what), category=category, kind=kind,
+                               cost_gpu_hours=cost_gpu_hours, cost_wall_hours=cost_wall_hours,
+                               detected_by=detected_by, gate=gate, experiment_id=experiment_id,
+                               run_id=run_id, status=status, token=token)
+            for mode in sorted(set(modes)):
+                self.db.execute("INSERT INTO failure_modes VALUES (?, ?)", (fid, mode))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return fid
+
+    def failure(self, fid: int) -> dict:
+        row = self._current("failures", self._row("failures", fid))
+        row["modes"] = [r["mode"] for r in self.db.execute(
+            "SELECT mode FROM failure_modes WHERE failure_id = ? ORDER BY mode", (fid,))]
+        row["fixes"] = [dict(r) for r in self.db.execute(
+            "SELECT * FROM fixes WHERE failure_id = ? ORDER BY id", (fid,))]
+        return row
+
+    def failures(self, category: str | None = None, status: str | None = None,
+                 text: str | None = None, experiment_id: int | None = None) -> list[dict]:
+        sql, args = "SELECT id FROM failures WHERE 1=1", []
+        if category:
+            sql, args = sql + " AND category = ?", args + [category]
+        if experiment_id:
+            sql, args = sql + " AND experiment_id = ?", args + [experiment_id]
+        if text:
+            sql, args = sql + " AND what LIKE ?", args + [f"%{text}%"]
+        rows = [self.failure(r["id"]) for r in self.db.execute(sql + " ORDER BY id", args)]
+        return [r for r in rows if r["status"] == status] if status else rows
+
+    def set_failure_status(self, fid: int, status: str, reason: str, actor: str = "agent") -> int:
+        _choice(status, taxonomy.STATUSES, "status")
+        return self.correct("failures", fid, "status", reason, value=status, actor=actor)
+
+    # -- gates and overrides ------------------------------------------------------------------
+    def add_gate_result(self, gate: int, check_name: str, status: str, config_key: str = "",
+                        seen: str = "", expected: str = "", experiment_id: int | None = None,
+                        run_id: int | None = None) -> int:
+        return self._insert("gate_results", gate=gate, check_name=check_name, status=status,
+                            config_key=config_key, seen=redact_text(str(seen)),
+                            expected=redact_text(str(expected)), experiment_id=experiment_id,
+                            run_id=run_id)
+
+    def add_override(self, gate: int, check_name: str, reason: str, actor: str,
+                     experiment_id: int | None = None) -> int:
+        """An override is recorded with its reason, and as an operational failure (process)."""
+        if not (reason or "").strip():
+            raise LedgerError("an override needs a reason")
+        oid = self._insert("overrides", gate=gate, check_name=check_name, reason=redact_text(reason),
+                           actor=actor, experiment_id=experiment_id)
+        self.add_failure(f"gate {gate} check {check_name} overridden by {actor}: {reason}",
+                         "process", kind="operational", detected_by="gate", gate=str(gate),
+                         experiment_id=experiment_id)
+        return oid
+
+    # -- export -----------------------------------------------------------------------------
+    def rows(self, table: str) -> list[dict]:
+        if table not in TABLES:
+            raise LedgerError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
+        return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} ORDER BY rowid")]
+
+
+def _choice(value, allowed, what):
+    if value not in allowed:
+        raise LedgerError(f"unknown {what} {value!r}; choose one of: {', '.join(allowed)}")
