@@ -6,7 +6,7 @@ import json
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -139,6 +139,32 @@ def quickstart(
     cfg = cfgmod.from_dict(yaml.safe_load(path.read_text()))
     _apply_overrides(cfg, n_games, n_train_games)
     _run(cfg, out_dir, as_json)
+
+
+@app.command("watch")
+def watch(
+    pid: List[int] = typer.Option([], "--pid", help="A process of the job (repeatable)."),
+    path: List[Path] = typer.Option([], "--path", help="A log or checkpoint folder that should grow."),
+    stall_minutes: float = typer.Option(15.0, help="No growth (or an idle device) this long is a stall."),
+    idle_minutes: float = typer.Option(10.0, help="An idle box this long after the job ends alarms."),
+    busy_percent: float = typer.Option(10.0, help="GPU (or CPU) use below this counts as idle."),
+    gpus: int = typer.Option(0, help="GPUs on the box, to cost an idle box in GPU-hours."),
+    interval: float = typer.Option(60.0, help="Seconds between looks."),
+    max_ticks: Optional[int] = typer.Option(None, help="Stop after this many looks."),
+):
+    """Gate 7: watch the box, not the job. Alarms go to stdout and the ledger; stops when the
+    job has ended and the box has been idle for --idle-minutes."""
+    from skillos.ledger import Ledger
+    from skillos.ledger.watchdog import Watchdog, WatchConfig
+
+    if not pid and not path:
+        raise SkillosError("watch needs at least one --pid or --path")
+    config = WatchConfig(list(pid), [str(p) for p in path], stall_minutes, idle_minutes,
+                         busy_percent, gpus)
+    with Ledger() as ledger:
+        alarms = Watchdog(config, ledger=ledger, echo=typer.echo).run(interval, max_ticks)
+    recorded = sum(a.kind != "process-exited" for a in alarms)
+    typer.echo(f"watch ended: {len(alarms)} alarm(s), {recorded} recorded as failures in {ledger.path}")
 
 
 def _apply_overrides(cfg, n_games, n_train_games) -> None:

@@ -1,0 +1,161 @@
+"""Gate 7, "watch the box, not the job": a watchdog that looks at the machine and the job's
+artifacts, not at what the job says about its own health.
+
+It watches process liveness, growth of logs and checkpoints (a stall is no growth for N minutes
+while the process lives), GPU utilization (NVML, where there is a GPU) or CPU use, and the box
+going idle after the job ends with nothing else running. Every alarm is printed and written to
+the ledger as an operational failure with how long the condition lasted. Probes and the clock
+are injected, so tests drive it with fakes; a probe that cannot measure returns None and is
+reported as unmeasured, never as idle.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass
+class WatchConfig:
+    pids: list = field(default_factory=list)  # the job's processes
+    paths: list = field(default_factory=list)  # logs / checkpoint folders that should grow
+    stall_minutes: float = 15.0
+    idle_minutes: float = 10.0
+    busy_percent: float = 10.0  # GPU (or CPU, without a GPU) use below this counts as idle
+    gpus: int = 0  # GPUs on the box, for the GPU-hours an idle box costs
+
+
+@dataclass
+class Alarm:
+    kind: str  # stall | process-exited | device-idle | box-idle
+    message: str
+    minutes: float
+
+
+class SystemProbes:
+    """Real probes: /proc for processes and CPU, file sizes, NVML for GPUs when present."""
+
+    def __init__(self):
+        self._cpu_last = None
+
+    def alive(self, pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return state not in ("Z", "X")
+        except OSError:
+            try:
+                os.kill(pid, 0)
+                return True
+            except OSError:
+                return False
+
+    def size(self, path: str) -> int | None:
+        p = Path(path)
+        if p.is_dir():
+            return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        return p.stat().st_size if p.exists() else None
+
+    def busy_percent(self) -> float | None:
+        """Mean GPU utilization if NVML answers, else CPU use since the last call, else None."""
+        try:
+            import pynvml  # nvidia-ml-py, only on GPU machines
+
+            pynvml.nvmlInit()
+            n = pynvml.nvmlDeviceGetCount()
+            if n:
+                utils = [pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(i)).gpu
+                         for i in range(n)]
+                return sum(utils) / n
+        except Exception:  # noqa: BLE001 - no GPU, no driver, no library: fall back to CPU
+            pass
+        try:
+            fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle, total = fields[3] + fields[4], sum(fields)
+        last, self._cpu_last = self._cpu_last, (idle, total)
+        if last is None or total == last[1]:
+            return None
+        return 100.0 * (1 - (idle - last[0]) / (total - last[1]))
+
+
+class Watchdog:
+    def __init__(self, config: WatchConfig, probes=None, clock: Callable[[], float] = time.monotonic,
+                 ledger=None, echo: Callable[[str], None] = print):
+        self.config, self.probes = config, probes or SystemProbes()
+        self.clock, self.ledger, self.echo = clock, ledger, echo
+        start = clock()
+        self._grew_at = {p: start for p in config.paths}
+        self._sizes = {p: None for p in config.paths}
+        self._busy_since = start  # last time the device was busy
+        self._job_ended_at = None
+        self._raised: set = set()
+        self.alarms: list[Alarm] = []
+
+    def job_alive(self) -> bool:
+        return any(self.probes.alive(pid) for pid in self.config.pids)
+
+    def tick(self) -> list[Alarm]:
+        """Look once; return the alarms raised by this look."""
+        now, new = self.clock(), []
+        alive = self.job_alive()
+        for path in self.config.paths:
+            size = self.probes.size(path)
+            if size is not None and size != self._sizes[path]:
+                self._sizes[path], self._grew_at[path] = size, now
+                self._raised.discard(("stall", path))
+            stalled = (now - self._grew_at[path]) / 60
+            if alive and stalled >= self.config.stall_minutes:
+                new += self._raise(("stall", path), f"{path} has not grown for {stalled:.0f} min "
+                                   "while the job is alive", stalled)
+        busy = self.probes.busy_percent()
+        if busy is not None and busy >= self.config.busy_percent:
+            self._busy_since = now
+            self._raised -= {("device-idle",), ("box-idle",)}
+        idle_for = (now - self._busy_since) / 60
+        if alive:
+            self._job_ended_at = None
+            if busy is not None and idle_for >= self.config.stall_minutes:
+                new += self._raise(("device-idle",), f"device use under {self.config.busy_percent:.0f}% "
+                                   f"for {idle_for:.0f} min while the job is alive", idle_for)
+        else:
+            if self._job_ended_at is None:
+                self._job_ended_at = now
+                if self.config.pids:
+                    new += self._raise(("process-exited",), "the job's processes have exited", 0.0)
+            ended_for = (now - self._job_ended_at) / 60
+            idle = min(ended_for, idle_for) if busy is not None else None
+            if idle is not None and idle >= self.config.idle_minutes:
+                new += self._raise(("box-idle",), f"the box has been idle for {idle:.0f} min since "
+                                   "the job ended, with nothing running", idle)
+        return new
+
+    def _raise(self, key, message: str, minutes: float) -> list[Alarm]:
+        if key in self._raised:
+            return []
+        self._raised.add(key)
+        alarm = Alarm(key[0], message, minutes)
+        self.alarms.append(alarm)
+        self.echo(f"ALARM [{alarm.kind}] {message}")
+        if self.ledger is not None and alarm.kind != "process-exited":
+            hours = minutes / 60
+            self.ledger.add_failure(
+                f"watchdog {alarm.kind}: {message}", "wasted-compute", ["job-not-box"],
+                kind="operational", cost_wall_hours=hours,
+                cost_gpu_hours=hours * self.config.gpus if self.config.gpus else None,
+                detected_by="watchdog", gate="7")
+        return [alarm]
+
+    def run(self, interval_s: float = 60.0, max_ticks: int | None = None,
+            sleep: Callable[[float], None] = time.sleep) -> list[Alarm]:
+        """Tick until the box-idle alarm (the job is over and the box is idle) or max_ticks."""
+        ticks = 0
+        while max_ticks is None or ticks < max_ticks:
+            if any(a.kind == "box-idle" for a in self.tick()):
+                break
+            ticks += 1
+            sleep(interval_s)
+        return self.alarms

@@ -1,0 +1,139 @@
+"""The watchdog on a fake clock with fake probes: stalls, exits and an idle box reach the ledger."""
+
+from skillos.ledger import Ledger
+from skillos.ledger.watchdog import SystemProbes, Watchdog, WatchConfig
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+    def minutes(self, m):
+        self.t += 60 * m
+
+
+class FakeProbes:
+    def __init__(self):
+        self.pids_alive, self.sizes, self.busy = {1: True}, {"train.log": 0}, 95.0
+
+    def alive(self, pid):
+        return self.pids_alive.get(pid, False)
+
+    def size(self, path):
+        return self.sizes.get(path)
+
+    def busy_percent(self):
+        return self.busy
+
+
+def make(tmp_path, **config):
+    clock, probes = FakeClock(), FakeProbes()
+    ledger = Ledger(tmp_path / "l.db")
+    lines = []
+    dog = Watchdog(WatchConfig(pids=[1], paths=["train.log"], stall_minutes=15, idle_minutes=10,
+                               gpus=8, **config), probes, clock, ledger, lines.append)
+    return dog, clock, probes, ledger, lines
+
+
+def test_healthy_job_raises_nothing(tmp_path):
+    dog, clock, probes, ledger, _ = make(tmp_path)
+    for i in range(30):
+        probes.sizes["train.log"] += 100
+        clock.minutes(1)
+        assert dog.tick() == []
+    assert ledger.failures() == []
+
+
+def test_stalled_log_alarms_once(tmp_path):
+    dog, clock, probes, ledger, lines = make(tmp_path)
+    dog.tick()
+    kinds = []
+    for _ in range(40):  # the process lives, the log never grows
+        clock.minutes(1)
+        kinds += [a.kind for a in dog.tick()]
+    assert kinds == ["stall"]
+    assert lines == ["ALARM [stall] train.log has not grown for 15 min while the job is alive"]
+    (failure,) = ledger.failures()
+    assert failure["detected_by"] == "watchdog" and failure["gate"] == "7"
+
+
+def test_idle_box_after_the_job_ends_lands_in_the_ledger(tmp_path):
+    dog, clock, probes, ledger, lines = make(tmp_path)
+    for _ in range(5):
+        probes.sizes["train.log"] += 10
+        clock.minutes(1)
+        dog.tick()
+    probes.pids_alive[1] = False  # the job ends; nothing else is queued
+    probes.busy = 0.0
+    raised = []
+    for _ in range(30):
+        clock.minutes(1)
+        raised += dog.tick()
+    assert [a.kind for a in raised] == ["process-exited", "box-idle"]
+    idle = raised[1]
+    assert idle.minutes == 10
+    (failure,) = ledger.failures()
+    assert failure["category"] == "wasted-compute" and failure["modes"] == ["job-not-box"]
+    assert failure["cost_wall_hours"] == 10 / 60 and failure["cost_gpu_hours"] == 8 * 10 / 60
+    assert "idle for 10 min" in failure["what"]
+
+
+def test_device_idle_while_the_job_claims_to_run(tmp_path):
+    dog, clock, probes, ledger, _ = make(tmp_path)
+    probes.busy = 1.0  # GPUs at 1% while the process lives and its log grows
+    raised = []
+    for _ in range(20):
+        probes.sizes["train.log"] += 10
+        clock.minutes(1)
+        raised += dog.tick()
+    assert [a.kind for a in raised] == ["device-idle"]
+
+
+def test_unmeasured_device_is_never_called_idle(tmp_path):
+    dog, clock, probes, ledger, _ = make(tmp_path)
+    probes.busy = None  # no GPU and no CPU reading
+    probes.pids_alive[1] = False
+    raised = []
+    for _ in range(60):
+        clock.minutes(1)
+        raised += dog.tick()
+    assert [a.kind for a in raised] == ["process-exited"]
+
+
+def test_run_stops_at_box_idle_with_a_fake_sleep(tmp_path):
+    dog, clock, probes, ledger, _ = make(tmp_path)
+    probes.pids_alive[1] = False
+    probes.busy = 0.0
+    alarms = dog.run(interval_s=60, max_ticks=100, sleep=lambda s: clock.minutes(s / 60))
+    assert [a.kind for a in alarms] == ["process-exited", "box-idle"]
+
+
+def test_system_probes_on_this_machine(tmp_path):
+    import os
+
+    probes = SystemProbes()
+    assert probes.alive(os.getpid()) and not probes.alive(2 ** 22 + 12345)
+    log = tmp_path / "x.log"
+    assert probes.size(str(log)) is None
+    log.write_text("abc")
+    assert probes.size(str(log)) == 3 and probes.size(str(tmp_path)) == 3
+    probes.busy_percent()
+    second = probes.busy_percent()
+    assert second is None or 0.0 <= second <= 100.0
+
+
+def test_watch_cli_on_a_finished_job(skillos_home):
+    import json
+
+    from conftest import run_cli
+
+    result = run_cli("watch", "--pid", "4194303", "--idle-minutes", "0", "--busy-percent", "101",
+                     "--interval", "0.05", "--max-ticks", "20")
+    assert result.returncode == 0, result.stderr
+    assert "ALARM [box-idle]" in result.stdout and "1 recorded" in result.stdout
+    failures = json.loads(run_cli("ledger", "failures", "list", "--json").stdout)
+    assert [f["detected_by"] for f in failures] == ["watchdog"]
+    assert run_cli("watch").returncode == 2
