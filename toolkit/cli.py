@@ -141,6 +141,35 @@ def quickstart(
     _run(cfg, out_dir, as_json)
 
 
+@app.command("postmortem")
+def postmortem_cmd(
+    experiment: Optional[int] = typer.Argument(None, help="Experiment id (default: everything)."),
+    run: Optional[int] = typer.Option(None, help="One run instead of an experiment."),
+    since: Optional[str] = typer.Option(None, help="Only records since this date (YYYY-MM-DD)."),
+    out_file: Optional[Path] = typer.Option(None, "--out", help="Write the markdown here."),
+):
+    """A markdown postmortem generated from the ledger: timeline, failures by category and
+    mode, cost, what each gate did, overrides and open items."""
+    import datetime as dt
+
+    from skillos.ledger import Ledger
+    from skillos.ledger.postmortem import postmortem
+    from skillos.repo.store import write_atomic
+
+    if since:
+        try:
+            dt.date.fromisoformat(since[:10])
+        except ValueError:
+            raise SkillosError(f"--since {since!r}: expected a date like 2026-11-29") from None
+    with Ledger() as ledger:
+        text = postmortem(ledger, experiment, run, since)
+    if out_file:
+        write_atomic(out_file, text)
+        typer.echo(f"postmortem written to {out_file}")
+    else:
+        sys.stdout.write(text)
+
+
 @app.command("watch")
 def watch(
     pid: List[int] = typer.Option([], "--pid", help="A process of the job (repeatable)."),
