@@ -342,6 +342,36 @@ class Ledger:
         _choice(status, taxonomy.STATUSES, "status")
         return self.correct("failures", fid, "status", reason, value=status, actor=actor)
 
+    # -- fixes (gate 6) -------------------------------------------------------------------
+    def add_fix(self, failure_id: int, description: str, metric: str, direction: str,
+                expected_size: float | None = None, before_run_id: int | None = None) -> int:
+        """A fix names the failure, the metric it should move, which way and by how much, and
+        the run before it; `verify-fix` later compares that run with one after."""
+        self._row("failures", failure_id)
+        _choice(direction, ("up", "down"), "direction")
+        if before_run_id is not None:
+            self._row("runs", before_run_id)
+        return self._insert("fixes", failure_id=failure_id, description=redact_text(description),
+                            metric=metric, direction=direction, expected_size=expected_size,
+                            before_run_id=before_run_id)
+
+    def fix(self, fix_id: int) -> dict:
+        row = self._current("fixes", self._row("fixes", fix_id))
+        for c in row["corrections"]:
+            if c["kind"] == "verdict":
+                verdict = json.loads(c["value"])
+                row.update(verdict=verdict["verdict"], after_run_id=verdict["after_run_id"],
+                           detail=c["reason"])
+        return row
+
+    def record_fix_verdict(self, fix_id: int, after_run_id: int, verified: bool, detail: str) -> None:
+        """The verdict on a fix, and the failure's status with it: verified, or reopened."""
+        fix = self._row("fixes", fix_id)
+        verdict = "verified" if verified else "reopened"
+        self.correct("fixes", fix_id, "verdict", detail,
+                     value=json.dumps({"verdict": verdict, "after_run_id": after_run_id}))
+        self.set_failure_status(fix["failure_id"], "verified" if verified else "open", detail)
+
     # -- gates and overrides ------------------------------------------------------------------
     def add_gate_result(self, gate: int, check_name: str, status: str, config_key: str = "",
                         seen: str = "", expected: str = "", experiment_id: int | None = None,

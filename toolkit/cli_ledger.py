@@ -20,6 +20,8 @@ failures_app = typer.Typer(help="Record and read failures.", no_args_is_help=Tru
 experiments_app = typer.Typer(help="The experiment registry.", no_args_is_help=True)
 app.add_typer(failures_app, name="failures")
 app.add_typer(experiments_app, name="experiments")
+fixes_app = typer.Typer(help="Fixes and their verification (gate 6).", no_args_is_help=True)
+app.add_typer(fixes_app, name="fixes")
 
 JSON = typer.Option(False, "--json", help="Machine-readable output.")
 
@@ -138,6 +140,37 @@ def experiments_add(name: str = typer.Option(...), hypothesis: str = typer.Optio
     with _ledger() as ledger:
         eid = ledger.add_experiment(name, hypothesis, success_metric)
         _emit(ledger.experiment(eid), as_json, lambda e: [_experiment_line(e)])
+
+
+@fixes_app.command("add")
+def fixes_add(
+    failure: int = typer.Option(..., help="The failure this fixes."),
+    description: str = typer.Option(..., help="What the fix changes."),
+    metric: str = typer.Option("success_rate", help="The number the fix should move."),
+    direction: str = typer.Option("up", help="up or down"),
+    expected: Optional[float] = typer.Option(None, help="Expected size of the move (0.1 = 10 pts)."),
+    before: int = typer.Option(..., help="The run before the fix."),
+    as_json: bool = JSON,
+):
+    """Record a fix and what it should move; verify it later with `ledger verify-fix`."""
+    with _ledger() as ledger:
+        fid = ledger.add_fix(failure, description, metric, direction, expected, before)
+        _emit(ledger.fix(fid), as_json, lambda f: [f"fix #{f['id']} for failure #{f['failure_id']}: "
+                                                   f"{f['metric']} should go {f['direction']}"])
+
+
+@app.command("verify-fix")
+def verify_fix(fix_id: int, after: int = typer.Option(..., help="The run after the fix."),
+               as_json: bool = JSON):
+    """Gate 6: compare before/after (paired); mark the fix verified, or reopen the failure
+    and exit 1."""
+    from skillos.evals.verify import verify_fix as verify
+
+    with _ledger() as ledger:
+        result = verify(ledger, fix_id, after)
+    _emit(result, as_json, lambda r: [r["detail"]])
+    if not result["verified"]:
+        raise typer.Exit(1)
 
 
 @app.command("invalidate")

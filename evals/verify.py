@@ -1,0 +1,66 @@
+"""Gate 6, "if a fix doesn't move the number, the diagnosis was wrong": compare the run before
+a fix with a run after it, paired on the same games, with the one statistics module.
+
+A fix is verified only when the number moved in the direction it promised and the paired test
+calls it significant; otherwise its failure is reopened with the numbers that say why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from skillos.evals import stats
+from skillos.ledger.store import Ledger, LedgerError
+
+METRICS = ("success_rate",)
+
+
+def run_outcomes(ledger: Ledger, run_id: int) -> dict:
+    """game id -> success (True/False/None) of a run's held-out games, from its recorded JSONL;
+    refuses a file that changed since the ledger recorded its hash."""
+    run = ledger.run(run_id)
+    evals = [e for e in run["evals"] if e["valid"]]
+    if not evals:
+        raise LedgerError(f"run #{run_id} has no valid eval recorded")
+    ev = evals[-1]
+    path = Path(ev["jsonl_path"] or "")
+    if not path.is_file():
+        raise LedgerError(f"run #{run_id}: per-game file {path} is missing")
+    data = path.read_bytes()
+    if ev["jsonl_sha256"] and hashlib.sha256(data).hexdigest() != ev["jsonl_sha256"]:
+        raise LedgerError(f"run #{run_id}: {path} changed since it was recorded (sha256 differs)")
+    rows = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+    return {r["game_id"]: r["success"] for r in rows
+            if r.get("arm") == (ev["arm"] or run["arm"]) and r.get("phase", "eval") == "eval"}
+
+
+def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, alpha: float = 0.05) -> dict:
+    fix = ledger.fix(fix_id)
+    if fix["metric"] not in METRICS:
+        raise LedgerError(f"fix #{fix_id}: metric {fix['metric']!r} cannot be verified; "
+                          f"measured metrics: {', '.join(METRICS)}")
+    if fix["before_run_id"] is None:
+        raise LedgerError(f"fix #{fix_id} names no run before it (--before)")
+    before = run_outcomes(ledger, fix["before_run_id"])
+    after = run_outcomes(ledger, after_run_id)
+    comp = stats.compare(before, after, names=("after", "before"), alpha=alpha)
+    if comp.p_value is None:
+        raise LedgerError(f"fix #{fix_id}: no game was measured in both runs; nothing to compare")
+    sign = 1 if fix["direction"] == "up" else -1
+    moved = sign * comp.difference > 0 and comp.p_value < alpha
+    size_ok = fix["expected_size"] is None or sign * comp.difference >= fix["expected_size"]
+    numbers = (f"{fix['metric']} {comp.control_rate:.3f} -> {comp.treatment_rate:.3f} "
+               f"({100 * comp.difference:+.1f} pts, 95% CI [{100 * comp.ci_low:+.1f}, "
+               f"{100 * comp.ci_high:+.1f}], exact McNemar p={comp.p_value:.2g}, "
+               f"b/c={comp.b}/{comp.c}, paired n={comp.n_paired}, dropped {comp.n_dropped})")
+    if moved:
+        detail = f"verified: {numbers}; expected {fix['direction']}" + (
+            "" if size_ok else f", smaller than the expected {fix['expected_size']}")
+    else:
+        detail = (f"reopened: {numbers}; expected {fix['direction']}"
+                  f"{'' if fix['expected_size'] is None else ' by ' + str(fix['expected_size'])}. "
+                  "The fix did not move the number: the diagnosis was wrong.")
+    ledger.record_fix_verdict(fix_id, after_run_id, moved, detail)
+    return {"fix_id": fix_id, "verified": moved, "detail": detail, "comparison": comp.to_dict()}
