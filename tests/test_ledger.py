@@ -119,3 +119,14 @@ def test_a_crashed_eval_is_recorded_as_an_operational_failure(tmp_path, monkeypa
         exp = ledger.experiment(failure["experiment_id"])
         assert exp["status"] == "crashed"
         assert {r["status"] for r in exp["runs"]} == {"crashed"}
+
+
+def test_conclusions_are_corrections_with_history():
+    added = cli_json("ledger", "experiments", "add", "--name", "e1", "--hypothesis", "h")
+    first = run_cli("ledger", "experiments", "conclude", str(added["id"]), "--text", "no effect (MDE 20 pts)")
+    assert first.returncode == 0, first.stderr
+    run_cli("ledger", "experiments", "conclude", str(added["id"]), "--text", "revised: +5 pts, n.s.")
+    shown = cli_json("ledger", "experiments", "show", str(added["id"]))
+    assert shown["status"] == "concluded" and shown["conclusion"] == "revised: +5 pts, n.s."
+    assert [c["value"] for c in shown["corrections"] if c["kind"] == "conclusion"] == \
+        ["no effect (MDE 20 pts)", "revised: +5 pts, n.s."]

@@ -15,6 +15,15 @@ from skillos.ledger import Ledger, LedgerError
 WRITER = Path(__file__).with_name("ledger_writer.py")
 
 
+def sqlite_file(path, statement):
+    """A SQLite file that some other program wrote."""
+    db = sqlite3.connect(path)
+    db.execute(statement)
+    db.commit()
+    db.close()
+    return path
+
+
 def test_eight_writers_some_killed_lose_nothing_committed(tmp_path):
     path = tmp_path / "ledger.db"
     Ledger(path).close()
@@ -52,20 +61,10 @@ def test_corrupt_or_foreign_file_is_a_clear_error_never_a_new_ledger(tmp_path):
     with pytest.raises(LedgerError, match="not a usable skillos ledger"):
         Ledger(corrupt)
     assert corrupt.read_bytes().startswith(b"this is not")  # untouched
-    foreign = tmp_path / "foreign.db"
-    db = sqlite3.connect(foreign)
-    db.execute("CREATE TABLE customers (id INTEGER)")
-    db.commit()
-    db.close()
     with pytest.raises(LedgerError, match="not a skillos ledger"):
-        Ledger(foreign)
-    other_app = tmp_path / "other.db"
-    db = sqlite3.connect(other_app)
-    db.execute("PRAGMA application_id = 42")
-    db.commit()
-    db.close()
+        Ledger(sqlite_file(tmp_path / "foreign.db", "CREATE TABLE customers (id INTEGER)"))
     with pytest.raises(LedgerError, match="another application"):
-        Ledger(other_app)
+        Ledger(sqlite_file(tmp_path / "other.db", "PRAGMA application_id = 42"))
     home = tmp_path / "home"
     home.mkdir()
     (home / "ledger.db").write_bytes(b"garbage" * 500)
@@ -77,10 +76,7 @@ def test_corrupt_or_foreign_file_is_a_clear_error_never_a_new_ledger(tmp_path):
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "l.db"
     Ledger(path).close()
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 99")
-    db.commit()
-    db.close()
+    sqlite_file(path, "PRAGMA user_version = 99")
     with pytest.raises(LedgerError, match="newer than this skillos"):
         Ledger(path)
 

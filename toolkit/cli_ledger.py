@@ -133,6 +133,16 @@ def experiments_show(experiment_id: int, as_json: bool = JSON):
         _emit(ledger.experiment(experiment_id), as_json, lines)
 
 
+@experiments_app.command("conclude")
+def experiments_conclude(experiment_id: int, text: str = typer.Option(..., "--text",
+                         help="The conclusion, with the numbers it rests on.")):
+    """Record an experiment's conclusion (a correction row: earlier conclusions stay in history)."""
+    with _ledger() as ledger:
+        ledger.correct("experiments", experiment_id, "conclusion", "concluded", value=text)
+        ledger.correct("experiments", experiment_id, "status", "concluded", value="concluded")
+        typer.echo(_experiment_line(ledger.experiment(experiment_id)))
+
+
 @experiments_app.command("add")
 def experiments_add(name: str = typer.Option(...), hypothesis: str = typer.Option(""),
                     success_metric: str = typer.Option(""), as_json: bool = JSON):
