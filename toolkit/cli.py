@@ -148,8 +148,10 @@ def postmortem_cmd(
     since: Optional[str] = typer.Option(None, help="Only records since this date (YYYY-MM-DD)."),
     out_file: Optional[Path] = typer.Option(None, "--out", help="Write the markdown here."),
 ):
-    """A markdown postmortem generated from the ledger: timeline, failures by category and
-    mode, cost, what each gate did, overrides and open items."""
+    """A markdown postmortem generated from the ledger.
+
+    Timeline, failures by category and mode, cost, what each gate did, overrides and open items.
+    """
     import datetime as dt
 
     from skillos.ledger import Ledger
@@ -181,8 +183,11 @@ def watch(
     interval: float = typer.Option(60.0, help="Seconds between looks."),
     max_ticks: Optional[int] = typer.Option(None, help="Stop after this many looks."),
 ):
-    """Gate 7: watch the box, not the job. Alarms go to stdout and the ledger; stops when the
-    job has ended and the box has been idle for --idle-minutes."""
+    """Gate 7: watch the box, not the job.
+
+    Alarms go to stdout and the ledger; stops when the job has ended and the box has been idle
+    for --idle-minutes.
+    """
     from skillos.ledger import Ledger
     from skillos.ledger.watchdog import Watchdog, WatchConfig
 

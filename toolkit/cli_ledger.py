@@ -172,8 +172,10 @@ def fixes_add(
 @app.command("verify-fix")
 def verify_fix(fix_id: int, after: int = typer.Option(..., help="The run after the fix."),
                as_json: bool = JSON):
-    """Gate 6: compare before/after (paired); mark the fix verified, or reopen the failure
-    and exit 1."""
+    """Gate 6: a fix is verified only if the number moved (paired before/after).
+
+    Otherwise the failure is reopened with the numbers, and the exit code is 1.
+    """
     from skillos.evals.verify import verify_fix as verify
 
     with _ledger() as ledger:
