@@ -32,13 +32,13 @@ Progress = Callable[[str, str, int, int], None]  # (arm, phase, done, total)
 
 
 def load_games(cfg: Config, split: str, n: int, progress=None):
-    from skillos.evals.envs.alfworld import games
+    from skillos.evals.envs.alfworld import games, scenes
 
+    if cfg.env.data == "official" and not os.environ.get("ALFWORLD_DATA"):
+        raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set")
+    scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
     if cfg.env.data == "official":
-        root = os.environ.get("ALFWORLD_DATA")
-        if not root:
-            raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set")
-        found = games.load_official(root, split)
+        found = games.load_official(os.environ["ALFWORLD_DATA"], split)
         if len(found) < n:
             raise SkillosError(f"ALFWORLD_DATA {split} has {len(found)} playable games; asked for {n}")
         return found[:n]
@@ -46,8 +46,14 @@ def load_games(cfg: Config, split: str, n: int, progress=None):
 
 
 def default_out_dir(cfg: Config) -> Path:
+    """runs/NAME-TIME, with a suffix if a run started in the same second already has it."""
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(cfg.eval.output_dir) / f"{cfg.experiment.name}-{stamp}"
+    base = Path(cfg.eval.output_dir) / f"{cfg.experiment.name}-{stamp}"
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
 
 
 def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress | None = None,
@@ -85,6 +91,9 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
             rows = {job[1]: play_arm(*job, progress=progress) for job in jobs}
         else:
             rows = _play_in_parallel(jobs, workers, progress)
+    except KeyboardInterrupt:
+        record.interrupted()
+        raise
     except BaseException as exc:
         record.crashed(exc)
         raise
@@ -109,6 +118,15 @@ class _Record:
         for arm in cfg.eval.arms:
             self.runs[arm] = ledger.start_run(self.experiment, arm, cfg.to_dict(), cfg.env.seed,
                                               f"executor={cfg.executor.backend}")
+
+    def interrupted(self) -> None:
+        """Stopped by a person (Ctrl-C): the runs end as interrupted; not a failure."""
+        if self.ledger is None:
+            return
+        for run in self.runs.values():
+            self.ledger.end_run(run, "interrupted", "stopped by KeyboardInterrupt")
+        self.ledger.correct("experiments", self.experiment, "status", "interrupted",
+                            value="interrupted")
 
     def crashed(self, exc: BaseException) -> None:
         if self.ledger is None:

@@ -100,7 +100,11 @@ class Ledger:
         self.path = Path(path) if path else default_path()
         if self.path.exists() and self.path.is_dir():
             raise LedgerError(f"{self.path}: is a folder; the ledger must be a file")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerError(f"{self.path.parent}: cannot create the ledger folder ({exc.strerror}); "
+                              "set SKILLOS_HOME to a writable folder") from None
         try:
             self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             self.db.row_factory = sqlite3.Row

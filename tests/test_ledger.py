@@ -130,3 +130,29 @@ def test_conclusions_are_corrections_with_history():
     assert shown["status"] == "concluded" and shown["conclusion"] == "revised: +5 pts, n.s."
     assert [c["value"] for c in shown["corrections"] if c["kind"] == "conclusion"] == \
         ["no effect (MDE 20 pts)", "revised: +5 pts, n.s."]
+
+
+def test_an_interrupted_eval_is_not_a_failure(tmp_path, monkeypatch, game_cache):
+    from skillos import config
+    from skillos.evals import experiment
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "play_arm", stop)
+    cfg = config.from_dict({"env": {"n_games": 2, "n_train_games": 2}, "eval": {"workers": 1}})
+    with Ledger(tmp_path / "l.db") as ledger:
+        with pytest.raises(KeyboardInterrupt):
+            experiment.run_eval(cfg, tmp_path / "run", ledger=ledger)
+        assert ledger.failures() == []
+        (exp,) = ledger.experiments()
+        assert exp["status"] == "interrupted"
+        assert {r["status"] for r in ledger.experiment(exp["id"])["runs"]} == {"interrupted"}
+
+
+def test_unwritable_skillos_home_is_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = run_cli("ledger", "failures", "list", env={"SKILLOS_HOME": str(blocker / "home")})
+    assert result.returncode == 2 and "cannot create the ledger folder" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -62,3 +62,11 @@ def test_eval_on_official_data(official, tmp_path, game_cache):
     assert json.loads(result.stdout)["arms"]["no_memory"]["attempted"] == 4
     missing = run_cli("eval", config, "--out", tmp_path / "run2", env={"ALFWORLD_DATA": ""})
     assert missing.returncode == 2 and "ALFWORLD_DATA is not set" in missing.stderr
+
+
+def test_empty_alfworld_data_is_a_clear_error(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("env: {n_games: 2, n_train_games: 0}\n")
+    result = run_cli("eval", config, "--out", tmp_path / "run", env={"ALFWORLD_DATA": ""})
+    assert result.returncode == 2 and "ALFWORLD_DATA is set but empty" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -98,3 +98,21 @@ def test_parallel_arms_give_the_same_rows_as_sequential(tmp_path, game_cache, mo
         lines = (tmp_path / f"w{workers}" / "games.jsonl").read_text().splitlines()
         results[workers] = sorted(lines)
     assert len(results[1]) == 8 and results[1] == results[2]
+
+
+def test_missing_engine_is_a_one_line_error(tmp_path, monkeypatch):
+    import sys
+
+    from skillos import config
+    from skillos.errors import SkillosError
+    from skillos.evals.envs.alfworld import scenes
+    from skillos.evals.experiment import run_eval
+
+    scenes.alfworld_root.cache_clear()
+    monkeypatch.setitem(sys.modules, "fast_downward", None)  # as if the extra were not installed
+    try:
+        with pytest.raises(SkillosError, match=r"pip install 'skillos\[alfworld\]'"):
+            run_eval(config.from_dict({"env": {"n_games": 2}}), tmp_path / "run")
+    finally:
+        scenes.alfworld_root.cache_clear()
+    assert not (tmp_path / "run").exists()

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from skillos.errors import SkillosError
 
 TASK_TYPES = (
     "pick_and_place_simple",
@@ -36,12 +39,21 @@ def room_of(plan: int) -> str:
 
 @functools.lru_cache(maxsize=1)
 def alfworld_root() -> Path:
+    """The installed alfworld package; a one-line error if the [alfworld] extra is missing."""
+    if os.environ.get("ALFWORLD_DATA") == "":
+        # `import alfworld` makes the folder ALFWORLD_DATA names, and fails on an empty name
+        raise SkillosError("ALFWORLD_DATA is set but empty: unset it, or point it at the official data")
     try:
         import alfworld
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the household env needs the real ALFWorld engine: pip install 'skillos[alfworld]'"
-        ) from exc
+        import fast_downward  # noqa: F401 - the engine's planner, compiled on install
+        import textworld  # noqa: F401
+    except ImportError as exc:
+        raise SkillosError(
+            f"the household env needs the real ALFWorld engine ({exc.name} is not installed): "
+            "pip install 'skillos[alfworld]'"
+        ) from None
+    except OSError as exc:  # alfworld creates its data folder on import
+        raise SkillosError(f"importing alfworld failed: {exc}") from None
     return Path(alfworld.__file__).parent
 
 
