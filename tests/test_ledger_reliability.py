@@ -1,6 +1,5 @@
 """The ledger under concurrent writers, kills, corrupt files and planted secrets."""
 
-import os
 import signal
 import sqlite3
 import subprocess

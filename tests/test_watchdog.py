@@ -40,7 +40,7 @@ def make(tmp_path, **config):
 
 def test_healthy_job_raises_nothing(tmp_path):
     dog, clock, probes, ledger, _ = make(tmp_path)
-    for i in range(30):
+    for _ in range(30):
         probes.sizes["train.log"] += 100
         clock.minutes(1)
         assert dog.tick() == []
