@@ -159,8 +159,8 @@ class Ledger:
         self.db.execute("PRAGMA journal_mode = WAL")
 
     # -- low level ------------------------------------------------------------------------
-    def _insert(self, table: str, **values) -> int:
-        values.setdefault("created_at", now())
+    def _insert(self, table: str, stamp: str = "created_at", **values) -> int:
+        values.setdefault(stamp, now())
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         cur = self.db.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(values.values()))
@@ -250,16 +250,12 @@ class Ledger:
                   seed: int | None = None, executor_fingerprint: str | None = None) -> int:
         """A run starts: its config snapshot (secrets redacted), seed, code version and host."""
         commit, dirty = git_version()
-        cols = dict(
-            experiment_id=experiment_id,
+        return self._insert(
+            "runs", stamp="started_at", experiment_id=experiment_id,
             arm_id=self.arm_id(experiment_id, arm) if experiment_id and arm else None,
             config_json=json.dumps(redact(config or {}), sort_keys=True), seed=seed,
             git_commit=commit, git_dirty=None if dirty is None else int(dirty),
-            executor_fingerprint=redact_text(executor_fingerprint), host=socket.gethostname(),
-            started_at=now())
-        cur = self.db.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES "
-                              f"({', '.join('?' for _ in cols)})", list(cols.values()))
-        return cur.lastrowid
+            executor_fingerprint=redact_text(executor_fingerprint), host=socket.gethostname())
 
     def end_run(self, run_id: int, status: str = "finished", detail: str | None = None) -> None:
         """Complete a run's record (the one in-place write: a lifecycle, not a correction)."""

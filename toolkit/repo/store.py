@@ -29,13 +29,14 @@ class OpResult:
     reason: str = ""
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to path so that a reader sees the old file or the new one, nothing between."""
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write text (UTF-8) or bytes to path so that a reader sees the old file or the new one,
+    nothing between."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -21,9 +21,10 @@ import functools
 import hashlib
 import os
 import pickle
-import tempfile
 import zlib
 from pathlib import Path
+
+from skillos.repo.store import write_atomic
 
 _ORIGINALS: dict = {}
 # Bounded: a pool of hundreds of games must not grow memory without limit.
@@ -57,11 +58,7 @@ def _translate_via_disk(pddl2sas, domain, problem, verbose, optimize):
             pass
     result = pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(zlib.compress(pickle.dumps(result), 1))
-        os.replace(tmp, path)
+        write_atomic(path, zlib.compress(pickle.dumps(result), 1))
     except OSError:
         pass  # a read-only cache only costs speed
     return result
