@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from skillos.evals.trajectory import Trajectory
+from skillos.errors import SkillosError
 from skillos.repo import OpResult, SkillRepo
 
 
@@ -24,4 +25,5 @@ def make_curator(config) -> Curator:
         from skillos.evals.backends.heuristic import HeuristicCurator
 
         return HeuristicCurator()
-    raise NotImplementedError(f"curator backend {config.backend!r} is not available yet")
+    raise SkillosError(f"curator.backend {config.backend!r} is not available in this version; "
+                       "use heuristic")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
+from skillos.errors import SkillosError
 from skillos.repo import Skill
 
 
@@ -28,4 +29,5 @@ def make_executor(config) -> Executor:
         from skillos.evals.backends.heuristic import HeuristicExecutor
 
         return HeuristicExecutor()
-    raise NotImplementedError(f"executor backend {config.backend!r} is not available yet")
+    raise SkillosError(f"executor.backend {config.backend!r} is not available in this version; "
+                       "use heuristic")

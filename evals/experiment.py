@@ -113,11 +113,11 @@ class _Record:
             return
         self.experiment = ledger.find_or_add_experiment(
             cfg.experiment.name, cfg.hash(), hypothesis=cfg.experiment.hypothesis,
-            success_metric=f"success rate vs {cfg.eval.control} (paired, exact McNemar)")
+            success_metric=f"success rate vs {cfg.eval.control.arm} (paired, exact McNemar)")
         ledger.correct("experiments", self.experiment, "status", "eval started", value="running")
         for arm in cfg.eval.arms:
             self.runs[arm] = ledger.start_run(self.experiment, arm, cfg.to_dict(), cfg.env.seed,
-                                              f"executor={cfg.executor.backend}")
+                                              executor_fingerprint(cfg))
 
     def interrupted(self) -> None:
         """Stopped by a person (Ctrl-C): the runs end as interrupted; not a failure."""
@@ -151,12 +151,27 @@ class _Record:
                             "run_ids": self.runs}
 
 
+def executor_fingerprint(cfg: Config) -> str:
+    """What makes two runs' executors the same executor: a control only controls for its own."""
+    e = cfg.executor
+    return (f"executor={e.backend} model={e.model} reasoning={e.reasoning_effort} "
+            f"max_tokens={e.max_tokens} history={e.history_length} max_steps={cfg.env.max_steps} "
+            f"top_k={cfg.retrieval.top_k}")
+
+
+def arm_settings(cfg: Config) -> dict:
+    """How every game of a launch is played, from the config: the one place eval, training and
+    the gates' dry-run read max_steps, top_k and the error budget from."""
+    return dict(max_steps=cfg.env.max_steps, top_k=cfg.retrieval.top_k,
+                max_error_rate=cfg.eval.max_error_rate)
+
+
 def play_arm(cfg: Config, arm: str, held_out, train, out: Path, progress: Progress | None = None):
     """One arm, start to end: curation on train games first for the arms that learn."""
     from skillos.evals.envs.alfworld.env import AlfworldEnv
 
     common = dict(env=AlfworldEnv(fast=True), executor=make_executor(cfg.executor),
-                  max_steps=cfg.env.max_steps, top_k=cfg.retrieval.top_k)
+                  **arm_settings(cfg))
     curator, mode = None, cfg.retrieval.mode
     if arm == "no_memory":
         repo = SkillRepo(None)

@@ -40,7 +40,7 @@ def arm_summary(rows: list[dict]) -> dict:
 
 def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
     outcomes = {arm: {r["game_id"]: r["success"] for r in arm_rows} for arm, arm_rows in rows.items()}
-    control = cfg.eval.control
+    control = cfg.eval.control.arm
     comparisons = [
         stats.compare(outcomes[control], outcomes[arm], names=(arm, control), alpha=cfg.eval.alpha,
                       power=cfg.eval.power, n_boot=cfg.eval.bootstrap)

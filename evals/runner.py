@@ -11,8 +11,15 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from skillos.errors import SkillosError
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
+
+MIN_GAMES_FOR_ABORT = 20  # the error budget is judged after this many games
+
+
+class ArmAborted(SkillosError):
+    """Too many games of an arm were unmeasured: its results are not reportable."""
 
 
 def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k: int) -> Trajectory:
@@ -60,8 +67,13 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval") -> dict
 def run_arm(arm: str, games, *, env, executor, repo: SkillRepo | None, curator=None,
             retrieval_mode: str = "bm25", max_steps: int = 30, top_k: int = 5,
             out: Path | None = None, phase: str = "eval",
-            on_game: Callable[[dict], None] | None = None) -> list[dict]:
-    """Play `games` in order. With a curator, the repo is edited after every game (streaming)."""
+            on_game: Callable[[dict], None] | None = None,
+            max_error_rate: float | None = None) -> list[dict]:
+    """Play `games` in order. With a curator, the repo is edited after every game (streaming).
+
+    With `max_error_rate`, the arm aborts (ArmAborted) once at least MIN_GAMES_FOR_ABORT games
+    are played and more than that share of them are unmeasured: an outage stops the arm instead
+    of becoming its result."""
     retriever = Retriever(repo, retrieval_mode) if repo is not None else None
     rows = []
     fh = open(out, "a", encoding="utf-8") if out else None
@@ -77,7 +89,19 @@ def run_arm(arm: str, games, *, env, executor, repo: SkillRepo | None, curator=N
                 fh.flush()
             if on_game:
                 on_game(record)
+            _check_error_budget(arm, phase, rows, max_error_rate)
     finally:
         if fh:
             fh.close()
     return rows
+
+
+def _check_error_budget(arm: str, phase: str, rows: list[dict], max_error_rate: float | None) -> None:
+    if max_error_rate is None or len(rows) < MIN_GAMES_FOR_ABORT:
+        return
+    lost = [r for r in rows if r["unmeasured"]]
+    if len(lost) / len(rows) > max_error_rate:
+        raise ArmAborted(
+            f"arm {arm} aborted in its {phase} games: {len(lost)} of {len(rows)} games unmeasured "
+            f"({len(lost) / len(rows):.0%} > eval.max_error_rate {max_error_rate:.0%}); last reason: "
+            f"{lost[-1]['unmeasured_reason']}. Its results are not reportable.")

@@ -13,30 +13,43 @@ A quantity that cannot be estimated is None with a reason, never 0.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 
-import numpy as np
-from scipy.stats import norm
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
+# numpy and statsmodels are imported inside the functions that need them: the launch gates
+# plan an MDE in well under a second, and statsmodels alone takes most of one to import.
 
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p from the discordant counts b (only treatment won) and c."""
     if b + c == 0:
         return 1.0
+    from statsmodels.stats.contingency_tables import mcnemar
+
     return float(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
+
+
+def _z(alpha: float, power: float) -> float:
+    return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
 
 
 def mde(n: int, discordant_share: float, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest difference in success rate detectable with this n and discordance."""
-    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
-    return float(z * np.sqrt(discordant_share / n))
+    return float(_z(alpha, power) * math.sqrt(discordant_share / n))
+
+
+def n_for_effect(effect: float, discordant_share: float, alpha: float = 0.05,
+                 power: float = 0.8) -> int:
+    """Paired games needed for `effect` to be the MDE: the inverse of `mde`."""
+    return math.ceil(discordant_share * (_z(alpha, power) / effect) ** 2)
 
 
 def paired_bootstrap_ci(control, treatment, n_boot: int = 10_000, seed: int = 0,
                         level: float = 0.95) -> tuple[float, float]:
     """Percentile CI of mean(treatment - control), resampling games with replacement."""
+    import numpy as np
+
     diff = np.asarray(treatment, dtype=float) - np.asarray(control, dtype=float)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(diff), size=(n_boot, len(diff)))
@@ -49,6 +62,8 @@ def adjust(pvalues: list[float], method: str = "holm") -> list[float]:
     """Family-wise (holm) or false-discovery (fdr_bh) adjusted p-values."""
     if not pvalues:
         return []
+    from statsmodels.stats.multitest import multipletests
+
     return [float(p) for p in multipletests(pvalues, method=method)[1]]
 
 
@@ -89,6 +104,8 @@ def compare(control: dict, treatment: dict, *, names=("treatment", "control"), a
         return Comparison(**base, control_rate=None, treatment_rate=None, difference=None, b=0, c=0,
                           p_value=None, ci_low=None, ci_high=None, mde=None, significant=None,
                           note="no game was measured in both arms")
+    import numpy as np
+
     x = np.array([bool(control[g]) for g in paired])
     y = np.array([bool(treatment[g]) for g in paired])
     b, c = int((y & ~x).sum()), int((x & ~y).sum())

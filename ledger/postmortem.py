@@ -101,7 +101,8 @@ def postmortem(ledger: Ledger, experiment_id: int | None = None, run_id: int | N
     if gates:
         by_gate = Counter((g["gate"], g["status"]) for g in gates)
         for gate in sorted({g["gate"] for g in gates}):
-            counts = ", ".join(f"{by_gate[(gate, s)]} {s}" for s in ("PASS", "WARN", "FAIL") if by_gate[(gate, s)])
+            counts = ", ".join(f"{by_gate[(gate, s)]} {s}" for s in ("PASS", "WARN", "FAIL", "SKIP")
+                               if by_gate[(gate, s)])
             out.append(f"- gate {gate}: {counts}")
     else:
         out.append("No gate results were recorded for this scope.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -159,3 +160,30 @@ class Watchdog:
             ticks += 1
             sleep(interval_s)
         return self.alarms
+
+
+@contextmanager
+def watching(paths: list, ledger_path, stall_minutes: float = 30.0, gpus: int = 0,
+             interval_s: float = 30.0, echo: Callable[[str], None] = print):
+    """Run a Watchdog on this process and `paths` in a background thread for the duration of a
+    launch (gate 7); its alarms go to `echo` and to the ledger at `ledger_path`."""
+    import threading
+
+    stop = threading.Event()
+    config = WatchConfig([os.getpid()], [str(p) for p in paths], stall_minutes, gpus=gpus)
+
+    def loop():
+        from skillos.ledger.store import Ledger
+
+        with Ledger(ledger_path) as ledger:  # SQLite connections stay in their thread
+            dog = Watchdog(config, ledger=ledger, echo=echo)
+            while not stop.wait(interval_s):
+                dog.tick()
+
+    thread = threading.Thread(target=loop, name="skillos-watchdog", daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        thread.join(timeout=5)

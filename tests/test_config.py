@@ -8,7 +8,7 @@ from skillos.errors import ConfigError
 def test_quickstart_config_is_valid_and_sized_for_the_claim():
     cfg = config.load(ROOT / "evals" / "configs" / "quickstart.yaml")
     assert cfg.env.n_games >= 60 and cfg.env.max_steps == 30
-    assert cfg.eval.arms == ["no_memory", "closed_loop"] and cfg.eval.control == "no_memory"
+    assert cfg.eval.arms == ["no_memory", "closed_loop"] and cfg.eval.control.arm == "no_memory"
     assert cfg.retrieval.top_k == 5
 
 
@@ -31,10 +31,36 @@ def test_bad_configs_get_one_clear_line(data, fragment):
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
-def test_reserved_sections_are_kept():
-    cfg = config.from_dict({"training": {"lr": 1e-6}, "divergences": {"lr": {"value": 1, "reason": "x"}}})
-    assert cfg.training == {"lr": 1e-6} and cfg.to_dict()["divergences"]["lr"]["reason"] == "x"
+def test_training_keys_use_trl_names_and_unset_is_none():
+    cfg = config.from_dict({"training": {"learning_rate": 1e-6, "max_steps": 60},
+                            "divergences": {"training.learning_rate": {"value": 1e-6, "reason": "x"}}})
+    assert cfg.training.learning_rate == 1e-6 and cfg.training.loss_type is None
+    assert cfg.training.is_set() and not config.Config().training.is_set()
+    assert cfg.to_dict()["divergences"]["training.learning_rate"]["reason"] == "x"
     assert len(cfg.hash()) == 16 and cfg.hash() != config.Config().hash()
+
+
+def test_control_is_a_mapping_or_an_arm_name():
+    short = config.from_dict({"eval": {"control": "no_memory"}})
+    long = config.from_dict({"eval": {"control": {"arm": "no_memory", "max_age_days": 3}}})
+    assert short.eval.control.arm == long.eval.control.arm == "no_memory"
+    assert short.eval.control.max_age_days == 7 and long.eval.control.max_age_days == 3
+
+
+@pytest.mark.parametrize("data, fragment", [
+    ({"training": {"lr": 1e-6}}, "training.lr: unknown key"),
+    ({"training": {"learning_rate": "fast"}}, "training.learning_rate: expected float or null"),
+    ({"training": {"max_steps": 2.5}}, "training.max_steps: expected int or null"),
+    ({"eval": {"max_error_rate": 1.5}}, "eval.max_error_rate: a share in [0, 1)"),
+    ({"divergences": {"training.beta": 0.0}}, "divergences.training.beta: expected a mapping"),
+    ({"divergences": {"training.beta": {"value": 0.0}}}, "needs a reason"),
+    ({"compute": {"backend": "slurm"}}, "compute.backend: 'slurm' is not one of"),
+    ({"env": {"max_steps": None}}, "env.max_steps: must be set, got null"),
+])
+def test_bad_gate_keys_get_one_clear_line(data, fragment):
+    with pytest.raises(ConfigError) as info:
+        config.from_dict(data)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
 def test_cli_eval_bad_config_is_one_line_without_traceback(tmp_path):

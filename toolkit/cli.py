@@ -23,8 +23,17 @@ app = typer.Typer(
 )
 skills_app = typer.Typer(help="Validate and search skill repos (folders of NAME/SKILL.md).",
                          no_args_is_help=True)
+gate_app = typer.Typer(help="The seven launch gates: check a config before spending compute.",
+                       no_args_is_help=True)
 app.add_typer(skills_app, name="skills")
+app.add_typer(gate_app, name="gate")
 app.add_typer(ledger_app, name="ledger")
+
+# Every command that spends compute: each runs the launch gates first (tests/test_launch_gates.py
+# checks that each one refuses a failing config).
+LAUNCHERS = ("eval", "quickstart")
+OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the override and its reason '
+                 "are recorded in the ledger as a process failure (repeatable).")
 
 out = Console()
 err = Console(stderr=True)
@@ -73,11 +82,68 @@ def skills_search(
         typer.echo(f"{h.score:7.3f}  {h.skill.name}  {h.skill.description}")
 
 
-def _run(cfg, out_dir: Optional[Path], as_json: bool) -> None:
+@gate_app.command("check")
+def gate_check(
+    config: Path = typer.Argument(..., help="Experiment or training config (YAML)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Also run the checks that execute code: "
+                                 "tool surface, reward arithmetic, a few real rollouts, the task "
+                                 "distribution, split hashes, free disk."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
+    """PASS / WARN / FAIL / SKIP per check, with its gate, key, seen and expected values.
+
+    Exit 0: nothing failed; 1: a check failed; 2: the config is unreadable. Static checks take
+    well under a second and import nothing heavy.
+    """
+    from skillos import config as cfgmod
+    from skillos import gates
+
+    cfg = cfgmod.load(config)
+    ledger = None
+    if cfg.experiment.fixes_failure is not None:  # gate 6 looks the fix up in the ledger
+        from skillos.ledger import Ledger
+
+        ledger = Ledger()
+    try:
+        report = gates.check(cfg, dry_run=dry_run, ledger=ledger,
+                             echo=None if as_json else typer.echo)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        typer.echo(f"{config}: {report.summary()}")
+    raise typer.Exit(report.exit_code)
+
+
+def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: List[str]) -> None:
+    from skillos import gates
+    from skillos.evals.experiment import default_out_dir
+    from skillos.evals.report import render
+    from skillos.ledger import Ledger
+    from skillos.ledger.watchdog import watching
+
+    overrides = gates.parse_overrides(overrides)
+    out_dir = out_dir or default_out_dir(cfg)
+    with Ledger() as ledger:  # $SKILLOS_HOME/ledger.db: every gate result and eval records itself
+        gates.enforce(cfg, command, ledger, overrides, echo=_echo_err)
+        with watching([out_dir], ledger.path, cfg.compute.stall_minutes, echo=_echo_err):
+            result = _run_with_progress(cfg, out_dir, ledger)
+    if as_json:
+        _print_json(result)
+    else:
+        render(result, out)
+
+
+def _echo_err(line: str) -> None:
+    typer.echo(line, err=True)  # one unwrapped line each: agents grep these
+
+
+def _run_with_progress(cfg, out_dir: Path, ledger) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from skillos.evals.experiment import run_eval
-    from skillos.evals.report import render
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=False) as bar:
@@ -90,14 +156,7 @@ def _run(cfg, out_dir: Optional[Path], as_json: bool) -> None:
                 tasks[key] = bar.add_task(label, total=total)
             bar.update(tasks[key], completed=done)
 
-        from skillos.ledger import Ledger
-
-        with Ledger() as ledger:  # $SKILLOS_HOME/ledger.db: every eval records itself
-            result = run_eval(cfg, out_dir, progress, ledger=ledger)
-    if as_json:
-        _print_json(result)
-    else:
-        render(result, out)
+        return run_eval(cfg, out_dir, progress, ledger=ledger)
 
 
 @app.command("eval")
@@ -107,13 +166,16 @@ def eval_cmd(
     n_train_games: Optional[int] = typer.Option(None, help="Override env.n_train_games."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-TIME)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
 ):
-    """Run every arm of CONFIG on the same held-out games and print the paired comparison."""
+    """Run every arm of CONFIG on the same held-out games and print the paired comparison.
+
+    The launch gates run first (static and dry-run) and refuse a failing config."""
     from skillos import config as cfgmod
 
     cfg = cfgmod.load(config)
     _apply_overrides(cfg, n_games, n_train_games)
-    _run(cfg, out_dir, as_json)
+    _run(cfg, out_dir, as_json, "eval", override)
 
 
 @app.command("quickstart")
@@ -122,6 +184,7 @@ def quickstart(
     n_train_games: Optional[int] = typer.Option(None, help="Train games to curate from (default 60)."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/quickstart-TIME)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
 ):
     """The main job: no_memory vs closed_loop on held-out ALFWorld games, no API key, CPU only.
 
@@ -129,16 +192,57 @@ def quickstart(
     curator writes SKILL.md files from train games, then keeps curating on held-out games.
     Prints success per arm and task type with denominators, the exact McNemar p, a paired
     bootstrap 95% CI and the minimum detectable effect. Same as `skillos eval` on
-    evals/configs/quickstart.yaml.
+    evals/configs/quickstart.yaml, launch gates included.
     """
-    import yaml
-
     from skillos import config as cfgmod
 
-    path = resources.files("skillos.evals") / "configs" / "quickstart.yaml"
-    cfg = cfgmod.from_dict(yaml.safe_load(path.read_text()))
+    with resources.as_file(resources.files("skillos.evals") / "configs" / "quickstart.yaml") as path:
+        cfg = cfgmod.load(path)
     _apply_overrides(cfg, n_games, n_train_games)
-    _run(cfg, out_dir, as_json)
+    _run(cfg, out_dir, as_json, "quickstart", override)
+
+
+@app.command("compare")
+def compare_cmd(
+    runs: List[int] = typer.Argument(..., help="Ledger run ids of the arms to compare."),
+    control: int = typer.Option(..., "--control", help="Ledger run id of the control."),
+    alpha: float = typer.Option(0.05, help="Family-wise significance level."),
+    max_age_days: float = typer.Option(7.0, help="A control older than this is stale (gate 4)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
+    """Arms vs a control from the ledger: paired on common games, Holm over the whole family.
+
+    Calls a difference an improvement only if the control is fresh and on the same executor,
+    the denominators agree, and it survives Holm correction over every arm recorded in the
+    same experiments. Always prints the MDE. Exit 0 either way: a refusal is a verdict.
+    """
+    from skillos.evals.compare import compare_runs
+    from skillos.ledger import Ledger
+
+    with Ledger() as ledger:
+        result = compare_runs(ledger, list(runs), control, alpha=alpha, max_age_days=max_age_days)
+    if as_json:
+        _print_json(result)
+        return
+    c = result["control"]
+    d = c["denominators"]
+    typer.echo(f"control run #{c['run_id']} ({c['arm']}, {c['age_days']:.1f} days old): "
+               f"{d['successes']}/{d['measured']} measured of {d['attempted']} common games "
+               f"({d['unmeasured']} unmeasured, {d['coerced_actions']} coerced actions)")
+    typer.echo(f"family: {result['family']['size']} run(s) {result['family']['runs']}, "
+               f"Holm-corrected at alpha {result['alpha']}")
+    for arm in result["arms"]:
+        d, k = arm["denominators"], arm["comparison"]
+        diff = "unmeasured" if k["difference"] is None else f"{100 * k['difference']:+.1f} pts"
+        mde = "unmeasured" if k["mde"] is None else f"{100 * k['mde']:.1f} pts"
+        p = "unmeasured" if k["p_value"] is None else f"{k['p_value']:.3g}"
+        typer.echo(f"run #{arm['run_id']} ({arm['arm']}): {d['successes']}/{d['measured']} measured "
+                   f"of {d['attempted']} ({d['unmeasured']} unmeasured, {d['coerced_actions']} "
+                   f"coerced); paired n={k['n_paired']} (dropped {k['n_dropped']}); diff {diff}; "
+                   f"b/c {k['b']}/{k['c']}; McNemar p {p}, Holm {k['p_holm']:.3g}, BH {k['p_bh']:.3g}; "
+                   f"MDE {mde}")
+        verdict = "IMPROVEMENT" if arm["improvement"] else "not an improvement: " + "; ".join(arm["why_not"])
+        typer.echo(f"  verdict: {verdict}")
 
 
 @app.command("postmortem")

@@ -1,8 +1,9 @@
 """One experiment-config schema (YAML) for every command, validated with clear errors.
 
 Unknown keys are errors with a did-you-mean; a wrong type or value names the key and what is
-allowed. Sections that later issues fill (`training`, `judge`, `compute`, `divergences`) are
-accepted as mappings and kept as written.
+allowed. A key left at None is *not set*: the launch gates (skillos.gates) tell a setting the
+config chose from a library default it would silently inherit. Training keys use TRL's
+GRPOConfig names where one exists, so configs stay portable.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,9 @@ from skillos.errors import ConfigError, yaml_error_line
 
 ENVS = ("household",)
 SPLITS = ("train", "valid_seen", "valid_unseen")
-BACKENDS = ("heuristic",)  # model backends (openai, anthropic, vllm, hf) arrive with the eval issue
+BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")
+AVAILABLE_BACKENDS = ("heuristic",)  # the model backends are named by configs, not yet runnable here
+COMPUTE_BACKENDS = ("local", "accelerate", "modal")
 RETRIEVAL_MODES = ("bm25", "shuffled")
 ARMS = ("no_memory", "closed_loop", "static_repo", "shuffled")
 
@@ -30,6 +35,11 @@ ARMS = ("no_memory", "closed_loop", "static_repo", "shuffled")
 class ExperimentConfig:
     name: str = "experiment"
     hypothesis: str = ""
+    expected_effect: float | None = None  # the improvement the hypothesis claims (0.10 = 10 pts)
+    expected_discordance: float | None = None  # share of discordant pairs, from a pilot (MDE plan)
+    fixes_failure: int | None = None  # a fix run: the ledger failure it addresses (gate 6)
+    fix_metric: str | None = None  # ... the metric it should move
+    before_run: int | None = None  # ... and the ledger run measured before the fix
 
 
 @dataclass
@@ -47,6 +57,65 @@ class EnvConfig:
 @dataclass
 class BackendConfig:
     backend: str = "heuristic"
+    model: str | None = None
+    reasoning_effort: str | None = None  # none | low | medium | high
+    max_tokens: int | None = None
+    history_length: int | None = None  # action/observation pairs shown to an LLM executor
+
+
+@dataclass
+class JudgeConfig:
+    backend: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+
+
+@dataclass
+class RewardConfig:  # r = r_task + lambda_fc*r_fc + lambda_cnt*r_cnt + lambda_comp*r_comp
+    lambda_fc: float = 1.0
+    lambda_cnt: float = 0.1
+    lambda_comp: float = 0.05
+
+
+@dataclass
+class TrainingConfig:
+    """GRPO settings, TRL's names. None = not set; a training config must set them (gate 1)."""
+    model: str | None = None
+    output_dir: str | None = None
+    learning_rate: float | None = None
+    per_device_train_batch_size: int | None = None
+    gradient_accumulation_steps: int | None = None
+    beta: float | None = None
+    num_generations: int | None = None
+    generation_batch_size: int | None = None
+    temperature: float | None = None
+    max_steps: int | None = None
+    group_size: int | None = None  # tasks per curator rollout, |G|
+    max_completion_length: int | None = None  # TRL caps the whole multi-turn rollout with it
+    max_prompt_length: int | None = None
+    save_steps: int | None = None
+    save_total_limit: int | None = None  # None keeps every checkpoint
+    loss_type: str | None = None
+    lr_scheduler_type: str | None = None
+    seed: int | None = None
+    resume_from_checkpoint: str | None = None
+    checkpoint_gb: float | None = None  # size of one checkpoint, for the free-disk check
+    lora: dict | None = None  # peft LoraConfig fields; None: full fine-tuning
+
+    def is_set(self) -> bool:
+        return any(v is not None for v in dataclasses.asdict(self).values())
+
+
+@dataclass
+class ComputeConfig:
+    backend: str = "local"  # local | accelerate | modal
+    num_processes: int = 1
+    deepspeed_config: str | None = None  # path, relative to the config file
+    gpu: str | None = None  # e.g. "H100:8", for Modal and cost accounting
+    step_minutes: float | None = None  # measured minutes per training step, for save_steps
+    max_checkpoint_gap_minutes: float = 60.0  # the most work a crash may lose
+    watchdog: bool = True  # gate 7: the launch runs under the watchdog
+    stall_minutes: float = 30.0
 
 
 @dataclass
@@ -56,9 +125,16 @@ class RetrievalConfig:
 
 
 @dataclass
+class ControlConfig:
+    arm: str = "no_memory"
+    max_age_days: float = 7.0  # a control older than this is stale (gate 4)
+
+
+@dataclass
 class EvalConfig:
     arms: list = field(default_factory=lambda: ["no_memory", "closed_loop"])
-    control: str = "no_memory"
+    control: ControlConfig = field(default_factory=ControlConfig)  # or just the arm's name
+    max_error_rate: float = 0.02  # unmeasured share above which an arm aborts (gate 2)
     alpha: float = 0.05
     power: float = 0.8
     bootstrap: int = 10_000
@@ -75,10 +151,14 @@ class Config:
     curator: BackendConfig = field(default_factory=BackendConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    training: dict = field(default_factory=dict)
-    judge: dict = field(default_factory=dict)
-    compute: dict = field(default_factory=dict)
-    divergences: dict = field(default_factory=dict)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    compute: ComputeConfig = field(default_factory=ComputeConfig)
+    reference: str | None = None  # hyperparameter table to diff against, e.g. skillos-paper/alfworld
+    divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
+
+    source = None  # the file it was loaded from (not a field: not hashed); relative paths resolve here
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -104,25 +184,33 @@ def _build(cls, data: Any, where: str):
             raise ConfigError(f"{where}.{key}: unknown key{_did_you_mean(str(key), fields)}")
         f = fields[key]
         sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
+        path = f"{where}.{key}" if where else key
+        if sub is ControlConfig and isinstance(value, str):
+            value = {"arm": value}  # `control: no_memory` is short for `control: {arm: no_memory}`
         if dataclasses.is_dataclass(sub):
-            values[key] = _build(sub, value, f"{where}.{key}" if where else key)
+            values[key] = _build(sub, value, path)
         else:
-            values[key] = _check_type(value, f, f"{where}.{key}" if where else key)
+            values[key] = _check_type(value, typing.get_type_hints(cls)[key], path)
     return cls(**values)
 
 
-def _check_type(value, f, where):
-    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-    if default is None:  # optional path-like settings
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string or null, got {value!r}")
-        return value
-    expected = type(default)
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, bool) and expected is not bool or not isinstance(value, expected):
-        raise ConfigError(f"{where}: expected {expected.__name__}, got {value!r}")
-    return value
+def _check_type(value, hint, where):
+    """Check `value` against a field's type hint (a type, or a union with None)."""
+    allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) \
+        else (hint,)
+    if value is None:
+        if type(None) in allowed:
+            return None
+        raise ConfigError(f"{where}: must be set, got null")
+    for kind in allowed:
+        kind = typing.get_origin(kind) or kind
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
+            return value
+    names = " or ".join("null" if k is type(None) else (typing.get_origin(k) or k).__name__
+                        for k in allowed)
+    raise ConfigError(f"{where}: expected {names}, got {value!r}")
 
 
 def _choice(value, allowed, where):
@@ -138,6 +226,9 @@ def validate(cfg: Config) -> Config:
     _choice(cfg.executor.backend, BACKENDS, "executor.backend")
     _choice(cfg.curator.backend, BACKENDS, "curator.backend")
     _choice(cfg.retrieval.mode, RETRIEVAL_MODES, "retrieval.mode")
+    _choice(cfg.compute.backend, COMPUTE_BACKENDS, "compute.backend")
+    if cfg.judge.backend is not None:
+        _choice(cfg.judge.backend, BACKENDS, "judge.backend")
     for key in ("n_games", "max_steps"):
         if getattr(cfg.env, key) < 1:
             raise ConfigError(f"env.{key}: must be at least 1, got {getattr(cfg.env, key)}")
@@ -155,9 +246,18 @@ def validate(cfg: Config) -> Config:
             raise ConfigError(f"eval.arms[{i}]: unknown arm {arm!r}{_did_you_mean(str(arm), ARMS)}")
     if len(set(cfg.eval.arms)) != len(cfg.eval.arms):
         raise ConfigError("eval.arms: an arm is listed twice")
-    if cfg.eval.control not in cfg.eval.arms:
-        raise ConfigError(f"eval.control: {cfg.eval.control!r} is not among eval.arms "
+    if cfg.eval.control.arm not in cfg.eval.arms:
+        raise ConfigError(f"eval.control: {cfg.eval.control.arm!r} is not among eval.arms "
                           "(the control must be measured in the same run)")
+    if not 0 <= cfg.eval.max_error_rate < 1:
+        raise ConfigError(f"eval.max_error_rate: a share in [0, 1), got {cfg.eval.max_error_rate}")
+    if cfg.compute.num_processes < 1:
+        raise ConfigError(f"compute.num_processes: at least 1, got {cfg.compute.num_processes}")
+    for key, entry in cfg.divergences.items():
+        if not isinstance(entry, dict) or set(entry) - {"value", "reason"} or "value" not in entry:
+            raise ConfigError(f"divergences.{key}: expected a mapping with 'value' and 'reason'")
+        if not str(entry.get("reason") or "").strip():
+            raise ConfigError(f"divergences.{key}: a declared departure needs a reason")
     if "static_repo" in cfg.eval.arms and not cfg.eval.static_repo:
         raise ConfigError("eval.static_repo: the static_repo arm needs a skill folder path")
     if not 0 < cfg.eval.alpha < 1 or not 0 < cfg.eval.power < 1:
@@ -186,6 +286,8 @@ def load(path: str | Path) -> Config:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}:{yaml_error_line(exc)} invalid YAML") from None
     try:
-        return from_dict(data or {})
+        cfg = from_dict(data or {})
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    cfg.source = path
+    return cfg

@@ -1,0 +1,129 @@
+"""Compare recorded runs against a control, from the ledger, and refuse to call a difference an
+improvement unless it is one.
+
+An arm's difference is an improvement only when all of these hold:
+* the control is contemporaneous (gate 4): measured within `max_age_days` of now, on the same
+  executor fingerprint as the arm;
+* the arms' denominators agree: the same held-out games were attempted by every arm;
+* it is positive and significant after Holm correction over the *family*: every run recorded
+  in the ledger under the same experiments as the compared arms (so comparing one arm at a
+  time cannot shrink the family);
+and the MDE is always printed beside it (gate 5). Pairs where either side is unmeasured drop
+out of the test and are counted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from skillos.evals import stats
+from skillos.evals.verify import run_outcomes
+from skillos.ledger.store import Ledger, LedgerError
+
+
+def _rows(ledger: Ledger, run_id: int) -> dict:
+    """game id -> its JSONL row (eval phase) for the run's arm; the file's hash is verified."""
+    outcomes = run_outcomes(ledger, run_id)  # verifies the recorded sha256
+    run = ledger.run(run_id)
+    ev = [e for e in run["evals"] if e["valid"]][-1]
+    arm = ev["arm"] or run["arm"]
+    rows = {}
+    for line in Path(ev["jsonl_path"]).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            if row.get("arm") == arm and row.get("phase", "eval") == "eval" and row["game_id"] in outcomes:
+                rows[row["game_id"]] = row
+    return rows
+
+
+def _age_days(run: dict, now: dt.datetime) -> float:
+    started = dt.datetime.fromisoformat(run["started_at"])
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=dt.timezone.utc)
+    return (now - started).total_seconds() / 86400
+
+
+def control_problems(control: dict, arm: dict, max_age_days: float, now: dt.datetime) -> list[str]:
+    """Gate 4's rule for one arm against its control: fresh, and the same executor."""
+    problems = []
+    age = _age_days(control, now)
+    if age > max_age_days:
+        problems.append(f"control run #{control['id']} is {age:.1f} days old (> {max_age_days:g}); "
+                        "measure a fresh one: rerun the eval with the control arm in eval.arms")
+    if control.get("executor_fingerprint") != arm.get("executor_fingerprint"):
+        problems.append(f"control run #{control['id']} used executor "
+                        f"{control.get('executor_fingerprint')!r}, run #{arm['id']} used "
+                        f"{arm.get('executor_fingerprint')!r}")
+    return problems
+
+
+def family_runs(ledger: Ledger, run_ids: list[int], control_id: int) -> list[int]:
+    """Every run recorded under the compared runs' experiments, except the control's arm."""
+    control_arm = ledger.run(control_id)["arm"]
+    experiments = {ledger.run(r)["experiment_id"] for r in run_ids}
+    family = set(run_ids)
+    for row in ledger.rows("runs"):
+        run = ledger.run(row["id"])
+        if run["experiment_id"] in experiments and run["arm"] != control_arm and run["id"] != control_id \
+                and any(e["valid"] for e in run["evals"]):
+            family.add(run["id"])
+    return sorted(family)
+
+
+def compare_runs(ledger: Ledger, run_ids: list[int], control_id: int, *, alpha: float = 0.05,
+                 power: float = 0.8, max_age_days: float = 7.0, n_boot: int = 10_000,
+                 now: dt.datetime | None = None) -> dict:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    if control_id in run_ids:
+        raise LedgerError(f"run #{control_id} is the control; compare other runs against it")
+    control = ledger.run(control_id)
+    control_rows = _rows(ledger, control_id)
+    family = family_runs(ledger, run_ids, control_id)
+    rows = {r: _rows(ledger, r) for r in family}
+    common = set(control_rows).intersection(*(set(rows[r]) for r in run_ids))
+    # the family's p-values, each on the games it shares with the control
+    pvalues, comparisons = {}, {}
+    for r in family:
+        shared = sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
+        comp = stats.compare({g: control_rows[g]["success"] for g in shared},
+                             {g: rows[r][g]["success"] for g in shared},
+                             names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
+                             n_boot=n_boot)
+        comparisons[r] = comp
+        pvalues[r] = comp.p_value if comp.p_value is not None else 1.0  # unmeasurable: no discovery
+    holm = dict(zip(family, stats.adjust([pvalues[r] for r in family], "holm")))
+    bh = dict(zip(family, stats.adjust([pvalues[r] for r in family], "fdr_bh")))
+
+    def denominators(run_rows: dict) -> dict:
+        on_common = [run_rows[g] for g in sorted(common)]
+        return {"games_recorded": len(run_rows), "attempted": len(on_common),
+                "measured": sum(r["success"] is not None for r in on_common),
+                "unmeasured": sum(r["success"] is None for r in on_common),
+                "successes": sum(bool(r["success"]) for r in on_common),
+                "coerced_actions": sum(r.get("coerced_actions", 0) for r in on_common)}
+
+    arms = []
+    for r in run_ids:
+        run = ledger.run(r)
+        comp = comparisons[r].to_dict()
+        comp.update(p_holm=holm[r], p_bh=bh[r])
+        reasons = control_problems(control, run, max_age_days, now)
+        if set(rows[r]) != set(control_rows):
+            reasons.append(f"denominators differ: run #{r} recorded {len(rows[r])} games, the "
+                           f"control {len(control_rows)}; compared on the {len(common)} in common")
+        if comp["difference"] is None or comp["difference"] <= 0:
+            reasons.append("no positive difference")
+        elif holm[r] >= alpha:
+            reasons.append(f"not significant after Holm over a family of {len(family)} "
+                           f"(p {comp['p_value']:.3g} -> {holm[r]:.3g} >= {alpha})")
+        arms.append({"run_id": r, "arm": run["arm"], "experiment_id": run["experiment_id"],
+                     "denominators": denominators(rows[r]), "comparison": comp,
+                     "improvement": not reasons, "why_not": reasons})
+    return {"control": {"run_id": control_id, "arm": control["arm"],
+                        "age_days": round(_age_days(control, now), 2),
+                        "executor_fingerprint": control.get("executor_fingerprint"),
+                        "denominators": denominators(control_rows)},
+            "family": {"runs": family, "size": len(family), "correction": "holm (and fdr_bh)"},
+            "common_games": len(common), "alpha": alpha, "power": power, "arms": arms}

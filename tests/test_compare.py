@@ -1,0 +1,107 @@
+"""`skillos compare`: a difference is called an improvement only against a fresh control on the
+same executor, with equal denominators, significant after Holm over the ledger's family."""
+
+import datetime as dt
+import hashlib
+import json
+
+import pytest
+
+from conftest import run_cli
+from skillos.evals.compare import compare_runs
+from skillos.ledger import Ledger
+
+SAME = "executor=heuristic model=None"
+
+
+def record(ledger, tmp_path, exp, arm, outcomes, fingerprint=SAME):
+    run = ledger.start_run(exp, arm, {}, 0, fingerprint)
+    path = tmp_path / f"{arm}-{run}.jsonl"
+    rows = [{"arm": arm, "phase": "eval", "game_id": g, "success": s, "coerced_actions": 0}
+            for g, s in outcomes.items()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {"attempted": len(rows), "measured": sum(s is not None for s in outcomes.values()),
+               "unmeasured": sum(s is None for s in outcomes.values()),
+               "successes": sum(bool(s) for s in outcomes.values()), "coerced_actions": 0, "actions": 0}
+    ledger.add_eval(run, arm, summary, str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+    ledger.end_run(run)
+    return run
+
+
+def games(wins, n=40):
+    return {f"g{i:02d}": i < wins for i in range(n)}
+
+
+@pytest.fixture
+def ledger(skillos_home):
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        yield ledger
+
+
+def test_a_real_improvement_is_called_one(ledger, tmp_path):
+    exp = ledger.add_experiment("e")
+    control = record(ledger, tmp_path, exp, "no_memory", games(10))
+    arm = record(ledger, tmp_path, exp, "closed_loop", games(30))
+    (result,) = compare_runs(ledger, [arm], control, n_boot=1000)["arms"]
+    assert result["improvement"] and result["why_not"] == []
+    assert result["comparison"]["b"] == 20 and result["comparison"]["mde"] > 0
+    assert result["denominators"] == {"games_recorded": 40, "attempted": 40, "measured": 40,
+                                      "unmeasured": 0, "successes": 30, "coerced_actions": 0}
+
+
+def test_a_stale_or_foreign_control_is_refused(ledger, tmp_path):
+    exp = ledger.add_experiment("e")
+    control = record(ledger, tmp_path, exp, "no_memory", games(10))
+    arm = record(ledger, tmp_path, exp, "closed_loop", games(30))
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=70)  # a ten-week-old baseline
+    (result,) = compare_runs(ledger, [arm], control, now=later, n_boot=1000)["arms"]
+    assert not result["improvement"] and "measure a fresh one" in result["why_not"][0]
+    other = record(ledger, tmp_path, exp, "static_repo", games(30), fingerprint="executor=openai")
+    (result,) = compare_runs(ledger, [other], control, n_boot=1000)["arms"]
+    assert not result["improvement"] and "used executor" in result["why_not"][0]
+
+
+def test_unequal_denominators_are_refused(ledger, tmp_path):
+    exp = ledger.add_experiment("e")
+    control = record(ledger, tmp_path, exp, "no_memory", games(10))
+    arm = record(ledger, tmp_path, exp, "closed_loop", games(30, n=36))
+    (result,) = compare_runs(ledger, [arm], control, n_boot=1000)["arms"]
+    assert not result["improvement"] and "denominators differ" in " ".join(result["why_not"])
+
+
+def test_the_family_comes_from_the_ledger(ledger, tmp_path):
+    exp = ledger.add_experiment("e")
+    control = record(ledger, tmp_path, exp, "no_memory", games(10))
+    # 9 games won only by the arm, 1 only by the control: exact McNemar p = 0.021
+    arm = {f"g{i:02d}": (i < 19 and i != 0) for i in range(40)}
+    target = record(ledger, tmp_path, exp, "closed_loop", arm)
+    record(ledger, tmp_path, exp, "shuffled", games(10))
+    record(ledger, tmp_path, exp, "static_repo", games(11))
+    out = compare_runs(ledger, [target], control, n_boot=1000)
+    (result,) = out["arms"]
+    assert out["family"]["size"] == 3  # comparing one arm at a time does not shrink it
+    assert result["comparison"]["p_value"] == pytest.approx(0.0215, abs=1e-3)
+    assert result["comparison"]["p_holm"] == pytest.approx(3 * 0.0215, abs=3e-3)
+    assert not result["improvement"] and "not significant after Holm over a family of 3" in result["why_not"][0]
+
+
+def test_unmeasured_games_drop_from_pairs_not_count_as_losses(ledger, tmp_path):
+    exp = ledger.add_experiment("e")
+    control = record(ledger, tmp_path, exp, "no_memory", games(10))
+    outage = {g: (None if i >= 20 else s) for i, (g, s) in enumerate(games(30).items())}
+    arm = record(ledger, tmp_path, exp, "closed_loop", outage)
+    (result,) = compare_runs(ledger, [arm], control, n_boot=1000)["arms"]
+    assert result["comparison"]["n_paired"] == 20 and result["comparison"]["n_dropped"] == 20
+    assert result["denominators"]["unmeasured"] == 20
+
+
+def test_compare_cli_prints_denominators_and_the_mde(ledger, tmp_path):
+    exp = ledger.add_experiment("e")
+    control = record(ledger, tmp_path, exp, "no_memory", games(10))
+    arm = record(ledger, tmp_path, exp, "closed_loop", games(30))
+    result = run_cli("compare", arm, "--control", control)
+    assert result.returncode == 0, result.stderr
+    assert "10/40 measured of 40 common games" in result.stdout and "MDE" in result.stdout
+    assert "verdict: IMPROVEMENT" in result.stdout
+    result = run_cli("compare", arm, "--control", 999)
+    assert result.returncode == 2 and "999" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,86 @@
+"""Every launch command runs the gates first, refuses a failing config, and records the gate
+results and any override (with its reason, as a process failure) in the ledger."""
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from conftest import ROOT, run_cli
+from skillos import cli, gates
+from skillos.gates import core
+from skillos.ledger import Ledger
+
+QUICKSTART = ROOT / "evals" / "configs" / "quickstart.yaml"
+SMALL = ["--n-games", "4", "--n-train-games", "4"]
+
+
+def write_config(tmp_path, **eval_changes):
+    data = yaml.safe_load(QUICKSTART.read_text())
+    data["eval"].update(eval_changes)
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_eval_refuses_a_failing_config_and_records_why(tmp_path, game_cache, skillos_home):
+    config = write_config(tmp_path, max_error_rate=0.5)  # an outage would pass as a result
+    out = tmp_path / "run"
+    result = run_cli("eval", config, *SMALL, "--out", out)
+    assert result.returncode == 1
+    assert "FAIL gate 2   error-budget · eval.max_error_rate: seen 0.5, expected <= 0.02" in result.stderr
+    assert "eval refused by the launch gates: 1 check(s) failed (error-budget)" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        recorded = {(g["check_name"], g["status"]) for g in ledger.rows("gate_results")}
+        assert ("error-budget", "FAIL") in recorded and ("sentinels", "PASS") in recorded
+        assert ledger.rows("runs") == [] and ledger.rows("overrides") == []
+
+
+def test_an_override_is_recorded_as_a_process_failure(tmp_path, game_cache, skillos_home):
+    config = write_config(tmp_path, max_error_rate=0.5)
+    reason = "pilot against a flaky endpoint; results not for claims"
+    result = run_cli("eval", config, *SMALL, "--out", tmp_path / "run",
+                     "--override", f"error-budget={reason}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"OVERRIDDEN: {reason}" in result.stderr
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        (override,) = ledger.rows("overrides")
+        assert override["check_name"] == "error-budget" and override["gate"] == 2
+        assert override["reason"] == f"eval: {reason}"
+        process = [f for f in ledger.failures() if f["category"] == "process"]
+        assert len(process) == 1 and "error-budget overridden" in process[0]["what"]
+        assert len(ledger.rows("runs")) == 2
+    postmortem = run_cli("postmortem")
+    assert "override of gate 2 error-budget" in postmortem.stdout and reason in postmortem.stdout
+
+
+@pytest.mark.parametrize("value, message", [
+    ("no-such-check=because", "--override no-such-check: no such check"),
+    ("error-budgt=because", "did you mean 'error-budget'?"),
+    ("error-budget", 'expected CHECK="reason" with a reason'),
+    ("error-budget=  ", 'expected CHECK="reason" with a reason'),
+])
+def test_bad_overrides_are_one_line_errors(tmp_path, game_cache, value, message):
+    result = run_cli("eval", write_config(tmp_path), *SMALL, "--out", tmp_path / "run",
+                     "--override", value)
+    assert result.returncode == 2 and message in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("command", cli.LAUNCHERS)
+def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game_cache,
+                                                         monkeypatch, skillos_home):
+    def always_fails(ctx):
+        return core.Result("planted", (7,), "FAIL", detail="planted by the test")
+
+    monkeypatch.setattr(core, "STATIC", core.STATIC + [always_fails])
+    args = {"eval": [str(write_config(tmp_path))], "quickstart": []}[command]
+    out = tmp_path / "run"
+    result = CliRunner().invoke(cli.app, [command, *args, *SMALL, "--out", str(out)])
+    assert isinstance(result.exception, gates.GateRefused), result.output
+    assert "(planted)" in str(result.exception) and not out.exists()
+    result = CliRunner().invoke(cli.app, [command, *args, *SMALL, "--out", str(out),
+                                          "--override", "planted=the test says so"])
+    assert result.exit_code == 0, result.output
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert [o["check_name"] for o in ledger.rows("overrides")] == ["planted"]

@@ -1,0 +1,197 @@
+"""The machinery of the launch gates: a check is a function of a `Context` that returns
+`Result`s; `run` runs every registered check and returns a `Report`.
+
+Statuses: PASS; WARN (passes, but a person should read it: a declared departure from the
+reference, a quantity that could not be measured); FAIL (refuses a launch unless overridden);
+SKIP (does not apply to this config, with the reason). Static checks read the config, the
+reference table and small files; dry-run checks execute code (tool surface, reward arithmetic,
+a few real rollouts, the task distribution, the disk) and run before every launch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from skillos.errors import SkillosError
+from skillos.gates.reference import Reference
+
+GATES = {
+    1: "diff the config against the paper's hyperparameter table, mechanically",
+    2: "never let a missing measurement become a number",
+    3: "print the quantity that should be invariant",
+    4: "measure a contemporaneous control",
+    5: "report a minimum detectable effect beside every claimed improvement",
+    6: "if a fix doesn't move the number, the diagnosis was wrong",
+    7: "watch the box, not the job",
+}
+STATUSES = ("PASS", "WARN", "FAIL", "SKIP")
+
+
+@dataclass
+class Result:
+    check: str  # stable name, what --override names
+    gates: tuple
+    status: str
+    key: str = ""  # the config key (or derived quantity) the check read
+    seen: object = None
+    expected: object = None
+    incident: str = ""  # what the check prevents
+    detail: str = ""
+    overridden: str | None = None  # the override's reason, when a person overrode a FAIL
+
+    @property
+    def gate(self) -> int:
+        return self.gates[0]
+
+    def line(self) -> str:
+        gates = ",".join(map(str, self.gates))
+        parts = [f"{self.status:<4} gate {gates:<3} {self.check}"]
+        if self.key and self.status != "SKIP":
+            parts.append(f"{self.key}: seen {_show(self.seen)}, expected {_show(self.expected)}")
+        if self.detail:
+            parts.append(self.detail)
+        if self.status in ("FAIL", "WARN") and self.incident:
+            parts.append(f"prevents: {self.incident}")
+        if self.overridden:
+            parts.append(f"OVERRIDDEN: {self.overridden}")
+        return " · ".join(parts)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["gates"] = list(self.gates)
+        return data
+
+
+def _show(value) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+@dataclass
+class Report:
+    results: list[Result]
+    dry_run: bool
+    config: str = ""
+
+    @property
+    def failed(self) -> list[Result]:
+        return [r for r in self.results if r.status == "FAIL" and not r.overridden]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def counts(self) -> dict:
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    def summary(self) -> str:
+        c = self.counts()
+        kind = "static + dry-run" if self.dry_run else "static (add --dry-run to execute code)"
+        return (f"{len(self.results)} checks ({kind}): {c['PASS']} pass, {c['WARN']} warn, "
+                f"{c['FAIL']} fail, {c['SKIP']} skip")
+
+    def to_dict(self) -> dict:
+        return {"config": self.config, "dry_run": self.dry_run, "counts": self.counts(),
+                "exit_code": self.exit_code, "results": [r.to_dict() for r in self.results]}
+
+
+@dataclass
+class Context:
+    """What a check reads: the config, its reference table, the ledger, where the config lives."""
+
+    cfg: object
+    reference: Reference | None = None
+    ledger: object = None
+    base_dir: Path = Path(".")
+    echo: Callable[[str], None] = lambda _line: None
+    used_divergences: set = field(default_factory=set)
+    cache: dict = field(default_factory=dict)  # shared by dry-run checks (games, pools)
+
+    @property
+    def training(self) -> bool:
+        return self.cfg.training.is_set()
+
+    @property
+    def llm_executor(self) -> bool:
+        return self.cfg.executor.backend != "heuristic"
+
+    def path(self, value: str) -> Path:
+        """An input file the config names: relative to the config's folder, else to the cwd."""
+        p = Path(value).expanduser()
+        if p.is_absolute() or not (self.base_dir / p).exists():
+            return p
+        return self.base_dir / p
+
+    def expect(self, check: str, gates: tuple, key: str, seen, expected, ok: bool,
+               incident: str, detail: str = "") -> Result:
+        """PASS when ok; else a declared departure (divergences[key] with this value) is a WARN
+        showing its reason, and anything else is a FAIL."""
+        if ok:
+            return Result(check, gates, "PASS", key, seen, expected, incident, detail)
+        declared = self.cfg.divergences.get(key)
+        if declared is None:
+            hint = f"declare it under divergences.{key} with a reason, or set it to {_show(expected)}"
+            return Result(check, gates, "FAIL", key, seen, expected, incident,
+                          f"{detail}; {hint}" if detail else f"undeclared departure: {hint}")
+        self.used_divergences.add(key)
+        if not same(declared["value"], seen):
+            return Result(check, gates, "FAIL", key, seen, expected, incident,
+                          f"divergences.{key} declares {_show(declared['value'])} but the config "
+                          f"has {_show(seen)}: the declaration is stale")
+        return Result(check, gates, "WARN", key, seen, expected, incident,
+                      f"declared departure: {declared.get('reason')}")
+
+
+def same(a, b) -> bool:
+    """Config equality: floats within rounding; model names by their last path part, any case."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    if isinstance(a, str) and isinstance(b, str):
+        return a.rsplit("/", 1)[-1].lower() == b.rsplit("/", 1)[-1].lower()
+    return a == b
+
+
+Check = Callable[[Context], "Result | list[Result]"]
+STATIC: list[Check] = []
+DRY_RUN: list[Check] = []
+
+
+def static(fn: Check) -> Check:
+    STATIC.append(fn)
+    return fn
+
+
+def dry_run(fn: Check) -> Check:
+    DRY_RUN.append(fn)
+    return fn
+
+
+def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:
+    results = []
+    for check in checks:
+        try:
+            out = check(ctx)
+        except SkillosError:
+            raise  # the user's input (a path, a backend, $ALFWORLD_DATA): one line, exit 2
+        except Exception as exc:  # noqa: BLE001 - a check that crashes has not passed
+            name = check.__name__.replace("_", "-")
+            out = Result(name, (0,), "FAIL", detail=f"the check itself failed: "
+                         f"{type(exc).__name__}: {exc}"[:400])
+        results.extend(out if isinstance(out, list) else [out])
+        for result in (out if isinstance(out, list) else [out]):
+            ctx.echo(result.line())
+    return results
+
+
+def did_you_mean(name: str, options) -> str:
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

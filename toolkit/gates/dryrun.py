@@ -1,0 +1,383 @@
+"""Dry-run checks: they execute the code a launch will run, on scripted and on real rollouts.
+
+Scripted ones drive the real runner, reward and curator environment with a stand-in game or a
+failing executor (the thing under test is the toolkit's own code path). Real ones play a few
+ALFWorld games with the configured executor, sample the task groups the data pipeline will
+yield, hash the splits, and measure the disk.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from skillos.gates.core import Context, Result, dry_run
+
+GIB = 1024 ** 3
+ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
+EVAL_GAMES = 3  # real games in an eval dry run
+
+
+# -- stand-ins for scripted rollouts -----------------------------------------------------------
+@dataclass(frozen=True)
+class _Obs:
+    text: str
+    admissible: tuple
+    won: bool
+
+
+@dataclass(frozen=True)
+class _Game:
+    id: str
+    path: str = ""
+    task_type: str = "pick_and_place_simple"
+    task: str = "put a clean mug in the coffeemachine"
+
+
+class _ScriptedEnv:
+    """A one-room game: `take mug` wins. Stands in for ALFWorld where the check is about the
+    toolkit's plumbing, not the game."""
+
+    task = ""
+
+    def load(self, path):
+        if path == "missing":
+            raise FileNotFoundError("game file missing")
+
+    def reset(self):
+        self.task = _Game.task
+        return _Obs("You are in a kitchen. Your task is to: put a clean mug in the coffeemachine.",
+                    ("look", "take mug"), False)
+
+    def step(self, action):
+        return _Obs("You pick up the mug.", ("look",), action == "take mug")
+
+
+class _Failing:
+    """An executor whose every call fails the way remote models fail."""
+
+    name = "failing"
+
+    def __init__(self, exc: Exception):
+        self.exc = exc
+
+    def new_episode(self, task, skills):
+        return self
+
+    def act(self, observation, admissible):
+        raise self.exc
+
+
+class _Recording:
+    name = "recording"
+
+    def __init__(self):
+        self.skills_seen: list[int] = []
+
+    def new_episode(self, task, skills):
+        self.skills_seen.append(len(skills))
+        return self
+
+    def act(self, observation, admissible):
+        return "take mug"
+
+
+def _games(ctx: Context, split: str, n: int):
+    key = ("games", split, n)
+    if key not in ctx.cache:
+        from skillos.evals.experiment import load_games
+
+        ctx.cache[key] = load_games(ctx.cfg, split, n)
+    return ctx.cache[key]
+
+
+def _train_pool(ctx: Context):
+    return _games(ctx, ctx.cfg.env.train_split, ctx.cfg.env.n_train_games)
+
+
+# -- gate 1 ----------------------------------------------------------------------------------
+@dry_run
+def tool_surface(ctx: Context) -> Result:
+    check, gates = "tool-surface", (1,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    from skillos.training.env import CuratorEnv, published_tools
+
+    tools = published_tools(CuratorEnv)
+    incident = "TRL published helper methods as tools: the curator trained on a different tool surface"
+    if tools != ["curate_and_advance"]:
+        return Result(check, gates, "FAIL", "tools", tools, ["curate_and_advance"], incident)
+    try:
+        from transformers.utils import get_json_schema
+    except ImportError:
+        return Result(check, gates, "WARN", "tools", tools, ["curate_and_advance"], incident,
+                      "schema unmeasured: transformers is not installed (the train extra)")
+    try:
+        schema = get_json_schema(CuratorEnv.__new__(CuratorEnv).curate_and_advance)
+    except Exception as exc:  # noqa: BLE001 - transformers raises its own DocstringParsingException
+        return Result(check, gates, "FAIL", "tools", tools, "a JSON schema", incident,
+                      f"schema does not build: {exc}")
+    params = sorted(schema["function"]["parameters"]["properties"])
+    return Result(check, gates, "PASS", "tools", tools, ["curate_and_advance"], incident,
+                  f"schema builds; parameters {params}")
+
+
+@dry_run
+def top_k_used(ctx: Context) -> Result:
+    """The number of skills the executor actually receives, through the launch's own path."""
+    from skillos.evals.experiment import arm_settings
+    from skillos.evals.runner import play
+    from skillos.repo import Retriever, SkillRepo
+
+    settings = arm_settings(ctx.cfg)
+    repo = SkillRepo(None)
+    for i in range(settings["top_k"] + 3):
+        repo.insert(f"mug-skill-{i}", f"How to put a clean mug in the coffeemachine, variant {i}.")
+    executor = _Recording()
+    play(_ScriptedEnv(), executor, Retriever(repo, ctx.cfg.retrieval.mode), _Game("g"),
+         1, settings["top_k"])
+    seen = executor.skills_seen[0] if executor.skills_seen else None
+    expected = ctx.reference.values.get("retrieval.top_k") if ctx.reference else None
+    expected = ctx.cfg.retrieval.top_k if expected is None else expected
+    return ctx.expect("top-k-used", (1,), "retrieval.top_k", seen, expected, seen == expected,
+                      "the executor saw a different number of skills than configured",
+                      f"the executor received {seen} of {len(repo)} matching skills")
+
+
+# -- gate 2 ----------------------------------------------------------------------------------
+@dry_run
+def sentinels(ctx: Context) -> Result:
+    """No code path turns an API error, a timeout or a parse failure into a failure or a 0."""
+    from skillos.evals import stats
+    from skillos.evals.runner import ArmAborted, MIN_GAMES_FOR_ABORT, run_arm
+    from skillos.training.reward import Reward, group_rewards, task_reward
+
+    check, gates = "sentinels", (2,)
+    incident = "an API outage scored as failures became a p <= 0.0005 'effect'"
+    problems = []
+    errors = (TimeoutError("executor timed out"), ConnectionError("HTTP 503 from the endpoint"),
+              ValueError("unparseable model reply"))
+    for exc in errors:
+        rows = run_arm("sentinel", [_Game("g1")], env=_ScriptedEnv(), executor=_Failing(exc),
+                       repo=None, max_steps=3, top_k=ctx.cfg.retrieval.top_k)
+        if rows[0]["success"] is not None or not rows[0]["unmeasured"]:
+            problems.append(f"{type(exc).__name__} scored as success={rows[0]['success']}")
+    rows = run_arm("sentinel", [_Game("g2", path="missing")], env=_ScriptedEnv(),
+                   executor=_Recording(), repo=None, max_steps=3, top_k=1)
+    if rows[0]["success"] is not None:
+        problems.append("an env failure was scored")
+    comp = stats.compare({"a": True, "b": False}, {"a": None, "b": True})
+    if comp.n_paired != 1 or comp.n_dropped != 1:
+        problems.append("the comparison kept a pair with an unmeasured game")
+    if task_reward([True, None, None], 3) is not None:
+        problems.append("a rollout with no measured position got a reward of its own")
+    filled = group_rewards([Reward(None, None, None, None, None, 0, 2),
+                            Reward(1.0, 1.0, None, None, None, 2, 2)])
+    if filled[0] != 1.0:
+        problems.append("an unmeasured rollout was not given the group mean")
+    budget = ctx.cfg.eval.max_error_rate
+    games = [_Game(f"o{i}") for i in range(MIN_GAMES_FOR_ABORT + 1)]
+    try:
+        run_arm("outage", games, env=_ScriptedEnv(), executor=_Failing(ConnectionError("outage")),
+                repo=None, max_steps=3, top_k=1, max_error_rate=budget)
+        problems.append(f"an arm with every game unmeasured did not abort (budget {budget})")
+    except ArmAborted:
+        pass
+    return Result(check, gates, "FAIL" if problems else "PASS", "eval.max_error_rate", budget,
+                  "errored games unmeasured; arm aborts past the budget", incident,
+                  "; ".join(problems) or "timeouts, API errors, parse failures and env failures "
+                  f"are unmeasured, dropped from pairs and rewards; an outage aborts the arm "
+                  f"after {MIN_GAMES_FOR_ABORT} games")
+
+
+@dry_run
+def reward_arithmetic(ctx: Context) -> Result:
+    check, gates = "reward-arithmetic", (2,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    from skillos.training.reward import Rollout, ShortRollout, reward
+
+    g = ctx.cfg.training.group_size or 10
+    w = dict(lambda_fc=ctx.cfg.reward.lambda_fc, lambda_cnt=ctx.cfg.reward.lambda_cnt,
+             lambda_comp=ctx.cfg.reward.lambda_comp)
+    problems = []
+    # quits after one success: the rest is played with the frozen repo, and fails
+    quit_early = reward(Rollout([True, True] + [False] * (g - 2), 1, 1), g, **w).total
+    plays_on = reward(Rollout([True] * g, 1, 1), g, **w).total
+    if not quit_early < plays_on:
+        problems.append(f"quitting after one success scored {quit_early} >= playing on {plays_on}")
+    try:
+        reward(Rollout([True, True], 1, 1), g, **w)
+        problems.append("a rollout that reported 2 positions was scored over those 2")
+    except ShortRollout:
+        pass
+    lost = reward(Rollout([True, True, None] + [False] * (g - 3), 1, 1), g, **w)
+    if lost.measured != g - 2 or not math.isclose(lost.r_task, 1 / (g - 2)):
+        problems.append(f"a position lost to infrastructure stayed in the denominator "
+                        f"(r_task {lost.r_task})")
+    return Result(check, gates, "FAIL" if problems else "PASS", "", None, None,
+                  "rewards measured on 1 of 9 positions", "; ".join(problems) or
+                  f"with |G|={g}: quit-early {quit_early:.3f} < play-on {plays_on:.3f}; "
+                  f"one lost position gives r_task over {g - 2}")
+
+
+# -- gate 3 ----------------------------------------------------------------------------------
+@dry_run
+def rollout_positions(ctx: Context) -> Result:
+    check, gates = "rollout-positions", (3,)
+    incident = "rewards measured on 1 of 9 positions while every health metric looked fine"
+    if not ctx.training:
+        return _eval_rollouts(ctx, check, gates, incident)
+    from skillos.training.env import CuratorEnv, finish, make_setup
+    from skillos.training.groups import build_groups
+    from skillos.training.reward import health, reward
+
+    g = ctx.cfg.training.group_size
+    pool = _train_pool(ctx)
+    setup = make_setup(ctx.cfg, pool)
+    rollouts, rewards = [], []
+    for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx))):
+        env = CuratorEnv(setup)
+        env.reset(**group.row())
+        if i == 0:  # plays on; the other quits at once and finish() plays the rest
+            for _ in range(g - 1):
+                env.curate_and_advance([])
+        rollout = finish(env)
+        rollouts.append(rollout)
+        rewards.append(reward(rollout, g))
+    h = health(rewards, rollouts)
+    actions = max(1, g * ROLLOUTS)
+    ctx.echo(f"      {h.line()} (coercion {h.coerced_actions / actions:.2f} per position)")
+    ok = h.measured_min is not None and h.measured_min >= g - 1
+    return Result(check, gates, "PASS" if ok else "FAIL", "positions measured per rollout",
+                  f"min {h.measured_min} of {h.denominator}", f">= {g - 1}", incident, h.line())
+
+
+def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Result:
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.executor import make_executor
+    from skillos.evals.experiment import arm_settings
+    from skillos.evals.runner import run_arm
+
+    n = min(EVAL_GAMES, ctx.cfg.env.n_games)
+    games = _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
+    settings = arm_settings(ctx.cfg)
+    settings.pop("max_error_rate")
+    rows = run_arm("dry-run", games, env=AlfworldEnv(fast=True),
+                   executor=make_executor(ctx.cfg.executor), repo=None, **settings)
+    measured = sum(not r["unmeasured"] for r in rows)
+    coerced = sum(r["coerced_actions"] for r in rows)
+    steps = sum(r["steps"] for r in rows)
+    line = (f"games measured {measured} of {len(rows)}; coercion {coerced} of {steps} actions; "
+            f"{sum(bool(r['success']) for r in rows)} won")
+    ctx.echo(f"      {line}")
+    reasons = {r["unmeasured_reason"] for r in rows if r["unmeasured"]}
+    return Result(check, gates, "PASS" if measured == len(rows) else "FAIL", "games measured",
+                  f"{measured} of {len(rows)}", f"{len(rows)} of {len(rows)}", incident,
+                  line + (f"; unmeasured: {sorted(reasons)[0]}" if reasons else ""))
+
+
+@dry_run
+def task_distribution(ctx: Context) -> Result:
+    check, gates = "task-distribution", (3,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    from skillos.gates.static import effective_batch
+    from skillos.training.groups import build_groups
+
+    t = ctx.cfg.training
+    pool = _train_pool(ctx)
+    types = {g.task_type for g in pool}
+    per_step = max(1, (effective_batch(ctx.cfg) or t.num_generations or 1) // (t.num_generations or 1))
+    k = min(max(2 * len(types), 4), per_step * (t.max_steps or 1))
+    incident = "a fixed 10-task loop cost ~64 GPU-days while every health metric looked fine"
+    try:
+        groups = build_groups(pool, t.group_size, k, _seed(ctx))
+    except ValueError as exc:
+        return Result(check, gates, "FAIL", "env.n_train_games", len(pool), None, incident, str(exc))
+    by_type: dict = {}
+    for group in groups:
+        by_type.setdefault(group.task_type, []).extend(group.game_ids)
+    problems = []
+    eligible = {tt for tt in types if sum(g.task_type == tt for g in pool) >= t.group_size}
+    if len(by_type) < min(k, len(eligible)):
+        problems.append(f"{len(by_type)} task types in {k} groups, {len(eligible)} available")
+    if len({frozenset(g.game_ids) for g in groups}) < len(groups):
+        problems.append("a group repeats")
+    for kind, ids in by_type.items():
+        available = sum(g.task_type == kind for g in pool)
+        if len(set(ids)) < min(len(ids), available):
+            problems.append(f"{kind}: {len(set(ids))} distinct tasks in {len(ids)} draws from a "
+                            f"pool of {available}")
+    detail = (f"first {k} groups: {len(by_type)} task types, "
+              f"{len({i for g in groups for i in g.game_ids})} distinct tasks in "
+              f"{sum(len(g.game_ids) for g in groups)} draws from a pool of {len(pool)}")
+    ctx.echo(f"      {detail}")
+    return Result(check, gates, "FAIL" if problems else "PASS", "env.n_train_games", len(pool),
+                  f"enough for {k} non-repeating groups of {t.group_size}", incident,
+                  "; ".join(problems + [detail]))
+
+
+# -- gate 4 ----------------------------------------------------------------------------------
+@dry_run
+def splits_disjoint(ctx: Context) -> Result:
+    check, gates = "splits-disjoint", (4,)
+    cfg = ctx.cfg
+    incident = "held-out games leaked into training: a benchmark measured on what was learned"
+    held_out = _games(ctx, cfg.env.split, cfg.env.n_games)
+    train = _train_pool(ctx) if cfg.env.n_train_games else []
+    overlap = {g.content_hash for g in held_out} & {g.content_hash for g in train}
+    detail = (f"{len(held_out)} {cfg.env.split} and {len(train)} {cfg.env.train_split} games, "
+              f"{len(overlap)} shared content hashes")
+    if not overlap and ctx.training:
+        from skillos.training.env import CuratorEnv, Setup
+
+        setup = Setup({g.id: g for g in train}, _Recording(), _ScriptedEnv, cfg.training.group_size)
+        try:
+            CuratorEnv(setup).reset(game_ids=[held_out[0].id] * cfg.training.group_size)
+            overlap = {"readable"}
+            detail += "; a training rollout could load a held-out game"
+        except KeyError:
+            detail += "; training rollouts refuse held-out games"
+    return Result(check, gates, "FAIL" if overlap else "PASS", "env.split", cfg.env.split,
+                  f"disjoint from {cfg.env.train_split}", incident, detail)
+
+
+# -- gate 7 ----------------------------------------------------------------------------------
+@dry_run
+def disk(ctx: Context) -> Result:
+    check, gates = "disk", (7,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    t = ctx.cfg.training
+    incident = "a full disk killed a run at its last checkpoint"
+    out = Path(t.output_dir or f"checkpoints/{ctx.cfg.experiment.name}").expanduser()
+    probe = out.absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free / GIB
+    size = t.checkpoint_gb if t.checkpoint_gb is not None else _estimate_gb(t)
+    count = math.ceil((t.max_steps or 0) / t.save_steps) if t.save_steps else None
+    if size is None or count is None:
+        return Result(check, gates, "WARN", "training.checkpoint_gb", None, f"<= {free:.1f} GiB free",
+                      incident, "checkpoint size unmeasured: set training.checkpoint_gb")
+    need = size * count
+    return Result(check, gates, "PASS" if free >= need else "FAIL", "free disk at " + str(probe),
+                  f"{free:.1f} GiB", f">= {need:.1f} GiB ({count} checkpoints x {size:g} GiB, all "
+                  "kept for sweeps)", incident)
+
+
+def _estimate_gb(t) -> float | None:
+    """bf16 weights plus fp32 Adam state (full fine-tuning), or ~1% of weights (LoRA)."""
+    found = re.search(r"(\d+(?:\.\d+)?)\s*[bB]\b", t.model or "")
+    if not found:
+        return None
+    params = float(found.group(1)) * 1e9
+    return params * (0.02 if t.lora else 14) / GIB
+
+
+def _seed(ctx: Context) -> int:
+    return ctx.cfg.training.seed if ctx.cfg.training.seed is not None else ctx.cfg.env.seed

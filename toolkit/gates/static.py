@@ -1,0 +1,390 @@
+"""Static checks: the config against its reference table, arithmetic, and small files.
+CPU-only, no heavy imports, well under a second."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from skillos.gates.core import Context, Result, did_you_mean, same, static
+
+# TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
+TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
+DERIVED = ("effective_batch_size", "max_response_length")
+TRAINING_ONLY = ("training.", "reward.", "judge.", "effective_batch_size", "max_response_length")
+MIN_REASONING_TOKENS = 4096
+MIN_JUDGE_TOKENS = 1024
+MAX_ERROR_RATE = 0.02
+MAX_CONTROL_AGE_DAYS = 7.0
+ASSUMED_DISCORDANCE = 0.3
+
+INCIDENTS = {
+    "effective_batch_size": "a batch silently different from the paper's (per-device x "
+                            "accumulation x processes) changed the optimization being reproduced",
+    "retrieval.top_k": "the executor saw a different number of skills than the paper's top-5",
+    "env.max_steps": "a default of 10 steps biased long tasks low",
+    "executor.history_length": "an executor shown a different history is a different executor",
+    "judge.model": "a weaker judge changes r_cnt",
+    "executor.model": "lift on one executor does not predict lift on another",
+}
+TABLE_INCIDENT = "a run that silently differs from the paper it claims to reproduce"
+
+
+def get(cfg, key: str):
+    section, _, name = key.partition(".")
+    return getattr(getattr(cfg, section), name)
+
+
+def effective_batch(cfg) -> int | None:
+    t = cfg.training
+    if t.per_device_train_batch_size is None or t.gradient_accumulation_steps is None:
+        return None
+    return t.per_device_train_batch_size * t.gradient_accumulation_steps * cfg.compute.num_processes
+
+
+def _applies(ctx: Context, key: str) -> str | None:
+    """None if the table row applies to this config, else why it does not."""
+    if key.startswith(TRAINING_ONLY) and not ctx.training:
+        return "not a training config (no training section)"
+    if key == "executor.history_length" and not ctx.llm_executor:
+        return "the heuristic executor has no prompt history"
+    return None
+
+
+@static
+def reference(ctx: Context) -> Result:
+    name = ctx.cfg.reference
+    if name is None:
+        if ctx.training:
+            return Result("reference", (1,), "FAIL", "reference", None, "a table, e.g. "
+                          "skillos-paper/alfworld", "a training config that names no reference "
+                          "cannot be diffed against the paper")
+        return Result("reference", (1,), "SKIP", detail="no reference named; nothing to diff")
+    if ctx.reference is None:
+        from skillos.gates import reference as refs
+
+        return Result("reference", (1,), "FAIL", "reference", name, ", ".join(refs.names()),
+                      "a run diffed against no table", "unknown reference")
+    return Result("reference", (1,), "PASS", "reference", name, name,
+                  detail=f"diffing against {ctx.reference.source} ({name})")
+
+
+@static
+def table(ctx: Context) -> list[Result]:
+    """Every Table-4 value, by its config key."""
+    if ctx.reference is None:
+        return []
+    out = []
+    for key, expected in ctx.reference.values.items():
+        if key == "max_response_length":
+            continue  # read by completion-length
+        check = f"table.{key}"
+        why_not = _applies(ctx, key)
+        if why_not or expected is None:
+            out.append(Result(check, (1,), "SKIP", key, None if why_not else get(ctx.cfg, key),
+                              expected, detail=why_not or "not applicable in the reference"))
+            continue
+        seen = effective_batch(ctx.cfg) if key == "effective_batch_size" else get(ctx.cfg, key)
+        detail = ""
+        if key == "effective_batch_size":
+            t = ctx.cfg.training
+            detail = (f"{t.per_device_train_batch_size} per device x "
+                      f"{t.gradient_accumulation_steps} accumulation x "
+                      f"{ctx.cfg.compute.num_processes} processes")
+        ok = seen is not None and same(seen, expected)
+        out.append(ctx.expect(check, (1,), key, seen, expected, ok,
+                              INCIDENTS.get(key, TABLE_INCIDENT), detail))
+    return out
+
+
+@static
+def completion_length(ctx: Context) -> Result:
+    check, gates = "completion-length", (1, 3)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    t = ctx.cfg.training
+    turn = (ctx.reference.values.get("max_response_length") if ctx.reference else None) or 4096
+    need = (t.group_size or 0) * turn
+    seen = t.max_completion_length
+    ok = seen is not None and t.group_size is not None and seen >= need
+    return ctx.expect(check, gates, "training.max_completion_length", seen,
+                      f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
+                      "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
+                      "~3 of 10 positions")
+
+
+@static
+def deepspeed_accumulation(ctx: Context) -> Result:
+    check, gates = "deepspeed-accumulation", (1,)
+    path_value = ctx.cfg.compute.deepspeed_config
+    if not path_value:
+        return Result(check, gates, "SKIP", detail="no compute.deepspeed_config")
+    path = ctx.path(path_value)
+    incident = "DeepSpeed's own gradient_accumulation_steps silently overrode the trainer's"
+    try:
+        ds = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return Result(check, gates, "FAIL", "compute.deepspeed_config", str(path), "a readable JSON file",
+                      incident, f"cannot read it: {exc}")
+    want = ctx.cfg.training.gradient_accumulation_steps
+    seen = ds.get("gradient_accumulation_steps", "auto")
+    if seen == "auto":
+        return Result(check, gates, "PASS", "gradient_accumulation_steps", seen, want, incident,
+                      f"{path.name} takes it from the training config (auto)")
+    return ctx.expect(check, gates, "training.gradient_accumulation_steps", seen, want,
+                      want is not None and same(seen, want), incident,
+                      f"{path.name} says {seen}")
+
+
+@static
+def generation_batch(ctx: Context) -> Result:
+    check, gates = "generation-batch", (1,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    t = ctx.cfg.training
+    seen, g = t.generation_batch_size, t.num_generations
+    ok = seen is not None and bool(g) and seen % g == 0
+    return ctx.expect(check, gates, "training.generation_batch_size", seen,
+                      f"set, a multiple of num_generations ({g})", ok,
+                      "TRL derives it silently, and a size that does not divide into groups "
+                      "splits a GRPO group across batches")
+
+
+@static
+def loss_and_schedule(ctx: Context) -> list[Result]:
+    if not ctx.training:
+        return [Result(n, (1,), "SKIP", detail="not a training config")
+                for n in ("loss-type", "lr-scheduler")]
+    out = []
+    for check, key in (("loss-type", "training.loss_type"),
+                       ("lr-scheduler", "training.lr_scheduler_type")):
+        seen, default = get(ctx.cfg, key), TRL_DEFAULTS[key]
+        out.append(ctx.expect(check, (1,), key, seen, f"set explicitly, not TRL's default {default!r}",
+                              seen is not None and seen != default,
+                              "TRL's defaults (DAPO-style loss, linear decay) are not the paper's"))
+    return out
+
+
+@static
+def save_steps(ctx: Context) -> Result:
+    check, gates = "save-steps", (1,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    t, c = ctx.cfg.training, ctx.cfg.compute
+    incident = "a crash lost every step since a checkpoint hours old"
+    if t.save_steps is None or t.max_steps is None or t.save_steps < 1:
+        return ctx.expect(check, gates, "training.save_steps", t.save_steps, "set, >= 1", False, incident)
+    if t.save_steps > t.max_steps:
+        return ctx.expect(check, gates, "training.save_steps", t.save_steps,
+                          f"<= max_steps ({t.max_steps})", False, incident, "no checkpoint before the end")
+    if c.step_minutes is None:
+        return Result(check, gates, "WARN", "training.save_steps", t.save_steps, None, incident,
+                      "step time unmeasured: set compute.step_minutes (from a previous run's log) "
+                      "to check the checkpoint interval")
+    gap = t.save_steps * c.step_minutes
+    return ctx.expect(check, gates, "training.save_steps", t.save_steps,
+                      f"<= {math.floor(c.max_checkpoint_gap_minutes / c.step_minutes)} "
+                      f"({c.step_minutes:g} min/step, at most {c.max_checkpoint_gap_minutes:g} min "
+                      "between checkpoints)", gap <= c.max_checkpoint_gap_minutes, incident,
+                      f"{gap:g} min between checkpoints")
+
+
+@static
+def save_total_limit(ctx: Context) -> Result:
+    check, gates = "save-total-limit", (1,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    t = ctx.cfg.training
+    incident = "save_total_limit rotation deleted the checkpoints a sweep needed"
+    if t.save_total_limit is None:
+        return Result(check, gates, "PASS", "training.save_total_limit", None, "every checkpoint kept",
+                      incident, "no rotation: every checkpoint is kept")
+    if not t.save_steps or t.max_steps is None:
+        return Result(check, gates, "FAIL", "training.save_total_limit", t.save_total_limit, None,
+                      incident, "save_steps and max_steps must be set to check it")
+    written = t.max_steps // t.save_steps
+    return ctx.expect(check, gates, "training.save_total_limit", t.save_total_limit,
+                      f">= {written} (max_steps {t.max_steps} / save_steps {t.save_steps})",
+                      t.save_total_limit >= written, incident)
+
+
+@static
+def resume(ctx: Context) -> Result:
+    check, gates = "resume-save-steps", (1,)
+    value = ctx.cfg.training.resume_from_checkpoint
+    if not value:
+        return Result(check, gates, "SKIP", detail="not a resume")
+    incident = "a resumed run silently changed its checkpoint cadence"
+    state_file = Path(value).expanduser() / "trainer_state.json"  # an output: relative to cwd
+    try:
+        saved = json.loads(state_file.read_text(encoding="utf-8")).get("save_steps")
+    except (OSError, ValueError) as exc:
+        return Result(check, gates, "FAIL", "training.resume_from_checkpoint", str(state_file),
+                      "a checkpoint with trainer_state.json", incident, f"cannot read it: {exc}")
+    want = ctx.cfg.training.save_steps
+    return ctx.expect(check, gates, "training.save_steps", want, saved,
+                      saved is not None and want is not None and same(saved, want), incident,
+                      f"the checkpoint was saved with save_steps {saved}")
+
+
+@static
+def executor_reasoning(ctx: Context) -> list[Result]:
+    names = ("executor-reasoning", "executor-max-tokens")
+    if not ctx.llm_executor:
+        return [Result(n, (1,), "SKIP", detail="the heuristic executor has no model") for n in names]
+    e = ctx.cfg.executor
+    on = e.reasoning_effort not in (None, "none")
+    return [
+        ctx.expect(names[0], (1,), "executor.reasoning_effort", e.reasoning_effort,
+                   "low, medium or high (reasoning on, as the paper)", on,
+                   "an executor without reasoning is a weaker executor than the paper's"),
+        ctx.expect(names[1], (1,), "executor.max_tokens", e.max_tokens,
+                   f">= {MIN_REASONING_TOKENS}" if on else "set",
+                   e.max_tokens is not None and (not on or e.max_tokens >= MIN_REASONING_TOKENS),
+                   "reasoning cut off mid-thought became unparseable actions"),
+    ]
+
+
+@static
+def judge(ctx: Context) -> Result:
+    check, gates = "judge", (2,)
+    if not ctx.training:
+        return Result(check, gates, "SKIP", detail="not a training config")
+    lam = ctx.cfg.reward.lambda_cnt
+    if not lam:
+        return Result(check, gates, "SKIP", "reward.lambda_cnt", lam, None,
+                      detail="r_cnt is off (lambda_cnt 0): no judge needed")
+    j = ctx.cfg.judge
+    problems = [m for m, bad in (("judge.backend unset", j.backend is None),
+                                 ("judge.model unset", j.model is None),
+                                 (f"judge.max_tokens {j.max_tokens} < {MIN_JUDGE_TOKENS}",
+                                  j.max_tokens is None or j.max_tokens < MIN_JUDGE_TOKENS)) if bad]
+    return ctx.expect(check, gates, "judge.max_tokens" if j.backend else "judge.backend",
+                      j.max_tokens if j.backend else j.backend,
+                      f"a wired judge with max_tokens >= {MIN_JUDGE_TOKENS}", not problems,
+                      f"lambda_cnt {lam:g} > 0 with an unwired or truncated judge scores every "
+                      "skill's content as unmeasured or 0", "; ".join(problems))
+
+
+@static
+def error_budget(ctx: Context) -> Result:
+    seen = ctx.cfg.eval.max_error_rate
+    return ctx.expect("error-budget", (2,), "eval.max_error_rate", seen, f"<= {MAX_ERROR_RATE}",
+                      seen <= MAX_ERROR_RATE,
+                      "an API outage scored as failures became the most significant result")
+
+
+@static
+def control(ctx: Context) -> list[Result]:
+    c = ctx.cfg.eval.control
+    incident = "a baseline measured in May was reused for ten weeks"
+    return [
+        Result("control", (4,), "PASS", "eval.control.arm", c.arm, "an arm of this run", incident,
+               "the control is measured in the same run, on the same games and executor"),
+        ctx.expect("control-age", (4,), "eval.control.max_age_days", c.max_age_days,
+                   f"<= {MAX_CONTROL_AGE_DAYS:g}", c.max_age_days <= MAX_CONTROL_AGE_DAYS, incident),
+    ]
+
+
+@static
+def mde(ctx: Context) -> Result:
+    from skillos.evals import stats
+
+    check, gates = "mde", (5,)
+    e, n = ctx.cfg.experiment, ctx.cfg.env.n_games
+    d = e.expected_discordance or ASSUMED_DISCORDANCE
+    basis = (f"discordant share {d:g} from experiment.expected_discordance"
+             if e.expected_discordance else f"assumed discordant share {ASSUMED_DISCORDANCE:g}; "
+             "set experiment.expected_discordance from a pilot")
+    planned = stats.mde(n, d, ctx.cfg.eval.alpha, ctx.cfg.eval.power)
+    incident = "an improvement claimed below what the sample could detect"
+    if e.expected_effect is None:
+        return Result(check, gates, "WARN", "experiment.expected_effect", None, "<= MDE", incident,
+                      f"the hypothesis claims no effect size; at n={n} the MDE at "
+                      f"{ctx.cfg.eval.power:.0%} power is {100 * planned:.1f} pts ({basis})")
+    needed = stats.n_for_effect(e.expected_effect, d, ctx.cfg.eval.alpha, ctx.cfg.eval.power)
+    detail = (f"MDE at n={n}: {100 * planned:.1f} pts vs the claimed "
+              f"{100 * e.expected_effect:.1f} pts ({basis})")
+    if planned <= e.expected_effect:
+        return Result(check, gates, "PASS", "env.n_games", n, f">= {needed}", incident, detail)
+    return Result(check, gates, "WARN", "env.n_games", n, f">= {needed}", incident,
+                  f"{detail}; {needed} paired games are needed")
+
+
+@static
+def fix(ctx: Context) -> Result:
+    check, gates = "fix", (6,)
+    e = ctx.cfg.experiment
+    incident = "a fix that did not move the number was believed anyway"
+    if e.fixes_failure is None:
+        if re.search(r"\bfix", f"{e.name} {e.hypothesis}", re.IGNORECASE):
+            return Result(check, gates, "WARN", "experiment.fixes_failure", None,
+                          "the failure id this run fixes", incident,
+                          "the experiment reads like a fix but declares none; set "
+                          "experiment.fixes_failure, fix_metric and before_run")
+        return Result(check, gates, "SKIP", detail="not declared as a fix")
+    problems = []
+    if e.fix_metric is None:
+        problems.append("experiment.fix_metric unset")
+    if e.before_run is None:
+        problems.append("experiment.before_run unset")
+    if ctx.ledger is None:
+        problems.append("no ledger to look the failure and before-run up in")
+    else:
+        from skillos.ledger.store import LedgerError
+
+        try:
+            ctx.ledger.failure(e.fixes_failure)
+        except LedgerError:
+            problems.append(f"failure #{e.fixes_failure} is not in the ledger")
+        if e.before_run is not None:
+            try:
+                run = ctx.ledger.run(e.before_run)
+                if not any(ev["valid"] for ev in run["evals"]):
+                    problems.append(f"run #{e.before_run} has no valid eval")
+            except LedgerError:
+                problems.append(f"run #{e.before_run} is not in the ledger")
+    return Result(check, gates, "FAIL" if problems else "PASS", "experiment.fixes_failure",
+                  e.fixes_failure, "a ledger failure, a metric and a measured before-run", incident,
+                  "; ".join(problems) or f"fixes failure #{e.fixes_failure}, moves {e.fix_metric}, "
+                  f"before-run #{e.before_run}")
+
+
+@static
+def watchdog(ctx: Context) -> Result:
+    on = ctx.cfg.compute.watchdog
+    return ctx.expect("watchdog", (7,), "compute.watchdog", on, True, on is True,
+                      "8 GPUs idle for days behind a job whose logs looked healthy")
+
+
+@static
+def divergences(ctx: Context) -> list[Result]:
+    """Runs last: every declared departure must name a key some check read."""
+    from skillos.config import Config
+
+    known = set(_flatten(Config().to_dict())) | set(DERIVED)
+    known |= set(ctx.reference.values if ctx.reference else ())
+    out = []
+    for key in ctx.cfg.divergences:
+        if key in ctx.used_divergences:
+            continue
+        if key not in known:
+            out.append(Result("divergences", (1,), "FAIL", f"divergences.{key}", key, "a config key",
+                              "a departure declared against nothing", "no such key"
+                              + did_you_mean(key, known)))
+        else:
+            out.append(Result("divergences", (1,), "WARN", f"divergences.{key}",
+                              ctx.cfg.divergences[key]["value"], None,
+                              "a stale declaration hides the next real departure",
+                              "declared, but the config does not depart there (or no check reads it)"))
+    return out
+
+
+def _flatten(data: dict, prefix: str = ""):
+    for key, value in data.items():
+        if isinstance(value, dict) and value and key not in ("divergences",):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"

@@ -1,0 +1,204 @@
+"""The curator environment of SkillOS Algorithm 1, in the form TRL's `environment_factory` takes.
+
+One rollout = one group of |G| same-type tasks and its own empty skill repo. `reset(**row)`
+plays position 1 with the empty repo and returns the first curator input; each
+`curate_and_advance(operations)` applies the curator's operations to the repo, plays the next
+position with top-k retrieval from the updated repo, and returns the next input. Positions the
+curator never reaches are played by `finish()` with the repo frozen, so quitting early cannot
+raise the reward. A position whose game or executor fails is unmeasured (None), never a loss.
+
+TRL publishes every public method of an environment as a tool, so the only public methods are
+`reset` and `curate_and_advance`; everything else is private or a module function. Positions
+play through the same `skillos.evals.runner.play` as evaluation: one executor path, one
+retrieval path, in training and in eval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from skillos.evals.runner import play
+from skillos.repo import Retriever, SkillRepo, parse_skill
+from skillos.training.reward import Rollout
+
+OPS = ("insert", "update", "delete")
+TRAJECTORY_STEPS_SHOWN = 30
+
+
+@dataclass
+class Setup:
+    """What every rollout of a training run shares."""
+
+    games: dict  # game id -> Game (train split only)
+    executor: object
+    make_env: object  # () -> a fresh game env (one per rollout: rollouts may run concurrently)
+    group_size: int
+    max_steps: int = 30
+    top_k: int = 5
+    retrieval_mode: str = "bm25"
+
+
+@dataclass
+class _State:
+    game_ids: list
+    task_type: str
+    repo: SkillRepo = field(default_factory=lambda: SkillRepo(None))
+    positions: list = field(default_factory=list)  # True / False / None per played position
+    ops_valid: int = 0
+    ops_total: int = 0
+    contents: list = field(default_factory=list)  # inserted/updated skill texts, for the judge
+    input_words: int = 0
+    coerced_actions: int = 0
+    calls: int = 0
+
+
+class CuratorEnv:
+    """Algorithm 1, one rollout at a time. Build with `functools.partial(CuratorEnv, setup)`."""
+
+    def __init__(self, setup: Setup):
+        self._setup = setup
+        self._env = setup.make_env()
+        self._state: _State | None = None
+
+    def reset(self, **row) -> str:
+        ids = list(row["game_ids"])
+        if len(ids) != self._setup.group_size:
+            raise ValueError(f"row has {len(ids)} games; training.group_size is {self._setup.group_size}")
+        unknown = [g for g in ids if g not in self._setup.games]
+        if unknown:  # the held-out split is never in Setup.games: a row naming it stops here
+            raise KeyError(f"game {unknown[0]!r} is not in the training pool")
+        self._state = _State(ids, row.get("task_type", ""))
+        return self._advance()
+
+    def curate_and_advance(self, operations: list[dict]) -> str:
+        """Edit the skill repo, then let the executor play the next task with the updated repo.
+
+        Args:
+            operations: Skill edits to apply in order; an empty list advances without editing.
+                Each is {"op": "insert" | "update" | "delete", "skill_name": str,
+                "content": str (insert), "new_name": str (update, optional),
+                "new_content": str (update)}. Content is SKILL.md text (frontmatter with a
+                description) or plain markdown whose first line is the description.
+
+        Returns:
+            The result of each operation, then the next task, the skills the executor
+            retrieved, its trajectory and whether it succeeded.
+        """
+        state = self._state
+        if state is None:
+            return "error: no rollout in progress (reset was not called)"
+        state.calls += 1
+        if len(state.positions) >= len(state.game_ids):
+            return "The rollout is over: every task has been played."
+        results = [_apply(state, op) for op in (operations or [])]
+        return "\n".join(["Operations:"] + (results or ["(none)"]) + ["", self._advance()])
+
+    # -- not tools ---------------------------------------------------------------------------
+    def _advance(self) -> str:
+        state = self._state
+        game = self._setup.games[state.game_ids[len(state.positions)]]
+        traj = play(self._env, self._setup.executor,
+                    Retriever(state.repo, self._setup.retrieval_mode), game,
+                    self._setup.max_steps, self._setup.top_k)
+        state.positions.append(traj.won)
+        state.coerced_actions += traj.coerced
+        text = _curator_input(len(state.positions), len(state.game_ids), traj)
+        state.input_words += len(text.split())
+        return text
+
+
+def make_setup(cfg, games) -> Setup:
+    """The rollout setup of a config: its executor and the train games it may draw from."""
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.executor import make_executor
+    from skillos.evals.experiment import arm_settings
+
+    settings = arm_settings(cfg)
+    return Setup({g.id: g for g in games}, make_executor(cfg.executor),
+                 lambda: AlfworldEnv(fast=True), cfg.training.group_size,
+                 settings["max_steps"], settings["top_k"], cfg.retrieval.mode)
+
+
+def finish(env: CuratorEnv) -> Rollout:
+    """Play every position the curator did not reach, with the repo frozen; the rollout's record."""
+    state = env._state
+    if state is None:
+        raise ValueError("no rollout in progress")
+    while len(state.positions) < len(state.game_ids):
+        env._advance()
+    words = sum(len(s.text.split()) for s in state.repo.skills)
+    return Rollout(list(state.positions), state.ops_valid, state.ops_total, [], words,
+                   state.input_words, state.coerced_actions)
+
+
+def published_tools(cls) -> list[str]:
+    """The methods TRL would publish as tools: every public method but reset (and get_reward)."""
+    import inspect
+
+    return sorted(name for name, member in inspect.getmembers(cls, inspect.isfunction)
+                  if not name.startswith("_") and name not in ("reset", "get_reward"))
+
+
+def _apply(state: _State, op) -> str:
+    state.ops_total += 1
+    if not isinstance(op, dict) or op.get("op") not in OPS or not op.get("skill_name"):
+        return f"- invalid operation {str(op)[:80]!r}: needs op (insert|update|delete) and skill_name"
+    kind, name = op["op"], str(op["skill_name"])
+    if kind == "delete":
+        result = state.repo.delete(name)
+    elif kind == "insert":
+        content = op.get("content")
+        if not content:
+            return f"- insert {name}: refused: no content"
+        description, body = _split_content(str(content))
+        result = state.repo.insert(name, description, body)
+        if result.ok:
+            state.contents.append(str(content))
+    else:
+        content = op.get("new_content")
+        new_name = op.get("new_name")
+        if content is None and not new_name:
+            return f"- update {name}: refused: nothing to change (new_content or new_name)"
+        old = state.repo.get(name)
+        if old is None:
+            return f"- update {name}: refused: no skill named {name!r}; use insert"
+        description, body = _split_content(str(content)) if content is not None else (old.description, old.body)
+        if new_name and new_name != name:
+            result = state.repo.insert(str(new_name), description, body)
+            if result.ok:
+                state.repo.delete(name)
+        else:
+            result = state.repo.update(name, description, body)
+        if result.ok and content is not None:
+            state.contents.append(str(content))
+    if result.ok:
+        state.ops_valid += 1
+        return f"- {kind} {name}: ok"
+    return f"- {kind} {name}: refused: {result.reason}"
+
+
+def _split_content(content: str) -> tuple[str, str]:
+    """SKILL.md text, or plain markdown whose first non-empty line is the description."""
+    if content.lstrip().startswith("---"):
+        try:
+            skill = parse_skill(content)
+            return skill.description, skill.body
+        except Exception:  # noqa: BLE001 - malformed frontmatter falls back to plain text
+            pass
+    lines = content.strip().splitlines()
+    first = lines[0].lstrip("# ").strip() if lines else ""
+    return first, "\n".join(lines[1:]).strip()
+
+
+def _curator_input(position: int, total: int, traj) -> str:
+    if traj.won is None:
+        result = f"UNMEASURED ({traj.unmeasured_reason})"
+    else:
+        result = "SUCCESS" if traj.won else "FAILURE"
+    steps = traj.steps[-TRAJECTORY_STEPS_SHOWN:]
+    lines = [f"Task {position} of {total}: {traj.task}",
+             f"Skills retrieved: {', '.join(traj.retrieved) or '(none)'}",
+             f"Trajectory ({len(traj.steps)} steps, last {len(steps)} shown):"]
+    lines += [f"> {s.action}\n{s.observation.strip()[:300]}" for s in steps]
+    lines.append(f"Result: {result}")
+    return "\n".join(lines)
