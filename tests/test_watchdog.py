@@ -137,3 +137,25 @@ def test_watch_cli_on_a_finished_job(skillos_home):
     failures = json.loads(run_cli("ledger", "failures", "list", "--json").stdout)
     assert [f["detected_by"] for f in failures] == ["watchdog"]
     assert run_cli("watch").returncode == 2
+
+
+def test_a_launch_runs_under_the_watchdog(tmp_path):
+    """Gate 7 on the launch path: `watching` ticks in the background and a stalled output
+    folder becomes an alarm in the ledger while the job is still alive."""
+    import time
+
+    from skillos.ledger import Ledger
+    from skillos.ledger.watchdog import watching
+
+    out = tmp_path / "run"
+    out.mkdir()
+    lines = []
+    with watching([out], tmp_path / "ledger.db", stall_minutes=0.001, interval_s=0.05,
+                  echo=lines.append):
+        deadline = time.monotonic() + 10
+        while not any("[stall]" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert any(line.startswith(f"ALARM [stall] {out} has not grown") for line in lines)
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        stalls = [f for f in ledger.failures() if "stall" in f["what"]]
+        assert len(stalls) == 1 and stalls[0]["detected_by"] == "watchdog" and stalls[0]["gate"] == "7"

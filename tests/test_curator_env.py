@@ -1,0 +1,115 @@
+"""The torch-free half of curator training: reward arithmetic, task groups, and the curator
+environment TRL will drive (Algorithm 1), on real generated ALFWorld games."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import partial
+
+import pytest
+
+from skillos.training.groups import build_groups
+from skillos.training.reward import Reward, Rollout, ShortRollout, group_rewards, health, reward
+
+
+def test_composite_reward_with_the_paper_weights():
+    r = reward(Rollout([False, True, True, False], ops_valid=3, ops_total=4,
+                       verdicts=[True, None, False], repo_words=50, input_words=200), 4)
+    assert r.r_task == pytest.approx(2 / 3) and r.r_fc == 0.75 and r.r_cnt == 0.5
+    assert r.r_comp == pytest.approx(0.75)
+    assert r.total == pytest.approx(2 / 3 + 1.0 * 0.75 + 0.1 * 0.5 + 0.05 * 0.75)
+
+
+def test_nothing_to_measure_is_none_not_zero():
+    r = reward(Rollout([True, None, None]), 3)
+    assert r.total is None and r.r_task is None and r.r_fc is None and r.r_cnt is None
+    assert r.measured == 0 and r.denominator == 2
+    with pytest.raises(ShortRollout):
+        reward(Rollout([True]), 3)
+
+
+def test_unmeasured_rollouts_get_the_group_mean_and_the_health_line_counts_them():
+    rewards = [Reward(None, None, None, None, None, 0, 9), Reward(1.0, 1, None, None, None, 9, 9),
+               Reward(0.5, 0.5, None, None, None, 8, 9)]
+    assert group_rewards(rewards) == [0.75, 1.0, 0.5]
+    line = health(rewards, [Rollout([], coerced_actions=2)] * 3).line()
+    assert line == ("reward health: positions measured median 8 (min 0, max 9) of 9 over 3 "
+                    "rollouts; 1 unmeasured rollouts neutralised; 6 actions coerced")
+
+
+@dataclass(frozen=True)
+class G:
+    id: str
+    task_type: str
+
+
+POOL = [G(f"{t}-{i}", t) for t in "abc" for i in range(7)]
+
+
+def test_groups_are_same_type_round_robin_and_do_not_repeat_early():
+    groups = build_groups(POOL, 3, 6, seed=1)
+    assert all(len({g.split("-")[0] for g in grp.game_ids}) == 1 for grp in groups)
+    assert sorted(grp.task_type for grp in groups) == list("aabbcc")
+    assert len({i for grp in groups for i in grp.game_ids}) == 18  # 6 groups x 3, all distinct
+    assert build_groups(POOL, 3, 6, seed=1) == groups and build_groups(POOL, 3, 6, seed=2) != groups
+
+
+def test_groups_are_the_same_in_every_process():
+    code = ("import json; from dataclasses import dataclass\n"
+            "from skillos.training.groups import build_groups\n"
+            "@dataclass(frozen=True)\nclass G:\n    id: str\n    task_type: str\n"
+            "pool = [G(f'{t}-{i}', t) for t in 'abc' for i in range(7)]\n"
+            "print(json.dumps([g.row() for g in build_groups(pool, 3, 6, seed=1)]))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(outs) == 1
+    assert json.loads(outs.pop()) == [g.row() for g in build_groups(POOL, 3, 6, seed=1)]
+
+
+@pytest.fixture
+def setup(game_cache):
+    from skillos.evals.backends.heuristic import HeuristicExecutor
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.envs.alfworld.games import make_games
+    from skillos.training.env import Setup
+
+    pool = make_games("train", 18, 0)
+    return Setup({g.id: g for g in pool}, HeuristicExecutor(), partial(AlfworldEnv, fast=True), 3), pool
+
+
+def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):
+    from skillos.training.env import CuratorEnv, finish, published_tools
+
+    setup, pool = setup
+    assert published_tools(CuratorEnv) == ["curate_and_advance"]
+    group = build_groups(pool, 3, 1, seed=0)[0]
+    env = CuratorEnv(setup)
+    first = env.reset(**group.row())
+    assert first.startswith("Task 1 of 3:") and "Result:" in first
+    text = env.curate_and_advance([
+        {"op": "insert", "skill_name": "find-things", "content": "Where to look first\nCheck the countertops."},
+        {"op": "update", "skill_name": "find-things", "new_content": "Where to look\nCabinets too."},
+        {"op": "insert", "skill_name": "Bad Name", "content": "x"},
+        {"op": "delete", "skill_name": "missing"},
+        "not an op",
+    ])
+    assert "- insert find-things: ok" in text and "- update find-things: ok" in text
+    assert "- insert Bad Name: refused" in text and "- delete missing: refused" in text
+    assert "invalid operation" in text and "Task 2 of 3:" in text
+    rollout = finish(env)  # the curator quits: position 3 is played with the repo frozen
+    assert len(rollout.positions) == 3 and all(p is not None for p in rollout.positions)
+    assert (rollout.ops_valid, rollout.ops_total) == (2, 5)
+    assert rollout.repo_words > 0 and rollout.input_words > rollout.repo_words
+    assert env.curate_and_advance([]) == "The rollout is over: every task has been played."
+
+
+def test_a_rollout_refuses_games_outside_the_training_pool(setup):
+    from skillos.training.env import CuratorEnv
+
+    setup, _ = setup
+    with pytest.raises(KeyError, match="not in the training pool"):
+        CuratorEnv(setup).reset(game_ids=["valid_unseen-0000"] * 3)
+    with pytest.raises(ValueError, match="training.group_size is 3"):
+        CuratorEnv(setup).reset(game_ids=["a"])
