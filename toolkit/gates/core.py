@@ -11,6 +11,7 @@ a few real rollouts, the task distribution, the disk) and run before every launc
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -173,6 +174,24 @@ def static(fn: Check) -> Check:
 def dry_run(fn: Check) -> Check:
     DRY_RUN.append(fn)
     return fn
+
+
+def training_only(*gates: int):
+    """A check that applies to training configs only; on others it is a SKIP that says so.
+    The check's name is its function's name with dashes."""
+
+    def wrap(fn: Check) -> Check:
+        name = fn.__name__.replace("_", "-")
+
+        @functools.wraps(fn)
+        def check(ctx: Context):
+            if not ctx.training:
+                return Result(name, gates, "SKIP", detail="not a training config")
+            return fn(ctx)
+
+        return check
+
+    return wrap
 
 
 def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillos.gates.core import Context, Result, dry_run
+from skillos.gates.core import Context, Result, dry_run, training_only
 
 GIB = 1024 ** 3
 ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
@@ -100,10 +100,9 @@ def _train_pool(ctx: Context):
 
 # -- gate 1 ----------------------------------------------------------------------------------
 @dry_run
+@training_only(1)
 def tool_surface(ctx: Context) -> Result:
     check, gates = "tool-surface", (1,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     from skillos.training.env import CuratorEnv, published_tools
 
     tools = published_tools(CuratorEnv)
@@ -194,10 +193,9 @@ def sentinels(ctx: Context) -> Result:
 
 
 @dry_run
+@training_only(2)
 def reward_arithmetic(ctx: Context) -> Result:
     check, gates = "reward-arithmetic", (2,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     from skillos.training.reward import Rollout, ShortRollout, reward
 
     g = ctx.cfg.training.group_size or 10
@@ -281,10 +279,9 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
 
 
 @dry_run
+@training_only(3)
 def task_distribution(ctx: Context) -> Result:
     check, gates = "task-distribution", (3,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     from skillos.gates.static import effective_batch
     from skillos.training.groups import build_groups
 
@@ -348,10 +345,9 @@ def splits_disjoint(ctx: Context) -> Result:
 
 # -- gate 7 ----------------------------------------------------------------------------------
 @dry_run
+@training_only(7)
 def disk(ctx: Context) -> Result:
     check, gates = "disk", (7,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     t = ctx.cfg.training
     incident = "a full disk killed a run at its last checkpoint"
     out = Path(t.output_dir or f"checkpoints/{ctx.cfg.experiment.name}").expanduser()

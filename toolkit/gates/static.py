@@ -8,7 +8,7 @@ import math
 import re
 from pathlib import Path
 
-from skillos.gates.core import Context, Result, did_you_mean, same, static
+from skillos.gates.core import Context, Result, did_you_mean, same, static, training_only
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -100,10 +100,9 @@ def table(ctx: Context) -> list[Result]:
 
 
 @static
+@training_only(1, 3)
 def completion_length(ctx: Context) -> Result:
     check, gates = "completion-length", (1, 3)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     t = ctx.cfg.training
     turn = (ctx.reference.values.get("max_response_length") if ctx.reference else None) or 4096
     need = (t.group_size or 0) * turn
@@ -139,10 +138,9 @@ def deepspeed_accumulation(ctx: Context) -> Result:
 
 
 @static
+@training_only(1)
 def generation_batch(ctx: Context) -> Result:
     check, gates = "generation-batch", (1,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     t = ctx.cfg.training
     seen, g = t.generation_batch_size, t.num_generations
     ok = seen is not None and bool(g) and seen % g == 0
@@ -168,10 +166,9 @@ def loss_and_schedule(ctx: Context) -> list[Result]:
 
 
 @static
+@training_only(1)
 def save_steps(ctx: Context) -> Result:
     check, gates = "save-steps", (1,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     t, c = ctx.cfg.training, ctx.cfg.compute
     incident = "a crash lost every step since a checkpoint hours old"
     if t.save_steps is None or t.max_steps is None or t.save_steps < 1:
@@ -192,10 +189,9 @@ def save_steps(ctx: Context) -> Result:
 
 
 @static
+@training_only(1)
 def save_total_limit(ctx: Context) -> Result:
     check, gates = "save-total-limit", (1,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     t = ctx.cfg.training
     incident = "save_total_limit rotation deleted the checkpoints a sweep needed"
     if t.save_total_limit is None:
@@ -248,10 +244,9 @@ def executor_reasoning(ctx: Context) -> list[Result]:
 
 
 @static
+@training_only(2)
 def judge(ctx: Context) -> Result:
     check, gates = "judge", (2,)
-    if not ctx.training:
-        return Result(check, gates, "SKIP", detail="not a training config")
     lam = ctx.cfg.reward.lambda_cnt
     if not lam:
         return Result(check, gates, "SKIP", "reward.lambda_cnt", lam, None,
