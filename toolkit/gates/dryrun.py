@@ -9,6 +9,7 @@ yield, hash the splits, and measure the disk.
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -110,6 +111,7 @@ def tool_surface(ctx: Context) -> Result:
     if tools != ["curate_and_advance"]:
         return Result(check, gates, "FAIL", "tools", tools, ["curate_and_advance"], incident)
     try:
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no torch is fine for a schema
         from transformers.utils import get_json_schema
     except ImportError:
         return Result(check, gates, "WARN", "tools", tools, ["curate_and_advance"], incident,
@@ -247,11 +249,10 @@ def rollout_positions(ctx: Context) -> Result:
         rollouts.append(rollout)
         rewards.append(reward(rollout, g))
     h = health(rewards, rollouts)
-    actions = max(1, g * ROLLOUTS)
-    ctx.echo(f"      {h.line()} (coercion {h.coerced_actions / actions:.2f} per position)")
     ok = h.measured_min is not None and h.measured_min >= g - 1
     return Result(check, gates, "PASS" if ok else "FAIL", "positions measured per rollout",
-                  f"min {h.measured_min} of {h.denominator}", f">= {g - 1}", incident, h.line())
+                  f"min {h.measured_min} of {h.denominator}", f">= {g - 1}", incident,
+                  f"{h.line()} ({h.coerced_actions / (g * ROLLOUTS):.2f} per position)")
 
 
 def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Result:
@@ -271,7 +272,6 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
     steps = sum(r["steps"] for r in rows)
     line = (f"games measured {measured} of {len(rows)}; coercion {coerced} of {steps} actions; "
             f"{sum(bool(r['success']) for r in rows)} won")
-    ctx.echo(f"      {line}")
     reasons = {r["unmeasured_reason"] for r in rows if r["unmeasured"]}
     return Result(check, gates, "PASS" if measured == len(rows) else "FAIL", "games measured",
                   f"{measured} of {len(rows)}", f"{len(rows)} of {len(rows)}", incident,
@@ -312,7 +312,6 @@ def task_distribution(ctx: Context) -> Result:
     detail = (f"first {k} groups: {len(by_type)} task types, "
               f"{len({i for g in groups for i in g.game_ids})} distinct tasks in "
               f"{sum(len(g.game_ids) for g in groups)} draws from a pool of {len(pool)}")
-    ctx.echo(f"      {detail}")
     return Result(check, gates, "FAIL" if problems else "PASS", "env.n_train_games", len(pool),
                   f"enough for {k} non-repeating groups of {t.group_size}", incident,
                   "; ".join(problems + [detail]))
