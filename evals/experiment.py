@@ -103,6 +103,13 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     return result
 
 
+def record_experiment(ledger, cfg: Config) -> int:
+    """The ledger experiment of a config (same name and config hash: the same experiment)."""
+    return ledger.find_or_add_experiment(
+        cfg.experiment.name, cfg.hash(), hypothesis=cfg.experiment.hypothesis,
+        success_metric=f"success rate vs {cfg.eval.control.arm} (paired, exact McNemar)")
+
+
 class _Record:
     """What an eval writes to the ledger: the experiment, one run per arm, one eval per run,
     and an operational failure if the eval crashed. No ledger: records nothing."""
@@ -111,9 +118,7 @@ class _Record:
         self.ledger, self.runs = ledger, {}
         if ledger is None:
             return
-        self.experiment = ledger.find_or_add_experiment(
-            cfg.experiment.name, cfg.hash(), hypothesis=cfg.experiment.hypothesis,
-            success_metric=f"success rate vs {cfg.eval.control.arm} (paired, exact McNemar)")
+        self.experiment = record_experiment(ledger, cfg)
         ledger.correct("experiments", self.experiment, "status", "eval started", value="running")
         for arm in cfg.eval.arms:
             self.runs[arm] = ledger.start_run(self.experiment, arm, cfg.to_dict(), cfg.env.seed,

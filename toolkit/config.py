@@ -167,9 +167,12 @@ class Config:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _did_you_mean(key: str, options) -> str:
+def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
+    """' (did you mean X?)' for the closest option; else the allowed options, or nothing."""
     close = difflib.get_close_matches(key, list(options), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else f" (allowed: {', '.join(options)})"
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (allowed: {', '.join(options)})" if list_allowed else ""
 
 
 def _build(cls, data: Any, where: str):
@@ -181,7 +184,7 @@ def _build(cls, data: Any, where: str):
     values = {}
     for key, value in data.items():
         if key not in fields:
-            raise ConfigError(f"{where}.{key}: unknown key{_did_you_mean(str(key), fields)}")
+            raise ConfigError(f"{where}.{key}: unknown key{did_you_mean(str(key), fields)}")
         f = fields[key]
         sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
         path = f"{where}.{key}" if where else key
@@ -243,7 +246,7 @@ def validate(cfg: Config) -> Config:
         raise ConfigError("eval.arms: name at least one arm")
     for i, arm in enumerate(cfg.eval.arms):
         if arm not in ARMS:
-            raise ConfigError(f"eval.arms[{i}]: unknown arm {arm!r}{_did_you_mean(str(arm), ARMS)}")
+            raise ConfigError(f"eval.arms[{i}]: unknown arm {arm!r}{did_you_mean(str(arm), ARMS)}")
     if len(set(cfg.eval.arms)) != len(cfg.eval.arms):
         raise ConfigError("eval.arms: an arm is listed twice")
     if cfg.eval.control.arm not in cfg.eval.arms:

@@ -21,7 +21,8 @@ from typing import Callable
 from skillos.errors import ConfigError, SkillosError
 from skillos.gates import reference as references
 from skillos.gates import core
-from skillos.gates.core import GATES, Context, Report, Result, did_you_mean, run_checks
+from skillos.config import did_you_mean
+from skillos.gates.core import GATES, Context, Report, Result, run_checks
 
 __all__ = ["GATES", "GateRefused", "Report", "Result", "check", "enforce"]
 
@@ -32,10 +33,13 @@ class GateRefused(SkillosError):
     exit_code = 1
 
 
-def check(cfg, *, dry_run: bool = False, ledger=None,
-          echo: Callable[[str], None] | None = None) -> Report:
-    """Run every static check (and the dry-run checks) on a loaded config."""
-    from skillos.gates import static  # noqa: F401 - registers the static checks
+def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
+          before_dry_run: Callable[[set], None] | None = None) -> Report:
+    """Run every static check (and the dry-run checks) on a loaded config.
+
+    `before_dry_run(names)` is called with every check name once the static checks have run
+    and before any code is executed (enforce validates --override names there)."""
+    from skillos.gates import dryrun, static  # noqa: F401 - register the checks
 
     ref = None
     if cfg.reference:
@@ -46,12 +50,14 @@ def check(cfg, *, dry_run: bool = False, ledger=None,
     base = Path(cfg.source).parent if cfg.source else Path.cwd()
     ctx = Context(cfg, ref, ledger, base, echo or (lambda _line: None))
     last = [c for c in core.STATIC if c.__name__ == "divergences"]  # reads what the others used
-    checks = [c for c in core.STATIC if c not in last]
+    results = run_checks(ctx, [c for c in core.STATIC if c not in last])
     if dry_run:
-        from skillos.gates import dryrun  # noqa: F401 - registers the dry-run checks
-
-        checks += core.DRY_RUN
-    return Report(run_checks(ctx, checks + last), dry_run, str(cfg.source or ""))
+        if before_dry_run:
+            before_dry_run({r.check for r in results} | {c.__name__.replace("_", "-")
+                                                         for c in core.DRY_RUN + last})
+        results += run_checks(ctx, core.DRY_RUN)
+    results += run_checks(ctx, last)
+    return Report(results, dry_run, str(cfg.source or ""))
 
 
 def actor() -> str:
@@ -70,20 +76,20 @@ def parse_overrides(values: list[str]) -> dict[str, str]:
 
 
 def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
-            echo: Callable[[str], None] = print, dry_run: bool = True) -> Report:
+            echo: Callable[[str], None] = print) -> Report:
     """Gate a launch: run the checks, record them, apply overrides, refuse on a FAIL."""
-    from skillos.gates import dryrun  # noqa: F401 - registers the dry-run checks
+    from skillos.evals.experiment import record_experiment
 
     overrides = dict(overrides or {})
-    names = {r.check for r in check(cfg, ledger=ledger).results}  # static: a fraction of a second
-    names |= {fn.__name__.replace("_", "-") for fn in core.DRY_RUN}
-    for name in overrides:  # a typo is an error before any game is played
-        if name not in names:
-            raise SkillosError(f"--override {name}: no such check{did_you_mean(name, names)}")
-    report = check(cfg, dry_run=dry_run, ledger=ledger)
-    experiment = ledger.find_or_add_experiment(
-        cfg.experiment.name, cfg.hash(), hypothesis=cfg.experiment.hypothesis,
-        success_metric=f"success rate vs {cfg.eval.control.arm} (paired, exact McNemar)")
+
+    def known(names: set) -> None:  # a typo is an error before any game is played
+        for name in overrides:
+            if name not in names:
+                raise SkillosError(f"--override {name}: no such check"
+                                   f"{did_you_mean(name, names, list_allowed=False)}")
+
+    report = check(cfg, dry_run=True, ledger=ledger, before_dry_run=known)
+    experiment = record_experiment(ledger, cfg)
     who = actor()
     for r in report.results:
         if r.status == "FAIL" and r.check in overrides:

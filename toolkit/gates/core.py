@@ -10,7 +10,6 @@ a few real rollouts, the task distribution, the disk) and run before every launc
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 from dataclasses import asdict, dataclass, field
@@ -209,8 +208,3 @@ def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:
         for result in (out if isinstance(out, list) else [out]):
             ctx.echo(result.line())
     return results
-
-
-def did_you_mean(name: str, options) -> str:
-    close = difflib.get_close_matches(name, list(options), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""

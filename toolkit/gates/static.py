@@ -8,7 +8,8 @@ import math
 import re
 from pathlib import Path
 
-from skillos.gates.core import Context, Result, did_you_mean, same, static, training_only
+from skillos.config import did_you_mean
+from skillos.gates.core import Context, Result, same, static, training_only
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -368,7 +369,7 @@ def divergences(ctx: Context) -> list[Result]:
         if key not in known:
             out.append(Result("divergences", (1,), "FAIL", f"divergences.{key}", key, "a config key",
                               "a departure declared against nothing", "no such key"
-                              + did_you_mean(key, known)))
+                              + did_you_mean(key, known, list_allowed=False)))
         else:
             out.append(Result("divergences", (1,), "WARN", f"divergences.{key}",
                               ctx.cfg.divergences[key]["value"], None,
