@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from importlib import resources
@@ -128,7 +129,9 @@ def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: L
     out_dir = out_dir or default_out_dir(cfg)
     with Ledger() as ledger:  # $SKILLOS_HOME/ledger.db: every gate result and eval records itself
         gates.enforce(cfg, command, ledger, overrides, echo=_echo_err)
-        with watching([out_dir], ledger.path, cfg.compute.stall_minutes, echo=_echo_err):
+        watch = (watching([out_dir], ledger.path, cfg.compute.stall_minutes, echo=_echo_err)
+                 if cfg.compute.watchdog else contextlib.nullcontext())
+        with watch:
             result = _run_with_progress(cfg, out_dir, ledger)
     if as_json:
         _print_json(result)
