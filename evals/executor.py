@@ -29,5 +29,9 @@ def make_executor(config) -> Executor:
         from skillos.evals.backends.heuristic import HeuristicExecutor
 
         return HeuristicExecutor()
+    if config.backend in ("openai", "anthropic"):
+        from skillos.evals.backends.llm_executor import LLMExecutor
+
+        return LLMExecutor(config)
     raise SkillosError(f"executor.backend {config.backend!r} is not available in this version; "
-                       "use heuristic")
+                       "use heuristic, openai or anthropic")

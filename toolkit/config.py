@@ -24,8 +24,7 @@ from skillos.errors import ConfigError, yaml_error_line
 
 ENVS = ("household",)
 SPLITS = ("train", "valid_seen", "valid_unseen")
-BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")
-AVAILABLE_BACKENDS = ("heuristic",)  # the model backends are named by configs, not yet runnable here
+BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm and hf: not runnable yet
 COMPUTE_BACKENDS = ("local", "accelerate", "modal")
 RETRIEVAL_MODES = ("bm25", "shuffled")
 ARMS = ("no_memory", "closed_loop", "static_repo", "shuffled")
@@ -58,9 +57,16 @@ class EnvConfig:
 class BackendConfig:
     backend: str = "heuristic"
     model: str | None = None
+    base_url: str | None = None  # an OpenAI-compatible endpoint (vllm serve, OpenRouter, ...)
+    api_key_env: str | None = None  # the environment variable holding the key (never the key)
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
     reasoning_effort: str | None = None  # none | low | medium | high
     max_tokens: int | None = None
     history_length: int | None = None  # action/observation pairs shown to an LLM executor
+    timeout_s: float = 120.0  # per request; the SDK retries 429 / 5xx / timeouts
+    max_retries: int = 2
 
 
 @dataclass

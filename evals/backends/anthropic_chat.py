@@ -1,0 +1,60 @@
+"""Anthropic's messages API through the anthropic SDK, behind the same chat interface.
+
+System messages become the `system` parameter; OpenAI-style tool specs become Anthropic tools;
+reasoning_effort turns extended thinking on with a budget inside max_tokens."""
+
+from __future__ import annotations
+
+from skillos.evals.backends.chat import BackendError, ChatResult, api_key
+
+THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
+DEFAULT_MAX_TOKENS = 4096
+
+
+class AnthropicChat:
+    def __init__(self, config):
+        import anthropic
+
+        self._anthropic = anthropic
+        self.model = config.model
+        self.config = config
+        self.client = anthropic.Anthropic(api_key=api_key(config), base_url=config.base_url,
+                                          timeout=config.timeout_s, max_retries=config.max_retries)
+
+    def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
+        c = self.config
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        kwargs = {"model": self.model, "messages": turns,
+                  "max_tokens": c.max_tokens or DEFAULT_MAX_TOKENS}
+        if system:
+            kwargs["system"] = system
+        # this SDK version takes sampling settings only in the request body
+        sampling = {k: v for k, v in (("temperature", c.temperature), ("top_p", c.top_p),
+                                      ("top_k", c.top_k)) if v is not None}
+        if sampling:
+            kwargs["extra_body"] = sampling
+        budget = THINKING_BUDGET.get(c.reasoning_effort or "none")
+        if budget:
+            kwargs["thinking"] = {"type": "enabled",
+                                  "budget_tokens": min(budget, kwargs["max_tokens"] - 1)}
+        if tools:
+            kwargs["tools"] = [{"name": t["function"]["name"],
+                                "description": t["function"].get("description", ""),
+                                "input_schema": t["function"]["parameters"]} for t in tools]
+        try:
+            response = self.client.messages.create(**kwargs)
+        except self._anthropic.AnthropicError as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
+        text, thinking, calls = [], [], []
+        for block in response.content:
+            if block.type == "text":
+                text.append(block.text)
+            elif block.type == "thinking":
+                thinking.append(block.thinking)
+            elif block.type == "tool_use":
+                calls.append({"name": block.name, "arguments": dict(block.input)})
+        usage = response.usage
+        return ChatResult("".join(text), calls, "".join(thinking) or None,
+                          usage.input_tokens if usage else None,
+                          usage.output_tokens if usage else None)

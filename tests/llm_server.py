@@ -1,0 +1,117 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions and the Anthropic
+messages protocols, so the real SDKs make real calls in tests. Replies come from a policy
+(messages -> text); failures are injected per call (HTTP status or a stall past the client's
+timeout), or for a window of calls (an outage)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PREFERRED = ("take", "put", "move", "clean", "heat", "cool", "use", "open", "go to")
+
+
+def admissible_from(prompt: str) -> list[str]:
+    block = prompt.split("Admissible actions:", 1)[-1]
+    lines = []
+    for line in block.strip().splitlines():
+        if not line.strip():
+            break
+        lines.append(line.strip())
+    return lines
+
+
+def alfworld_policy(messages: list[dict]) -> str:
+    """A deterministic player: the first admissible action by verb preference, cycling through
+    `go to` targets by step so it explores."""
+    prompt = messages[-1]["content"]
+    actions = admissible_from(prompt)
+    step = int((re.search(r"Step (\d+)\.", prompt) or [0, 1])[1])
+    for verb in PREFERRED:
+        matching = [a for a in actions if a.startswith(verb)]
+        if matching:
+            return f"I will {verb}. <action>{matching[step % len(matching)]}</action>"
+    return f"<action>{actions[0] if actions else 'look'}</action>"
+
+
+class ScriptedLLM:
+    def __init__(self, policy=alfworld_policy):
+        self.policy = policy
+        self.failures: deque = deque()  # per call: an HTTP status, or "stall"
+        self.outage = False  # while True every call gets a 503
+        self.stall_s = 5.0
+        self.calls: list[dict] = []
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _handler(self):
+        llm = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with llm._lock:
+                    llm.calls.append({"path": self.path, "body": body})
+                    failure = llm.failures.popleft() if llm.failures else None
+                    if llm.outage:
+                        failure = 503
+                if failure == "stall":
+                    time.sleep(llm.stall_s)
+                elif failure is not None:
+                    return self._send(failure, {"error": {"message": f"injected {failure}",
+                                                          "type": "server_error"}})
+                messages = body.get("messages", [])
+                if self.path.endswith("/messages") and body.get("system"):
+                    messages = [{"role": "system", "content": body["system"]}, *messages]
+                text = llm.policy(messages)
+                if self.path.endswith("/chat/completions"):
+                    return self._send(200, {
+                        "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": text}}],
+                        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+                if self.path.endswith("/messages"):
+                    return self._send(200, {
+                        "id": "m1", "type": "message", "role": "assistant", "model": body["model"],
+                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                        "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}})
+                return self._send(404, {"error": {"message": "no such path"}})
+
+            def _send(self, status, payload):
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("retry-after-ms", "5")  # keep the SDKs' backoff short in tests
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a stall past its timeout)
+
+        return Handler
