@@ -1,8 +1,8 @@
 """The executor: the frozen agent that plays a task given the top-k retrieved skills.
 
 An executor makes one `Episode` per game; the runner feeds it each observation and the
-admissible commands and takes one action back. Backends: `heuristic` (no model) now; model
-backends (openai, anthropic, vllm, hf) plug in behind the same two methods.
+admissible commands and takes one action back. Backends: `heuristic` (no model), and `openai` / `anthropic`
+(evals/backends/llm_executor.py); vllm and hf plug in behind the same two methods.
 """
 
 from __future__ import annotations

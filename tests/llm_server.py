@@ -88,17 +88,28 @@ class ScriptedLLM:
                 messages = body.get("messages", [])
                 if self.path.endswith("/messages") and body.get("system"):
                     messages = [{"role": "system", "content": body["system"]}, *messages]
-                text = llm.policy(messages)
+                reply = llm.policy(messages)  # text, or {"content": text, "tool_calls": [...]}
+                text = reply if isinstance(reply, str) else reply.get("content", "")
+                calls = [] if isinstance(reply, str) else reply.get("tool_calls", [])
                 if self.path.endswith("/chat/completions"):
+                    message = {"role": "assistant", "content": text}
+                    if calls:
+                        message["tool_calls"] = [
+                            {"id": f"call{i}", "type": "function",
+                             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                            for i, c in enumerate(calls)]
                     return self._send(200, {
                         "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": text}}],
+                        "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop",
+                                     "message": message}],
                         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
                 if self.path.endswith("/messages"):
+                    content = [{"type": "text", "text": text}] if text else []
+                    content += [{"type": "tool_use", "id": f"tu{i}", "name": c["name"],
+                                 "input": c["arguments"]} for i, c in enumerate(calls)]
                     return self._send(200, {
                         "id": "m1", "type": "message", "role": "assistant", "model": body["model"],
-                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                        "content": content, "stop_reason": "tool_use" if calls else "end_turn",
                         "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}})
                 return self._send(404, {"error": {"message": "no such path"}})
 

@@ -168,3 +168,71 @@ def test_an_outage_mid_run_is_unmeasured_and_aborts_the_arm(tmp_path, game_cache
     written = [json.loads(line) for line in (tmp_path / "games.jsonl").read_text().splitlines()]
     assert [r["game_id"] for r in written] == [r["game_id"] for r in rows]
     assert not any(r["success"] is False for r in written[5:])  # not one scored as a failure
+
+
+def _trajectory(won=True):
+    from skillos.evals.trajectory import Step, Trajectory
+
+    return Trajectory("g1", "put a mug in the coffeemachine", "pick_and_place_simple",
+                      steps=[Step("go to desk 1", "You see a mug 1.")], won=won, retrieved=[])
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_the_llm_curator_edits_the_repo_through_the_shared_tools(kind, monkeypatch):
+    from skillos.evals.backends.llm_curator import LLMCurator
+    from skillos.repo import SkillRepo
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    replies = iter([
+        {"tool_calls": [{"name": "new_skill_insert", "arguments": {
+            "skill_name": "find-mugs", "content": "Mugs are on desks\nGo to the desk first."}},
+            {"name": "skill_delete", "arguments": {"skill_name": "missing"}}]},
+        {"tool_calls": [{"name": "curate_and_advance", "arguments": {"operations": [
+            {"op": "update", "skill_name": "find-mugs", "new_content": "Mugs: desks, then shelves\nx"}]}}]},
+    ])
+    with ScriptedLLM(lambda m: next(replies)) as server:
+        curator = LLMCurator(backend(server, kind))
+        repo = SkillRepo(None)
+        first = curator.curate(_trajectory(), repo)
+        assert [a.ok for a in first] == [True, False]
+        assert repo.get("find-mugs").description == "Mugs are on desks"
+        curator.curate(_trajectory(False), repo)
+        assert repo.get("find-mugs").description == "Mugs: desks, then shelves"
+        sent = server.calls[0]["body"]
+    tools = sent["tools"]
+    names = [t["function"]["name"] if kind == "openai" else t["name"] for t in tools]
+    assert names == ["new_skill_insert", "skill_update", "skill_delete"]
+    prompt = json.dumps(sent["messages"])
+    assert "Result: SUCCESS" in prompt and "Current skills:" in prompt
+
+
+def test_a_failed_curator_call_edits_nothing_and_is_counted(llm):
+    from skillos.evals.backends.llm_curator import LLMCurator
+    from skillos.repo import SkillRepo
+
+    llm.failures.extend([503, 503, 503])
+    curator = LLMCurator(backend(llm))
+    repo = SkillRepo(None)
+    assert curator.curate(_trajectory(), repo) == [] and len(repo) == 0
+    assert curator.unmeasured_calls == 1
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ('{"verdict": "VALID", "reason": "specific"}', True),
+    ('Thinking first. {"verdict": "invalid", "reason": "vague"}', False),
+    ("VALID", None),  # not the JSON asked for: unmeasured, not INVALID
+    ('{"verdict": "maybe"}', None),
+])
+def test_judge_verdicts_and_unparseable_is_unmeasured(reply, verdict, monkeypatch):
+    from skillos.config import JudgeConfig
+    from skillos.evals.judge import make_judge
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    assert make_judge(JudgeConfig()) is None
+    with ScriptedLLM(lambda m: reply) as server:
+        judge = make_judge(JudgeConfig(backend="openai", model="Qwen3-32B", base_url=server.openai_url))
+        assert judge.judge("## find-mugs\nMugs are on desks.") is verdict
+        server.outage = True
+        assert make_judge(JudgeConfig(backend="openai", model="m", base_url=server.openai_url,
+                                      max_retries=0)).judge("x") is None

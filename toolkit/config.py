@@ -70,10 +70,8 @@ class BackendConfig:
 
 
 @dataclass
-class JudgeConfig:
-    backend: str | None = None
-    model: str | None = None
-    max_tokens: int | None = None
+class JudgeConfig(BackendConfig):
+    backend: str | None = None  # no judge unless one is named
 
 
 @dataclass

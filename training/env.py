@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from skillos.evals.curation import apply_op, curator_input
 from skillos.evals.runner import play
-from skillos.repo import Retriever, SkillRepo, parse_skill
+from skillos.repo import Retriever, SkillRepo
 from skillos.training.reward import Rollout
-
-OPS = ("insert", "update", "delete")
-TRAJECTORY_STEPS_SHOWN = 30
 
 
 @dataclass
@@ -102,7 +100,7 @@ class CuratorEnv:
                     self._setup.max_steps, self._setup.top_k)
         state.positions.append(traj.won)
         state.coerced_actions += traj.coerced
-        text = _curator_input(len(state.positions), len(state.game_ids), traj)
+        text = curator_input(traj, len(state.positions), len(state.game_ids))
         state.input_words += len(text.split())
         return text
 
@@ -141,64 +139,8 @@ def published_tools(cls) -> list[str]:
 
 def _apply(state: _State, op) -> str:
     state.ops_total += 1
-    if not isinstance(op, dict) or op.get("op") not in OPS or not op.get("skill_name"):
-        return f"- invalid operation {str(op)[:80]!r}: needs op (insert|update|delete) and skill_name"
-    kind, name = op["op"], str(op["skill_name"])
-    if kind == "delete":
-        result = state.repo.delete(name)
-    elif kind == "insert":
-        content = op.get("content")
-        if not content:
-            return f"- insert {name}: refused: no content"
-        description, body = _split_content(str(content))
-        result = state.repo.insert(name, description, body)
-        if result.ok:
-            state.contents.append(str(content))
-    else:
-        content = op.get("new_content")
-        new_name = op.get("new_name")
-        if content is None and not new_name:
-            return f"- update {name}: refused: nothing to change (new_content or new_name)"
-        old = state.repo.get(name)
-        if old is None:
-            return f"- update {name}: refused: no skill named {name!r}; use insert"
-        description, body = _split_content(str(content)) if content is not None else (old.description, old.body)
-        if new_name and new_name != name:
-            result = state.repo.insert(str(new_name), description, body)
-            if result.ok:
-                state.repo.delete(name)
-        else:
-            result = state.repo.update(name, description, body)
-        if result.ok and content is not None:
-            state.contents.append(str(content))
-    if result.ok:
-        state.ops_valid += 1
-        return f"- {kind} {name}: ok"
-    return f"- {kind} {name}: refused: {result.reason}"
-
-
-def _split_content(content: str) -> tuple[str, str]:
-    """SKILL.md text, or plain markdown whose first non-empty line is the description."""
-    if content.lstrip().startswith("---"):
-        try:
-            skill = parse_skill(content)
-            return skill.description, skill.body
-        except Exception:  # noqa: BLE001 - malformed frontmatter falls back to plain text
-            pass
-    lines = content.strip().splitlines()
-    first = lines[0].lstrip("# ").strip() if lines else ""
-    return first, "\n".join(lines[1:]).strip()
-
-
-def _curator_input(position: int, total: int, traj) -> str:
-    if traj.won is None:
-        result = f"UNMEASURED ({traj.unmeasured_reason})"
-    else:
-        result = "SUCCESS" if traj.won else "FAILURE"
-    steps = traj.steps[-TRAJECTORY_STEPS_SHOWN:]
-    lines = [f"Task {position} of {total}: {traj.task}",
-             f"Skills retrieved: {', '.join(traj.retrieved) or '(none)'}",
-             f"Trajectory ({len(traj.steps)} steps, last {len(steps)} shown):"]
-    lines += [f"> {s.action}\n{s.observation.strip()[:300]}" for s in steps]
-    lines.append(f"Result: {result}")
-    return "\n".join(lines)
+    applied = apply_op(state.repo, op)
+    state.ops_valid += applied.ok
+    if applied.content is not None:
+        state.contents.append(applied.content)
+    return applied.line

@@ -1,0 +1,124 @@
+"""The curator's tool surface, shared by evaluation and training so a curator is evaluated with
+the tools it was trained on (the reference trained on one surface and evaluated with another).
+
+Two forms of the same operations:
+* the paper's three tools, `new_skill_insert`, `skill_update`, `skill_delete` (eval curators);
+* `curate_and_advance(operations)` with operations `{op: insert|update|delete, skill_name,
+  content?, new_name?, new_content?}` (the training environment's one tool).
+`ops_from_tool_calls` maps either to the list form; `apply_op` applies one to a skill repo and
+says what happened in one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from skillos.repo import SkillRepo, parse_skill
+from skillos.repo.skill import SkillError
+
+OPS = ("insert", "update", "delete")
+TRAJECTORY_STEPS_SHOWN = 30
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "new_skill_insert",
+        "description": "Add a new skill to the repo.",
+        "parameters": {"type": "object", "required": ["skill_name", "content"], "properties": {
+            "skill_name": {"type": "string", "description": "lowercase-hyphenated name"},
+            "content": {"type": "string", "description": "SKILL.md text, or markdown whose first "
+                        "line is the description"}}}}},
+    {"type": "function", "function": {
+        "name": "skill_update",
+        "description": "Rewrite (and optionally rename) an existing skill.",
+        "parameters": {"type": "object", "required": ["skill_name", "new_content"], "properties": {
+            "skill_name": {"type": "string"}, "new_content": {"type": "string"},
+            "new_name": {"type": "string"}}}}},
+    {"type": "function", "function": {
+        "name": "skill_delete",
+        "description": "Delete a skill that is wrong or redundant.",
+        "parameters": {"type": "object", "required": ["skill_name"], "properties": {
+            "skill_name": {"type": "string"}}}}},
+]
+TOOL_OPS = {"new_skill_insert": "insert", "skill_update": "update", "skill_delete": "delete"}
+
+
+@dataclass(frozen=True)
+class Applied:
+    ok: bool
+    line: str  # one line for the curator's next input
+    content: str | None = None  # inserted or updated text, for the judge
+
+
+def ops_from_tool_calls(calls: list[dict]) -> list:
+    """Tool calls of either form -> operations (unknown tools become invalid operations)."""
+    ops = []
+    for call in calls:
+        name, args = call.get("name"), call.get("arguments") or {}
+        if name == "curate_and_advance":
+            ops.extend(args.get("operations") or [])
+        elif name in TOOL_OPS:
+            ops.append({"op": TOOL_OPS[name], **args})
+        else:
+            ops.append({"op": f"unknown tool {name!r}"})
+    return ops
+
+
+def apply_op(repo: SkillRepo, op) -> Applied:
+    if not isinstance(op, dict) or op.get("op") not in OPS or not op.get("skill_name"):
+        return Applied(False, f"- invalid operation {str(op)[:80]!r}: needs op (insert|update|delete) "
+                              "and skill_name")
+    kind, name = op["op"], str(op["skill_name"])
+    content = None
+    if kind == "delete":
+        result = repo.delete(name)
+    elif kind == "insert":
+        content = op.get("content")
+        if not content:
+            return Applied(False, f"- insert {name}: refused: no content")
+        result = repo.insert(name, *split_content(str(content)))
+    else:
+        content, new_name = op.get("new_content"), op.get("new_name")
+        old = repo.get(name)
+        if content is None and not new_name:
+            return Applied(False, f"- update {name}: refused: nothing to change (new_content or new_name)")
+        if old is None:
+            return Applied(False, f"- update {name}: refused: no skill named {name!r}; use insert")
+        description, body = split_content(str(content)) if content is not None else (old.description, old.body)
+        if new_name and new_name != name:
+            result = repo.insert(str(new_name), description, body)
+            if result.ok:
+                repo.delete(name)
+        else:
+            result = repo.update(name, description, body)
+    if not result.ok:
+        return Applied(False, f"- {kind} {name}: refused: {result.reason}")
+    return Applied(True, f"- {kind} {name}: ok", None if content is None else str(content))
+
+
+def split_content(content: str) -> tuple[str, str]:
+    """SKILL.md text, or plain markdown whose first non-empty line is the description."""
+    if content.lstrip().startswith("---"):
+        try:
+            skill = parse_skill(content)
+            return skill.description, skill.body
+        except SkillError:
+            pass  # malformed frontmatter: read it as plain text
+    lines = content.strip().splitlines()
+    first = lines[0].lstrip("# ").strip() if lines else ""
+    return first, "\n".join(lines[1:]).strip()
+
+
+def curator_input(traj, position: int | None = None, total: int | None = None) -> str:
+    """What the curator reads after a game: the task, the skills used, the trajectory, the result."""
+    if traj.won is None:
+        result = f"UNMEASURED ({traj.unmeasured_reason})"
+    else:
+        result = "SUCCESS" if traj.won else "FAILURE"
+    steps = traj.steps[-TRAJECTORY_STEPS_SHOWN:]
+    where = f"Task {position} of {total}: " if position else "Task: "
+    lines = [f"{where}{traj.task}",
+             f"Skills retrieved: {', '.join(traj.retrieved) or '(none)'}",
+             f"Trajectory ({len(traj.steps)} steps, last {len(steps)} shown):"]
+    lines += [f"> {s.action}\n{s.observation.strip()[:300]}" for s in steps]
+    lines.append(f"Result: {result}")
+    return "\n".join(lines)
