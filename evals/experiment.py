@@ -14,6 +14,7 @@ import json
 import multiprocessing as mp
 import os
 import queue
+import shutil
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -25,8 +26,9 @@ from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals.curator import make_curator
 from skillos.evals.executor import make_executor
-from skillos.evals.runner import run_arm
+from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
+from skillos.repo.store import write_atomic
 
 Progress = Callable[[str, str, int, int], None]  # (arm, phase, done, total)
 
@@ -56,13 +58,18 @@ def default_out_dir(cfg: Config) -> Path:
     return out
 
 
+ROW_FILES = {"train": "curation.jsonl", "eval": "games.jsonl"}
+
+
 def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress | None = None,
-             ledger=None) -> dict:
+             ledger=None, resume: bool = False, overwrite: bool = False) -> dict:
     """Run every arm; write games.jsonl, curation.jsonl, the curated repo and report.json, and
-    record the experiment, its runs and evals in `ledger` (a skillos.ledger.Ledger) if given."""
+    record the experiment, its runs and evals in `ledger` (a skillos.ledger.Ledger) if given.
+
+    An output folder that is not empty is refused unless `resume` (continue it: finished games
+    are not played again) or `overwrite` (delete it and start over)."""
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
-    if out.exists() and any(out.iterdir()):
-        raise SkillosError(f"{out}: output folder exists and is not empty; choose another --out")
+    done = _prepare_out(out, cfg, resume, overwrite)
     if "static_repo" in cfg.eval.arms:
         try:  # fail on a bad folder before any game is played
             SkillRepo.load(cfg.eval.static_repo)
@@ -84,7 +91,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     record = _Record(ledger, cfg)
-    jobs = [(cfg, arm, held_out, train, out) for arm in cfg.eval.arms]
+    jobs = [(cfg, arm, held_out, train, out, done.get(arm, {})) for arm in cfg.eval.arms]
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
     try:
         if workers == 1:
@@ -171,8 +178,71 @@ def arm_settings(cfg: Config) -> dict:
                 max_error_rate=cfg.eval.max_error_rate)
 
 
-def play_arm(cfg: Config, arm: str, held_out, train, out: Path, progress: Progress | None = None):
+def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
+    """Whether `out` holds a previous run; refuses a non-empty folder without resume or
+    overwrite, and a resume with nothing to resume. Cheap: launchers call it before the gates."""
+    used = out.exists() and any(out.iterdir())
+    if resume and not used:
+        raise SkillosError(f"{out}: nothing to resume (the folder is empty or missing)")
+    if used and not (resume or overwrite):
+        raise SkillosError(f"{out}: output folder exists and is not empty; --resume to continue "
+                           "it, --overwrite to replace it, or choose another --out")
+    return used
+
+
+def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
+    """Check or clear the output folder; with `resume`, the rows each arm already finished
+    ({arm: {phase: {game id: row}}}). A learning arm whose repo was killed mid-curation (or
+    whose rows and curated count disagree) cannot resume exactly: its rows and repo are
+    removed and it starts over."""
+    if not check_out(out, resume, overwrite):
+        return {}
+    if overwrite:
+        shutil.rmtree(out)
+        return {}
+    try:
+        recorded = yaml.safe_load((out / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        recorded = None
+    if recorded != yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False)):
+        raise SkillosError(f"{out}: its config.yaml differs from this config; resume with the "
+                           "same config (and the same --n-games), or choose another --out")
+    rows = {phase: _read_rows(out / name) for phase, name in ROW_FILES.items()}
+    done: dict = {}
+    for r in rows["train"] + rows["eval"]:
+        done.setdefault(r["arm"], {}).setdefault(r["phase"], {})[r["game_id"]] = r
+    restart = []
+    for arm in cfg.eval.arms:
+        if arm in ("closed_loop", "shuffled"):
+            finished = sum(len(v) for v in done.get(arm, {}).values())
+            state = curation_progress(out / f"repo-{arm}")
+            if state["state"] != "idle" or state["curated"] != finished:
+                restart.append(arm)
+    for arm in restart:
+        done.pop(arm, None)
+        shutil.rmtree(out / f"repo-{arm}", ignore_errors=True)
+    for phase, name in ROW_FILES.items():  # rewrite: no partial last line, no restarted arm
+        kept = [r for r in rows[phase] if r["arm"] not in restart]
+        write_atomic(out / name, "".join(json.dumps(r) + "\n" for r in kept))
+    return done
+
+
+def _read_rows(path: Path) -> list[dict]:
+    """JSONL rows; a last line cut off by a kill is dropped (its game is played again)."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                break
+    return rows
+
+
+def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | None = None,
+             progress: Progress | None = None):
     """One arm, start to end: curation on train games first for the arms that learn."""
+    done = done or {}
     from skillos.evals.envs.alfworld.env import AlfworldEnv
 
     common = dict(env=AlfworldEnv(fast=True), executor=make_executor(cfg.executor),
@@ -183,15 +253,15 @@ def play_arm(cfg: Config, arm: str, held_out, train, out: Path, progress: Progre
     elif arm == "static_repo":
         repo = SkillRepo.load(cfg.eval.static_repo)
     else:
-        repo = SkillRepo(out / f"repo-{arm}")
+        repo = SkillRepo.load(out / f"repo-{arm}")  # empty, or where a resumed run left it
         curator = make_curator(cfg.curator)
         mode = "shuffled" if arm == "shuffled" else mode
         if train:
             run_arm(arm, train, repo=repo, curator=curator, retrieval_mode=mode,
-                    out=out / "curation.jsonl", phase="train",
+                    out=out / ROW_FILES["train"], phase="train", done=done.get("train"),
                     on_game=_tick(progress, arm, "train", len(train)), **common)
     return run_arm(arm, held_out, repo=repo, curator=curator, retrieval_mode=mode,
-                   out=out / "games.jsonl", phase="eval",
+                   out=out / ROW_FILES["eval"], phase="eval", done=done.get("eval"),
                    on_game=_tick(progress, arm, "eval", len(held_out)), **common)
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 from skillos.errors import SkillosError
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
+from skillos.repo.store import write_atomic
 
 MIN_GAMES_FOR_ABORT = 20  # the error budget is judged after this many games
 
@@ -64,24 +65,42 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval") -> dict
     }
 
 
+PROGRESS = ".progress.json"  # in a curated repo's folder: how many games it has curated
+
+
+def curation_progress(repo_dir: Path) -> dict:
+    """{"curated": n, "state": "idle" | "curating"}; a missing file is a repo that curated nothing."""
+    try:
+        return json.loads((Path(repo_dir) / PROGRESS).read_text())
+    except (OSError, ValueError):
+        return {"curated": 0, "state": "idle"}
+
+
 def run_arm(arm: str, games, *, env, executor, repo: SkillRepo | None, curator=None,
             retrieval_mode: str = "bm25", max_steps: int = 30, top_k: int = 5,
             out: Path | None = None, phase: str = "eval",
             on_game: Callable[[dict], None] | None = None,
-            max_error_rate: float | None = None) -> list[dict]:
+            max_error_rate: float | None = None, done: dict | None = None) -> list[dict]:
     """Play `games` in order. With a curator, the repo is edited after every game (streaming).
 
     With `max_error_rate`, the arm aborts (ArmAborted) once at least MIN_GAMES_FOR_ABORT games
     are played and more than that share of them are unmeasured: an outage stops the arm instead
-    of becoming its result."""
+    of becoming its result. `done` (game id -> row) are games a resumed run already finished:
+    they are not played again. A curated repo on disk carries a progress marker, so a resume
+    can tell a repo that finished curating game k from one killed in the middle of it."""
     retriever = Retriever(repo, retrieval_mode) if repo is not None else None
-    rows = []
+    rows, done = [], done or {}
     fh = open(out, "a", encoding="utf-8") if out else None
     try:
         for game in games:
+            if game.id in done:
+                rows.append(done[game.id])
+                if on_game:
+                    on_game(done[game.id])
+                continue
             traj = play(env, executor, retriever, game, max_steps, top_k)
             if curator is not None and repo is not None:
-                curator.curate(traj, repo)
+                _curate(curator, traj, repo)
             record = row(arm, traj, len(repo) if repo is not None else 0, phase)
             rows.append(record)
             if fh:
@@ -94,6 +113,18 @@ def run_arm(arm: str, games, *, env, executor, repo: SkillRepo | None, curator=N
         if fh:
             fh.close()
     return rows
+
+
+def _curate(curator, traj, repo: SkillRepo) -> None:
+    if repo.root is None:
+        curator.curate(traj, repo)
+        return
+    marker = repo.root / PROGRESS
+    curated = curation_progress(repo.root)["curated"]
+    repo.root.mkdir(parents=True, exist_ok=True)
+    write_atomic(marker, json.dumps({"curated": curated, "state": "curating"}))
+    curator.curate(traj, repo)
+    write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))
 
 
 def _check_error_budget(arm: str, phase: str, rows: list[dict], max_error_rate: float | None) -> None:

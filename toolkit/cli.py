@@ -118,21 +118,31 @@ def gate_check(
     raise typer.Exit(report.exit_code)
 
 
-def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: List[str]) -> None:
+RESUME_HELP = "Continue the run in --out: finished games are not played again."
+OVERWRITE_HELP = "Delete what is in --out and start over."
+
+
+def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: List[str],
+         resume: bool = False, overwrite: bool = False) -> None:
     from skillos import gates
-    from skillos.evals.experiment import default_out_dir
+    from skillos.evals.experiment import check_out, default_out_dir
     from skillos.evals.report import render
     from skillos.ledger import Ledger
     from skillos.ledger.watchdog import watching
 
     overrides = gates.parse_overrides(overrides)
+    if resume and overwrite:
+        raise SkillosError("--resume and --overwrite exclude each other")
+    if resume and out_dir is None:
+        raise SkillosError("--resume needs the --out folder of the run to continue")
     out_dir = out_dir or default_out_dir(cfg)
+    check_out(out_dir, resume, overwrite)  # before the gates spend time
     with Ledger() as ledger:  # $SKILLOS_HOME/ledger.db: every gate result and eval records itself
         gates.enforce(cfg, command, ledger, overrides, echo=_echo_err)
         watch = (watching([out_dir], ledger.path, cfg.compute.stall_minutes, echo=_echo_err)
                  if cfg.compute.watchdog else contextlib.nullcontext())
         with watch:
-            result = _run_with_progress(cfg, out_dir, ledger)
+            result = _run_with_progress(cfg, out_dir, ledger, resume, overwrite)
     if as_json:
         _print_json(result)
     else:
@@ -143,7 +153,7 @@ def _echo_err(line: str) -> None:
     typer.echo(line, err=True)  # one unwrapped line each: agents grep these
 
 
-def _run_with_progress(cfg, out_dir: Path, ledger) -> dict:
+def _run_with_progress(cfg, out_dir: Path, ledger, resume: bool, overwrite: bool) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from skillos.evals.experiment import run_eval
@@ -159,7 +169,7 @@ def _run_with_progress(cfg, out_dir: Path, ledger) -> dict:
                 tasks[key] = bar.add_task(label, total=total)
             bar.update(tasks[key], completed=done)
 
-        return run_eval(cfg, out_dir, progress, ledger=ledger)
+        return run_eval(cfg, out_dir, progress, ledger=ledger, resume=resume, overwrite=overwrite)
 
 
 @app.command("eval")
@@ -170,6 +180,8 @@ def eval_cmd(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-TIME)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
+    resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ):
     """Run every arm of CONFIG on the same held-out games and print the paired comparison.
 
@@ -178,7 +190,7 @@ def eval_cmd(
 
     cfg = cfgmod.load(config)
     _apply_overrides(cfg, n_games, n_train_games)
-    _run(cfg, out_dir, as_json, "eval", override)
+    _run(cfg, out_dir, as_json, "eval", override, resume, overwrite)
 
 
 @app.command("quickstart")
@@ -188,6 +200,8 @@ def quickstart(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/quickstart-TIME)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
+    resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ):
     """The main job: no_memory vs closed_loop on held-out ALFWorld games, no API key, CPU only.
 
@@ -202,7 +216,7 @@ def quickstart(
     with resources.as_file(resources.files("skillos.evals") / "configs" / "quickstart.yaml") as path:
         cfg = cfgmod.load(path)
     _apply_overrides(cfg, n_games, n_train_games)
-    _run(cfg, out_dir, as_json, "quickstart", override)
+    _run(cfg, out_dir, as_json, "quickstart", override, resume, overwrite)
 
 
 @app.command("compare")
