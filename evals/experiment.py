@@ -245,8 +245,8 @@ def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | Non
     done = done or {}
     from skillos.evals.envs.alfworld.env import AlfworldEnv
 
-    common = dict(env=AlfworldEnv(fast=True), executor=make_executor(cfg.executor),
-                  **arm_settings(cfg))
+    common = dict(env=AlfworldEnv(fast=True), make_env=AlfworldEnv, executor=make_executor(cfg.executor),
+                  concurrency=cfg.eval.concurrency, wave_size=cfg.eval.wave_size, **arm_settings(cfg))
     curator, mode = None, cfg.retrieval.mode
     if arm == "no_memory":
         repo = SkillRepo(None)

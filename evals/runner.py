@@ -7,7 +7,12 @@ failure: an outage must not look like an effect.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import queue
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -16,7 +21,11 @@ from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
 from skillos.repo.store import write_atomic
 
-MIN_GAMES_FOR_ABORT = 20  # the error budget is judged after this many games
+MIN_GAMES_FOR_ABORT = 20
+# The ALFWorld engine (the fast-downward translator, TextWorld's parsers) keeps module-level
+# state and is not thread-safe. Games in flight share it one call at a time; what runs
+# concurrently is the executor (model calls), which is where the time goes.
+ENGINE_LOCK = threading.RLock()  # the error budget is judged after this many games
 
 
 class ArmAborted(SkillosError):
@@ -26,8 +35,9 @@ class ArmAborted(SkillosError):
 def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k: int) -> Trajectory:
     traj = Trajectory(game.id, game.task, game.task_type)
     try:
-        env.load(game.path)
-        obs = env.reset()
+        with ENGINE_LOCK:
+            env.load(game.path)
+            obs = env.reset()
         traj.intro = obs.text
         hits = retriever.search(env.task or game.task, top_k) if retriever else []
         traj.retrieved = [h.skill.name for h in hits]
@@ -37,7 +47,8 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
             coerced = action not in obs.admissible
             if coerced:  # counted, and replaced by a harmless command
                 action = "look" if "look" in obs.admissible else obs.admissible[0]
-            obs = env.step(action)
+            with ENGINE_LOCK:
+                obs = env.step(action)
             traj.steps.append(Step(action, obs.text, coerced))
             if obs.won:
                 break
@@ -76,43 +87,117 @@ def curation_progress(repo_dir: Path) -> dict:
         return {"curated": 0, "state": "idle"}
 
 
-def run_arm(arm: str, games, *, env, executor, repo: SkillRepo | None, curator=None,
+def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, curator=None,
             retrieval_mode: str = "bm25", max_steps: int = 30, top_k: int = 5,
             out: Path | None = None, phase: str = "eval",
             on_game: Callable[[dict], None] | None = None,
-            max_error_rate: float | None = None, done: dict | None = None) -> list[dict]:
-    """Play `games` in order. With a curator, the repo is edited after every game (streaming).
+            max_error_rate: float | None = None, done: dict | None = None,
+            make_env: Callable[[], object] | None = None, concurrency: int = 1,
+            wave_size: int = 1) -> list[dict]:
+    """Play `games`; return their rows in game order.
+
+    Without a curator, up to `concurrency` games play at once (a sliding window; each game gets
+    its own env from `make_env`), and each row is appended as its game finishes. With a curator
+    the repo is edited after every game (streaming), or after every wave of `wave_size` games
+    played on one repo snapshot, curated in game order.
 
     With `max_error_rate`, the arm aborts (ArmAborted) once at least MIN_GAMES_FOR_ABORT games
-    are played and more than that share of them are unmeasured: an outage stops the arm instead
+    are recorded and more than that share of them are unmeasured: an outage stops the arm instead
     of becoming its result. `done` (game id -> row) are games a resumed run already finished:
     they are not played again. A curated repo on disk carries a progress marker, so a resume
     can tell a repo that finished curating game k from one killed in the middle of it."""
     retriever = Retriever(repo, retrieval_mode) if repo is not None else None
-    rows, done = [], done or {}
+    done, results, recorded = done or {}, {}, []
+    envs = _EnvPool(env, make_env)
     fh = open(out, "a", encoding="utf-8") if out else None
-    try:
-        for game in games:
-            if game.id in done:
-                rows.append(done[game.id])
-                if on_game:
-                    on_game(done[game.id])
-                continue
-            traj = play(env, executor, retriever, game, max_steps, top_k)
+
+    def play_one(game) -> Trajectory:
+        with envs.lease() as game_env:
+            return play(game_env, executor, retriever, game, max_steps, top_k)
+
+    def record(index: int, traj: Trajectory | None, finished: dict | None = None) -> None:
+        if finished is None:
             if curator is not None and repo is not None:
                 _curate(curator, traj, repo)
-            record = row(arm, traj, len(repo) if repo is not None else 0, phase)
-            rows.append(record)
+            finished = row(arm, traj, len(repo) if repo is not None else 0, phase)
             if fh:
-                fh.write(json.dumps(record) + "\n")
+                fh.write(json.dumps(finished) + "\n")
                 fh.flush()
-            if on_game:
-                on_game(record)
-            _check_error_budget(arm, phase, rows, max_error_rate)
+        results[index] = finished
+        recorded.append(finished)
+        if on_game:
+            on_game(finished)
+        _check_error_budget(arm, phase, recorded, max_error_rate)
+
+    try:
+        todo = []
+        for index, game in enumerate(games):
+            if game.id in done:
+                record(index, None, done[game.id])
+            else:
+                todo.append((index, game))
+        if curator is None:
+            waves = [todo]
+        else:
+            waves = [todo[k:k + wave_size] for k in range(0, len(todo), max(1, wave_size))]
+        for wave in waves:
+            if concurrency <= 1 or len(wave) <= 1:
+                for index, game in wave:
+                    record(index, play_one(game))
+            elif curator is None:  # rows recorded as games finish
+                asyncio.run(_play_many(wave, play_one, concurrency, record))
+            else:  # the wave plays on one snapshot; curation follows in game order
+                played = {}
+                asyncio.run(_play_many(wave, play_one, concurrency, played.__setitem__))
+                for index in sorted(played):
+                    record(index, played[index])
     finally:
         if fh:
             fh.close()
-    return rows
+    return [results[i] for i in sorted(results)]
+
+
+async def _play_many(batch, play_one, concurrency: int, on_done) -> None:
+    """Play (index, game) pairs with at most `concurrency` at once, in threads (the env and the
+    SDK calls are blocking); call on_done(index, trajectory) as each finishes, in this thread."""
+    loop = asyncio.get_running_loop()
+    gate = asyncio.Semaphore(concurrency)
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="skillos-game") as pool:
+        async def one(index, game):
+            async with gate:
+                return index, await loop.run_in_executor(pool, play_one, game)
+
+        tasks = [asyncio.ensure_future(one(index, game)) for index, game in batch]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                on_done(*(await next_done))
+        finally:  # an abort: games not yet started never start
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class _EnvPool:
+    """Game envs for concurrent plays: one per game in flight, made on demand, reused."""
+
+    def __init__(self, env, make_env):
+        self.make_env = make_env
+        self.free: queue.SimpleQueue = queue.SimpleQueue()
+        if env is not None:
+            self.free.put(env)
+
+    @contextmanager
+    def lease(self):
+        try:
+            env = self.free.get_nowait()
+        except queue.Empty:
+            if self.make_env is None:
+                raise RuntimeError("concurrent games need make_env (one env per game in flight)")
+            env = self.make_env()
+        try:
+            yield env
+        finally:
+            self.free.put(env)
 
 
 def _curate(curator, traj, repo: SkillRepo) -> None:

@@ -44,8 +44,10 @@ class ScriptedLLM:
         self.failures: deque = deque()  # per call: an HTTP status, or "stall"
         self.outage = False  # while True every call gets a 503
         self.stall_s = 5.0
+        self.latency_s = 0.0  # added to every reply
         self.calls: list[dict] = []
         self._lock = threading.Lock()
+        ThreadingHTTPServer.request_queue_size = 256  # 64 clients at once must not be refused
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -80,6 +82,8 @@ class ScriptedLLM:
                     failure = llm.failures.popleft() if llm.failures else None
                     if llm.outage:
                         failure = 503
+                if llm.latency_s:
+                    time.sleep(llm.latency_s)
                 if failure == "stall":
                     time.sleep(llm.stall_s)
                 elif failure is not None:

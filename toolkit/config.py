@@ -145,6 +145,8 @@ class EvalConfig:
     static_repo: str | None = None  # skill folder for the static_repo arm
     output_dir: str = "runs"
     workers: int = 0  # arms played in parallel processes; 0: one per CPU core
+    concurrency: int = 1  # games in flight per arm (model backends: 16-64; heuristic: 1)
+    wave_size: int = 1  # learning arms: games played on one repo snapshot before curating
 
 
 @dataclass
@@ -269,6 +271,9 @@ def validate(cfg: Config) -> Config:
         raise ConfigError("eval.static_repo: the static_repo arm needs a skill folder path")
     if not 0 < cfg.eval.alpha < 1 or not 0 < cfg.eval.power < 1:
         raise ConfigError("eval.alpha and eval.power must be between 0 and 1")
+    for key in ("concurrency", "wave_size"):
+        if getattr(cfg.eval, key) < 1:
+            raise ConfigError(f"eval.{key}: at least 1, got {getattr(cfg.eval, key)}")
     if cfg.eval.workers < 0:
         raise ConfigError(f"eval.workers: 0 (one per core) or more, got {cfg.eval.workers}")
     if cfg.eval.bootstrap < 100:

@@ -1,0 +1,77 @@
+"""Episodes per second of the runner against a local OpenAI-compatible server with a fixed
+latency, at concurrency 1, 16 and 64, beside the Little's-law limit
+concurrency / (steps x latency). The goal is >= 0.9 of the limit at 64.
+
+Run by hand: `python tests/benchmarks/bench_runner_concurrency.py [latency_s] [steps]`. The
+game is a stand-in with exactly `steps` turns and no engine work, so the number measures the
+runner, the LLM executor and the SDK, not ALFWorld.
+"""
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/llm_server.py
+
+from llm_server import ScriptedLLM  # noqa: E402
+
+from skillos.config import BackendConfig  # noqa: E402
+from skillos.evals.backends.llm_executor import LLMExecutor  # noqa: E402
+from skillos.evals.runner import run_arm  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Obs:
+    text: str
+    admissible: tuple
+    won: bool
+
+
+@dataclass(frozen=True)
+class Game:
+    id: str
+    path: str = ""
+    task: str = "wait"
+    task_type: str = "bench"
+
+
+class FixedEnv:
+    task = "wait"
+
+    def load(self, path):
+        pass
+
+    def reset(self):
+        return Obs("A quiet room.", ("wait", "look"), False)
+
+    def step(self, action):
+        return Obs("Time passes.", ("wait", "look"), False)
+
+
+def main():
+    latency = float(sys.argv[1]) if len(sys.argv) > 1 else 0.1
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    os.environ.setdefault("OPENAI_API_KEY", "bench")
+    with ScriptedLLM(lambda m: "<action>wait</action>") as server:
+        server.latency_s = latency
+        executor = LLMExecutor(BackendConfig(backend="openai", model="bench", base_url=server.openai_url,
+                                             history_length=3, max_retries=0, timeout_s=30))
+        for concurrency in (1, 16, 64):
+            games = [Game(f"g{i}") for i in range(max(4, 3 * concurrency))]
+            start = time.perf_counter()
+            rows = run_arm("bench", games, env=FixedEnv(), make_env=FixedEnv, executor=executor,
+                           repo=None, max_steps=steps, concurrency=concurrency)
+            elapsed = time.perf_counter() - start
+            lost = [r["unmeasured_reason"] for r in rows if r["unmeasured"]]
+            if lost:
+                print(f"concurrency {concurrency}: {len(lost)} episodes unmeasured, e.g. {lost[0]}")
+            rate, limit = len(rows) / elapsed, concurrency / (steps * latency)
+            print(f"concurrency {concurrency:3d}: {rate:6.2f} episodes/s, Little's-law limit "
+                  f"{limit:6.2f} -> {rate / limit:.2f} of the limit ({len(rows)} episodes, "
+                  f"{steps} steps, {1000 * latency:.0f} ms latency)")
+
+
+if __name__ == "__main__":
+    main()
