@@ -30,7 +30,8 @@ from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
 from skillos.repo.store import write_atomic
 
-Progress = Callable[[str, str, int, int], None]  # (arm, phase, done, total)
+# (arm, phase, done, total, live) with live = "won 3/5 measured, 0 unmeasured, 1 coerced" or ""
+Progress = Callable[[str, str, int, int, str], None]
 
 
 def load_games(cfg: Config, split: str, n: int, progress=None):
@@ -77,7 +78,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
             raise SkillosError(f"eval.static_repo: {exc}") from None
 
     def gen_progress(split):
-        return (lambda done, total: progress("generate", split, done, total)) if progress else None
+        return (lambda done, total: progress("generate", split, done, total, "")) if progress else None
 
     held_out = load_games(cfg, cfg.env.split, cfg.env.n_games, gen_progress(cfg.env.split))
     learns = {"closed_loop", "shuffled"} & set(cfg.eval.arms)
@@ -296,10 +297,15 @@ def _drain(events, progress, timeout: float) -> None:
 def _tick(progress, arm, phase, total):
     if progress is None:
         return None
-    count = {"done": 0}
+    count = {"done": 0, "won": 0, "measured": 0, "coerced": 0}
 
-    def on_game(_row):
+    def on_game(row):
         count["done"] += 1
-        progress(arm, phase, count["done"], total)
+        count["won"] += bool(row["success"])
+        count["measured"] += not row["unmeasured"]
+        count["coerced"] += row["coerced_actions"]
+        live = (f"won {count['won']}/{count['measured']} measured, "
+                f"{count['done'] - count['measured']} unmeasured, {count['coerced']} coerced")
+        progress(arm, phase, count["done"], total, live)
 
     return on_game

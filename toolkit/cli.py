@@ -162,12 +162,13 @@ def _run_with_progress(cfg, out_dir: Path, ledger, resume: bool, overwrite: bool
                   TimeElapsedColumn(), console=err, transient=False) as bar:
         tasks = {}
 
-        def progress(arm, phase, done, total):
+        def progress(arm, phase, done, total, live=""):
             key = (arm, phase)
             label = f"generating {phase} games" if arm == "generate" else f"{arm} · {phase} games"
             if key not in tasks:
                 tasks[key] = bar.add_task(label, total=total)
-            bar.update(tasks[key], completed=done)
+            bar.update(tasks[key], completed=done,
+                       description=f"{label} · {live}" if live else label)
 
         return run_eval(cfg, out_dir, progress, ledger=ledger, resume=resume, overwrite=overwrite)
 
