@@ -59,10 +59,33 @@ def control_problems(control: dict, arm: dict, max_age_days: float, now: dt.date
     return problems
 
 
-def family_runs(ledger: Ledger, run_ids: list[int], control_id: int) -> list[int]:
-    """Every run recorded under the compared runs' experiments, except the control's arm."""
+def family_experiments(ledger: Ledger, family: str) -> set[int]:
+    """A family by name: every experiment recorded under that name, whatever its config."""
+    found = {e["id"] for e in ledger.experiments() if e["name"] == family}
+    if not found:
+        raise LedgerError(f"no experiment named {family!r} in the ledger (the family)")
+    return found
+
+
+def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None) -> int:
+    """A run id, or an arm name: that arm's newest run with a valid eval (within `experiments`)."""
+    if str(ref).isdigit():
+        return int(ref)
+    for row in reversed(ledger.rows("runs")):
+        run = ledger.run(row["id"])
+        if run["arm"] == ref and any(e["valid"] for e in run["evals"]) and \
+                (experiments is None or run["experiment_id"] in experiments):
+            return run["id"]
+    scope = "" if experiments is None else " in that family"
+    raise LedgerError(f"no measured run of arm {ref!r}{scope} in the ledger")
+
+
+def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
+                experiments: set[int] | None = None) -> list[int]:
+    """Every measured run recorded under the compared runs' experiments (or the named family's),
+    except the control's arm."""
     control_arm = ledger.run(control_id)["arm"]
-    experiments = {ledger.run(r)["experiment_id"] for r in run_ids}
+    experiments = experiments or {ledger.run(r)["experiment_id"] for r in run_ids}
     family = set(run_ids)
     for row in ledger.rows("runs"):
         run = ledger.run(row["id"])
@@ -72,20 +95,24 @@ def family_runs(ledger: Ledger, run_ids: list[int], control_id: int) -> list[int
     return sorted(family)
 
 
-def compare_runs(ledger: Ledger, run_ids: list[int], control_id: int, *, alpha: float = 0.05,
+def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float = 0.05,
                  power: float = 0.8, max_age_days: float = 7.0, n_boot: int = 10_000,
-                 now: dt.datetime | None = None) -> dict:
+                 family: str | None = None, now: dt.datetime | None = None) -> dict:
+    """Runs (ids, or arm names: the newest measured run of each) against a control."""
     now = now or dt.datetime.now(dt.timezone.utc)
+    experiments = family_experiments(ledger, family) if family else None
+    run_ids = [resolve_run(ledger, r, experiments) for r in run_ids]
+    control_id = resolve_run(ledger, control_id, experiments)
     if control_id in run_ids:
         raise LedgerError(f"run #{control_id} is the control; compare other runs against it")
     control = ledger.run(control_id)
     control_rows = _rows(ledger, control_id)
-    family = family_runs(ledger, run_ids, control_id)
-    rows = {r: _rows(ledger, r) for r in family}
+    family_ids = family_runs(ledger, run_ids, control_id, experiments)
+    rows = {r: _rows(ledger, r) for r in family_ids}
     common = set(control_rows).intersection(*(set(rows[r]) for r in run_ids))
     # the family's p-values, each on the games it shares with the control
     pvalues, comparisons = {}, {}
-    for r in family:
+    for r in family_ids:
         shared = sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
         comp = stats.compare({g: control_rows[g]["success"] for g in shared},
                              {g: rows[r][g]["success"] for g in shared},
@@ -93,8 +120,8 @@ def compare_runs(ledger: Ledger, run_ids: list[int], control_id: int, *, alpha: 
                              n_boot=n_boot)
         comparisons[r] = comp
         pvalues[r] = comp.p_value if comp.p_value is not None else 1.0  # unmeasurable: no discovery
-    holm = dict(zip(family, stats.adjust([pvalues[r] for r in family], "holm")))
-    bh = dict(zip(family, stats.adjust([pvalues[r] for r in family], "fdr_bh")))
+    holm = dict(zip(family_ids, stats.adjust([pvalues[r] for r in family_ids], "holm")))
+    bh = dict(zip(family_ids, stats.adjust([pvalues[r] for r in family_ids], "fdr_bh")))
 
     def denominators(run_rows: dict) -> dict:
         on_common = [run_rows[g] for g in sorted(common)]
@@ -116,7 +143,7 @@ def compare_runs(ledger: Ledger, run_ids: list[int], control_id: int, *, alpha: 
         if comp["difference"] is None or comp["difference"] <= 0:
             reasons.append("no positive difference")
         elif holm[r] >= alpha:
-            reasons.append(f"not significant after Holm over a family of {len(family)} "
+            reasons.append(f"not significant after Holm over a family of {len(family_ids)} "
                            f"(p {comp['p_value']:.3g} -> {holm[r]:.3g} >= {alpha})")
         arms.append({"run_id": r, "arm": run["arm"], "experiment_id": run["experiment_id"],
                      "denominators": denominators(rows[r]), "comparison": comp,
@@ -125,5 +152,6 @@ def compare_runs(ledger: Ledger, run_ids: list[int], control_id: int, *, alpha: 
                         "age_days": round(_age_days(control, now), 2),
                         "executor_fingerprint": control.get("executor_fingerprint"),
                         "denominators": denominators(control_rows)},
-            "family": {"runs": family, "size": len(family), "correction": "holm (and fdr_bh)"},
+            "family": {"name": family, "runs": family_ids, "size": len(family_ids),
+                       "correction": "holm (and fdr_bh)"},
             "common_games": len(common), "alpha": alpha, "power": power, "arms": arms}

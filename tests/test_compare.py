@@ -105,3 +105,21 @@ def test_compare_cli_prints_denominators_and_the_mde(ledger, tmp_path):
     assert "verdict: IMPROVEMENT" in result.stdout
     result = run_cli("compare", arm, "--control", 999)
     assert result.returncode == 2 and "999" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_arms_by_name_and_a_named_family(ledger, tmp_path):
+    first = ledger.add_experiment("sweep")  # the same family, two configs
+    second = ledger.add_experiment("sweep")
+    record(ledger, tmp_path, first, "no_memory", games(10))
+    record(ledger, tmp_path, first, "static_repo", games(12))
+    control = record(ledger, tmp_path, second, "no_memory", games(10))
+    arm = record(ledger, tmp_path, second, "closed_loop", games(30))
+    out = compare_runs(ledger, ["closed_loop"], "no_memory", n_boot=500)
+    assert out["control"]["run_id"] == control and out["arms"][0]["run_id"] == arm
+    assert out["family"]["size"] == 1  # the compared run's own experiment
+    named = compare_runs(ledger, ["closed_loop"], "no_memory", family="sweep", n_boot=500)
+    assert named["family"]["size"] == 2 and named["family"]["name"] == "sweep"
+    result = run_cli("compare", "closed_loop", "--family", "sweep")
+    assert result.returncode == 0 and "family sweep: 2 run(s)" in result.stdout
+    missing = run_cli("compare", "shuffled")
+    assert missing.returncode == 2 and "no measured run of arm 'shuffled'" in missing.stderr

@@ -222,8 +222,11 @@ def quickstart(
 
 @app.command("compare")
 def compare_cmd(
-    runs: List[int] = typer.Argument(..., help="Ledger run ids of the arms to compare."),
-    control: int = typer.Option(..., "--control", help="Ledger run id of the control."),
+    runs: List[str] = typer.Argument(..., help="Arms to compare: ledger run ids, or arm names "
+                                     "(the newest measured run of that arm)."),
+    control: str = typer.Option("no_memory", "--control", help="The control: a run id or an arm name."),
+    family: Optional[str] = typer.Option(None, "--family", help="Experiment name whose every measured "
+                                         "run forms the family (default: the compared runs' experiments)."),
     alpha: float = typer.Option(0.05, help="Family-wise significance level."),
     max_age_days: float = typer.Option(7.0, help="A control older than this is stale (gate 4)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -238,7 +241,8 @@ def compare_cmd(
     from skillos.ledger import Ledger
 
     with Ledger() as ledger:
-        result = compare_runs(ledger, list(runs), control, alpha=alpha, max_age_days=max_age_days)
+        result = compare_runs(ledger, list(runs), control, alpha=alpha, max_age_days=max_age_days,
+                              family=family)
     if as_json:
         _print_json(result)
         return
@@ -247,7 +251,9 @@ def compare_cmd(
     typer.echo(f"control run #{c['run_id']} ({c['arm']}, {c['age_days']:.1f} days old): "
                f"{d['successes']}/{d['measured']} measured of {d['attempted']} common games "
                f"({d['unmeasured']} unmeasured, {d['coerced_actions']} coerced actions)")
-    typer.echo(f"family: {result['family']['size']} run(s) {result['family']['runs']}, "
+    scope = result["family"]["name"] or "of the compared runs' experiments"
+    typer.echo(f"family {scope}: "
+               f"{result['family']['size']} run(s) {result['family']['runs']}, "
                f"Holm-corrected at alpha {result['alpha']}")
     for arm in result["arms"]:
         d, k = arm["denominators"], arm["comparison"]
