@@ -21,7 +21,7 @@ from typing import Callable
 
 import yaml
 
-from skillos.config import Config
+from skillos.config import Config, static_repo_path
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals.curator import make_curator
@@ -71,11 +71,12 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     are not played again) or `overwrite` (delete it and start over)."""
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     done = _prepare_out(out, cfg, resume, overwrite)
-    if "static_repo" in cfg.eval.arms:
-        try:  # fail on a bad folder before any game is played
-            SkillRepo.load(cfg.eval.static_repo)
-        except SkillError as exc:
-            raise SkillosError(f"eval.static_repo: {exc}") from None
+    for arm in cfg.eval.arms:
+        if static_repo_path(cfg, arm):
+            try:  # fail on a bad folder before any game is played
+                SkillRepo.load(static_repo_path(cfg, arm))
+            except SkillError as exc:
+                raise SkillosError(f"arm {arm}: {exc}") from None
 
     def gen_progress(split):
         return (lambda done, total: progress("generate", split, done, total, "")) if progress else None
@@ -251,8 +252,8 @@ def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | Non
     curator, mode = None, cfg.retrieval.mode
     if arm == "no_memory":
         repo = SkillRepo(None)
-    elif arm == "static_repo":
-        repo = SkillRepo.load(cfg.eval.static_repo)
+    elif static_repo_path(cfg, arm):
+        repo = SkillRepo.load(static_repo_path(cfg, arm))
     else:
         repo = SkillRepo.load(out / f"repo-{arm}")  # empty, or where a resumed run left it
         curator = make_curator(cfg.curator)

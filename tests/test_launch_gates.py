@@ -74,7 +74,10 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
         return core.Result("planted", (7,), "FAIL", detail="planted by the test")
 
     monkeypatch.setattr(core, "STATIC", core.STATIC + [always_fails])
-    args = {"eval": [str(write_config(tmp_path))], "quickstart": []}[command]
+    repo = tmp_path / "step-10"
+    repo.mkdir()
+    args = {"eval": [str(write_config(tmp_path))], "quickstart": [],
+            "sweep": [str(write_config(tmp_path)), "--repo", str(repo), "--executor", "heuristic"]}[command]
     out = tmp_path / "run"
     result = CliRunner().invoke(cli.app, [command, *args, *SMALL, "--out", str(out)])
     assert isinstance(result.exception, gates.GateRefused), result.output

@@ -32,7 +32,7 @@ app.add_typer(ledger_app, name="ledger")
 
 # Every command that spends compute: each runs the launch gates first (tests/test_launch_gates.py
 # checks that each one refuses a failing config).
-LAUNCHERS = ("eval", "quickstart")
+LAUNCHERS = ("eval", "quickstart", "sweep")
 OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the override and its reason '
                  "are recorded in the ledger as a process failure (repeatable).")
 
@@ -123,7 +123,7 @@ OVERWRITE_HELP = "Delete what is in --out and start over."
 
 
 def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: List[str],
-         resume: bool = False, overwrite: bool = False) -> None:
+         resume: bool = False, overwrite: bool = False, after=None) -> None:
     from skillos import gates
     from skillos.evals.experiment import check_out, default_out_dir
     from skillos.evals.report import render
@@ -143,6 +143,8 @@ def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: L
                  if cfg.compute.watchdog else contextlib.nullcontext())
         with watch:
             result = _run_with_progress(cfg, out_dir, ledger, resume, overwrite)
+    if after is not None:  # a command's own summary, added to the report
+        after(result, out_dir)
     if as_json:
         _print_json(result)
     else:
@@ -218,6 +220,55 @@ def quickstart(
         cfg = cfgmod.load(path)
     _apply_overrides(cfg, n_games, n_train_games)
     _run(cfg, out_dir, as_json, "quickstart", override, resume, overwrite)
+
+
+@app.command("sweep")
+def sweep_cmd(
+    config: Path = typer.Argument(..., help="Experiment config (YAML): games, control, statistics."),
+    repo: List[Path] = typer.Option(..., "--repo", help="A skill repo folder to evaluate, e.g. one "
+                                    "per checkpoint (repeatable; a number in its name is its step)."),
+    executor: str = typer.Option(..., "--executor", help="The target executor: heuristic, "
+                                 "openai:MODEL or anthropic:MODEL (other settings from CONFIG)."),
+    n_games: Optional[int] = typer.Option(None, help="Override env.n_games."),
+    n_train_games: Optional[int] = typer.Option(None, help="Override env.n_train_games (the "
+                                                "gates check the held-out games against them)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-sweep-TIME)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
+    resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+):
+    """Several skill repos on one target executor, with a fresh control in the same run.
+
+    Prints the family-corrected table, the best repo with the selection caveat, and writes
+    lift-vs-step with 95% CIs as sweep.png. Lift on one executor does not predict lift on
+    another: the target executor is required.
+    """
+    from skillos import config as cfgmod
+    from skillos.evals import sweep
+
+    cfg = sweep.sweep_config(cfgmod.load(config), list(repo), executor)
+    _apply_overrides(cfg, n_games, n_train_games)
+
+    def summarize(result, out):
+        from skillos.repo.store import write_atomic
+
+        summary = sweep.summarize(result)
+        summary["png"] = sweep.plot(summary, Path(out) / "sweep.png")
+        result["sweep"] = summary
+        write_atomic(Path(out) / "sweep.json", json.dumps(summary, indent=1))
+        if not as_json:
+            for r in summary["rows"]:
+                diff = "unmeasured" if r["difference"] is None else f"{100 * r['difference']:+.1f} pts"
+                holm = "unmeasured" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
+                mde = "unmeasured" if r["mde"] is None else f"{100 * r['mde']:.1f} pts"
+                err.print(f"step {r['step']:>6} {r['repo']}: {diff} (Holm p {holm}, MDE {mde}, "
+                          f"paired n={r['n_paired']})", markup=False, highlight=False)
+            if summary["best"]:
+                err.print(f"best of held-out: {summary['best']} — {summary['caveat']}", markup=False)
+            err.print(f"lift vs step: {summary['png']}", markup=False, highlight=False)
+
+    _run(cfg, out_dir, as_json, "sweep", override, resume, overwrite, after=summarize)
 
 
 @app.command("compare")

@@ -143,6 +143,7 @@ class EvalConfig:
     power: float = 0.8
     bootstrap: int = 10_000
     static_repo: str | None = None  # skill folder for the static_repo arm
+    static_repos: dict = field(default_factory=dict)  # name -> folder, for arms "repo:NAME" (sweeps)
     output_dir: str = "runs"
     workers: int = 0  # arms played in parallel processes; 0: one per CPU core
     concurrency: int = 1  # games in flight per arm (model backends: 16-64; heuristic: 1)
@@ -251,6 +252,10 @@ def validate(cfg: Config) -> Config:
     if not cfg.eval.arms:
         raise ConfigError("eval.arms: name at least one arm")
     for i, arm in enumerate(cfg.eval.arms):
+        if str(arm).startswith("repo:"):
+            if arm[5:] not in cfg.eval.static_repos:
+                raise ConfigError(f"eval.arms[{i}]: {arm!r} names no folder in eval.static_repos")
+            continue
         if arm not in ARMS:
             raise ConfigError(f"eval.arms[{i}]: unknown arm {arm!r}{did_you_mean(str(arm), ARMS)}")
     if len(set(cfg.eval.arms)) != len(cfg.eval.arms):
@@ -279,6 +284,15 @@ def validate(cfg: Config) -> Config:
     if cfg.eval.bootstrap < 100:
         raise ConfigError(f"eval.bootstrap: at least 100 resamples, got {cfg.eval.bootstrap}")
     return cfg
+
+
+def static_repo_path(cfg: Config, arm: str) -> str | None:
+    """The fixed skill folder an arm plays with (static_repo, repo:NAME), else None."""
+    if arm == "static_repo":
+        return cfg.eval.static_repo
+    if arm.startswith("repo:"):
+        return cfg.eval.static_repos[arm[5:]]
+    return None
 
 
 def from_dict(data: Any, where: str = "") -> Config:
