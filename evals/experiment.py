@@ -92,7 +92,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-    record = _Record(ledger, cfg)
+    record = _Record(ledger, cfg, out, resumed=resume)
     jobs = [(cfg, arm, held_out, train, out, done.get(arm, {})) for arm in cfg.eval.arms]
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
     try:
@@ -123,14 +123,21 @@ class _Record:
     """What an eval writes to the ledger: the experiment, one run per arm, one eval per run,
     and an operational failure if the eval crashed. No ledger: records nothing."""
 
-    def __init__(self, ledger, cfg: Config):
+    def __init__(self, ledger, cfg: Config, out: Path, resumed: bool = False):
         self.ledger, self.runs = ledger, {}
         if ledger is None:
             return
         self.experiment = record_experiment(ledger, cfg)
         ledger.correct("experiments", self.experiment, "status", "eval started", value="running")
+        output = str(out.resolve())
+        if resumed:  # the killed runs of this folder end here, instead of "running" forever
+            for row in ledger.rows("runs"):
+                if row["experiment_id"] == self.experiment and row["ended_at"] is None and \
+                        json.loads(row["config_json"] or "{}").get("output") == output:
+                    ledger.end_run(row["id"], "interrupted", f"killed; resumed from {output}")
+        snapshot = {**cfg.to_dict(), "output": output}  # where the run's rows are
         for arm in cfg.eval.arms:
-            self.runs[arm] = ledger.start_run(self.experiment, arm, cfg.to_dict(), cfg.env.seed,
+            self.runs[arm] = ledger.start_run(self.experiment, arm, snapshot, cfg.env.seed,
                                               executor_fingerprint(cfg))
 
     def interrupted(self) -> None:

@@ -46,7 +46,8 @@ def sequential(tmp_path_factory, game_cache):
 
 # kill inside closed_loop's train curation, and inside its held-out games
 @pytest.mark.parametrize("kill_at", [("curation.jsonl", 2), ("games.jsonl", 9)])
-def test_kill_9_then_resume_gives_the_same_rows(tmp_path, game_cache, sequential, kill_at):
+def test_kill_9_then_resume_gives_the_same_rows(tmp_path, game_cache, sequential, kill_at,
+                                                skillos_home):
     config, reference = sequential
     env = {**os.environ, "SKILLOS_CACHE": str(game_cache)}
 
@@ -69,6 +70,12 @@ def test_kill_9_then_resume_gives_the_same_rows(tmp_path, game_cache, sequential
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert rows(killed) == reference
     assert len(reference) == 6 + 6 + 6
+    from skillos.ledger import Ledger
+
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        runs = ledger.rows("runs")
+    assert [r["status"] for r in runs] == ["interrupted"] * 2 + ["finished"] * 2
+    assert "resumed from" in runs[0]["detail"]
 
 
 def test_resume_refuses_a_different_config(tmp_path, game_cache):
