@@ -16,7 +16,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/llm_server.py
@@ -25,35 +24,8 @@ from llm_server import ScriptedLLM  # noqa: E402
 
 from skillos.config import BackendConfig  # noqa: E402
 from skillos.evals.backends.llm_executor import LLMExecutor  # noqa: E402
+from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame  # noqa: E402
 from skillos.evals.runner import run_arm  # noqa: E402
-
-
-@dataclass(frozen=True)
-class Obs:
-    text: str
-    admissible: tuple
-    won: bool
-
-
-@dataclass(frozen=True)
-class Game:
-    id: str
-    path: str = ""
-    task: str = "wait"
-    task_type: str = "bench"
-
-
-class FixedEnv:
-    task = "wait"
-
-    def load(self, path):
-        pass
-
-    def reset(self):
-        return Obs("A quiet room.", ("wait", "look"), False)
-
-    def step(self, action):
-        return Obs("Time passes.", ("wait", "look"), False)
 
 
 def always_wait(messages):
@@ -80,9 +52,11 @@ def main():
         executor = LLMExecutor(BackendConfig(backend="openai", model="bench", base_url=url,
                                              history_length=3, max_retries=0, timeout_s=30))
         for concurrency in (1, 16, 64):
-            games = [Game(f"g{i}") for i in range(max(4, 3 * concurrency))]
+            games = [ScriptedGame(f"g{i}") for i in range(max(4, 3 * concurrency))]
             start = time.perf_counter()
-            rows = run_arm("bench", games, env=FixedEnv(), make_env=FixedEnv, executor=executor,
+            never_wins = ScriptedEnv(("wait", "look"), win_action=None)
+            rows = run_arm("bench", games, env=never_wins,
+                           make_env=lambda: ScriptedEnv(("wait", "look"), win_action=None), executor=executor,
                            repo=None, max_steps=steps, concurrency=concurrency)
             elapsed = time.perf_counter() - start
             lost = [r["unmeasured_reason"] for r in rows if r["unmeasured"]]

@@ -12,9 +12,9 @@ import math
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
+from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.gates.core import Context, Result, dry_run, training_only
 
 GIB = 1024 ** 3
@@ -23,40 +23,6 @@ EVAL_GAMES = 3  # real games in an eval dry run
 
 
 # -- stand-ins for scripted rollouts -----------------------------------------------------------
-@dataclass(frozen=True)
-class _Obs:
-    text: str
-    admissible: tuple
-    won: bool
-
-
-@dataclass(frozen=True)
-class _Game:
-    id: str
-    path: str = ""
-    task_type: str = "pick_and_place_simple"
-    task: str = "put a clean mug in the coffeemachine"
-
-
-class _ScriptedEnv:
-    """A one-room game: `take mug` wins. Stands in for ALFWorld where the check is about the
-    toolkit's plumbing, not the game."""
-
-    task = ""
-
-    def load(self, path):
-        if path == "missing":
-            raise FileNotFoundError("game file missing")
-
-    def reset(self):
-        self.task = _Game.task
-        return _Obs("You are in a kitchen. Your task is to: put a clean mug in the coffeemachine.",
-                    ("look", "take mug"), False)
-
-    def step(self, action):
-        return _Obs("You pick up the mug.", ("look",), action == "take mug")
-
-
 class _Failing:
     """An executor whose every call fails the way remote models fail."""
 
@@ -138,7 +104,7 @@ def top_k_used(ctx: Context) -> Result:
     for i in range(settings["top_k"] + 3):
         repo.insert(f"mug-skill-{i}", f"How to put a clean mug in the coffeemachine, variant {i}.")
     executor = _Recording()
-    play(_ScriptedEnv(), executor, Retriever(repo, ctx.cfg.retrieval.mode), _Game("g"),
+    play(ScriptedEnv(), executor, Retriever(repo, ctx.cfg.retrieval.mode), ScriptedGame("g"),
          1, settings["top_k"])
     seen = executor.skills_seen[0] if executor.skills_seen else None
     expected = ctx.reference.values.get("retrieval.top_k") if ctx.reference else None
@@ -162,11 +128,11 @@ def sentinels(ctx: Context) -> Result:
     errors = (TimeoutError("executor timed out"), ConnectionError("HTTP 503 from the endpoint"),
               ValueError("unparseable model reply"))
     for exc in errors:
-        rows = run_arm("sentinel", [_Game("g1")], env=_ScriptedEnv(), executor=_Failing(exc),
+        rows = run_arm("sentinel", [ScriptedGame("g1")], env=ScriptedEnv(), executor=_Failing(exc),
                        repo=None, max_steps=3, top_k=ctx.cfg.retrieval.top_k)
         if rows[0]["success"] is not None or not rows[0]["unmeasured"]:
             problems.append(f"{type(exc).__name__} scored as success={rows[0]['success']}")
-    rows = run_arm("sentinel", [_Game("g2", path="missing")], env=_ScriptedEnv(),
+    rows = run_arm("sentinel", [ScriptedGame("g2", path="missing")], env=ScriptedEnv(),
                    executor=_Recording(), repo=None, max_steps=3, top_k=1)
     if rows[0]["success"] is not None:
         problems.append("an env failure was scored")
@@ -180,9 +146,9 @@ def sentinels(ctx: Context) -> Result:
     if filled[0] != 1.0:
         problems.append("an unmeasured rollout was not given the group mean")
     budget = ctx.cfg.eval.max_error_rate
-    games = [_Game(f"o{i}") for i in range(MIN_GAMES_FOR_ABORT + 1)]
+    games = [ScriptedGame(f"o{i}") for i in range(MIN_GAMES_FOR_ABORT + 1)]
     try:
-        run_arm("outage", games, env=_ScriptedEnv(), executor=_Failing(ConnectionError("outage")),
+        run_arm("outage", games, env=ScriptedEnv(), executor=_Failing(ConnectionError("outage")),
                 repo=None, max_steps=3, top_k=1, max_error_rate=budget)
         problems.append(f"an arm with every game unmeasured did not abort (budget {budget})")
     except ArmAborted:
@@ -331,7 +297,7 @@ def splits_disjoint(ctx: Context) -> Result:
     if not overlap and ctx.training:
         from skillos.training.env import CuratorEnv, Setup
 
-        setup = Setup({g.id: g for g in train}, _Recording(), _ScriptedEnv, cfg.training.group_size)
+        setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size)
         try:
             CuratorEnv(setup).reset(game_ids=[held_out[0].id] * cfg.training.group_size)
             overlap = {"readable"}
