@@ -15,27 +15,10 @@ out of the test and are counted.
 from __future__ import annotations
 
 import datetime as dt
-import json
-from pathlib import Path
 
 from skillos.evals import stats
-from skillos.evals.verify import run_outcomes
+from skillos.evals.verify import run_rows
 from skillos.ledger.store import Ledger, LedgerError
-
-
-def _rows(ledger: Ledger, run_id: int) -> dict:
-    """game id -> its JSONL row (eval phase) for the run's arm; the file's hash is verified."""
-    outcomes = run_outcomes(ledger, run_id)  # verifies the recorded sha256
-    run = ledger.run(run_id)
-    ev = [e for e in run["evals"] if e["valid"]][-1]
-    arm = ev["arm"] or run["arm"]
-    rows = {}
-    for line in Path(ev["jsonl_path"]).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            if row.get("arm") == arm and row.get("phase", "eval") == "eval" and row["game_id"] in outcomes:
-                rows[row["game_id"]] = row
-    return rows
 
 
 def _age_days(run: dict, now: dt.datetime) -> float:
@@ -106,9 +89,9 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float = 0.
     if control_id in run_ids:
         raise LedgerError(f"run #{control_id} is the control; compare other runs against it")
     control = ledger.run(control_id)
-    control_rows = _rows(ledger, control_id)
+    control_rows = run_rows(ledger, control_id)
     family_ids = family_runs(ledger, run_ids, control_id, experiments)
-    rows = {r: _rows(ledger, r) for r in family_ids}
+    rows = {r: run_rows(ledger, r) for r in family_ids}
     common = set(control_rows).intersection(*(set(rows[r]) for r in run_ids))
     # the family's p-values, each on the games it shares with the control
     pvalues, comparisons = {}, {}
@@ -123,9 +106,9 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float = 0.
     holm = dict(zip(family_ids, stats.adjust([pvalues[r] for r in family_ids], "holm")))
     bh = dict(zip(family_ids, stats.adjust([pvalues[r] for r in family_ids], "fdr_bh")))
 
-    def denominators(run_rows: dict) -> dict:
-        on_common = [run_rows[g] for g in sorted(common)]
-        return {"games_recorded": len(run_rows), "attempted": len(on_common),
+    def denominators(by_game: dict) -> dict:
+        on_common = [by_game[g] for g in sorted(common)]
+        return {"games_recorded": len(by_game), "attempted": len(on_common),
                 "measured": sum(r["success"] is not None for r in on_common),
                 "unmeasured": sum(r["success"] is None for r in on_common),
                 "successes": sum(bool(r["success"]) for r in on_common),

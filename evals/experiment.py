@@ -60,6 +60,7 @@ def default_out_dir(cfg: Config) -> Path:
 
 
 ROW_FILES = {"train": "curation.jsonl", "eval": "games.jsonl"}
+LEARNING_ARMS = ("closed_loop", "shuffled")  # arms with a curator and a repo folder of their own
 
 
 def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress | None = None,
@@ -82,7 +83,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
         return (lambda done, total: progress("generate", split, done, total, "")) if progress else None
 
     held_out = load_games(cfg, cfg.env.split, cfg.env.n_games, gen_progress(cfg.env.split))
-    learns = {"closed_loop", "shuffled"} & set(cfg.eval.arms)
+    learns = set(LEARNING_ARMS) & set(cfg.eval.arms)
     train = []
     if learns and cfg.env.n_train_games:
         train = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games, gen_progress(cfg.env.train_split))
@@ -222,7 +223,7 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
         done.setdefault(r["arm"], {}).setdefault(r["phase"], {})[r["game_id"]] = r
     restart = []
     for arm in cfg.eval.arms:
-        if arm in ("closed_loop", "shuffled"):
+        if arm in LEARNING_ARMS:
             finished = sum(len(v) for v in done.get(arm, {}).values())
             state = curation_progress(out / f"repo-{arm}")
             if state["state"] != "idle" or state["curated"] != finished:

@@ -21,11 +21,11 @@ from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
 from skillos.repo.store import write_atomic
 
-MIN_GAMES_FOR_ABORT = 20
+MIN_GAMES_FOR_ABORT = 20  # the error budget is judged after this many games
 # The ALFWorld engine (the fast-downward translator, TextWorld's parsers) keeps module-level
 # state and is not thread-safe. Games in flight share it one call at a time; what runs
 # concurrently is the executor (model calls), which is where the time goes.
-ENGINE_LOCK = threading.RLock()  # the error budget is judged after this many games
+ENGINE_LOCK = threading.RLock()
 
 
 class ArmAborted(SkillosError):
@@ -206,7 +206,6 @@ def _curate(curator, traj, repo: SkillRepo) -> None:
         return
     marker = repo.root / PROGRESS
     curated = curation_progress(repo.root)["curated"]
-    repo.root.mkdir(parents=True, exist_ok=True)
     write_atomic(marker, json.dumps({"curated": curated, "state": "curating"}))
     curator.curate(traj, repo)
     write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))

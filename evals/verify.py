@@ -18,7 +18,12 @@ METRICS = ("success_rate",)
 
 
 def run_outcomes(ledger: Ledger, run_id: int) -> dict:
-    """game id -> success (True/False/None) of a run's held-out games, from its recorded JSONL;
+    """game id -> success (True/False/None) of a run's held-out games."""
+    return {game: r["success"] for game, r in run_rows(ledger, run_id).items()}
+
+
+def run_rows(ledger: Ledger, run_id: int) -> dict:
+    """game id -> the JSONL row of each of a run's held-out games, from its recorded file;
     refuses a file that changed since the ledger recorded its hash."""
     run = ledger.run(run_id)
     evals = [e for e in run["evals"] if e["valid"]]
@@ -32,7 +37,7 @@ def run_outcomes(ledger: Ledger, run_id: int) -> dict:
     if ev["jsonl_sha256"] and hashlib.sha256(data).hexdigest() != ev["jsonl_sha256"]:
         raise LedgerError(f"run #{run_id}: {path} changed since it was recorded (sha256 differs)")
     rows = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
-    return {r["game_id"]: r["success"] for r in rows
+    return {r["game_id"]: r for r in rows
             if r.get("arm") == (ev["arm"] or run["arm"]) and r.get("phase", "eval") == "eval"}
 
 
