@@ -41,6 +41,35 @@ TOOLS = [
 ]
 TOOL_OPS = {"new_skill_insert": "insert", "skill_update": "update", "skill_delete": "delete"}
 
+# The schema TRL publishes for CuratorEnv.curate_and_advance (built from its docstring by
+# transformers' get_json_schema, "return" included: the chat template renders all of it, so
+# eval prompts match training prompts); a test holds the two equal.
+CURATE_AND_ADVANCE = {"type": "function", "function": {
+    "name": "curate_and_advance",
+    "description": "Edit the skill repo, then let the executor play the next task with the updated repo.",
+    "parameters": {"type": "object", "required": ["operations"], "properties": {"operations": {
+        "type": "array", "items": {"type": "object"},
+        "description": 'Skill edits to apply in order; an empty list advances without editing. Each is '
+                       '{"op": "insert" | "update" | "delete", "skill_name": str, "content": str (insert), '
+                       '"new_name": str (update, optional), "new_content": str (update)}. Content is SKILL.md '
+                       'text (frontmatter with a description) or plain markdown whose first line is the '
+                       'description.'}}},
+    "return": {"type": "string", "description": "The result of each operation, then the next task, the skills "
+               "the executor\n    retrieved, its trajectory and whether it succeeded."}}}
+TOOL_SURFACES = {"paper": TOOLS, "curate_and_advance": [CURATE_AND_ADVANCE]}
+# skillos train writes this file into every checkpoint: {"tools": <surface it trained on>}.
+SURFACE_FILE = "skillos-curator.json"
+
+# The curator's instructions, the same in training (the dataset prompt) and in evaluation.
+CURATOR_SYSTEM = ("You maintain a repository of skills (short markdown guides) that a household agent "
+                  "retrieves before each task. After each game, add, rewrite or delete skills so the "
+                  "agent does better on the next tasks.")
+CURATOR_INSTRUCTIONS = {
+    "paper": "Call the tools; call none if nothing should change.",
+    "curate_and_advance": "After each task call curate_and_advance with your edits (an empty list "
+                          "to change nothing); it plays the next task and shows you the result.",
+}
+
 
 @dataclass(frozen=True)
 class Applied:
@@ -122,3 +151,20 @@ def curator_input(traj, position: int | None = None, total: int | None = None) -
     lines += [f"> {s.action}\n{s.observation.strip()[:300]}" for s in steps]
     lines.append(f"Result: {result}")
     return "\n".join(lines)
+
+
+def check_surface(model: str | None, tools: str) -> None:
+    """Refuse to evaluate a skillos-trained checkpoint on a tool surface it was not trained on."""
+    from pathlib import Path
+
+    marker = Path(model or "").expanduser() / SURFACE_FILE
+    if not model or not marker.is_file():
+        return
+    import json
+
+    from skillos.errors import SkillosError
+
+    trained = json.loads(marker.read_text()).get("tools")
+    if trained and trained != tools:
+        raise SkillosError(f"curator {model}: trained on the {trained} tool surface, configured with "
+                           f"curator.tools: {tools}; set curator.tools: {trained}")

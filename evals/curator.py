@@ -21,14 +21,17 @@ class Curator(Protocol):
         """Edit `repo` after one game; one outcome (with `.ok`) per operation attempted."""
 
 
-def make_curator(config) -> Curator:
+def make_curator(config, horizon: int | None = None) -> Curator:
+    """A curator from the config's `curator` section; `horizon` is the |G| a trained curator saw."""
     if config.backend == "heuristic":
         from skillos.evals.backends.heuristic import HeuristicCurator
 
         return HeuristicCurator()
-    if config.backend in ("openai", "anthropic"):
+    from skillos.evals.backends.chat import MODEL_BACKENDS
+
+    if config.backend in MODEL_BACKENDS:
         from skillos.evals.backends.llm_curator import LLMCurator
 
-        return LLMCurator(config)
-    raise SkillosError(f"curator.backend {config.backend!r} is not available in this version; "
-                       "use heuristic, openai or anthropic")
+        return LLMCurator(config, horizon)
+    raise SkillosError(f"curator.backend {config.backend!r} is not a backend; "
+                       f"use heuristic or one of {', '.join(MODEL_BACKENDS)}")

@@ -1,8 +1,8 @@
 """The executor: the frozen agent that plays a task given the top-k retrieved skills.
 
 An executor makes one `Episode` per game; the runner feeds it each observation and the
-admissible commands and takes one action back. Backends: `heuristic` (no model), and `openai` / `anthropic`
-(evals/backends/llm_executor.py); vllm and hf plug in behind the same two methods.
+admissible commands and takes one action back. Backends: `heuristic` (no model), and every model backend
+(openai, anthropic, vllm, hf) through evals/backends/llm_executor.py.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ def make_executor(config) -> Executor:
         from skillos.evals.backends.heuristic import HeuristicExecutor
 
         return HeuristicExecutor()
-    if config.backend in ("openai", "anthropic"):
+    from skillos.evals.backends.chat import MODEL_BACKENDS
+
+    if config.backend in MODEL_BACKENDS:
         from skillos.evals.backends.llm_executor import LLMExecutor
 
         return LLMExecutor(config)
-    raise SkillosError(f"executor.backend {config.backend!r} is not available in this version; "
-                       "use heuristic, openai or anthropic")
+    raise SkillosError(f"executor.backend {config.backend!r} is not a backend; "
+                       f"use heuristic or one of {', '.join(MODEL_BACKENDS)}")

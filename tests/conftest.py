@@ -34,3 +34,14 @@ def skillos_home(tmp_path, monkeypatch):
     home = tmp_path / "skillos-home"
     monkeypatch.setenv("SKILLOS_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def tiny_curator(game_cache, tmp_path_factory):
+    """The tiny local model (built into the session cache) after the format warm-up: a real
+    transformers model that emits well-formed curate_and_advance calls (~15 s to make)."""
+    from skillos.evals.curation import TOOL_SURFACES
+    from skillos.training.warmup import curator_examples, warm_up
+
+    return warm_up("tiny-qwen2", curator_examples(), TOOL_SURFACES["curate_and_advance"],
+                   tmp_path_factory.mktemp("tiny-curator"))

@@ -90,6 +90,9 @@ class ScriptedLLM:
                     return self._send(failure, {"error": {"message": f"injected {failure}",
                                                           "type": "server_error"}})
                 messages = body.get("messages", [])
+                broken = _protocol_error(self.path, messages)
+                if broken:  # what the real APIs refuse with a 400
+                    return self._send(400, {"error": {"message": broken, "type": "invalid_request_error"}})
                 if self.path.endswith("/messages") and body.get("system"):
                     messages = [{"role": "system", "content": body["system"]}, *messages]
                 reply = llm.policy(messages)  # text, or {"content": text, "tool_calls": [...]}
@@ -130,3 +133,38 @@ class ScriptedLLM:
                     pass  # the client gave up (a stall past its timeout)
 
         return Handler
+
+
+def _protocol_error(path: str, messages: list) -> str | None:
+    """The tool-call rules both APIs enforce: every tool response answers a call the assistant
+    made just before it, by id; OpenAI tool-call arguments are JSON strings."""
+    open_ids = set()
+    for m in messages:
+        if path.endswith("/chat/completions"):
+            if m.get("role") == "assistant":
+                open_ids = set()
+                for c in m.get("tool_calls") or []:
+                    if not isinstance(c["function"]["arguments"], str):
+                        return "tool_calls[].function.arguments must be a string"
+                    open_ids.add(c["id"])
+            elif m.get("role") == "tool":
+                if m.get("tool_call_id") not in open_ids:
+                    return f"tool message answers no tool call: {m.get('tool_call_id')!r}"
+                open_ids.discard(m["tool_call_id"])
+            elif open_ids:
+                return "tool calls left unanswered"
+        else:
+            blocks = m["content"] if isinstance(m.get("content"), list) else []
+            if m.get("role") == "assistant":
+                open_ids = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+            elif m.get("role") == "user":
+                for b in blocks:
+                    if b.get("type") == "tool_result":
+                        if b["tool_use_id"] not in open_ids:
+                            return f"tool_result answers no tool_use: {b['tool_use_id']!r}"
+                        open_ids.discard(b["tool_use_id"])
+                if open_ids:
+                    return "tool_use blocks left unanswered"
+            if m.get("role") not in ("user", "assistant"):
+                return f"role {m.get('role')!r} is not allowed"
+    return None

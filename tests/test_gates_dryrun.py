@@ -139,5 +139,5 @@ def test_not_enough_disk_is_refused(game_cache):
 def test_an_unavailable_executor_is_a_one_line_error(game_cache):
     from skillos.errors import SkillosError
 
-    with pytest.raises(SkillosError, match="executor.backend 'vllm' is not available"):
-        dry(**{"executor.backend": "vllm"})
+    with pytest.raises(SkillosError, match="needs a GPU machine with vllm installed"):
+        dry(**{"executor.backend": "vllm", "executor.model": "tiny-qwen2"})

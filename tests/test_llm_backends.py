@@ -9,7 +9,7 @@ import yaml
 
 from conftest import ROOT, run_cli
 from llm_server import ScriptedLLM
-from skillos.config import BackendConfig
+from skillos.config import BackendConfig, CuratorConfig
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import BackendError, make_chat
 from skillos.evals.backends.llm_executor import LLMExecutor, parse_action
@@ -26,7 +26,7 @@ def llm(monkeypatch):
 
 def backend(server, kind="openai", **kw):
     url = server.openai_url if kind == "openai" else server.anthropic_url
-    return BackendConfig(backend=kind, model="Qwen3-8B", base_url=url, max_retries=2,
+    return CuratorConfig(backend=kind, model="Qwen3-8B", base_url=url, max_retries=2,
                          timeout_s=0.5, **kw)
 
 
@@ -217,6 +217,38 @@ def test_a_failed_curator_call_edits_nothing_and_is_counted(llm):
     assert curator.curate(_trajectory(), repo) == [] and len(repo) == 0
     assert curator.unmeasured_calls == 1
 
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_curate_and_advance_curator_converses_as_in_training(kind, monkeypatch):
+    """The trained surface: each later game arrives in the tool response to the previous call
+    (one response per call, ids matched, as the APIs require); a new conversation every horizon."""
+    from skillos.evals.backends.llm_curator import LLMCurator
+    from skillos.repo import SkillRepo
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    insert = {"name": "curate_and_advance", "arguments": {"operations": [
+        {"op": "insert", "skill_name": "find-mugs", "content": "Mugs are on desks\nGo to the desk."}]}}
+    replies = iter([{"tool_calls": [insert, {"name": "curate_and_advance", "arguments": {"operations": []}}]},
+                    {"content": "nothing to change"}, {"tool_calls": [insert]}])
+    with ScriptedLLM(lambda m: next(replies)) as server:
+        curator = LLMCurator(backend(server, kind, tools="curate_and_advance"), horizon=3)
+        repo = SkillRepo(None)
+        assert [a.ok for a in curator.curate(_trajectory(), repo)] == [True]
+        curator.curate(_trajectory(False), repo)  # a 400 here would be a BackendError: unmeasured
+        curator.curate(_trajectory(), repo)
+        assert curator.unmeasured_calls == 0 and len(server.calls) == 3
+        second, third = (call["body"]["messages"] for call in server.calls[1:])
+    assert [t["function"]["name"] if kind == "openai" else t["name"]
+            for t in server.calls[0]["body"]["tools"]] == ["curate_and_advance"]
+    text = json.dumps(second)
+    assert "Operations:\\n- insert find-mugs: ok" in text and "Result: FAILURE" in text
+    if kind == "openai":
+        assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "tool"]
+    else:
+        assert [m["role"] for m in second] == ["user", "assistant", "user"]
+        assert [b["type"] for b in second[-1]["content"]] == ["tool_result", "tool_result"]
+    assert third[-1]["role"] == "user" and "Result: SUCCESS" in json.dumps(third[-1])  # after a text reply
 
 @pytest.mark.parametrize("reply, verdict", [
     ('{"verdict": "VALID", "reason": "specific"}', True),

@@ -24,7 +24,7 @@ class AnthropicChat:
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
         c = self.config
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        turns = _turns([m for m in messages if m["role"] != "system"])
         kwargs = {"model": self.model, "messages": turns,
                   "max_tokens": c.max_tokens or DEFAULT_MAX_TOKENS}
         if system:
@@ -58,3 +58,24 @@ class AnthropicChat:
         return ChatResult("".join(text), calls, "".join(thinking) or None,
                           usage.input_tokens if usage else None,
                           usage.output_tokens if usage else None)
+
+
+def _turns(messages: list[dict]) -> list[dict]:
+    """Canonical messages -> Anthropic turns: tool calls become tool_use blocks, tool responses
+    tool_result blocks in a user turn (consecutive ones merged, as the API requires)."""
+    turns = []
+    for m in messages:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            blocks = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                        "input": c["function"]["arguments"]} for c in m["tool_calls"]]
+            turns.append({"role": "assistant", "content": blocks})
+        elif m["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if turns and turns[-1]["role"] == "user" and isinstance(turns[-1]["content"], list):
+                turns[-1]["content"].append(block)
+            else:
+                turns.append({"role": "user", "content": [block]})
+        else:
+            turns.append({"role": m["role"], "content": m["content"]})
+    return turns

@@ -8,13 +8,18 @@ only from the environment variable the config names.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from skillos.errors import SkillosError
 
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+MODEL_BACKENDS = ("openai", "anthropic", "vllm", "hf")  # every one serves as executor, curator or judge
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_THINK = re.compile(r"<think>(.*?)</think>", re.S)
 
 
 class BackendError(Exception):
@@ -57,5 +62,31 @@ def make_chat(config) -> ChatBackend:
         from skillos.evals.backends.anthropic_chat import AnthropicChat
 
         return AnthropicChat(config)
-    raise SkillosError(f"backend {config.backend!r} is not available in this version; "
-                       "use heuristic, openai or anthropic")
+    if config.backend == "hf":
+        from skillos.evals.backends.hf_chat import HFChat
+
+        return HFChat(config)
+    if config.backend == "vllm":
+        from skillos.evals.backends.vllm_chat import VLLMChat
+
+        return VLLMChat(config)
+    raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(MODEL_BACKENDS)}")
+
+
+def parse_generated(text: str) -> ChatResult:
+    """Raw text a local model generated -> content, tool calls and reasoning (the Qwen/Hermes
+    format: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, `<think>...</think>`).
+    A block that is not JSON becomes a call named "_unparsed", which the curator counts as an
+    invalid operation rather than dropping it silently."""
+    reasoning = "\n".join(m.strip() for m in _THINK.findall(text)) or None
+    if "</think>" in text and "<think>" not in text:  # the template opened <think> in the prompt
+        reasoning, text = text.split("</think>", 1)[0].strip() or None, text.split("</think>", 1)[1]
+    text = _THINK.sub("", text)
+    calls = []
+    for block in _TOOL_CALL.findall(text):
+        try:
+            call = json.loads(block)
+            calls.append({"name": str(call["name"]), "arguments": call.get("arguments") or {}})
+        except (ValueError, KeyError, TypeError):
+            calls.append({"name": "_unparsed", "arguments": {"_unparsed": block[:300]}})
+    return ChatResult(_TOOL_CALL.sub("", text).strip(), calls, reasoning)

@@ -1,32 +1,77 @@
 """The LLM curator: after each game it reads the trajectory and the repo's skills and edits the
-repo with the paper's three tools (new_skill_insert, skill_update, skill_delete), or with
-`curate_and_advance(operations)`, the form a curator trained by skillos.training calls. Both go
-through `skillos.evals.curation`, the surface training uses. A failed call edits nothing and is
-counted (`unmeasured_calls`), never turned into an operation."""
+repo through `skillos.evals.curation`, the surface training uses, in one of two forms
+(`curator.tools`):
+
+* `paper`: the paper's three tools (new_skill_insert, skill_update, skill_delete), one fresh
+  prompt per game with the current skill listing;
+* `curate_and_advance`: the one tool skillos train publishes, in the conversation shape of a
+  training rollout: the first game's input in the user turn, each later game's input in the
+  tool response to the previous call, and a fresh conversation every `horizon` games (the
+  |G| it was trained on). A curator trained on this surface must be evaluated on it.
+
+A failed call edits nothing and is counted (`unmeasured_calls`), never turned into an operation.
+"""
 
 from __future__ import annotations
 
 from skillos.evals.backends.chat import BackendError, make_chat
-from skillos.evals.curation import TOOLS, apply_op, curator_input, ops_from_tool_calls
+from skillos.evals.curation import (CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, TOOL_SURFACES, apply_op,
+                                    check_surface, curator_input, ops_from_tool_calls)
 
-SYSTEM = ("You maintain a repository of skills (short markdown guides) that a household agent "
-          "retrieves before each task. After each game, add, rewrite or delete skills so the "
-          "agent does better on the next tasks. Call the tools; call none if nothing should change.")
+DEFAULT_HORIZON = 10  # the paper's |G|
 
 
 class LLMCurator:
-    def __init__(self, config):
+    def __init__(self, config, horizon: int | None = None):
+        check_surface(config.model, config.tools)
         self.chat = make_chat(config)
+        self.tools = config.tools
         self.name = f"{config.backend}:{config.model}"
+        self.horizon = horizon or DEFAULT_HORIZON
         self.unmeasured_calls = 0
+        self._messages: list[dict] = []  # the running conversation (curate_and_advance)
+        self._answered: list[tuple] = []  # (call id, its operation lines) awaiting a tool response
+        self._games = 0
 
     def curate(self, trajectory, repo) -> list:
-        listing = "\n".join(f"- {s.name}: {s.description}" for s in repo.skills) or "(empty)"
-        messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": f"{curator_input(trajectory)}\n\nCurrent skills:\n{listing}"}]
+        messages = self._prompt(trajectory, repo)
         try:
-            reply = self.chat.chat(messages, tools=TOOLS)
+            reply = self.chat.chat(messages, tools=TOOL_SURFACES[self.tools])
         except BackendError:
             self.unmeasured_calls += 1
+            self._messages = []  # the conversation lost a turn: the next game starts afresh
             return []
-        return [apply_op(repo, op) for op in ops_from_tool_calls(reply.tool_calls)]
+        applied, calls = [], []
+        for call in reply.tool_calls:
+            results = [apply_op(repo, op) for op in ops_from_tool_calls([call])]
+            applied += results
+            calls.append((f"call_{self._games}_{len(calls)}", call, [a.line for a in results]))
+        if self.tools == "curate_and_advance":
+            # Canonical form: arguments as a dict (what chat templates render); the API backends
+            # convert to their wire format.
+            turn = {"role": "assistant", "content": reply.text}
+            if calls:
+                turn["tool_calls"] = [{"id": cid, "type": "function", "function": {
+                    "name": call["name"], "arguments": call["arguments"]}} for cid, call, _ in calls]
+            self._messages = messages + [turn]
+            self._answered = [(cid, lines) for cid, _, lines in calls]
+        return applied
+
+    def _prompt(self, trajectory, repo) -> list[dict]:
+        if self.tools == "paper":
+            text = curator_input(trajectory)
+            listing = "\n".join(f"- {s.name}: {s.description}" for s in repo.skills) or "(empty)"
+            return [{"role": "system", "content": f"{CURATOR_SYSTEM} {CURATOR_INSTRUCTIONS['paper']}"},
+                    {"role": "user", "content": f"{text}\n\nCurrent skills:\n{listing}"}]
+        self._games += 1
+        text = curator_input(trajectory, (self._games - 1) % self.horizon + 1, self.horizon)  # as in training
+        if not self._messages or (self._games - 1) % self.horizon == 0:
+            return [{"role": "system", "content": CURATOR_SYSTEM},
+                    {"role": "user", "content": f"{CURATOR_INSTRUCTIONS['curate_and_advance']}\n\n{text}"}]
+        if not self._answered:  # it answered in text last time: the next game is a user turn
+            return self._messages + [{"role": "user", "content": text}]
+        # One tool response per call, as TRL gives in training; the last carries the next game.
+        turns = [{"role": "tool", "tool_call_id": cid, "name": "curate_and_advance",
+                  "content": "\n".join(["Operations:"] + (lines or ["(none)"]))} for cid, lines in self._answered]
+        turns[-1]["content"] += f"\n\n{text}"
+        return self._messages + turns

@@ -20,15 +20,16 @@ class OpenAIChat:
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
         c = self.config
-        kwargs = {"model": self.model, "messages": messages}
+        kwargs = {"model": self.model, "messages": [_wire(m) for m in messages]}
         for key, value in (("temperature", c.temperature), ("top_p", c.top_p),
                            ("max_tokens", c.max_tokens), ("reasoning_effort", c.reasoning_effort)):
             if value is not None:
                 kwargs[key] = value
         if c.top_k is not None:  # not an OpenAI parameter; vLLM and others read it from the body
             kwargs["extra_body"] = {"top_k": c.top_k}
-        if tools:
-            kwargs["tools"] = tools
+        if tools:  # the API takes name, description and parameters only
+            kwargs["tools"] = [{"type": "function", "function": {k: v for k, v in t["function"].items()
+                                                                  if k != "return"}} for t in tools]
         try:
             response = self.client.chat.completions.create(**kwargs)
         except self._openai.OpenAIError as exc:
@@ -48,3 +49,12 @@ class OpenAIChat:
         return ChatResult(message.content or "", calls, reasoning,
                           usage.prompt_tokens if usage else None,
                           usage.completion_tokens if usage else None)
+
+
+def _wire(message: dict) -> dict:
+    """The canonical message (tool-call arguments as a dict) in the API's form (a JSON string)."""
+    if not message.get("tool_calls"):
+        return message
+    calls = [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
+             for c in message["tool_calls"]]
+    return {**message, "tool_calls": calls}

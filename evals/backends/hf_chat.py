@@ -1,0 +1,95 @@
+"""A local model through transformers: `model:` is a weights folder (full model or a LoRA
+adapter that skillos train wrote), a name already in the local Hugging Face cache, or
+`tiny-qwen2` (built here, no download). Runs on CPU for small models, on a GPU when one is
+visible. The prompt is the model's own chat template with the tools; tool calls and reasoning
+are parsed from the generated text (`chat.parse_generated`).
+
+One model serves every thread: calls are serialised by a lock (generate is not thread-safe),
+so concurrency buys nothing here; for throughput on a GPU use `vllm serve` and the openai backend.
+A generation that runs past `timeout_s` raises BackendError, so the game is unmeasured.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from skillos.errors import SkillosError
+from skillos.evals.backends.chat import BackendError, ChatResult, parse_generated
+
+DEFAULT_MAX_TOKENS = 512
+LOCAL = {"local_files_only": True}  # weights are never downloaded at run time
+
+
+def load_weights(model: str):
+    """(model, tokenizer, path) for a config's model; a LoRA adapter is loaded onto its base."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from skillos.training.tiny_model import resolve
+
+    path = resolve(model)
+    try:
+        base = adapter_base(path)
+        if base:
+            from peft import PeftModel
+
+            loaded = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **LOCAL), path, **LOCAL)
+        else:
+            loaded = AutoModelForCausalLM.from_pretrained(path, **LOCAL)
+        tokenizer = AutoTokenizer.from_pretrained(path, **LOCAL)
+    except (OSError, ValueError, KeyError) as exc:
+        raise SkillosError(f"model {model!r}: cannot load weights from {path}: {str(exc).splitlines()[0][:200]}") from exc
+    if tokenizer.chat_template is None:
+        raise SkillosError(f"model {model!r}: its tokenizer has no chat template")
+    return loaded.eval(), tokenizer, path
+
+
+class HFChat:
+    def __init__(self, config):
+        import torch
+
+        self._torch = torch
+        self.config = config
+        self.model = config.model
+        self.net, self.tokenizer, self.path = load_weights(config.model)
+        if torch.cuda.is_available():
+            self.net.to("cuda")
+        self._lock = threading.Lock()
+
+    def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
+        c = self.config
+        prompt = self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
+                                                    tokenize=False)
+        inputs = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(self.net.device)
+        sample = (c.temperature if c.temperature is not None else 1.0) > 0
+        kwargs = dict(max_new_tokens=c.max_tokens or DEFAULT_MAX_TOKENS, do_sample=sample,
+                      max_time=c.timeout_s, pad_token_id=self.tokenizer.pad_token_id)
+        if sample:
+            kwargs.update({k: v for k, v in (("temperature", c.temperature), ("top_p", c.top_p),
+                                             ("top_k", c.top_k)) if v is not None})
+        start = time.monotonic()
+        with self._lock, self._torch.no_grad():
+            try:
+                out = self.net.generate(**inputs, **kwargs)
+            except (RuntimeError, ValueError) as exc:  # out of memory, context overflow, bad sampling values
+                raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
+        new = out[0, inputs["input_ids"].shape[1]:]
+        finished = len(new) > 0 and int(new[-1]) == self.tokenizer.eos_token_id
+        if not finished and time.monotonic() - start >= c.timeout_s:
+            raise BackendError(f"timeout: generation ran past {c.timeout_s:g} s")
+        result = parse_generated(self.tokenizer.decode(new, skip_special_tokens=True))
+        result.prompt_tokens, result.completion_tokens = int(inputs["input_ids"].shape[1]), len(new)
+        return result
+
+
+def adapter_base(path: str) -> str | None:
+    """The base model of a LoRA adapter folder (None for a full model)."""
+    config = Path(path) / "adapter_config.json"
+    if not config.is_file():
+        return None
+    try:
+        return json.loads(config.read_text())["base_model_name_or_path"]
+    except (ValueError, KeyError) as exc:
+        raise SkillosError(f"{config}: unreadable adapter config ({exc})") from exc

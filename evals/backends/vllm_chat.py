@@ -1,0 +1,58 @@
+"""The vLLM engine in-process (GPU only; vllm is imported here and nowhere else, so the CPU
+install never needs it). `model:` is resolved as for the hf backend; a LoRA adapter that
+skillos train wrote is served on its base with a LoRARequest. Tool calls and reasoning are
+parsed from the generated text the same way as hf (`chat.parse_generated`).
+
+The engine is not thread-safe, so calls are serialised; for many games in flight, start
+`vllm serve` and use the openai backend with `base_url`, which batches across requests.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from skillos.errors import SkillosError
+from skillos.evals.backends.chat import BackendError, ChatResult, parse_generated
+from skillos.evals.backends.hf_chat import DEFAULT_MAX_TOKENS, adapter_base
+
+
+class VLLMChat:
+    def __init__(self, config):
+        try:
+            import vllm
+        except ImportError as exc:
+            raise SkillosError("backend vllm runs the vLLM engine in-process and needs a GPU machine "
+                               "with vllm installed (pip install vllm); on CPU use backend hf") from exc
+        from skillos.training.tiny_model import resolve
+
+        self._vllm = vllm
+        self.config = config
+        self.model = config.model
+        path = resolve(config.model)
+        base = adapter_base(path)
+        self._lora = vllm.lora.request.LoRARequest("curator", 1, path) if base else None
+        try:
+            self.engine = vllm.LLM(model=base or path, enable_lora=bool(base), seed=0)
+        except Exception as exc:  # vllm raises many types at start-up (no GPU, no memory, bad weights)
+            raise SkillosError(f"vllm could not start {config.model!r}: {str(exc).splitlines()[0][:200]}") from exc
+        self._lock = threading.Lock()
+
+    def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
+        c = self.config
+        params = self._vllm.SamplingParams(
+            max_tokens=c.max_tokens or DEFAULT_MAX_TOKENS,
+            **{k: v for k, v in (("temperature", c.temperature), ("top_p", c.top_p), ("top_k", c.top_k))
+               if v is not None})
+        with self._lock:
+            try:
+                out = self.engine.chat(messages, params, tools=tools or None, use_tqdm=False,
+                                       lora_request=self._lora)
+            except (RuntimeError, ValueError) as exc:
+                raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
+        if not out or not out[0].outputs:
+            raise BackendError("vllm returned no output")
+        generated = out[0].outputs[0]
+        result = parse_generated(generated.text)
+        result.prompt_tokens = len(out[0].prompt_token_ids or [])
+        result.completion_tokens = len(generated.token_ids)
+        return result
