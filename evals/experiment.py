@@ -21,7 +21,7 @@ from typing import Callable
 
 import yaml
 
-from skillos.config import Config, static_repo_path
+from skillos.config import Config, curator_config, static_repo_path
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals.curator import make_curator
@@ -63,6 +63,11 @@ ROW_FILES = {"train": "curation.jsonl", "eval": "games.jsonl"}
 LEARNING_ARMS = ("closed_loop", "shuffled")  # arms with a curator and a repo folder of their own
 
 
+def learns(arm: str) -> bool:
+    """Arms that curate (train games first, then held-out): closed_loop, shuffled, curator:NAME."""
+    return arm in LEARNING_ARMS or arm.startswith("curator:")
+
+
 def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress | None = None,
              ledger=None, resume: bool = False, overwrite: bool = False) -> dict:
     """Run every arm; write games.jsonl, curation.jsonl, the curated repo and report.json, and
@@ -83,9 +88,8 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
         return (lambda done, total: progress("generate", split, done, total, "")) if progress else None
 
     held_out = load_games(cfg, cfg.env.split, cfg.env.n_games, gen_progress(cfg.env.split))
-    learns = set(LEARNING_ARMS) & set(cfg.eval.arms)
     train = []
-    if learns and cfg.env.n_train_games:
+    if any(learns(arm) for arm in cfg.eval.arms) and cfg.env.n_train_games:
         train = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games, gen_progress(cfg.env.train_split))
     overlap = {g.content_hash for g in train} & {g.content_hash for g in held_out}
     if overlap:
@@ -223,7 +227,7 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
         done.setdefault(r["arm"], {}).setdefault(r["phase"], {})[r["game_id"]] = r
     restart = []
     for arm in cfg.eval.arms:
-        if arm in LEARNING_ARMS:
+        if learns(arm):
             finished = sum(len(v) for v in done.get(arm, {}).values())
             state = curation_progress(out / f"repo-{arm}")
             if state["state"] != "idle" or state["curated"] != finished:
@@ -264,7 +268,7 @@ def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | Non
         repo = SkillRepo.load(static_repo_path(cfg, arm))
     else:
         repo = SkillRepo.load(out / f"repo-{arm}")  # empty, or where a resumed run left it
-        curator = make_curator(cfg.curator)
+        curator = make_curator(curator_config(cfg, arm), cfg.training.group_size)
         mode = "shuffled" if arm == "shuffled" else mode
         if train:
             run_arm(arm, train, repo=repo, curator=curator, retrieval_mode=mode,

@@ -1,5 +1,6 @@
-"""A sweep: several skill repos (e.g. one per training checkpoint) on one target executor, with
-a fresh no_memory control in the same run, every arm on the same held-out games.
+"""A sweep: several skill repos, or several curator checkpoints (each curating its own repo from
+empty), on one target executor, with a fresh control in the same run, every arm on the same
+held-out games.
 
 What the reference's model card taught: the last checkpoint was the worst in every run, the
 peak moved with the seed, and lift on the training executor did not predict lift on a bigger
@@ -22,37 +23,60 @@ SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is s
 
 
 def parse_executor(spec: str) -> tuple[str, str | None]:
-    """'heuristic', or 'openai:MODEL' / 'anthropic:MODEL'."""
+    """'heuristic', or BACKEND:MODEL for a model backend (openai, anthropic, hf, vllm)."""
+    from skillos.evals.backends.chat import MODEL_BACKENDS
+
     backend, _, model = spec.partition(":")
     if backend == "heuristic" and not model:
         return backend, None
-    if backend in ("openai", "anthropic") and model:
+    if backend in MODEL_BACKENDS and model:
         return backend, model
-    raise SkillosError(f"--executor {spec!r}: expected heuristic, openai:MODEL or anthropic:MODEL")
+    raise SkillosError(f"--executor {spec!r}: expected heuristic or one of "
+                       f"{', '.join(b + ':MODEL' for b in MODEL_BACKENDS)}")
 
 
-def sweep_config(cfg: Config, repos: list, executor: str) -> Config:
-    """The eval config of a sweep: the control plus one `repo:NAME` arm per folder."""
-    if not repos:
-        raise SkillosError("sweep needs at least one --repo folder")
+def sweep_config(cfg: Config, repos: list, executor: str, checkpoints: list = ()) -> Config:
+    """The eval config of a sweep: the control, one `repo:NAME` arm per skill folder and one
+    `curator:NAME` arm per checkpoint (which curates from an empty repo, as closed_loop does)."""
+    if not repos and not checkpoints:
+        raise SkillosError("sweep needs at least one --repo folder or --checkpoint")
     swept = copy.deepcopy(cfg)
     swept.source = cfg.source
     backend, model = parse_executor(executor)
     swept.executor.backend, swept.executor.model = backend, model
+    repo_names = _names(repos, "--repo")
+    curator_names = _names(checkpoints, "--checkpoint")
+    for name, folder in curator_names.items():
+        trained = _trained_surface(folder)
+        if trained:  # evaluate each checkpoint on the surface it was trained on
+            swept.curator.tools = trained
+    control = cfg.eval.control.arm
+    swept.eval.arms = ([control] + [f"repo:{n}" for n in repo_names] + [f"curator:{n}" for n in curator_names])
+    swept.eval.static_repos, swept.eval.curators = repo_names, curator_names
+    swept.experiment.name = f"{cfg.experiment.name}-sweep"
+    return validate(swept)
+
+
+def _names(folders, flag: str) -> dict:
     names: dict[str, str] = {}
-    for folder in map(Path, repos):
+    for folder in map(Path, folders):
         if not folder.is_dir():
-            raise SkillosError(f"--repo {folder}: no such folder")
+            raise SkillosError(f"{flag} {folder}: no such folder")
         name, n = folder.name, 1
         while name in names:
             n += 1
             name = f"{folder.name}-{n}"
         names[name] = str(folder)
-    control = cfg.eval.control.arm
-    swept.eval.arms = [control] + [f"repo:{name}" for name in names]
-    swept.eval.static_repos = names
-    swept.experiment.name = f"{cfg.experiment.name}-sweep"
-    return validate(swept)
+    return names
+
+
+def _trained_surface(folder: str) -> str | None:
+    import json
+
+    from skillos.evals.curation import SURFACE_FILE
+
+    marker = Path(folder) / SURFACE_FILE
+    return json.loads(marker.read_text()).get("tools") if marker.is_file() else None
 
 
 def step_of(name: str, index: int) -> int:
@@ -63,8 +87,8 @@ def step_of(name: str, index: int) -> int:
 
 def summarize(result: dict) -> dict:
     rows = []
-    for i, comp in enumerate(c for c in result["comparisons"] if c["treatment"].startswith("repo:")):
-        name = comp["treatment"][5:]
+    for i, comp in enumerate(c for c in result["comparisons"] if c["treatment"].startswith(("repo:", "curator:"))):
+        name = comp["treatment"].split(":", 1)[1]
         rows.append({"repo": name, "step": step_of(name, i), **{k: comp[k] for k in (
             "treatment_rate", "control_rate", "difference", "ci_low", "ci_high", "p_value",
             "p_adjusted", "mde", "n_paired", "n_dropped", "significant")}})

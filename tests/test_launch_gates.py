@@ -76,14 +76,24 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
     monkeypatch.setattr(core, "STATIC", core.STATIC + [always_fails])
     repo = tmp_path / "step-10"
     repo.mkdir()
-    args = {"eval": [str(write_config(tmp_path))], "quickstart": [],
-            "sweep": [str(write_config(tmp_path)), "--repo", str(repo), "--executor", "heuristic"]}[command]
     out = tmp_path / "run"
-    result = CliRunner().invoke(cli.app, [command, *args, *SMALL, "--out", str(out)])
+    args = {"eval": [str(write_config(tmp_path)), *SMALL, "--out", str(out)],
+            "quickstart": [*SMALL, "--out", str(out)],
+            "sweep": [str(write_config(tmp_path)), "--repo", str(repo), "--executor", "heuristic",
+                      *SMALL, "--out", str(out)],
+            "train": [str(ROOT / "training" / "configs" / "cpu-smoke.yaml")]}[command]
+    if command == "train":  # what is under test is the refusal; test_train.py runs training for real
+        from skillos.training import trainer
+
+        def trained(cfg, ledger, echo=None):
+            out.mkdir()
+            return {"run_id": None, "output_dir": str(out), "checkpoints": [], "steps": []}
+
+        monkeypatch.setattr(trainer, "train", trained)
+    result = CliRunner().invoke(cli.app, [command, *args])
     assert isinstance(result.exception, gates.GateRefused), result.output
     assert "(planted)" in str(result.exception) and not out.exists()
-    result = CliRunner().invoke(cli.app, [command, *args, *SMALL, "--out", str(out),
-                                          "--override", "planted=the test says so"])
+    result = CliRunner().invoke(cli.app, [command, *args, "--override", "planted=the test says so"])
     assert result.exit_code == 0, result.output
     with Ledger(skillos_home / "ledger.db") as ledger:
         assert [o["check_name"] for o in ledger.rows("overrides")] == ["planted"]

@@ -40,10 +40,32 @@ def test_sweep_reports_every_repo_against_a_fresh_control(tmp_path, game_cache):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--executor", "gpt"], "expected heuristic, openai:MODEL or anthropic:MODEL"),
+    (["--executor", "gpt"], "expected heuristic or one of openai:MODEL, anthropic:MODEL"),
     ([], "Missing option '--executor'"),
 ])
 def test_sweep_needs_a_target_executor(tmp_path, args, message):
     repo = skill_repo(tmp_path / "r", "")
     result = run_cli("sweep", ROOT / "evals" / "configs" / "quickstart.yaml", "--repo", repo, *args)
     assert result.returncode == 2 and message in result.stderr
+
+
+def test_sweep_evaluates_curator_checkpoints_on_their_trained_surface(tmp_path, game_cache, tiny_curator):
+    """A checkpoint arm curates its own repo from empty with the checkpoint as an hf curator,
+    on the tool surface its marker names; the control plays in the same run."""
+    import shutil
+
+    checkpoint = tmp_path / "checkpoint-5"
+    shutil.copytree(tiny_curator, checkpoint)
+    (checkpoint / "skillos-curator.json").write_text(json.dumps({"tools": "curate_and_advance", "step": 5}))
+    out = tmp_path / "sweep"
+    result = run_cli("sweep", ROOT / "evals" / "configs" / "quickstart.yaml", "--checkpoint", checkpoint,
+                     "--executor", "heuristic", "--n-games", 3, "--n-train-games", 0, "--json", "--out", out)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert set(report["arms"]) == {"no_memory", "curator:checkpoint-5"}
+    assert [r["step"] for r in report["sweep"]["rows"]] == [5]
+    progress = json.loads((out / "repo-curator:checkpoint-5" / ".progress.json").read_text())
+    assert progress == {"curated": 3, "state": "idle"}  # the checkpoint curated after every game
+    recorded = yaml.safe_load((out / "config.yaml").read_text())
+    assert recorded["curator"]["tools"] == "curate_and_advance"
+    assert recorded["eval"]["curators"] == {"checkpoint-5": str(checkpoint)}

@@ -32,7 +32,7 @@ app.add_typer(ledger_app, name="ledger")
 
 # Every command that spends compute: each runs the launch gates first (tests/test_launch_gates.py
 # checks that each one refuses a failing config).
-LAUNCHERS = ("eval", "quickstart", "sweep")
+LAUNCHERS = ("eval", "quickstart", "sweep", "train")
 OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the override and its reason '
                  "are recorded in the ledger as a process failure (repeatable).")
 
@@ -225,10 +225,13 @@ def quickstart(
 @app.command("sweep")
 def sweep_cmd(
     config: Path = typer.Argument(..., help="Experiment config (YAML): games, control, statistics."),
-    repo: List[Path] = typer.Option(..., "--repo", help="A skill repo folder to evaluate, e.g. one "
+    repo: List[Path] = typer.Option([], "--repo", help="A skill repo folder to evaluate, e.g. one "
                                     "per checkpoint (repeatable; a number in its name is its step)."),
-    executor: str = typer.Option(..., "--executor", help="The target executor: heuristic, "
-                                 "openai:MODEL or anthropic:MODEL (other settings from CONFIG)."),
+    checkpoint: List[Path] = typer.Option([], "--checkpoint", help="A trained curator checkpoint: it "
+                                          "curates its own repo from empty, on curator.backend hf or "
+                                          "vllm (repeatable; a number in its name is its step)."),
+    executor: str = typer.Option(..., "--executor", help="The target executor: heuristic or "
+                                 "BACKEND:MODEL, BACKEND one of openai, anthropic, hf, vllm."),
     n_games: Optional[int] = typer.Option(None, help="Override env.n_games."),
     n_train_games: Optional[int] = typer.Option(None, help="Override env.n_train_games (the "
                                                 "gates check the held-out games against them)."),
@@ -238,7 +241,7 @@ def sweep_cmd(
     resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
 ):
-    """Several skill repos on one target executor, with a fresh control in the same run.
+    """Several skill repos or curator checkpoints on one target executor, with a fresh control in the same run.
 
     Prints the family-corrected table, the best repo with the selection caveat, and writes
     lift-vs-step with 95% CIs as sweep.png. Lift on one executor does not predict lift on
@@ -247,7 +250,7 @@ def sweep_cmd(
     from skillos import config as cfgmod
     from skillos.evals import sweep
 
-    cfg = sweep.sweep_config(cfgmod.load(config), list(repo), executor)
+    cfg = sweep.sweep_config(cfgmod.load(config), list(repo), executor, list(checkpoint))
     _apply_overrides(cfg, n_games, n_train_games)
 
     def summarize(result, out):
@@ -378,6 +381,64 @@ def watch(
         alarms = Watchdog(config, ledger=ledger, echo=typer.echo).run(interval, max_ticks)
     recorded = sum(a.kind != "process-exited" for a in alarms)
     typer.echo(f"watch ended: {len(alarms)} alarm(s), {recorded} recorded as failures in {ledger.path}")
+
+
+@app.command("train")
+def train_cmd(
+    config: Path = typer.Argument(..., help="Training config (YAML), e.g. training/configs/cpu-smoke.yaml."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Override compute.backend: local, "
+                                          "accelerate or modal."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Run the static gates and print the launch "
+                                 "it would make; train nothing."),
+    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary (or the plan) as JSON."),
+):
+    """Train the curator with GRPO (SkillOS Algorithm 1) on the real ALFWorld engine.
+
+    The launch gates run first (static and dry-run) and refuse a failing config. Every step
+    prints the reward-health line; every checkpoint is archived and recorded in the ledger; a
+    rerun resumes from the newest complete checkpoint in training.output_dir."""
+    from skillos import config as cfgmod
+    from skillos import gates
+    from skillos.ledger import Ledger
+    from skillos.ledger.watchdog import watching
+    from skillos.training import launch
+
+    cfg = cfgmod.load(config)
+    if backend is not None:
+        cfg.compute.backend = backend
+        cfgmod.validate(cfg)
+    if not cfg.training.is_set():
+        raise SkillosError(f"{config}: no training section; skillos train needs training.* (see "
+                           "training/configs/cpu-smoke.yaml)")
+    overrides = gates.parse_overrides(override)
+    plan = launch.plan(cfg, str(config))
+    if dry_run:
+        report = gates.check(cfg, dry_run=False, echo=None if as_json else _echo_err)
+        if as_json:
+            _print_json({"plan": plan, "gates": report.to_dict()})
+        else:
+            typer.echo(launch.render(plan))
+            typer.echo(f"{config}: {report.summary()}")
+        raise typer.Exit(report.exit_code)
+    from skillos.training.trainer import output_dir, train
+
+    with Ledger() as ledger:
+        gates.enforce(cfg, "train", ledger, overrides, echo=_echo_err)
+        if cfg.compute.backend == "modal":
+            launch.launch_modal(plan, str(config))
+        if cfg.compute.backend == "accelerate":
+            import subprocess
+
+            raise typer.Exit(subprocess.run(plan["command"]).returncode)
+        watch = (watching([output_dir(cfg)], ledger.path, cfg.compute.stall_minutes, echo=_echo_err)
+                 if cfg.compute.watchdog else contextlib.nullcontext())
+        with watch, contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the report's
+            summary = train(cfg, ledger, echo=_echo_err)
+    if as_json:
+        _print_json(summary)
+    else:
+        typer.echo(f"trained {len(summary['steps'])} steps; checkpoints: {', '.join(summary['checkpoints']) or 'none'}")
 
 
 def _apply_overrides(cfg, n_games, n_train_games) -> None:

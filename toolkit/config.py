@@ -24,8 +24,9 @@ from skillos.errors import ConfigError, yaml_error_line
 
 ENVS = ("household",)
 SPLITS = ("train", "valid_seen", "valid_unseen")
-BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm and hf: not runnable yet
+BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm: GPU only
 COMPUTE_BACKENDS = ("local", "accelerate", "modal")
+CURATOR_TOOLS = ("paper", "curate_and_advance")
 RETRIEVAL_MODES = ("bm25", "shuffled")
 ARMS = ("no_memory", "closed_loop", "static_repo", "shuffled")
 
@@ -70,6 +71,13 @@ class BackendConfig:
 
 
 @dataclass
+class CuratorConfig(BackendConfig):
+    # The tool surface: the paper's three tools, or curate_and_advance(operations), the one tool
+    # skillos train publishes. A trained curator must be evaluated on the surface it learned.
+    tools: str = "paper"  # paper | curate_and_advance
+
+
+@dataclass
 class JudgeConfig(BackendConfig):
     backend: str | None = None  # no judge unless one is named
 
@@ -102,6 +110,12 @@ class TrainingConfig:
     loss_type: str | None = None
     lr_scheduler_type: str | None = None
     seed: int | None = None
+    gradient_checkpointing: bool | None = None
+    bf16: bool | None = None
+    use_vllm: bool | None = None  # generation through vLLM (GPU): colocate shares the training GPUs
+    vllm_mode: str | None = None  # colocate | server
+    vllm_gpu_memory_utilization: float | None = None
+    vllm_tensor_parallel_size: int | None = None
     resume_from_checkpoint: str | None = None
     checkpoint_gb: float | None = None  # size of one checkpoint, for the free-disk check
     lora: dict | None = None  # peft LoraConfig fields; None: full fine-tuning
@@ -144,6 +158,7 @@ class EvalConfig:
     bootstrap: int = 10_000
     static_repo: str | None = None  # skill folder for the static_repo arm
     static_repos: dict = field(default_factory=dict)  # name -> folder, for arms "repo:NAME" (sweeps)
+    curators: dict = field(default_factory=dict)  # name -> checkpoint, for arms "curator:NAME" (sweeps)
     output_dir: str = "runs"
     workers: int = 0  # arms played in parallel processes; 0: one per CPU core
     concurrency: int = 1  # games in flight per arm (model backends: 16-64; heuristic: 1)
@@ -155,7 +170,7 @@ class Config:
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     executor: BackendConfig = field(default_factory=BackendConfig)
-    curator: BackendConfig = field(default_factory=BackendConfig)
+    curator: CuratorConfig = field(default_factory=CuratorConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
@@ -235,6 +250,7 @@ def validate(cfg: Config) -> Config:
     _choice(cfg.env.data, ("generated", "official"), "env.data")
     _choice(cfg.executor.backend, BACKENDS, "executor.backend")
     _choice(cfg.curator.backend, BACKENDS, "curator.backend")
+    _choice(cfg.curator.tools, CURATOR_TOOLS, "curator.tools")
     _choice(cfg.retrieval.mode, RETRIEVAL_MODES, "retrieval.mode")
     _choice(cfg.compute.backend, COMPUTE_BACKENDS, "compute.backend")
     if cfg.judge.backend is not None:
@@ -255,6 +271,10 @@ def validate(cfg: Config) -> Config:
         if str(arm).startswith("repo:"):
             if arm[5:] not in cfg.eval.static_repos:
                 raise ConfigError(f"eval.arms[{i}]: {arm!r} names no folder in eval.static_repos")
+            continue
+        if str(arm).startswith("curator:"):
+            if arm[8:] not in cfg.eval.curators:
+                raise ConfigError(f"eval.arms[{i}]: {arm!r} names no checkpoint in eval.curators")
             continue
         if arm not in ARMS:
             raise ConfigError(f"eval.arms[{i}]: unknown arm {arm!r}{did_you_mean(str(arm), ARMS)}")
@@ -293,6 +313,15 @@ def static_repo_path(cfg: Config, arm: str) -> str | None:
     if arm.startswith("repo:"):
         return cfg.eval.static_repos[arm[5:]]
     return None
+
+
+def curator_config(cfg: Config, arm: str) -> CuratorConfig:
+    """The curator an arm learns with: `curator:NAME` arms swap in their checkpoint as the model
+    (on a local backend: hf unless the config says vllm); other learning arms use `curator`."""
+    if not arm.startswith("curator:"):
+        return cfg.curator
+    backend = cfg.curator.backend if cfg.curator.backend in ("hf", "vllm") else "hf"
+    return dataclasses.replace(cfg.curator, backend=backend, model=cfg.eval.curators[arm[8:]])
 
 
 def from_dict(data: Any, where: str = "") -> Config:

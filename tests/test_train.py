@@ -1,0 +1,164 @@
+"""skillos train: GRPOConfig from the config, the launch plans, complete-checkpoint detection,
+and (slow, run in CI) a real CPU run of 2 GRPO steps whose checkpoint loads as a curator."""
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from skillos import config as cfgmod
+from conftest import ROOT, run_cli
+
+from skillos.gates.reference import load
+
+PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
+SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+
+
+def test_grpo_config_from_the_paper_config_matches_table_4():
+    from trl import GRPOConfig
+
+    from skillos.training.trainer import grpo_kwargs
+
+    cfg = cfgmod.load(PAPER)
+    args = GRPOConfig(**grpo_kwargs(cfg, cpu=True))
+    table = load("skillos-paper/alfworld").values
+    for key in ("learning_rate", "num_generations", "beta", "temperature", "max_steps"):
+        assert getattr(args, key) == table[f"training.{key}"], key
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps * cfg.compute.num_processes \
+        == table["effective_batch_size"]
+    assert args.max_completion_length == cfg.training.group_size * 4096  # the whole multi-turn rollout
+    assert args.max_tool_calling_iterations == cfg.training.group_size - 1
+    assert args.loss_type == "grpo" and getattr(args.lr_scheduler_type, "value", None) == "constant"
+    assert args.use_vllm and args.vllm_mode == "colocate" and args.save_steps == 5
+    assert args.save_total_limit is None  # every checkpoint kept for the sweep
+
+
+def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path):
+    result = run_cli("train", PAPER, "--backend", "modal", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "launch: modal" in result.stdout and "gpu: H100:8" in result.stdout
+    assert "volume: {'/checkpoints': 'skillos-checkpoints'}" in result.stdout
+    assert "accelerate launch --num_processes 8 --use_deepspeed" in result.stdout
+    plan = json.loads(run_cli("train", PAPER, "--backend", "accelerate", "--dry-run", "--json").stdout)["plan"]
+    assert plan["command"][:4] == ["accelerate", "launch", "--num_processes", "8"]
+    assert plan["command"][-3:] == ["-m", "skillos.training.launch", str(PAPER)]
+    assert Path(plan["command"][plan["command"].index("--deepspeed_config_file") + 1]).is_file()
+
+
+def test_a_bad_backend_and_a_non_training_config_are_one_line_errors():
+    bad = run_cli("train", PAPER, "--backend", "slurm", "--dry-run")
+    assert bad.returncode == 2 and "compute.backend: 'slurm' is not one of" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    quick = run_cli("train", ROOT / "evals" / "configs" / "quickstart.yaml")
+    assert quick.returncode == 2 and "no training section" in quick.stderr
+
+
+def test_only_a_complete_checkpoint_is_resumed_from(tmp_path):
+    from skillos.training.trainer import newest_complete
+
+    def checkpoint(step, recorded, weights=b"w"):
+        path = tmp_path / f"checkpoint-{step}"
+        path.mkdir()
+        (path / "trainer_state.json").write_text(json.dumps({"global_step": recorded}))
+        (path / "adapter_model.safetensors").write_bytes(weights)
+
+    assert newest_complete(tmp_path) is None
+    checkpoint(5, 5)
+    checkpoint(10, 10, weights=b"")  # weights never written
+    checkpoint(15, 10)  # state from another step: half-copied
+    (tmp_path / "checkpoint-20").mkdir()  # nothing in it
+    assert newest_complete(tmp_path) == str(tmp_path / "checkpoint-5")
+
+
+@pytest.mark.slow
+@pytest.mark.alfworld
+def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cache, skillos_home):
+    from skillos.config import CuratorConfig
+    from skillos.errors import SkillosError
+    from skillos.evals.curator import make_curator
+    from skillos.repo import SkillRepo
+    from test_local_backends import _trajectory
+
+    result = run_cli("train", SMOKE, "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout)  # TRL's own logging stays off stdout
+    health = [line for line in result.stderr.splitlines() if line.startswith("reward health:")]
+    assert len(health) == 2 and all("of 2 over 2 rollouts" in line for line in health)
+    archive = tmp_path / "checkpoints" / "cpu-smoke" / "archive"
+    assert summary["checkpoints"] == [str(Path("checkpoints/cpu-smoke/archive") / f"checkpoint-{s}") for s in (1, 2)]
+    for step in (1, 2):
+        marker = json.loads((archive / f"checkpoint-{step}" / "skillos-curator.json").read_text())
+        assert marker == {"tools": "curate_and_advance", "step": step}
+    db = sqlite3.connect(skillos_home / "ledger.db")
+    assert [r[0] for r in db.execute("SELECT step FROM checkpoints ORDER BY step")] == [1, 2]
+    assert db.execute("SELECT status FROM runs WHERE id = ?", (summary["run_id"],)).fetchone()[0] == "finished"
+
+    curator = make_curator(CuratorConfig(backend="hf", model=str(archive / "checkpoint-2"), temperature=0.0,
+                                         max_tokens=64, tools="curate_and_advance"), horizon=3)
+    repo = SkillRepo(None)
+    curator.curate(_trajectory(False), repo)  # a LoRA checkpoint on its base, on the trained surface
+    assert curator.unmeasured_calls == 0
+    with pytest.raises(SkillosError, match="trained on the curate_and_advance tool surface"):
+        make_curator(CuratorConfig(backend="hf", model=str(archive / "checkpoint-2"), tools="paper"))
+
+
+def test_the_reward_function_judges_contents_and_neutralises_unmeasured_rollouts(monkeypatch):
+    """TRL calls it with the batch's environments: it finishes each rollout, asks the judge
+    (over HTTP) about inserted contents, and an all-unmeasured rollout gets its group's mean."""
+    from llm_server import ScriptedLLM
+
+    from skillos.evals.backends.heuristic import HeuristicExecutor
+    from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
+    from skillos.evals.judge import make_judge
+    from skillos.training.env import CuratorEnv, Setup
+    from skillos.training.trainer import RewardFunction
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    games = {g.id: g for g in [ScriptedGame(f"ok-{i}") for i in range(3)]
+             + [ScriptedGame(f"lost-{i}", path="missing") for i in range(3)]}
+    setup = Setup(games, HeuristicExecutor(), ScriptedEnv, group_size=3, max_steps=3)
+    played, lost = CuratorEnv(setup), CuratorEnv(setup)
+    played.reset(game_ids=["ok-0", "ok-1", "ok-2"])
+    played.curate_and_advance([{"op": "insert", "skill_name": "take-the-mug", "content": "Take the mug\nIt wins."}])
+    lost.reset(game_ids=["lost-0", "lost-1", "lost-2"])
+    cfg = cfgmod.load(SMOKE)
+    cfg.reward.lambda_cnt = 0.1
+    lines = []
+    with ScriptedLLM(lambda m: '{"verdict": "VALID", "reason": "specific"}') as server:
+        cfg.judge.backend, cfg.judge.model, cfg.judge.base_url = "openai", "judge", server.openai_url
+        fn = RewardFunction(cfg, make_judge(cfg.judge), lines.append)
+        totals = fn(prompts=[None, None], completions=[None, None], environments=[played, lost], group=[0, 0])
+        judged = len(server.calls)
+    step = fn.history[0]
+    assert judged == 1  # one inserted content, one verdict
+    assert step["r_fc"] == [1.0, None] and step["r_task"][1] is None
+    assert totals[1] == totals[0]  # the lost rollout takes its group's mean: zero advantage
+    assert "1 unmeasured rollouts neutralised" in lines[0] and "of 2 over 2 rollouts" in lines[0]
+
+
+@pytest.mark.slow
+@pytest.mark.alfworld
+def test_a_killed_run_resumes_from_its_newest_complete_checkpoint(tmp_path, game_cache):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "SKILLOS_CACHE": str(game_cache)}
+    first = subprocess.Popen([sys.executable, "-m", "skillos", "train", str(SMOKE)], cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    archive = tmp_path / "checkpoints" / "cpu-smoke" / "archive"
+    deadline = time.monotonic() + 600
+    while not (archive / "checkpoint-1").is_dir() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not (archive / "checkpoint-2").exists(), "the run finished before it could be killed"
+    again = run_cli("train", SMOKE, cwd=tmp_path, env={"SKILLOS_CACHE": str(game_cache)})
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "resuming from checkpoints/cpu-smoke/checkpoint-1" in again.stderr
+    assert sum(line.startswith("reward health:") for line in again.stderr.splitlines()) == 1  # step 2 only
+    assert (archive / "checkpoint-2" / "skillos-curator.json").is_file()

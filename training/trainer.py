@@ -1,0 +1,238 @@
+"""`skillos train`: SkillOS Algorithm 1 with TRL's GRPOTrainer.
+
+The curator (the model being trained) talks to `CuratorEnv` through its one tool,
+`curate_and_advance`; the frozen executor plays each position on the real ALFWorld engine.
+After a rollout the reward function plays the positions the curator never reached with the repo
+frozen (`env.finish`), asks the judge about inserted/updated contents, and computes the
+composite reward; an unmeasured rollout gets its group's mean (zero advantage). Every step
+prints the reward-health line. Each saved checkpoint is marked with the tool surface it was
+trained on, copied to `archive/` (so `save_total_limit` rotation cannot delete what a sweep
+needs) and recorded in the ledger.
+
+torch, transformers, trl and peft are imported inside functions: the CLI, the gates and a
+Modal/accelerate dry run never need them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from functools import partial
+from pathlib import Path
+
+from skillos.config import Config
+from skillos.errors import SkillosError
+from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, SURFACE_FILE
+
+# TrainingConfig fields that are skillos's own, not GRPOConfig arguments.
+NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
+            "max_prompt_length"}  # TRL 1.x caps prompts by the model, not a config field
+WARMUP_STEPS = 240
+WARMUP_INPUTS = 6
+
+
+def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
+    """GRPOConfig arguments from `training.*`: every field the config sets, explicitly, plus
+    what the multi-turn rollout needs. Nothing is left to a TRL default that Table 4 names."""
+    t = cfg.training
+    kwargs = {k: v for k, v in asdict(t).items() if k not in NOT_GRPO and v is not None}
+    kwargs.update(
+        output_dir=str(output_dir(cfg)),
+        # |G| positions: reset plays the first, each curate_and_advance call one more.
+        max_tool_calling_iterations=(t.group_size or 1) - 1,
+        logging_steps=1, report_to="none", save_strategy="steps",
+        remove_unused_columns=False,  # reset(**row) needs game_ids and task_type
+    )
+    if cpu:
+        kwargs.update(use_cpu=True, bf16=False)
+    return kwargs
+
+
+def output_dir(cfg: Config) -> Path:
+    return Path(cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}")
+
+
+def dataset_rows(cfg: Config, games) -> list[dict]:
+    """One row per group: the curator's prompt (reset appends the first task) and the group."""
+    from skillos.training.groups import build_groups
+
+    t = cfg.training
+    n_groups = (t.max_steps or 1) * max(1, (t.generation_batch_size or t.num_generations or 1)
+                                        // (t.num_generations or 1)) * 2
+    prompt = [{"role": "system", "content": CURATOR_SYSTEM},
+              {"role": "user", "content": CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"}]
+    return [{"prompt": prompt, **g.row()} for g in build_groups(games, t.group_size, n_groups, t.seed or 0)]
+
+
+class RewardFunction:
+    """TRL reward function: finish each rollout, judge its contents, score it, print health."""
+
+    __name__ = "curator_reward"
+
+    def __init__(self, cfg: Config, judge, echo):
+        self.cfg, self.judge, self.echo = cfg, judge, echo
+        self.history: list[dict] = []  # per step: the health numbers and mean reward
+
+    def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:
+        from skillos.training.env import finish
+        from skillos.training.reward import group_rewards, health, reward
+
+        c = self.cfg
+        # The positions the curators never reached, every rollout at once: executor calls overlap
+        # up to eval.concurrency (the ALFWorld engine itself is shared one call at a time).
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, min(len(environments), c.eval.concurrency))) as pool:
+            rollouts = list(pool.map(finish, environments))
+        if self.judge is not None and c.reward.lambda_cnt:
+            for env, rollout in zip(environments, rollouts):
+                rollout.verdicts = [self.judge.judge(text) for text in env._state.contents]
+        rewards = [reward(r, c.training.group_size, c.reward.lambda_fc, c.reward.lambda_cnt, c.reward.lambda_comp)
+                   for r in rollouts]
+        totals = [0.0] * len(rewards)
+        # Groups by the dataset row: an unmeasured rollout takes the mean of its own group.
+        keys = group if group is not None else list(range(len(rewards)))
+        for key in dict.fromkeys(keys):
+            members = [i for i, k in enumerate(keys) if k == key]
+            for i, value in zip(members, group_rewards([rewards[i] for i in members])):
+                totals[i] = value
+        line = health(rewards, rollouts)
+        self.echo(f"{line.line()}; mean reward {sum(totals) / len(totals):.3f}")
+        self.history.append({**asdict(line), "mean_reward": sum(totals) / len(totals),
+                             "r_fc": [r.r_fc for r in rewards], "r_task": [r.r_task for r in rewards]})
+        return totals
+
+
+def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
+    """Run GRPO for `cfg` (gates already passed); returns the run's summary."""
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.evals.judge import make_judge
+    from skillos.training.env import CuratorEnv, make_setup
+    from skillos.training.tiny_model import TINY_NAME, resolve
+
+    cpu = not torch.cuda.is_available()
+    out = output_dir(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+    rows = dataset_rows(cfg, games)
+    model = resolve(cfg.training.model)
+    setup = make_setup(cfg, games)
+    if warmup and cfg.training.model == TINY_NAME:
+        model = _warm(model, out, setup, rows, echo)
+    if not is_main_process():  # under accelerate every process trains; one records
+        ledger = None
+    run_id = None
+    if ledger is not None:
+        run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
+                                  seed=cfg.training.seed)
+    reward_fn = RewardFunction(cfg, make_judge(cfg.judge), echo)
+    try:
+        from datasets import Dataset
+
+        trainer = GRPOTrainer(
+            model=model, reward_funcs=[reward_fn], args=GRPOConfig(**grpo_kwargs(cfg, cpu)),
+            train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
+            environment_factory=partial(CuratorEnv, setup),
+            callbacks=[_archive_callback(cfg, ledger, run_id, echo)])
+        resume = newest_complete(out)
+        if resume:
+            echo(f"resuming from {resume} (the newest complete checkpoint)")
+        trainer.train(resume_from_checkpoint=resume)
+    except BaseException as exc:
+        if ledger is not None:
+            ledger.end_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
+                           f"{type(exc).__name__}: {exc}"[:300])
+        raise
+    if ledger is not None:
+        ledger.end_run(run_id, "finished")
+    archived = sorted(str(p) for p in (out / "archive").glob("checkpoint-*"))
+    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": reward_fn.history}
+
+
+def is_main_process() -> bool:
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _warm(model: str, out: Path, setup, rows: list[dict], echo) -> str:
+    """The tiny model never emits a tool call on its own: warm it up on the format, on the real
+    first inputs of the first groups (it writes the call only for prompts like its warm-up's)."""
+    from skillos.evals.curation import TOOL_SURFACES
+    from skillos.training.env import CuratorEnv
+    from skillos.training.warmup import curator_examples, warm_up
+
+    target = out / "warmup"
+    if not (target / "config.json").is_file():
+        echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed curate_and_advance calls")
+        inputs = [CuratorEnv(setup).reset(**{k: v for k, v in row.items() if k != "prompt"})
+                  for row in rows[:WARMUP_INPUTS]]
+        warm_up(model, curator_examples(inputs), TOOL_SURFACES["curate_and_advance"], target, steps=WARMUP_STEPS)
+    return str(target.resolve())  # adapters record their base by this path: absolute, so they load from anywhere
+
+
+def _lora(cfg: Config):
+    if not cfg.training.lora:
+        return None
+    from peft import LoraConfig
+
+    try:
+        return LoraConfig(task_type="CAUSAL_LM", **cfg.training.lora)
+    except TypeError as exc:
+        raise SkillosError(f"training.lora: {exc}") from exc
+
+
+def newest_complete(out: Path) -> str | None:
+    """The newest checkpoint whose trainer_state step matches its name and whose weights are
+    non-empty; a checkpoint half-written when the run died is skipped, not resumed from."""
+    for path in sorted(out.glob("checkpoint-*"), key=_step, reverse=True):
+        if is_complete(path):
+            return str(path)
+    return None
+
+
+def is_complete(path: Path) -> bool:
+    state = path / "trainer_state.json"
+    try:
+        step = json.loads(state.read_text()).get("global_step")
+    except (OSError, ValueError):
+        return False
+    weights = [p for p in path.glob("*.safetensors") if p.stat().st_size > 0]
+    return step == _step(path) and bool(weights)
+
+
+def _step(path: Path) -> int:
+    try:
+        return int(path.name.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def _archive_callback(cfg, ledger, run_id, echo):
+    """On every save: mark the checkpoint's tool surface, copy it to archive/, ledger it.
+    Built on call: transformers (and torch) load only when training does."""
+    from transformers import TrainerCallback
+
+    from skillos.repo.store import write_atomic
+
+    class Archive(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if not path.is_dir() or not state.is_world_process_zero:
+                return
+            write_atomic(path / SURFACE_FILE, json.dumps({"tools": "curate_and_advance", "step": state.global_step}))
+            archive = Path(args.output_dir) / "archive" / path.name
+            if not archive.exists():
+                partial_copy = archive.with_name(archive.name + ".partial")
+                shutil.rmtree(partial_copy, ignore_errors=True)
+                shutil.copytree(path, partial_copy)
+                partial_copy.rename(archive)  # a copy cut short never looks like a checkpoint
+            if ledger is not None:
+                ledger.add_checkpoint(run_id, str(archive), state.global_step)
+            echo(f"checkpoint {state.global_step}: {archive}")
+
+    return Archive()
