@@ -47,6 +47,24 @@ def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path):
     assert Path(plan["command"][plan["command"].index("--deepspeed_config_file") + 1]).is_file()
 
 
+def test_a_modal_launch_builds_the_app_and_without_a_token_says_so(tmp_path, game_cache):
+    """The real modal SDK builds the app (image, volume, GPU) and stops at authentication: a
+    one-line error that says what to do, after the gates ran; never a launch from a test."""
+    import yaml
+
+    data = yaml.safe_load(SMOKE.read_text())
+    data["compute"]["backend"] = "modal"
+    config = tmp_path / "smoke-modal.yaml"
+    config.write_text(yaml.safe_dump(data))
+    no_token = {"MODAL_TOKEN_ID": "", "MODAL_TOKEN_SECRET": "", "MODAL_CONFIG_PATH": str(tmp_path / "none.toml")}
+    result = run_cli("train", config, cwd=tmp_path, env=no_token)
+    assert result.returncode == 2, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: modal: Token missing") and last.endswith("(modal token new)")
+    assert "Traceback" not in result.stderr and "gates (train):" in result.stderr  # the gates ran first
+    assert not (tmp_path / "checkpoints").exists()
+
+
 def test_a_bad_backend_and_a_non_training_config_are_one_line_errors():
     bad = run_cli("train", PAPER, "--backend", "slurm", "--dry-run")
     assert bad.returncode == 2 and "compute.backend: 'slurm' is not one of" in bad.stderr

@@ -426,7 +426,7 @@ def train_cmd(
     with Ledger() as ledger:
         gates.enforce(cfg, "train", ledger, overrides, echo=_echo_err)
         if cfg.compute.backend == "modal":
-            launch.launch_modal(plan, str(config))
+            raise typer.Exit(launch.launch_modal(plan))
         if cfg.compute.backend == "accelerate":
             import subprocess
 

@@ -16,8 +16,10 @@ from skillos.errors import SkillosError
 
 MODAL_APP = "skillos-train"
 MODAL_VOLUME = "skillos-checkpoints"
-MODAL_MOUNT = "/root/skillos"
-MODAL_CHECKPOINTS = "/checkpoints"
+MODAL_CODE = "/root/skillos"
+MODAL_CONFIG = "/root/config"
+MODAL_CHECKPOINTS = "/checkpoints"  # the Volume, and the working folder of the run
+MODAL_TIMEOUT_HOURS = 24
 
 
 def worker_command(config_path: str) -> list[str]:
@@ -35,19 +37,23 @@ def plan(cfg: Config, config_path: str) -> dict:
             command += ["--use_deepspeed", "--deepspeed_config_file", str(_relative(cfg, c.deepspeed_config))]
         return {"backend": "accelerate", "where": f"{c.num_processes} processes on this machine",
                 "command": command + ["-m", "skillos.training.launch", config_path]}
-    gpu = c.gpu or "H100:8"
-    remote_config = f"{MODAL_MOUNT}/{Path(config_path).name}"
-    inner = ["accelerate", "launch", "--num_processes", gpu.split(":")[-1] if ":" in gpu else "1"]
+    gpu = c.gpu or f"H100:{c.num_processes}"
+    count = gpu.split(":")[1] if ":" in gpu else "1"
+    inner = ["accelerate", "launch", "--num_processes", count]
+    files = {f"{MODAL_CONFIG}/{Path(config_path).name}": str(Path(config_path).resolve())}
     if c.deepspeed_config:
-        inner += ["--use_deepspeed", "--deepspeed_config_file",
-                  f"{MODAL_MOUNT}/{Path(c.deepspeed_config).name}"]
+        local = _relative(cfg, c.deepspeed_config)
+        files[f"{MODAL_CONFIG}/{local.name}"] = str(local.resolve())
+        inner += ["--use_deepspeed", "--deepspeed_config_file", f"{MODAL_CONFIG}/{local.name}"]
+    out = cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}"
     return {"backend": "modal", "app": MODAL_APP, "gpu": gpu,
-            "image": "debian_slim(python 3.11) + pip install '.[train,alfworld]' vllm",
-            "mounts": {MODAL_MOUNT: "this checkout and the config"},
+            "image": "debian_slim python 3.11 + gcc/g++/make/cmake + pip install '.[train,alfworld]' vllm",
+            "code": f"{_repo_root()} -> {MODAL_CODE}", "files": files,
             "volume": {MODAL_CHECKPOINTS: MODAL_VOLUME},
-            "output_dir": f"{MODAL_CHECKPOINTS}/{Path(cfg.training.output_dir or cfg.experiment.name).name}",
-            "timeout_hours": 24,
-            "command": inner + ["-m", "skillos.training.launch", remote_config]}
+            "output_dir": f"{MODAL_CHECKPOINTS}/{out}" if not Path(out).is_absolute() else out,
+            "ledger": f"{MODAL_CHECKPOINTS}/.skillos/ledger.db (on the volume)",
+            "timeout_hours": MODAL_TIMEOUT_HOURS,
+            "command": inner + ["-m", "skillos.training.launch", f"{MODAL_CONFIG}/{Path(config_path).name}"]}
 
 
 def render(p: dict) -> str:
@@ -60,14 +66,45 @@ def render(p: dict) -> str:
     return "\n".join(lines)
 
 
-def launch_modal(p: dict, config_path: str) -> None:
+def launch_modal(p: dict) -> int:
+    """Run the plan on Modal: an image with this checkout installed, the config (and its DeepSpeed
+    file) copied in, the checkpoint Volume mounted as the working folder, so output_dir and the
+    run's ledger persist after the container is gone."""
     try:
-        import modal  # noqa: F401
+        import modal
     except ImportError as exc:
         raise SkillosError("compute.backend modal needs the modal package and a token "
                            "(pip install modal && modal token new); --dry-run shows the launch") from exc
-    raise SkillosError("compute.backend modal: launching is not built in this version; run the --dry-run "
-                       "plan's command in a Modal function by hand")
+    if not (_repo_root() / "pyproject.toml").is_file():
+        raise SkillosError("compute.backend modal ships this source checkout to the container: run "
+                           "skillos from a checkout (pip install -e .)")
+    image = (modal.Image.debian_slim(python_version="3.11").apt_install("gcc", "g++", "make", "cmake")
+             .add_local_dir(_repo_root(), remote_path=MODAL_CODE, copy=True,
+                            ignore=[".git", "runs", "checkpoints", ".skillos", "**/__pycache__"])
+             .run_commands(f"pip install '{MODAL_CODE}[train,alfworld]' vllm"))
+    for remote, local in p["files"].items():
+        image = image.add_local_file(local, remote_path=remote, copy=True)
+    volume = modal.Volume.from_name(MODAL_VOLUME, create_if_missing=True)
+    app = modal.App(MODAL_APP, image=image)
+    remote = app.function(gpu=p["gpu"], volumes={MODAL_CHECKPOINTS: volume}, serialized=True,
+                          timeout=MODAL_TIMEOUT_HOURS * 3600)(_run_in_container)
+    try:
+        with modal.enable_output(), app.run():
+            return remote.remote(p["command"])
+    except modal.exception.AuthError as exc:
+        raise SkillosError(f"modal: {str(exc).splitlines()[0]} (modal token new)") from exc
+
+
+def _run_in_container(command: list) -> int:
+    import os
+    import subprocess
+
+    env = {**os.environ, "SKILLOS_HOME": f"{MODAL_CHECKPOINTS}/.skillos"}
+    return subprocess.run(command, cwd=MODAL_CHECKPOINTS, env=env).returncode
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]
 
 
 def _relative(cfg: Config, path: str) -> Path:

@@ -58,8 +58,10 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
     from skillos.training.groups import build_groups
 
     t = cfg.training
-    n_groups = (t.max_steps or 1) * max(1, (t.generation_batch_size or t.num_generations or 1)
-                                        // (t.num_generations or 1)) * 2
+    # Each step draws generation_batch_size / num_generations distinct rows; twice that many
+    # per step keeps early steps from repeating groups (TRL starts a new epoch if it runs out).
+    per_step = max(1, (t.generation_batch_size or t.num_generations or 1) // (t.num_generations or 1))
+    n_groups = (t.max_steps or 1) * per_step * 2
     prompt = [{"role": "system", "content": CURATOR_SYSTEM},
               {"role": "user", "content": CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"}]
     return [{"prompt": prompt, **g.row()} for g in build_groups(games, t.group_size, n_groups, t.seed or 0)]

@@ -3,10 +3,13 @@
 A random-init model never emits a `<tool_call>` block, so every operation it proposes is
 invalid and r_fc sits at 0 with nothing for GRPO to compare. A few optimizer steps on example
 conversations (loss on the assistant turn only) teach the format; they teach nothing about
-which skills help, which is GRPO's job. Measured on the tiny model (2 cores): 240 steps over
-6 conversations with different user turns, ~15 s, and greedy decoding then writes a well-formed
-call for prompts it never saw; with 2 conversations it memorised positions and garbled the JSON. Used by the CPU smoke run and by the tests that need
+which skills help, which is GRPO's job. Used by the CPU smoke run and by the tests that need
 a model that really emits tool calls.
+
+Measured on the tiny model (2 cores, 240 steps, ~15 s): greedy decoding writes the call for
+prompts like the warm-up's (same shape and length range) and garbles it for others (2 of 4
+unseen made-up inputs; 0 real ALFWorld inputs when warmed on made-up ones). So training warms
+up on the real first inputs of its own groups, and the tests prompt with a warm-up input.
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ def load_weights(model: str):
             loaded = AutoModelForCausalLM.from_pretrained(path, **LOCAL)
         tokenizer = AutoTokenizer.from_pretrained(path, **LOCAL)
     except (OSError, ValueError, KeyError) as exc:
-        raise SkillosError(f"model {model!r}: cannot load weights from {path}: {str(exc).splitlines()[0][:200]}") from exc
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise SkillosError(f"model {model!r}: cannot load weights from {path}: {reason}") from exc
     if tokenizer.chat_template is None:
         raise SkillosError(f"model {model!r}: its tokenizer has no chat template")
     return loaded.eval(), tokenizer, path

@@ -30,7 +30,12 @@ class VLLMChat:
         self.model = config.model
         path = resolve(config.model)
         base = adapter_base(path)
-        self._lora = vllm.lora.request.LoRARequest("curator", 1, path) if base else None
+        if base:
+            from vllm.lora.request import LoRARequest
+
+            self._lora = LoRARequest("curator", 1, path)
+        else:
+            self._lora = None
         try:
             self.engine = vllm.LLM(model=base or path, enable_lora=bool(base), seed=0)
         except Exception as exc:  # vllm raises many types at start-up (no GPU, no memory, bad weights)

@@ -93,7 +93,8 @@ class Report:
 
     def summary(self) -> str:
         c = self.counts()
-        kind = "static + dry-run" if self.dry_run else "static (add --dry-run to execute code)"
+        kind = ("static + dry-run" if self.dry_run
+                else "static only; the dry-run checks run with --dry-run and at every launch")
         return (f"{len(self.results)} checks ({kind}): {c['PASS']} pass, {c['WARN']} warn, "
                 f"{c['FAIL']} fail, {c['SKIP']} skip")
 
