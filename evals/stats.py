@@ -122,3 +122,58 @@ def compare(control: dict, treatment: dict, *, names=("treatment", "control"), a
     return Comparison(**base, control_rate=float(x.mean()), treatment_rate=float(y.mean()),
                       difference=float(y.mean() - x.mean()), b=b, c=c, p_value=p,
                       ci_low=low, ci_high=high, mde=effect, significant=p < alpha, note=note)
+
+
+@dataclass
+class GateVerdict:
+    """Whether a candidate beats the incumbent on the same validation tasks (skillos optimize)."""
+
+    verdict: str  # accept | reject | indecisive (too little measured to decide: not a rejection)
+    mode: str  # paired: mean paired difference > k·SE; strict: candidate rate > incumbent rate
+    n_tasks: int
+    n_paired: int  # tasks measured under both skills
+    n_unmeasured: int
+    mean_difference: float | None  # candidate - incumbent, over paired tasks
+    se: float | None  # standard error of the mean paired difference
+    threshold: float | None  # what the mean had to exceed
+    reason: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+GATE_MODES = ("paired", "strict")
+
+
+def gate(incumbent: dict, candidate: dict, mode: str = "paired", k: float = 2.0,
+         max_unmeasured: float = 0.1) -> GateVerdict:
+    """incumbent/candidate: task id -> True/False/None on the same validation tasks.
+
+    paired (default): accept iff the mean paired difference exceeds k standard errors, so two
+    copies of one skill, or noise of one flipped task in a small split, do not pass. strict:
+    SkillOpt's rule, accept iff the candidate's rate is higher (no variance term), kept for
+    comparison. Either way, when more than `max_unmeasured` of the tasks are unmeasured the
+    verdict is indecisive: an outage is not evidence against an edit."""
+    if mode not in GATE_MODES:
+        raise ValueError(f"gate mode {mode!r} is not one of {', '.join(GATE_MODES)}")
+    tasks = sorted(set(incumbent) | set(candidate))
+    paired = [t for t in tasks if incumbent.get(t) is not None and candidate.get(t) is not None]
+    base = dict(mode=mode, n_tasks=len(tasks), n_paired=len(paired), n_unmeasured=len(tasks) - len(paired))
+    if not tasks or base["n_unmeasured"] > max_unmeasured * len(tasks):
+        return GateVerdict("indecisive", **base, mean_difference=None, se=None, threshold=None,
+                           reason=f"{base['n_unmeasured']} of {len(tasks)} validation tasks unmeasured "
+                                  f"(more than {max_unmeasured:.0%})")
+    diffs = [int(bool(candidate[t])) - int(bool(incumbent[t])) for t in paired]
+    mean = sum(diffs) / len(diffs)
+    se = (math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
+          if len(diffs) > 1 else None)
+    if mode == "strict":
+        accept = mean > 0
+        return GateVerdict("accept" if accept else "reject", **base, mean_difference=mean, se=se, threshold=0.0,
+                           reason=f"candidate - incumbent = {mean:+.3f} over {len(paired)} tasks (strict: > 0)")
+    if se is None:
+        return GateVerdict("indecisive", **base, mean_difference=mean, se=None, threshold=None,
+                           reason="one paired task: no standard error")
+    accept = mean > k * se and mean > 0
+    return GateVerdict("accept" if accept else "reject", **base, mean_difference=mean, se=se, threshold=k * se,
+                       reason=f"mean paired difference {mean:+.3f} vs {k:g}·SE = {k * se:.3f} over {len(paired)} tasks")

@@ -23,7 +23,7 @@ from skillos.ledger.secrets import redact, redact_text
 
 APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
-          "failure_modes", "fixes", "gate_results", "overrides", "corrections")
+          "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates")
 CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes")
 
 MIGRATIONS = {
@@ -64,6 +64,14 @@ MIGRATIONS = {
         row_id INTEGER NOT NULL, kind TEXT NOT NULL, value TEXT, reason TEXT, actor TEXT,
         created_at TEXT NOT NULL);
     CREATE INDEX corrections_target ON corrections (table_name, row_id);
+    """,
+    # skillos optimize: every candidate a run tried, its edits and diff, and the gate's verdict.
+    2: """
+    CREATE TABLE candidates (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs,
+        epoch INTEGER, step INTEGER, edits TEXT, diff TEXT, verdict TEXT NOT NULL, mode TEXT,
+        incumbent_rate REAL, candidate_rate REAL, mean_difference REAL, se REAL, threshold REAL,
+        ci_low REAL, ci_high REAL, n_tasks INTEGER, n_paired INTEGER, n_unmeasured INTEGER,
+        created_at TEXT NOT NULL);
     """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -280,6 +288,10 @@ class Ledger:
     def add_checkpoint(self, run_id: int, path: str, step: int | None = None,
                        sha256: str | None = None) -> int:
         return self._insert("checkpoints", run_id=run_id, path=path, step=step, sha256=sha256)
+
+    def add_candidate(self, run_id: int, **fields) -> int:
+        """One candidate of a skillos optimize run (columns of the candidates table)."""
+        return self._insert("candidates", run_id=run_id, **fields)
 
     # -- failures ---------------------------------------------------------------------------
     def add_failure(self, what: str, category: str, modes=(), kind: str = "scientific",

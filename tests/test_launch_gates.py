@@ -81,8 +81,11 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
             "quickstart": [*SMALL, "--out", str(out)],
             "sweep": [str(write_config(tmp_path)), "--repo", str(repo), "--executor", "heuristic",
                       *SMALL, "--out", str(out)],
-            "train": [str(ROOT / "training" / "configs" / "cpu-smoke.yaml")]}[command]
-    if command == "train":  # what is under test is the refusal; test_train.py runs training for real
+            "train": [str(ROOT / "training" / "configs" / "cpu-smoke.yaml")],
+            "optimize": [str(ROOT / "training" / "configs" / "optimize-quickstart.yaml"), "--out", str(out),
+                         "--json"]}[command]
+    # What is under test is the refusal; test_train.py and test_optimize.py run these for real.
+    if command == "train":
         from skillos.training import trainer
 
         def trained(cfg, ledger, echo=None):
@@ -90,6 +93,14 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
             return {"run_id": None, "output_dir": str(out), "checkpoints": [], "steps": []}
 
         monkeypatch.setattr(trainer, "train", trained)
+    if command == "optimize":
+        from skillos.training import optimize
+
+        def optimized(cfg, out_dir, ledger, echo=None):
+            out.mkdir()
+            return {"verdict": "not run"}
+
+        monkeypatch.setattr(optimize, "run", optimized)
     result = CliRunner().invoke(cli.app, [command, *args])
     assert isinstance(result.exception, gates.GateRefused), result.output
     assert "(planted)" in str(result.exception) and not out.exists()

@@ -32,7 +32,7 @@ app.add_typer(ledger_app, name="ledger")
 
 # Every command that spends compute: each runs the launch gates first (tests/test_launch_gates.py
 # checks that each one refuses a failing config).
-LAUNCHERS = ("eval", "quickstart", "sweep", "train")
+LAUNCHERS = ("eval", "quickstart", "sweep", "train", "optimize")
 OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the override and its reason '
                  "are recorded in the ledger as a process failure (repeatable).")
 
@@ -439,6 +439,51 @@ def train_cmd(
         _print_json(summary)
     else:
         typer.echo(f"trained {len(summary['steps'])} steps; checkpoints: {', '.join(summary['checkpoints']) or 'none'}")
+
+
+@app.command("optimize")
+def optimize_cmd(
+    config: Path = typer.Argument(..., help="Config with an optimize section, e.g. "
+                                  "training/configs/optimize-quickstart.yaml."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-TIME)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
+):
+    """Optimize the skill text for a frozen executor (SkillOpt-style), gated and sealed.
+
+    Each step plays a train minibatch, the optimizer proposes at most the step's budget of edits
+    (the textual learning rate), and the candidate is kept only if the gate accepts it on the
+    validation split (paired: mean difference > k·SE). An A/A test refuses a gate that accepts a
+    copy of the seed. The sealed test split is read once, at the end: seed vs best, corrected for
+    every candidate tried. Writes best_skill/, history.jsonl, rejected.json, report.json."""
+    from skillos import config as cfgmod
+    from skillos import gates
+    from skillos.evals.experiment import check_out, default_out_dir
+    from skillos.ledger import Ledger
+    from skillos.training.optimize import preflight, run
+
+    cfg = cfgmod.load(config)
+    overrides = gates.parse_overrides(override)
+    out_dir = out_dir or default_out_dir(cfg)
+    check_out(out_dir)
+    preflight(cfg)  # bad splits or seed skills: refused before the gates play anything
+    with Ledger() as ledger:
+        gates.enforce(cfg, "optimize", ledger, overrides, echo=_echo_err)
+        report = run(cfg, out_dir, ledger, echo=_echo_err)
+    if as_json:
+        _print_json(report)
+        return
+    c = report["comparison"]
+    for arm in ("seed", "best"):
+        a = report[arm]
+        rate = "unmeasured" if a["success_rate"] is None else f"{a['success_rate']:.1%}"
+        typer.echo(f"{arm}: {a['successes']}/{a['measured']} measured of {a['attempted']} sealed test games "
+                   f"({rate}; {a['unmeasured']} unmeasured)")
+    if c["difference"] is not None:
+        typer.echo(f"best - seed: {c['difference']:+.1%}, b/c = {c['b']}/{c['c']}, 95% CI "
+                   f"[{c['ci_low']:+.1%}, {c['ci_high']:+.1%}], n = {c['n_paired']}")
+    typer.echo(f"verdict: {report['verdict']}")
+    typer.echo(f"best skills: {report['best_skill']} ({report['best_skills']} skills)")
 
 
 def _apply_overrides(cfg, n_games, n_train_games) -> None:

@@ -166,6 +166,29 @@ class EvalConfig:
 
 
 @dataclass
+class OptimizeGateConfig:
+    mode: str = "paired"  # paired: mean paired difference > k·SE; strict: SkillOpt's > (for comparison)
+    k: float = 2.0
+    max_unmeasured: float = 0.1  # share of validation tasks unmeasured above which a verdict is indecisive
+
+
+@dataclass
+class OptimizeConfig:
+    """skillos optimize (text-space, SkillOpt-style). Train minibatches come from env.train_split,
+    candidates are gated on the validation split, and env.split is the sealed test split."""
+    optimizer: BackendConfig = field(default_factory=BackendConfig)  # heuristic, or a model backend
+    seed_skills: str | None = None  # the starting skill folder (relative to the config); None: empty
+    epochs: int = 2
+    minibatch_size: int = 6
+    max_edits: int = 4  # the textual learning rate: edits one step may make, at the first step ...
+    min_edits: int = 2  # ... decaying to this at the last
+    schedule: str = "cosine"  # cosine | linear | constant
+    validation_split: str = "valid_seen"
+    n_validation: int = 30
+    gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
+
+
+@dataclass
 class Config:
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -177,6 +200,7 @@ class Config:
     reward: RewardConfig = field(default_factory=RewardConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     compute: ComputeConfig = field(default_factory=ComputeConfig)
+    optimize: OptimizeConfig = field(default_factory=OptimizeConfig)
     reference: str | None = None  # hyperparameter table to diff against, e.g. skillos-paper/alfworld
     divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
 
@@ -251,6 +275,16 @@ def validate(cfg: Config) -> Config:
     _choice(cfg.executor.backend, BACKENDS, "executor.backend")
     _choice(cfg.curator.backend, BACKENDS, "curator.backend")
     _choice(cfg.curator.tools, CURATOR_TOOLS, "curator.tools")
+    _choice(cfg.optimize.optimizer.backend, BACKENDS, "optimize.optimizer.backend")
+    _choice(cfg.optimize.gate.mode, ("paired", "strict"), "optimize.gate.mode")
+    _choice(cfg.optimize.schedule, ("cosine", "linear", "constant"), "optimize.schedule")
+    _choice(cfg.optimize.validation_split, SPLITS, "optimize.validation_split")
+    o = cfg.optimize
+    for key in ("epochs", "minibatch_size", "max_edits", "min_edits", "n_validation"):
+        if getattr(o, key) < 1:
+            raise ConfigError(f"optimize.{key}: at least 1, got {getattr(o, key)}")
+    if o.min_edits > o.max_edits:
+        raise ConfigError(f"optimize.min_edits ({o.min_edits}) is above optimize.max_edits ({o.max_edits})")
     _choice(cfg.retrieval.mode, RETRIEVAL_MODES, "retrieval.mode")
     _choice(cfg.compute.backend, COMPUTE_BACKENDS, "compute.backend")
     if cfg.judge.backend is not None:
