@@ -45,6 +45,7 @@ class ScriptedLLM:
         self.outage = False  # while True every call gets a 503
         self.stall_s = 5.0
         self.latency_s = 0.0  # added to every reply
+        self.models = ["Qwen3-8B", "claude-test"]  # what GET /models lists
         self.calls: list[dict] = []
         self._lock = threading.Lock()
         ThreadingHTTPServer.request_queue_size = 256  # 64 clients at once must not be refused
@@ -74,6 +75,16 @@ class ScriptedLLM:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
+
+            def do_GET(self):  # the model list, which `skillos doctor` asks for
+                if llm.outage:
+                    return self._send(503, {"error": {"message": "injected 503", "type": "server_error"}})
+                if self.path.endswith("/models"):
+                    return self._send(200, {"object": "list", "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "test", "type": "model",
+                         "display_name": m, "created_at": "2026-01-01T00:00:00Z"} for m in llm.models],
+                        "has_more": False, "first_id": llm.models[0], "last_id": llm.models[-1]})
+                return self._send(404, {"error": {"message": "no such path"}})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

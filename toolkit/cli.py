@@ -57,6 +57,29 @@ def skills_validate(path: Path = typer.Argument(..., help="A SKILL.md file or a 
     typer.echo(f"{path}: valid")
 
 
+@skills_app.command("export")
+def skills_export(
+    repo: Path = typer.Argument(..., help="A curated skill repo folder (NAME/SKILL.md ...)."),
+    out: Path = typer.Argument(..., help="A new folder: the bundle, laid out as skills/NAME/SKILL.md."),
+):
+    """Lay a curated repo out as a bundle that `npx skills add OUT` installs (e.g. for Claude Code)."""
+    from skillos.repo import SkillRepo
+    from skillos.repo.skill import SkillError
+
+    if not repo.is_dir():
+        raise SkillosError(f"{repo}: no such skill repo folder")
+    if out.exists() and any(out.iterdir()):
+        raise SkillosError(f"{out}: exists and is not empty; export into a new folder")
+    try:
+        skills = SkillRepo.load(repo)
+    except SkillError as exc:
+        raise SkillosError(f"{repo}: {exc}") from None
+    if not len(skills):
+        raise SkillosError(f"{repo}: no skills to export")
+    skills.copy(out / "skills")  # SKILL.md with single-line name and description: what the skills CLI parses
+    typer.echo(f"exported {len(skills)} skills to {out / 'skills'}; install with: npx skills add {out}")
+
+
 @skills_app.command("search")
 def skills_search(
     folder: Path = typer.Argument(..., help="A skill repo folder."),
@@ -439,6 +462,29 @@ def train_cmd(
         _print_json(summary)
     else:
         typer.echo(f"trained {len(summary['steps'])} steps; checkpoints: {', '.join(summary['checkpoints']) or 'none'}")
+
+
+@app.command("doctor")
+def doctor_cmd(
+    config: Optional[Path] = typer.Option(None, "--config", help="Also check this config's backends: keys "
+                                          "present, endpoint answering, model listed or weights found."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
+    """Is this machine ready? Extras, the ALFWorld engine and cached games, the ledger, disk, GPU,
+    npx for the skill bundles, and (with --config) the backends; each with what to do about it.
+    Exit 1 if anything needed is broken."""
+    from skillos import config as cfgmod
+    from skillos import doctor
+
+    checks = doctor.run(cfgmod.load(config) if config else None)
+    failed = [c for c in checks if c.status == "fail"]
+    if as_json:
+        _print_json({"ready": not failed, "checks": [c.to_dict() for c in checks]})
+    else:
+        for check in checks:
+            typer.echo(check.line())
+        typer.echo(f"{len(checks)} checks: {len(checks) - len(failed)} ok or optional, {len(failed)} failed")
+    raise typer.Exit(1 if failed else 0)
 
 
 @app.command("optimize")

@@ -1,0 +1,180 @@
+"""`skillos doctor`: is this machine ready for the agent and the person? Each check says what it
+saw and, when something is missing or broken, the one thing to do about it.
+
+Status: ok; missing (an optional part is not installed: only what needs it is affected); fail
+(something the named config or every command needs is broken). Exit 1 on a fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+MIN_FREE_GB = 10.0
+EXTRAS = [  # (module, extra, what needs it)
+    ("alfworld", "alfworld", "the ALFWorld engine: quickstart, eval, sweep, train, optimize"),
+    ("openai", "llm", "backend openai (any OpenAI-compatible endpoint)"),
+    ("anthropic", "llm", "backend anthropic"),
+    ("torch", "hf", "backend hf and skillos train (pip install torch==2.13.0 first on a CPU machine)"),
+    ("transformers", "hf", "backend hf, skillos train"),
+    ("peft", "hf", "LoRA adapters (train, curator checkpoints)"),
+    ("trl", "train", "skillos train (GRPOTrainer)"),
+    ("matplotlib", "plot", "sweep.png"),
+    ("modal", "modal", "compute.backend modal"),
+]
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | missing | fail
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        fix = f" · fix: {self.fix}" if self.fix and self.status != "ok" else ""
+        return f"{self.status.upper():7} {self.name}: {self.detail}{fix}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run(cfg=None) -> list[Check]:
+    checks = [_python()]
+    checks += [_extra(*row) for row in EXTRAS]
+    checks += [_engine(), _ledger(), _disk(), _gpu(), _npx()]
+    if cfg is not None:
+        for role in ("executor", "curator", "judge"):
+            section = getattr(cfg, role)
+            if section.backend not in (None, "heuristic"):
+                checks.append(_backend(role, section))
+        if cfg.optimize.optimizer.backend != "heuristic":
+            checks.append(_backend("optimize.optimizer", cfg.optimize.optimizer))
+    return checks
+
+
+def _python() -> Check:
+    v = sys.version_info
+    ok = v >= (3, 10)
+    return Check("python", "ok" if ok else "fail", f"{v.major}.{v.minor}.{v.micro}", "use Python 3.10 or newer")
+
+
+def _extra(module: str, extra: str, needed_by: str) -> Check:
+    found = importlib.util.find_spec(module) is not None
+    return Check(f"package {module}", "ok" if found else "missing",
+                 "installed" if found else f"not installed; needed by {needed_by}",
+                 f"pip install '.[{extra}]'")
+
+
+def _engine() -> Check:
+    if importlib.util.find_spec("alfworld") is None:
+        return Check("alfworld engine", "missing", "the [alfworld] extra is not installed",
+                     "pip install '.[alfworld]' (compiles the planner once, ~3 min)")
+    from skillos.errors import SkillosError
+    from skillos.evals.envs.alfworld import engine, scenes
+
+    try:
+        scenes.alfworld_root()
+    except SkillosError as exc:
+        return Check("alfworld engine", "fail", str(exc), "reinstall: pip install --force-reinstall 'alfworld==0.4.2'")
+    cache = engine.cache_root()
+    games = sum(1 for _ in cache.glob("*/*/*/game.tw-pddl")) if cache.is_dir() else 0
+    return Check("alfworld engine", "ok", f"engine data found; {games} generated games cached in {cache}",
+                 "skillos quickstart generates and caches games on first run")
+
+
+def _ledger() -> Check:
+    from skillos.ledger import Ledger
+    from skillos.ledger.store import default_path
+
+    path = default_path()
+    try:
+        with Ledger(path) as ledger:
+            ledger.db.execute("BEGIN IMMEDIATE")  # takes the write lock: writable now, not just readable
+            ledger.db.execute("ROLLBACK")
+    except Exception as exc:  # sqlite3, OS and ledger errors alike mean: not writable here
+        return Check("ledger", "fail", f"{path}: {str(exc).splitlines()[0]}",
+                     "set SKILLOS_HOME to a writable folder")
+    return Check("ledger", "ok", f"{path} writable")
+
+
+def _disk() -> Check:
+    free = shutil.disk_usage(Path.cwd()).free / 1e9
+    ok = free >= MIN_FREE_GB
+    return Check("disk", "ok" if ok else "fail", f"{free:.1f} GB free in {Path.cwd()}",
+                 f"free at least {MIN_FREE_GB:g} GB (checkpoints, game cache)")
+
+
+def _gpu() -> Check:
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
+            return Check("gpu", "ok", f"{torch.cuda.device_count()} visible: {', '.join(sorted(names))}")
+    elif shutil.which("nvidia-smi"):
+        return Check("gpu", "ok", "nvidia-smi present (torch not installed to confirm)")
+    return Check("gpu", "missing", "no GPU visible: CPU runs only (quickstart, eval, the CPU smoke train)",
+                 "backend vllm, vLLM colocate and multi-GPU training need a GPU machine")
+
+
+def _npx() -> Check:
+    if not shutil.which("npx") or not shutil.which("node"):
+        return Check("npx", "missing", "node/npx not found: agents cannot install the skills/ bundles here",
+                     "install Node.js 20+, then: npx skills add OWNER/REPO --skill '*' -a claude-code")
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    return Check("npx", "ok", f"node {version}; on Node < 22.20 use skills@1.5.26")
+
+
+def _backend(role: str, section) -> Check:
+    """Keys present and the endpoint answering, through the same SDKs the runs use."""
+    name = f"{role} backend {section.backend}"
+    if section.backend in ("hf", "vllm"):
+        return _local_model(name, section)
+    from skillos.errors import SkillosError
+    from skillos.evals.backends.chat import DEFAULT_KEY_ENV, api_key
+
+    try:
+        key = api_key(section)
+    except SkillosError:
+        env = section.api_key_env or DEFAULT_KEY_ENV.get(section.backend, "")
+        return Check(name, "fail", f"no API key in ${env}", f"export {env}=... (keys come from the environment only)")
+    where = section.base_url or "the provider's default endpoint"
+    try:
+        if section.backend == "openai":
+            import openai
+
+            client = openai.OpenAI(api_key=key, base_url=section.base_url, timeout=10, max_retries=0)
+        else:
+            import anthropic
+
+            client = anthropic.Anthropic(api_key=key, base_url=section.base_url, timeout=10, max_retries=0)
+        models = [m.id for m in client.models.list()]
+    except ImportError:
+        return Check(name, "fail", f"the {section.backend} SDK is not installed", "pip install '.[llm]'")
+    except Exception as exc:  # the SDKs raise their own connection / status / auth errors
+        return Check(name, "fail", f"{where} did not answer: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}",
+                     "check base_url, the key and the server (for vllm serve: is it up?)")
+    listed = section.model in models if models else None
+    detail = f"{where} answers; {len(models)} models listed"
+    if listed is False:
+        return Check(name, "fail", f"{detail}, {section.model!r} not among them", "fix executor/curator/judge.model")
+    return Check(name, "ok", detail + (f", {section.model!r} among them" if listed else ""))
+
+
+def _local_model(name: str, section) -> Check:
+    from skillos.errors import SkillosError
+
+    if section.backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        return Check(name, "fail", "vllm is not installed", "use a GPU machine with vllm installed, or backend hf")
+    try:
+        from skillos.training.tiny_model import TINY_NAME, resolve
+
+        path = TINY_NAME if section.model == TINY_NAME else resolve(section.model)  # the tiny model builds on use
+    except SkillosError as exc:
+        return Check(name, "fail", str(exc), "point model at a weights folder, or an org/name in the hub cache")
+    return Check(name, "ok", f"weights at {path}")
