@@ -140,7 +140,10 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(CuratorEnv, setup),
             callbacks=[_archive_callback(cfg, ledger, run_id, echo)])
-        resume = newest_complete(out)
+        resume = cfg.training.resume_from_checkpoint or newest_complete(out)
+        if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
+            raise SkillosError(f"training.resume_from_checkpoint: {resume} is not a complete checkpoint "
+                               "(trainer_state step and non-empty weights)")
         if resume:
             echo(f"resuming from {resume} (the newest complete checkpoint)")
         trainer.train(resume_from_checkpoint=resume)
@@ -151,7 +154,7 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
         raise
     if ledger is not None:
         ledger.end_run(run_id, "finished")
-    archived = sorted(str(p) for p in (out / "archive").glob("checkpoint-*"))
+    archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": reward_fn.history}
 
 
