@@ -340,6 +340,12 @@ def validate(cfg: Config) -> Config:
     return cfg
 
 
+def relative_to_config(cfg: Config, path: str | Path) -> Path:
+    """A path a config names: relative paths resolve beside the config file it was loaded from."""
+    p = Path(path)
+    return Path(cfg.source).parent / p if not p.is_absolute() and cfg.source is not None else p
+
+
 def static_repo_path(cfg: Config, arm: str) -> str | None:
     """The fixed skill folder an arm plays with (static_repo, repo:NAME), else None."""
     if arm == "static_repo":

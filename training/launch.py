@@ -11,7 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from skillos.config import Config
+from skillos.config import Config, relative_to_config
 from skillos.errors import SkillosError
 
 MODAL_APP = "skillos-train"
@@ -34,7 +34,7 @@ def plan(cfg: Config, config_path: str) -> dict:
     if c.backend == "accelerate":
         command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
         if c.deepspeed_config:
-            command += ["--use_deepspeed", "--deepspeed_config_file", str(_relative(cfg, c.deepspeed_config))]
+            command += ["--use_deepspeed", "--deepspeed_config_file", str(relative_to_config(cfg, c.deepspeed_config))]
         return {"backend": "accelerate", "where": f"{c.num_processes} processes on this machine",
                 "command": command + ["-m", "skillos.training.launch", config_path]}
     gpu = c.gpu or f"H100:{c.num_processes}"
@@ -42,7 +42,7 @@ def plan(cfg: Config, config_path: str) -> dict:
     inner = ["accelerate", "launch", "--num_processes", count]
     files = {f"{MODAL_CONFIG}/{Path(config_path).name}": str(Path(config_path).resolve())}
     if c.deepspeed_config:
-        local = _relative(cfg, c.deepspeed_config)
+        local = relative_to_config(cfg, c.deepspeed_config)
         files[f"{MODAL_CONFIG}/{local.name}"] = str(local.resolve())
         inner += ["--use_deepspeed", "--deepspeed_config_file", f"{MODAL_CONFIG}/{local.name}"]
     out = cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}"
@@ -105,13 +105,6 @@ def _run_in_container(command: list) -> int:
 
 def _repo_root() -> Path:
     return Path(__file__).resolve().parents[1]
-
-
-def _relative(cfg: Config, path: str) -> Path:
-    p = Path(path)
-    if not p.is_absolute() and cfg.source is not None:
-        p = Path(cfg.source).parent / p
-    return p
 
 
 def main(argv: list[str]) -> int:

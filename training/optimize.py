@@ -370,9 +370,9 @@ def _seed_repo(cfg) -> SkillRepo:
     folder = cfg.optimize.seed_skills
     if folder is None:
         return SkillRepo(None)
-    path = Path(folder)
-    if not path.is_absolute() and cfg.source is not None:
-        path = Path(cfg.source).parent / path
+    from skillos.config import relative_to_config
+
+    path = relative_to_config(cfg, folder)
     if not path.is_dir():
         raise SkillosError(f"optimize.seed_skills: {path} is not a folder")
     try:
