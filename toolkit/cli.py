@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from skillos.cli_ledger import app as ledger_app
+from skillos.cli_sleep import app as sleep_app
 from skillos.errors import SkillosError
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ gate_app = typer.Typer(help="The seven launch gates: check a config before spend
 app.add_typer(skills_app, name="skills")
 app.add_typer(gate_app, name="gate")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(sleep_app, name="sleep")
 
 # Every command that spends compute: each runs the launch gates first (tests/test_launch_gates.py
 # checks that each one refuses a failing config).

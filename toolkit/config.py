@@ -189,6 +189,44 @@ class OptimizeConfig:
 
 
 @dataclass
+class SleepBudgetConfig:
+    """Hard caps per night: a call that could pass one is not made; the night stops cleanly."""
+    max_calls: int = 300  # model calls (replays, judge, optimizer) in one night
+    max_tokens: int = 600_000  # prompt + completion tokens, a call's worst case reserved before it
+    max_minutes: float = 60.0  # wall clock
+
+
+@dataclass
+class SleepConfig:
+    """skillos sleep: learn one skill from the agent's own Claude Code and Codex sessions. Mined
+    tasks are split train / validation / sealed test by content hash; candidates are gated with
+    optimize's machinery; a night stages a proposal and never writes the live skill."""
+    skill: str | None = None  # the live skill folder (holding SKILL.md) a night improves
+    sources: list = field(default_factory=lambda: ["claude", "codex"])
+    claude_dir: str = "~/.claude"
+    codex_dir: str = "~/.codex"
+    project: str | None = None  # only sessions whose working directory contains this; None: all
+    since: str | None = None  # ISO date: only sessions started on or after it
+    max_sessions: int = 500  # the most recent sessions after the filters
+    subagents: bool = False  # also harvest Claude Code sub-agent sessions
+    tasks: str | None = None  # a reviewed task file (JSONL) replaces mining (privacy-safe runs)
+    model: BackendConfig = field(default_factory=BackendConfig)  # replays tasks (a model backend)
+    optimizer: BackendConfig = field(default_factory=BackendConfig)  # proposes edits: heuristic or a model
+    steps: int = 2  # candidates proposed per night
+    max_edits: int = 4  # the textual learning rate: lines one step may change, at the first step ...
+    min_edits: int = 2  # ... decaying to this at the last
+    schedule: str = "cosine"
+    validation_share: float = 0.34  # of mined tasks, by content hash (SkillOpt-Sleep's held-out share)
+    test_share: float = 0.2  # sealed: read once, at the end of the night
+    gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
+    no_regress: bool = False  # also reject a candidate that breaks any validation task
+    edit_anywhere: bool = False  # edits may rewrite the whole body, not only the learned block
+    max_consecutive_errors: int = 5  # failed calls in a row that end the night as an outage
+    budget: SleepBudgetConfig = field(default_factory=SleepBudgetConfig)
+    home: str | None = None  # digests, nights, proposals, backups; None: $SKILLOS_HOME/sleep
+
+
+@dataclass
 class Config:
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -201,6 +239,7 @@ class Config:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     compute: ComputeConfig = field(default_factory=ComputeConfig)
     optimize: OptimizeConfig = field(default_factory=OptimizeConfig)
+    sleep: SleepConfig = field(default_factory=SleepConfig)
     reference: str | None = None  # hyperparameter table to diff against, e.g. skillos-paper/alfworld
     divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
 

@@ -1,0 +1,80 @@
+"""skillos sleep harvest and mine on transcripts in the real Claude Code and Codex formats."""
+
+import json
+
+from conftest import run_cli
+from sleep_fixtures import PLANTED_KEY, build_corrections, build_mixed
+from skillos.config import SleepConfig
+from skillos.training.sleep.harvest import harvest, read_digest
+from skillos.training.sleep.mine import assign_splits, checks_from_feedback, mine
+
+
+def _cfg(root, **kw):
+    return SleepConfig(claude_dir=str(root / ".claude"), codex_dir=str(root / ".codex"), **kw)
+
+
+def test_harvest_counts_each_source_and_says_what_it_skipped(tmp_path):
+    expected = build_mixed(tmp_path)
+    h = harvest(_cfg(tmp_path), home=tmp_path / "home")
+    assert h.counts == expected["counts"]
+    assert h.skipped == expected["skipped"]
+    assert h.repaired == {"claude": 1}  # the non-UTF-8 line is kept, its byte replaced
+    s1 = next(s for s in h.sessions if s.id == "s1")
+    assert s1.skills == ["release-notes"] and s1.project == "/home/dev/work/app"
+    assert [t.text for t in s1.turns if t.role == "user"][:2] == [
+        "Write the release notes for v1.2 of the app", "No, that's wrong: add a `## Breaking changes` section"]
+    assert "Bash" in s1.turns[1].tools and "deeper" not in json.dumps(s1.to_dict())  # tool output is no turn
+    codex = next(s for s in h.sessions if s.source == "codex")
+    assert [t.text for t in codex.turns if t.role == "user"] == ["Summarize the failing tests"] * 2  # a real repeat
+    assert codex.id == "0199-aaaa" and codex.turns[1].tools == ["shell"]
+    assert len(read_digest(h.digest)) == 4
+    # sub-agents on request; filters
+    assert harvest(_cfg(tmp_path, subagents=True)).counts["claude"]["sessions"] == 3
+    assert [s.source for s in harvest(_cfg(tmp_path, sources=["codex"])).sessions] == ["codex", "codex-archive"]
+    late = harvest(_cfg(tmp_path, since="2026-11-29"))
+    assert sorted(s.id for s in late.sessions) == ["0199-aaaa", "s3"] and late.skipped["before-since"] == 2
+    assert harvest(_cfg(tmp_path, project="elsewhere")).skipped["other-project"] == 4
+    capped = harvest(_cfg(tmp_path, max_sessions=1))
+    assert len(capped.sessions) == 1 and capped.skipped["over-max-sessions"] == 3
+
+
+def test_no_planted_key_in_any_output_byte(tmp_path):
+    build_mixed(tmp_path)
+    home = tmp_path / "skillos-home"
+    result = run_cli("sleep", "harvest", "--json", env={"HOME": str(tmp_path), "SKILLOS_HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["counts"]["codex"]["sessions"] == 1 and summary["skipped"]["skillos-replay"] == 1
+    assert summary["skip_reasons"]["subagent-session"].startswith("a Claude Code sub-agent")
+    written = [p for p in home.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("harvest-") for p in written)
+    assert b"[redacted]" in b"".join(p.read_bytes() for p in written)
+    for blob in [result.stdout.encode(), result.stderr.encode(), *(p.read_bytes() for p in written)]:
+        assert PLANTED_KEY.encode() not in blob and b"PLANTEDkey" not in blob
+
+
+def test_mine_keeps_checkable_tasks_and_counts_the_rest(tmp_path):
+    build_mixed(tmp_path)
+    asks = build_corrections(tmp_path, n=6)
+    h = harvest(_cfg(tmp_path))
+    tasks, counts = mine(h.sessions)
+    by_prompt = {t.prompt: t for t in tasks}
+    notes = by_prompt["Write the release notes for v1.2 of the app"]
+    assert notes.checks == [{"rule": "section", "value": "Breaking changes"}] and notes.why == "corrected"
+    assert notes.sessions == ["s1"] and notes.skill == "release-notes"
+    assert all(by_prompt[a].checks == [{"rule": "contains", "value": "TL;DR:"}] for a in asks)
+    # the Codex repeat and "make it shorter" carry no rule: dropped and counted without a judge ...
+    assert counts["dropped"] == {"no-check": 2} and counts["tasks"] == 7
+    # ... and judged by a rubric with one
+    judged, judged_counts = mine(h.sessions, judge=True)
+    assert len(judged) == 9 and judged_counts["dropped"] == {}
+    splits = assign_splits(tasks, 0.34, 0.2)
+    ids = [{t.id for t in v} for v in splits.values()]
+    assert sum(map(len, ids)) == len(tasks) and not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    again = assign_splits(list(reversed(tasks)), 0.34, 0.2)  # by content hash: order does not matter
+    assert [{t.id for t in v} for v in again.values()] == ids
+
+
+def test_feedback_rules():
+    assert checks_from_feedback("keep it under 50 words and don't use `TODO`") == [
+        {"rule": "not_contains", "value": "TODO"}, {"rule": "length", "max": 50, "unit": "words"}]

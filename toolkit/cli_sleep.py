@@ -1,0 +1,213 @@
+"""`skillos sleep ...`: learn a skill from the agent's own Claude Code and Codex sessions. Each
+command parses, calls one library function in skillos.training.sleep, and renders."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
+                  "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
+
+JSON = typer.Option(False, "--json", help="Machine-readable output.")
+CONFIG = typer.Option(None, "--config", help="A config with a sleep: section (default: the defaults).")
+
+
+def _emit(data, as_json: bool, lines) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+    else:
+        for line in lines(data):
+            typer.echo(line)
+
+
+def _err(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def _load(config: Optional[Path], source=None, project=None, since=None, max_sessions=None, subagents=None):
+    from skillos import config as cfgmod
+
+    cfg = cfgmod.load(config) if config else cfgmod.Config()
+    s = cfg.sleep
+    s.sources = list(source) if source else s.sources
+    s.project = project if project is not None else s.project
+    s.since = since if since is not None else s.since
+    s.max_sessions = max_sessions if max_sessions is not None else s.max_sessions
+    s.subagents = subagents if subagents is not None else s.subagents
+    return cfg
+
+
+SOURCE = typer.Option([], "--source", help="claude or codex (repeatable; default: the config's sources).")
+PROJECT = typer.Option(None, "--project", help="Only sessions whose working directory contains this.")
+SINCE = typer.Option(None, "--since", help="Only sessions started on or after this ISO date.")
+MAX_SESSIONS = typer.Option(None, "--max-sessions", help="The most recent N sessions.")
+SUBAGENTS = typer.Option(None, "--subagents/--no-subagents", help="Also read Claude Code sub-agent sessions.")
+
+
+@app.command("harvest")
+def harvest_cmd(config: Optional[Path] = CONFIG, source: List[str] = SOURCE, project: Optional[str] = PROJECT,
+                since: Optional[str] = SINCE, max_sessions: Optional[int] = MAX_SESSIONS,
+                subagents: Optional[bool] = SUBAGENTS, as_json: bool = JSON):
+    """Read Claude Code and Codex sessions (read-only, offline, secrets redacted) into a digest;
+    print the counts per source and what was skipped and why."""
+    from skillos.training.sleep.harvest import harvest
+    from skillos.training.sleep.stage import sleep_home
+
+    cfg = _load(config, source, project, since, max_sessions, subagents)
+    summary = harvest(cfg.sleep, sleep_home(cfg.sleep)).summary()
+
+    def lines(d):
+        for src, c in d["counts"].items():
+            yield (f"{src}: {c['sessions']} sessions kept of {c['files']} files; {c['user_turns']} user and "
+                   f"{c['assistant_turns']} assistant turns")
+        for reason, n in d["skipped"].items():
+            yield f"skipped {n}: {reason} ({d['skip_reasons'][reason]})"
+        yield f"digest: {d['digest']}"
+
+    _emit(summary, as_json, lines)
+
+
+@app.command("mine")
+def mine_cmd(config: Optional[Path] = CONFIG, tasks: Optional[Path] = typer.Option(
+                 None, "--tasks", help="A reviewed task file (JSONL) instead of mining."),
+             source: List[str] = SOURCE, project: Optional[str] = PROJECT, since: Optional[str] = SINCE,
+             max_sessions: Optional[int] = MAX_SESSIONS, subagents: Optional[bool] = SUBAGENTS,
+             as_json: bool = JSON):
+    """Mine checkable tasks (repeated, corrected, or made of a skill) and their splits; read-only."""
+    from skillos.training.sleep.mine import assign_splits
+    from skillos.training.sleep.night import gather
+
+    cfg = _load(config, source, project, since, max_sessions, subagents)
+    found, info = gather(cfg, tasks)
+    splits = assign_splits(found, cfg.sleep.validation_share, cfg.sleep.test_share)
+    data = {"source": info["source"], "sessions": info["sessions"], "mined": info["mined"],
+            "splits": {k: len(v) for k, v in splits.items()}, "tasks": [t.to_dict() for t in found]}
+
+    def lines(d):
+        yield (f"{len(d['tasks'])} tasks ({', '.join(f'{n} {k}' for k, n in d['splits'].items())}) from "
+               f"{d['source']}" + (f", {d['sessions']} sessions" if d["sessions"] is not None else ""))
+        if d["mined"]:
+            yield f"candidates {d['mined']['candidates']}; dropped: {d['mined']['dropped'] or 'none'}"
+        for t in d["tasks"]:
+            yield f"[{t['split']}] {t['why']}: {t['prompt'][:80]} | checks: {json.dumps(t['checks'])[:100]}"
+
+    _emit(data, as_json, lines)
+
+
+@app.command("night")
+def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: section (sleep.skill, sleep.model)."),
+              tasks: Optional[Path] = typer.Option(None, "--tasks", help="A reviewed task file instead of mining."),
+              dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its worst-case cost; "
+                                           "spend nothing."),
+              override: List[str] = typer.Option([], "--override", help='CHECK="reason": launch despite a failing '
+                                                 "gate check (recorded in the ledger)."),
+              as_json: bool = JSON):
+    """One night: harvest, mine, replay current vs candidate, gate on validation, read the sealed
+    test once, stage a proposal. Never writes the live skill."""
+    from skillos import config as cfgmod
+    from skillos import gates
+    from skillos.training.sleep.night import plan_night, run_night
+
+    cfg = cfgmod.load(config)
+    if dry_run:
+        plan = plan_night(cfg, tasks)
+
+        def lines(p):
+            w, c = p["worst_case"], p["caps"]
+            yield f"skill {p['skill']}; model {p['model']}; optimizer {p['optimizer']}; {p['steps']} steps"
+            yield f"tasks: {', '.join(f'{n} {k}' for k, n in p['tasks'].items())} ({p['source']})"
+            yield (f"worst case: {w['calls']} calls, {w['tokens']} tokens, {w['minutes']:g} minutes; caps "
+                   f"{c['max_calls']} calls, {c['max_tokens']} tokens, {c['max_minutes']:g} minutes"
+                   + (f"; binding: {', '.join(p['caps_that_bind'])}" if p["caps_that_bind"] else ""))
+            yield "dry run: nothing was spent"
+
+        _emit(plan, as_json, lines)
+        return
+    report = run_night(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err)
+
+    def lines(r):
+        for c in r["candidates"]:
+            yield (f"step {c['step']}: {c['verdict']}: {c['reason']} (incumbent {c['incumbent']}, candidate "
+                   f"{c['candidate']}; {c['n_unmeasured']} of {c['n_tasks']} unmeasured)")
+        b = r["budget"]
+        yield f"budget: {b['calls']}/{b['max_calls']} calls, {b['tokens']}/{b['max_tokens']} tokens"
+        yield f"verdict: {r['verdict']}"
+        if r["proposal"]:
+            yield f"proposal: {r['proposal']} (adopt with: skillos sleep adopt {r['proposal']})"
+
+    _emit(report, as_json, lines)
+
+
+@app.command("adopt")
+def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or its name under proposals/)."),
+              skill: Optional[Path] = typer.Option(None, "--skill", help="The live skill folder to install into "
+                                                   "(default: the one the night improved)."),
+              config: Optional[Path] = CONFIG, as_json: bool = JSON):
+    """Back up the live skill and install the proposal atomically (a person's step)."""
+    from skillos.training.sleep.stage import adopt, sleep_home
+
+    cfg = _load(config)
+    meta = adopt(proposal, sleep_home(cfg.sleep), skill)
+    _emit(meta, as_json, lambda m: [f"adopted into {m['adopted_into']}; backup: {m['backup']}"])
+
+
+@app.command("status")
+def status_cmd(config: Optional[Path] = CONFIG, as_json: bool = JSON):
+    """Nights and proposals, adopted or not."""
+    from skillos.training.sleep.stage import sleep_home, status
+
+    data = status(sleep_home(_load(config).sleep))
+
+    def lines(d):
+        for n in d["nights"]:
+            yield f"night {n['night']} [{n['status']}]: {n['verdict']}"
+        for p in d["proposals"]:
+            yield f"proposal {p['path']}: " + (f"adopted {p['adopted_at']}" if p["adopted_at"] else "not adopted")
+        if not d["nights"] and not d["proposals"]:
+            yield f"no nights yet under {d['home']}"
+
+    _emit(data, as_json, lines)
+
+
+@app.command("schedule")
+def schedule_cmd(config: Path = typer.Argument(..., help="The night's config."),
+                 at: str = typer.Option("03:00", "--at", help="Local time HH:MM of the nightly run."),
+                 install: bool = typer.Option(False, "--install", help="Add the line to your crontab."),
+                 as_json: bool = JSON):
+    """Print the cron line of a nightly run (or install it with --install)."""
+    import os
+    import subprocess
+
+    from skillos.errors import SkillosError
+    from skillos.ledger.store import default_path
+
+    hour, sep, minute = at.partition(":")
+    if not (sep and hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
+        raise SkillosError(f"--at: expected HH:MM, got {at!r}")
+    config = config.resolve()
+    if not config.is_file():
+        raise SkillosError(f"{config}: no such config file")
+    home = Path(os.environ.get("SKILLOS_HOME") or default_path().parent).resolve()
+    log = home / "sleep" / "cron.log"
+    line = (f"{int(minute)} {int(hour)} * * * cd {shlex.quote(str(Path.cwd()))} && SKILLOS_HOME={shlex.quote(str(home))} "
+            f"{shlex.quote(sys.executable)} -m skillos sleep night {shlex.quote(str(config))} --json "
+            f">> {shlex.quote(str(log))} 2>&1")
+    installed = False
+    if install:
+        current = subprocess.run(["crontab", "-l"], capture_output=True, text=True)
+        existing = current.stdout if current.returncode == 0 else ""
+        if line not in existing.splitlines():
+            log.parent.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(["crontab", "-"], input=existing.rstrip("\n") + ("\n" if existing.strip() else "")
+                                  + line + "\n", text=True, capture_output=True)
+            if done.returncode != 0:
+                raise SkillosError(f"crontab: {done.stderr.strip() or 'could not install the line'}")
+        installed = True
+    _emit({"cron": line, "installed": installed}, as_json,
+          lambda d: [d["cron"]] + (["installed in your crontab"] if d["installed"] else []))
