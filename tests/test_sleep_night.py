@@ -1,0 +1,160 @@
+"""End-to-end nights of skillos sleep on CPU: mined tasks replayed through the real OpenAI SDK
+against the local scripted server, gated with the paired gate, staged, adopted with a backup."""
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from llm_server import ScriptedLLM
+from sleep_fixtures import build_corrections
+from skillos import config as cfgmod
+from skillos.ledger import Ledger
+from skillos.training.sleep.harvest import REPLAY_MARKER
+from skillos.training.sleep.night import run_night
+from skillos.training.sleep.stage import adopt, status
+
+SKILL = """---
+name: status-notes
+description: "Write status notes, summaries and announcements for the team."
+---
+
+# Status notes
+Write in plain sentences.
+"""
+TOKEN = "TL;DR:"
+
+
+def follows_the_skill(messages):
+    """A model that does what its skill says: it opens with the token only when told to."""
+    system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+    return f"{TOKEN} done.\nThe note." if TOKEN in system else "The note, as asked."
+
+
+def ignores_the_skill(messages):
+    return "The note, as asked."
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch, game_cache):
+    build_corrections(tmp_path, TOKEN)
+    skill = tmp_path / "skills" / "status-notes" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(SKILL)
+    monkeypatch.setenv("SLEEP_TEST_KEY", "not-a-real-key")
+
+    def make(server, **sleep):
+        data = {"experiment": {"name": "sleep-status-notes"}, "env": {"n_games": 1, "n_train_games": 0},
+                "sleep": {"skill": str(skill.parent), "claude_dir": str(tmp_path / ".claude"),
+                          "codex_dir": str(tmp_path / ".codex"), "home": str(tmp_path / "home"),
+                          "model": {"backend": "openai", "model": "Qwen3-8B", "base_url": server.openai_url,
+                                    "api_key_env": "SLEEP_TEST_KEY", "max_retries": 0, "timeout_s": 5,
+                                    "max_tokens": 64}, **sleep}}
+        return cfgmod.from_dict(data)
+
+    return make, skill, tmp_path / "home"
+
+
+def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backup(world):
+    make, skill, home = world
+    with ScriptedLLM(follows_the_skill) as server:
+        report = run_night(make(server), echo=lambda _: None)
+        calls = len(server.calls)
+    assert report["status"] == "finished" and report["tasks"] == {"train": 7, "validation": 4, "test": 5}
+    assert report["source"]["mined"]["tasks"] == 16 and report["harvest_sessions"] == 16
+    first = report["candidates"][0]
+    assert first["verdict"] == "accept" and first["edits"] == ["- Always include `TL;DR:` in the answer."]
+    assert (first["mean_difference"], first["se"], first["threshold"], first["n_paired"]) == (1.0, 0.0, 0.0, 4)
+    assert first["incumbent"] == "0/4 measured of 4" and first["candidate"] == "4/4 measured of 4"
+    assert len(first["from_tasks"]) == 7 and len(first["sessions"]) == 7
+    assert report["calibration"]["verdict"] == "reject"  # A/A: a copy does not beat itself
+    assert len(report["candidates"]) == 1  # step 2: nothing left failing, nothing proposed
+    assert report["test"]["comparison"]["b"] == 5 and report["test"]["candidates_corrected_for"] == 1
+    assert report["budget"]["calls"] == calls == 4 + 4 + 7 + 4 + 7 + 5 + 5
+    assert all(REPLAY_MARKER in c["body"]["messages"][0]["content"] for c in server.calls)
+    assert skill.read_text() == SKILL  # a night never writes the live skill
+    proposal = home / "proposals" / f"{report['night']}-status-notes"
+    assert str(proposal) == report["proposal"]
+    assert "+- Always include `TL;DR:` in the answer." in (proposal / "diff.patch").read_text()
+    staged = json.loads((proposal / "report.json").read_text())
+    assert staged["candidates"][0]["reason"].startswith("mean paired difference +1.000 vs 2·SE = 0.000 over 4")
+    assert {len(json.loads(x)["sessions"]) for x in (proposal / "tasks.jsonl").read_text().splitlines()} == {1}
+    with Ledger() as ledger:
+        (run,) = ledger.rows("runs")
+        (cand,) = ledger.rows("candidates")
+        assert run["status"] == "finished" and cand["verdict"] == "accept" and cand["run_id"] == run["id"]
+        assert json.loads(cand["edits"])["night"] == report["night"]
+        assert {e["arm"] for e in ledger.run(run["id"])["evals"]} >= {"incumbent-validation", "candidate-0", "best-test"}
+        assert ledger.rows("gate_results")  # the launch gates ran and were recorded
+    meta = adopt(proposal, home)
+    assert "TL;DR:" in skill.read_text() and skill.read_text() == (proposal / "SKILL.md").read_text()
+    assert open(meta["backup"]).read() == SKILL
+    again = run_cli("sleep", "adopt", proposal, "--json")
+    assert again.returncode == 2 and "already adopted" in again.stderr
+    assert status(home)["proposals"][0]["adopted_at"] == meta["adopted_at"]
+
+
+def test_a_rejected_candidate_is_remembered_across_nights(world):
+    make, skill, home = world
+    with ScriptedLLM(ignores_the_skill) as server:
+        first = run_night(make(server, steps=1), echo=lambda _: None)
+        second = run_night(make(server, steps=1), echo=lambda _: None)
+    (c,) = first["candidates"]
+    assert c["verdict"] == "reject" and c["mean_difference"] == 0.0 and c["n_paired"] == 4
+    assert first["proposal"] is None and first["test"] is None and "nothing staged" in first["verdict"]
+    assert not (home / "proposals").exists() and skill.read_text() == SKILL
+    assert json.loads((home / "rejected.json").read_text())[0]["verdict"] == "reject"
+    assert second["candidates"] == []  # the rejected line is not proposed again
+
+
+def test_a_night_that_hits_its_call_cap_stops_cleanly(world):
+    make, skill, home = world
+    with ScriptedLLM(follows_the_skill) as server:
+        report = run_night(make(server, budget={"max_calls": 6}), echo=lambda _: None)
+        assert len(server.calls) == 6
+    assert report["status"] == "stopped" and report["stopped_because"].startswith("calls cap reached: 6 of 6")
+    assert report["proposal"] is None and not (home / "proposals").exists()
+    outcomes = [json.loads(x) for x in (home / "nights" / report["night"] / "outcomes.jsonl").read_text().splitlines()]
+    assert len(outcomes) == 6 and report["budget"]["calls"] == 6
+    with Ledger() as ledger:
+        assert ledger.rows("runs")[0]["status"] == "stopped"
+
+
+def test_a_total_outage_stages_nothing_and_scores_no_task_as_failed(world):
+    make, skill, home = world
+    with ScriptedLLM(follows_the_skill) as server:
+        server.outage = True
+        report = run_night(make(server), echo=lambda _: None)
+    assert report["status"] == "outage" and report["proposal"] is None and report["model_call_errors"] == 5
+    outcomes = [json.loads(x) for x in (home / "nights" / report["night"] / "outcomes.jsonl").read_text().splitlines()]
+    assert outcomes and all(o["success"] is None and "model call failed" in o["reason"] for o in outcomes)
+    assert not (home / "proposals").exists() and skill.read_text() == SKILL
+    with Ledger() as ledger:
+        (failure,) = ledger.failures()
+        assert failure["kind"] == "operational" and "5 model call(s) failed" in failure["what"]
+        evals = ledger.run(ledger.rows("runs")[0]["id"])["evals"]  # the outage ended the A/A copy at its 1st task
+        assert [(e["arm"], e["n_attempted"], e["n_measured"], e["successes"]) for e in evals] == [
+            ("incumbent-validation", 4, 0, 0), ("incumbent-copy", 1, 0, 0)]
+
+
+def test_dry_run_prints_the_worst_case_and_spends_nothing(world, tmp_path):
+    make, skill, home = world
+    with ScriptedLLM(follows_the_skill) as server:
+        cfg = make(server)
+        path = tmp_path / "night.yaml"
+        import yaml
+
+        data = cfg.to_dict()
+        path.write_text(yaml.safe_dump({"sleep": data["sleep"], "env": data["env"]}))
+        result = run_cli("sleep", "night", path, "--dry-run", "--json")
+        assert result.returncode == 0, result.stderr
+        plan = json.loads(result.stdout)
+        assert server.calls == []
+    assert plan["tasks"] == {"train": 7, "validation": 4, "test": 5}
+    assert plan["worst_case"]["calls"] == 2 * 4 + 2 * (7 + 4) + 2 * 5 and plan["caps_that_bind"] == []
+    assert not home.exists()  # the plan writes nothing
+    cron = run_cli("sleep", "schedule", path, "--at", "02:30")
+    assert cron.returncode == 0 and cron.stdout.startswith("30 2 * * * cd ")
+    assert f"-m skillos sleep night {path} --json" in cron.stdout
+    bad = run_cli("sleep", "night", tmp_path / "missing.yaml")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1

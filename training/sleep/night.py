@@ -1,0 +1,357 @@
+"""One night: harvest → mine → replay the current skill and a candidate → gate on validation →
+read the sealed test once → stage a proposal. `run_night` is the library entry point (the CLI and
+the public API wrap it): it runs the launch gates itself, records the night in the ledger as an
+experiment run with evals, candidates and operational failures, and never writes a live skill.
+
+The consolidation is `skillos optimize`'s: a textual learning rate (`edits_allowed`) bounds the
+lines a step may add to the skill's learned block, `RejectedMemory` keeps rejected edits across
+nights, `calibrate` refuses a gate that accepts a copy of the skill over itself, `stats.gate`
+decides (indecisive when too much is unmeasured), and `SealedSplit` reads the test tasks once,
+corrected for every candidate tried on them, over all nights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+from skillos.errors import SkillosError
+from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
+from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, Caller, Outage,
+                                           Outcome, Replayer, estimate_tokens, system_prompt)
+from skillos.training.sleep.stage import (END, learned_lines, outside_block, read_live_skill, sleep_home, stamp,
+                                          with_learned, write_proposal)
+
+MODEL_BACKENDS = ("openai", "anthropic", "hf", "vllm")
+
+
+def preflight(cfg) -> tuple[Path, str]:
+    """What is refused before anything is read or spent: the live skill and the backends."""
+    s = cfg.sleep
+    if not s.skill:
+        raise SkillosError("sleep.skill: name the live skill folder a night improves (it holds SKILL.md)")
+    if s.model.backend not in MODEL_BACKENDS:
+        raise SkillosError(f"sleep.model.backend: a night replays tasks with a model backend "
+                           f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r}")
+    if s.optimizer.backend not in ("heuristic", *MODEL_BACKENDS):
+        raise SkillosError(f"sleep.optimizer.backend: heuristic or one of {', '.join(MODEL_BACKENDS)}")
+    for key in ("steps", "max_edits", "min_edits", "max_consecutive_errors", "max_sessions"):
+        if getattr(s, key) < 1:
+            raise SkillosError(f"sleep.{key}: at least 1, got {getattr(s, key)}")
+    b = s.budget
+    if b.max_calls < 1 or b.max_tokens < 1 or b.max_minutes <= 0:
+        raise SkillosError("sleep.budget: max_calls, max_tokens and max_minutes must be positive")
+    if not (0 < s.validation_share < 1 and 0 <= s.test_share < 1 and s.validation_share + s.test_share < 1):
+        raise SkillosError("sleep.validation_share and sleep.test_share: shares in (0, 1) that leave train tasks")
+    from skillos.config import relative_to_config
+
+    return read_live_skill(relative_to_config(cfg, s.skill))
+
+
+def gather(cfg, tasks_file=None, home: Path | None = None) -> tuple[list[Task], dict]:
+    """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`)."""
+    from skillos.training.sleep.harvest import harvest
+
+    path = tasks_file or cfg.sleep.tasks
+    if path:
+        from skillos.config import relative_to_config
+
+        tasks = load_tasks(relative_to_config(cfg, path))
+        return tasks, {"source": f"reviewed task file {path}", "sessions": None, "mined": None}
+    h = harvest(cfg.sleep, home)
+    tasks, counts = mine(h.sessions, judge=cfg.judge.backend is not None)
+    return tasks, {"source": "mined", "sessions": len(h.sessions), "harvest": h.summary(), "mined": counts}
+
+
+def _model(s):
+    return s.model if s.model.max_tokens else dataclasses.replace(s.model, max_tokens=DEFAULT_MAX_TOKENS)
+
+
+def plan_night(cfg, tasks_file=None) -> dict:
+    """The plan and its worst-case cost, before anything is spent (read-only: no digest written)."""
+    skill_path, text = preflight(cfg)
+    s = cfg.sleep
+    tasks, source = gather(cfg, tasks_file)
+    splits = assign_splits(tasks, s.validation_share, s.test_share)
+    model = _model(s)
+
+    def calls(ts):
+        return sum(1 + any(c["rule"] == "rubric" for c in t.checks) for t in ts)
+
+    train, val, test = (calls(splits[k]) for k in ("train", "validation", "test"))
+    proposer = 1 if s.optimizer.backend != "heuristic" else 0
+    worst_calls = 2 * val + s.steps * (train + val + proposer) + 2 * test
+    longest = max([len(t.prompt) for t in tasks] or [0])
+    per_call = estimate_tokens([{"content": system_prompt(text + "\n" * 40 * 80, skill_path.parent.name)},
+                                {"content": "x" * longest}], model.max_tokens)
+    worst = {"calls": worst_calls, "tokens": worst_calls * per_call, "minutes": s.budget.max_minutes}
+    caps = dataclasses.asdict(s.budget)
+    binds = [k for k, cap in (("calls", caps["max_calls"]), ("tokens", caps["max_tokens"])) if worst[k] > cap]
+    return {"skill": str(skill_path), "model": f"{s.model.backend}:{s.model.model}",
+            "optimizer": s.optimizer.backend if s.optimizer.backend == "heuristic" else
+            f"{s.optimizer.backend}:{s.optimizer.model}", "steps": s.steps, **source,
+            "tasks": {k: len(v) for k, v in splits.items()}, "worst_case": worst, "per_call_tokens": per_call,
+            "caps": caps, "caps_that_bind": binds,
+            "note": "worst case: every task replayed at every step; a cap that binds stops the night cleanly "
+                    "there, with what it had measured and no proposal"}
+
+
+# -- proposers ----------------------------------------------------------------------------------
+def _line_for(check: dict) -> str | None:
+    rule = check["rule"]
+    return {"contains": lambda: f"- Always include `{check['value']}` in the answer.",
+            "not_contains": lambda: f"- Never write `{check['value']}`.",
+            "section": lambda: f"- Include a `## {check['value']}` section.",
+            "regex": lambda: f"- The answer must match `{check['value']}`.",
+            "length": lambda: f"- Keep the answer within {check.get('min') or 0}-{check.get('max') or 'any'} "
+                              f"{check.get('unit', 'chars')}.",
+            "tool": lambda: f"- Use the `{check['name']}` tool.",
+            "no_refusal": lambda: "- Do what is asked; do not refuse or apologize instead.",
+            }.get(rule, lambda: None)()
+
+
+def line_key(line: str) -> str:
+    return "learned " + hashlib.sha256(" ".join(line.split()).encode()).hexdigest()[:12]
+
+
+class HeuristicProposer:
+    """No model: each failed train task's rules become lines of the learned block, the most
+    often failed first; a line already there or rejected on an earlier night is not proposed."""
+
+    def propose(self, text: str, failing: list, memory, budget: int, caller=None) -> list[str]:
+        banned = {k for r in memory.items if r.verdict == "reject" for k in r.keys}
+        have = set(learned_lines(text))
+        count: dict = {}
+        for task, _ in failing:
+            for check in task.checks:
+                line = _line_for(check)
+                if line and line not in have and line_key(line) not in banned:
+                    count[line] = count.get(line, 0) + 1
+        return sorted(count, key=lambda x: (-count[x], x))[:budget]
+
+
+class LLMProposer:
+    PROMPT = ("You improve an agent skill (SKILL.md) from tasks it failed. Reply with at most {budget} short "
+              "lines to add to its learned block, each starting with '- ', and nothing else.\n\nSkill:\n{skill}\n\n"
+              "{steering}\n\nFailed tasks (request, checks, why it failed):\n{failures}")
+
+    def __init__(self, config):
+        from skillos.evals.backends.chat import make_chat
+
+        self.config = config if config.max_tokens else dataclasses.replace(config, max_tokens=DEFAULT_MAX_TOKENS)
+        self.chat = make_chat(self.config)
+
+    def propose(self, text: str, failing: list, memory, budget: int, caller=None) -> list[str]:
+        failures = "\n".join(f"- {t.prompt[:300]} | {json.dumps(t.checks)[:300]} | {o.reason[:200]}" for t, o in failing)
+        messages = [{"role": "user", "content": self.PROMPT.format(budget=budget, skill=text, failures=failures,
+                                                                   steering=memory.steering())}]
+        reply = caller.call(self.chat, messages, self.config.max_tokens)
+        if reply is None:
+            return []
+        banned = {k for r in memory.items if r.verdict == "reject" for k in r.keys}
+        have = set(learned_lines(text))
+        lines = [x.strip() for x in reply.text.splitlines() if x.strip().startswith("- ")]
+        return [x for x in lines if x not in have and line_key(x) not in banned and END not in x][:budget]
+
+
+# -- the night ----------------------------------------------------------------------------------
+def _summary(outcomes: dict) -> dict:
+    values = [o.success for o in outcomes.values()]
+    measured = [v for v in values if v is not None]
+    return {"attempted": len(values), "measured": len(measured), "unmeasured": len(values) - len(measured),
+            "successes": sum(measured), "success_rate": sum(measured) / len(measured) if measured else None,
+            "coerced_actions": 0, "actions": len(values)}
+
+
+def _rate(summary: dict) -> str:
+    return f"{summary['successes']}/{summary['measured']} measured of {summary['attempted']}"
+
+
+def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=None, echo=print) -> dict:
+    """Run one night for `cfg.sleep.skill`. Returns the report; stages a proposal folder only when
+    a candidate passed the gate and the night ran to its end (not stopped by a cap or an outage)."""
+    from skillos import gates
+    from skillos.evals import stats
+    from skillos.evals.backends.chat import make_chat
+    from skillos.evals.experiment import record_experiment
+    from skillos.ledger import Ledger
+    from skillos.training.optimize import CalibrationFailed, RejectedMemory, SealedSplit, _report, calibrate, \
+        edits_allowed
+
+    skill_path, seed_text = preflight(cfg)
+    s, home = cfg.sleep, sleep_home(cfg.sleep)
+    own = ledger is None
+    ledger = Ledger() if own else ledger
+    try:
+        gates.enforce(cfg, "sleep night", ledger, overrides, echo=echo)
+        tasks, source = gather(cfg, tasks_file, home)
+        splits = assign_splits(tasks, s.validation_share, s.test_share)
+        night_id = stamp()
+        night_dir = home / "nights" / night_id
+        while night_dir.exists():
+            night_id += "x"
+            night_dir = home / "nights" / night_id
+        night_dir.mkdir(parents=True)
+        (night_dir / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
+        name = skill_path.parent.name
+        echo(f"night {night_id}: {len(tasks)} tasks ({', '.join(f'{len(v)} {k}' for k, v in splits.items())}) "
+             f"for {name}")
+        experiment = record_experiment(ledger, cfg)
+        run_id = ledger.start_run(experiment, "sleep-night", config={**cfg.to_dict(), "night": night_id},
+                                  seed=cfg.env.seed)
+        model = _model(s)
+        caller = Caller(Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes), s.max_consecutive_errors)
+        judge = make_chat(cfg.judge) if cfg.judge.backend else None
+        replayer = Replayer(caller, make_chat(model), model.max_tokens, judge)
+        proposer = HeuristicProposer() if s.optimizer.backend == "heuristic" else LLMProposer(s.optimizer)
+        memory = RejectedMemory(home / "rejected.json")
+        night_no = len(list((home / "nights").iterdir()))
+        gate_args = (s.gate.mode, s.gate.k, s.gate.max_unmeasured)
+        outcomes_log = night_dir / "outcomes.jsonl"
+
+        def play(text: str, ts: list, arm: str) -> dict:
+            out = {}
+            try:
+                for t in ts:
+                    try:
+                        out[t.id] = replayer.run(t, text, name)
+                    except Outage as exc:  # the call that tipped it was made and failed: unmeasured
+                        out[t.id] = Outcome(None, f"model call failed: {exc}")
+                        raise
+                    finally:
+                        if t.id in out:
+                            with open(outcomes_log, "a", encoding="utf-8") as fh:
+                                fh.write(json.dumps({"arm": arm, "task": t.id, **out[t.id].to_dict()}) + "\n")
+            finally:  # an arm cut short by a cap is recorded with what it measured
+                if ts:
+                    ledger.add_eval(run_id, arm, _summary(out), str(outcomes_log), None)
+            return out
+
+        def booleans(outcomes: dict) -> dict:
+            return {k: o.success for k, o in outcomes.items()}
+
+        status, stop, candidates, accepted, aa, test = "finished", None, [], 0, None, None
+        incumbent = seed_text
+        try:
+            incumbent_val = booleans(play(incumbent, splits["validation"], "incumbent-validation"))
+            aa = calibrate(incumbent_val, booleans(play(incumbent, splits["validation"], "incumbent-copy")), *gate_args)
+            echo(f"A/A calibration: {aa.verdict} ({aa.reason})")
+            for step in range(s.steps):
+                budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
+                train = play(incumbent, splits["train"], f"train-{step}")
+                failing = [(t, train[t.id]) for t in splits["train"] if train[t.id].success is False]
+                lines = proposer.propose(incumbent, failing, memory, budget, caller)[:budget]
+                if not lines:
+                    echo(f"step {step}: no edit proposed ({len(failing)} failed train tasks, budget {budget})")
+                    continue
+                candidate = with_learned(incumbent, learned_lines(incumbent) + lines)
+                if not s.edit_anywhere and outside_block(candidate) != outside_block(incumbent):
+                    raise SkillosError("internal: an edit reached outside the learned block")  # never expected
+                cand_val = booleans(play(candidate, splits["validation"], f"candidate-{step}"))
+                verdict = stats.gate(incumbent_val, cand_val, *gate_args)
+                broke = sorted(t for t in incumbent_val if incumbent_val[t] is True and cand_val.get(t) is False)
+                if verdict.verdict == "accept" and s.no_regress and broke:
+                    verdict = dataclasses.replace(verdict, verdict="reject",
+                                                  reason=f"{verdict.reason}; no_regress: it broke {len(broke)} task(s)")
+                from_tasks = [t.id for t, _ in failing]
+                sessions = sorted({x for t, _ in failing for x in t.sessions})
+                entry = {"step": step, "budget": budget, "edits": lines, "from_tasks": from_tasks, "sessions": sessions,
+                         **verdict.to_dict(), "incumbent": _rate(_summary({k: _O(v) for k, v in incumbent_val.items()})),
+                         "candidate": _rate(_summary({k: _O(v) for k, v in cand_val.items()})), "broke": broke}
+                candidates.append(entry)
+                with open(night_dir / "history.jsonl", "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(entry) + "\n")
+                paired = stats.compare(incumbent_val, cand_val, names=("candidate", "incumbent"), alpha=cfg.eval.alpha,
+                                       power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
+                ledger.add_candidate(run_id, epoch=night_no, step=step, diff="\n".join(f"+{x}" for x in lines),
+                                     verdict=verdict.verdict, mode=verdict.mode, incumbent_rate=paired.control_rate,
+                                     candidate_rate=paired.treatment_rate, mean_difference=verdict.mean_difference,
+                                     se=verdict.se, threshold=verdict.threshold, ci_low=paired.ci_low,
+                                     ci_high=paired.ci_high, n_tasks=verdict.n_tasks, n_paired=verdict.n_paired,
+                                     n_unmeasured=verdict.n_unmeasured,
+                                     edits=json.dumps({"lines": lines, "from_tasks": from_tasks, "sessions": sessions,
+                                                       "night": night_id}))
+                echo(f"step {step}: {len(lines)} line(s) from {len(failing)} failed train tasks: {verdict.verdict}: "
+                     f"{verdict.reason}")
+                if verdict.verdict == "accept":
+                    incumbent, incumbent_val, accepted = candidate, cand_val, accepted + 1
+                else:
+                    memory.add("; ".join(lines), verdict, incumbent_val, cand_val, night_no, step,
+                               [line_key(x) for x in lines])
+            if accepted:
+                tried = _candidates_on_test(home, len(candidates))
+                final = SealedSplit(splits["test"], night_dir / "test.sealed").read(
+                    f"night {night_id}: seed vs best after {len(candidates)} candidates ({tried} over all nights)")
+                seed_test = booleans(play(seed_text, final, "seed-test"))
+                best_test = booleans(play(incumbent, final, "best-test"))
+                comparison = stats.compare(seed_test, best_test, names=("best", "seed"), alpha=cfg.eval.alpha,
+                                           power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
+                full = _report(cfg, comparison, tried, accepted, aa, _summary({k: _O(v) for k, v in seed_test.items()}),
+                               _summary({k: _O(v) for k, v in best_test.items()}), 1, night_dir)
+                test = {k: full[k] for k in ("verdict", "comparison", "p_corrected", "seed", "best")}
+                test["candidates_corrected_for"] = tried
+        except BudgetExhausted as exc:
+            status, stop = "stopped", str(exc)
+        except Outage as exc:
+            status, stop = "outage", str(exc)
+        except CalibrationFailed as exc:
+            status, stop = "refused", str(exc)
+        report = {"night": night_id, "status": status, "stopped_because": stop, "skill": str(skill_path),
+                  "tasks": {k: len(v) for k, v in splits.items()}, "harvest_sessions": source.get("sessions"),
+                  "source": source, "calibration": aa.to_dict() if aa else None, "candidates": candidates,
+                  "accepted": accepted, "test": test, "budget": caller.budget.to_dict(),
+                  "model_call_errors": len(caller.errors), "proposal": None, "run_id": run_id,
+                  "experiment_id": experiment}
+        report["verdict"] = _verdict(report)
+        if status == "finished" and accepted:
+            report["proposal"] = str(night_dir.parent.parent / "proposals" / f"{night_id}-{name}")
+            write_proposal(home, night_id, skill_path, seed_text, incumbent, report, tasks)
+        from skillos.repo.store import write_atomic
+
+        write_atomic(night_dir / "report.json", json.dumps(report, indent=1))
+        if caller.errors:
+            ledger.add_failure(f"sleep night {night_id}: {len(caller.errors)} model call(s) failed, the tasks "
+                               f"they replayed are unmeasured; first error: {caller.errors[0]}", "wasted-compute",
+                               kind="operational", detected_by="toolkit", experiment_id=experiment, run_id=run_id)
+        for error in (source.get("harvest") or {}).get("errors", []):
+            ledger.add_failure(f"sleep harvest: {error}", "harness-bug", kind="operational", detected_by="toolkit",
+                               experiment_id=experiment, run_id=run_id)
+        ledger.end_run(run_id, status, report["verdict"])
+        echo(f"night {night_id}: {report['verdict']}")
+        if status == "refused":
+            raise CalibrationFailed(stop)
+        return report
+    finally:
+        if own:
+            ledger.close()
+
+
+class _O:  # an outcome of a bare bool/None, for _summary
+    def __init__(self, success):
+        self.success = success
+
+
+def _candidates_on_test(home: Path, tried: int) -> int:
+    """Candidates tried against this sealed test over all nights (the test tasks are chosen by
+    content hash, so every night reads the same ones): the Bonferroni factor of the claim."""
+    from skillos.repo.store import write_atomic
+
+    path = home / "test_reads.json"
+    reads = json.loads(path.read_text()) if path.is_file() else []
+    reads.append(tried)
+    write_atomic(path, json.dumps(reads))
+    return sum(reads)
+
+
+def _verdict(r: dict) -> str:
+    if r["status"] == "stopped":
+        return f"stopped at a budget cap ({r['stopped_because']}); nothing staged"
+    if r["status"] == "outage":
+        return f"endpoint outage ({r['stopped_because']}); nothing staged, no task scored as failed"
+    if r["status"] == "refused":
+        return f"refused: {r['stopped_because']}"
+    if not r["accepted"]:
+        return f"no candidate passed the gate ({len(r['candidates'])} tried); nothing staged"
+    return f"{r['accepted']} candidate(s) accepted; proposal staged; sealed test: {r['test']['verdict']}"
