@@ -158,3 +158,63 @@ def test_dry_run_prints_the_worst_case_and_spends_nothing(world, tmp_path):
     assert f"-m skillos sleep night {path} --json" in cron.stdout
     bad = run_cli("sleep", "night", tmp_path / "missing.yaml")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_the_launch_gates_refuse_a_night_before_any_call(world, monkeypatch):
+    from skillos import gates
+    from skillos.gates import core
+
+    make, skill, home = world
+    monkeypatch.setattr(core, "STATIC", core.STATIC + [
+        lambda ctx: core.Result("planted", (7,), "FAIL", detail="planted by the test")])
+    with ScriptedLLM(follows_the_skill) as server:
+        with pytest.raises(gates.GateRefused, match="planted"):
+            run_night(make(server), echo=lambda _: None)
+        assert server.calls == []
+    assert not home.exists()
+
+
+def _judge_policy(messages):
+    text = messages[-1]["content"]
+    if text.startswith("You check whether"):
+        answer = text.split("Answer:\n", 1)[1]
+        return '{"verdict": "VALID", "reason": "ok"}' if TOKEN in answer else '{"verdict": "INVALID", "reason": "no"}'
+    return follows_the_skill(messages)
+
+
+def test_replay_judges_rules_and_rubrics_under_a_hard_token_cap(tmp_path, monkeypatch):
+    from skillos.config import BackendConfig
+    from skillos.evals.backends.chat import make_chat
+    from skillos.training.sleep.mine import load_tasks
+    from skillos.training.sleep.replay import Budget, BudgetExhausted, Caller, Replayer
+
+    monkeypatch.setenv("SLEEP_TEST_KEY", "not-a-real-key")
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(json.dumps({"prompt": "Draft the note", "checks": [{"rule": "rubric", "rubric": "opens with "
+                                      "a summary line"}, {"rule": "regex", "value": "^TL;DR"}]}) + "\n")
+    (task,) = load_tasks(tasks_file)
+    with ScriptedLLM(_judge_policy) as server:
+        config = BackendConfig(backend="openai", model="Qwen3-8B", base_url=server.openai_url,
+                               api_key_env="SLEEP_TEST_KEY", max_retries=0, max_tokens=32)
+        chat = make_chat(config)
+        caller = Caller(Budget(10, 10_000, 5.0), 3)
+        replayer = Replayer(caller, chat, 32, judge=chat)
+        assert replayer.run(task, SKILL, "status-notes").success is False  # the judge says INVALID
+        assert replayer.run(task, SKILL + "\nAlways open with TL;DR:\n", "status-notes").success is True
+        assert caller.budget.calls == 4 and caller.budget.tokens == 4 * 18  # usage the server reported
+        no_judge = Replayer(caller, chat, 32).run(task, SKILL, "status-notes")
+        assert no_judge.success is None and "rubric unjudged" in no_judge.reason
+        before = len(server.calls)
+        tight = Replayer(Caller(Budget(10, 40, 5.0), 3), chat, 32)
+        with pytest.raises(BudgetExhausted, match="tokens cap"):
+            tight.run(task, SKILL, "status-notes")  # its worst case passes the cap: never sent
+        assert len(server.calls) == before
+
+
+def test_a_bad_task_file_is_one_line_error(tmp_path, world):
+    make, skill, home = world
+    bad = tmp_path / "tasks.jsonl"
+    bad.write_text('{"prompt": "x", "checks": [{"rule": "contain", "value": "y"}]}\n')
+    result = run_cli("sleep", "mine", "--tasks", bad)
+    assert result.returncode == 2 and "line 1: checks[0].rule 'contain' is not one of" in result.stderr
+    assert result.stderr.count("\n") == 1
