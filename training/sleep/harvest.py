@@ -143,18 +143,18 @@ def _add_user(session: Session, text: str, ts, skipped: Counter, pending: list) 
     if reason:
         skipped[reason] += 1
     elif text.strip():
-        pending.append(Turn("user", redact_text(text.strip()), timestamp=ts))
+        pending.append(Turn("user", text.strip(), timestamp=ts))
 
 
 def _add_assistant(turns: list, text: str, tools=(), skills=(), ts=None) -> None:
     """Consecutive assistant records are one turn (Claude Code writes one record per block)."""
     if turns and turns[-1].role == "assistant":
         last = turns[-1]
-        last.text = "\n".join(x for x in (last.text, redact_text(text.strip())) if x)
+        last.text = "\n".join(x for x in (last.text, text.strip()) if x)
         last.tools += list(tools)
         last.skills += list(skills)
         return
-    turns.append(Turn("assistant", redact_text(text.strip()), list(tools), list(skills), ts))
+    turns.append(Turn("assistant", text.strip(), list(tools), list(skills), ts))
 
 
 # -- Claude Code ---------------------------------------------------------------------------------
@@ -243,6 +243,22 @@ def read_codex(path: Path, source: str, skipped: Counter, repaired: Counter) -> 
 
 
 # -- the harvest ------------------------------------------------------------------------------------
+_SEP = "\n\x00\n"  # no redaction pattern and no secret crosses it
+
+
+def redact_session(session: Session) -> Session:
+    """Every text of a session through the ledger's redaction, in one call (the redaction reads
+    the environment's secrets on each call: once per session, not once per turn)."""
+    texts = [session.project or "", *(t.text for t in session.turns)]
+    clean = redact_text(_SEP.join(texts)).split(_SEP)
+    if len(clean) != len(texts):  # never expected; redact one by one rather than misalign
+        clean = [redact_text(x) for x in texts]
+    session.project = clean[0] or None
+    for turn, text in zip(session.turns, clean[1:]):
+        turn.text = text
+    return session
+
+
 def parse_since(value: str | None) -> dt.datetime | None:
     if not value:
         return None
@@ -315,8 +331,7 @@ def harvest(s, home: Path | None = None) -> Harvest:
         if not any(t.role == "user" for t in session.turns):
             skipped["no-user-turn"] += 1
             continue
-        session.project = redact_text(session.project)
-        sessions.append(session)
+        sessions.append(redact_session(session))
     sessions.sort(key=lambda x: (x.started or "", x.id), reverse=True)
     if len(sessions) > s.max_sessions:
         skipped["over-max-sessions"] += len(sessions) - s.max_sessions
