@@ -63,6 +63,9 @@ def harvest_cmd(config: Optional[Path] = CONFIG, source: List[str] = SOURCE, pro
     summary = harvest(cfg.sleep, sleep_home(cfg.sleep)).summary()
 
     def lines(d):
+        if not d["counts"]:
+            yield (f"no transcripts found under {cfg.sleep.claude_dir} or {cfg.sleep.codex_dir} "
+                   f"(sources: {', '.join(cfg.sleep.sources)})")
         for src, c in d["counts"].items():
             yield (f"{src}: {c['sessions']} sessions kept of {c['files']} files; {c['user_turns']} user and "
                    f"{c['assistant_turns']} assistant turns")

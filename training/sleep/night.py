@@ -37,6 +37,15 @@ def preflight(cfg) -> tuple[Path, str]:
                            f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r}")
     if s.optimizer.backend not in ("heuristic", *MODEL_BACKENDS):
         raise SkillosError(f"sleep.optimizer.backend: heuristic or one of {', '.join(MODEL_BACKENDS)}")
+    from skillos.evals.stats import GATE_MODES
+    from skillos.training.optimize import SCHEDULES
+
+    if s.gate.mode not in GATE_MODES:
+        raise SkillosError(f"sleep.gate.mode: {s.gate.mode!r} is not one of {', '.join(GATE_MODES)}")
+    if s.schedule not in SCHEDULES:
+        raise SkillosError(f"sleep.schedule: {s.schedule!r} is not one of {', '.join(SCHEDULES)}")
+    if s.min_edits > s.max_edits:
+        raise SkillosError(f"sleep.min_edits ({s.min_edits}) is above sleep.max_edits ({s.max_edits})")
     for key in ("steps", "max_edits", "min_edits", "max_consecutive_errors", "max_sessions"):
         if getattr(s, key) < 1:
             raise SkillosError(f"sleep.{key}: at least 1, got {getattr(s, key)}")
