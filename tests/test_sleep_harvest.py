@@ -78,3 +78,16 @@ def test_mine_keeps_checkable_tasks_and_counts_the_rest(tmp_path):
 def test_feedback_rules():
     assert checks_from_feedback("keep it under 50 words and don't use `TODO`") == [
         {"rule": "not_contains", "value": "TODO"}, {"rule": "length", "max": 50, "unit": "words"}]
+
+
+def test_a_skill_invoked_for_similar_requests_is_mined(tmp_path):
+    from sleep_fixtures import Claude
+
+    for i, ask in enumerate(["Write the release notes for v2.0 with a `## Fixes` section",
+                             "Write the release notes for v2.1 with a `## Fixes` section", "Plot the latency chart"]):
+        (Claude(f"k{i}").user(ask).assistant("On it.", tools=[("Skill", {"skill": "release-notes"})])
+         .user("thanks, now the next thing").assistant("ok").write(tmp_path))
+    tasks, counts = mine(harvest(_cfg(tmp_path)).sessions)
+    assert [(t.why, t.skill, t.checks) for t in tasks] == [("skill", "release-notes",
+                                                           [{"rule": "section", "value": "Fixes"}])] * 2
+    assert counts["dropped"] == {"skill-used-once": 1}

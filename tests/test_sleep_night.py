@@ -220,3 +220,35 @@ def test_a_bad_task_file_is_one_line_error(tmp_path, world):
     result = run_cli("sleep", "mine", "--tasks", bad)
     assert result.returncode == 2 and "line 1: checks[0].rule 'contain' is not one of" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def _optimizer_policy(messages):
+    text = messages[-1]["content"]
+    if text.startswith("You improve an agent skill"):
+        if "whole new SKILL.md" in text:  # sleep.edit_anywhere: rewrite the line that needs it
+            return "```markdown\n" + SKILL.replace("Write in plain sentences.",
+                                                   f"Open with {TOKEN} then write in plain sentences.") + "```"
+        return f"- Open every note with {TOKEN}\n- Keep it short\n- Cite the ticket\nsome chatter"
+    return follows_the_skill(messages)
+
+
+def test_a_model_optimizer_proposes_block_lines_or_with_edit_anywhere_a_rewrite(world):
+    from skillos.training.optimize import RejectedMemory
+    from skillos.training.sleep.night import LLMProposer
+    from skillos.training.sleep.replay import Budget, Caller
+
+    make, skill, home = world
+    with ScriptedLLM(_optimizer_policy) as server:
+        optimizer = {"backend": "openai", "model": "Qwen3-8B", "base_url": server.openai_url,
+                     "api_key_env": "SLEEP_TEST_KEY", "max_retries": 0, "max_tokens": 400}
+        cfg = make(server, optimizer=optimizer, steps=1)
+        text, lines = LLMProposer(cfg.sleep.optimizer).propose(SKILL, [], RejectedMemory(None), 2,
+                                                               Caller(Budget(5, 10_000, 1.0), 2))
+        assert lines == [f"- Open every note with {TOKEN}", "- Keep it short"]  # cut to the budget
+        assert text.startswith(SKILL.rstrip()) and "skillos-sleep:learned" in text
+        report = run_night(make(server, optimizer=optimizer, steps=1, edit_anywhere=True), echo=lambda _: None)
+    (c,) = report["candidates"]
+    assert c["verdict"] == "accept" and c["edits"][0].startswith("rewrite of the skill (2 diff lines, sha256 ")
+    diff = (home / "proposals" / f"{report['night']}-status-notes" / "diff.patch").read_text()
+    assert f"+Open with {TOKEN} then write in plain sentences." in diff and "learned" not in diff
+    assert skill.read_text() == SKILL

@@ -103,6 +103,7 @@ def mine(sessions, judge: bool = False) -> tuple[list[Task], dict]:
     the user corrected without a checkable rule gets the correction as its rubric."""
     found: dict[str, Task] = {}
     dropped = Counter()
+    skill_requests: dict = {}  # skill -> [(request, session)] of requests answered with it
     candidates = 0
 
     def add(prompt, checks, why, session, skill):
@@ -139,9 +140,15 @@ def mine(sessions, judge: bool = False) -> tuple[list[Task], dict]:
                     [{"rule": "rubric", "rubric": f"The answer fully does what was asked: {reply[:500]}"}]
                     if judge else []), "repeated", session, skill)
             elif skill:
+                skill_requests.setdefault(skill, []).append((request, session))
+    for skill, requests in skill_requests.items():  # the same skill invoked for similar requests
+        for i, (request, session) in enumerate(requests):
+            if any(similarity(request, other) >= 0.3 for j, (other, _) in enumerate(requests) if j != i):
                 add(request, checks_from_feedback(request) or (
                     [{"rule": "rubric", "rubric": f"The answer does what was asked with the {skill} skill."}]
                     if judge else []), "skill", session, skill)
+            else:
+                dropped["skill-used-once"] += 1
     tasks = sorted(found.values(), key=lambda t: t.id)
     return tasks, {"candidates": candidates, "tasks": len(tasks), "dropped": dict(dropped)}
 

@@ -129,7 +129,7 @@ class HeuristicProposer:
     """No model: each failed train task's rules become lines of the learned block, the most
     often failed first; a line already there or rejected on an earlier night is not proposed."""
 
-    def propose(self, text: str, failing: list, memory, budget: int, caller=None) -> list[str]:
+    def propose(self, text: str, failing: list, memory, budget: int, caller=None) -> tuple[str, list[str]]:
         banned = {k for r in memory.items if r.verdict == "reject" for k in r.keys}
         have = set(learned_lines(text))
         count: dict = {}
@@ -138,31 +138,67 @@ class HeuristicProposer:
                 line = _line_for(check)
                 if line and line not in have and line_key(line) not in banned:
                     count[line] = count.get(line, 0) + 1
-        return sorted(count, key=lambda x: (-count[x], x))[:budget]
+        lines = sorted(count, key=lambda x: (-count[x], x))[:budget]
+        return with_learned(text, learned_lines(text) + lines), lines
 
 
 class LLMProposer:
-    PROMPT = ("You improve an agent skill (SKILL.md) from tasks it failed. Reply with at most {budget} short "
-              "lines to add to its learned block, each starting with '- ', and nothing else.\n\nSkill:\n{skill}\n\n"
-              "{steering}\n\nFailed tasks (request, checks, why it failed):\n{failures}")
+    """A model reads the skill, the failed train tasks and the rejected edits, and proposes lines
+    for the learned block; with `sleep.edit_anywhere` it may instead return the whole SKILL.md in a
+    ```markdown block, kept only if it parses and changes at most the step's budget of lines."""
 
-    def __init__(self, config):
+    PROMPT = ("You improve an agent skill (SKILL.md) from tasks it failed. Reply with at most {budget} short "
+              "lines to add to its learned block, each starting with '- ', and nothing else.{anywhere}"
+              "\n\nSkill:\n{skill}\n\n{steering}\n\nFailed tasks (request, checks, why it failed):\n{failures}")
+    ANYWHERE = (" Or, if the fix belongs elsewhere in the skill, reply with the whole new SKILL.md in one "
+                "```markdown block, changing at most {budget} lines.")
+
+    def __init__(self, config, edit_anywhere: bool = False):
         from skillos.evals.backends.chat import make_chat
 
         self.config = config if config.max_tokens else dataclasses.replace(config, max_tokens=DEFAULT_MAX_TOKENS)
         self.chat = make_chat(self.config)
+        self.edit_anywhere = edit_anywhere
 
-    def propose(self, text: str, failing: list, memory, budget: int, caller=None) -> list[str]:
+    def propose(self, text: str, failing: list, memory, budget: int, caller=None) -> tuple[str, list[str]]:
         failures = "\n".join(f"- {t.prompt[:300]} | {json.dumps(t.checks)[:300]} | {o.reason[:200]}" for t, o in failing)
+        anywhere = self.ANYWHERE.format(budget=budget) if self.edit_anywhere else ""
         messages = [{"role": "user", "content": self.PROMPT.format(budget=budget, skill=text, failures=failures,
-                                                                   steering=memory.steering())}]
+                                                                   steering=memory.steering(), anywhere=anywhere)}]
         reply = caller.call(self.chat, messages, self.config.max_tokens)
         if reply is None:
-            return []
+            return text, []
         banned = {k for r in memory.items if r.verdict == "reject" for k in r.keys}
+        rewrite = self._rewrite(text, reply.text, budget) if self.edit_anywhere else None
+        if rewrite is not None:
+            return (text, []) if line_key(rewrite[1][0]) in banned else rewrite
         have = set(learned_lines(text))
         lines = [x.strip() for x in reply.text.splitlines() if x.strip().startswith("- ")]
-        return [x for x in lines if x not in have and line_key(x) not in banned and END not in x][:budget]
+        lines = [x for x in lines if x not in have and line_key(x) not in banned and END not in x][:budget]
+        return with_learned(text, learned_lines(text) + lines), lines
+
+    @staticmethod
+    def _rewrite(text: str, reply: str, budget: int):
+        """(new SKILL.md, [its summary]) from a fenced whole-skill reply within the budget, else None."""
+        import difflib
+        import re
+
+        from skillos.repo import parse_skill
+        from skillos.repo.skill import SkillError
+
+        found = re.search(r"```(?:markdown|md)?\n(---\n.*?)```", reply, re.S)
+        if not found:
+            return None
+        new = found.group(1)
+        try:
+            parse_skill(new)
+        except SkillError:
+            return None
+        changed = sum(1 for d in difflib.ndiff(text.splitlines(), new.splitlines()) if d[:1] in "+-")
+        if new == text or changed > 2 * budget:  # a replaced line is one - and one +
+            return None
+        digest = hashlib.sha256(new.encode()).hexdigest()[:12]  # the summary is the memory's key
+        return new, [f"rewrite of the skill ({changed} diff lines, sha256 {digest})"]
 
 
 # -- the night ----------------------------------------------------------------------------------
@@ -214,7 +250,8 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
         caller = Caller(Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes), s.max_consecutive_errors)
         judge = make_chat(cfg.judge) if cfg.judge.backend else None
         replayer = Replayer(caller, make_chat(model), model.max_tokens, judge)
-        proposer = HeuristicProposer() if s.optimizer.backend == "heuristic" else LLMProposer(s.optimizer)
+        proposer = (HeuristicProposer() if s.optimizer.backend == "heuristic"
+                    else LLMProposer(s.optimizer, s.edit_anywhere))
         memory = RejectedMemory(home / "rejected.json")
         night_no = len(list((home / "nights").iterdir()))
         gate_args = (s.gate.mode, s.gate.k, s.gate.max_unmeasured)
@@ -251,11 +288,10 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
                 budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
                 train = play(incumbent, splits["train"], f"train-{step}")
                 failing = [(t, train[t.id]) for t in splits["train"] if train[t.id].success is False]
-                lines = proposer.propose(incumbent, failing, memory, budget, caller)[:budget]
+                candidate, lines = proposer.propose(incumbent, failing, memory, budget, caller)
                 if not lines:
                     echo(f"step {step}: no edit proposed ({len(failing)} failed train tasks, budget {budget})")
                     continue
-                candidate = with_learned(incumbent, learned_lines(incumbent) + lines)
                 if not s.edit_anywhere and outside_block(candidate) != outside_block(incumbent):
                     raise SkillosError("internal: an edit reached outside the learned block")  # never expected
                 cand_val = booleans(play(candidate, splits["validation"], f"candidate-{step}"))
