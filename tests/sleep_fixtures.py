@@ -111,6 +111,7 @@ def build_mixed(root: Path) -> dict:
           .user(f"Deploy it with my key {PLANTED_KEY} please")
           .assistant("I will not store that key."))
     s1.records.insert(3, {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}})
+    s1.records.insert(4, {**s1.records[0], "isSidechain": True, "message": {"role": "user", "content": "sidechain ask"}})
     s1.write(root, tail=b'{"type": "user", "message": {"role": "user", "content": "Write the rel')
     sub = Claude("s1").user("Search the code for the parser").assistant("Found it in parse.py")
     sub.write(root, rel="s1/subagents/agent-a1b2.jsonl")
@@ -129,7 +130,7 @@ def build_mixed(root: Path) -> dict:
                        "codex-archive": {"files": 1, "sessions": 1, "user_turns": 1, "assistant_turns": 1}},
             "skipped": {"subagent-session": 1, "skillos-replay": 1, "slash-command": 1, "system-wrapper": 2,
                         "pasted-stub": 1, "compaction-summary": 1, "unparseable-line": 1,
-                        "duplicate-codex-turn": 5, "other-record": 8}}
+                        "duplicate-codex-turn": 5, "other-record": 8, "subagent-record": 1}}
 
 
 REQUESTS = ["Draft the weekly status update for the payments team", "Write the changelog entry for the login fix",

@@ -9,6 +9,7 @@ from conftest import run_cli
 from llm_server import ScriptedLLM
 from sleep_fixtures import build_corrections
 from skillos import config as cfgmod
+from skillos.errors import SkillosError
 from skillos.ledger import Ledger
 from skillos.training.sleep.harvest import REPLAY_MARKER
 from skillos.training.sleep.night import run_night
@@ -44,7 +45,7 @@ def world(tmp_path, monkeypatch, game_cache):
     monkeypatch.setenv("SLEEP_TEST_KEY", "not-a-real-key")
 
     def make(server, **sleep):
-        data = {"experiment": {"name": "sleep-status-notes"}, "env": {"n_games": 1, "n_train_games": 0},
+        data = {"env": {"n_games": 1, "n_train_games": 0},
                 "sleep": {"skill": str(skill.parent), "claude_dir": str(tmp_path / ".claude"),
                           "codex_dir": str(tmp_path / ".codex"), "home": str(tmp_path / "home"),
                           "model": {"backend": "openai", "model": "Qwen3-8B", "base_url": server.openai_url,
@@ -82,6 +83,7 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
     assert staged["candidates"][0]["reason"].startswith("mean paired difference +1.000 vs 2·SE = 0.000 over 4")
     assert {len(json.loads(x)["sessions"]) for x in (proposal / "tasks.jsonl").read_text().splitlines()} == {1}
     with Ledger() as ledger:
+        assert [e["name"] for e in ledger.experiments()] == ["sleep:status-notes"]
         (run,) = ledger.rows("runs")
         (cand,) = ledger.rows("candidates")
         assert run["status"] == "finished" and cand["verdict"] == "accept" and cand["run_id"] == run["id"]
@@ -91,8 +93,8 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
     meta = adopt(proposal, home)
     assert "TL;DR:" in skill.read_text() and skill.read_text() == (proposal / "SKILL.md").read_text()
     assert open(meta["backup"]).read() == SKILL
-    again = run_cli("sleep", "adopt", proposal, "--json")
-    assert again.returncode == 2 and "already adopted" in again.stderr
+    with pytest.raises(SkillosError, match="already adopted"):
+        adopt(proposal, home)
     assert status(home)["proposals"][0]["adopted_at"] == meta["adopted_at"]
 
 

@@ -25,6 +25,7 @@ REPLAY_MARKER = "[skillos-sleep replay]"
 SOURCES = ("claude", "codex")  # what --source names; codex covers the CLI rollouts and the archive
 SKIP_REASONS = {
     "subagent-session": "a Claude Code sub-agent session (harvest them with --subagents)",
+    "subagent-record": "a sub-agent's record inside a main session file (isSidechain; see --subagents)",
     "skillos-replay": "a session skillos started itself (its replay marker)",
     "duplicate-session": "a Codex session already read (the archive keeps a copy of a rollout)",
     "slash-command": "a slash command, not a request",
@@ -158,7 +159,7 @@ def _add_assistant(turns: list, text: str, tools=(), skills=(), ts=None) -> None
 
 
 # -- Claude Code ---------------------------------------------------------------------------------
-def read_claude(path: Path, skipped: Counter, repaired: Counter) -> Session | None:
+def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool = False) -> Session | None:
     session = Session("claude", path.stem, str(path))
     for line, rec in _lines(path, skipped, repaired, "claude"):
         if REPLAY_MARKER in line:
@@ -167,6 +168,9 @@ def read_claude(path: Path, skipped: Counter, repaired: Counter) -> Session | No
         kind, ts = rec.get("type"), rec.get("timestamp")
         if kind not in ("user", "assistant") or not isinstance(rec.get("message"), dict):
             skipped["other-record"] += 1
+            continue
+        if rec.get("isSidechain") and not subagents:  # a sub-agent's records inside the main file
+            skipped["subagent-record"] += 1
             continue
         session.id = rec.get("sessionId") or session.id
         session.project = session.project or rec.get("cwd")
@@ -309,7 +313,7 @@ def harvest(s, home: Path | None = None) -> Harvest:
         c = counts.setdefault(source, {"files": 0, "sessions": 0, "user_turns": 0, "assistant_turns": 0})
         c["files"] += 1
         try:
-            session = (read_claude(path, skipped, repaired) if source == "claude"
+            session = (read_claude(path, skipped, repaired, s.subagents) if source == "claude"
                        else read_codex(path, source, skipped, repaired))
         except OSError as exc:
             skipped["unreadable-file"] += 1

@@ -93,7 +93,8 @@ def plan_night(cfg, tasks_file=None) -> dict:
     proposer = 1 if s.optimizer.backend != "heuristic" else 0
     worst_calls = 2 * val + s.steps * (train + val + proposer) + 2 * test
     longest = max([len(t.prompt) for t in tasks] or [0])
-    per_call = estimate_tokens([{"content": system_prompt(text + "\n" * 40 * 80, skill_path.parent.name)},
+    room = " " * (80 * s.steps * s.max_edits)  # the learned lines a night may add, ~80 characters each
+    per_call = estimate_tokens([{"content": system_prompt(text + room, skill_path.parent.name)},
                                 {"content": "x" * longest}], model.max_tokens)
     worst = {"calls": worst_calls, "tokens": worst_calls * per_call, "minutes": s.budget.max_minutes}
     caps = dataclasses.asdict(s.budget)
@@ -225,7 +226,11 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
     from skillos.training.optimize import CalibrationFailed, RejectedMemory, SealedSplit, _report, calibrate, \
         edits_allowed
 
+    from skillos.repo import parse_skill
+    from skillos.repo.skill import SkillError
+
     skill_path, seed_text = preflight(cfg)
+    cfg = _named(cfg, skill_path.parent.name)
     s, home = cfg.sleep, sleep_home(cfg.sleep)
     own = ledger is None
     ledger = Ledger() if own else ledger
@@ -294,6 +299,11 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
                     continue
                 if not s.edit_anywhere and outside_block(candidate) != outside_block(incumbent):
                     raise SkillosError("internal: an edit reached outside the learned block")  # never expected
+                try:
+                    parse_skill(candidate)
+                except SkillError as exc:  # a proposal a person could not adopt is no candidate
+                    echo(f"step {step}: the proposed skill does not validate ({exc}); no candidate")
+                    continue
                 cand_val = booleans(play(candidate, splits["validation"], f"candidate-{step}"))
                 verdict = stats.gate(incumbent_val, cand_val, *gate_args)
                 broke = sorted(t for t in incumbent_val if incumbent_val[t] is True and cand_val.get(t) is False)
@@ -371,6 +381,17 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
     finally:
         if own:
             ledger.close()
+
+
+def _named(cfg, skill: str):
+    """A config left at the default experiment name records its nights as `sleep:<skill>`."""
+    from skillos.config import ExperimentConfig
+
+    if cfg.experiment.name != ExperimentConfig.name:
+        return cfg
+    named = dataclasses.replace(cfg, experiment=dataclasses.replace(cfg.experiment, name=f"sleep:{skill}"))
+    named.source = cfg.source  # not a field: replace() drops it, and relative paths resolve against it
+    return named
 
 
 class _O:  # an outcome of a bare bool/None, for _summary
