@@ -254,3 +254,25 @@ def test_a_model_optimizer_proposes_block_lines_or_with_edit_anywhere_a_rewrite(
     diff = (home / "proposals" / f"{report['night']}-status-notes" / "diff.patch").read_text()
     assert f"+Open with {TOKEN} then write in plain sentences." in diff and "learned" not in diff
     assert skill.read_text() == SKILL
+
+
+def test_a_night_with_nothing_checkable_says_so_and_a_crash_ends_its_run(world, tmp_path, monkeypatch):
+    from skillos.training.sleep import night
+
+    make, skill, home = world
+    with ScriptedLLM(follows_the_skill) as server:
+        empty = make(server, claude_dir=str(tmp_path / "nothing"), codex_dir=str(tmp_path / "nothing"))
+        report = run_night(empty, echo=lambda _: None)
+        assert report["status"] == "no-tasks" and "no checkable task from 0 sessions" in report["verdict"]
+        assert server.calls == []
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("planted bug")
+
+        monkeypatch.setattr(night.HeuristicProposer, "propose", broken)
+        with pytest.raises(RuntimeError):
+            run_night(make(server), echo=lambda _: None)
+    with Ledger() as ledger:
+        assert [(r["status"], r["detail"]) for r in ledger.rows("runs")] == [
+            ("no-tasks", report["verdict"]), ("crashed", "RuntimeError: planted bug")]
+    assert not (home / "proposals").exists()

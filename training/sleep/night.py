@@ -232,7 +232,13 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
     skill_path, seed_text = preflight(cfg)
     cfg = _named(cfg, skill_path.parent.name)
     s, home = cfg.sleep, sleep_home(cfg.sleep)
-    own = ledger is None
+    budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)  # the wall clock starts here
+    model = _model(s)
+    chat = make_chat(model)  # a missing key or model is refused before the gates run
+    judge = make_chat(cfg.judge) if cfg.judge.backend else None
+    proposer = (HeuristicProposer() if s.optimizer.backend == "heuristic"
+                else LLMProposer(s.optimizer, s.edit_anywhere))
+    own, run_id, ended = ledger is None, None, False
     ledger = Ledger() if own else ledger
     try:
         gates.enforce(cfg, "sleep night", ledger, overrides, echo=echo)
@@ -251,12 +257,8 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
         experiment = record_experiment(ledger, cfg)
         run_id = ledger.start_run(experiment, "sleep-night", config={**cfg.to_dict(), "night": night_id},
                                   seed=cfg.env.seed)
-        model = _model(s)
-        caller = Caller(Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes), s.max_consecutive_errors)
-        judge = make_chat(cfg.judge) if cfg.judge.backend else None
-        replayer = Replayer(caller, make_chat(model), model.max_tokens, judge)
-        proposer = (HeuristicProposer() if s.optimizer.backend == "heuristic"
-                    else LLMProposer(s.optimizer, s.edit_anywhere))
+        caller = Caller(budget, s.max_consecutive_errors)
+        replayer = Replayer(caller, chat, model.max_tokens, judge)
         memory = RejectedMemory(home / "rejected.json")
         night_no = len(list((home / "nights").iterdir()))
         gate_args = (s.gate.mode, s.gate.k, s.gate.max_unmeasured)
@@ -286,6 +288,8 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
         status, stop, candidates, accepted, aa, test = "finished", None, [], 0, None, None
         incumbent = seed_text
         try:
+            if not tasks:
+                raise _NoTasks()
             incumbent_val = booleans(play(incumbent, splits["validation"], "incumbent-validation"))
             aa = calibrate(incumbent_val, booleans(play(incumbent, splits["validation"], "incumbent-copy")), *gate_args)
             echo(f"A/A calibration: {aa.verdict} ({aa.reason})")
@@ -353,6 +357,8 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
             status, stop = "outage", str(exc)
         except CalibrationFailed as exc:
             status, stop = "refused", str(exc)
+        except _NoTasks:
+            status, stop = "no-tasks", _no_tasks_reason(source)
         report = {"night": night_id, "status": status, "stopped_because": stop, "skill": str(skill_path),
                   "tasks": {k: len(v) for k, v in splits.items()}, "harvest_sessions": source.get("sessions"),
                   "source": source, "calibration": aa.to_dict() if aa else None, "candidates": candidates,
@@ -361,8 +367,8 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
                   "experiment_id": experiment}
         report["verdict"] = _verdict(report)
         if status == "finished" and accepted:
-            report["proposal"] = str(night_dir.parent.parent / "proposals" / f"{night_id}-{name}")
-            write_proposal(home, night_id, skill_path, seed_text, incumbent, report, tasks)
+            report["proposal"] = str(home / "proposals" / f"{night_id}-{name}")
+            write_proposal(home, night_id, skill_path, seed_text, incumbent, report, tasks)  # that folder, whole
         from skillos.repo.store import write_atomic
 
         write_atomic(night_dir / "report.json", json.dumps(report, indent=1))
@@ -374,13 +380,28 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
             ledger.add_failure(f"sleep harvest: {error}", "harness-bug", kind="operational", detected_by="toolkit",
                                experiment_id=experiment, run_id=run_id)
         ledger.end_run(run_id, status, report["verdict"])
+        ended = True
         echo(f"night {night_id}: {report['verdict']}")
         if status == "refused":
             raise CalibrationFailed(stop)
         return report
+    except BaseException as exc:
+        if run_id is not None and not ended:  # a crash or ^C: the run says so instead of "running" forever
+            ledger.end_run(run_id, "crashed", f"{type(exc).__name__}: {exc}")
+        raise
     finally:
         if own:
             ledger.close()
+
+
+class _NoTasks(Exception):
+    pass
+
+
+def _no_tasks_reason(source: dict) -> str:
+    mined = source.get("mined") or {}
+    return (f"no checkable task from {source.get('sessions')} sessions ({mined.get('candidates', 0)} candidates, "
+            f"dropped {mined.get('dropped') or {}}); configure a judge: to keep rubric tasks, or pass --tasks FILE")
 
 
 def _named(cfg, skill: str):
@@ -418,6 +439,8 @@ def _verdict(r: dict) -> str:
         return f"endpoint outage ({r['stopped_because']}); nothing staged, no task scored as failed"
     if r["status"] == "refused":
         return f"refused: {r['stopped_because']}"
+    if r["status"] == "no-tasks":
+        return f"nothing to learn from: {r['stopped_because']}"
     if not r["accepted"]:
         return f"no candidate passed the gate ({len(r['candidates'])} tried); nothing staged"
     return f"{r['accepted']} candidate(s) accepted; proposal staged; sealed test: {r['test']['verdict']}"
