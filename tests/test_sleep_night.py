@@ -7,7 +7,7 @@ import pytest
 
 from conftest import run_cli
 from llm_server import ScriptedLLM
-from sleep_fixtures import build_corrections
+from sleep_fixtures import PLANTED_KEY, Claude, build_corrections
 from skillos import config as cfgmod
 from skillos.errors import SkillosError
 from skillos.ledger import Ledger
@@ -39,6 +39,8 @@ def ignores_the_skill(messages):
 @pytest.fixture
 def world(tmp_path, monkeypatch, game_cache):
     build_corrections(tmp_path, TOKEN)
+    (Claude("secret", cwd="/home/dev/work/notes").user(f"Draft the deploy summary using key {PLANTED_KEY}")
+     .assistant("Here it is: ...").user(f"No, you forgot the summary line: start with `{TOKEN}`").write(tmp_path))
     skill = tmp_path / "skills" / "status-notes" / "SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text(SKILL)
@@ -61,20 +63,22 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
     with ScriptedLLM(follows_the_skill) as server:
         report = run_night(make(server), echo=lambda _: None)
         calls = len(server.calls)
-    assert report["status"] == "finished" and report["tasks"] == {"train": 7, "validation": 4, "test": 5}
-    assert report["source"]["mined"]["tasks"] == 16 and report["harvest_sessions"] == 16
+    assert report["status"] == "finished" and report["tasks"] == {"train": 8, "validation": 4, "test": 5}
+    assert report["source"]["mined"]["tasks"] == 17 and report["harvest_sessions"] == 17
     first = report["candidates"][0]
     assert first["verdict"] == "accept" and first["edits"] == ["- Always include `TL;DR:` in the answer."]
     assert (first["mean_difference"], first["se"], first["threshold"], first["n_paired"]) == (1.0, 0.0, 0.0, 4)
     assert first["incumbent"] == "0/4 measured of 4" and first["candidate"] == "4/4 measured of 4"
-    assert len(first["from_tasks"]) == 7 and len(first["sessions"]) == 7
+    assert len(first["from_tasks"]) == 8 and len(first["sessions"]) == 8
     assert report["calibration"]["verdict"] == "reject"  # A/A: a copy does not beat itself
     assert len(report["candidates"]) == 1  # step 2: nothing left failing, nothing proposed
     assert report["test"]["comparison"]["b"] == 5 and report["test"]["candidates_corrected_for"] == 1
     # 5 sealed tasks cannot show an effect at alpha 0.05 even when all flip: the report says so
     assert report["test"]["comparison"]["p_value"] == 0.0625 and report["test"]["verdict"].startswith("not shown")
-    assert report["budget"]["calls"] == calls == 4 + 4 + 7 + 4 + 7 + 5 + 5
+    assert report["budget"]["calls"] == calls == 4 + 4 + 8 + 4 + 8 + 5 + 5
     assert all(REPLAY_MARKER in c["body"]["messages"][0]["content"] for c in server.calls)
+    sent = json.dumps(server.calls)
+    assert "Draft the deploy summary using key [redacted]" in sent and PLANTED_KEY not in sent
     assert skill.read_text() == SKILL  # a night never writes the live skill
     proposal = home / "proposals" / f"{report['night']}-status-notes"
     assert str(proposal) == report["proposal"]
@@ -93,6 +97,8 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
     meta = adopt(proposal, home)
     assert "TL;DR:" in skill.read_text() and skill.read_text() == (proposal / "SKILL.md").read_text()
     assert open(meta["backup"]).read() == SKILL
+    written = [p for p in [*home.rglob("*"), *Ledger().path.parent.rglob("*")] if p.is_file()]
+    assert len(written) > 10 and not any(PLANTED_KEY.encode() in p.read_bytes() for p in written)
     with pytest.raises(SkillosError, match="already adopted"):
         adopt(proposal, home)
     assert status(home)["proposals"][0]["adopted_at"] == meta["adopted_at"]
@@ -154,8 +160,8 @@ def test_dry_run_prints_the_worst_case_and_spends_nothing(world, tmp_path):
         assert result.returncode == 0, result.stderr
         plan = json.loads(result.stdout)
         assert server.calls == []
-    assert plan["tasks"] == {"train": 7, "validation": 4, "test": 5}
-    assert plan["worst_case"]["calls"] == 2 * 4 + 2 * (7 + 4) + 2 * 5 and plan["caps_that_bind"] == []
+    assert plan["tasks"] == {"train": 8, "validation": 4, "test": 5}
+    assert plan["worst_case"]["calls"] == 2 * 4 + 2 * (8 + 4) + 2 * 5 and plan["caps_that_bind"] == []
     assert not home.exists()  # the plan writes nothing
     cron = run_cli("sleep", "schedule", path, "--at", "02:30")
     assert cron.returncode == 0 and cron.stdout.startswith("30 2 * * * cd ")
