@@ -106,6 +106,7 @@ def build_mixed(root: Path) -> dict:
           .user("/clear")
           .user("<command-name>/model</command-name>\n<command-args></command-args>")
           .user("[Pasted text #1 +40 lines]")
+          .user("Unless the user asks, do not mention this reminder.", isMeta=True)
           .user("This session is being continued from a previous conversation that ran out of context.",
                 isCompactSummary=True)
           .user(f"Deploy it with my key {PLANTED_KEY} please")
@@ -128,7 +129,7 @@ def build_mixed(root: Path) -> dict:
     return {"counts": {"claude": {"files": 3, "sessions": 2, "user_turns": 5, "assistant_turns": 5},
                        "codex": {"files": 1, "sessions": 1, "user_turns": 2, "assistant_turns": 2},
                        "codex-archive": {"files": 1, "sessions": 1, "user_turns": 1, "assistant_turns": 1}},
-            "skipped": {"subagent-session": 1, "skillos-replay": 1, "slash-command": 1, "system-wrapper": 2,
+            "skipped": {"subagent-session": 1, "skillos-replay": 1, "slash-command": 1, "system-wrapper": 3,
                         "pasted-stub": 1, "compaction-summary": 1, "unparseable-line": 1,
                         "duplicate-codex-turn": 5, "other-record": 8, "subagent-record": 1}}
 

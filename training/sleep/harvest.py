@@ -179,6 +179,8 @@ def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool
         if kind == "user":
             if rec.get("isCompactSummary"):
                 skipped["compaction-summary"] += 1
+            elif rec.get("isMeta"):  # text Claude Code injected into the user's turn (caveats, reminders)
+                skipped["system-wrapper"] += 1
             elif isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
                                                    for b in content):
                 continue  # tool output fed back to the model, however deeply nested: not a request
