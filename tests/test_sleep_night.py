@@ -282,3 +282,27 @@ def test_a_night_with_nothing_checkable_says_so_and_a_crash_ends_its_run(world, 
         assert [(r["status"], r["detail"]) for r in ledger.rows("runs")] == [
             ("no-tasks", report["verdict"]), ("crashed", "RuntimeError: planted bug")]
     assert not (home / "proposals").exists()
+
+
+def test_no_regress_rejects_what_the_strict_gate_accepts_on_a_reviewed_task_file(world, tmp_path):
+    from skillos.training.sleep.mine import split_of, task_id
+
+    make, skill, home = world
+    prompts = {"train": [], "validation": []}
+    for i in range(200):
+        p = f"Write status note number {i}"
+        bucket = prompts.get(split_of(task_id(p), 0.34, 0.2))
+        if bucket is not None and len(bucket) < 4:
+            bucket.append(p)
+    wants = [{"rule": "contains", "value": TOKEN}]
+    rows = [{"prompt": p, "checks": wants, "sessions": ["reviewed-1"]} for p in prompts["train"] + prompts["validation"][:3]]
+    rows.append({"prompt": prompts["validation"][3], "checks": [{"rule": "not_contains", "value": TOKEN}]})
+    tasks = tmp_path / "reviewed.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with ScriptedLLM(follows_the_skill) as server:
+        report = run_night(make(server, steps=1, gate={"mode": "strict"}, no_regress=True), tasks_file=tasks,
+                           echo=lambda _: None)
+    (c,) = report["candidates"]
+    assert report["source"]["source"].startswith("reviewed task file") and report["tasks"]["validation"] == 4
+    assert c["mean_difference"] == 0.5 and c["verdict"] == "reject" and len(c["broke"]) == 1
+    assert c["reason"].endswith("no_regress: it broke 1 task(s)") and report["proposal"] is None
