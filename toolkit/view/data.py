@@ -106,7 +106,7 @@ class Source:
         ledger = self._ledger([]) if self.ledger_path.exists() else None
         if ledger is not None:
             for row in self._guard(problems, "runs", lambda: ledger.rows("runs"), []):
-                output = _output(row)
+                output = self._guard(problems, "run config", lambda: _output(row))  # shown by its page
                 if output and Path(output).is_dir() and Path(output).resolve() not in found:
                     found[Path(output).resolve()] = Path(output).name or "run"
             ledger.close()

@@ -42,13 +42,6 @@ def _messages(row: dict, trace: dict | None):
 
 def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     """Write RUN_DIR's games of `phase` to OUT (.eval or .json); returns what was written."""
-    try:
-        from inspect_ai.log import (EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalSample,
-                                    EvalScore, EvalSpec, write_eval_log)
-        from inspect_ai.model import ModelOutput
-        from inspect_ai.scorer import Score
-    except ImportError:
-        raise SkillosError("skillos export inspect needs inspect_ai: pip install 'skillos[inspect]'") from None
     run_dir, out = Path(run_dir), Path(out)
     names = dict(ROW_FILES)
     if phase not in names:
@@ -58,6 +51,13 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         raise SkillosError(f"{rows_path}: no such file; RUN_DIR must be a run folder (skillos eval / quickstart --out)")
     if out.suffix not in (".eval", ".json"):
         raise SkillosError(f"{out}: the log's name must end in .eval or .json (inspect_ai's two formats)")
+    try:
+        from inspect_ai.log import (EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalSample,
+                                    EvalScore, EvalSpec, write_eval_log)
+        from inspect_ai.model import ModelOutput
+        from inspect_ai.scorer import Score
+    except ImportError:
+        raise SkillosError("skillos export inspect needs inspect_ai: pip install 'skillos[inspect]'") from None
     problems: list = []
     rows = read_jsonl(rows_path, problems)
     if not rows:
