@@ -49,6 +49,26 @@ def trace_row(arm: str, phase: str, traj: Trajectory) -> dict:
     }
 
 
+def prune(path: Path, keep: set) -> None:
+    """Keep the traces of the games in `keep` ((arm, phase, game_id)), the last of each: what a
+    resume does, so a restarted arm's old games and a line cut off by a kill do not linger."""
+    path = Path(path)
+    if not path.exists():
+        return
+    from skillos.repo.store import write_atomic
+
+    kept = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            trace = json.loads(line)
+        except ValueError:
+            continue  # cut off by a kill: its game is played again
+        game = (trace.get("arm"), trace.get("phase"), trace.get("game_id"))
+        if game in keep:
+            kept[game] = line
+    write_atomic(path, "".join(line + "\n" for line in kept.values()))
+
+
 class TraceWriter:
     def __init__(self, path: Path):
         self.path = Path(path)

@@ -450,3 +450,18 @@ def test_sweep_and_optimize_pages_show_lift_and_candidates(made, browser, tmp_pa
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_resume_keeps_one_trace_per_kept_game_and_drops_a_cut_off_line(made, tmp_path, game_cache):
+    run = tmp_path / "q1"
+    shutil.copytree(made["run"], run)
+    lines = (run / "games.jsonl").read_text().splitlines()
+    (run / "games.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # the last game's row was lost
+    with open(run / "trajectories.jsonl", "a") as fh:
+        fh.write('{"arm": "no_memory", "phase": "eval", "game_id": "valid_unseen-00')  # killed mid-write
+    result = run_cli("quickstart", "--n-games", 6, "--n-train-games", 6, "--out", run, "--resume", "--json",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    traces = [json.loads(line) for line in (run / "trajectories.jsonl").read_text().splitlines()]
+    games = {(t["arm"], t["phase"], t["game_id"]) for t in traces}
+    assert len(traces) == len(games) == 18  # the lost game played again, traced once
