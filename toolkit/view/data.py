@@ -96,12 +96,13 @@ class Source:
     def run_folders(self) -> dict:
         """run id -> folder: folders under RUNS with run files, and outputs the ledger names."""
         found = {}
-        if self.runs.is_dir():
-            for marker in RUN_MARKERS:
-                for path in sorted(self.runs.glob(f"**/{marker}")):
-                    folder = path.parent
-                    if len(folder.relative_to(self.runs).parts) <= 3:
-                        found.setdefault(folder.resolve(), folder.relative_to(self.runs).as_posix())
+        if self.runs.is_dir():  # up to three levels down: never a walk through checkpoint trees
+            for depth in ("", "*/", "*/*/", "*/*/*/"):
+                for marker in RUN_MARKERS:
+                    for path in sorted(self.runs.glob(depth + marker)):
+                        folder = path.parent
+                        rid = folder.relative_to(self.runs).as_posix()
+                        found.setdefault(folder.resolve(), self.runs.resolve().name if rid == "." else rid)
         problems: list = []
         ledger = self._ledger([]) if self.ledger_path.exists() else None
         if ledger is not None:
@@ -127,14 +128,12 @@ class Source:
     def doc(self, key: str) -> dict:
         parts = split_key(key)
         kind, args = parts[0], parts[1:]
-        readers = {"experiments": self.experiments, "experiment": self.experiment, "run": self.run,
-                   "game": self.game, "repo": self.repo, "failures": self.failures}
-        if kind not in readers:
-            return {"kind": "missing", "problems": [f"no page {key!r}"]}
-        try:
-            data = readers[kind](*args)
-        except TypeError:
-            return {"kind": "missing", "problems": [f"no page {key!r}"]}
+        readers = {"experiments": (self.experiments, 0), "experiment": (self.experiment, 1),
+                   "run": (self.run, 1), "game": (self.game, 4), "repo": (self.repo, 2),
+                   "failures": (self.failures, 0)}
+        if kind not in readers or len(args) != readers[kind][1]:
+            return {"kind": "missing", "key": key, "problems": [f"no page {key!r}"]}
+        data = readers[kind][0](*args)
         data.setdefault("problems", [])
         data["key"] = key
         return data
