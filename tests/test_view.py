@@ -321,8 +321,15 @@ def test_a_corrupt_ledger_row_is_shown_not_a_blank_page(made, browser, tmp_path)
                "VALUES ('fixes', 1, 'verdict', 'not json', 'x', 'agent', '2026-12-01')")
     db.commit()
     db.close()
+    traces = [json.loads(line) for line in (runs / "q1" / "trajectories.jsonl").read_text().splitlines()]
+    game = next(t for t in traces if t["arm"] == "no_memory")  # as the runner records a coerced action
+    game["steps"][0].update(coerced=True, proposed="fly to the moon")
+    (runs / "q1" / "trajectories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
     proc, url = _serve(home, runs)
     try:
+        page = open_page(browser, url, f"game/q1/no_memory/eval/{game['game_id']}")
+        (coerced,) = page.find_elements("css selector", "#steps tr.coerced")
+        assert "coerced" in coerced.text and "executor typed: fly to the moon" in coerced.text
         page = open_page(browser, url, "experiment/1")
         problems = page.find_element("id", "problems").text
         assert "run #2 config_json" in problems and "n_measured is 'six'" in problems
@@ -443,7 +450,14 @@ def test_sweep_and_optimize_pages_show_lift_and_candidates(made, browser, tmp_pa
         for row, entry in zip(rows, history):
             assert cell(row, "verdict") == entry["verdict"]
             assert cell(row, "n") == f"{entry['n_paired']} / {entry['n_tasks']}, {entry['n_unmeasured']} unmeasured"
-            assert f"{entry['mean_difference']:.3g}".lstrip("+") in cell(row, "arith") or entry["mean_difference"] == 0
+            assert cell(row, "arith").startswith(
+                f"mean {entry['mean_difference']:+.3f} {'>' if entry['mean_difference'] > entry['threshold'] else '≤'} "
+                f"threshold {entry['threshold']:+.3f}")
+        report = json.loads((runs / "opt" / "report.json").read_text())
+        for arm in ("seed", "best"):
+            row = page.find_element("css selector", f'#optimize-arms tr[data-arm="{arm}"]')
+            assert [cell(row, k) for k in ("attempted", "measured", "unmeasured", "won")] == \
+                [str(report[arm][k]) for k in ("attempted", "measured", "unmeasured", "successes")]
         exp_id = next(e["id"] for e in api(url, "experiments")["experiments"] if e["name"] == "optimize-quickstart")
         page = open_page(browser, url, f"experiment/{exp_id}")
         assert len(page.find_elements("css selector", "#candidates > tbody > tr")) == len(history)

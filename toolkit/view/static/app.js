@@ -204,8 +204,10 @@ pages.experiment = (doc) => {
 function candidatesTable(cands) {
   const rows = cands.map((c, i) => {
     const edits = Array.isArray(c.edits) ? c.edits.join("; ") : (() => { try { return JSON.parse(c.edits).join("; "); } catch (e) { return c.edits; } })();
+    const fixed = x => x === null || x === undefined ? "n/a" : (x >= 0 ? "+" : "") + x.toFixed(3);
     const arith = c.mean_difference === null || c.mean_difference === undefined ? "too little measured" :
-      `${num(c.mean_difference, 3)} ${c.mean_difference > c.threshold ? ">" : "≤"} ${num(c.threshold, 3)}` + (c.se !== null && c.se !== undefined ? ` (SE ${num(c.se, 3)})` : "");
+      `mean ${fixed(c.mean_difference)} ${c.mean_difference > c.threshold ? ">" : "≤"} threshold ${fixed(c.threshold)}` +
+      (c.se !== null && c.se !== undefined ? ` (SE ${c.se.toFixed(3)})` : "");
     return `<tr data-candidate="${i + 1}">` + td(num(c.candidate || i + 1)) + td(num(c.epoch)) + td(num(c.step)) + td(esc(edits)) +
       td(`<b class="${c.verdict === "accept" ? "won" : c.verdict === "reject" ? "lost" : "unmeasured"}">${esc(c.verdict)}</b>`, "", "verdict") +
       td(esc(c.mode)) + td(arith, "", "arith") + td(`${pct(c.incumbent_rate)} → ${pct(c.candidate_rate)}`) +
@@ -257,6 +259,19 @@ function sweepChart(rows) {
   });
   return svg + `<path d="${path}" fill="none" stroke="#2458a6" stroke-opacity=".5"/></svg>`;
 }
+function optimizeReport(r) {
+  const arms = ["seed", "best"].filter(a => r[a]).map(a => `<tr data-arm="${a}">` + td(a) + td(num(r[a].attempted), "num", "attempted") +
+    td(num(r[a].measured), "num", "measured") + td(num(r[a].unmeasured), "num", "unmeasured") + td(num(r[a].coerced_actions), "num", "coerced") +
+    td(num(r[a].successes), "num", "won") + td(pct(r[a].success_rate), "num", "rate") + "</tr>");
+  const cal = r.calibration || {};
+  return `<h2>Optimize report (the sealed test, read once)</h2>
+    <dl class="kv" id="optimize-report"><dt>verdict</dt><dd>${esc(r.verdict)}</dd><dt>candidates tried</dt><dd>${num(r.candidates_tried)}, ${num(r.accepted)} accepted</dd>
+    <dt>gate</dt><dd>${esc(r.gate)}</dd><dt>A/A calibration</dt><dd>${esc(cal.verdict)}: ${esc(cal.reason)}</dd>
+    <dt>p corrected for candidates tried</dt><dd>${pval(r.p_corrected)}</dd></dl>
+    ${table(["arm", "attempted", "measured", "unmeasured", "coerced", "won", "rate"], arms, 'id="optimize-arms"')}
+    ${r.comparison ? comparisonsTable([r.comparison], null, "optimize-comparison") : ""}
+    ${details("report.json", pre(JSON.stringify(r, null, 1)))}`;
+}
 pages.run = (doc) => {
   const s = state["run:" + doc.id] = state["run:" + doc.id] || {arm: "", phase: "", task_type: "", outcome: "", reason: ""};
   const traced = new Set(doc.traced);
@@ -282,13 +297,13 @@ pages.run = (doc) => {
         td(pts(r.mde).replace("+", ""), "num") + td(num(r.n_paired), "num") + td(num(r.n_dropped), "num") + "</tr>"), 'id="sweep"')}
     <p class="muted">${esc(doc.sweep.caveat || "")} Best: ${esc(doc.sweep.best)}.</p>` : "";
   const history = doc.history.length ? `<h2>Optimize candidates (history.jsonl)</h2>${candidatesTable(doc.history)}` : "";
-  const optimize = doc.report && doc.report.verdict ? `<h2>Optimize report</h2>${pre(JSON.stringify(doc.report, null, 1))}` : "";
+  const optimize = doc.report && doc.report.verdict ? optimizeReport(doc.report) : "";
   const repos = doc.learning_arms.map(a => link(key("repo", doc.id, a), `skill repo of ${a}`)).join(" · ");
   const ledgerRuns = doc.ledger_runs.map(r => link(key("experiment", r.experiment_id), `run #${r.id} (experiment #${r.experiment_id}, ${r.status})`)).join(" · ");
   return `<h1>Run ${esc(doc.id)}</h1><p class="muted">${esc(doc.path)}</p>
     <p>${ledgerRuns || '<span class="muted">no ledger run names this folder</span>'}</p><p>${repos}</p>
-    <h2>Arms (counted from the rows so far)</h2>
-    ${table(["arm", "phase", "attempted", "measured", "unmeasured", "coerced", "won", "rate (of measured)"], counts, 'id="arms"')}
+    ${counts.length ? `<h2>Arms (counted from the rows so far)</h2>
+    ${table(["arm", "phase", "attempted", "measured", "unmeasured", "coerced", "won", "rate (of measured)"], counts, 'id="arms"')}` : ""}
     ${rep}${sweep}${history}${optimize}
     ${doc.rows.length ? `<h2>Games</h2><div class="filters">${opts("arm", doc.rows.map(r => r.arm))}${opts("phase", doc.rows.map(r => r.phase))}
       ${opts("task type", doc.rows.map(r => r.task_type))}${opts("outcome", ["won", "lost", "unmeasured"])}
