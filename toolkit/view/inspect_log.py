@@ -53,7 +53,7 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         raise SkillosError(f"{out}: the log's name must end in .eval or .json (inspect_ai's two formats)")
     try:
         from inspect_ai.log import (EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalSample,
-                                    EvalScore, EvalSpec, write_eval_log)
+                                    EvalScore, EvalSpec, EvalStats, write_eval_log)
         from inspect_ai.model import ModelOutput
         from inspect_ai.scorer import Score
     except ImportError:
@@ -93,7 +93,11 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
                       "repo_size": row.get("repo_size"), "unmeasured": not measured,
                       "unmeasured_reason": row.get("unmeasured_reason")}))
     experiment = (config.get("experiment") or {}).get("name") or run_dir.name
-    created = dt.datetime.fromtimestamp(rows_path.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+    def stamp(path: Path) -> str:
+        return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+
+    # the run began when its config was written and ended with its last row
+    created = stamp(run_dir / "config.yaml") if (run_dir / "config.yaml").exists() else stamp(rows_path)
     metric = {"accuracy": EvalMetric(name="accuracy", value=won / scored if scored else float("nan"))}
     log = EvalLog(
         status="success",
@@ -104,7 +108,7 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
                             scores=[EvalScore(name=SCORER, scorer=SCORER, scored_samples=scored,
                                               unscored_samples=len(samples) - scored, metrics=metric)]),
-        samples=samples)
+        stats=EvalStats(started_at=created, completed_at=stamp(rows_path)), samples=samples)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}-", suffix=out.suffix, dir=out.parent)
     os.close(fd)
