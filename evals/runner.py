@@ -206,16 +206,21 @@ class _EnvPool:
 
 
 def _curate(curator, traj, repo: SkillRepo) -> None:
+    """Curate after a game, and keep what the curator changed on the game's trace."""
     before = {s.name: s for s in repo.skills}
+    _curate_marked(curator, traj, repo)
+    traj.curation = repo_changes(before, repo)
+
+
+def _curate_marked(curator, traj, repo: SkillRepo) -> None:
     if repo.root is None:
         curator.curate(traj, repo)
-    else:
-        marker = repo.root / PROGRESS
-        curated = curation_progress(repo.root)["curated"]
-        write_atomic(marker, json.dumps({"curated": curated, "state": "curating"}))
-        curator.curate(traj, repo)
-        write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))
-    traj.curation = repo_changes(before, repo)
+        return
+    marker = repo.root / PROGRESS
+    curated = curation_progress(repo.root)["curated"]
+    write_atomic(marker, json.dumps({"curated": curated, "state": "curating"}))
+    curator.curate(traj, repo)
+    write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))
 
 
 def _check_error_budget(arm: str, phase: str, rows: list[dict], max_error_rate: float | None) -> None:
