@@ -24,6 +24,7 @@ import yaml
 from skillos.config import Config, curator_config, static_repo_path
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
+from skillos.evals import trace
 from skillos.evals.curator import make_curator
 from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
@@ -238,6 +239,8 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
     for phase, name in ROW_FILES.items():  # rewrite: no partial last line, no restarted arm
         kept = [r for r in rows[phase] if r["arm"] not in restart]
         write_atomic(out / name, "".join(json.dumps(r) + "\n" for r in kept))
+    trace.prune(out / trace.TRACES, {(r["arm"], r["phase"], r["game_id"]) for phase in rows
+                                     for r in rows[phase] if r["arm"] not in restart})
     return done
 
 

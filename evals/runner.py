@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from skillos.errors import SkillosError
+from skillos.evals.trace import TRACES, TraceWriter, repo_changes
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
 from skillos.repo.store import write_atomic
@@ -41,15 +42,17 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
         traj.intro = obs.text
         hits = retriever.search(env.task or game.task, top_k) if retriever else []
         traj.retrieved = [h.skill.name for h in hits]
+        traj.scores = [h.score for h in hits]
         episode = executor.new_episode(env.task or game.task, [h.skill for h in hits])
         for _ in range(max_steps):
             action = episode.act(obs.text, obs.admissible)
+            proposed, admissible = action, len(obs.admissible)
             coerced = action not in obs.admissible
             if coerced:  # counted, and replaced by a harmless command
                 action = "look" if "look" in obs.admissible else obs.admissible[0]
             with ENGINE_LOCK:
                 obs = env.step(action)
-            traj.steps.append(Step(action, obs.text, coerced))
+            traj.steps.append(Step(action, obs.text, coerced, admissible, proposed if coerced else None))
             if obs.won:
                 break
         traj.won = obs.won
@@ -110,6 +113,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
     done, results, recorded = done or {}, {}, []
     envs = _EnvPool(env, make_env)
     fh = open(out, "a", encoding="utf-8") if out else None
+    traces = TraceWriter(Path(out).with_name(TRACES)) if out else None
 
     def play_one(game) -> Trajectory:
         with envs.lease() as game_env:
@@ -123,6 +127,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
             if fh:
                 fh.write(json.dumps(finished) + "\n")
                 fh.flush()
+                traces.write(arm, phase, traj)
         results[index] = finished
         recorded.append(finished)
         if on_game:
@@ -201,6 +206,13 @@ class _EnvPool:
 
 
 def _curate(curator, traj, repo: SkillRepo) -> None:
+    """Curate after a game, and keep what the curator changed on the game's trace."""
+    before = {s.name: s for s in repo.skills}
+    _curate_marked(curator, traj, repo)
+    traj.curation = repo_changes(before, repo)
+
+
+def _curate_marked(curator, traj, repo: SkillRepo) -> None:
     if repo.root is None:
         curator.curate(traj, repo)
         return

@@ -14,6 +14,8 @@ class Step:
     action: str
     observation: str
     coerced: bool = False  # the executor's action was not admissible and was replaced
+    admissible: int | None = None  # how many commands were admissible when the action was chosen
+    proposed: str | None = None  # what the executor typed, when it was coerced
 
 
 @dataclass
@@ -26,6 +28,8 @@ class Trajectory:
     won: bool | None = None
     retrieved: list[str] = field(default_factory=list)  # skill names given to the executor
     unmeasured_reason: str | None = None
+    scores: list[float] = field(default_factory=list)  # retrieval score of each retrieved skill
+    curation: list[dict] = field(default_factory=list)  # the curator's operations after the game
 
     @property
     def coerced(self) -> int:

@@ -411,6 +411,29 @@ class Ledger:
             raise LedgerError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
         return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} ORDER BY rowid")]
 
+    @classmethod
+    def read_only(cls, path: str | Path) -> "Ledger":
+        """The ledger opened for reading only (SQLite mode=ro): no migration, no write, no file
+        created; what `skillos view` reads while runs keep appending. Every read method works."""
+        path = Path(path)
+        if not path.is_file():
+            raise LedgerError(f"{path}: no ledger file")
+        ledger = cls.__new__(cls)
+        ledger.path = path
+        try:
+            ledger.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10,
+                                        isolation_level=None, check_same_thread=False)
+            ledger.db.row_factory = sqlite3.Row
+            app_id = ledger.db.execute("PRAGMA application_id").fetchone()[0]
+            version = ledger.db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{path}: not a usable skillos ledger ({exc})") from None
+        if app_id != APPLICATION_ID:
+            ledger.db.close()
+            raise LedgerError(f"{path}: not a skillos ledger (application_id {app_id:#x})")
+        ledger.version = version
+        return ledger
+
 
 def _choice(value, allowed, what):
     if value not in allowed:

@@ -14,6 +14,8 @@ from rich.console import Console
 
 from skillos.cli_ledger import app as ledger_app
 from skillos.cli_sleep import app as sleep_app
+from skillos.cli_export import app as export_app
+from skillos.cli_view import app as view_app
 from skillos.errors import SkillosError
 
 app = typer.Typer(
@@ -31,6 +33,8 @@ app.add_typer(skills_app, name="skills")
 app.add_typer(gate_app, name="gate")
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(sleep_app, name="sleep")
+app.add_typer(view_app, name="view")
+app.add_typer(export_app, name="export")
 
 # Every command that spends compute: each runs the launch gates first (tests/test_launch_gates.py
 # checks that each one refuses a failing config).

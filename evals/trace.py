@@ -1,0 +1,83 @@
+"""The full record of each game, beside its row: what `skillos view` and `skillos export inspect`
+show when a person opens one episode.
+
+games.jsonl keeps one short row per game (what reports and resumes read); trajectories.jsonl
+keeps, per game, the intro, every step (action, observation, how many commands were
+admissible, whether the action was coerced and what the executor typed), the retrieved skills
+with their scores, and the curator's operations after the game (each changed skill's new
+SKILL.md, so a repo's history can be replayed game by game).
+
+Arms may run in separate processes appending to the same file: each line is written with a
+single os.write on an O_APPEND descriptor, so lines never interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from skillos.evals.trajectory import Trajectory
+
+TRACES = "trajectories.jsonl"
+
+
+def repo_changes(before: dict, repo) -> list[dict]:
+    """The operations that turned `before` (name -> Skill) into `repo`: insert, update, delete,
+    each with the skill's SKILL.md after the operation (None for a delete)."""
+    after = {s.name: s for s in repo.skills}
+    ops = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old is new or (old is not None and new is not None and old.to_markdown() == new.to_markdown()):
+            continue
+        op = "insert" if old is None else "delete" if new is None else "update"
+        ops.append({"op": op, "skill": name, "markdown": new.to_markdown() if new else None})
+    return ops
+
+
+def trace_row(arm: str, phase: str, traj: Trajectory) -> dict:
+    return {
+        "arm": arm, "phase": phase, "game_id": traj.game_id, "task": traj.task,
+        "task_type": traj.task_type, "intro": traj.intro, "success": traj.won,
+        "unmeasured_reason": traj.unmeasured_reason,
+        "retrieved": [{"skill": name, "score": score}
+                      for name, score in zip(traj.retrieved, traj.scores or [None] * len(traj.retrieved))],
+        "steps": [{"action": s.action, "observation": s.observation, "admissible": s.admissible,
+                   "coerced": s.coerced, "proposed": s.proposed} for s in traj.steps],
+        "curation": traj.curation,
+    }
+
+
+def prune(path: Path, keep: set) -> None:
+    """Keep the traces of the games in `keep` ((arm, phase, game_id)), the last of each: what a
+    resume does, so a restarted arm's old games and a line cut off by a kill do not linger."""
+    path = Path(path)
+    if not path.exists():
+        return
+    from skillos.repo.store import write_atomic
+
+    kept = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            trace = json.loads(line)
+        except ValueError:
+            continue  # cut off by a kill: its game is played again
+        game = (trace.get("arm"), trace.get("phase"), trace.get("game_id"))
+        if game in keep:
+            kept[game] = line
+    write_atomic(path, "".join(line + "\n" for line in kept.values()))
+
+
+class TraceWriter:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def write(self, arm: str, phase: str, traj: Trajectory) -> None:
+        data = (json.dumps(trace_row(arm, phase, traj)) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            while data:  # a short write continues where it stopped
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)

@@ -1,0 +1,29 @@
+"""`skillos export inspect`: a run's games as an inspect_ai eval log."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Export runs to other tools' formats.", no_args_is_help=True)
+
+
+@app.command("inspect")
+def export_inspect(
+    run_dir: Path = typer.Argument(..., help="A run folder (games.jsonl, trajectories.jsonl)."),
+    out: Path = typer.Argument(..., help="The eval log to write (.eval or .json)."),
+    phase: str = typer.Option("eval", help="eval (held-out games) or train."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+):
+    """A run's games as an inspect_ai eval log, one sample per game (`inspect view` opens it);
+    unmeasured games are unscored. Needs the inspect extra (pip install skillos[inspect])."""
+    from skillos.view.inspect_log import export_run
+
+    result = export_run(run_dir, out, phase)
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=1) + "\n")
+    else:
+        typer.echo(f"wrote {result['samples']} samples ({result['unscored']} unmeasured, unscored) to {result['out']}")

@@ -1,0 +1,362 @@
+"""What the viewer shows, as JSON documents read from the ledger (read-only) and run folders.
+
+Every page is one document named by a key ("experiments", "experiment/3", "run/q1",
+"game/q1/closed_loop/eval/valid_unseen-0002", "repo/q1/closed_loop", "failures"); the server
+answers /api/doc?key=KEY and `--export` writes every document to disk. Nothing here writes.
+
+A document never fails as a whole because of one bad record: a JSONL line cut off by a kill, a
+ledger row that does not parse, a missing folder become entries of the document's `problems`
+list, which every page shows at its top.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from skillos.errors import SkillosError
+
+ROW_FILES = (("train", "curation.jsonl"), ("eval", "games.jsonl"))
+TRACES = "trajectories.jsonl"
+RUN_MARKERS = ("games.jsonl", "curation.jsonl", "report.json", "sweep.json", "history.jsonl")
+
+
+def make_key(*parts) -> str:
+    return "/".join(quote(str(p), safe="") for p in parts)
+
+
+def split_key(key: str) -> list[str]:
+    return [unquote(p) for p in key.split("/")]
+
+
+def read_jsonl(path: Path, problems: list) -> list[dict]:
+    """Rows of a JSONL file; a line that does not parse is a problem (named with its line and
+    whether it is a partial last line), never a crash and never silently dropped."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        problems.append(f"{path.name}: cannot read ({exc.strerror})")
+        return []
+    rows, lines = [], text.split("\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not an object")
+            rows.append(row)
+        except ValueError:
+            last = number == len(lines)  # no newline after it: a write cut off or in progress
+            what = "partial last line (a run in progress or killed mid-write)" if last else "not a JSON object"
+            problems.append(f"{path.name} line {number}: {what}: {line[:80]!r}")
+    return rows
+
+
+def read_json(path: Path, problems: list):
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path.name}: does not parse ({exc})")
+        return None
+
+
+class Source:
+    """The ledger at HOME/ledger.db and the run folders under RUNS (plus every folder a ledger
+    run names as its output)."""
+
+    def __init__(self, home: Path | None = None, runs: Path | None = None):
+        self.home = Path(home or os.environ.get("SKILLOS_HOME") or ".skillos")
+        self.runs = Path(runs or "runs")
+        self.ledger_path = self.home / "ledger.db"
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _ledger(self, problems: list):
+        from skillos.ledger import Ledger
+
+        try:
+            return Ledger.read_only(self.ledger_path)
+        except SkillosError as exc:
+            problems.append(f"ledger: {exc}")
+            return None
+
+    def _guard(self, problems: list, what: str, read, default=None):
+        """One record's read: a corrupt row becomes a problem, not a failed page."""
+        try:
+            return read()
+        except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError, SkillosError) as exc:
+            problems.append(f"{what}: {type(exc).__name__}: {exc}")
+            return default
+
+    def run_folders(self) -> dict:
+        """run id -> folder: folders under RUNS with run files, and outputs the ledger names."""
+        found = {}
+        if self.runs.is_dir():  # up to three levels down: never a walk through checkpoint trees
+            for depth in ("", "*/", "*/*/", "*/*/*/"):
+                for marker in RUN_MARKERS:
+                    for path in sorted(self.runs.glob(depth + marker)):
+                        folder = path.parent
+                        rid = folder.relative_to(self.runs).as_posix()
+                        found.setdefault(folder.resolve(), self.runs.resolve().name if rid == "." else rid)
+        problems: list = []
+        ledger = self._ledger([]) if self.ledger_path.exists() else None
+        if ledger is not None:
+            for row in self._guard(problems, "runs", lambda: ledger.rows("runs"), []):
+                output = self._guard(problems, "run config", lambda: _output(row))  # shown by its page
+                if output and Path(output).is_dir() and Path(output).resolve() not in found:
+                    found[Path(output).resolve()] = Path(output).name or "run"
+            ledger.close()
+        by_id, taken = {}, set()
+        for folder, rid in found.items():
+            base = rid if rid not in taken else f"{rid}-{len(taken)}"
+            taken.add(base)
+            by_id[base] = folder
+        return by_id
+
+    def _rid_of(self, output: str | None, folders: dict) -> str | None:
+        if not output:
+            return None
+        target = Path(output).resolve()
+        return next((rid for rid, f in folders.items() if f == target), None)
+
+    # -- documents --------------------------------------------------------------------------
+    def doc(self, key: str) -> dict:
+        parts = split_key(key)
+        kind, args = parts[0], parts[1:]
+        readers = {"experiments": (self.experiments, 0), "experiment": (self.experiment, 1),
+                   "run": (self.run, 1), "game": (self.game, 4), "repo": (self.repo, 2),
+                   "failures": (self.failures, 0)}
+        if kind not in readers or len(args) != readers[kind][1]:
+            return {"kind": "missing", "key": key, "problems": [f"no page {key!r}"]}
+        data = readers[kind][0](*args)
+        data.setdefault("problems", [])
+        data["key"] = key
+        return data
+
+    def keys(self):
+        """Every document's key: what --export writes."""
+        yield "experiments"
+        yield "failures"
+        index = self.experiments()
+        for exp in index["experiments"]:
+            yield make_key("experiment", exp["id"])
+        for folder in index["runs"]:
+            run = self.run(folder["id"])
+            yield make_key("run", folder["id"])
+            for row in run["rows"]:
+                yield make_key("game", folder["id"], row.get("arm"), row.get("phase"), row.get("game_id"))
+            for arm in run["learning_arms"]:
+                yield make_key("repo", folder["id"], arm)
+
+    def experiments(self) -> dict:
+        problems: list = []
+        data = {"kind": "experiments", "ledger": str(self.ledger_path), "goal": None,
+                "experiments": [], "runs": [], "problems": problems}
+        ledger = self._ledger(problems)
+        if ledger is not None:
+            data["goal"] = self._guard(problems, "goal", ledger.goal)
+            runs = self._guard(problems, "runs", lambda: ledger.rows("runs"), [])
+            for row in self._guard(problems, "experiments", lambda: ledger.rows("experiments"), []):
+                exp = self._guard(problems, f"experiment #{row.get('id')}",
+                                  lambda: ledger._current("experiments", row))
+                if exp is None:
+                    continue
+                exp["n_runs"] = sum(r.get("experiment_id") == exp["id"] for r in runs)
+                data["experiments"].append(exp)
+            ledger.close()
+        for rid, folder in self.run_folders().items():
+            data["runs"].append(_folder_summary(rid, folder))
+        return data
+
+    def experiment(self, exp_id: str) -> dict:
+        problems: list = []
+        data = {"kind": "experiment", "id": exp_id, "problems": problems, "runs": [], "reports": [],
+                "gate_results": [], "overrides": [], "candidates": [], "failures": []}
+        ledger = self._ledger(problems)
+        if ledger is None:
+            return data
+        try:
+            exp_id = int(exp_id)
+            row = ledger.db.execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
+            if row is None:
+                problems.append(f"no experiment with id {exp_id} in {self.ledger_path}")
+                return data
+            data["experiment"] = ledger._current("experiments", dict(row))
+            folders = self.run_folders()
+            outputs = []
+            for r in ledger.db.execute("SELECT id FROM runs WHERE experiment_id = ? ORDER BY id", (exp_id,)):
+                run = self._guard(problems, f"run #{r['id']}", lambda: ledger.run(r["id"]))
+                if run is None:
+                    continue
+                run["config"] = self._guard(problems, f"run #{run['id']} config_json",
+                                            lambda: json.loads(run["config_json"] or "{}"))
+                output = run["config"].get("output") if isinstance(run["config"], dict) else None
+                run["rid"] = self._rid_of(output, folders)
+                if output and run["rid"] is None:
+                    problems.append(f"run #{run['id']}: its output folder {output} is missing")
+                for ev in run["evals"]:
+                    for col in ("n_attempted", "n_measured", "n_unmeasured", "successes", "coerced_actions"):
+                        if ev[col] is not None and not isinstance(ev[col], int):
+                            problems.append(f"eval #{ev['id']} of run #{run['id']}: {col} is {ev[col]!r}, "
+                                            "not a count")
+                data["runs"].append(run)
+                if run["rid"] and run["rid"] not in outputs:
+                    outputs.append(run["rid"])
+            run_ids = [r["id"] for r in data["runs"]]
+            for rid in outputs:
+                report = read_json(folders[rid] / "report.json", problems)
+                if isinstance(report, dict):
+                    data["reports"].append({"rid": rid, "comparisons": report.get("comparisons", []),
+                                            "family_correction": report.get("family_correction"),
+                                            "control": report.get("control"),
+                                            "arms": report.get("arms", {})})
+            data["gate_results"] = [g for g in ledger.rows("gate_results")
+                                    if g["experiment_id"] == exp_id or g["run_id"] in run_ids]
+            data["overrides"] = [o for o in ledger.rows("overrides") if o["experiment_id"] == exp_id]
+            data["candidates"] = [c for c in ledger.rows("candidates") if c["run_id"] in run_ids]
+            data["failures"] = self._guard(problems, "failures", lambda: [
+                f for f in ledger.failures() if f["experiment_id"] == exp_id or f["run_id"] in run_ids], [])
+            from skillos.ledger.postmortem import postmortem
+
+            data["postmortem"] = self._guard(problems, "postmortem", lambda: postmortem(ledger, exp_id))
+        except (sqlite3.Error, ValueError) as exc:
+            problems.append(f"experiment {exp_id}: {type(exc).__name__}: {exc}")
+        finally:
+            ledger.close()
+        return data
+
+    def _folder(self, rid: str, problems: list) -> Path | None:
+        folder = self.run_folders().get(rid)
+        if folder is None:
+            problems.append(f"no run folder {rid!r} under {self.runs}")
+        return folder
+
+    def run(self, rid: str) -> dict:
+        problems: list = []
+        data = {"kind": "run", "id": rid, "problems": problems, "rows": [], "arms": [],
+                "learning_arms": [], "traced": [], "report": None, "sweep": None, "history": [],
+                "ledger_runs": []}
+        folder = self._folder(rid, problems)
+        if folder is None:
+            return data
+        data["path"] = str(folder)
+        for phase, name in ROW_FILES:
+            if (folder / name).exists():
+                for row in read_jsonl(folder / name, problems):
+                    row.setdefault("phase", phase)
+                    data["rows"].append(row)
+        data["arms"] = sorted({str(r.get("arm")) for r in data["rows"]})
+        data["learning_arms"] = sorted({str(r.get("arm")) for r in data["rows"] if r.get("phase") == "train"}
+                                       | {p.name[5:] for p in folder.glob("repo-*") if p.is_dir()})
+        if (folder / TRACES).exists():
+            data["traced"] = sorted({make_key(t.get("arm"), t.get("phase"), t.get("game_id"))
+                                     for t in read_jsonl(folder / TRACES, problems)})
+        data["report"] = read_json(folder / "report.json", problems)
+        data["sweep"] = read_json(folder / "sweep.json", problems)
+        if (folder / "history.jsonl").exists():
+            data["history"] = read_jsonl(folder / "history.jsonl", problems)
+        ledger = self._ledger([]) if self.ledger_path.exists() else None
+        if ledger is not None:
+            for row in self._guard(problems, "ledger runs", lambda: ledger.rows("runs"), []):
+                output = self._guard(problems, f"run #{row['id']} config_json", lambda: _output(row))
+                if output and Path(output).resolve() == folder.resolve():
+                    data["ledger_runs"].append({k: row[k] for k in ("id", "experiment_id", "status",
+                                                                    "executor_fingerprint", "started_at",
+                                                                    "ended_at")})
+            ledger.close()
+        return data
+
+    def game(self, rid: str, arm: str, phase: str, game_id: str) -> dict:
+        problems: list = []
+        data = {"kind": "game", "run": rid, "arm": arm, "phase": phase, "game_id": game_id,
+                "row": None, "trace": None, "problems": problems}
+        folder = self._folder(rid, problems)
+        if folder is None:
+            return data
+        name = dict(ROW_FILES).get(phase, "games.jsonl")
+        for row in read_jsonl(folder / name, problems) if (folder / name).exists() else []:
+            if row.get("arm") == arm and row.get("game_id") == game_id:
+                data["row"] = row
+        if (folder / TRACES).exists():
+            for trace in read_jsonl(folder / TRACES, problems):
+                if (trace.get("arm"), trace.get("phase"), trace.get("game_id")) == (arm, phase, game_id):
+                    data["trace"] = trace  # the last one: a resumed game was played again
+        if data["trace"] is None:
+            problems.append(f"no trajectory for {arm} {phase} {game_id} in {TRACES} (a run made before "
+                            "skillos recorded trajectories, or the game is still being played)")
+        if data["row"] is None and data["trace"] is None:
+            problems.append(f"no game {game_id} of arm {arm} ({phase}) in run {rid}")
+        return data
+
+    def repo(self, rid: str, arm: str) -> dict:
+        """A learning arm's repo as it evolved: the curator's operations after each game (replayed
+        in the page into snapshots and diffs), and the repo on disk now."""
+        problems: list = []
+        data = {"kind": "repo", "run": rid, "arm": arm, "events": [], "final": {}, "problems": problems}
+        folder = self._folder(rid, problems)
+        if folder is None:
+            return data
+        if (folder / TRACES).exists():
+            last = {}
+            for trace in read_jsonl(folder / TRACES, problems):
+                if trace.get("arm") == arm:
+                    last[(trace.get("phase"), trace.get("game_id"))] = trace
+            order = {"train": 0, "eval": 1}
+            for (phase, game_id), trace in sorted(last.items(), key=lambda kv: (order.get(kv[0][0], 2), kv[0][1])):
+                data["events"].append({"phase": phase, "game_id": game_id, "task": trace.get("task"),
+                                       "success": trace.get("success"), "ops": trace.get("curation", [])})
+        else:
+            problems.append(f"no {TRACES} in this run: only the repo as it is now is shown")
+        repo_dir = folder / f"repo-{arm}"
+        if repo_dir.is_dir():
+            for path in sorted(repo_dir.glob("*/SKILL.md")):
+                try:
+                    data["final"][path.parent.name] = path.read_text(encoding="utf-8", errors="replace")
+                except OSError as exc:
+                    problems.append(f"{path}: cannot read ({exc.strerror})")
+        return data
+
+    def failures(self) -> dict:
+        problems: list = []
+        data = {"kind": "failures", "failures": [], "stats": None, "fixes": [], "postmortem": None,
+                "problems": problems}
+        ledger = self._ledger(problems)
+        if ledger is None:
+            return data
+        try:
+            for row in self._guard(problems, "failures", lambda: ledger.rows("failures"), []):
+                failure = self._guard(problems, f"failure #{row.get('id')}", lambda: ledger.failure(row["id"]))
+                if failure is not None:
+                    data["failures"].append(failure)
+            from skillos.ledger.postmortem import postmortem
+            from skillos.ledger.stats import failure_stats
+
+            data["stats"] = self._guard(problems, "failure stats", lambda: failure_stats(data["failures"]))
+            for row in self._guard(problems, "fixes", lambda: ledger.rows("fixes"), []):
+                fix = self._guard(problems, f"fix #{row.get('id')}", lambda: ledger.fix(row["id"]))
+                if fix is not None:
+                    data["fixes"].append(fix)
+            data["postmortem"] = self._guard(problems, "postmortem", lambda: postmortem(ledger))
+        finally:
+            ledger.close()
+        return data
+
+
+def _output(run_row: dict) -> str | None:
+    config = json.loads(run_row.get("config_json") or "{}")
+    return config.get("output") if isinstance(config, dict) else None
+
+
+def _folder_summary(rid: str, folder: Path) -> dict:
+    kind = ("sweep" if (folder / "sweep.json").exists() else
+            "optimize" if (folder / "history.jsonl").exists() else "eval")
+    try:
+        modified = max(p.stat().st_mtime for p in folder.iterdir())
+    except (OSError, ValueError):
+        modified = None
+    return {"id": rid, "path": str(folder), "kind": kind, "modified": modified}

@@ -1,0 +1,133 @@
+"""`skillos view`: a local, read-only web page over the ledger and run folders.
+
+A stdlib ThreadingHTTPServer serves the page (static HTML/JS/CSS shipped in the package: no
+CDN, no build step) and one JSON endpoint, /api/doc?key=KEY (see data.py). It answers GET only
+and binds 127.0.0.1 unless told otherwise. `export` writes the same page with every document
+beside it, as a static site that opens from disk (data loads through <script> tags, which
+browsers allow on file://, unlike fetch).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+from skillos.errors import SkillosError
+from skillos.view.data import Source
+
+ASSETS = ("index.html", "app.js", "style.css")
+TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+         ".css": "text/css; charset=utf-8"}
+EXPORT_MARK = ".skillos-view"  # a folder holding this is an export we may replace
+
+
+def asset(name: str) -> bytes:
+    return resources.files("skillos.view").joinpath("static", name).read_bytes()
+
+
+def safe_doc(source: Source, key: str) -> dict:
+    """A document, or one that names what went wrong: the page shows it instead of going blank."""
+    try:
+        return source.doc(key)
+    except Exception as exc:  # noqa: BLE001 - a viewer bug must show on the page, not as a 500
+        return {"kind": "error", "key": key, "problems": [f"could not read {key!r}: {type(exc).__name__}: {exc}"]}
+
+
+def make_handler(source: Source):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "skillos-view"
+
+        def log_message(self, *args):  # quiet: the terminal shows the address, not every request
+            pass
+
+        def _send(self, status: int, body: bytes, ctype: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def do_GET(self):
+            url = urlparse(self.path)
+            if url.path in ("/", "/index.html"):
+                return self._send(200, asset("index.html"), TYPES[".html"])
+            if url.path.startswith("/static/") and url.path[8:] in ASSETS:
+                name = url.path[8:]
+                return self._send(200, asset(name), TYPES[Path(name).suffix])
+            if url.path == "/api/doc":
+                key = parse_qs(url.query).get("key", ["experiments"])[0]
+                body = json.dumps(safe_doc(source, key), default=str).encode()
+                return self._send(200, body, "application/json")
+            self._send(404, b"not found", "text/plain")
+
+        do_HEAD = do_GET
+
+        def _refuse(self):
+            self._send(405, b"read-only: GET only", "text/plain")
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
+
+    return Handler
+
+
+def make_server(source: Source, host: str = "127.0.0.1", port: int = 8765) -> ThreadingHTTPServer:
+    try:
+        server = ThreadingHTTPServer((host, port), make_handler(source))
+    except OSError as exc:
+        raise SkillosError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port") from None
+    server.daemon_threads = True
+    return server
+
+
+def data_file(index: int) -> str:
+    return f"data/d{index}"
+
+
+def export(source: Source, out: Path) -> dict:
+    """Write every page's document and the page itself to `out` (replaced whole: written to a
+    temporary folder first, then renamed into place). Returns {"pages": n, "problems": m}."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / EXPORT_MARK).exists())):
+        raise SkillosError(f"{out}: exists and is not an earlier skillos view export; choose another folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the site from a static host
+    try:
+        (tmp / "data").mkdir()
+        (tmp / "static").mkdir()
+        for name in ASSETS[1:]:
+            (tmp / "static" / name).write_bytes(asset(name))
+        page = asset("index.html").replace(b"<!--static-->", b'<script>window.SKILLOS_STATIC = true;</script>')
+        (tmp / "index.html").write_bytes(page)
+        manifest, problems = {}, 0
+        for index, key in enumerate(dict.fromkeys(source.keys())):
+            doc = safe_doc(source, key)
+            problems += len(doc.get("problems", []))
+            text = json.dumps(doc, default=str)
+            (tmp / f"{data_file(index)}.json").write_text(text)
+            # the same document as a script, for file:// where fetch() is refused; "</" escaped
+            # so a skill's text cannot close the script
+            script = text.replace("</", "<\\/")
+            (tmp / f"{data_file(index)}.js").write_text(f"window.SKILLOS_DOCS[{json.dumps(key)}] = {script};\n")
+            manifest[key] = data_file(index)
+        (tmp / "data" / "manifest.js").write_text(f"window.SKILLOS_MANIFEST = {json.dumps(manifest)};\n")
+        (tmp / "data" / "manifest.json").write_text(json.dumps(manifest))
+        (tmp / EXPORT_MARK).write_text("written by skillos view --export\n")
+        if out.exists():
+            trash = out.with_name(f".{out.name}-old-{tmp.name}")
+            out.rename(trash)
+            tmp.rename(out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"out": str(out), "pages": len(manifest), "problems": problems}

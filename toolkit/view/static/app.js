@@ -1,0 +1,435 @@
+// skillos view: one page, hash routes, plain JS (no framework, no network beyond this server).
+// Each route reads one JSON document: from /api/doc when served (polled, so a run in progress
+// updates as rows are appended), or from data/*.js files in a static export (file:// allowed).
+"use strict";
+
+const STATIC = !!window.SKILLOS_STATIC;
+window.SKILLOS_DOCS = window.SKILLOS_DOCS || {};
+const POLL_MS = 2000;
+const state = {};  // per-page UI state (filters, selected snapshot) that survives a re-render
+
+// -- formatting -----------------------------------------------------------------------------
+function esc(v) {
+  return String(v === null || v === undefined ? "" : v).replace(/[&<>"']/g,
+    c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+const NA = '<span class="muted">n/a</span>';
+function pct(x) { return x === null || x === undefined ? NA : (100 * x).toFixed(1) + "%"; }
+function pts(x) { return x === null || x === undefined ? NA : (x >= 0 ? "+" : "") + (100 * x).toFixed(1) + " pts"; }
+function num(x, digits) {
+  if (x === null || x === undefined || x === "") return NA;
+  if (typeof x !== "number") return esc(x);
+  return digits === undefined ? String(x) : x.toPrecision(digits).replace(/\.?0+$/, "");
+}
+function pval(x) { return x === null || x === undefined ? NA : x.toPrecision(3); }
+function outcome(success) {
+  if (success === true) return '<span class="won">won</span>';
+  if (success === false) return '<span class="lost">lost</span>';
+  return '<span class="unmeasured">unmeasured</span>';
+}
+function key(...parts) { return parts.map(p => encodeURIComponent(String(p))).join("/"); }
+const NUMERIC = new Set(["#", "n", "n runs", "n paired", "n dropped", "attempted", "measured", "unmeasured", "coerced",
+  "won", "actions", "control rate", "treatment rate", "difference", "b / c", "p", "p adjusted", "p adjusted (family)",
+  "95% CI", "MDE", "steps", "skills", "admissible", "step", "lift", "rate (of measured)"]);
+function link(route, text) { return `<a href="#/${route}">${esc(text)}</a>`; }
+function table(headers, rows, attrs) {
+  const head = headers.map(h => `<th class="${NUMERIC.has(h) ? "num" : ""}">${esc(h)}</th>`).join("");
+  return `<table ${attrs || ""}><thead><tr>${head}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+function td(html, cls, k) { return `<td class="${cls || ""}"${k ? ` data-k="${k}"` : ""}>${html}</td>`; }
+function problems(doc) {
+  const list = doc.problems || [];
+  if (!list.length) return "";
+  return `<div class="problems" id="problems"><b>${list.length} problem${list.length > 1 ? "s" : ""} reading this page:</b><ul>` +
+    list.map(p => `<li>${esc(p)}</li>`).join("") + "</ul></div>";
+}
+function pre(text) { return `<pre>${esc(text)}</pre>`; }
+function details(summary, html) { return `<details><summary>${summary}</summary>${html}</details>`; }
+
+// -- a small markdown renderer for SKILL.md (front matter, headings, lists, paragraphs) --------
+function markdown(text) {
+  let body = text || "", front = "";
+  const m = body.match(/^---\n([\s\S]*?)\n---\n?/);
+  if (m) { front = m[1]; body = body.slice(m[0].length); }
+  let html = front ? `<dl class="kv">${front.split("\n").filter(l => l.includes(":")).map(l => {
+    const i = l.indexOf(":"); return `<dt>${esc(l.slice(0, i))}</dt><dd>${esc(l.slice(i + 1).trim())}</dd>`;
+  }).join("")}</dl>` : "";
+  let list = null;
+  const close = () => { if (list) { html += list === "table" ? "</tbody></table>" : `</${list}>`; list = null; } };
+  for (const line of body.split("\n")) {
+    let mm;
+    if (/^\s*\|/.test(line)) {  // a pipe table row; the |---| row only separates the header
+      if (/^\s*\|[\s:|-]+\|?\s*$/.test(line)) continue;
+      const cells = line.trim().replace(/^\||\|$/g, "").split("|").map(c => esc(c.trim()));
+      if (list !== "table") { close(); html += `<table><thead><tr>${cells.map(c => `<th>${c}</th>`).join("")}</tr></thead><tbody>`; list = "table"; }
+      else html += `<tr>${cells.map(c => `<td>${c}</td>`).join("")}</tr>`;
+    }
+    else if ((mm = line.match(/^(#{1,6})\s+(.*)/))) { close(); const n = Math.min(6, mm[1].length + 2); html += `<h${n}>${esc(mm[2])}</h${n}>`; }
+    else if ((mm = line.match(/^\s*\d+\.\s+(.*)/))) { if (list !== "ol") { close(); html += "<ol>"; list = "ol"; } html += `<li>${esc(mm[1])}</li>`; }
+    else if ((mm = line.match(/^\s*[-*]\s+(.*)/))) { if (list !== "ul") { close(); html += "<ul>"; list = "ul"; } html += `<li>${esc(mm[1])}</li>`; }
+    else if (!line.trim()) { close(); }
+    else { close(); html += `<p>${esc(line)}</p>`; }
+  }
+  close();
+  return html;
+}
+
+// -- a line diff (longest common subsequence; skill files are short) ---------------------------
+function diffLines(a, b) {
+  const x = (a || "").split("\n"), y = (b || "").split("\n");
+  if (!a) return y.map(l => ["+", l]);
+  if (!b) return x.map(l => ["-", l]);
+  const n = x.length, m = y.length, L = [];
+  for (let i = 0; i <= n; i++) L.push(new Array(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
+    L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (x[i] === y[j]) { out.push([" ", x[i]]); i++; j++; }
+    else if (L[i + 1][j] >= L[i][j + 1]) out.push(["-", x[i++]]);
+    else out.push(["+", y[j++]]);
+  }
+  while (i < n) out.push(["-", x[i++]]);
+  while (j < m) out.push(["+", y[j++]]);
+  return out;
+}
+function diffHtml(lines) {
+  return `<pre class="diff">${lines.map(([t, l]) =>
+    `<span class="${t === "+" ? "add" : t === "-" ? "del" : "ctx"}">${esc(t + " " + l)}</span>`).join("")}</pre>`;
+}
+function unifiedDiffHtml(text) {  // a diff already made (optimize candidates)
+  return `<pre class="diff">${(text || "").split("\n").map(l =>
+    `<span class="${/^\+(?!\+\+)/.test(l) ? "add" : /^-(?!--)/.test(l) ? "del" : "ctx"}">${esc(l)}</span>`).join("")}</pre>`;
+}
+
+// -- loading ----------------------------------------------------------------------------------
+function loadScript(src) {
+  return new Promise((resolve, reject) => {
+    const s = document.createElement("script");
+    s.src = src; s.onload = resolve; s.onerror = () => reject(new Error("cannot load " + src));
+    document.head.appendChild(s);
+  });
+}
+async function load(docKey) {
+  if (!STATIC) {
+    const r = await fetch("api/doc?key=" + encodeURIComponent(docKey), {cache: "no-store"});
+    if (!r.ok) throw new Error(`HTTP ${r.status} for ${docKey}`);
+    return await r.text();
+  }
+  if (!window.SKILLOS_MANIFEST) await loadScript("data/manifest.js");
+  const file = window.SKILLOS_MANIFEST[docKey];
+  if (!file) return JSON.stringify({kind: "missing", key: docKey, problems: [`this export has no page ${docKey}`]});
+  if (!(docKey in window.SKILLOS_DOCS)) await loadScript(file + ".js");
+  return JSON.stringify(window.SKILLOS_DOCS[docKey]);
+}
+
+// -- pages --------------------------------------------------------------------------------------
+const pages = {};
+
+pages.experiments = (doc) => {
+  const s = state.experiments = state.experiments || {evidence: false};
+  const goal = doc.goal ? `<p>Project goal: <b>${esc(doc.goal.text)}</b> <span class="muted">(set by ${esc(doc.goal.set_by)})</span></p>`
+    : '<p class="muted">No project goal set (a person sets it: skillos ledger goal TEXT --person).</p>';
+  const exps = doc.experiments.filter(e => !s.evidence || e.valid);
+  const rows = exps.map(e => `<tr class="${e.valid ? "" : "invalidated"}" data-id="${e.id}">` +
+    td(link(key("experiment", e.id), "#" + e.id)) + td(esc(e.name)) + td(esc(e.hypothesis)) +
+    td(esc(e.status), "", "status") + td(esc(e.conclusion || "")) +
+    td(e.valid ? "" : `<span class="badge invalid">invalidated</span> ${esc(e.invalid_reason)}`, "flag", "flag") +
+    td(num(e.n_runs), "num") + td(esc(e.created_at)) + "</tr>");
+  const runs = doc.runs.map(r => "<tr>" + td(link(key("run", r.id), r.id)) + td(esc(r.kind)) + td(esc(r.path)) +
+    td(r.modified ? esc(new Date(r.modified * 1000).toISOString().slice(0, 19).replace("T", " ")) : "") + "</tr>");
+  return `<h1>Experiments</h1>${goal}
+    <div class="filters"><label><input type="checkbox" id="evidence" ${s.evidence ? "checked" : ""}> evidence only (hide invalidated)</label>
+    <span class="muted">${exps.length} of ${doc.experiments.length} shown · ledger ${esc(doc.ledger)}</span></div>
+    ${table(["id", "name", "hypothesis", "status", "conclusion", "validity", "n runs", "created"], rows, 'id="experiments"')}
+    <h2>Run folders</h2>${doc.runs.length ? table(["run", "kind", "folder", "last change (UTC)"], runs, 'id="runs"') : '<p class="muted">No run folders found.</p>'}`;
+};
+pages.experiments.bind = () => {
+  const box = document.getElementById("evidence");
+  if (box) box.onchange = () => { state.experiments.evidence = box.checked; rerender(); };
+};
+
+function evalCells(ev) {
+  return td(num(ev.n_attempted), "num", "attempted") + td(num(ev.n_measured), "num", "measured") +
+    td(num(ev.n_unmeasured), "num", "unmeasured") + td(num(ev.coerced_actions), "num", "coerced") +
+    td(num(ev.successes), "num", "won") + td(num(ev.actions), "num", "actions");
+}
+function comparisonsTable(comps, family, id) {
+  const rows = comps.map(c => `<tr data-treatment="${esc(c.treatment)}">` + td(esc(c.treatment)) + td(esc(c.control)) +
+    td(num(c.n_paired), "num", "n_paired") + td(num(c.n_dropped), "num", "n_dropped") +
+    td(pct(c.control_rate), "num", "control_rate") + td(pct(c.treatment_rate), "num", "treatment_rate") +
+    td(pts(c.difference), "num", "difference") + td(`${num(c.b)} / ${num(c.c)}`, "num", "bc") +
+    td(pval(c.p_value), "num", "p") + td(pval(c.p_adjusted) + (family ? ` <span class="muted">(${esc(family)})</span>` : ""), "num", "p_adjusted") +
+    td(`[${pts(c.ci_low)}, ${pts(c.ci_high)}]`, "num", "ci") + td(pts(c.mde).replace("+", ""), "num", "mde") +
+    td(c.significant ? '<b class="won">yes</b>' : "no", "", "significant") + td(esc(c.note || "")) + "</tr>");
+  return table(["treatment", "control", "n paired", "n dropped", "control rate", "treatment rate", "difference",
+    "b / c", "p", "p adjusted (family)", "95% CI", "MDE", "significant", "note"], rows, `id="${id}"`);
+}
+pages.experiment = (doc) => {
+  const e = doc.experiment;
+  if (!e) return `<h1>Experiment ${esc(doc.id)}</h1>`;
+  const flag = e.valid ? "" : `<p><span class="badge invalid" id="invalidated">invalidated</span> ${esc(e.invalid_reason)} — not evidence.</p>`;
+  const runs = doc.runs.map(r => {
+    const evs = r.evals.length ? r.evals : [{}];
+    return evs.map(ev => `<tr data-run="${r.id}" data-arm="${esc(ev.arm || r.arm)}">` + td("#" + r.id) + td(esc(ev.arm || r.arm)) +
+      td(esc(r.status)) + evalCells(ev) + td(r.rid ? link(key("run", r.rid), r.rid) : '<span class="muted">missing</span>') +
+      td(esc(r.executor_fingerprint), "", "fingerprint") + td(esc((r.git_commit || "").slice(0, 10)) + (r.git_dirty ? " (dirty)" : "")) +
+      td(esc(r.started_at) + " → " + esc(r.ended_at || "…")) + "</tr>").join("");
+  });
+  const configs = doc.runs.map(r => details(`run #${r.id} (${esc(r.arm)}) config`, pre(JSON.stringify(r.config, null, 1)))).join("");
+  const reports = doc.reports.map(rep => `<h3>${link(key("run", rep.rid), rep.rid)}: vs control ${esc(rep.control)}</h3>` +
+    comparisonsTable(rep.comparisons, rep.family_correction, "comparisons")).join("");
+  const gates = doc.gate_results.map(g => `<tr class="${g.status === "FAIL" ? "lost" : ""}">` + td(num(g.gate)) + td(esc(g.check_name)) +
+    td(esc(g.status), "", "status") + td(esc(g.config_key)) + td(esc(g.seen)) + td(esc(g.expected)) + "</tr>");
+  const overrides = doc.overrides.map(o => "<tr>" + td(num(o.gate)) + td(esc(o.check_name)) + td(esc(o.reason)) + td(esc(o.actor)) + td(esc(o.created_at)) + "</tr>");
+  const counts = {};
+  doc.gate_results.forEach(g => { counts[g.status] = (counts[g.status] || 0) + 1; });
+  return `<h1>Experiment #${esc(e.id)} ${esc(e.name)}</h1>${flag}
+    <dl class="kv"><dt>hypothesis</dt><dd>${esc(e.hypothesis)}</dd><dt>success metric</dt><dd>${esc(e.success_metric)}</dd>
+    <dt>status</dt><dd id="status">${esc(e.status)}</dd><dt>conclusion</dt><dd>${esc(e.conclusion || "(none)")}</dd>
+    <dt>config hash</dt><dd>${esc(e.config_hash)}</dd></dl>
+    <h2>Arms and runs</h2><p class="muted">attempted = measured + unmeasured; an unmeasured game is not a failure. coerced = actions replaced because they were not admissible.</p>
+    ${table(["run", "arm", "status", "attempted", "measured", "unmeasured", "coerced", "won", "actions", "folder", "executor fingerprint", "commit", "time"], runs, 'id="runs"')}
+    ${configs}
+    <h2>Comparisons</h2>${reports || '<p class="muted">No report.json (the run has not finished).</p>'}
+    ${doc.candidates.length ? "<h2>Optimize candidates</h2>" + candidatesTable(doc.candidates) : ""}
+    <h2>Gate results</h2><p class="muted">${Object.entries(counts).map(([k, v]) => `${esc(k)} ${v}`).join(" · ")}</p>
+    ${table(["gate", "check", "status", "config key", "seen", "expected"], gates, 'id="gates"')}
+    <h2>Overrides</h2>${overrides.length ? table(["gate", "check", "reason", "by", "when"], overrides, 'id="overrides"') : '<p class="muted">None.</p>'}
+    <h2>Failures linked</h2>${failuresTable(doc.failures)}
+    ${doc.postmortem ? details("postmortem (generated from the ledger)", pre(doc.postmortem)) : ""}`;
+};
+
+function candidatesTable(cands) {
+  const rows = cands.map((c, i) => {
+    const edits = Array.isArray(c.edits) ? c.edits.join("; ") : (() => { try { return JSON.parse(c.edits).join("; "); } catch (e) { return c.edits; } })();
+    const fixed = x => x === null || x === undefined ? "n/a" : (x >= 0 ? "+" : "") + x.toFixed(3);
+    const arith = c.mean_difference === null || c.mean_difference === undefined ? "too little measured" :
+      `mean ${fixed(c.mean_difference)} ${c.mean_difference > c.threshold ? ">" : "≤"} threshold ${fixed(c.threshold)}` +
+      (c.se !== null && c.se !== undefined ? ` (SE ${c.se.toFixed(3)})` : "");
+    return `<tr data-candidate="${i + 1}">` + td(num(c.candidate || i + 1)) + td(num(c.epoch)) + td(num(c.step)) + td(esc(edits)) +
+      td(`<b class="${c.verdict === "accept" ? "won" : c.verdict === "reject" ? "lost" : "unmeasured"}">${esc(c.verdict)}</b>`, "", "verdict") +
+      td(esc(c.mode)) + td(arith, "", "arith") + td(`${pct(c.incumbent_rate)} → ${pct(c.candidate_rate)}`) +
+      td(`${num(c.n_paired)} / ${num(c.n_tasks)}, ${num(c.n_unmeasured)} unmeasured`, "", "n") +
+      td(details("diff", unifiedDiffHtml(c.diff)) + (c.reason ? `<div class="muted">${esc(c.reason)}</div>` : "")) + "</tr>";
+  });
+  return table(["#", "epoch", "step", "edits", "verdict", "gate", "mean diff vs threshold", "incumbent → candidate", "paired / tasks", "diff and reason"], rows, 'id="candidates"');
+}
+function failuresTable(list) {
+  if (!list || !list.length) return '<p class="muted">None.</p>';
+  const rows = list.map(f => `<tr class="${f.valid ? "" : "invalidated"}">` + td("#" + f.id) + td(esc(f.status)) + td(esc(f.category)) +
+    td(esc(f.kind)) + td(esc((f.modes || []).join(", "))) + td(esc(f.what)) + td(esc(f.detected_by)) + td(esc(f.gate || "")) +
+    td(f.valid ? "" : `<span class="badge invalid">${esc(f.invalid_reason)}</span>`, "flag") + "</tr>");
+  return table(["id", "status", "category", "kind", "modes", "what", "detected by", "gate", "validity"], rows, 'id="failures"');
+}
+
+function armCounts(rows) {
+  const arms = {};
+  for (const r of rows) {
+    const k = r.arm + "|" + r.phase;
+    const a = arms[k] = arms[k] || {arm: r.arm, phase: r.phase, attempted: 0, measured: 0, unmeasured: 0, coerced: 0, won: 0};
+    a.attempted++;
+    if (r.unmeasured || r.success === null || r.success === undefined) a.unmeasured++; else a.measured++;
+    if (r.success === true) a.won++;
+    a.coerced += r.coerced_actions || 0;
+  }
+  return Object.values(arms);
+}
+function sweepChart(rows) {
+  const pts_ = rows.filter(r => r.difference !== null && r.difference !== undefined);
+  if (!pts_.length) return '<p class="muted">No repo measured against the control yet.</p>';
+  const W = 640, H = 300, L = 60, R = 20, T = 20, B = 40;
+  const xs = pts_.map(r => r.step), lo = Math.min(0, ...pts_.map(r => r.ci_low)), hi = Math.max(0, ...pts_.map(r => r.ci_high));
+  const x0 = Math.min(...xs), x1 = Math.max(...xs) === x0 ? x0 + 1 : Math.max(...xs);
+  const X = v => L + (W - L - R) * (v - x0) / (x1 - x0 || 1), Y = v => T + (H - T - B) * (hi - v) / ((hi - lo) || 1);
+  let svg = `<svg id="sweep-chart" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="lift vs step">`;
+  svg += `<line x1="${L}" x2="${W - R}" y1="${Y(0)}" y2="${Y(0)}" stroke="#999"/>`;
+  for (let k = 0; k <= 4; k++) { const v = lo + (hi - lo) * k / 4; svg += `<text x="${L - 6}" y="${Y(v) + 4}" text-anchor="end">${(100 * v).toFixed(0)}</text>`; }
+  svg += `<text x="14" y="${T + (H - T - B) / 2}" transform="rotate(-90 14 ${T + (H - T - B) / 2})" text-anchor="middle">lift (points, 95% CI)</text>`;
+  svg += `<text x="${L + (W - L - R) / 2}" y="${H - 6}" text-anchor="middle">checkpoint step</text>`;
+  let path = "";
+  pts_.forEach((r, i) => {
+    const x = X(r.step);
+    svg += `<line x1="${x}" x2="${x}" y1="${Y(r.ci_low)}" y2="${Y(r.ci_high)}" stroke="#2458a6"/>` +
+      `<line x1="${x - 4}" x2="${x + 4}" y1="${Y(r.ci_low)}" y2="${Y(r.ci_low)}" stroke="#2458a6"/><line x1="${x - 4}" x2="${x + 4}" y1="${Y(r.ci_high)}" y2="${Y(r.ci_high)}" stroke="#2458a6"/>` +
+      `<circle class="point" cx="${x}" cy="${Y(r.difference)}" r="4" fill="#2458a6" data-step="${r.step}" data-lift="${r.difference}"><title>${esc(r.repo)}: ${(100 * r.difference).toFixed(1)} pts</title></circle>` +
+      `<text x="${x}" y="${H - B + 14}" text-anchor="middle">${esc(r.step)}</text>`;
+    path += (i ? "L" : "M") + x + " " + Y(r.difference);
+  });
+  return svg + `<path d="${path}" fill="none" stroke="#2458a6" stroke-opacity=".5"/></svg>`;
+}
+function optimizeReport(r) {
+  const arms = ["seed", "best"].filter(a => r[a]).map(a => `<tr data-arm="${a}">` + td(a) + td(num(r[a].attempted), "num", "attempted") +
+    td(num(r[a].measured), "num", "measured") + td(num(r[a].unmeasured), "num", "unmeasured") + td(num(r[a].coerced_actions), "num", "coerced") +
+    td(num(r[a].successes), "num", "won") + td(pct(r[a].success_rate), "num", "rate") + "</tr>");
+  const cal = r.calibration || {};
+  return `<h2>Optimize report (the sealed test, read once)</h2>
+    <dl class="kv" id="optimize-report"><dt>verdict</dt><dd>${esc(r.verdict)}</dd><dt>candidates tried</dt><dd>${num(r.candidates_tried)}, ${num(r.accepted)} accepted</dd>
+    <dt>gate</dt><dd>${esc(r.gate)}</dd><dt>A/A calibration</dt><dd>${esc(cal.verdict)}: ${esc(cal.reason)}</dd>
+    <dt>p corrected for candidates tried</dt><dd>${pval(r.p_corrected)}</dd></dl>
+    ${table(["arm", "attempted", "measured", "unmeasured", "coerced", "won", "rate"], arms, 'id="optimize-arms"')}
+    ${r.comparison ? comparisonsTable([r.comparison], null, "optimize-comparison") : ""}
+    ${details("report.json", pre(JSON.stringify(r, null, 1)))}`;
+}
+pages.run = (doc) => {
+  const s = state["run:" + doc.id] = state["run:" + doc.id] || {arm: "", phase: "", task_type: "", outcome: "", reason: ""};
+  const traced = new Set(doc.traced);
+  const counts = armCounts(doc.rows).map(a => `<tr data-arm="${esc(a.arm)}" data-phase="${esc(a.phase)}">` + td(esc(a.arm)) + td(esc(a.phase)) +
+    td(a.attempted, "num", "attempted") + td(a.measured, "num", "measured") + td(a.unmeasured, "num", "unmeasured") +
+    td(a.coerced, "num", "coerced") + td(a.won, "num", "won") + td(a.measured ? pct(a.won / a.measured) : NA, "num", "rate") + "</tr>");
+  const opts = (name, values) => `<label>${name} <select id="f-${name.replace(" ", "_")}"><option value="">all</option>` +
+    [...new Set(values)].sort().map(v => `<option ${s[name.replace(" ", "_")] === String(v) ? "selected" : ""}>${esc(v)}</option>`).join("") + "</select></label>";
+  const shown = doc.rows.filter(r => (!s.arm || r.arm === s.arm) && (!s.phase || r.phase === s.phase) &&
+    (!s.task_type || r.task_type === s.task_type) &&
+    (!s.outcome || s.outcome === (r.success === true ? "won" : r.success === false ? "lost" : "unmeasured")) &&
+    (!s.reason || String(r.unmeasured_reason || "").toLowerCase().includes(s.reason.toLowerCase())));
+  const games = shown.map(r => `<tr data-game="${esc(r.game_id)}" data-arm="${esc(r.arm)}">` +
+    td(link(key("game", doc.id, r.arm, r.phase, r.game_id), r.game_id) + (traced.has(key(r.arm, r.phase, r.game_id)) ? "" : ' <span class="muted">(no trajectory)</span>')) +
+    td(esc(r.arm)) + td(esc(r.phase)) + td(esc(r.task_type)) + td(esc(r.task)) + td(outcome(r.success), "", "outcome") +
+    td(num(r.steps), "num") + td(num(r.coerced_actions), "num") + td(num((r.skills_retrieved || []).length), "num") +
+    td(esc(r.unmeasured_reason || "")) + "</tr>");
+  const rep = doc.report && doc.report.comparisons ? `<h2>Comparisons (report.json)</h2>${comparisonsTable(doc.report.comparisons, doc.report.family_correction, "comparisons")}` : "";
+  const sweep = doc.sweep ? `<h2>Sweep: lift vs step</h2>${sweepChart(doc.sweep.rows || [])}
+    ${table(["repo", "step", "treatment rate", "control rate", "lift", "95% CI", "p", "p adjusted", "MDE", "n paired", "n dropped"],
+      (doc.sweep.rows || []).map(r => `<tr data-step="${esc(r.step)}">` + td(esc(r.repo)) + td(num(r.step), "num") + td(pct(r.treatment_rate), "num") + td(pct(r.control_rate), "num") +
+        td(pts(r.difference), "num", "difference") + td(`[${pts(r.ci_low)}, ${pts(r.ci_high)}]`, "num", "ci") + td(pval(r.p_value), "num") + td(pval(r.p_adjusted), "num") +
+        td(pts(r.mde).replace("+", ""), "num") + td(num(r.n_paired), "num") + td(num(r.n_dropped), "num") + "</tr>"), 'id="sweep"')}
+    <p class="muted">${esc(doc.sweep.caveat || "")} Best: ${esc(doc.sweep.best)}.</p>` : "";
+  const history = doc.history.length ? `<h2>Optimize candidates (history.jsonl)</h2>${candidatesTable(doc.history)}` : "";
+  const optimize = doc.report && doc.report.verdict ? optimizeReport(doc.report) : "";
+  const repos = doc.learning_arms.map(a => link(key("repo", doc.id, a), `skill repo of ${a}`)).join(" · ");
+  const ledgerRuns = doc.ledger_runs.map(r => link(key("experiment", r.experiment_id), `run #${r.id} (experiment #${r.experiment_id}, ${r.status})`)).join(" · ");
+  return `<h1>Run ${esc(doc.id)}</h1><p class="muted">${esc(doc.path)}</p>
+    <p>${ledgerRuns || '<span class="muted">no ledger run names this folder</span>'}</p><p>${repos}</p>
+    ${counts.length ? `<h2>Arms (counted from the rows so far)</h2>
+    ${table(["arm", "phase", "attempted", "measured", "unmeasured", "coerced", "won", "rate (of measured)"], counts, 'id="arms"')}` : ""}
+    ${rep}${sweep}${history}${optimize}
+    ${doc.rows.length ? `<h2>Games</h2><div class="filters">${opts("arm", doc.rows.map(r => r.arm))}${opts("phase", doc.rows.map(r => r.phase))}
+      ${opts("task type", doc.rows.map(r => r.task_type))}${opts("outcome", ["won", "lost", "unmeasured"])}
+      <label>unmeasured reason <input id="f-reason" value="${esc(s.reason)}" placeholder="contains…"></label>
+      <span class="muted" id="shown">${shown.length} of ${doc.rows.length} games</span></div>
+    ${table(["game", "arm", "phase", "task type", "task", "outcome", "steps", "coerced", "skills", "unmeasured reason"], games, 'id="games"')}` : ""}`;
+};
+pages.run.bind = (doc) => {
+  const s = state["run:" + doc.id];
+  for (const name of ["arm", "phase", "task_type", "outcome"]) {
+    const el = document.getElementById("f-" + name);
+    if (el) el.onchange = () => { s[name] = el.value; rerender(); };
+  }
+  const reason = document.getElementById("f-reason");
+  if (reason) reason.onchange = () => { s.reason = reason.value; rerender(); };
+};
+
+pages.game = (doc) => {
+  const t = doc.trace || {}, r = doc.row || {};
+  const success = doc.trace ? t.success : r.success;
+  const retrieved = t.retrieved || (r.skills_retrieved || []).map(n => ({skill: n, score: null}));
+  const skills = retrieved.length ? `<ol id="retrieved">${retrieved.map(h => `<li><b>${esc(h.skill)}</b> <span class="muted">score</span> <span class="score">${h.score === null || h.score === undefined ? "n/a" : h.score.toFixed(3)}</span></li>`).join("")}</ol>`
+    : '<p class="muted" id="retrieved">No skills retrieved.</p>';
+  const steps = (t.steps || []).map((st, i) => `<tr class="${st.coerced ? "coerced" : ""}">` + td(i + 1, "num") +
+    td(esc(st.action) + (st.coerced ? ` <span class="badge unmeasured">coerced</span> <span class="muted">executor typed: ${esc(st.proposed)}</span>` : "")) +
+    td(esc(st.observation)) + td(num(st.admissible), "num", "admissible") + "</tr>");
+  const ops = (t.curation || []).map(o => "<tr>" + td(esc(o.op)) + td(esc(o.skill)) + td(o.markdown ? details("SKILL.md after", `<div class="skill">${markdown(o.markdown)}</div>`) : "") + "</tr>");
+  const learning = doc.phase === "train" || (t.curation || []).length;
+  return `<h1>Game ${esc(doc.game_id)}</h1><p>${link(key("run", doc.run), "run " + doc.run)} · arm <b>${esc(doc.arm)}</b> · ${esc(doc.phase)} games</p>
+    <dl class="kv"><dt>task</dt><dd id="task">${esc(t.task || r.task)}</dd><dt>task type</dt><dd>${esc(t.task_type || r.task_type)}</dd>
+    <dt>outcome</dt><dd id="outcome">${outcome(success)}</dd>
+    ${(t.unmeasured_reason || r.unmeasured_reason) ? `<dt>unmeasured reason</dt><dd>${esc(t.unmeasured_reason || r.unmeasured_reason)}</dd>` : ""}
+    <dt>steps</dt><dd>${num(r.steps !== undefined ? r.steps : (t.steps || []).length)}, ${num(r.coerced_actions)} coerced</dd><dt>repo size</dt><dd>${num(r.repo_size)}</dd></dl>
+    <h2>Skills retrieved</h2>${skills}
+    ${t.intro ? `<h2>Intro</h2>${pre(t.intro)}` : ""}
+    <h2>Steps</h2>${steps.length ? table(["#", "action", "observation", "admissible"], steps, 'id="steps"') : '<p class="muted">No steps recorded.</p>'}
+    ${learning || ops.length ? `<h2>Curator operations after this game</h2>${ops.length ? table(["op", "skill", "result"], ops, 'id="curation"') : '<p class="muted">None.</p>'}` : ""}`;
+};
+
+function snapshots(events) {  // repo after each game, replayed from the curator's operations
+  const snaps = [{label: "empty", skills: {}}];
+  let cur = {};
+  for (const e of events) {
+    cur = Object.assign({}, cur);
+    for (const o of e.ops || []) { if (o.markdown === null || o.op === "delete") delete cur[o.skill]; else cur[o.skill] = o.markdown; }
+    snaps.push({label: `after ${e.phase} ${e.game_id}`, skills: cur, ops: e.ops || []});
+  }
+  return snaps;
+}
+pages.repo = (doc) => {
+  const snaps = snapshots(doc.events);
+  if (!doc.events.length) snaps.push({label: "on disk now", skills: doc.final});
+  const s = state["repo:" + doc.run + doc.arm] = state["repo:" + doc.run + doc.arm] || {};
+  const at = Math.min(s.at === undefined ? snaps.length - 1 : s.at, snaps.length - 1);
+  const from = Math.min(s.from === undefined ? Math.max(0, at - 1) : s.from, snaps.length - 1);
+  const select = (id, v) => `<select id="${id}">${snaps.map((sn, i) => `<option value="${i}" ${i === v ? "selected" : ""}>${i}: ${esc(sn.label)} (${Object.keys(sn.skills).length} skills)</option>`).join("")}</select>`;
+  const A = snaps[from].skills, Bs = snaps[at].skills;
+  const changed = [...new Set([...Object.keys(A), ...Object.keys(Bs)])].sort().filter(n => A[n] !== Bs[n]);
+  const diffs = changed.map(n => `<h3>${esc(n)} <span class="muted">${!A[n] ? "added" : !Bs[n] ? "deleted" : "changed"}</span></h3>${diffHtml(diffLines(A[n], Bs[n]))}`).join("");
+  const skills = Object.keys(Bs).sort().map(n => details(esc(n), `<div class="skill">${markdown(Bs[n])}</div>`)).join("");
+  const last = snaps[snaps.length - 1].skills;
+  const drift = doc.events.length && Object.keys(doc.final).length &&
+    (Object.keys(doc.final).length !== Object.keys(last).length || Object.keys(doc.final).some(n => doc.final[n].trim() !== (last[n] || "").trim()))
+    ? '<p class="problems">The repo on disk differs from the replayed history (edited by hand, or a run in progress).</p>' : "";
+  return `<h1>Skill repo of ${esc(doc.arm)}</h1><p>${link(key("run", doc.run), "run " + doc.run)} · ${doc.events.length} games curated · ${Object.keys(doc.final).length} skills on disk now</p>${drift}
+    <div class="filters"><label>snapshot ${select("at", at)}</label><label>diff from ${select("from", from)}</label></div>
+    <div class="cols"><div><h2>Diff: ${changed.length} skills changed</h2><div id="diff">${diffs || '<p class="muted">No change.</p>'}</div></div>
+    <div><h2 id="snapshot-size">${Object.keys(Bs).length} skills at snapshot ${at}</h2>${skills}</div></div>`;
+};
+pages.repo.bind = (doc) => {
+  const s = state["repo:" + doc.run + doc.arm];
+  const at = document.getElementById("at"), from = document.getElementById("from");
+  if (at) at.onchange = () => { s.at = +at.value; s.from = Math.max(0, s.at - 1); rerender(); };
+  if (from) from.onchange = () => { s.from = +from.value; rerender(); };
+};
+
+pages.failures = (doc) => {
+  const st = doc.stats || {};
+  const counter = (obj, id) => obj && Object.keys(obj).length ? table(["", "n"], Object.entries(obj).map(([k, v]) => `<tr data-name="${esc(k)}">` + td(esc(k)) + td(v, "num", "n") + "</tr>"), `id="${id}"`) : '<p class="muted">None.</p>';
+  const fixes = doc.fixes.map(f => "<tr>" + td("#" + f.id) + td("#" + f.failure_id) + td(esc(f.description)) + td(esc(f.metric)) + td(esc(f.direction)) +
+    td(num(f.expected_size)) + td(f.before_run_id ? "#" + f.before_run_id : "") + td(f.after_run_id ? "#" + f.after_run_id : "") +
+    td(`<b class="${f.verdict === "verified" ? "won" : f.verdict ? "lost" : "muted"}">${esc(f.verdict || "not verified yet")}</b>`, "", "verdict") + td(esc(f.detail || "")) + "</tr>");
+  return `<h1>Failures</h1><p>${num(st.failures)} valid failures, ${num(st.retracted_or_invalid)} retracted or invalid;
+    documented ${num(st.documented && st.documented.n)} of ${num(st.documented && st.documented.of)}.</p>
+    <div class="cols"><div><h2>By category</h2>${counter(st.by_category, "by-category")}</div><div><h2>By mode</h2>${counter(st.by_mode, "by-mode")}</div>
+    <div><h2>By status</h2>${counter(st.by_status, "by-status")}</div></div>
+    <h2>All failures</h2>${failuresTable(doc.failures)}
+    <h2>Fixes and their verification</h2>${fixes.length ? table(["fix", "failure", "description", "metric", "direction", "expected", "before", "after", "verdict", "detail"], fixes, 'id="fixes"') : '<p class="muted">None.</p>'}
+    ${doc.postmortem ? `<h2>Postmortem (whole ledger)</h2>${pre(doc.postmortem)}` : ""}`;
+};
+
+// -- routing --------------------------------------------------------------------------------------
+let current = {key: null, text: null, doc: null};
+function route() {
+  const parts = (location.hash.replace(/^#\/?/, "") || "experiments").split("/");
+  return parts.map(decodeURIComponent);
+}
+function docKeyOf(parts) { return parts.length === 1 && parts[0] === "" ? "experiments" : key(...parts); }
+function rerender() {
+  const doc = current.doc, app = document.getElementById("app");
+  const page = pages[doc.kind];
+  let html;
+  try {
+    html = problems(doc) + (page ? page(doc) : `<h1>${esc(doc.kind === "missing" ? "No such page" : "Error")}</h1>`);
+  } catch (err) {
+    html = problems({problems: [...(doc.problems || []), "the page could not draw this document: " + err.message]}) + pre(JSON.stringify(doc, null, 1));
+  }
+  app.innerHTML = html;
+  if (page && page.bind) page.bind(doc);
+  document.body.dataset.ready = current.key;
+  document.body.dataset.renders = String(+(document.body.dataset.renders || 0) + 1);
+}
+async function show(poll) {
+  const docKey = docKeyOf(route());
+  let text;
+  try {
+    text = await load(docKey);
+  } catch (err) {
+    text = JSON.stringify({kind: "error", key: docKey, problems: ["could not load this page: " + err.message]});
+  }
+  if (docKeyOf(route()) !== docKey) return;  // the page changed while this loaded
+  if (poll && docKey === current.key && text === current.text) return;  // nothing was appended
+  current = {key: docKey, text: text, doc: JSON.parse(text)};
+  rerender();
+}
+window.addEventListener("hashchange", () => show(false));
+document.getElementById("mode").textContent = STATIC ? "static export" : `live · refreshes every ${POLL_MS / 1000} s`;
+show(false);
+if (!STATIC) setInterval(() => { if (!document.hidden) show(true); }, POLL_MS);
