@@ -119,6 +119,9 @@ class TrainingConfig:
     resume_from_checkpoint: str | None = None
     checkpoint_gb: float | None = None  # size of one checkpoint, for the free-disk check
     lora: dict | None = None  # peft LoraConfig fields; None: full fine-tuning
+    # Rollouts whose executor games play at once during a step (training/rollouts.py); None: every
+    # rollout of the step; 1: TRL's own one-at-a-time loop.
+    rollout_concurrency: int | None = None
 
     def is_set(self) -> bool:
         return any(v is not None for v in dataclasses.asdict(self).values())
@@ -321,6 +324,9 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"eval.max_error_rate: a share in [0, 1), got {cfg.eval.max_error_rate}")
     if cfg.compute.num_processes < 1:
         raise ConfigError(f"compute.num_processes: at least 1, got {cfg.compute.num_processes}")
+    if cfg.training.rollout_concurrency is not None and cfg.training.rollout_concurrency < 1:
+        raise ConfigError(f"training.rollout_concurrency: at least 1 (or unset: every rollout of the step), "
+                          f"got {cfg.training.rollout_concurrency}")
     for key, entry in cfg.divergences.items():
         if not isinstance(entry, dict) or set(entry) - {"value", "reason"} or "value" not in entry:
             raise ConfigError(f"divergences.{key}: expected a mapping with 'value' and 'reason'")
