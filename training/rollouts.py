@@ -343,6 +343,7 @@ def phase_stats(windows: list, step_seconds: float | None) -> dict:
             "requests": sum(w.requests for w, _ in windows) if windows else None,
             "in_flight_mean": area / seconds if seconds else None,
             "in_flight_max": max(w.peak for w, _ in windows) if windows else None,
+            "busy_seconds": sum(w.busy for w, _ in windows) if windows else None,  # >= 1 request out
             "rollout_share": seconds / step_seconds if windows and step_seconds else None,
             "unplanned_calls": sum(n for _, n in windows)}
 
