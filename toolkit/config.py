@@ -122,6 +122,7 @@ class TrainingConfig:
     # Rollouts whose executor games play at once during a step (training/rollouts.py); None: every
     # rollout of the step; 1: TRL's own one-at-a-time loop.
     rollout_concurrency: int | None = None
+    vllm_server_base_url: str | None = None  # vllm_mode server: where `trl vllm-serve` listens
 
     def is_set(self) -> bool:
         return any(v is not None for v in dataclasses.asdict(self).values())
@@ -137,6 +138,14 @@ class ComputeConfig:
     max_checkpoint_gap_minutes: float = 60.0  # the most work a crash may lose
     watchdog: bool = True  # gate 7: the launch runs under the watchdog
     stall_minutes: float = 30.0
+    # The step plan (training/plan.py, printed by `train --dry-run`) and multi-GPU layouts.
+    executor_latency_s: float | None = None  # seconds per executor action at the endpoint
+    gpu_seconds_per_step: float | None = None  # a step's generation + update with no executor wait
+    vllm_server_gpus: int = 0  # GPUs per machine for `trl vllm-serve` (training.vllm_mode: server)
+    num_machines: int = 1  # accelerate multi-node: num_processes counts every machine's
+    machine_rank: int = 0
+    main_process_ip: str | None = None
+    main_process_port: int = 29500
 
 
 @dataclass
