@@ -73,6 +73,11 @@ class ScriptedLLM:
         llm = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive, as vLLM's and the hosted APIs' servers do: HTTP/1.0 (the default) opened
+            # a TCP connection per call. No Nagle: headers and body must not wait for an ACK.
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
             def log_message(self, *args):
                 pass
 

@@ -63,3 +63,58 @@ def test_small_repos_still_rank_matching_skills():
     two.insert("apple-notes", "apple apple apple", "apple in the fridge")
     two.insert("pear-notes", "pear notes that mention an apple once", "bowl")
     assert [h.skill.name for h in retrieve(two, "apple", 5)] == ["apple-notes", "pear-notes"]
+
+
+def _old_scorer(skills):
+    """The scorer retrieval used before the incremental index: rank-bm25's Okapi BM25 with
+    Lucene's idf, every skill scored, sorted by (-score, name), positives of the top k."""
+    import math
+
+    from rank_bm25 import BM25Okapi
+
+    from skillos.repo.retrieval import tokenize
+
+    class LuceneBM25(BM25Okapi):
+        def _calc_idf(self, nd):
+            self.idf = {w: math.log(1 + (self.corpus_size - f + 0.5) / (f + 0.5)) for w, f in nd.items()}
+
+    skills = sorted(skills, key=lambda s: s.name)
+    index = LuceneBM25([tokenize(s.text) for s in skills])
+
+    def ranking(query, k):
+        ranked = sorted(zip(skills, index.get_scores(tokenize(query))), key=lambda pair: (-pair[1], pair[0].name))
+        return [(s.name, float(score)) for s, score in ranked[:k] if score > 0]
+
+    return ranking
+
+
+def test_rankings_and_scores_equal_the_old_scorer_through_edits():
+    import hashlib
+    import random
+
+    from skillos.repo import Retriever, SkillRepo
+
+    rng = random.Random(int.from_bytes(hashlib.sha256(b"bm25-corpus").digest()[:8], "big"))
+    common = ["the", "a", "to", "of", "and", "in", "it", "then"]  # in most skills: low idf
+    words = common * 6 + [f"w{i}" for i in range(150)]
+    text = lambda n: " ".join(rng.choice(words) for _ in range(n))  # noqa: E731
+    repo = SkillRepo(None)
+    for i in range(300):
+        repo.insert(f"skill-{i:03d}", text(rng.randint(3, 12)), text(rng.randint(0, 60)))
+    queries = [text(rng.randint(1, 9)) for _ in range(40)] + ["the the a", "w3 w3 w7", "nothing-matches"]
+    retriever = Retriever(repo)
+    for round_ in range(4):
+        old = _old_scorer(repo.skills)
+        for query in queries:
+            got = [(h.skill.name, h.score) for h in retriever.search(query, 5)]
+            assert got == old(query, 5), (round_, query)
+        for i in rng.sample(range(300), 25):  # edits between rounds, as a curator makes them
+            name = f"skill-{i:03d}"
+            if name not in repo:
+                repo.insert(name, text(4), text(20))
+            elif i % 3 == 0:
+                repo.delete(name)
+            else:
+                repo.update(name, body=text(rng.randint(0, 40)))
+    retriever.search("the", 1)  # the last round's edits, followed
+    assert len(retriever._index) == len(repo) == len(retriever._skills)

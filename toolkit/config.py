@@ -119,6 +119,10 @@ class TrainingConfig:
     resume_from_checkpoint: str | None = None
     checkpoint_gb: float | None = None  # size of one checkpoint, for the free-disk check
     lora: dict | None = None  # peft LoraConfig fields; None: full fine-tuning
+    # Rollouts whose executor games play at once during a step (training/rollouts.py); None: every
+    # rollout of the step; 1: TRL's own one-at-a-time loop.
+    rollout_concurrency: int | None = None
+    vllm_server_base_url: str | None = None  # vllm_mode server: where `trl vllm-serve` listens
 
     def is_set(self) -> bool:
         return any(v is not None for v in dataclasses.asdict(self).values())
@@ -134,6 +138,14 @@ class ComputeConfig:
     max_checkpoint_gap_minutes: float = 60.0  # the most work a crash may lose
     watchdog: bool = True  # gate 7: the launch runs under the watchdog
     stall_minutes: float = 30.0
+    # The step plan (training/plan.py, printed by `train --dry-run`) and multi-GPU layouts.
+    executor_latency_s: float | None = None  # seconds per executor action at the endpoint
+    gpu_seconds_per_step: float | None = None  # a step's generation + update with no executor wait
+    vllm_server_gpus: int = 0  # GPUs per machine for `trl vllm-serve` (training.vllm_mode: server)
+    num_machines: int = 1  # accelerate multi-node: num_processes counts every machine's
+    machine_rank: int = 0
+    main_process_ip: str | None = None
+    main_process_port: int = 29500
 
 
 @dataclass
@@ -360,6 +372,9 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"eval.max_error_rate: a share in [0, 1), got {cfg.eval.max_error_rate}")
     if cfg.compute.num_processes < 1:
         raise ConfigError(f"compute.num_processes: at least 1, got {cfg.compute.num_processes}")
+    if cfg.training.rollout_concurrency is not None and cfg.training.rollout_concurrency < 1:
+        raise ConfigError(f"training.rollout_concurrency: at least 1 (or unset: every rollout of the step), "
+                          f"got {cfg.training.rollout_concurrency}")
     for key, entry in cfg.divergences.items():
         if not isinstance(entry, dict) or set(entry) - {"value", "reason"} or "value" not in entry:
             raise ConfigError(f"divergences.{key}: expected a mapping with 'value' and 'reason'")

@@ -21,6 +21,7 @@ from skillos.evals.curation import apply_op, curator_input
 from skillos.evals.runner import play
 from skillos.repo import Retriever, SkillRepo
 from skillos.training.reward import Rollout
+from skillos.training.rollouts import MeteredExecutor, together
 
 
 @dataclass
@@ -58,6 +59,7 @@ class CuratorEnv:
         self._env = setup.make_env()
         self._state: _State | None = None
 
+    @together  # TRL resets one rollout at a time; under training/rollouts.py a step's resets run at once
     def reset(self, **row) -> str:
         ids = list(row["game_ids"])
         if len(ids) != self._setup.group_size:
@@ -68,6 +70,7 @@ class CuratorEnv:
         self._state = _State(ids, row.get("task_type", ""))
         return self._advance()
 
+    @together
     def curate_and_advance(self, operations: list[dict]) -> str:
         """Edit the skill repo, then let the executor play the next task with the updated repo.
 
@@ -105,14 +108,16 @@ class CuratorEnv:
         return text
 
 
-def make_setup(cfg, games) -> Setup:
-    """The rollout setup of a config: its executor and the train games it may draw from."""
+def make_setup(cfg, games, gauge=None) -> Setup:
+    """The rollout setup of a config: its executor and the train games it may draw from; with
+    `gauge` (a rollouts.InFlight), every executor request is counted while in flight."""
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.executor import make_executor
     from skillos.evals.experiment import arm_settings
 
     settings = arm_settings(cfg)
-    return Setup({g.id: g for g in games}, make_executor(cfg.executor),
+    executor = make_executor(cfg.executor)
+    return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
                  lambda: AlfworldEnv(fast=True), cfg.training.group_size,
                  settings["max_steps"], settings["top_k"], cfg.retrieval.mode)
 

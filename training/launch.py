@@ -27,16 +27,38 @@ def worker_command(config_path: str) -> list[str]:
 
 
 def plan(cfg: Config, config_path: str) -> dict:
-    """The launch `cfg` would make, as data: printed by --dry-run, run by launch()."""
+    """The launch `cfg` would make, as data: printed by --dry-run, run by launch(); with the
+    step plan (training/plan.py) a person reads before paying."""
+    from skillos.training.plan import step_plan
+
+    p = _launch_plan(cfg, config_path)
+    p["step_plan"] = step_plan(cfg).to_dict()
+    return p
+
+
+def _launch_plan(cfg: Config, config_path: str) -> dict:
     c = cfg.compute
     if c.backend == "local":
         return {"backend": "local", "where": "this process", "command": worker_command(config_path)}
     if c.backend == "accelerate":
+        from skillos.training.plan import vllm_server_command
+
         command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
+        where = f"{c.num_processes} processes on this machine"
+        if c.num_machines > 1:  # the same command on every machine, each with its own rank
+            command += ["--num_machines", str(c.num_machines), "--machine_rank", str(c.machine_rank),
+                        "--main_process_ip", str(c.main_process_ip), "--main_process_port", str(c.main_process_port)]
+            where = (f"{c.num_processes} processes on {c.num_machines} machines ({c.num_processes // c.num_machines} "
+                     f"each); this is machine rank {c.machine_rank}, main {c.main_process_ip}:{c.main_process_port}")
         if c.deepspeed_config:
             command += ["--use_deepspeed", "--deepspeed_config_file", str(relative_to_config(cfg, c.deepspeed_config))]
-        return {"backend": "accelerate", "where": f"{c.num_processes} processes on this machine",
-                "command": command + ["-m", "skillos.training.launch", config_path]}
+        out = {"backend": "accelerate", "where": where}
+        server = vllm_server_command(cfg)
+        if server:  # started first, by hand, on the main machine's first GPUs; training uses the rest
+            out["vllm_server"] = f"start first on the main machine: {' '.join(server)}"
+            per_machine = c.num_processes // c.num_machines
+            command += ["--gpu_ids", ",".join(str(c.vllm_server_gpus + i) for i in range(per_machine))]
+        return {**out, "command": command + ["-m", "skillos.training.launch", config_path]}
     gpu = c.gpu or f"H100:{c.num_processes}"
     count = gpu.split(":")[1] if ":" in gpu else "1"
     inner = ["accelerate", "launch", "--num_processes", count]
@@ -57,12 +79,16 @@ def plan(cfg: Config, config_path: str) -> dict:
 
 
 def render(p: dict) -> str:
+    from skillos.training.plan import StepPlan
+
     lines = [f"launch: {p['backend']}"]
     for key, value in p.items():
-        if key in ("backend", "command"):
+        if key in ("backend", "command", "step_plan"):
             continue
         lines.append(f"  {key}: {value}")
     lines.append(f"  command: {shlex.join(p['command'])}")
+    if "step_plan" in p:
+        lines += StepPlan(**p["step_plan"]).lines()
     return "\n".join(lines)
 
 

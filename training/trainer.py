@@ -27,7 +27,7 @@ from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, SURFACE
 
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments.
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
-            "max_prompt_length"}  # TRL 1.x caps prompts by the model, not a config field
+            "max_prompt_length", "rollout_concurrency"}  # TRL 1.x caps prompts by the model, not a config field
 WARMUP_STEPS = 240
 WARMUP_INPUTS = 6
 
@@ -68,24 +68,28 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
 
 
 class RewardFunction:
-    """TRL reward function: finish each rollout, judge its contents, score it, print health."""
+    """TRL reward function: finish each rollout, judge its contents, score it, print health.
+    With `defer`, the health line waits in `pending` for `StepHealth` to print it at the end
+    of the step, with the executor requests in flight and the rollout phase's share."""
 
     __name__ = "curator_reward"
 
-    def __init__(self, cfg: Config, judge, echo):
-        self.cfg, self.judge, self.echo = cfg, judge, echo
-        self.history: list[dict] = []  # per step: the health numbers and mean reward
+    def __init__(self, cfg: Config, judge, echo, defer: bool = False):
+        self.cfg, self.judge, self.echo, self.defer = cfg, judge, echo, defer
+        self.history: list[dict] = []  # per step: the health numbers, mean reward, rollout rows
+        self.pending: str | None = None
 
     def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:
         from skillos.training.env import finish
         from skillos.training.reward import group_rewards, health, reward
 
         c = self.cfg
-        # The positions the curators never reached, every rollout at once: executor calls overlap
-        # up to eval.concurrency (the ALFWorld engine itself is shared one call at a time).
+        # The positions the curators never reached, every rollout at once (up to
+        # training.rollout_concurrency): each rollout owns its engine; executor calls overlap.
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=max(1, min(len(environments), c.eval.concurrency))) as pool:
+        workers = max(1, min(len(environments), c.training.rollout_concurrency or len(environments)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             rollouts = list(pool.map(finish, environments))
         if self.judge is not None and c.reward.lambda_cnt:
             for env, rollout in zip(environments, rollouts):
@@ -100,10 +104,53 @@ class RewardFunction:
             for i, value in zip(members, group_rewards([rewards[i] for i in members])):
                 totals[i] = value
         line = health(rewards, rollouts)
-        self.echo(f"{line.line()}; mean reward {sum(totals) / len(totals):.3f}")
-        self.history.append({**asdict(line), "mean_reward": sum(totals) / len(totals),
-                             "r_fc": [r.r_fc for r in rewards], "r_task": [r.r_task for r in rewards]})
+        text = f"{line.line()}; mean reward {sum(totals) / len(totals):.3f}"
+        if self.defer:
+            self.pending = text
+        else:
+            self.echo(text)
+        rows = [{"group": k, "positions": r.positions, "ops_valid": r.ops_valid, "ops_total": r.ops_total,
+                 "reward": total} for k, r, total in zip(keys, rollouts, totals)]
+        self.history.append({**asdict(line), "line": text, "mean_reward": sum(totals) / len(totals),
+                             "r_fc": [r.r_fc for r in rewards], "r_task": [r.r_task for r in rewards],
+                             "rollouts": rows})
         return totals
+
+
+class StepHealth:
+    """Prints the reward-health line at the end of each step that computed rewards, with the
+    executor requests in flight during its rollout phase and that phase's share of the step."""
+
+    def __init__(self, reward_fn: RewardFunction, echo):
+        self.reward_fn, self.echo, self.trainer = reward_fn, echo, None
+        self._started = None
+
+    def callback(self):
+        import time
+
+        from transformers import TrainerCallback
+
+        from skillos.training.rollouts import phase_line, phase_stats
+
+        owner = self
+
+        class _StepHealth(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                owner._started = time.perf_counter()
+
+            def on_step_end(self, args, state, control, **kwargs):
+                line, owner.reward_fn.pending = owner.reward_fn.pending, None
+                if line is None:
+                    return  # a step that reused an earlier generation batch
+                seconds = time.perf_counter() - owner._started if owner._started else None
+                windows = getattr(owner.trainer, "rollout_windows", [])
+                stats = phase_stats(list(windows), seconds)
+                windows.clear()
+                if owner.reward_fn.history:
+                    owner.reward_fn.history[-1]["phase"] = stats
+                owner.echo(f"{line}; {phase_line(stats)}")
+
+        return _StepHealth()
 
 
 def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
@@ -114,6 +161,7 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     from skillos.evals.experiment import load_games, record_experiment
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
+    from skillos.training.rollouts import InFlight, rollout_trainer
     from skillos.training.tiny_model import TINY_NAME, resolve
 
     cpu = not torch.cuda.is_available()
@@ -122,7 +170,8 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     rows = dataset_rows(cfg, games)
     model = resolve(cfg.training.model)
-    setup = make_setup(cfg, games)
+    gauge = InFlight()
+    setup = make_setup(cfg, games, gauge)
     if warmup and cfg.training.model == TINY_NAME:
         model = _warm(model, out, setup, rows, echo)
     if not is_main_process():  # under accelerate every process trains; one records
@@ -131,15 +180,18 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     if ledger is not None:
         run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
                                   seed=cfg.training.seed)
-    reward_fn = RewardFunction(cfg, make_judge(cfg.judge), echo)
+    reward_fn = RewardFunction(cfg, make_judge(cfg.judge), echo, defer=True)
     try:
         from datasets import Dataset
 
-        trainer = GRPOTrainer(
+        trainer_cls = rollout_trainer(cfg.training.rollout_concurrency, gauge, GRPOTrainer)
+        step_health = StepHealth(reward_fn, echo)
+        trainer = trainer_cls(
             model=model, reward_funcs=[reward_fn], args=GRPOConfig(**grpo_kwargs(cfg, cpu)),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(CuratorEnv, setup),
-            callbacks=[_archive_callback(cfg, ledger, run_id, echo)])
+            callbacks=[step_health.callback(), _archive_callback(cfg, ledger, run_id, echo)])
+        step_health.trainer = trainer
         resume = cfg.training.resume_from_checkpoint or newest_complete(out)
         if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
             raise SkillosError(f"training.resume_from_checkpoint: {resume} is not a complete checkpoint "

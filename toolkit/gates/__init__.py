@@ -39,7 +39,7 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
 
     `before_dry_run(names)` is called with every check name once the static checks have run
     and before any code is executed (enforce validates --override names there)."""
-    from skillos.gates import dryrun, static  # noqa: F401 - register the checks
+    from skillos.gates import dryrun, scale, static  # noqa: F401 - register the checks
 
     ref = None
     if cfg.reference:

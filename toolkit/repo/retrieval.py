@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 import re
 from dataclasses import dataclass
 
-from rank_bm25 import BM25Okapi
-
+from skillos.repo.bm25 import BM25Index, top
 from skillos.repo.skill import Skill
 
 MODES = ("bm25", "shuffled")
@@ -21,18 +19,6 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-class _BM25(BM25Okapi):
-    """Okapi BM25 with Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5)), which is never negative.
-
-    rank-bm25's classic idf goes negative for a term in more than half the skills, so in a small
-    repo a skill matching the query could score below one that does not match at all.
-    """
-
-    def _calc_idf(self, nd):
-        self.idf = {word: math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
-                    for word, freq in nd.items()}
-
-
 @dataclass(frozen=True)
 class Hit:
     skill: Skill
@@ -40,19 +26,36 @@ class Hit:
 
 
 class Retriever:
-    """Indexes a SkillRepo and re-indexes only when the repo's version changes."""
+    """Indexes a SkillRepo (BM25, repo/bm25.py) and follows its edits: the skills a change
+    touched are re-indexed, not the repo (a repo without a change log is re-indexed whole)."""
 
     def __init__(self, repo, mode: str = "bm25"):
         if mode not in MODES:
             raise ValueError(f"retrieval mode {mode!r}: choose one of {', '.join(MODES)}")
         self.repo, self.mode = repo, mode
-        self._version, self._skills, self._index = None, [], None
+        self._version, self._skills, self._index = None, {}, BM25Index()
 
     def _refresh(self):
-        if self._version != self.repo.version or self._index is None and self._skills:
-            self._skills = self.repo.skills
-            self._index = _BM25([tokenize(s.text) for s in self._skills]) if self._skills else None
-            self._version = self.repo.version
+        repo = self.repo
+        if self._version == repo.version:
+            return
+        log = getattr(repo, "changes", None)
+        if self._version is not None and log is not None and len(log) == repo.version >= self._version:
+            for name in dict.fromkeys(log[self._version:]):
+                self._reindex(name, repo.get(name))
+        else:
+            self._skills, self._index = {}, BM25Index()
+            for skill in repo.skills:
+                self._reindex(skill.name, skill)
+        self._version = repo.version
+
+    def _reindex(self, name: str, skill: Skill | None) -> None:
+        if skill is None:
+            if self._skills.pop(name, None) is not None:
+                self._index.remove(name)
+            return
+        self._skills[name] = skill
+        self._index.put(name, tokenize(skill.text))
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         self._refresh()
@@ -60,12 +63,12 @@ class Retriever:
             return []
         if self.mode == "shuffled":
             seed = int.from_bytes(hashlib.sha256(query.encode()).digest()[:8], "big")
-            picked = random.Random(seed).sample(self._skills, min(k, len(self._skills)))
+            skills = [self._skills[name] for name in sorted(self._skills)]
+            picked = random.Random(seed).sample(skills, min(k, len(skills)))
             return [Hit(s, 0.0) for s in picked]
-        scores = self._index.get_scores(tokenize(query))
-        ranked = sorted(zip(self._skills, scores), key=lambda pair: (-pair[1], pair[0].name))
+        scores, names = self._index.scores(tokenize(query))
         # A skill that shares no term with the query is not retrieved: it would only add noise.
-        return [Hit(s, float(score)) for s, score in ranked[:k] if score > 0]
+        return [Hit(self._skills[name], score) for name, score in top(scores, names, k, order=str)]
 
 
 def retrieve(repo, query: str, k: int = 5, mode: str = "bm25") -> list[Hit]:

@@ -88,6 +88,7 @@ class SkillRepo:
         self.root = Path(root) if root is not None else None
         self._skills: dict[str, Skill] = {}
         self.version = 0  # bumps on every change, so retrieval knows when to re-index
+        self.changes: list[str] = []  # the name each change touched: changes[v] made version v + 1
         for skill in skills or []:
             if skill.name in self._skills:
                 raise SkillError(f"duplicate skill name {skill.name!r}")
@@ -169,6 +170,7 @@ class SkillRepo:
             shutil.rmtree(trash, ignore_errors=True)
         del self._skills[name]
         self.version += 1
+        self.changes.append(name)
         return OpResult(True, "delete", name)
 
     def _commit(self, op: str, skill: Skill) -> OpResult:
@@ -179,6 +181,7 @@ class SkillRepo:
                 return OpResult(False, op, skill.name, f"could not write {skill.name}: {exc}")
         self._skills[skill.name] = skill
         self.version += 1
+        self.changes.append(skill.name)
         return OpResult(True, op, skill.name)
 
     # -- copying ---------------------------------------------------------------------------

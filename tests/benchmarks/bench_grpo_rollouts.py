@@ -1,0 +1,117 @@
+"""Executor requests in flight during one GRPO step of the tiny CPU curator, against Little's law.
+
+One step of `skillos train` on the CPU smoke config (real ALFWorld games, the real trainer),
+with the LLM executor (`executor.backend: openai`, the real SDK) calling a local OpenAI-protocol
+endpoint, in its own process, that answers after a set latency. For the concurrent path (every
+rollout in flight, the default) and for TRL's own one-at-a-time loop (`rollout_concurrency: 1`)
+it prints rollouts per step, the max and mean requests in flight over the rollout phase, the
+rollout phase's wall time, the Little's-law limit (L = requests in flight = min(rollouts,
+concurrency); the mean L over the phase is requests x latency / wall time) and the ratio. The
+ratio "while busy" leaves out the moments with no request in flight (the curator generating
+between rounds), i.e. it measures the dispatch, not the model.
+
+Run by hand: `python tests/benchmarks/bench_grpo_rollouts.py [rollouts] [latency_s] [max_steps]
+[sequential_rollouts]` (defaults 32, 0.2, 30, 8: the sequential path takes rollouts x |G| x
+max_steps x latency, so it runs fewer rollouts; its ratio does not depend on how many).
+"""
+
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # llm_server.py
+
+STEP = """
+import json, sys
+from skillos import config as cfgmod
+from skillos.training.trainer import train
+
+cfg = cfgmod.load({smoke!r})
+t = cfg.training
+t.output_dir, t.max_steps, t.save_steps = {out!r}, 1, 10
+t.num_generations, t.generation_batch_size, t.per_device_train_batch_size = 2, {rollouts}, {rollouts}
+t.rollout_concurrency = {concurrency!r}
+cfg.env.max_steps = {max_steps}
+cfg.executor.backend, cfg.executor.model, cfg.executor.base_url = "openai", "executor", {url!r}
+cfg.executor.max_retries, cfg.executor.timeout_s = 0, 60
+summary = train(cfg, None, echo=lambda line: print(line, file=sys.stderr))
+print(json.dumps(summary["steps"]))
+"""
+
+
+def serve(latency: float, ports) -> None:
+    """The endpoint, in its own process: it must not share the trainer's interpreter lock."""
+    from llm_server import ScriptedLLM
+
+    with ScriptedLLM() as server:
+        server.latency_s = latency
+        ports.put(server.openai_url)
+        threading.Event().wait()
+
+
+def endpoint(latency: float):
+    ports = multiprocessing.Queue()
+    process = multiprocessing.Process(target=serve, args=(latency, ports), daemon=True)
+    process.start()
+    return process, ports.get(timeout=30)
+
+
+def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps: int, warm: Path | None):
+    out = work / name
+    if warm is not None:
+        shutil.copytree(warm, out / "warmup")
+    code = STEP.format(smoke=str(ROOT / "training" / "configs" / "cpu-smoke.yaml"), out=str(out), rollouts=rollouts,
+                       concurrency=concurrency, max_steps=max_steps, url=url)
+    env = {**os.environ, "OPENAI_API_KEY": "bench", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise SystemExit(f"{name}: the step failed:\n{done.stderr[-3000:]}")
+    health = [line for line in done.stderr.splitlines() if line.startswith("reward health:")]
+    return json.loads(done.stdout.strip().splitlines()[-1])[0], health[0], out / "warmup"
+
+
+def report(name: str, rollouts: int, concurrency, latency: float, record: dict) -> None:
+    phase = record["phase"]
+    limit = min(rollouts, concurrency or rollouts)
+    seconds, requests, busy = phase["rollout_seconds"], phase["requests"], phase["busy_seconds"]
+    floor = requests * latency / limit  # Little's law: the wall time with `limit` requests always out
+    print(f"{name:10s}: {rollouts} rollouts/step, {requests} executor requests, in flight max "
+          f"{phase['in_flight_max']} mean {phase['in_flight_mean']:.2f}; rollout phase {seconds:.1f} s "
+          f"({phase['rollout_share']:.0%} of a {phase['step_seconds']:.1f} s step), {busy:.1f} s with a "
+          f"request out; Little's-law limit {limit} in flight = {floor:.1f} s -> {floor / seconds:.2f} of the "
+          f"limit over the phase, {floor / busy:.2f} while requests are out")
+
+
+def main():
+    rollouts = int(sys.argv[1]) if len(sys.argv) > 1 else 32
+    latency = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
+    max_steps = int(sys.argv[3]) if len(sys.argv) > 3 else 30
+    sequential_rollouts = int(sys.argv[4]) if len(sys.argv) > 4 else 8
+    work = Path(tempfile.mkdtemp(prefix="bench-grpo-"))
+    fast, fast_url = endpoint(0.0)  # the warm-up reads real first inputs: no need to wait for them
+    slow, url = endpoint(latency)
+    try:
+        _, _, warm = step(work, "warm", fast_url, 2, None, max_steps, None)
+        print(f"{latency * 1000:.0f} ms per executor request, env.max_steps {max_steps}, |G| 3, "
+              f"{os.cpu_count()} cores")
+        concurrent, line, _ = step(work, "concurrent", url, rollouts, None, max_steps, warm)
+        report("concurrent", rollouts, None, latency, concurrent)
+        print(f"  {line}")
+        sequential, line, _ = step(work, "sequential", url, sequential_rollouts, 1, max_steps, warm)
+        report("sequential", sequential_rollouts, 1, latency, sequential)
+        print(f"  {line}")
+    finally:
+        fast.terminate()
+        slow.terminate()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Static checks of the multi-GPU layouts a training config asks for: vLLM in server mode on
+GPUs of its own, and an accelerate launch across machines. What they protect is a launch that
+starts, allocates every GPU, and then waits forever (for a server nobody started, for a main
+machine nobody named) or trains on GPUs the vLLM server already holds."""
+
+from __future__ import annotations
+
+from skillos.gates.core import Context, Result, static, training_only
+
+GATES = (7,)  # watch the box: GPUs that are paid for and idle
+
+
+@static
+@training_only(*GATES)
+def vllm_server(ctx: Context) -> Result:
+    from skillos.training.plan import gpus_per_machine
+
+    check = "vllm-server"
+    t, c = ctx.cfg.training, ctx.cfg.compute
+    incident = "a server-mode run whose trainer waited for a vLLM server that had no GPUs or no address"
+    if not (t.use_vllm and t.vllm_mode == "server"):
+        if c.vllm_server_gpus:
+            return Result(check, GATES, "FAIL", "compute.vllm_server_gpus", c.vllm_server_gpus, 0, incident,
+                          f"GPUs reserved for a vLLM server, but training.vllm_mode is {t.vllm_mode!r}")
+        return Result(check, GATES, "SKIP", detail="vLLM is not in server mode")
+    problems = []
+    if c.vllm_server_gpus < 1:
+        problems.append("compute.vllm_server_gpus must give the server at least one GPU")
+    if not t.vllm_server_base_url:
+        problems.append("training.vllm_server_base_url must say where `trl vllm-serve` listens")
+    tp = t.vllm_tensor_parallel_size or 1
+    if c.vllm_server_gpus and c.vllm_server_gpus % tp:
+        problems.append(f"compute.vllm_server_gpus {c.vllm_server_gpus} is not a multiple of "
+                        f"training.vllm_tensor_parallel_size {tp}")
+    gpus = gpus_per_machine(ctx.cfg)
+    per_machine = c.num_processes // max(1, c.num_machines)
+    if gpus is None:
+        problems.append("compute.gpu (e.g. H100:8) must say how many GPUs a machine has")
+    elif per_machine + c.vllm_server_gpus > gpus:
+        problems.append(f"{per_machine} training processes + {c.vllm_server_gpus} server GPUs per machine "
+                        f"exceed the {gpus} GPUs of compute.gpu {c.gpu}")
+    return Result(check, GATES, "FAIL" if problems else "PASS", "training.vllm_mode", "server",
+                  "a server with GPUs of its own and an address", incident,
+                  "; ".join(problems) or f"{c.vllm_server_gpus} GPU(s) serve at {t.vllm_server_base_url}, "
+                  f"{per_machine} train")
+
+
+@static
+@training_only(*GATES)
+def multi_node(ctx: Context) -> Result:
+    check = "multi-node"
+    c = ctx.cfg.compute
+    incident = "every machine of a multi-node job waiting on a rendezvous that could never form"
+    if c.num_machines <= 1:
+        if c.machine_rank:
+            return Result(check, GATES, "FAIL", "compute.machine_rank", c.machine_rank, 0, incident,
+                          "a machine rank on a one-machine launch")
+        return Result(check, GATES, "SKIP", detail="one machine")
+    problems = []
+    if c.backend != "accelerate":
+        problems.append(f"compute.backend {c.backend!r} launches one machine; multi-node needs accelerate")
+    if not c.main_process_ip:
+        problems.append("compute.main_process_ip must name the main machine (rank 0)")
+    if not 0 <= c.machine_rank < c.num_machines:
+        problems.append(f"compute.machine_rank {c.machine_rank} is not in 0..{c.num_machines - 1}")
+    if c.num_processes % c.num_machines:
+        problems.append(f"compute.num_processes {c.num_processes} (every machine's) does not divide over "
+                        f"{c.num_machines} machines")
+    if not 0 < c.main_process_port < 65536:
+        problems.append(f"compute.main_process_port {c.main_process_port} is not a port")
+    return Result(check, GATES, "FAIL" if problems else "PASS", "compute.num_machines", c.num_machines,
+                  "a main address, a rank in range, processes that divide", incident,
+                  "; ".join(problems) or f"rank {c.machine_rank} of {c.num_machines}, main "
+                  f"{c.main_process_ip}:{c.main_process_port}, {c.num_processes // c.num_machines} processes each")

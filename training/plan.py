@@ -1,0 +1,126 @@
+"""The step plan a person reads before paying for GPUs (`skillos train --dry-run`): how many
+rollouts and executor calls a GRPO step makes, how long its rollout phase takes at a stated
+executor latency and concurrency (Little's law), and what share of the step the GPUs are busy.
+
+A step's rollouts play |G| positions of up to `env.max_steps` executor actions each. With
+`concurrency` rollouts in flight, the executor endpoint has that many requests out, so the
+rollout phase lasts calls x latency / concurrency (Little's law: L = lambda W). TRL's loop
+alternates generation (GPU) and tool rounds (executor): they do not overlap, so the step is the
+two added, and the GPUs are busy gpu_seconds / step of it. Nothing here imports torch or TRL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+# What a remote executor answers in (seconds per action) when the config states nothing: the
+# order of a hosted 8B model's reply with reasoning; printed as assumed, never as measured.
+ASSUMED_LATENCY_S = 1.0
+
+
+@dataclass
+class StepPlan:
+    rollouts: int  # completions per step
+    positions: int  # |G|: games per rollout
+    max_actions: int  # env.max_steps: executor actions per game, at most
+    executor_calls: int  # rollouts x |G| x max_actions: the most a step asks for
+    latency_s: float
+    latency_stated: bool  # compute.executor_latency_s is set (else ASSUMED_LATENCY_S)
+    concurrency: int  # rollouts in flight at once
+    rollout_seconds: float  # Little's law: calls x latency / concurrency
+    sequential_seconds: float  # one rollout at a time: calls x latency
+    gpu_seconds: float | None  # compute.gpu_seconds_per_step; None: unmeasured
+    step_seconds: float | None
+    gpu_busy_share: float | None
+    vllm_mode: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        latency = f"{self.latency_s:g} s per executor action " + (
+            "(compute.executor_latency_s)" if self.latency_stated
+            else f"(assumed: set compute.executor_latency_s to the endpoint's measured latency)")
+        out = [f"step plan: {self.rollouts} rollouts x {self.positions} games x <= {self.max_actions} actions "
+               f"= {self.executor_calls} executor calls per step, at {latency}",
+               f"  rollout phase: {self.concurrency} rollouts in flight -> {_time(self.rollout_seconds)} per step "
+               f"(Little's law; one at a time: {_time(self.sequential_seconds)}"
+               + (f", GPUs busy {self.gpu_seconds / (self.gpu_seconds + self.sequential_seconds):.1%})"
+                  if self.gpu_seconds is not None else ")")]
+        if self.gpu_seconds is None:
+            out.append("  GPU-busy share: unmeasured (set compute.gpu_seconds_per_step: a step's generation "
+                       "and update time with no executor wait)")
+        else:
+            out.append(f"  GPU time {_time(self.gpu_seconds)} per step (compute.gpu_seconds_per_step) -> step "
+                       f"{_time(self.step_seconds)}, GPUs busy {self.gpu_busy_share:.0%} of it")
+        out.append(f"  vLLM: {self.vllm_mode}")
+        return out
+
+
+def rollouts_per_step(cfg) -> int:
+    t = cfg.training
+    per_step = (t.per_device_train_batch_size or 1) * (t.gradient_accumulation_steps or 1) * cfg.compute.num_processes
+    return t.generation_batch_size or per_step
+
+
+def vllm_mode(cfg) -> str:
+    t, c = cfg.training, cfg.compute
+    if not t.use_vllm:
+        return "off (generation by the training model itself)"
+    if t.vllm_mode == "server":
+        where = t.vllm_server_base_url or "unset"
+        return (f"server: `trl vllm-serve` on {c.vllm_server_gpus} GPU(s) per machine of its own, "
+                f"training on the rest; base URL {where}")
+    return (f"colocate: vLLM shares the training GPUs ({t.vllm_gpu_memory_utilization or 'default'} of their "
+            "memory)")
+
+
+def step_plan(cfg) -> StepPlan:
+    t, c = cfg.training, cfg.compute
+    rollouts = rollouts_per_step(cfg)
+    positions = t.group_size or 1
+    calls = rollouts * positions * cfg.env.max_steps
+    latency = c.executor_latency_s if c.executor_latency_s is not None else ASSUMED_LATENCY_S
+    concurrency = max(1, min(rollouts, t.rollout_concurrency or rollouts))
+    rollout_seconds = calls * latency / concurrency
+    gpu = c.gpu_seconds_per_step
+    step = rollout_seconds + gpu if gpu is not None else None
+    return StepPlan(rollouts, positions, cfg.env.max_steps, calls, latency, c.executor_latency_s is not None,
+                    concurrency, rollout_seconds, calls * latency, gpu, step,
+                    gpu / step if gpu is not None and step else None, vllm_mode(cfg))
+
+
+def vllm_server_command(cfg) -> list[str] | None:
+    """`trl vllm-serve` for server mode, on the first compute.vllm_server_gpus GPUs of the machine."""
+    t, c = cfg.training, cfg.compute
+    if not (t.use_vllm and t.vllm_mode == "server"):
+        return None
+    gpus = ",".join(str(i) for i in range(c.vllm_server_gpus))
+    command = [f"CUDA_VISIBLE_DEVICES={gpus}", "trl", "vllm-serve", "--model", str(t.model),
+               "--tensor-parallel-size", str(t.vllm_tensor_parallel_size or 1),
+               "--data-parallel-size", str(max(1, c.vllm_server_gpus // (t.vllm_tensor_parallel_size or 1)))]
+    if t.vllm_server_base_url:
+        host_port = t.vllm_server_base_url.split("://", 1)[-1].split("/", 1)[0]
+        if ":" in host_port:
+            command += ["--port", host_port.rsplit(":", 1)[1]]
+    return command
+
+
+def gpus_per_machine(cfg) -> int | None:
+    gpu = cfg.compute.gpu
+    if not gpu:
+        return None
+    try:
+        return int(gpu.split(":")[1]) if ":" in gpu else 1
+    except ValueError:
+        return None
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return "unmeasured"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
