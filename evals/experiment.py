@@ -21,7 +21,7 @@ from typing import Callable
 
 import yaml
 
-from skillos.config import Config, curator_config, static_repo_path
+from skillos.config import Config, check_inputs, curator_config, static_repo_path
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals.curator import make_curator
@@ -77,12 +77,17 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     are not played again) or `overwrite` (delete it and start over)."""
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     done = _prepare_out(out, cfg, resume, overwrite)
+    check_inputs(cfg)  # named inputs exist (beside the config file) before anything is played
     for arm in cfg.eval.arms:
         if static_repo_path(cfg, arm):
+            if not Path(static_repo_path(cfg, arm)).is_dir():
+                raise SkillosError(f"arm {arm}: {static_repo_path(cfg, arm)} is not a skill folder")
             try:  # fail on a bad folder before any game is played
-                SkillRepo.load(static_repo_path(cfg, arm))
+                fixed = SkillRepo.load(static_repo_path(cfg, arm))
             except SkillError as exc:
                 raise SkillosError(f"arm {arm}: {exc}") from None
+            if not len(fixed):  # a "static skills" arm with no skills measures nothing it claims
+                raise SkillosError(f"arm {arm}: {static_repo_path(cfg, arm)} holds no skills (NAME/SKILL.md)")
 
     def gen_progress(split):
         return (lambda done, total: progress("generate", split, done, total, "")) if progress else None

@@ -68,8 +68,9 @@ def skills_export(
 
     if not repo.is_dir():
         raise SkillosError(f"{repo}: no such skill repo folder")
-    if out.exists() and any(out.iterdir()):
-        raise SkillosError(f"{out}: exists and is not empty; export into a new folder")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SkillosError(f"{out}: exists and is {'a file' if not out.is_dir() else 'not empty'}; "
+                           "export into a new folder")
     try:
         skills = SkillRepo.load(repo)
     except SkillError as exc:

@@ -1,0 +1,183 @@
+"""Issue 14: one test per class of failure found by the adversarial pass (each parametrized over
+variations of its class). Every bad input is a one-line error, never a traceback or a silent
+wrong result."""
+
+import os
+
+import pytest
+
+from conftest import run_cli
+from skillos import config
+from skillos.errors import ConfigError, SkillosError
+
+SKILL = "---\nname: {name}\ndescription: {desc}\n---\nbody\n"
+
+
+def _skill(folder, name="open-drawers", desc="Open drawers first."):
+    (folder / name).mkdir(parents=True, exist_ok=True)
+    (folder / name / "SKILL.md").write_text(SKILL.format(name=name, desc=desc))
+
+
+def _write(tmp_path, text, name="c.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# -- class 1: named inputs exist, relative paths resolve beside the config -------------------
+@pytest.mark.parametrize("arms, key, value, fragment", [
+    ('["no_memory", "repo:a"]', "static_repos", "{a: missing}", "missing"),
+    ('["no_memory", "repo:a"]', "static_repos", "{a: afile}", "is a file"),
+    ('["no_memory", "static_repo"]', "static_repo", "missing", "missing"),
+    ('["no_memory", "static_repo"]', "static_repo", "afile", "is a file"),
+    ('["no_memory", "curator:c"]', "curators", "{c: ./no-ckpt}", "missing"),
+])
+def test_missing_named_inputs_are_errors_and_paths_resolve_beside_the_config(
+        tmp_path, monkeypatch, arms, key, value, fragment):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "afile").write_text("x")
+    path = _write(conf, f"eval:\n  arms: {arms}\n  {key}: {value}\n")
+    monkeypatch.chdir(tmp_path)  # the shell's cwd is not the config's folder
+    with pytest.raises(ConfigError) as info:
+        config.load(path)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+    # the same relative name resolves beside the config, not against the cwd
+    _skill(conf / "skills")
+    good = _write(conf, 'eval:\n  arms: ["no_memory", "repo:a"]\n  static_repos: {a: skills}\n', "good.yaml")
+    cfg = config.load(good)
+    assert config.static_repo_path(cfg, "repo:a") == str(conf / "skills")
+    for other in ("compute:\n  deepspeed_config: nope.json\n", "optimize:\n  seed_skills: nope\n",
+                  "training:\n  resume_from_checkpoint: nope\n", "eval:\n  output_dir: afile\n"):
+        with pytest.raises(ConfigError):
+            config.load(_write(conf, other, "other.yaml"))
+
+
+# -- class 8: bounds with the bound in the message; capped, alias-safe, FIFO-safe reads -------
+@pytest.mark.parametrize("text, fragment", [
+    ("env:\n  n_games: 1000000000\n", "between 1 and 10000"),
+    ("retrieval:\n  top_k: 1000000000\n", "between 0 and 100"),
+    ("eval:\n  bootstrap: 1000000000000\n", "between 100 and 1000000"),
+    ("eval:\n  concurrency: 100000\n", "between 1 and 1024"),
+    ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+     "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+     "refusing"),
+    ("experiment:\n  name: " + "x" * 10 + "\n" + "#" * (2 << 20) + "\n", "at most"),
+])
+def test_unbounded_inputs_are_refused_with_their_bound(tmp_path, text, fragment):
+    with pytest.raises(ConfigError) as info:
+        config.load(_write(tmp_path, text))
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+    assert len(str(info.value)) < 600
+
+
+def test_fifo_config_and_skill_do_not_hang(tmp_path):
+    os.mkfifo(tmp_path / "c.yaml")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        config.load(tmp_path / "c.yaml")
+    (tmp_path / "repo" / "a").mkdir(parents=True)
+    os.mkfifo(tmp_path / "repo" / "a" / "SKILL.md")
+    result = run_cli("skills", "validate", tmp_path / "repo" / "a" / "SKILL.md")
+    assert result.returncode == 1 and "not a regular file" in result.stdout + result.stderr
+
+
+# -- class 9: config mistakes are one-line load errors, not failures later --------------------
+@pytest.mark.parametrize("text, fragment", [
+    ("", "the config is empty"),
+    ("# only a comment\n", "the config is empty"),
+    ("{}\n", "the config is empty"),
+    ("env:\n  n_games: 3\nenv:\n  n_games: 4\n", "given twice"),
+    ("eval:\n  arms: [no_memory]\n  arms: [closed_loop]\n", "given twice"),
+    ("experiment:\n  expected_effect: 0\n", "experiment.expected_effect: must be between"),
+    ("experiment:\n  expected_discordance: -1\n", "experiment.expected_discordance: must be between"),
+    ("experiment:\n  expected_discordance: 5\n", "experiment.expected_discordance: must be between"),
+    ("executor:\n  timeout_s: -1\n", "executor.timeout_s: must be between"),
+    ("curator:\n  max_retries: -3\n", "curator.max_retries: must be between"),
+    ("env:\n  seed: 1208925819614629174706176\n", "env.seed: must be between"),
+    ("executor:\n  temperature: .nan\n", "executor.temperature: must be a finite number"),
+    ("eval:\n  alpha: .inf\n", "eval.alpha: must be a finite number"),
+    ("training:\n  learning_rate: -1.0\n", "training.learning_rate: must be between"),
+    ("experiment:\n  name: ../../x\n", "experiment.name"),
+    ("experiment:\n  name: \"a/b\"\n", "experiment.name"),
+])
+def test_config_mistakes_are_one_line_load_errors(tmp_path, text, fragment):
+    with pytest.raises(ConfigError) as info:
+        config.load(_write(tmp_path, text))
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_config_mistake_via_cli_is_exit_2_without_traceback(tmp_path):
+    result = run_cli("gate", "check", _write(tmp_path, "experiment:\n  expected_effect: 0\n"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+
+
+# -- class 7: names match whole strings, single lines, no symlink escapes, usual file modes ---
+@pytest.mark.parametrize("name, desc", [
+    ("pwn\n", "ok"), ("pwn\r", "ok"), ("a--b", "ok"), ("Upper", "ok"), ("a\x00b", "ok"),
+    ("ok-name", "line\rbreak"), ("ok-name", "line\u2028sep"), ("ok-name", "tab\x07bell"),
+])
+def test_names_and_descriptions_must_match_whole_single_lines(tmp_path, name, desc):
+    from skillos.repo import SkillRepo
+
+    repo = SkillRepo(tmp_path / "repo")
+    assert not repo.insert(name, desc, "body").ok
+    assert not (tmp_path / "repo").exists() or not any((tmp_path / "repo").iterdir())
+
+
+@pytest.mark.parametrize("link", ["folder", "file"])
+def test_symlinks_out_of_the_repo_are_refused(tmp_path, link):
+    from skillos.errors import SkillError
+    from skillos.repo import SkillRepo, validate_path
+
+    outside = tmp_path / "outside"
+    _skill(outside, "secret")
+    repo = tmp_path / "repo"
+    _skill(repo, "fine")
+    if link == "folder":
+        (repo / "secret").symlink_to(outside / "secret")
+    else:
+        (repo / "secret").mkdir()
+        (repo / "secret" / "SKILL.md").symlink_to(outside / "secret" / "SKILL.md")
+    assert any("resolves outside" in p for p in validate_path(repo))
+    with pytest.raises(SkillError, match="resolves outside"):
+        SkillRepo.load(repo)
+
+
+def test_written_files_get_the_usual_mode_and_experiment_names_stay_names(tmp_path):
+    import stat
+
+    from skillos.repo import SkillRepo
+
+    _skill(tmp_path / "repo")
+    SkillRepo.load(tmp_path / "repo").copy(tmp_path / "out")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    mode = stat.S_IMODE((tmp_path / "out" / "open-drawers" / "SKILL.md").stat().st_mode)
+    assert mode == 0o666 & ~mask
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(SkillosError, match="is a file"):
+        SkillRepo.load(tmp_path / "repo").copy(tmp_path / "afile" / "skills")
+    for bad in ("../../x", "/abs", "a b", ".hidden", "x" * 200, "a\nb"):
+        with pytest.raises(ConfigError, match="experiment.name"):
+            config.from_dict({"experiment": {"name": bad}})
+
+
+@pytest.mark.parametrize("make", ["empty-folder", "skill-md-is-a-folder", "export-into-file"])
+def test_skill_commands_on_odd_paths_are_one_line(tmp_path, make):
+    target = tmp_path / "x"
+    if make == "empty-folder":
+        target.mkdir()
+        result = run_cli("skills", "validate", target)
+        assert result.returncode == 1 and "no skills found" in result.stdout
+    elif make == "skill-md-is-a-folder":
+        (target / "SKILL.md").mkdir(parents=True)
+        result = run_cli("skills", "validate", target)
+        assert result.returncode == 1 and "is a folder" in result.stdout
+    else:
+        _skill(tmp_path / "repo")
+        target.write_text("x")
+        result = run_cli("skills", "export", tmp_path / "repo", target)
+        assert result.returncode == 2 and "is a file" in result.stderr
+    assert "Traceback" not in result.stderr
