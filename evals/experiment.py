@@ -101,7 +101,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
         raise SkillosError(f"{len(overlap)} held-out games also appear in {cfg.env.train_split}; refusing to run")
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     record = _Record(ledger, cfg, out, resumed=resume)
     jobs = [(cfg, arm, held_out, train, out, done.get(arm, {})) for arm in cfg.eval.arms]
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
@@ -118,7 +118,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
         raise
     result = reporting.build(cfg, rows, out, n_train=len(train))
     record.finished(result, out / "games.jsonl")
-    (out / "report.json").write_text(json.dumps(result, indent=1))
+    write_atomic(out / "report.json", json.dumps(result, indent=1))  # redacted, atomic
     return result
 
 
@@ -176,10 +176,26 @@ class _Record:
         for arm, run in self.runs.items():
             self.ledger.add_eval(run, arm, result["arms"][arm], str(jsonl.resolve()), digest)
             self.ledger.end_run(run, "finished")
+            self._curator_failures(arm, run, result)
         self.ledger.correct("experiments", self.experiment, "status", "eval finished",
                             value="measured")
         result["ledger"] = {"path": str(self.ledger.path), "experiment_id": self.experiment,
                             "run_ids": self.runs}
+
+
+    def _curator_failures(self, arm: str, run: int, result: dict) -> None:
+        """Failed curator calls and refused operations of an arm, as one ledger failure: the
+        curated repo is what a curator that failed this often produced."""
+        counts = [c for c in (result.get("train_curation", {}).get(arm), result["arms"][arm]) if c]
+        calls = sum(c["curator_calls"] for c in counts)
+        failed = sum(c["curator_failed_calls"] for c in counts)
+        refused = sum(c["curator_refused_ops"] for c in counts)
+        ops = refused + sum(c["curator_applied_ops"] for c in counts)
+        if failed or refused:
+            self.ledger.add_failure(
+                f"arm {arm}: {failed} of {calls} curator calls failed, {refused} of {ops} curator "
+                "operations refused", "near-miss", kind="operational", detected_by="toolkit",
+                experiment_id=self.experiment, run_id=run)
 
 
 def executor_fingerprint(cfg: Config) -> str:

@@ -168,6 +168,7 @@ class Ledger:
 
     # -- low level ------------------------------------------------------------------------
     def _insert(self, table: str, stamp: str = "created_at", **values) -> int:
+        values = {k: redact_text(v) if isinstance(v, str) else v for k, v in values.items()}
         values.setdefault(stamp, now())
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)

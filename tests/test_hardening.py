@@ -181,3 +181,124 @@ def test_skill_commands_on_odd_paths_are_one_line(tmp_path, make):
         result = run_cli("skills", "export", tmp_path / "repo", target)
         assert result.returncode == 2 and "is a file" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- a raw endpoint: any status and body, echoing what it was sent --------------------------
+class RawEndpoint:
+    """A local HTTP server answering every POST with a fixed status and body; `{auth}` in the
+    body is replaced by the Authorization / x-api-key header it received (an endpoint that
+    echoes the key in its error text)."""
+
+    def __init__(self, status=200, body="", content_type="application/json"):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        endpoint = self
+        self.status, self.body, self.content_type, self.calls = status, body, content_type, 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                endpoint.calls += 1
+                auth = self.headers.get("Authorization") or self.headers.get("x-api-key") or ""
+                data = endpoint.body.replace("{auth}", auth).encode()
+                self.send_response(endpoint.status)
+                self.send_header("Content-Type", endpoint.content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _trajectory(won=True):
+    from skillos.evals.trajectory import Step, Trajectory
+
+    return Trajectory("g1", "put a mug in the coffeemachine", "pick_and_place_simple",
+                      steps=[Step("go to desk 1", "You see a mug 1.")], won=won, retrieved=[])
+
+
+def _curator(url, kind="openai", tools="paper"):
+    from skillos.config import CuratorConfig
+    from skillos.evals.backends.llm_curator import LLMCurator
+
+    base = url + "/v1" if kind == "openai" else url
+    return LLMCurator(CuratorConfig(backend=kind, model="m", base_url=base, max_retries=0,
+                                    timeout_s=2.0, tools=tools))
+
+
+# -- class 2: a malformed curator reply is a counted failed call, never a crash -------------
+MANY = [{"op": "insert", "skill_name": f"s-{i}", "content": "d\nb"} for i in range(100)]
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("tools, calls, applied_at_most", [
+    ("curate_and_advance", [{"name": "curate_and_advance", "arguments": ["not", "a", "dict"]}], 0),
+    ("curate_and_advance", [{"name": "curate_and_advance", "arguments": "a string"}], 0),
+    ("curate_and_advance", [{"name": "curate_and_advance", "arguments": {"operations": "nope"}}], 0),
+    ("curate_and_advance", [{"name": "curate_and_advance", "arguments": {"operations": {"op": "x"}}}], 0),
+    ("curate_and_advance", [{"name": "curate_and_advance", "arguments": {"operations": ["x", 3, None]}}], 0),
+    ("curate_and_advance", [{"name": "curate_and_advance", "arguments": {"operations": [
+        {"op": "insert", "skill_name": ["a"], "content": "d"}]}}], 0),
+    ("curate_and_advance", [{"name": "curate_and_advance", "arguments": {"operations": MANY}}], 32),
+    ("paper", [{"name": "new_skill_insert", "arguments": [1, 2]}], 0),
+    ("paper", [{"name": "skill_delete", "arguments": {"skill_name": {"a": 1}}}], 0),
+    ("paper", [{"name": "no_such_tool", "arguments": {}}], 0),
+])
+def test_malformed_curator_tool_calls_are_refused_and_counted(monkeypatch, kind, tools, calls,
+                                                              applied_at_most):
+    from llm_server import ScriptedLLM
+    from skillos.evals.runner import _curate
+    from skillos.repo import SkillRepo
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with ScriptedLLM(lambda m: {"content": "", "tool_calls": calls}) as server:
+        url = server.openai_url[:-3] if kind == "openai" else server.anthropic_url
+        counts = _curate(_curator(url, kind, tools), _trajectory(), SkillRepo(None))
+    assert counts["curator_calls"] == 1
+    assert counts["curator_applied_ops"] <= applied_at_most
+    assert counts["curator_refused_ops"] + counts["curator_failed_calls"] >= 1
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("status, body, content_type", [
+    (200, "<html><body>Bad gateway</body></html>", "text/html"),
+    (200, "", "application/json"),
+    (200, "not json at all", "application/json"),
+    (200, '{"unexpected": "shape"}', "application/json"),
+    (200, '{"choices": [], "content": 5}', "application/json"),
+    (200, '{"choices": "x", "content": "y"}', "application/json"),
+])
+def test_an_endpoint_answering_garbage_is_a_failed_curator_call(monkeypatch, kind, status, body, content_type):
+    from skillos.evals.runner import _curate
+    from skillos.repo import SkillRepo
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with RawEndpoint(status, body, content_type) as endpoint:
+        curator = _curator(endpoint.url, kind)
+        repo = SkillRepo(None)
+        counts = _curate(curator, _trajectory(), repo)
+    assert counts == {"curator_calls": 1, "curator_failed_calls": 1, "curator_applied_ops": 0,
+                      "curator_refused_ops": 0}
+    assert len(repo) == 0 and curator.last_error

@@ -41,7 +41,9 @@ err = Console(stderr=True)
 
 
 def _print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+    from skillos.ledger.secrets import redact_text
+
+    sys.stdout.write(redact_text(json.dumps(data, indent=1, default=str)) + "\n")
 
 
 @skills_app.command("validate")

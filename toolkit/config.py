@@ -374,7 +374,15 @@ def curator_config(cfg: Config, arm: str) -> CuratorConfig:
 
 
 def from_dict(data: Any, where: str = "") -> Config:
-    return validate(_build(Config, data, where))
+    return _protect(validate(_build(Config, data, where)))
+
+
+def _protect(cfg: Config) -> Config:
+    """The key variables the config names: their values are redacted from all output."""
+    from skillos.ledger.secrets import protect_config
+
+    protect_config(cfg)
+    return cfg
 
 
 def load(path: str | Path) -> Config:
@@ -394,7 +402,7 @@ def load(path: str | Path) -> Config:
     try:
         cfg = _build(Config, data, "")
         cfg.source = path
-        validate(cfg)
+        _protect(validate(cfg))
         check_inputs(cfg)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None

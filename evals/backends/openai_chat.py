@@ -32,23 +32,32 @@ class OpenAIChat:
                                                                   if k != "return"}} for t in tools]
         try:
             response = self.client.chat.completions.create(**kwargs)
-        except self._openai.OpenAIError as exc:
-            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        if not response.choices:
-            raise BackendError("the endpoint returned no choices")
-        message = response.choices[0].message
-        calls = []
-        for call in message.tool_calls or []:
-            try:
-                arguments = json.loads(call.function.arguments or "{}")
-            except ValueError:
-                arguments = {"_unparsed": call.function.arguments}
-            calls.append({"name": call.function.name, "arguments": arguments})
-        usage = response.usage
-        reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
-        return ChatResult(message.content or "", calls, reasoning,
-                          usage.prompt_tokens if usage else None,
-                          usage.completion_tokens if usage else None)
+        except (self._openai.OpenAIError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc  # a body it cannot parse too
+        try:
+            return _result(response)
+        except BackendError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a 200 with HTML, an empty body, a wrong shape
+            raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
+
+
+def _result(response) -> ChatResult:
+    if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
+        raise BackendError("the endpoint returned no choices (not a chat completion)")
+    message = response.choices[0].message
+    calls = []
+    for call in message.tool_calls or []:
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+        except ValueError:
+            arguments = {"_unparsed": call.function.arguments}
+        calls.append({"name": call.function.name, "arguments": arguments})
+    usage = response.usage
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    return ChatResult(message.content or "", calls, reasoning,
+                      usage.prompt_tokens if usage else None,
+                      usage.completion_tokens if usage else None)
 
 
 def _wire(message: dict) -> dict:

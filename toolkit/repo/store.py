@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.errors import SkillError
+from skillos.ledger.secrets import redact_text
 from skillos.repo.skill import Skill, parse_skill, validate_name
 
 SKILL_FILE = "SKILL.md"
@@ -45,8 +46,8 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a written file gets the usual mode
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        with os.fdopen(fd, "wb") as fh:  # text never carries a key (skills, reports, configs)
+            fh.write(redact_text(data).encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
