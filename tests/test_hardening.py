@@ -204,7 +204,8 @@ class RawEndpoint:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 endpoint.calls += 1
                 auth = self.headers.get("Authorization") or self.headers.get("x-api-key") or ""
-                data = endpoint.body.replace("{auth}", auth).encode()
+                key = auth.removeprefix("Bearer ")  # the bare key: no known shape to catch it by
+                data = endpoint.body.replace("{auth}", key).encode()
                 self.send_response(endpoint.status)
                 self.send_header("Content-Type", endpoint.content_type)
                 self.send_header("Content-Length", str(len(data)))
@@ -302,3 +303,117 @@ def test_an_endpoint_answering_garbage_is_a_failed_curator_call(monkeypatch, kin
     assert counts == {"curator_calls": 1, "curator_failed_calls": 1, "curator_applied_ops": 0,
                       "curator_refused_ops": 0}
     assert len(repo) == 0 and curator.last_error
+
+
+# -- class 4: no key byte in any file, stream or ledger row -----------------------------------
+KEY = "zq9-private-value-7731"  # no known key shape: only the config naming its variable hides it
+
+
+@pytest.mark.slow
+@pytest.mark.alfworld
+@pytest.mark.parametrize("status", [401, 200])
+def test_an_endpoint_echoing_the_key_leaks_it_nowhere(tmp_path, game_cache, skillos_home, status):
+    import json
+
+    import yaml
+
+    body = (json.dumps({"error": {"message": "bad key {auth}", "type": "auth"}}) if status != 200
+            else json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                             "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                 "role": "assistant", "content": "I use {auth} <action>look</action>"}}]}))
+    with RawEndpoint(status, body) as endpoint:
+        cfg = {"experiment": {"name": "leak"}, "env": {"n_games": 2, "n_train_games": 2, "max_steps": 3},
+               "executor": {"backend": "openai", "model": "m", "base_url": endpoint.url + "/v1",
+                            "api_key_env": "MY_LLM", "max_retries": 0, "timeout_s": 5.0,
+                            "reasoning_effort": "low", "max_tokens": 4096},
+               "curator": {"backend": "openai", "model": "m", "base_url": endpoint.url + "/v1",
+                           "api_key_env": "MY_LLM", "max_retries": 0, "timeout_s": 5.0},
+               "eval": {"workers": 1}}
+        path = tmp_path / "leak.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        run = tmp_path / "run"
+        overrides = ["--override", "rollout-positions=redaction test"]
+        result = run_cli("eval", path, "--out", run, "--json", *overrides, env={"MY_LLM": KEY}, cwd=tmp_path)
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert KEY not in result.stdout + result.stderr
+    assert endpoint.calls > 0, result.stderr[-2000:]
+    if status == 401:  # the games ran, unmeasured, with the echoed key in their reason
+        assert (run / "games.jsonl").exists(), result.stderr[-2500:]
+        rows = (run / "games.jsonl").read_text()
+        assert "bad key [redacted]" in rows
+    for folder in (run, skillos_home):
+        for file in folder.rglob("*"):
+            if file.is_file():
+                assert KEY.encode() not in file.read_bytes(), file
+
+
+@pytest.mark.parametrize("var", ["MY_LLM", "OPENAI_API_KEY", "x"])
+def test_key_values_of_named_variables_are_redacted_everywhere(tmp_path, monkeypatch, var):
+    from skillos.evals.runner import row
+    from skillos.evals.trajectory import Trajectory
+    from skillos.ledger import Ledger
+    from skillos.repo.store import write_atomic
+
+    monkeypatch.setenv(var, KEY)
+    config.from_dict({"executor": {"backend": "openai", "model": "m", "api_key_env": var}})
+    traj = Trajectory("g", "t", "k", won=None, unmeasured_reason=f"401 bad key {KEY}")
+    assert KEY not in str(row("a", traj, 0))
+    write_atomic(tmp_path / "f.json", f'{{"k": "{KEY}"}}')
+    assert KEY not in (tmp_path / "f.json").read_text()
+    assert KEY not in str(SkillosError(f"endpoint said {KEY}"))
+    with Ledger(tmp_path / "l.db") as ledger:
+        ledger.add_failure(f"saw {KEY}", "near-miss", kind="operational")
+        ledger.start_run(ledger.add_experiment("e", "h"), "arm", {"note": KEY})
+    assert KEY.encode() not in (tmp_path / "l.db").read_bytes()
+
+
+# -- classes 5 and 6: curator failures counted and reported; empty executor replies unmeasured --
+@pytest.mark.alfworld
+@pytest.mark.parametrize("body", ["<html>oops</html>", ""])
+def test_curator_failures_are_counted_per_game_and_arm_and_reach_the_ledger(tmp_path, game_cache, monkeypatch, body):
+    from skillos.config import BackendConfig
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.envs.alfworld.games import make_games
+    from skillos.evals.experiment import _Record
+    from skillos.evals.executor import make_executor
+    from skillos.evals.report import arm_summary
+    from skillos.evals.runner import run_arm
+    from skillos.ledger import Ledger
+    from skillos.repo import SkillRepo
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    games = make_games("valid_unseen", 2, 0)
+    with RawEndpoint(200, body, "text/html") as endpoint:
+        rows = run_arm("closed_loop", games, env=AlfworldEnv(), executor=make_executor(BackendConfig()),
+                       repo=SkillRepo(tmp_path / "repo"), curator=_curator(endpoint.url),
+                       max_steps=5, out=tmp_path / "games.jsonl")
+    assert [r["curator_failed_calls"] for r in rows] == [1, 1]
+    assert all(r["success"] is not None for r in rows)  # the games themselves were measured
+    summary = arm_summary(rows)
+    assert (summary["curator_calls"], summary["curator_failed_calls"], summary["curator_failure_rate"]) == (2, 2, 1.0)
+    cfg = config.from_dict({"eval": {"arms": ["no_memory", "closed_loop"]}})
+    with Ledger(tmp_path / "l.db") as ledger:
+        record = _Record(ledger, cfg, tmp_path)
+        record.finished({"arms": {"no_memory": arm_summary([]), "closed_loop": summary}}, tmp_path / "games.jsonl")
+        failures = [f["what"] for f in ledger.rows("failures")]
+    assert any("2 of 2 curator calls failed" in f for f in failures)
+
+
+@pytest.mark.alfworld
+@pytest.mark.parametrize("replies", [["", ""], ["   ", "\n"], ["", ""] * 3])
+def test_an_executor_turn_with_no_content_after_the_retry_is_unmeasured(tmp_path, game_cache, monkeypatch, replies):
+    from llm_server import ScriptedLLM
+    from skillos.config import BackendConfig
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.envs.alfworld.games import make_games
+    from skillos.evals.executor import make_executor
+    from skillos.evals.runner import run_arm
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    script = iter(replies * 10)
+    with ScriptedLLM(lambda m: next(script)) as server:
+        executor = make_executor(BackendConfig(backend="openai", model="m", base_url=server.openai_url))
+        rows = run_arm("a", make_games("valid_unseen", 1, 0), env=AlfworldEnv(), executor=executor,
+                       repo=None, max_steps=5)
+    assert rows[0]["success"] is None and rows[0]["unmeasured"]
+    assert "no content after the reformat retry" in rows[0]["unmeasured_reason"]
