@@ -29,6 +29,7 @@ from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
 from skillos.repo.store import write_atomic
+from skillos.safety import RunLock, die_with_parent
 
 # (arm, phase, done, total, live) with live = "won 3/5 measured, 0 unmeasured, 1 coerced" or ""
 Progress = Callable[[str, str, int, int, str], None]
@@ -76,6 +77,18 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     An output folder that is not empty is refused unless `resume` (continue it: finished games
     are not played again) or `overwrite` (delete it and start over)."""
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
+    check_out(out, resume, overwrite)
+    created = not out.exists()
+    lock = RunLock(out).acquire()  # one writer per folder: a second one, or a resume while it lives, is refused
+    try:
+        return _run_eval_locked(cfg, out, progress, ledger, resume, overwrite)
+    finally:
+        lock.release()
+        if created and {p.name for p in out.iterdir()} <= {RunLock.NAME}:
+            shutil.rmtree(out, ignore_errors=True)  # refused before anything was written: no folder
+
+
+def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, overwrite: bool) -> dict:
     done = _prepare_out(out, cfg, resume, overwrite)
     check_inputs(cfg)  # named inputs exist (beside the config file) before anything is played
     for arm in cfg.eval.arms:
@@ -216,7 +229,9 @@ def arm_settings(cfg: Config) -> dict:
 def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
     """Whether `out` holds a previous run; refuses a non-empty folder without resume or
     overwrite, and a resume with nothing to resume. Cheap: launchers call it before the gates."""
-    used = out.exists() and any(out.iterdir())
+    if out.exists() and not out.is_dir():
+        raise SkillosError(f"{out}: is a file; the output folder must be a folder")
+    used = out.exists() and any(p.name != RunLock.NAME for p in out.iterdir())
     if resume and not used:
         raise SkillosError(f"{out}: nothing to resume (the folder is empty or missing)")
     if used and not (resume or overwrite):
@@ -232,8 +247,10 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
     removed and it starts over."""
     if not check_out(out, resume, overwrite):
         return {}
-    if overwrite:
-        shutil.rmtree(out)
+    if overwrite:  # everything but the lock this process holds
+        for path in out.iterdir():
+            if path.name != RunLock.NAME:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
         return {}
     try:
         recorded = yaml.safe_load((out / "config.yaml").read_text())
@@ -304,17 +321,29 @@ def _play_in_parallel(jobs, workers: int, progress: Progress | None) -> dict:
     """Arms are independent (each has its own repo and curator), so they run in separate
     processes; rows are identical to a sequential run. Each JSONL line is one append."""
     context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    with context.Manager() as manager, ProcessPoolExecutor(workers, mp_context=context) as pool:
-        events = manager.Queue()
-        futures = {job[1]: pool.submit(_play_arm_reporting, job, events) for job in jobs}
+    # No manager process: the progress queue reaches each worker when it starts, and every worker
+    # dies with this process (a kill -9 of the main process must not leave writers behind).
+    events = context.Queue()
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                             initargs=(os.getpid(), events)) as pool:
+        futures = {job[1]: pool.submit(_play_arm_reporting, job) for job in jobs}
         while not all(f.done() for f in futures.values()):
             _drain(events, progress, timeout=0.2)
         _drain(events, progress, timeout=0)
         return {arm: future.result() for arm, future in futures.items()}
 
 
-def _play_arm_reporting(job, events):
-    return play_arm(*job, progress=lambda *event: events.put(event))
+_EVENTS = None  # in a worker: the queue its progress events go to
+
+
+def _start_worker(parent_pid: int, events) -> None:
+    global _EVENTS
+    die_with_parent(parent_pid)
+    _EVENTS = events
+
+
+def _play_arm_reporting(job):
+    return play_arm(*job, progress=lambda *event: _EVENTS.put(event))
 
 
 def _drain(events, progress, timeout: float) -> None:

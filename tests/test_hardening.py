@@ -417,3 +417,106 @@ def test_an_executor_turn_with_no_content_after_the_retry_is_unmeasured(tmp_path
                        repo=None, max_steps=5)
     assert rows[0]["success"] is None and rows[0]["unmeasured"]
     assert "no content after the reformat retry" in rows[0]["unmeasured_reason"]
+
+
+# -- class 3: workers die with their parent; one writer per run folder ------------------------
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pids, seconds=10.0):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_worker_dies_when_its_parent_is_killed(tmp_path, start):
+    """A parent starts a worker the way the eval does (die_with_parent first), then is SIGKILLed."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = f"""
+import multiprocessing as mp, os, time
+from skillos.safety import die_with_parent
+def work(parent):
+    die_with_parent(parent)
+    open({str(tmp_path / 'worker.tmp')!r}, 'w').write(str(os.getpid()))
+    os.rename({str(tmp_path / 'worker.tmp')!r}, {str(tmp_path / 'worker.pid')!r})
+    time.sleep(60)
+if __name__ == '__main__':
+    mp.get_context({start!r}).Process(target=work, args=(os.getpid(),)).start()
+    time.sleep(60)
+"""
+    (tmp_path / "parent.py").write_text(script)  # a file: spawn re-imports the main module
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py")], start_new_session=True)
+    pid_file = tmp_path / "worker.pid"
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker = int(pid_file.read_text())
+    os.kill(parent.pid, signal.SIGKILL)  # the main process only, not its group
+    parent.wait()
+    assert _wait_gone([worker]) == []
+
+
+def test_a_run_folder_has_one_writer_and_the_refusal_names_its_pid(tmp_path):
+    from skillos.evals.experiment import run_eval
+    from skillos.safety import RunLock
+
+    out = tmp_path / "run"
+    with RunLock(out, wait_s=0):
+        cfg = config.from_dict({"env": {"n_games": 1, "n_train_games": 0}, "eval": {"arms": ["no_memory"]}})
+        with pytest.raises(SkillosError, match=rf"PID {os.getpid()}"):
+            RunLock(out, wait_s=0.2).acquire()
+        (out / "games.jsonl").write_text("")
+        with pytest.raises(SkillosError, match=rf"PID {os.getpid()}\) is writing"):
+            run_eval(cfg, out, resume=True)
+    RunLock(out, wait_s=0).acquire().release()  # released: the next writer gets it
+
+
+@pytest.mark.slow
+@pytest.mark.alfworld
+def test_kill_9_of_the_main_process_then_resume_duplicates_nothing(tmp_path, game_cache):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    from conftest import ROOT
+
+    data = yaml.safe_load((ROOT / "evals" / "configs" / "quickstart.yaml").read_text())
+    data["eval"]["workers"] = 2
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    size = ["--n-games", "8", "--n-train-games", "8"]
+    out = tmp_path / "run"
+    job = subprocess.Popen([sys.executable, "-m", "skillos", "eval", str(path), *size, "--out", str(out)],
+                           start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env={**os.environ, "SKILLOS_CACHE": str(game_cache)})
+    rows = out / "games.jsonl"
+    deadline = time.monotonic() + 300
+    while (not rows.exists() or len(rows.read_text().splitlines()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    children = [int(p) for p in open(f"/proc/{job.pid}/task/{job.pid}/children").read().split()]
+    assert children, "the arms were not played in worker processes"
+    os.kill(job.pid, signal.SIGKILL)  # the main process only: its workers must not go on writing
+    job.wait()
+    assert _wait_gone(children) == []
+    resumed = run_cli("eval", path, *size, "--out", out, "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    keys = [(r["arm"], r["phase"], r["game_id"]) for name in ("games.jsonl", "curation.jsonl")
+            for r in map(json.loads, (out / name).read_text().splitlines())]
+    assert len(keys) == len(set(keys)) == 8 + 8 + 8
