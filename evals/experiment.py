@@ -96,11 +96,9 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
             if not Path(static_repo_path(cfg, arm)).is_dir():
                 raise SkillosError(f"arm {arm}: {static_repo_path(cfg, arm)} is not a skill folder")
             try:  # fail on a bad folder before any game is played
-                fixed = SkillRepo.load(static_repo_path(cfg, arm))
+                SkillRepo.load(static_repo_path(cfg, arm))  # an existing empty folder is honest: step 0
             except SkillError as exc:
                 raise SkillosError(f"arm {arm}: {exc}") from None
-            if not len(fixed):  # a "static skills" arm with no skills measures nothing it claims
-                raise SkillosError(f"arm {arm}: {static_repo_path(cfg, arm)} holds no skills (NAME/SKILL.md)")
 
     def gen_progress(split):
         return (lambda done, total: progress("generate", split, done, total, "")) if progress else None

@@ -520,3 +520,81 @@ def test_kill_9_of_the_main_process_then_resume_duplicates_nothing(tmp_path, gam
     keys = [(r["arm"], r["phase"], r["game_id"]) for name in ("games.jsonl", "curation.jsonl")
             for r in map(json.loads, (out / name).read_text().splitlines())]
     assert len(keys) == len(set(keys)) == 8 + 8 + 8
+
+
+# -- class 10: the tracebacks left ------------------------------------------------------------
+def test_a_training_launch_whose_extra_is_missing_fails_a_gate_with_the_pip_line(monkeypatch):
+    import importlib.util
+
+    from conftest import ROOT
+    from skillos import gates
+
+    cfg = config.load(ROOT / "training" / "configs" / "cpu-smoke.yaml")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    results = [r for r in gates.check(cfg, dry_run=False).results if r.check == "extras"]
+    assert [r.status for r in results] == ["FAIL"]
+    assert "pip install 'skillos[train]'" in results[0].detail and "torch" in results[0].seen
+
+
+@pytest.mark.parametrize("case", ["eval-out-is-a-file", "export-out-is-a-folder", "damaged-ledger",
+                                  "config-output-dir-is-a-file"])
+def test_odd_paths_and_a_damaged_ledger_are_one_line_errors(tmp_path, skillos_home, case):
+    from conftest import ROOT
+    from skillos.ledger import Ledger
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    if case == "eval-out-is-a-file":
+        result = run_cli("eval", ROOT / "evals" / "configs" / "quickstart.yaml", "--out", afile)
+    elif case == "export-out-is-a-folder":
+        result = run_cli("ledger", "export", "failures", "--out", tmp_path)
+    elif case == "config-output-dir-is-a-file":
+        result = run_cli("gate", "check", _write(tmp_path, f"eval:\n  output_dir: {afile}\n"))
+    else:
+        with Ledger() as ledger:
+            for i in range(400):
+                ledger.add_failure(f"failure {i} " + "x" * 200, "near-miss", kind="operational")
+        db = skillos_home / "ledger.db"
+        data = bytearray(db.read_bytes())
+        data[len(data) // 2:len(data) // 2 + 8192] = b"\xff" * 8192  # pages inside the table, header intact
+        db.write_bytes(bytes(data))
+        for wal in skillos_home.glob("ledger.db-*"):
+            wal.unlink()
+        result = run_cli("ledger", "export", "failures")
+    assert result.returncode == 2, (result.stdout[-500:], result.stderr[-1500:])
+    assert "Traceback" not in result.stderr and result.stderr.strip().count("\n") == 0
+
+
+# -- class 11: training reruns and dirtiness -------------------------------------------------
+def test_a_finished_training_run_is_reported_finished_not_trained_past_max_steps(tmp_path):
+    import json
+
+    from skillos.training.trainer import train
+
+    out = tmp_path / "ckpt"
+    for step in (1, 2):
+        (out / f"checkpoint-{step}").mkdir(parents=True)
+        (out / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+        (out / f"checkpoint-{step}" / "model.safetensors").write_bytes(b"w")
+    cfg = config.from_dict({"training": {"max_steps": 2, "output_dir": str(out)}})
+    summary = train(cfg, None, echo=lambda line: None)
+    assert summary["finished"] and summary["finished_checkpoint"].endswith("checkpoint-2")
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint-1", "checkpoint-2"]
+
+
+def test_dirtiness_comes_from_tracked_files_only(tmp_path):
+    import subprocess
+
+    from skillos.ledger.store import git_version
+
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "-C", str(tmp_path), "add", "a.py"], check=True)
+    subprocess.run([*git, "-C", str(tmp_path), "commit", "-qm", "a"], check=True)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "w.bin").write_text("w")  # a training output, untracked
+    assert git_version(tmp_path)[1] is False
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert git_version(tmp_path)[1] is True

@@ -550,11 +550,23 @@ def main() -> None:
 
     Click handles its own usage errors (exit 2 with usage); everything a command raises as a
     SkillosError lands here instead of as a traceback."""
+    import sqlite3
+
     try:
         app()
     except SkillosError as exc:
         sys.stderr.write(f"error: {exc}\n")  # one line, never wrapped
         sys.exit(exc.exit_code)
+    except sqlite3.DatabaseError as exc:  # a damaged ledger page surfaces on any query
+        from skillos.ledger import default_path
+
+        sys.stderr.write(f"error: {default_path()}: the ledger is damaged ({exc}); move it away or "
+                         "point SKILLOS_HOME elsewhere (sqlite3 .recover can salvage rows)\n")
+        sys.exit(2)
+    except OSError as exc:  # a path that is a file, a folder, unwritable, a full disk: one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        sys.exit(2)
 
 
 if __name__ == "__main__":
