@@ -29,7 +29,7 @@ from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
 from skillos.repo.store import write_atomic
-from skillos.safety import RunLock, die_with_parent
+from skillos.safety import RunLock, die_with_parent, json_text
 
 # (arm, phase, done, total, live) with live = "won 3/5 measured, 0 unmeasured, 1 coerced" or ""
 Progress = Callable[[str, str, int, int, str], None]
@@ -39,7 +39,9 @@ def load_games(cfg: Config, split: str, n: int, progress=None):
     from skillos.evals.envs.alfworld import games, scenes
 
     if cfg.env.data == "official" and not os.environ.get("ALFWORLD_DATA"):
-        raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set")
+        raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set: download the data "
+                           "with `alfworld-download` (from the alfworld package; ~2 GB into ~/.cache/alfworld) "
+                           "and export ALFWORLD_DATA=~/.cache/alfworld")
     scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
     if cfg.env.data == "official":
         found = games.load_official(os.environ["ALFWORLD_DATA"], split)
@@ -129,7 +131,7 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
         raise
     result = reporting.build(cfg, rows, out, n_train=len(train))
     record.finished(result, out / "games.jsonl")
-    write_atomic(out / "report.json", json.dumps(result, indent=1))  # redacted, atomic
+    write_atomic(out / "report.json", json_text(result))  # redacted, atomic, no Infinity
     return result
 
 

@@ -298,6 +298,16 @@ class Ledger:
         self.db.execute("UPDATE runs SET ended_at = ?, status = ?, detail = ? WHERE id = ? "
                         "AND ended_at IS NULL", (now(), status, redact_text(detail), run_id))
 
+    def end_experiment_run(self, run_id: int, status: str, detail: str | None = None,
+                           experiment_status: str | None = None) -> None:
+        """End a run that is its experiment's whole launch (train, optimize) and give the
+        experiment the same outcome, so a finished one is not left `planned`."""
+        self.end_run(run_id, status, detail)
+        experiment = self._row("runs", run_id)["experiment_id"]
+        if experiment is not None:
+            self.correct("experiments", experiment, "status", f"run #{run_id} {status}",
+                         value=experiment_status or status)
+
     def run(self, run_id: int) -> dict:
         run = self._current("runs", self._row("runs", run_id))
         arm = self.db.execute("SELECT name FROM arms WHERE id = ?", (run["arm_id"],)).fetchone()

@@ -598,3 +598,75 @@ def test_dirtiness_comes_from_tracked_files_only(tmp_path):
     assert git_version(tmp_path)[1] is False
     (tmp_path / "a.py").write_text("x = 2\n")
     assert git_version(tmp_path)[1] is True
+
+
+# -- class 12: the first hour ----------------------------------------------------------------
+@pytest.mark.parametrize("k", [-1, 101, True, "3"])
+def test_skill_search_refuses_a_k_out_of_range(tmp_path, k):
+    from skillos.repo import SkillRepo, retrieve
+
+    _skill(tmp_path / "repo")
+    with pytest.raises(SkillosError, match="-k"):
+        retrieve(SkillRepo.load(tmp_path / "repo"), "open a drawer", k)
+
+
+def test_ledger_first_hour_names_statuses_evidence_and_literal_search(tmp_path):
+    from skillos.ledger import Ledger
+    from skillos.ledger.store import LedgerError
+
+    with Ledger(tmp_path / "l.db") as ledger:
+        planned = ledger.add_experiment("launch-flow", "h")  # `ledger experiments add`
+        assert ledger.find_or_add_experiment("launch-flow", "abc123") == planned  # the eval attaches
+        assert ledger.find_or_add_experiment("launch-flow", "abc123") == planned
+        assert ledger.find_or_add_experiment("launch-flow", "other") != planned  # another config
+        assert ledger.resolve_experiment("launch-flow") > planned  # the newest of that name
+        assert ledger.resolve_experiment(str(planned)) == planned
+        with pytest.raises(LedgerError, match="no experiment named"):
+            ledger.resolve_experiment("nope")
+        crashed = ledger.add_experiment("crashed")
+        ledger.correct("experiments", crashed, "status", "eval crashed", value="crashed")
+        trained = ledger.add_experiment("trained")
+        run = ledger.start_run(trained, "train")
+        ledger.end_experiment_run(run, "finished")
+        assert ledger.experiment(trained)["status"] == "finished"
+        assert [e["id"] for e in ledger.evidence()] == [trained]  # not planned, not crashed
+        ledger.add_failure("disk 100% full", "near-miss", kind="operational")
+        ledger.add_failure("disk 1000 full", "near-miss", kind="operational")
+        ledger.add_failure("a_b", "near-miss", kind="operational")
+        ledger.add_failure("axb", "near-miss", kind="operational")
+        assert [f["what"] for f in ledger.failures(text="100%")] == ["disk 100% full"]
+        assert [f["what"] for f in ledger.failures(text="a_b")] == ["a_b"]
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_json_output_has_no_infinity_or_nan_tokens(value):
+    import json
+
+    from skillos.safety import json_text
+
+    text = json_text({"mde": value, "rows": [value, 1.5]})
+    assert "Infinity" not in text and "NaN" not in text
+    assert json.loads(text) == {"mde": None, "rows": [None, 1.5]}
+
+
+@pytest.mark.alfworld
+def test_progress_outside_a_terminal_is_plain_lines(tmp_path, game_cache):
+    result = run_cli("quickstart", "--n-games", "2", "--n-train-games", "2", "--out", tmp_path / "run",
+                     "--override", "mde=first-hour test", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "━" not in result.stderr and "…" not in result.stderr
+    assert "closed_loop · eval games: 2/2" in result.stderr
+
+
+@pytest.mark.alfworld
+def test_the_paper_configs_dry_run_without_alfworld_data_summarises_and_says_how_to_get_it(monkeypatch):
+    from conftest import ROOT
+
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    configs = [p for p in (ROOT / "training" / "configs").glob("*.yaml")
+               if "official" in p.read_text()]
+    assert configs
+    result = run_cli("gate", "check", configs[0], "--dry-run")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "alfworld-download" in last and "checks:" in last

@@ -191,3 +191,23 @@ def _poll_parent(parent_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="skillos-parent-watch").start()
+
+
+def json_text(data, indent: int | None = 1) -> str:
+    """JSON that every parser reads: a non-finite float (inf, nan) becomes null, never the
+    `Infinity` / `NaN` tokens Python writes by default; secrets redacted."""
+    import json
+    import math
+
+    from skillos.ledger.secrets import redact_text
+
+    def clean(obj):
+        if isinstance(obj, float) and not math.isfinite(obj):
+            return None
+        if isinstance(obj, dict):
+            return {k: clean(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [clean(v) for v in obj]
+        return obj
+
+    return redact_text(json.dumps(clean(data), indent=indent, default=str, allow_nan=False))

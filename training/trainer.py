@@ -176,11 +176,11 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
         trainer.train(resume_from_checkpoint=resume)
     except BaseException as exc:
         if ledger is not None:
-            ledger.end_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
-                           f"{type(exc).__name__}: {exc}"[:300])
+            ledger.end_experiment_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
+                                      f"{type(exc).__name__}: {exc}"[:300])
         raise
     if ledger is not None:
-        ledger.end_run(run_id, "finished")
+        ledger.end_experiment_run(run_id, "finished")
     archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": reward_fn.history}
 
