@@ -583,6 +583,14 @@ def _apply_overrides(cfg, n_games, n_train_games) -> None:
     cfgmod.validate(cfg)
 
 
+def _redacted_excepthook(kind, value, tb) -> None:
+    import traceback
+
+    from skillos.ledger.secrets import redact_text
+
+    sys.stderr.write(redact_text("".join(traceback.format_exception(kind, value, tb))))
+
+
 def main() -> None:
     """Console entry point: user mistakes are one line on stderr and a non-zero exit.
 
@@ -590,6 +598,7 @@ def main() -> None:
     SkillosError lands here instead of as a traceback."""
     import sqlite3
 
+    sys.excepthook = _redacted_excepthook  # a bug's traceback still shows, without any key
     try:
         app()
     except SkillosError as exc:

@@ -259,7 +259,18 @@ class _Collect:
 def run(cfg, out: Path, ledger=None, echo=print) -> dict:
     """rollout → reflect/propose → gate on validation → update, for optimize.epochs epochs; then
     one read of the sealed test split for the seed-vs-best report. Writes best_skill/,
-    history.jsonl, rejected.json and report.json to `out`; records every candidate in the ledger."""
+    history.jsonl, rejected.json and report.json to `out`; records every candidate in the ledger.
+    The folder is locked while the run writes it (a second optimize on it is refused)."""
+    from skillos.evals.experiment import check_out
+    from skillos.safety import RunLock
+
+    out = Path(out)
+    check_out(out)
+    with RunLock(out):
+        return _run(cfg, out, ledger, echo)
+
+
+def _run(cfg, out: Path, ledger=None, echo=print) -> dict:
     import random
 
     from skillos.evals import stats
