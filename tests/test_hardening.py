@@ -48,7 +48,7 @@ def test_missing_named_inputs_are_errors_and_paths_resolve_beside_the_config(
     cfg = config.load(good)
     assert config.static_repo_path(cfg, "repo:a") == str(conf / "skills")
     for other in ("compute:\n  deepspeed_config: nope.json\n", "optimize:\n  seed_skills: nope\n",
-                  "training:\n  resume_from_checkpoint: nope\n", "eval:\n  output_dir: afile\n"):
+                  "training:\n  resume_from_checkpoint: nope\n", "eval:\n  output_dir: conf/afile\n"):
         with pytest.raises(ConfigError):
             config.load(_write(conf, other, "other.yaml"))
 

@@ -438,7 +438,7 @@ BOUNDS = [
     ("training.max_prompt_length", 1, 1 << 22), ("training.save_steps", 1, 10_000_000),
     ("training.save_total_limit", 1, 1_000_000), ("training.seed", 0, 2**31 - 1),
     ("training.vllm_gpu_memory_utilization", 0.01, 1.0),
-    ("training.vllm_tensor_parallel_size", 1, 1024), ("training.checkpoint_gb", 1e-6, 1e5),
+    ("training.vllm_tensor_parallel_size", 1, 1024), ("training.checkpoint_gb", 1e-6, 1e9),
 ]
 BACKEND_BOUNDS = [  # for executor, curator, judge and optimize.optimizer
     ("temperature", 0.0, 10.0), ("top_p", 1e-9, 1.0), ("top_k", 1, 100_000),
@@ -485,16 +485,17 @@ def looks_like_path(value: str) -> bool:
 def check_inputs(cfg: Config) -> None:
     """Every input folder or file a config names exists, resolved beside the config file: a
     missing static repo must not play as an empty one. Outputs (output_dir) may not exist yet."""
-    def need(key: str, value: str | None, kind: str) -> None:
+    def need(key: str, value: str | None, kind: str, beside_config: bool = True) -> None:
         if value is None:
             return
-        p = relative_to_config(cfg, Path(value).expanduser())
+        p = Path(value).expanduser()
+        p = relative_to_config(cfg, p) if beside_config else p
         if kind == "folder" and not p.is_dir():
-            raise ConfigError(f"{key}: {value!r} is {'a file' if p.exists() else 'missing'} "
-                              f"(looked for the folder {p})")
+            raise ConfigError(f"{key}: {value!r} is {'a file' if p.exists() else 'missing'}; it must be "
+                              f"a folder (looked for {p})")
         if kind == "file" and not p.is_file():
-            raise ConfigError(f"{key}: {value!r} is {'a folder' if p.is_dir() else 'missing'} "
-                              f"(looked for the file {p})")
+            raise ConfigError(f"{key}: {value!r} is {'a folder' if p.is_dir() else 'missing'}; it must be "
+                              f"a file (looked for {p})")
 
     if any(arm == "static_repo" for arm in cfg.eval.arms):
         need("eval.static_repo", cfg.eval.static_repo, "folder")
@@ -510,13 +511,15 @@ def check_inputs(cfg: Config) -> None:
             need(f"eval.curators.{name}", checkpoint, "folder")
     need("optimize.seed_skills", cfg.optimize.seed_skills, "folder")
     need("compute.deepspeed_config", cfg.compute.deepspeed_config, "file")
-    need("training.resume_from_checkpoint", cfg.training.resume_from_checkpoint, "folder")
+    # Checkpoints and local model folders are read where they are used, from the working
+    # directory (they live under an output folder); they must exist all the same.
+    need("training.resume_from_checkpoint", cfg.training.resume_from_checkpoint, "folder", False)
     for key in ("executor.model", "curator.model", "judge.model", "optimize.optimizer.model",
                 "training.model"):
         value = _get(cfg, key)
         if isinstance(value, str) and looks_like_path(value):
-            need(key, value, "folder")
-    for key in ("eval.output_dir", "training.output_dir"):
+            need(key, value, "folder", False)
+    for key in ("eval.output_dir", "training.output_dir"):  # outputs: relative to the cwd
         value = _get(cfg, key)
-        if value is not None and relative_to_config(cfg, value).is_file():
+        if value is not None and Path(value).expanduser().is_file():
             raise ConfigError(f"{key}: {value!r} is a file; an output folder is needed")
