@@ -78,22 +78,47 @@ class Applied:
     content: str | None = None  # inserted or updated text, for the judge
 
 
+MAX_OPS_PER_CALL = 32  # a curator call editing more than this is refused past it, and counted
+
+
 def ops_from_tool_calls(calls: list[dict]) -> list:
-    """Tool calls of either form -> operations (unknown tools become invalid operations)."""
+    """Tool calls of either form -> operations. Whatever a model sends (arguments that are a
+    list or a string, `operations` that is not a list, an unknown tool, more than
+    MAX_OPS_PER_CALL edits) becomes invalid operations that apply_op refuses and the runner
+    counts, never an exception and never silently nothing."""
     ops = []
-    for call in calls:
-        name, args = call.get("name"), call.get("arguments") or {}
-        if name == "curate_and_advance":
-            ops.extend(args.get("operations") or [])
+    for call in calls if isinstance(calls, list) else [calls]:
+        if not isinstance(call, dict):
+            ops.append({"op": f"unparseable tool call {str(call)[:60]!r}"})
+            continue
+        name, args = call.get("name"), call.get("arguments")
+        args = {} if args is None else args
+        if not isinstance(args, dict):
+            ops.append({"op": f"unparseable arguments for {str(name)[:40]!r}: {str(args)[:60]!r}"})
+        elif name == "curate_and_advance":
+            listed = args.get("operations", [])
+            if listed is None:
+                listed = []
+            if not isinstance(listed, list):
+                ops.append({"op": f"operations must be a list, got {type(listed).__name__}"})
+            elif "_unparsed" in args:
+                ops.append({"op": "unparseable arguments"})
+            else:
+                ops.extend(listed)
         elif name in TOOL_OPS:
-            ops.append({"op": TOOL_OPS[name], **args})
+            ops.append({**args, "op": TOOL_OPS[name]} if "_unparsed" not in args
+                       else {"op": "unparseable arguments"})
         else:
-            ops.append({"op": f"unknown tool {name!r}"})
+            ops.append({"op": f"unknown tool {str(name)[:40]!r}"})
+    if len(ops) > MAX_OPS_PER_CALL:
+        ops = ops[:MAX_OPS_PER_CALL] + [{"op": f"{len(ops) - MAX_OPS_PER_CALL} operations past the "
+                                         f"limit of {MAX_OPS_PER_CALL} per call"}]
     return ops
 
 
 def apply_op(repo: SkillRepo, op) -> Applied:
-    if not isinstance(op, dict) or op.get("op") not in OPS or not op.get("skill_name"):
+    if not isinstance(op, dict) or op.get("op") not in OPS or not op.get("skill_name") \
+            or not isinstance(op.get("skill_name"), str):
         return Applied(False, f"- invalid operation {str(op)[:80]!r}: needs op (insert|update|delete) "
                               "and skill_name")
     kind, name = op["op"], str(op["skill_name"])

@@ -21,7 +21,7 @@ from typing import Callable
 
 import yaml
 
-from skillos.config import Config, curator_config, static_repo_path
+from skillos.config import Config, check_inputs, curator_config, static_repo_path
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals import trace
@@ -30,6 +30,7 @@ from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
 from skillos.repo.store import write_atomic
+from skillos.safety import RunLock, die_with_parent, json_text
 
 # (arm, phase, done, total, live) with live = "won 3/5 measured, 0 unmeasured, 1 coerced" or ""
 Progress = Callable[[str, str, int, int, str], None]
@@ -39,7 +40,9 @@ def load_games(cfg: Config, split: str, n: int, progress=None):
     from skillos.evals.envs.alfworld import games, scenes
 
     if cfg.env.data == "official" and not os.environ.get("ALFWORLD_DATA"):
-        raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set")
+        raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set: download the data "
+                           "with `alfworld-download` (from the alfworld package; ~2 GB into ~/.cache/alfworld) "
+                           "and export ALFWORLD_DATA=~/.cache/alfworld")
     scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
     if cfg.env.data == "official":
         found = games.load_official(os.environ["ALFWORLD_DATA"], split)
@@ -77,11 +80,26 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     An output folder that is not empty is refused unless `resume` (continue it: finished games
     are not played again) or `overwrite` (delete it and start over)."""
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
+    check_out(out, resume, overwrite)
+    created = not out.exists()
+    lock = RunLock(out).acquire()  # one writer per folder: a second one, or a resume while it lives, is refused
+    try:
+        return _run_eval_locked(cfg, out, progress, ledger, resume, overwrite)
+    finally:
+        lock.release()
+        if created and {p.name for p in out.iterdir()} <= {RunLock.NAME}:
+            shutil.rmtree(out, ignore_errors=True)  # refused before anything was written: no folder
+
+
+def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, overwrite: bool) -> dict:
     done = _prepare_out(out, cfg, resume, overwrite)
+    check_inputs(cfg)  # named inputs exist (beside the config file) before anything is played
     for arm in cfg.eval.arms:
         if static_repo_path(cfg, arm):
+            if not Path(static_repo_path(cfg, arm)).is_dir():
+                raise SkillosError(f"arm {arm}: {static_repo_path(cfg, arm)} is not a skill folder")
             try:  # fail on a bad folder before any game is played
-                SkillRepo.load(static_repo_path(cfg, arm))
+                SkillRepo.load(static_repo_path(cfg, arm))  # an existing empty folder is honest: step 0
             except SkillError as exc:
                 raise SkillosError(f"arm {arm}: {exc}") from None
 
@@ -97,7 +115,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
         raise SkillosError(f"{len(overlap)} held-out games also appear in {cfg.env.train_split}; refusing to run")
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     record = _Record(ledger, cfg, out, resumed=resume)
     jobs = [(cfg, arm, held_out, train, out, done.get(arm, {})) for arm in cfg.eval.arms]
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
@@ -114,7 +132,7 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
         raise
     result = reporting.build(cfg, rows, out, n_train=len(train))
     record.finished(result, out / "games.jsonl")
-    (out / "report.json").write_text(json.dumps(result, indent=1))
+    write_atomic(out / "report.json", json_text(result))  # redacted, atomic, no Infinity
     return result
 
 
@@ -172,10 +190,26 @@ class _Record:
         for arm, run in self.runs.items():
             self.ledger.add_eval(run, arm, result["arms"][arm], str(jsonl.resolve()), digest)
             self.ledger.end_run(run, "finished")
+            self._curator_failures(arm, run, result)
         self.ledger.correct("experiments", self.experiment, "status", "eval finished",
                             value="measured")
         result["ledger"] = {"path": str(self.ledger.path), "experiment_id": self.experiment,
                             "run_ids": self.runs}
+
+
+    def _curator_failures(self, arm: str, run: int, result: dict) -> None:
+        """Failed curator calls and refused operations of an arm, as one ledger failure: the
+        curated repo is what a curator that failed this often produced."""
+        counts = [c for c in (result.get("train_curation", {}).get(arm), result["arms"][arm]) if c]
+        calls = sum(c["curator_calls"] for c in counts)
+        failed = sum(c["curator_failed_calls"] for c in counts)
+        refused = sum(c["curator_refused_ops"] for c in counts)
+        ops = refused + sum(c["curator_applied_ops"] for c in counts)
+        if failed or refused:
+            self.ledger.add_failure(
+                f"arm {arm}: {failed} of {calls} curator calls failed, {refused} of {ops} curator "
+                "operations refused", "near-miss", kind="operational", detected_by="toolkit",
+                experiment_id=self.experiment, run_id=run)
 
 
 def executor_fingerprint(cfg: Config) -> str:
@@ -196,7 +230,9 @@ def arm_settings(cfg: Config) -> dict:
 def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
     """Whether `out` holds a previous run; refuses a non-empty folder without resume or
     overwrite, and a resume with nothing to resume. Cheap: launchers call it before the gates."""
-    used = out.exists() and any(out.iterdir())
+    if out.exists() and not out.is_dir():
+        raise SkillosError(f"{out}: is a file; the output folder must be a folder")
+    used = out.exists() and any(p.name != RunLock.NAME for p in out.iterdir())
     if resume and not used:
         raise SkillosError(f"{out}: nothing to resume (the folder is empty or missing)")
     if used and not (resume or overwrite):
@@ -212,8 +248,10 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
     removed and it starts over."""
     if not check_out(out, resume, overwrite):
         return {}
-    if overwrite:
-        shutil.rmtree(out)
+    if overwrite:  # everything but the lock this process holds
+        for path in out.iterdir():
+            if path.name != RunLock.NAME:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
         return {}
     try:
         recorded = yaml.safe_load((out / "config.yaml").read_text())
@@ -286,17 +324,29 @@ def _play_in_parallel(jobs, workers: int, progress: Progress | None) -> dict:
     """Arms are independent (each has its own repo and curator), so they run in separate
     processes; rows are identical to a sequential run. Each JSONL line is one append."""
     context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    with context.Manager() as manager, ProcessPoolExecutor(workers, mp_context=context) as pool:
-        events = manager.Queue()
-        futures = {job[1]: pool.submit(_play_arm_reporting, job, events) for job in jobs}
+    # No manager process: the progress queue reaches each worker when it starts, and every worker
+    # dies with this process (a kill -9 of the main process must not leave writers behind).
+    events = context.Queue()
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                             initargs=(os.getpid(), events)) as pool:
+        futures = {job[1]: pool.submit(_play_arm_reporting, job) for job in jobs}
         while not all(f.done() for f in futures.values()):
             _drain(events, progress, timeout=0.2)
         _drain(events, progress, timeout=0)
         return {arm: future.result() for arm, future in futures.items()}
 
 
-def _play_arm_reporting(job, events):
-    return play_arm(*job, progress=lambda *event: events.put(event))
+_EVENTS = None  # in a worker: the queue its progress events go to
+
+
+def _start_worker(parent_pid: int, events) -> None:
+    global _EVENTS
+    die_with_parent(parent_pid)
+    _EVENTS = events
+
+
+def _play_arm_reporting(job):
+    return play_arm(*job, progress=lambda *event: _EVENTS.put(event))
 
 
 def _drain(events, progress, timeout: float) -> None:

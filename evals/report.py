@@ -34,8 +34,39 @@ def arm_summary(rows: list[dict]) -> dict:
         "coerced_actions": coerced,
         "coercion_rate": coerced / actions if actions else None,
         "final_repo_size": rows[-1]["repo_size"] if rows else 0,
+        **curation_summary(rows),
         "by_task_type": dict(sorted(by_type.items())),
     }
+
+
+def curation_summary(rows: list[dict]) -> dict:
+    """The curator's calls after these games: failed calls and refused operations are counted
+    beside the coercion rate (an invisible curator failure looks like a curator that chose not
+    to edit). Rows written before these counts existed count as zero."""
+    calls = sum(r.get("curator_calls", 0) for r in rows)
+    failed = sum(r.get("curator_failed_calls", 0) for r in rows)
+    applied = sum(r.get("curator_applied_ops", 0) for r in rows)
+    refused = sum(r.get("curator_refused_ops", 0) for r in rows)
+    return {"curator_calls": calls, "curator_failed_calls": failed,
+            "curator_failure_rate": failed / calls if calls else None,
+            "curator_applied_ops": applied, "curator_refused_ops": refused}
+
+
+def _train_curation(out: Path, arms: list) -> dict:
+    """Per arm, the curator's counts over its train games (curation.jsonl)."""
+    import json
+
+    rows: dict = {arm: [] for arm in arms}
+    path = Path(out) / "curation.jsonl"
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("arm") in rows:
+                rows[r["arm"]].append(r)
+    return {arm: curation_summary(arm_rows) for arm, arm_rows in rows.items() if arm_rows}
 
 
 def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
@@ -61,6 +92,7 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
         "retrieval": {"top_k": cfg.retrieval.top_k, "mode": cfg.retrieval.mode},
         "control": control,
         "arms": {arm: arm_summary(arm_rows) for arm, arm_rows in rows.items()},
+        "train_curation": _train_curation(out, list(rows)),
         "comparisons": [c.to_dict() for c in comparisons],
         "family_correction": "holm",
     }
@@ -79,12 +111,16 @@ def render(result: dict, console) -> None:
                   f"({env['n_games']} games, seed {env['seed']}, max {env['max_steps']} steps); "
                   f"curation on {env['n_train_games']} {env['train_split']} games")
     arms = Table(title="Arms (success on measured games)")
-    for col in ("arm", "success", "measured/attempted", "unmeasured", "coerced", "skills"):
+    for col in ("arm", "success", "measured/attempted", "unmeasured", "coerced", "curator failed",
+                "ops refused", "skills"):
         arms.add_column(col)
     for arm, s in result["arms"].items():
         arms.add_row(arm, f"{s['successes']}/{s['measured']} ({_pct(s['success_rate'])})",
                      f"{s['measured']}/{s['attempted']}", str(s["unmeasured"]),
-                     f"{s['coerced_actions']}/{s['actions']}", str(s["final_repo_size"]))
+                     f"{s['coerced_actions']}/{s['actions']}",
+                     f"{s.get('curator_failed_calls', 0)}/{s.get('curator_calls', 0)} calls",
+                     f"{s.get('curator_refused_ops', 0)}/{s.get('curator_refused_ops', 0) + s.get('curator_applied_ops', 0)}",
+                     str(s["final_repo_size"]))
     console.print(arms)
     types = sorted({t for s in result["arms"].values() for t in s["by_task_type"]})
     by_type = Table(title="By task type (successes/measured)")

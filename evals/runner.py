@@ -18,6 +18,7 @@ from typing import Callable
 
 from skillos.errors import SkillosError
 from skillos.evals.trace import TRACES, TraceWriter, repo_changes
+from skillos.ledger.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
 from skillos.repo.store import write_atomic
@@ -58,11 +59,21 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
         traj.won = obs.won
     except Exception as exc:  # noqa: BLE001 - any failure to measure is recorded, not scored
         traj.won = None
-        traj.unmeasured_reason = f"{type(exc).__name__}: {exc}"[:300]
+        traj.unmeasured_reason = redact_text(f"{type(exc).__name__}: {exc}")[:300]
     return traj
 
 
-def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval") -> dict:
+def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
+        curation: dict | None = None) -> dict:
+    """One game's JSONL row. `curation`: what the curator did after it (calls, failed calls,
+    applied and refused operations), zeros for an arm that does not curate."""
+    return {**_row(arm, traj, repo_size, phase), **(curation or dict.fromkeys(CURATION_COUNTS, 0))}
+
+
+CURATION_COUNTS = ("curator_calls", "curator_failed_calls", "curator_applied_ops", "curator_refused_ops")
+
+
+def _row(arm: str, traj: Trajectory, repo_size: int, phase: str) -> dict:
     return {
         "arm": arm,
         "phase": phase,
@@ -75,7 +86,7 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval") -> dict
         "skills_retrieved": traj.retrieved,
         "repo_size": repo_size,
         "unmeasured": traj.won is None,
-        "unmeasured_reason": traj.unmeasured_reason,
+        "unmeasured_reason": redact_text(traj.unmeasured_reason),
     }
 
 
@@ -121,11 +132,12 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
 
     def record(index: int, traj: Trajectory | None, finished: dict | None = None) -> None:
         if finished is None:
+            curation = None
             if curator is not None and repo is not None:
-                _curate(curator, traj, repo)
-            finished = row(arm, traj, len(repo) if repo is not None else 0, phase)
+                curation = _curate(curator, traj, repo)
+            finished = row(arm, traj, len(repo) if repo is not None else 0, phase, curation)
             if fh:
-                fh.write(json.dumps(finished) + "\n")
+                fh.write(redact_text(json.dumps(finished)) + "\n")
                 fh.flush()
                 traces.write(arm, phase, traj)
         results[index] = finished
@@ -205,22 +217,28 @@ class _EnvPool:
             self.free.put(env)
 
 
-def _curate(curator, traj, repo: SkillRepo) -> None:
-    """Curate after a game, and keep what the curator changed on the game's trace."""
+def _curate(curator, traj, repo: SkillRepo) -> dict:
+    """Curate after one game, keep what the curator changed on the game's trace, and return its
+    counts. A curator that raises (a malformed reply its backend let through, a bug in a plugin)
+    is a failed call, counted: never the end of the arm."""
     before = {s.name: s for s in repo.skills}
-    _curate_marked(curator, traj, repo)
+    marker = repo.root / PROGRESS if repo.root is not None else None
+    if marker is not None:
+        curated = curation_progress(repo.root)["curated"]
+        write_atomic(marker, json.dumps({"curated": curated, "state": "curating"}))
+    failed_before = getattr(curator, "unmeasured_calls", 0)
+    try:
+        results = list(curator.curate(traj, repo) or [])
+        raised = 0
+    except Exception:  # noqa: BLE001 - counted below as a failed curator call
+        results, raised = [], 1
+    if marker is not None:
+        write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))
     traj.curation = repo_changes(before, repo)
-
-
-def _curate_marked(curator, traj, repo: SkillRepo) -> None:
-    if repo.root is None:
-        curator.curate(traj, repo)
-        return
-    marker = repo.root / PROGRESS
-    curated = curation_progress(repo.root)["curated"]
-    write_atomic(marker, json.dumps({"curated": curated, "state": "curating"}))
-    curator.curate(traj, repo)
-    write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))
+    applied = sum(bool(getattr(r, "ok", False)) for r in results)
+    return {"curator_calls": 1,
+            "curator_failed_calls": getattr(curator, "unmeasured_calls", 0) - failed_before + raised,
+            "curator_applied_ops": applied, "curator_refused_ops": len(results) - applied}
 
 
 def _check_error_budget(arm: str, phase: str, rows: list[dict], max_error_rate: float | None) -> None:

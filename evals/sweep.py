@@ -66,7 +66,7 @@ def _names(folders, flag: str) -> dict:
         while name in names:
             n += 1
             name = f"{folder.name}-{n}"
-        names[name] = str(folder)
+        names[name] = str(folder.resolve())  # given on the command line: the shell's cwd
     return names
 
 

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from skillos.evals.trajectory import Trajectory
+from skillos.ledger.secrets import redact_text
 
 TRACES = "trajectories.jsonl"
 
@@ -74,7 +75,7 @@ class TraceWriter:
         self.path = Path(path)
 
     def write(self, arm: str, phase: str, traj: Trajectory) -> None:
-        data = (json.dumps(trace_row(arm, phase, traj)) + "\n").encode("utf-8")
+        data = (redact_text(json.dumps(trace_row(arm, phase, traj))) + "\n").encode("utf-8")  # no key in any file
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             while data:  # a short write continues where it stopped

@@ -1,5 +1,7 @@
-"""Keep secrets out of the ledger: API keys and tokens are redacted from every text and every
-config snapshot before a row is written."""
+"""Keep secrets out of everything skillos writes: API keys and tokens are redacted from every
+text and config snapshot before a ledger row, a JSONL row, a report, a log line or an error
+message leaves the process: known key shapes, variables whose names say they are secrets, and
+the value of every variable a config names as its key (whatever its name and shape)."""
 
 from __future__ import annotations
 
@@ -16,15 +18,40 @@ _SECRET_VALUE = re.compile(
 )
 
 
+# Variables a config names as holding a key (`api_key_env`, any name at all): their values are
+# redacted whatever they look like. Registered when a config loads and when a backend reads its
+# key; forked workers inherit the set.
+_KEY_VARS: set[str] = set()
+MIN_KEY_CHARS = 4  # shorter values would redact ordinary text; no real key is this short
+
+
+def protect_key_vars(names) -> None:
+    """Redact the values of these environment variables everywhere text leaves the process."""
+    _KEY_VARS.update(n for n in names if n)
+
+
+def protect_config(cfg) -> None:
+    """Every key variable a config names (executor, curator, judge, optimizer), and the default
+    variable of each API backend it uses."""
+    from skillos.evals.backends.chat import DEFAULT_KEY_ENV
+
+    sections = [cfg.executor, cfg.curator, cfg.judge, cfg.optimize.optimizer]
+    protect_key_vars(s.api_key_env for s in sections)
+    protect_key_vars(DEFAULT_KEY_ENV.get(s.backend) for s in sections)
+
+
 def _env_secrets() -> list[str]:
-    """Values of environment variables whose names say they are secrets."""
-    return sorted((v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8),
-                  key=len, reverse=True)
+    """Values of environment variables whose names say they are secrets, or that a config named."""
+    found = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+    found |= {os.environ[k] for k in _KEY_VARS if len(os.environ.get(k, "")) >= MIN_KEY_CHARS}
+    return sorted(found, key=len, reverse=True)
 
 
 def redact_text(text: str | None) -> str | None:
     if text is None:
         return None
+    if not isinstance(text, str):
+        return text
     for value in _env_secrets():
         text = text.replace(value, REDACTED)
     return _SECRET_VALUE.sub(REDACTED, text)

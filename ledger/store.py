@@ -96,7 +96,8 @@ def git_version(cwd: str | Path = ".") -> tuple[str | None, bool | None]:
                                 text=True, timeout=10)
         if commit.returncode != 0:
             return None, None
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=cwd, capture_output=True,
+        # tracked files only: run outputs (checkpoints, runs/) must not mark every later run dirty
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
                                 text=True, timeout=10)
         return commit.stdout.strip(), bool(status.stdout.strip())
     except (OSError, subprocess.TimeoutExpired):
@@ -168,6 +169,7 @@ class Ledger:
 
     # -- low level ------------------------------------------------------------------------
     def _insert(self, table: str, stamp: str = "created_at", **values) -> int:
+        values = {k: redact_text(v) if isinstance(v, str) else v for k, v in values.items()}
         values.setdefault(stamp, now())
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
@@ -230,9 +232,32 @@ class Ledger:
                             success_metric=redact_text(success_metric), config_hash=config_hash)
 
     def find_or_add_experiment(self, name: str, config_hash: str, **fields) -> int:
+        """The experiment of this name and config. One registered by hand before its first run
+        (`ledger experiments add`: no config yet) is that experiment: the run attaches to it
+        and fills in its config hash, instead of a duplicate under the same name."""
         row = self.db.execute("SELECT id FROM experiments WHERE name = ? AND config_hash = ? "
                               "ORDER BY id DESC LIMIT 1", (name, config_hash)).fetchone()
-        return row["id"] if row else self.add_experiment(name, config_hash=config_hash, **fields)
+        if row:
+            return row["id"]
+        planned = self.db.execute(
+            "SELECT e.id FROM experiments e WHERE e.name = ? AND e.config_hash IS NULL AND NOT EXISTS "
+            "(SELECT 1 FROM runs r WHERE r.experiment_id = e.id) ORDER BY e.id DESC LIMIT 1", (name,)).fetchone()
+        if planned:
+            self.db.execute("UPDATE experiments SET config_hash = ? WHERE id = ? AND config_hash IS NULL",
+                            (config_hash, planned["id"]))
+            return planned["id"]
+        return self.add_experiment(name, config_hash=config_hash, **fields)
+
+    def resolve_experiment(self, ref) -> int:
+        """An experiment id from an id or a name (the newest experiment of that name)."""
+        text = str(ref).strip()
+        if text.lstrip("#").isdigit():
+            return self._row("experiments", int(text.lstrip("#")))["id"]
+        row = self.db.execute("SELECT id FROM experiments WHERE name = ? ORDER BY id DESC LIMIT 1",
+                              (text,)).fetchone()
+        if row is None:
+            raise LedgerError(f"no experiment named {text!r} (ledger experiments list shows them)")
+        return row["id"]
 
     def experiment(self, exp_id: int) -> dict:
         exp = self._current("experiments", self._row("experiments", exp_id))
@@ -245,9 +270,12 @@ class Ledger:
                 for r in self.db.execute("SELECT * FROM experiments ORDER BY id")]
         return rows if include_invalid else [r for r in rows if r["valid"]]
 
+    EVIDENCE_STATUSES = ("measured", "finished", "concluded")
+
     def evidence(self) -> list[dict]:
-        """Experiments that gates and reports may treat as evidence: valid ones only."""
-        return self.experiments(include_invalid=False)
+        """Experiments that gates and reports may treat as evidence: valid ones that measured
+        something (not planned, running, crashed or interrupted)."""
+        return [e for e in self.experiments(include_invalid=False) if e["status"] in self.EVIDENCE_STATUSES]
 
     def arm_id(self, experiment_id: int, name: str) -> int:
         self.db.execute("INSERT OR IGNORE INTO arms (experiment_id, name) VALUES (?, ?)",
@@ -270,6 +298,16 @@ class Ledger:
         """Complete a run's record (the one in-place write: a lifecycle, not a correction)."""
         self.db.execute("UPDATE runs SET ended_at = ?, status = ?, detail = ? WHERE id = ? "
                         "AND ended_at IS NULL", (now(), status, redact_text(detail), run_id))
+
+    def end_experiment_run(self, run_id: int, status: str, detail: str | None = None,
+                           experiment_status: str | None = None) -> None:
+        """End a run that is its experiment's whole launch (train, optimize) and give the
+        experiment the same outcome, so a finished one is not left `planned`."""
+        self.end_run(run_id, status, detail)
+        experiment = self._row("runs", run_id)["experiment_id"]
+        if experiment is not None:
+            self.correct("experiments", experiment, "status", f"run #{run_id} {status}",
+                         value=experiment_status or status)
 
     def run(self, run_id: int) -> dict:
         run = self._current("runs", self._row("runs", run_id))
@@ -348,8 +386,9 @@ class Ledger:
             where, args = where + " AND category = ?", args + [category]
         if experiment_id:
             where, args = where + " AND experiment_id = ?", args + [experiment_id]
-        if text:
-            where, args = where + " AND what LIKE ?", args + [f"%{text}%"]
+        if text:  # a substring: % and _ in it are literal characters, not wildcards
+            escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where, args = where + " AND what LIKE ? ESCAPE '\\'", args + [f"%{escaped}%"]
         ids = f"SELECT id FROM failures {where}"
         snapshot = not self.db.in_transaction  # one read transaction: the four reads see one state
         if snapshot:

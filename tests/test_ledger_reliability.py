@@ -105,6 +105,7 @@ def test_planted_secrets_never_reach_the_ledger(tmp_path, monkeypatch):
 def test_invalidated_experiment_is_not_evidence(tmp_path):
     with Ledger(tmp_path / "l.db") as ledger:
         good = ledger.add_experiment("good")
+        ledger.correct("experiments", good, "status", "eval finished", value="measured")
         stale = ledger.add_experiment("stale-baseline")
         ledger.correct("experiments", stale, "invalidate", "baseline measured on old code")
         assert [e["id"] for e in ledger.evidence()] == [good]

@@ -47,7 +47,9 @@ err = Console(stderr=True)
 
 
 def _print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+    from skillos.safety import json_text
+
+    sys.stdout.write(json_text(data) + "\n")  # no Infinity/NaN tokens, no secrets
 
 
 @skills_app.command("validate")
@@ -74,8 +76,9 @@ def skills_export(
 
     if not repo.is_dir():
         raise SkillosError(f"{repo}: no such skill repo folder")
-    if out.exists() and any(out.iterdir()):
-        raise SkillosError(f"{out}: exists and is not empty; export into a new folder")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SkillosError(f"{out}: exists and is {'a file' if not out.is_dir() else 'not empty'}; "
+                           "export into a new folder")
     try:
         skills = SkillRepo.load(repo)
     except SkillError as exc:
@@ -171,13 +174,43 @@ def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: L
         watch = (watching([out_dir], ledger.path, cfg.compute.stall_minutes, echo=_echo_err)
                  if cfg.compute.watchdog else contextlib.nullcontext())
         with watch:
-            result = _run_with_progress(cfg, out_dir, ledger, resume, overwrite)
+            try:
+                result = _run_with_progress(cfg, out_dir, ledger, resume, overwrite)
+            except KeyboardInterrupt:  # the exact command that continues this run
+                again = [a for a in sys.argv[1:] if a not in ("--resume", "--overwrite")]
+                if "--out" not in again:
+                    again += ["--out", str(out_dir)]
+                err.print(f"interrupted; continue with: skillos {' '.join(map(_quote, again))} --resume",
+                          markup=False, highlight=False, soft_wrap=True)
+                raise typer.Exit(130)
     if after is not None:  # a command's own summary, added to the report
         after(result, out_dir)
     if as_json:
         _print_json(result)
     else:
         render(result, out)
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+class _PlainProgress:
+    """Progress as plain lines, for a stderr that is not a terminal (pipes, CI, an agent's
+    shell): a bar there collapses to `━━ … 0:…`. One line per ~10% and at the end of each phase."""
+
+    def __init__(self):
+        self.shown: dict = {}
+
+    def __call__(self, arm, phase, done, total, live=""):
+        label = f"generating {phase} games" if arm == "generate" else f"{arm} · {phase} games"
+        step = max(1, total // 10)
+        last = self.shown.get((arm, phase), -1)
+        if done == total or done // step != last // step or last < 0:
+            self.shown[(arm, phase)] = done
+            typer.echo(f"{label}: {done}/{total}" + (f" · {live}" if live else ""), err=True)
 
 
 def _echo_err(line: str) -> None:
@@ -189,6 +222,8 @@ def _run_with_progress(cfg, out_dir: Path, ledger, resume: bool, overwrite: bool
 
     from skillos.evals.experiment import run_eval
 
+    if not err.is_terminal:
+        return run_eval(cfg, out_dir, _PlainProgress(), ledger=ledger, resume=resume, overwrite=overwrite)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=False) as bar:
         tasks = {}
@@ -343,9 +378,11 @@ def compare_cmd(
         diff = "unmeasured" if k["difference"] is None else f"{100 * k['difference']:+.1f} pts"
         mde = "unmeasured" if k["mde"] is None else f"{100 * k['mde']:.1f} pts"
         p = "unmeasured" if k["p_value"] is None else f"{k['p_value']:.3g}"
+        ci = ("unmeasured" if k.get("ci_low") is None or k.get("ci_high") is None
+              else f"[{100 * k['ci_low']:+.1f}, {100 * k['ci_high']:+.1f}] pts")
         typer.echo(f"run #{arm['run_id']} ({arm['arm']}): {d['successes']}/{d['measured']} measured "
                    f"of {d['attempted']} ({d['unmeasured']} unmeasured, {d['coerced_actions']} "
-                   f"coerced); paired n={k['n_paired']} (dropped {k['n_dropped']}); diff {diff}; "
+                   f"coerced); paired n={k['n_paired']} (dropped {k['n_dropped']}); diff {diff}, 95% CI {ci}; "
                    f"b/c {k['b']}/{k['c']}; McNemar p {p}, Holm {k['p_holm']:.3g}, BH {k['p_bh']:.3g}; "
                    f"MDE {mde}")
         verdict = "IMPROVEMENT" if arm["improvement"] else "not an improvement: " + "; ".join(arm["why_not"])
@@ -354,7 +391,7 @@ def compare_cmd(
 
 @app.command("postmortem")
 def postmortem_cmd(
-    experiment: Optional[int] = typer.Argument(None, help="Experiment id (default: everything)."),
+    experiment: Optional[str] = typer.Argument(None, help="Experiment id or name (default: everything)."),
     run: Optional[int] = typer.Option(None, help="One run instead of an experiment."),
     since: Optional[str] = typer.Option(None, help="Only records since this date (YYYY-MM-DD)."),
     out_file: Optional[Path] = typer.Option(None, "--out", help="Write the markdown here."),
@@ -375,7 +412,8 @@ def postmortem_cmd(
         except ValueError:
             raise SkillosError(f"--since {since!r}: expected a date like 2026-11-29") from None
     with Ledger() as ledger:
-        text = postmortem(ledger, experiment, run, since)
+        experiment_id = None if experiment is None else ledger.resolve_experiment(experiment)
+        text = postmortem(ledger, experiment_id, run, since)
     if out_file:
         write_atomic(out_file, text)
         typer.echo(f"postmortem written to {out_file}")
@@ -526,6 +564,9 @@ def optimize_cmd(
         _print_json(report)
         return
     c = report["comparison"]
+    scored = report.get("scored_on", {})
+    typer.echo(f"scored on {scored.get('split')}: the {scored.get('role')}, {scored.get('n_games')} games, "
+               f"content hash {scored.get('content_hash')}")
     for arm in ("seed", "best"):
         a = report[arm]
         rate = "unmeasured" if a["success_rate"] is None else f"{a['success_rate']:.1%}"
@@ -548,16 +589,37 @@ def _apply_overrides(cfg, n_games, n_train_games) -> None:
     cfgmod.validate(cfg)
 
 
+def _redacted_excepthook(kind, value, tb) -> None:
+    import traceback
+
+    from skillos.ledger.secrets import redact_text
+
+    sys.stderr.write(redact_text("".join(traceback.format_exception(kind, value, tb))))
+
+
 def main() -> None:
     """Console entry point: user mistakes are one line on stderr and a non-zero exit.
 
     Click handles its own usage errors (exit 2 with usage); everything a command raises as a
     SkillosError lands here instead of as a traceback."""
+    import sqlite3
+
+    sys.excepthook = _redacted_excepthook  # a bug's traceback still shows, without any key
     try:
         app()
     except SkillosError as exc:
         sys.stderr.write(f"error: {exc}\n")  # one line, never wrapped
         sys.exit(exc.exit_code)
+    except sqlite3.DatabaseError as exc:  # a damaged ledger page surfaces on any query
+        from skillos.ledger import default_path
+
+        sys.stderr.write(f"error: {default_path()}: the ledger is damaged ({exc}); move it away or "
+                         "point SKILLOS_HOME elsewhere (sqlite3 .recover can salvage rows)\n")
+        sys.exit(2)
+    except OSError as exc:  # a path that is a file, a folder, unwritable, a full disk: one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,9 @@ def _ledger():
 
 def _emit(data, as_json: bool, lines) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+        from skillos.safety import json_text
+
+        sys.stdout.write(json_text(data) + "\n")  # no Infinity/NaN tokens, no secrets
     else:
         for line in lines(data):
             typer.echo(line)
@@ -117,9 +119,10 @@ def experiments_list(as_json: bool = JSON,
 
 
 @experiments_app.command("show")
-def experiments_show(experiment_id: int, as_json: bool = JSON):
+def experiments_show(experiment: str = typer.Argument(..., help="Experiment id or name."), as_json: bool = JSON):
     """One experiment with its runs and their evals."""
     with _ledger() as ledger:
+        experiment_id = ledger.resolve_experiment(experiment)
         def lines(e):
             out = [_experiment_line(e), f"  hypothesis: {e['hypothesis']}"]
             for r in e["runs"]:

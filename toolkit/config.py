@@ -12,6 +12,8 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -319,6 +321,7 @@ def _choice(value, allowed, where):
 
 
 def validate(cfg: Config) -> Config:
+    check_bounds(cfg)
     _choice(cfg.env.name, ENVS, "env.name")
     _choice(cfg.env.split, SPLITS, "env.split")
     _choice(cfg.env.train_split, SPLITS, "env.train_split")
@@ -401,12 +404,15 @@ def relative_to_config(cfg: Config, path: str | Path) -> Path:
 
 
 def static_repo_path(cfg: Config, arm: str) -> str | None:
-    """The fixed skill folder an arm plays with (static_repo, repo:NAME), else None."""
+    """The fixed skill folder an arm plays with (static_repo, repo:NAME), resolved beside the
+    config file, else None."""
     if arm == "static_repo":
-        return cfg.eval.static_repo
-    if arm.startswith("repo:"):
-        return cfg.eval.static_repos[arm[5:]]
-    return None
+        folder = cfg.eval.static_repo
+    elif arm.startswith("repo:"):
+        folder = cfg.eval.static_repos[arm[5:]]
+    else:
+        return None
+    return str(relative_to_config(cfg, Path(folder).expanduser())) if folder else None
 
 
 def curator_config(cfg: Config, arm: str) -> CuratorConfig:
@@ -415,28 +421,159 @@ def curator_config(cfg: Config, arm: str) -> CuratorConfig:
     if not arm.startswith("curator:"):
         return cfg.curator
     backend = cfg.curator.backend if cfg.curator.backend in ("hf", "vllm") else "hf"
-    return dataclasses.replace(cfg.curator, backend=backend, model=cfg.eval.curators[arm[8:]])
+    model = cfg.eval.curators[arm[8:]]
+    if looks_like_path(model):  # a local checkpoint, beside the config like every path
+        model = str(relative_to_config(cfg, Path(model).expanduser()))
+    return dataclasses.replace(cfg.curator, backend=backend, model=model)
 
 
 def from_dict(data: Any, where: str = "") -> Config:
-    return validate(_build(Config, data, where))
+    return _protect(validate(_build(Config, data, where)))
+
+
+def _protect(cfg: Config) -> Config:
+    """The key variables the config names: their values are redacted from all output."""
+    from skillos.ledger.secrets import protect_config
+
+    protect_config(cfg)
+    return cfg
 
 
 def load(path: str | Path) -> Config:
+    from skillos import safety
+    from skillos.errors import SkillosError
+
     path = Path(path)
+    try:  # size capped before parsing; duplicated keys and alias bombs refused
+        data = safety.load_yaml(safety.read_text(path, safety.MAX_CONFIG_BYTES, "config file"), str(path))
+    except ConfigError:
+        raise
+    except SkillosError as exc:
+        raise ConfigError(str(exc)) from None
+    if data is None or data == {}:
+        raise ConfigError(f"{path}: the config is empty; name at least the experiment (see "
+                          "evals/configs/quickstart.yaml)")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read ({exc})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}:{yaml_error_line(exc)} invalid YAML") from None
-    try:
-        cfg = from_dict(data or {})
+        cfg = _build(Config, data, "")
+        cfg.source = path
+        _protect(validate(cfg))
+        check_inputs(cfg)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    cfg.source = path
     return cfg
+
+
+# -- bounds and named inputs, checked at load ---------------------------------------------
+# (key, low, high): every number a config sets is finite and inside these, or the load fails
+# with the bound in the message. Wide enough for the paper's settings; narrow enough that a typo
+# (1e9 games, a 2**80 seed) is an error instead of a full disk, a hang or an overflow.
+BOUNDS = [
+    ("experiment.expected_effect", 1e-6, 1.0), ("experiment.expected_discordance", 1e-6, 1.0),
+    ("experiment.fixes_failure", 1, 2**62), ("experiment.before_run", 1, 2**62),
+    ("env.n_games", 1, 10_000), ("env.n_train_games", 0, 10_000), ("env.max_steps", 1, 1_000),
+    ("env.seed", 0, 2**31 - 1),
+    ("retrieval.top_k", 0, 100),
+    ("eval.alpha", 1e-9, 0.999), ("eval.power", 0.01, 0.9999),
+    ("eval.bootstrap", 100, 1_000_000), ("eval.workers", 0, 256), ("eval.concurrency", 1, 1024),
+    ("eval.wave_size", 1, 10_000), ("eval.control.max_age_days", 0.0, 36_500.0),
+    ("reward.lambda_fc", -100.0, 100.0), ("reward.lambda_cnt", -100.0, 100.0),
+    ("reward.lambda_comp", -100.0, 100.0),
+    ("compute.num_processes", 1, 4096), ("compute.step_minutes", 1e-6, 1e6),
+    ("compute.max_checkpoint_gap_minutes", 1e-3, 1e6), ("compute.stall_minutes", 1e-3, 1e6),
+    ("optimize.epochs", 1, 1_000), ("optimize.minibatch_size", 1, 10_000),
+    ("optimize.max_edits", 1, 1_000), ("optimize.min_edits", 1, 1_000),
+    ("optimize.n_validation", 1, 10_000), ("optimize.gate.k", 0.0, 100.0),
+    ("optimize.gate.max_unmeasured", 0.0, 1.0),
+    ("training.learning_rate", 1e-12, 1.0), ("training.per_device_train_batch_size", 1, 65_536),
+    ("training.gradient_accumulation_steps", 1, 65_536), ("training.beta", 0.0, 1e3),
+    ("training.num_generations", 1, 4096), ("training.generation_batch_size", 1, 1 << 20),
+    ("training.temperature", 0.0, 10.0), ("training.max_steps", 1, 10_000_000),
+    ("training.group_size", 1, 1_000), ("training.max_completion_length", 1, 1 << 22),
+    ("training.max_prompt_length", 1, 1 << 22), ("training.save_steps", 1, 10_000_000),
+    ("training.save_total_limit", 1, 1_000_000), ("training.seed", 0, 2**31 - 1),
+    ("training.vllm_gpu_memory_utilization", 0.01, 1.0),
+    ("training.vllm_tensor_parallel_size", 1, 1024), ("training.checkpoint_gb", 1e-6, 1e9),
+]
+BACKEND_BOUNDS = [  # for executor, curator, judge and optimize.optimizer
+    ("temperature", 0.0, 10.0), ("top_p", 1e-9, 1.0), ("top_k", 1, 100_000),
+    ("max_tokens", 1, 1 << 22), ("history_length", 0, 10_000), ("timeout_s", 0.001, 86_400.0),
+    ("max_retries", 0, 100),
+]
+BACKEND_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer")
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _get(cfg, dotted: str):
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def check_bounds(cfg: Config) -> None:
+    """Every numeric key finite and within its bound; names that become paths are plain names."""
+    bounds = BOUNDS + [(f"{s}.{k}", lo, hi) for s in BACKEND_SECTIONS for k, lo, hi in BACKEND_BOUNDS]
+    for key, low, high in bounds:
+        value = _get(cfg, key)
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{key}: must be a finite number, got {value}")
+        if not low <= value <= high:
+            raise ConfigError(f"{key}: must be between {low:g} and {high:g}, got {value:g}"
+                              if isinstance(value, float) or isinstance(low, float)
+                              else f"{key}: must be between {low} and {high}, got {value}")
+    if not isinstance(cfg.experiment.name, str) or not EXPERIMENT_NAME.fullmatch(cfg.experiment.name):
+        raise ConfigError(f"experiment.name: {str(cfg.experiment.name)[:60]!r} must be 1-100 letters, digits, "
+                          "'.', '_' or '-', starting with a letter or digit (it becomes a folder name)")
+    for key in ("eval.output_dir", "training.output_dir"):
+        value = _get(cfg, key)
+        if value is not None and (not value.strip() or "\0" in value):
+            raise ConfigError(f"{key}: must be a folder path, got {value!r}")
+
+
+def looks_like_path(value: str) -> bool:
+    """A model name that is a local path (./ckpt, /abs, ~/x) rather than a hub id (org/name)."""
+    return value.startswith((".", "/", "~"))
+
+
+def check_inputs(cfg: Config) -> None:
+    """Every input folder or file a config names exists, resolved beside the config file: a
+    missing static repo must not play as an empty one. Outputs (output_dir) may not exist yet."""
+    def need(key: str, value: str | None, kind: str, beside_config: bool = True) -> None:
+        if value is None:
+            return
+        p = Path(value).expanduser()
+        p = relative_to_config(cfg, p) if beside_config else p
+        if kind == "folder" and not p.is_dir():
+            raise ConfigError(f"{key}: {value!r} is {'a file' if p.exists() else 'missing'}; it must be "
+                              f"a folder (looked for {p})")
+        if kind == "file" and not p.is_file():
+            raise ConfigError(f"{key}: {value!r} is {'a folder' if p.is_dir() else 'missing'}; it must be "
+                              f"a file (looked for {p})")
+
+    if any(arm == "static_repo" for arm in cfg.eval.arms):
+        need("eval.static_repo", cfg.eval.static_repo, "folder")
+    for name, folder in cfg.eval.static_repos.items():
+        if not isinstance(folder, str):
+            raise ConfigError(f"eval.static_repos.{name}: expected a folder path, got {folder!r}")
+        if f"repo:{name}" in cfg.eval.arms:
+            need(f"eval.static_repos.{name}", folder, "folder")
+    for name, checkpoint in cfg.eval.curators.items():
+        if not isinstance(checkpoint, str):
+            raise ConfigError(f"eval.curators.{name}: expected a checkpoint path or model id, got {checkpoint!r}")
+        if f"curator:{name}" in cfg.eval.arms and looks_like_path(checkpoint):
+            need(f"eval.curators.{name}", checkpoint, "folder")
+    need("optimize.seed_skills", cfg.optimize.seed_skills, "folder")
+    need("compute.deepspeed_config", cfg.compute.deepspeed_config, "file")
+    # Checkpoints and local model folders are read where they are used, from the working
+    # directory (they live under an output folder); they must exist all the same.
+    need("training.resume_from_checkpoint", cfg.training.resume_from_checkpoint, "folder", False)
+    for key in ("executor.model", "curator.model", "judge.model", "optimize.optimizer.model",
+                "training.model"):
+        value = _get(cfg, key)
+        if isinstance(value, str) and looks_like_path(value):
+            need(key, value, "folder", False)
+    for key in ("eval.output_dir", "training.output_dir"):  # outputs: relative to the cwd
+        value = _get(cfg, key)
+        if value is not None and Path(value).expanduser().is_file():
+            raise ConfigError(f"{key}: {value!r} is a file; an output folder is needed")

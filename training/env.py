@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from skillos.evals.curation import apply_op, curator_input
+from skillos.evals.curation import apply_op, curator_input, ops_from_tool_calls
 from skillos.evals.runner import play
 from skillos.repo import Retriever, SkillRepo
 from skillos.training.reward import Rollout
@@ -91,7 +91,10 @@ class CuratorEnv:
         state.calls += 1
         if len(state.positions) >= len(state.game_ids):
             return "The rollout is over: every task has been played."
-        results = [_apply(state, op) for op in (operations or [])]
+        # the eval path's normalisation: a non-list becomes one refused operation, and edits past
+        # MAX_OPS_PER_CALL are refused (counted in ops_total), not applied
+        ops = ops_from_tool_calls([{"name": "curate_and_advance", "arguments": {"operations": operations}}])
+        results = [_apply(state, op) for op in ops]
         return "\n".join(["Operations:"] + (results or ["(none)"]) + ["", self._advance()])
 
     # -- not tools ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@ rollout → reflect → propose → gate → update loop builds on them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,8 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.evals.stats import GateVerdict, gate
 from skillos.repo import SkillRepo
+from skillos.repo.store import write_atomic
+from skillos.safety import json_text
 
 SCHEDULES = ("cosine", "linear", "constant")
 
@@ -256,7 +259,18 @@ class _Collect:
 def run(cfg, out: Path, ledger=None, echo=print) -> dict:
     """rollout → reflect/propose → gate on validation → update, for optimize.epochs epochs; then
     one read of the sealed test split for the seed-vs-best report. Writes best_skill/,
-    history.jsonl, rejected.json and report.json to `out`; records every candidate in the ledger."""
+    history.jsonl, rejected.json and report.json to `out`; records every candidate in the ledger.
+    The folder is locked while the run writes it (a second optimize on it is refused)."""
+    from skillos.evals.experiment import check_out
+    from skillos.safety import RunLock
+
+    out = Path(out)
+    check_out(out)
+    with RunLock(out):
+        return _run(cfg, out, ledger, echo)
+
+
+def _run(cfg, out: Path, ledger=None, echo=print) -> dict:
     import random
 
     from skillos.evals import stats
@@ -346,11 +360,16 @@ def run(cfg, out: Path, ledger=None, echo=print) -> dict:
                                alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
     report = _report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows), arm_summary(best_rows),
                      len(incumbent), out)
-    (out / "report.json").write_text(json.dumps(report, indent=1))
+    # Which games seed and best are scored on: the sealed test split, named with its hash
+    # (validation numbers never appear as the result).
+    digest = hashlib.sha256("\n".join(sorted(g.content_hash for g in final)).encode()).hexdigest()[:16]
+    report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
+                           "n_games": len(final), "content_hash": digest}
+    write_atomic(out / "report.json", json_text(report))
     if ledger is not None:
         for arm, summary in (("seed", report["seed"]), ("best", report["best"])):
             ledger.add_eval(run_id, arm, summary, None, None)
-        ledger.end_run(run_id, "finished", report["verdict"])
+        ledger.end_experiment_run(run_id, "finished", report["verdict"], experiment_status="measured")
     return report
 
 

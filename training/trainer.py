@@ -156,6 +156,36 @@ class StepHealth:
 def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     """Run GRPO for `cfg` (gates already passed); returns the run's summary."""
     import torch
+
+    cpu = not torch.cuda.is_available()
+    out = output_dir(cfg)
+    if out.exists() and not out.is_dir():
+        raise SkillosError(f"training.output_dir: {out} is a file; an output folder is needed")
+    out.mkdir(parents=True, exist_ok=True)
+    finished = finished_checkpoint(cfg)
+    if finished:  # a rerun of a finished run: report it, never train past max_steps
+        echo(f"already finished: {finished} reached training.max_steps {cfg.training.max_steps}; nothing to train")
+        archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
+        return {"run_id": None, "output_dir": str(out), "checkpoints": archived, "steps": [],
+                "finished": True, "finished_checkpoint": finished}
+    if not is_main_process():
+        return _train(cfg, ledger, echo, warmup, out, cpu)
+    from skillos.safety import RunLock
+
+    with RunLock(out):  # one training run per output folder
+        return _train(cfg, ledger, echo, warmup, out, cpu)
+
+
+def finished_checkpoint(cfg: Config) -> str | None:
+    """The newest complete checkpoint if it is at (or past) training.max_steps, else None."""
+    newest = newest_complete(output_dir(cfg)) if output_dir(cfg).is_dir() else None
+    if newest and cfg.training.max_steps and _step(Path(newest)) >= cfg.training.max_steps \
+            and not cfg.training.resume_from_checkpoint:
+        return newest
+    return None
+
+
+def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from skillos.evals.experiment import load_games, record_experiment
@@ -164,9 +194,6 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     from skillos.training.rollouts import InFlight, rollout_trainer
     from skillos.training.tiny_model import TINY_NAME, resolve
 
-    cpu = not torch.cuda.is_available()
-    out = output_dir(cfg)
-    out.mkdir(parents=True, exist_ok=True)
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     rows = dataset_rows(cfg, games)
     model = resolve(cfg.training.model)
@@ -201,11 +228,11 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
         trainer.train(resume_from_checkpoint=resume)
     except BaseException as exc:
         if ledger is not None:
-            ledger.end_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
-                           f"{type(exc).__name__}: {exc}"[:300])
+            ledger.end_experiment_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
+                                      f"{type(exc).__name__}: {exc}"[:300])
         raise
     if ledger is not None:
-        ledger.end_run(run_id, "finished")
+        ledger.end_experiment_run(run_id, "finished")
     archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": reward_fn.history}
 

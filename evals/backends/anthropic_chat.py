@@ -44,20 +44,27 @@ class AnthropicChat:
                                 "input_schema": t["function"]["parameters"]} for t in tools]
         try:
             response = self.client.messages.create(**kwargs)
-        except self._anthropic.AnthropicError as exc:
-            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        text, thinking, calls = [], [], []
-        for block in response.content:
-            if block.type == "text":
-                text.append(block.text)
-            elif block.type == "thinking":
-                thinking.append(block.thinking)
-            elif block.type == "tool_use":
-                calls.append({"name": block.name, "arguments": dict(block.input)})
-        usage = response.usage
-        return ChatResult("".join(text), calls, "".join(thinking) or None,
-                          usage.input_tokens if usage else None,
-                          usage.output_tokens if usage else None)
+        except (self._anthropic.AnthropicError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc  # a body it cannot parse too
+        try:
+            return _result(response)
+        except Exception as exc:  # noqa: BLE001 - a 200 with HTML, an empty body, a wrong shape
+            raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
+
+
+def _result(response) -> ChatResult:
+    text, thinking, calls = [], [], []
+    for block in response.content:
+        if block.type == "text":
+            text.append(block.text)
+        elif block.type == "thinking":
+            thinking.append(block.thinking)
+        elif block.type == "tool_use":
+            calls.append({"name": block.name, "arguments": dict(block.input) if isinstance(block.input, dict) else block.input})
+    usage = response.usage
+    return ChatResult("".join(text), calls, "".join(thinking) or None,
+                      usage.input_tokens if usage else None,
+                      usage.output_tokens if usage else None)
 
 
 def _turns(messages: list[dict]) -> list[dict]:

@@ -44,6 +44,9 @@ class ChatBackend(Protocol):
 def api_key(config) -> str:
     name = config.api_key_env or DEFAULT_KEY_ENV.get(config.backend, "")
     key = os.environ.get(name, "") if name else ""
+    from skillos.ledger.secrets import protect_key_vars
+
+    protect_key_vars([name])  # whatever the endpoint echoes back, this value never leaves
     if not key:
         raise SkillosError(f"{config.backend} backend needs an API key in ${name} "
                            "(keys are read from the environment only)")

@@ -29,6 +29,7 @@ class LLMCurator:
         self.name = f"{config.backend}:{config.model}"
         self.horizon = horizon or DEFAULT_HORIZON
         self.unmeasured_calls = 0
+        self.last_error: str | None = None
         self._messages: list[dict] = []  # the running conversation (curate_and_advance)
         self._answered: list[tuple] = []  # (call id, its operation lines) awaiting a tool response
         self._games = 0
@@ -37,14 +38,21 @@ class LLMCurator:
         messages = self._prompt(trajectory, repo)
         try:
             reply = self.chat.chat(messages, tools=TOOL_SURFACES[self.tools])
-        except BackendError:
+            if not isinstance(reply.tool_calls, list):
+                raise BackendError(f"tool calls are a {type(reply.tool_calls).__name__}, not a list")
+        except Exception as exc:  # noqa: BLE001 - an outage or any malformed reply: a failed call
             self.unmeasured_calls += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"[:300]
             self._messages = []  # the conversation lost a turn: the next game starts afresh
             return []
         applied, calls = [], []
         for call in reply.tool_calls:
+            if not isinstance(call, dict):
+                call = {"name": None, "arguments": call}
             results = [apply_op(repo, op) for op in ops_from_tool_calls([call])]
             applied += results
+            if not isinstance(call.get("arguments"), dict):  # the wire form needs a mapping
+                call = {"name": str(call.get("name")), "arguments": {"_unparsed": str(call.get("arguments"))[:300]}}
             calls.append((f"call_{self._games}_{len(calls)}", call, [a.line for a in results]))
         if self.tools == "curate_and_advance":
             # Canonical form: arguments as a dict (what chat templates render); the API backends

@@ -14,12 +14,16 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from skillos.evals.backends.chat import make_chat
+from skillos.evals.backends.chat import BackendError, make_chat
 from skillos.repo import Skill
 
 SYSTEM = ("You are an agent in a household text game. Each turn, choose exactly one action from "
           "the admissible actions and answer with it inside <action></action>.")
 ACTION = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
+
+
+class EmptyReply(BackendError):
+    """An executor turn with no content, even after the reformat retry: unmeasured."""
 
 
 def parse_action(text: str, admissible: Sequence[str]) -> str | None:
@@ -85,6 +89,11 @@ class LLMEpisode:
                           + "\n".join(admissible)}]
             reply = self.executor.chat.chat(messages).text
             action = parse_action(reply, admissible)
+            if action is None and not (reply or "").strip():
+                # Nothing to score: e.g. reasoning spent all of max_tokens. The game is
+                # unmeasured (the runner records this reason), not a string of coerced failures.
+                raise EmptyReply("the executor returned no content after the reformat retry "
+                                 "(reasoning may have used all of max_tokens; raise executor.max_tokens)")
         self.steps += 1
         chosen = action if action is not None else (reply or "").strip()[:200]
         self.history.append((chosen, ""))

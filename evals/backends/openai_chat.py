@@ -44,24 +44,33 @@ class OpenAIChat:
             payload = response.json()
         except self._openai.OpenAIError as exc:
             raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        except ValueError as exc:
+        except ValueError as exc:  # a 200 with HTML or an empty body
             raise BackendError(f"the endpoint's reply is not JSON: {exc}"[:300]) from exc
-        choices = payload.get("choices") if isinstance(payload, dict) else None
-        if not choices:
-            raise BackendError("the endpoint returned no choices")
-        message = choices[0].get("message") or {}
-        calls = []
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except ValueError:
-                arguments = {"_unparsed": function.get("arguments")}
-            calls.append({"name": function.get("name"), "arguments": arguments})
-        usage = payload.get("usage") or {}
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
-        return ChatResult(message.get("content") or "", calls, reasoning,
-                          usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        try:
+            return _result(payload)
+        except BackendError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - JSON of the wrong shape: a failed call, not a crash
+            raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
+
+
+def _result(payload) -> ChatResult:
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not choices or not isinstance(choices, list):
+        raise BackendError("the endpoint returned no choices (not a chat completion)")
+    message = choices[0].get("message") or {}
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except (TypeError, ValueError):
+            arguments = {"_unparsed": function.get("arguments")}
+        calls.append({"name": function.get("name"), "arguments": arguments})
+    usage = payload.get("usage") or {}
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return ChatResult(message.get("content") or "", calls, reasoning,
+                      usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
 
 def _wire(message: dict) -> dict:

@@ -195,12 +195,16 @@ def training_only(*gates: int):
 
 
 def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:
-    results = []
+    results, user_error = [], None
     for check in checks:
         try:
             out = check(ctx)
-        except SkillosError:
-            raise  # the user's input (a path, a backend, $ALFWORLD_DATA): one line, exit 2
+        except SkillosError as exc:
+            # The user's input (a path, a backend, $ALFWORLD_DATA): still one line and exit 2,
+            # but only after every other check ran, so the summary covers the whole list.
+            user_error = user_error or exc
+            name = check.__name__.replace("_", "-")
+            out = Result(name, (0,), "FAIL", detail=f"cannot run: {exc}"[:400])
         except Exception as exc:  # noqa: BLE001 - a check that crashes has not passed
             name = check.__name__.replace("_", "-")
             out = Result(name, (0,), "FAIL", detail=f"the check itself failed: "
@@ -208,4 +212,9 @@ def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:
         results.extend(out if isinstance(out, list) else [out])
         for result in (out if isinstance(out, list) else [out]):
             ctx.echo(result.line())
+    if user_error is not None:
+        counts = {s: sum(r.status == s for r in results) for s in ("PASS", "WARN", "FAIL", "SKIP")}
+        cannot = sum(r.detail.startswith("cannot run:") for r in results)
+        raise type(user_error)(f"{user_error} ({len(results)} checks: {counts['PASS']} pass, {counts['WARN']} warn, "
+                               f"{counts['FAIL']} fail ({cannot} could not run for this reason), {counts['SKIP']} skip)")
     return results

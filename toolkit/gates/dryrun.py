@@ -57,8 +57,22 @@ def _games(ctx: Context, split: str, n: int):
     if key not in ctx.cache:
         from skillos.evals.experiment import load_games
 
-        ctx.cache[key] = load_games(ctx.cfg, split, n)
+        ctx.cache[key] = load_games(ctx.cfg, split, n, progress=_generation_progress(ctx, split))
     return ctx.cache[key]
+
+
+def _generation_progress(ctx: Context, split: str):
+    """A first run generates its games here (a minute or more): say so, every ~10%, instead of
+    going silent before the first check line."""
+    shown = {"at": -1}
+
+    def progress(done: int, total: int) -> None:
+        step = max(1, total // 10)
+        if done == total or done // step != shown["at"] // step:
+            shown["at"] = done
+            ctx.echo(f"  generating {split} games for the dry-run: {done}/{total}")
+
+    return progress
 
 
 def _train_pool(ctx: Context):

@@ -355,6 +355,45 @@ def watchdog(ctx: Context) -> Result:
                       "8 GPUs idle for days behind a job whose logs looked healthy")
 
 
+# What a launch imports, by what the config asks for: a missing extra is a FAIL before anything
+# starts (not a 51-line ImportError after the gates passed), with the line that installs it.
+TORCH_FIRST = "pip install torch==2.13.0 (CPU build; first, or pip pulls CUDA) && "
+EXTRAS = {
+    "train": (("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
+              TORCH_FIRST + "pip install 'skillos[train]'"),
+    "hf": (("torch", "transformers", "peft"), TORCH_FIRST + "pip install 'skillos[hf]'"),
+    "openai": (("openai",), "pip install 'skillos[llm]'"),
+    "anthropic": (("anthropic",), "pip install 'skillos[llm]'"),
+    "vllm": (("vllm",), "pip install vllm (on the GPU machine; it pins its own torch)"),
+}
+
+
+@static
+def extras(ctx: Context) -> list[Result]:
+    import importlib.util
+
+    c = ctx.cfg
+    if c.compute.backend == "modal":  # the launch runs in Modal's image, which installs its own
+        return [Result("extras", (1,), "SKIP", detail="compute.backend modal installs its own image")]
+    needed = {s.backend for s in (c.executor, c.curator, c.judge, c.optimize.optimizer)} & set(EXTRAS)
+    if ctx.training:
+        needed.add("train")
+    results = []
+    for extra in sorted(needed):
+        modules, line = EXTRAS[extra]
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        key = "training" if extra == "train" else f"backend {extra}"
+        if missing:
+            # vLLM is installed by hand on the GPU machine a plan is carried to: a warning here
+            status = "WARN" if extra == "vllm" else "FAIL"
+            results.append(Result("extras", (1,), status, key, f"missing {', '.join(missing)}",
+                                  "installed", "a launch that died on an ImportError after the gates "
+                                  f"passed", f"install with: {line}"))
+        else:
+            results.append(Result("extras", (1,), "PASS", key, "installed", "installed"))
+    return results or [Result("extras", (1,), "SKIP", detail="nothing beyond the base install is needed")]
+
+
 @static
 def divergences(ctx: Context) -> list[Result]:
     """Runs last: every declared departure must name a key some check read."""

@@ -73,4 +73,11 @@ class Retriever:
 
 def retrieve(repo, query: str, k: int = 5, mode: str = "bm25") -> list[Hit]:
     """One-off retrieval (builds the index each call); use Retriever in loops."""
+    from skillos.errors import SkillosError
+
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
+        raise SkillosError(f"-k {k}: must be between 0 and {MAX_K}")
     return Retriever(repo, mode).search(query, k)
+
+
+MAX_K = 100  # as retrieval.top_k's bound in the config

@@ -9,6 +9,7 @@ frontmatter without block scalars. Optional: `license`, `compatibility`, `metada
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import frontmatter
@@ -27,12 +28,12 @@ _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 def validate_name(name: object) -> str:
     """Return the name if valid; raise SkillError with the one reason it is not."""
     if not isinstance(name, str) or not name:
-        raise SkillError(f"name must be a non-empty string, got {name!r}")
+        raise SkillError(f"name must be a non-empty string, got {_short(name)}")
     if "/" in name or "\\" in name or ".." in name or name.startswith("."):
         raise SkillError(f"name {name!r} is a path; a skill name may not leave the repo folder")
     if len(name) > MAX_NAME_CHARS:
         raise SkillError(f"name {name[:20]!r}... is {len(name)} chars; the limit is {MAX_NAME_CHARS}")
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):  # the whole string: "pwn\n" must not pass
         raise SkillError(
             f"name {name!r} must be lowercase letters, digits and single hyphens, "
             "with no leading or trailing hyphen"
@@ -42,14 +43,21 @@ def validate_name(name: object) -> str:
 
 def validate_description(description: object) -> str:
     if not isinstance(description, str) or not description.strip():
-        raise SkillError(f"description must be a non-empty string, got {description!r}")
-    if "\n" in description:
-        raise SkillError("description must be a single line")
+        raise SkillError(f"description must be a non-empty string, got {_short(description)}")
+    if len(description.splitlines()) > 1 or any(unicodedata.category(c) == "Cc" for c in description):
+        raise SkillError("description must be a single line (no line breaks or control characters)")
     if len(description) > MAX_DESCRIPTION_CHARS:
         raise SkillError(
             f"description is {len(description)} chars; the limit is {MAX_DESCRIPTION_CHARS}"
         )
     return description
+
+
+def _short(value: object) -> str:
+    """A bounded repr for messages: a list or mapping from frontmatter may be huge."""
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return repr(value)[:80]
+    return f"a {type(value).__name__}"
 
 
 def validate_body(body: object) -> str:
@@ -89,10 +97,19 @@ class Skill:
         return frontmatter.dumps(post, sort_keys=False, width=10**9, allow_unicode=True) + "\n"
 
 
+class _StrictYAML(frontmatter.YAMLHandler):
+    """Frontmatter through skillos' safe YAML: no duplicated keys, no alias bombs."""
+
+    def load(self, fm, **kwargs):
+        from skillos.safety import load_yaml
+
+        return load_yaml(fm, "frontmatter")
+
+
 def parse_skill(text: str, where: str = "<skill>") -> Skill:
     """Parse SKILL.md text; raise SkillError('<where>: <reason>') on any problem."""
     try:
-        post = frontmatter.loads(text)
+        post = frontmatter.loads(text, handler=_StrictYAML())
     except yaml.YAMLError as exc:
         raise SkillError(f"{where}: invalid YAML frontmatter{yaml_error_line(exc)}") from None
     except Exception as exc:  # frontmatter raises assorted errors on odd delimiters

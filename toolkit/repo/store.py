@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.errors import SkillError
+from skillos.ledger.secrets import redact_text
 from skillos.repo.skill import Skill, parse_skill, validate_name
 
 SKILL_FILE = "SKILL.md"
@@ -29,14 +30,24 @@ class OpResult:
     reason: str = ""
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # read once at import: os.umask is process-wide, games write from threads
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write text (UTF-8) or bytes to path so that a reader sees the old file or the new one,
     nothing between."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a written file gets the usual mode
+        with os.fdopen(fd, "wb") as fh:  # text never carries a key (skills, reports, configs)
+            fh.write(redact_text(data).encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -50,24 +61,47 @@ def _skill_files(root: Path) -> list[Path]:
     return sorted(p for p in root.glob(f"*/{SKILL_FILE}") if not p.parent.name.startswith("."))
 
 
-def validate_path(path: str | Path) -> list[str]:
-    """Every problem with a SKILL.md file or a repo folder, one line each (empty: valid)."""
+def _escapes(file: Path, root: Path) -> bool:
+    """A skill folder or file that is a symlink resolving outside the repo (never followed)."""
+    try:
+        file.resolve().relative_to(root.resolve())
+        return False
+    except ValueError:
+        return True
+
+
+def read_skill_file(file: Path) -> str:
+    """A SKILL.md's text: a regular file, size-capped before parsing (never a FIFO or a folder)."""
+    from skillos.errors import SkillosError
+    from skillos.safety import MAX_SKILL_BYTES, read_text
+
+    try:
+        return read_text(file, MAX_SKILL_BYTES, SKILL_FILE)
+    except SkillosError as exc:
+        raise SkillError(str(exc)) from None
+
+
+def validate_path(path: str | Path, empty_ok: bool = False) -> list[str]:
+    """Every problem with a SKILL.md file or a repo folder, one line each (empty: valid). A folder
+    with no SKILL.md at all is a problem unless `empty_ok` (a repo a curator has yet to fill)."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return [f"{path}: no such file or folder"]
-    if path.is_file():
-        files = [path]
+    if not path.is_dir():
+        files, root = [path], path.parent
     else:
-        files = _skill_files(path)
-        if not files and path.name != "" and (path / SKILL_FILE).is_file():
-            files = [path / SKILL_FILE]  # a single skill folder
+        files, root = _skill_files(path), path
+        if not files and path.name != "" and (path / SKILL_FILE).exists():
+            files, root = [path / SKILL_FILE], path  # a single skill folder
+        if not files and not empty_ok:
+            return [f"{path}: no skills found (expected NAME/{SKILL_FILE} inside, or a {SKILL_FILE})"]
     problems, seen = [], {}
     for file in files:
-        try:
-            skill = parse_skill(file.read_text(encoding="utf-8"), where=str(file))
-        except UnicodeDecodeError:
-            problems.append(f"{file}: not UTF-8 text")
+        if path.is_dir() and _escapes(file, root):
+            problems.append(f"{file}: a symlink that resolves outside {root}; refused")
             continue
+        try:
+            skill = parse_skill(read_skill_file(file), where=str(file))
         except SkillError as exc:
             problems.append(str(exc))
             continue
@@ -103,12 +137,12 @@ class SkillRepo:
         if root.exists() and not root.is_dir():
             raise SkillError(f"{root}: a skill repo must be a folder")
         if root.exists():
-            problems = validate_path(root)
+            problems = validate_path(root, empty_ok=True)
             if problems:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
                 raise SkillError(problems[0] + more)
         skills = [
-            parse_skill(f.read_text(encoding="utf-8"), str(f))
+            parse_skill(read_skill_file(f), str(f))
             for f in (_skill_files(root) if root.exists() else [])
         ]
         return cls(root, skills)
@@ -190,6 +224,9 @@ class SkillRepo:
         clone = SkillRepo(None, self.skills)
         if root is not None:
             root = Path(root)
+            for parent in (root, *root.parents):
+                if parent.exists() and not parent.is_dir():
+                    raise SkillError(f"{root}: {parent} is a file; copy into a folder")
             for skill in clone.skills:
                 write_atomic(root / skill.name / SKILL_FILE, skill.to_markdown())
             clone.root = root
