@@ -28,7 +28,7 @@ from skillos.evals.curator import make_curator
 from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
-from skillos.repo.store import write_atomic
+from skillos.files import write_atomic
 
 # (arm, phase, done, total, live) with live = "won 3/5 measured, 0 unmeasured, 1 coerced" or ""
 Progress = Callable[[str, str, int, int, str], None]

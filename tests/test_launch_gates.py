@@ -96,7 +96,7 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
     if command == "optimize":
         from skillos.training import optimize
 
-        def optimized(cfg, out_dir, ledger, echo=None):
+        def optimized(cfg, out_dir, ledger, echo=None, **_):
             out.mkdir()
             return {"verdict": "not run"}
 

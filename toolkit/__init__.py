@@ -2,6 +2,23 @@
 
 The import is light on purpose: no torch, no alfworld. Heavy libraries load inside the code
 that needs them, so `skillos gate check` and `skillos ledger ...` start fast on a laptop.
+
+The public API (skillos.api), loaded on first use:
+    skillos.evaluate, skillos.sweep, skillos.optimize, skillos.train, skillos.compare,
+    skillos.check, skillos.load, skillos.GateRefused
 """
 
 __version__ = "0.1.0"
+
+API = ("evaluate", "sweep", "optimize", "train", "compare", "check", "load", "GateRefused")
+__all__ = list(API)
+
+
+def __getattr__(name):
+    # PEP 562: `skillos.evaluate` without importing the gates and the config schema at
+    # `import skillos` (every submodule imports the package first).
+    if name in API:
+        from skillos import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'skillos' has no attribute {name!r}")

@@ -210,7 +210,19 @@ class Config:
         return dataclasses.asdict(self)
 
     def hash(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+        """The identity that groups a family: every key that can change a result, so operational
+        keys (OPERATIONAL_KEYS: parallelism, output paths, monitoring) are left out."""
+        data = self.to_dict()
+        for key in OPERATIONAL_KEYS:
+            section, _, leaf = key.partition(".")
+            data[section].pop(leaf, None)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# Keys that say how or where a run executes, not what it measures: two configs that differ only
+# here are the same experiment (the same family, the same Config.hash()).
+OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
+                    "compute.watchdog", "compute.stall_minutes")
 
 
 def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
@@ -368,7 +380,46 @@ def from_dict(data: Any, where: str = "") -> Config:
     return validate(_build(Config, data, where))
 
 
-def load(path: str | Path) -> Config:
+def parse_set(item: str) -> tuple[list[str], Any]:
+    """`--set KEY=VALUE`: a dotted key and a YAML value (`eval.alpha=0.01`, `eval.arms=[a, b]`)."""
+    key, sep, raw = str(item).partition("=")
+    if not sep or not key.strip() or any(not part for part in key.strip().split(".")):
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. env.n_games=6")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        raise ConfigError(f"--set {item!r}: the value is not valid YAML") from None
+    return key.strip().split("."), value
+
+
+def apply_sets(data: dict, sets) -> dict:
+    """`data` (a config's mapping) with each KEY=VALUE of `sets` written into it."""
+    for item in sets:
+        keys, value = parse_set(item)
+        node = data
+        for i, part in enumerate(keys[:-1]):
+            child = node.get(part) if isinstance(node, dict) else None
+            if child is None or isinstance(child, str):  # `control: no_memory` -> {arm: ...}
+                child = {"arm": child} if isinstance(child, str) else {}
+                node[part] = child
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {item!r}: {'.'.join(keys[:i + 1])} is not a section")
+            node = child
+        node[keys[-1]] = value
+    return data
+
+
+def with_sets(cfg: Config, sets) -> Config:
+    """A copy of `cfg` with `KEY=VALUE` overrides, validated as if the file had said so."""
+    if not sets:
+        return cfg
+    new = from_dict(apply_sets(cfg.to_dict(), sets))
+    new.source = cfg.source
+    return new
+
+
+def load(path: str | Path, sets=()) -> Config:
+    """A config file; `sets` are KEY=VALUE overrides applied before validation (`--set`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -381,7 +432,7 @@ def load(path: str | Path) -> Config:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}:{yaml_error_line(exc)} invalid YAML") from None
     try:
-        cfg = from_dict(data or {})
+        cfg = from_dict(apply_sets(data or {}, sets))
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     cfg.source = path

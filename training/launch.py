@@ -66,6 +66,29 @@ def render(p: dict) -> str:
     return "\n".join(lines)
 
 
+def launch(cfg: Config, p: dict, ledger, echo) -> dict:
+    """Run the plan `p` (the gates have passed): train in this process under the watchdog, or
+    hand the launch to `accelerate launch` or Modal. Returns the summary: `returncode` (0 when
+    training finished), and for a local run the trained steps and archived checkpoints."""
+    import contextlib
+
+    if p["backend"] == "modal":
+        return {"backend": "modal", "returncode": launch_modal(p), "steps": [], "checkpoints": []}
+    if p["backend"] == "accelerate":
+        import subprocess
+
+        return {"backend": "accelerate", "returncode": subprocess.run(p["command"]).returncode,
+                "steps": [], "checkpoints": []}
+    from skillos.ledger.watchdog import watching
+    from skillos.training import trainer
+
+    watch = (watching([trainer.output_dir(cfg)], ledger.path, cfg.compute.stall_minutes, echo=echo)
+             if cfg.compute.watchdog else contextlib.nullcontext())
+    with watch, contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the report's
+        summary = trainer.train(cfg, ledger, echo=echo)
+    return {"backend": "local", "returncode": 0, **summary}
+
+
 def launch_modal(p: dict) -> int:
     """Run the plan on Modal: an image with this checkout installed, the config (and its DeepSpeed
     file) copied in, the checkpoint Volume mounted as the working folder, so output_dir and the

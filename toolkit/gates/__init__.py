@@ -24,13 +24,29 @@ from skillos.gates import core
 from skillos.config import did_you_mean
 from skillos.gates.core import GATES, Context, Report, Result, run_checks
 
-__all__ = ["GATES", "GateRefused", "Report", "Result", "check", "enforce"]
+__all__ = ["GATES", "GateRefused", "Report", "Result", "check", "enforce", "refuse_on_failure"]
 
 
 class GateRefused(SkillosError):
-    """A launch refused by a failing gate check."""
+    """A launch refused by a failing gate check. `report` is the gates' Report (every result,
+    the failed ones in `report.failed`); `detail` is what the refused call would have done
+    (e.g. the launch plan of `skillos.train(..., dry_run=True)`)."""
 
     exit_code = 1
+
+    def __init__(self, message: str, report: Report | None = None, detail: dict | None = None):
+        super().__init__(message)
+        self.report, self.detail = report, dict(detail or {})
+
+
+def refuse_on_failure(report: Report, command: str, detail: dict | None = None) -> Report:
+    """Raise GateRefused (carrying the report) if a check failed and was not overridden."""
+    if report.failed:
+        names = ", ".join(r.check for r in report.failed)
+        raise GateRefused(f"{command} refused by the launch gates: {len(report.failed)} check(s) "
+                          f"failed ({names}); fix the config, or override one with "
+                          f"--override CHECK=\"reason\" (recorded in the ledger)", report, detail)
+    return report
 
 
 def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
@@ -102,9 +118,4 @@ def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo("  " + r.line())
     for name in overrides:
         echo(f"  note: --override {name} not needed: that check did not fail")
-    if report.failed:
-        names = ", ".join(r.check for r in report.failed)
-        raise GateRefused(f"{command} refused by the launch gates: {len(report.failed)} check(s) "
-                          f"failed ({names}); fix the config, or override one with "
-                          f"--override CHECK=\"reason\" (recorded in the ledger)")
-    return report
+    return refuse_on_failure(report, command)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.errors import SkillError
+from skillos.files import write_atomic  # noqa: F401 - re-exported: the old import path
 from skillos.repo.skill import Skill, parse_skill, validate_name
 
 SKILL_FILE = "SKILL.md"
@@ -27,23 +27,6 @@ class OpResult:
     op: str
     name: str
     reason: str = ""
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write text (UTF-8) or bytes to path so that a reader sees the old file or the new one,
-    nothing between."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _skill_files(root: Path) -> list[Path]:
