@@ -25,6 +25,7 @@ from skillos.config import Config, curator_config, static_repo_path
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals.curator import make_curator
+from skillos.evals.records import GameRow
 from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
@@ -247,8 +248,8 @@ def _read_rows(path: Path) -> list[dict]:
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                rows.append(json.loads(line))
-            except ValueError:
+                rows.append(GameRow.from_dict(json.loads(line)).to_dict())  # old rows read too
+            except (ValueError, TypeError):
                 break
     return rows
 

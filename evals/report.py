@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from skillos.evals import stats
+from skillos.evals.records import ArmSummary, EvalReport
 
 
 def arm_summary(rows: list[dict]) -> dict:
@@ -23,19 +24,19 @@ def arm_summary(rows: list[dict]) -> dict:
             t["measured"] += 1
             t["successes"] += bool(r["success"])
     reasons = sorted({r["unmeasured_reason"] for r in rows if r["unmeasured"]})
-    return {
-        "attempted": len(rows),
-        "measured": len(measured),
-        "unmeasured": len(rows) - len(measured),
-        "unmeasured_reasons": reasons[:5],
-        "successes": successes,
-        "success_rate": successes / len(measured) if measured else None,
-        "actions": actions,
-        "coerced_actions": coerced,
-        "coercion_rate": coerced / actions if actions else None,
-        "final_repo_size": rows[-1]["repo_size"] if rows else 0,
-        "by_task_type": dict(sorted(by_type.items())),
-    }
+    return ArmSummary(
+        attempted=len(rows),
+        measured=len(measured),
+        unmeasured=len(rows) - len(measured),
+        unmeasured_reasons=reasons[:5],
+        successes=successes,
+        success_rate=successes / len(measured) if measured else None,
+        actions=actions,
+        coerced_actions=coerced,
+        coercion_rate=coerced / actions if actions else None,
+        final_repo_size=rows[-1]["repo_size"] if rows else 0,
+        by_task_type=dict(sorted(by_type.items())),
+    ).to_dict()
 
 
 def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
@@ -52,21 +53,21 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
         verdict = decided[comp.treatment]
         comp.p_adjusted = verdict.p_adjusted
         comp.significant = None if comp.p_value is None else verdict.p_adjusted < cfg.eval.alpha
-    return {
-        "experiment": cfg.experiment.name,
-        "hypothesis": cfg.experiment.hypothesis,
-        "config_hash": cfg.hash(),
-        "output_dir": str(out),
-        "env": {"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games,
-                "train_split": cfg.env.train_split, "n_train_games": n_train,
-                "max_steps": cfg.env.max_steps, "seed": cfg.env.seed, "data": cfg.env.data},
-        "retrieval": {"top_k": cfg.retrieval.top_k, "mode": cfg.retrieval.mode},
-        "control": control,
-        "arms": {arm: arm_summary(arm_rows) for arm, arm_rows in rows.items()},
-        "comparisons": [{**c.to_dict(), "verdict": decided[c.treatment].to_dict()} for c in comparisons],
-        "family_correction": "holm",
-        "family": {"name": f"{cfg.experiment.name}: arms vs {control}", "size": len(comparisons)},
-    }
+    return EvalReport(
+        experiment=cfg.experiment.name,
+        hypothesis=cfg.experiment.hypothesis,
+        config_hash=cfg.hash(),
+        output_dir=str(out),
+        env={"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games,
+             "train_split": cfg.env.train_split, "n_train_games": n_train,
+             "max_steps": cfg.env.max_steps, "seed": cfg.env.seed, "data": cfg.env.data},
+        retrieval={"top_k": cfg.retrieval.top_k, "mode": cfg.retrieval.mode},
+        control=control,
+        arms={arm: ArmSummary.from_dict(arm_summary(arm_rows)) for arm, arm_rows in rows.items()},
+        comparisons=[{**c.to_dict(), "verdict": decided[c.treatment].to_dict()} for c in comparisons],
+        family_correction="holm",
+        family={"name": f"{cfg.experiment.name}: arms vs {control}", "size": len(comparisons)},
+    ).to_dict()
 
 
 def _pct(x):

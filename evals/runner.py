@@ -29,7 +29,10 @@ ENGINE_LOCK = threading.RLock()
 
 
 class ArmAborted(SkillosError):
-    """Too many games of an arm were unmeasured: its results are not reportable."""
+    """Too many games of an arm were unmeasured: its results are not reportable. An outage, not
+    a mistake in the input: its own exit code (3), so a script can retry it and not edit a config."""
+
+    exit_code = 3
 
 
 def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k: int) -> Trajectory:
@@ -60,20 +63,13 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
 
 
 def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval") -> dict:
-    return {
-        "arm": arm,
-        "phase": phase,
-        "game_id": traj.game_id,
-        "task_type": traj.task_type,
-        "task": traj.task,
-        "success": traj.won,
-        "steps": len(traj.steps),
-        "coerced_actions": traj.coerced,
-        "skills_retrieved": traj.retrieved,
-        "repo_size": repo_size,
-        "unmeasured": traj.won is None,
-        "unmeasured_reason": traj.unmeasured_reason,
-    }
+    """The JSONL row of one game (evals.records.GameRow, with its schema_version)."""
+    from skillos.evals.records import GameRow
+
+    return GameRow(arm=arm, phase=phase, game_id=traj.game_id, task_type=traj.task_type, task=traj.task,
+                   success=traj.won, steps=len(traj.steps), coerced_actions=traj.coerced,
+                   skills_retrieved=traj.retrieved, repo_size=repo_size, unmeasured=traj.won is None,
+                   unmeasured_reason=traj.unmeasured_reason).to_dict()
 
 
 PROGRESS = ".progress.json"  # in a curated repo's folder: how many games it has curated
@@ -88,12 +84,12 @@ def curation_progress(repo_dir: Path) -> dict:
 
 
 def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, curator=None,
-            retrieval_mode: str = "bm25", max_steps: int = 30, top_k: int = 5,
+            retrieval_mode: str, max_steps: int, top_k: int,
             out: Path | None = None, phase: str = "eval",
             on_game: Callable[[dict], None] | None = None,
             max_error_rate: float | None = None, done: dict | None = None,
-            make_env: Callable[[], object] | None = None, concurrency: int = 1,
-            wave_size: int = 1) -> list[dict]:
+            make_env: Callable[[], object] | None = None, concurrency: int,
+            wave_size: int) -> list[dict]:
     """Play `games`; return their rows in game order.
 
     Without a curator, up to `concurrency` games play at once (a sliding window; each game gets

@@ -34,18 +34,17 @@ def _z(alpha: float, power: float) -> float:
     return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
 
 
-def mde(n: int, discordant_share: float, alpha: float = 0.05, power: float = 0.8) -> float:
+def mde(n: int, discordant_share: float, alpha: float, power: float) -> float:
     """Smallest difference in success rate detectable with this n and discordance."""
     return float(_z(alpha, power) * math.sqrt(discordant_share / n))
 
 
-def n_for_effect(effect: float, discordant_share: float, alpha: float = 0.05,
-                 power: float = 0.8) -> int:
+def n_for_effect(effect: float, discordant_share: float, alpha: float, power: float) -> int:
     """Paired games needed for `effect` to be the MDE: the inverse of `mde`."""
     return math.ceil(discordant_share * (_z(alpha, power) / effect) ** 2)
 
 
-def paired_bootstrap_ci(control, treatment, n_boot: int = 10_000, seed: int = 0,
+def paired_bootstrap_ci(control, treatment, n_boot: int, seed: int,
                         level: float = 0.95) -> tuple[float, float]:
     """Percentile CI of mean(treatment - control), resampling games with replacement."""
     import numpy as np
@@ -92,8 +91,8 @@ class Comparison:
         return asdict(self)
 
 
-def compare(control: dict, treatment: dict, *, names=("treatment", "control"), alpha=0.05,
-            power=0.8, n_boot=10_000) -> Comparison:
+def compare(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,
+            power: float, n_boot: int) -> Comparison:
     """control/treatment: game id -> True/False/None. Pairs with a None on either side drop."""
     ids = sorted(set(control) & set(treatment))
     paired = [g for g in ids if control[g] is not None and treatment[g] is not None]

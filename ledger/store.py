@@ -23,7 +23,7 @@ from skillos.ledger.secrets import redact, redact_text
 
 APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
-          "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates")
+          "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates", "seals")
 CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes")
 
 MIGRATIONS = {
@@ -90,6 +90,13 @@ class LedgerError(SkillosError):
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def actor() -> str:
+    """Who is acting: $SKILLOS_ACTOR, else the login name (recorded with overrides and seals)."""
+    import getpass
+
+    return os.environ.get("SKILLOS_ACTOR") or getpass.getuser()
 
 
 def default_path() -> Path:
@@ -318,13 +325,13 @@ class Ledger:
                     "override with --unseal \"reason\" (recorded in the ledger)")
             seal = self._insert("seals", experiment=experiment, split_hash=split_hash, reason=reason,
                                 output=output, actor=actor, override=override if before else None)
-            if before:
-                self.add_override(5, "sealed-split", f"optimize: read {experiment!r} test split again: "
-                                  f"{override}", actor)
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        if before:  # the override, as every override is: with its reason, as a process failure
+            self.add_override(5, "sealed-split", f"optimize: read {experiment!r} test split again: "
+                              f"{override}", actor)
         return seal
 
     # -- failures ---------------------------------------------------------------------------

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import run_cli
 from skillos.evals.compare import compare_runs
+from skillos.ledger import Ledger
 
 SETTINGS = dict(alpha=0.05, power=0.8, max_age_days=7.0)  # the schema's defaults, spelled out
-from skillos.ledger import Ledger
 
 SAME = "executor=heuristic model=None"
 

@@ -205,6 +205,7 @@ class Config:
     divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
 
     source = None  # the file it was loaded from (not a field: not hashed); relative paths resolve here
+    declared = frozenset()  # the sections its file set (not a field): what it is for
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -358,6 +359,20 @@ def relative_to_config(cfg: Config, path: str | Path) -> Path:
     return Path(cfg.source).parent / p if not p.is_absolute() and cfg.source is not None else p
 
 
+def training_output_dir(cfg: Config) -> Path:
+    """Where training writes checkpoints: training.output_dir, else checkpoints/EXPERIMENT (derived
+    here only: the trainer, the launch plan and the disk check all read it from this function)."""
+    return Path(cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}")
+
+
+def effective_batch(cfg: Config) -> int | None:
+    """Per-device batch x gradient accumulation x processes; None when either is not set."""
+    t = cfg.training
+    if t.per_device_train_batch_size is None or t.gradient_accumulation_steps is None:
+        return None
+    return t.per_device_train_batch_size * t.gradient_accumulation_steps * cfg.compute.num_processes
+
+
 def static_repo_path(cfg: Config, arm: str) -> str | None:
     """The fixed skill folder an arm plays with (static_repo, repo:NAME), else None."""
     if arm == "static_repo":
@@ -414,7 +429,7 @@ def with_sets(cfg: Config, sets) -> Config:
     if not sets:
         return cfg
     new = from_dict(apply_sets(cfg.to_dict(), sets))
-    new.source = cfg.source
+    new.source, new.declared = cfg.source, cfg.declared
     return new
 
 
@@ -436,4 +451,5 @@ def load(path: str | Path, sets=()) -> Config:
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     cfg.source = path
+    cfg.declared = frozenset(data or {})
     return cfg

@@ -11,7 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from skillos.config import Config, relative_to_config
+from skillos.config import Config, relative_to_config, training_output_dir
 from skillos.errors import SkillosError
 
 MODAL_APP = "skillos-train"
@@ -45,7 +45,7 @@ def plan(cfg: Config, config_path: str) -> dict:
         local = relative_to_config(cfg, c.deepspeed_config)
         files[f"{MODAL_CONFIG}/{local.name}"] = str(local.resolve())
         inner += ["--use_deepspeed", "--deepspeed_config_file", f"{MODAL_CONFIG}/{local.name}"]
-    out = cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}"
+    out = str(training_output_dir(cfg))
     return {"backend": "modal", "app": MODAL_APP, "gpu": gpu,
             "image": "debian_slim python 3.11 + gcc/g++/make/cmake + pip install '.[train,alfworld]' vllm",
             "code": f"{_repo_root()} -> {MODAL_CODE}", "files": files,

@@ -129,7 +129,7 @@ class SealedSplit:
                                "a second read would make it a validation split") from None
         try:
             if self.ledger is not None:
-                from skillos.gates import actor
+                from skillos.ledger.store import actor
 
                 self.ledger.read_sealed(self.experiment, self.content_hash, why, str(self.seal.parent.resolve()),
                                         actor(), self.override)
@@ -307,7 +307,8 @@ def run(cfg, out: Path, ledger=None, echo=print, resume: bool = False, unseal: s
 
     def play(repo, games, label, curator=None) -> list[dict]:
         return run_arm(label, games, env=env, make_env=AlfworldEnv, executor=executor, repo=repo, curator=curator,
-                       concurrency=cfg.eval.concurrency if curator is None else 1, **settings)
+                       concurrency=cfg.eval.concurrency if curator is None else 1, wave_size=1,
+                       retrieval_mode=cfg.retrieval.mode, **settings)
 
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}

@@ -50,7 +50,9 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
 
 
 def output_dir(cfg: Config) -> Path:
-    return Path(cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}")
+    from skillos.config import training_output_dir
+
+    return training_output_dir(cfg)
 
 
 def dataset_rows(cfg: Config, games) -> list[dict]:
@@ -114,7 +116,7 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     from skillos.evals.experiment import load_games, record_experiment
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
-    from skillos.training.tiny_model import TINY_NAME, resolve
+    from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 
     cpu = not torch.cuda.is_available()
     out = output_dir(cfg)

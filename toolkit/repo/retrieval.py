@@ -42,7 +42,7 @@ class Hit:
 class Retriever:
     """Indexes a SkillRepo and re-indexes only when the repo's version changes."""
 
-    def __init__(self, repo, mode: str = "bm25"):
+    def __init__(self, repo, mode: str):
         if mode not in MODES:
             raise ValueError(f"retrieval mode {mode!r}: choose one of {', '.join(MODES)}")
         self.repo, self.mode = repo, mode
@@ -54,7 +54,7 @@ class Retriever:
             self._index = _BM25([tokenize(s.text) for s in self._skills]) if self._skills else None
             self._version = self.repo.version
 
-    def search(self, query: str, k: int = 5) -> list[Hit]:
+    def search(self, query: str, k: int) -> list[Hit]:
         self._refresh()
         if not self._skills or k <= 0:
             return []
@@ -68,6 +68,6 @@ class Retriever:
         return [Hit(s, float(score)) for s, score in ranked[:k] if score > 0]
 
 
-def retrieve(repo, query: str, k: int = 5, mode: str = "bm25") -> list[Hit]:
+def retrieve(repo, query: str, k: int, mode: str) -> list[Hit]:
     """One-off retrieval (builds the index each call); use Retriever in loops."""
     return Retriever(repo, mode).search(query, k)
