@@ -100,3 +100,21 @@ def test_every_report_says_the_same_words_for_the_same_numbers(control, treatmen
     seen["optimize"] = optimize._report(cfg, comp, 1, 1, aa, {}, {}, 0, tmp_path)["decision"]
     assert {name: (v["word"], v["label"]) for name, v in seen.items()} == {name: (word, label) for name in seen}
     assert len({v["line"].split(":")[0] for v in seen.values()}) == 1
+
+
+def test_the_configs_control_age_takes_effect_in_compare(tmp_path):
+    """eval.control.max_age_days is read by skillos.compare (it changed nothing before)."""
+    import time
+
+    import skillos
+
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        exp = ledger.add_experiment("e")
+        control = record(ledger, tmp_path, exp, "no_memory", outcomes(10))
+        arm = record(ledger, tmp_path, exp, "closed_loop", outcomes(30))
+        time.sleep(1.1)  # started_at has one-second resolution
+        fresh = skillos.compare(CFG, [str(arm)], control=str(control), ledger=ledger)["arms"][0]
+        strict = config.with_sets(CFG, ["eval.control.max_age_days=0.00001"])
+        stale = skillos.compare(strict, [str(arm)], control=str(control), ledger=ledger)["arms"][0]
+    assert fresh["verdict"]["word"] == "improvement"
+    assert stale["verdict"]["word"] == "not reportable" and "days old (> 1e-05)" in stale["verdict"]["line"]
