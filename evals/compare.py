@@ -78,10 +78,11 @@ def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
     return sorted(family)
 
 
-def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float = 0.05,
-                 power: float = 0.8, max_age_days: float = 7.0, n_boot: int = 10_000,
-                 family: str | None = None, now: dt.datetime | None = None) -> dict:
-    """Runs (ids, or arm names: the newest measured run of each) against a control."""
+def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, power: float,
+                 max_age_days: float, n_boot: int, family: str | None = None,
+                 now: dt.datetime | None = None) -> dict:
+    """Runs (ids, or arm names: the newest measured run of each) against a control; the
+    settings are a config's (eval.alpha, eval.power, eval.control.max_age_days, eval.bootstrap)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     experiments = family_experiments(ledger, family) if family else None
     run_ids = [resolve_run(ledger, r, experiments) for r in run_ids]
@@ -93,18 +94,24 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float = 0.
     family_ids = family_runs(ledger, run_ids, control_id, experiments)
     rows = {r: run_rows(ledger, r) for r in family_ids}
     common = set(control_rows).intersection(*(set(rows[r]) for r in run_ids))
-    # the family's p-values, each on the games it shares with the control
-    pvalues, comparisons = {}, {}
+    # the family's comparisons, each on the games it shares with the control
+    comparisons = {}
     for r in family_ids:
         shared = sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
-        comp = stats.compare({g: control_rows[g]["success"] for g in shared},
-                             {g: rows[r][g]["success"] for g in shared},
-                             names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
-                             n_boot=n_boot)
-        comparisons[r] = comp
-        pvalues[r] = comp.p_value if comp.p_value is not None else 1.0  # unmeasurable: no discovery
-    holm = dict(zip(family_ids, stats.adjust([pvalues[r] for r in family_ids], "holm")))
-    bh = dict(zip(family_ids, stats.adjust([pvalues[r] for r in family_ids], "fdr_bh")))
+        comparisons[r] = stats.compare({g: control_rows[g]["success"] for g in shared},
+                                       {g: rows[r][g]["success"] for g in shared},
+                                       names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
+                                       n_boot=n_boot)
+    bh = dict(zip(family_ids, stats.adjust([comparisons[r].p_value if comparisons[r].p_value is not None
+                                            else 1.0 for r in family_ids], "fdr_bh")))
+    problems = {}
+    for r in run_ids:
+        problems[r] = control_problems(control, ledger.run(r), max_age_days, now)
+        if set(rows[r]) != set(control_rows):
+            problems[r].append(f"denominators differ: run #{r} recorded {len(rows[r])} games, the "
+                               f"control {len(control_rows)}; compared on the {len(common)} in common")
+    name = family or "the compared runs' experiments"
+    decided = stats.verdicts(comparisons, alpha=alpha, family=name, correction="holm", problems=problems)
 
     def denominators(by_game: dict) -> dict:
         on_common = [by_game[g] for g in sorted(common)]
@@ -116,25 +123,18 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float = 0.
 
     arms = []
     for r in run_ids:
-        run = ledger.run(r)
+        run, verdict = ledger.run(r), decided[r]
         comp = comparisons[r].to_dict()
-        comp.update(p_holm=holm[r], p_bh=bh[r])
-        reasons = control_problems(control, run, max_age_days, now)
-        if set(rows[r]) != set(control_rows):
-            reasons.append(f"denominators differ: run #{r} recorded {len(rows[r])} games, the "
-                           f"control {len(control_rows)}; compared on the {len(common)} in common")
-        if comp["difference"] is None or comp["difference"] <= 0:
-            reasons.append("no positive difference")
-        elif holm[r] >= alpha:
-            reasons.append(f"not significant after Holm over a family of {len(family_ids)} "
-                           f"(p {comp['p_value']:.3g} -> {holm[r]:.3g} >= {alpha})")
+        comp.update(p_holm=verdict.p_adjusted, p_bh=bh[r] if comp["p_value"] is not None else None)
         arms.append({"run_id": r, "arm": run["arm"], "experiment_id": run["experiment_id"],
                      "denominators": denominators(rows[r]), "comparison": comp,
-                     "improvement": not reasons, "why_not": reasons})
+                     "verdict": verdict.to_dict(), "improvement": verdict.word == "improvement",
+                     "why_not": [] if verdict.word == "improvement" else verdict.reasons})
     return {"control": {"run_id": control_id, "arm": control["arm"],
                         "age_days": round(_age_days(control, now), 2),
                         "executor_fingerprint": control.get("executor_fingerprint"),
                         "denominators": denominators(control_rows)},
             "family": {"name": family, "runs": family_ids, "size": len(family_ids),
                        "correction": "holm (and fdr_bh)"},
-            "common_games": len(common), "alpha": alpha, "power": power, "arms": arms}
+            "common_games": len(common), "alpha": alpha, "power": power,
+            "max_age_days": max_age_days, "arms": arms}

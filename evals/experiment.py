@@ -26,10 +26,11 @@ from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals import trace
 from skillos.evals.curator import make_curator
+from skillos.evals.records import GameRow
 from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
-from skillos.repo.store import write_atomic
+from skillos.files import write_atomic
 from skillos.safety import RunLock, die_with_parent, json_text
 
 # (arm, phase, done, total, live) with live = "won 3/5 measured, 0 unmeasured, 1 coerced" or ""
@@ -288,8 +289,8 @@ def _read_rows(path: Path) -> list[dict]:
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                rows.append(json.loads(line))
-            except ValueError:
+                rows.append(GameRow.from_dict(json.loads(line)).to_dict())  # old rows read too
+            except (ValueError, TypeError):
                 break
     return rows
 

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from skillos.evals import stats
+from skillos.evals.records import ArmSummary, EvalReport
 
 
 def arm_summary(rows: list[dict]) -> dict:
@@ -23,20 +24,20 @@ def arm_summary(rows: list[dict]) -> dict:
             t["measured"] += 1
             t["successes"] += bool(r["success"])
     reasons = sorted({r["unmeasured_reason"] for r in rows if r["unmeasured"]})
-    return {
-        "attempted": len(rows),
-        "measured": len(measured),
-        "unmeasured": len(rows) - len(measured),
-        "unmeasured_reasons": reasons[:5],
-        "successes": successes,
-        "success_rate": successes / len(measured) if measured else None,
-        "actions": actions,
-        "coerced_actions": coerced,
-        "coercion_rate": coerced / actions if actions else None,
-        "final_repo_size": rows[-1]["repo_size"] if rows else 0,
+    return ArmSummary(
+        attempted=len(rows),
+        measured=len(measured),
+        unmeasured=len(rows) - len(measured),
+        unmeasured_reasons=reasons[:5],
+        successes=successes,
+        success_rate=successes / len(measured) if measured else None,
+        actions=actions,
+        coerced_actions=coerced,
+        coercion_rate=coerced / actions if actions else None,
+        final_repo_size=rows[-1]["repo_size"] if rows else 0,
+        by_task_type=dict(sorted(by_type.items())),
         **curation_summary(rows),
-        "by_task_type": dict(sorted(by_type.items())),
-    }
+    ).to_dict()
 
 
 def curation_summary(rows: list[dict]) -> dict:
@@ -77,25 +78,28 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
                       power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
         for arm in rows if arm != control
     ]
-    adjusted = stats.adjust([c.p_value for c in comparisons if c.p_value is not None], "holm")
-    for comp in (c for c in comparisons if c.p_value is not None):
-        comp.p_adjusted = adjusted.pop(0)
-        comp.significant = comp.p_adjusted < cfg.eval.alpha
-    return {
-        "experiment": cfg.experiment.name,
-        "hypothesis": cfg.experiment.hypothesis,
-        "config_hash": cfg.hash(),
-        "output_dir": str(out),
-        "env": {"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games,
-                "train_split": cfg.env.train_split, "n_train_games": n_train,
-                "max_steps": cfg.env.max_steps, "seed": cfg.env.seed, "data": cfg.env.data},
-        "retrieval": {"top_k": cfg.retrieval.top_k, "mode": cfg.retrieval.mode},
-        "control": control,
-        "arms": {arm: arm_summary(arm_rows) for arm, arm_rows in rows.items()},
-        "train_curation": _train_curation(out, list(rows)),
-        "comparisons": [c.to_dict() for c in comparisons],
-        "family_correction": "holm",
-    }
+    decided = stats.verdicts({c.treatment: c for c in comparisons}, alpha=cfg.eval.alpha,
+                             family=f"{cfg.experiment.name}: arms vs {control}", correction="holm")
+    for comp in comparisons:
+        verdict = decided[comp.treatment]
+        comp.p_adjusted = verdict.p_adjusted
+        comp.significant = None if comp.p_value is None else verdict.p_adjusted < cfg.eval.alpha
+    return EvalReport(
+        experiment=cfg.experiment.name,
+        hypothesis=cfg.experiment.hypothesis,
+        config_hash=cfg.hash(),
+        output_dir=str(out),
+        env={"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games,
+             "train_split": cfg.env.train_split, "n_train_games": n_train,
+             "max_steps": cfg.env.max_steps, "seed": cfg.env.seed, "data": cfg.env.data},
+        retrieval={"top_k": cfg.retrieval.top_k, "mode": cfg.retrieval.mode},
+        control=control,
+        arms={arm: ArmSummary.from_dict(arm_summary(arm_rows)) for arm, arm_rows in rows.items()},
+        comparisons=[{**c.to_dict(), "verdict": decided[c.treatment].to_dict()} for c in comparisons],
+        family_correction="holm",
+        train_curation=_train_curation(out, list(rows)),
+        family={"name": f"{cfg.experiment.name}: arms vs {control}", "size": len(comparisons)},
+    ).to_dict()
 
 
 def _pct(x):
@@ -139,7 +143,7 @@ def render(result: dict, console) -> None:
         comp.add_column("statistic")
         comp.add_column("value")
         if c["p_value"] is None:
-            comp.add_row("verdict", f"unmeasured: {c['note']}")
+            comp.add_row("verdict", c["verdict"]["line"])
             console.print(comp)
             continue
         comp.add_row("paired games", f"{c['n_paired']} (dropped as unmeasured: {c['n_dropped']})")
@@ -149,11 +153,11 @@ def render(result: dict, console) -> None:
                      f"[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}] pts")
         comp.add_row("discordant b / c", f"{c['b']} / {c['c']}")
         comp.add_row("McNemar p (exact)", f"{c['p_value']:.2g}")
-        comp.add_row("Holm-adjusted p", f"{c['p_adjusted']:.2g}")
+        v = c["verdict"]
+        comp.add_row("Holm-adjusted p", f"{c['p_adjusted']:.2g} (family {v['family']}, size {v['family_size']})")
         mde = f"{100 * c['mde']:.1f} pts" if c["mde"] is not None else f"n/a ({c['note']})"
         comp.add_row(f"MDE at {c['power']:.0%} power", mde)
-        verdict = "significant" if c["significant"] else "not significant"
-        comp.add_row("verdict", f"{verdict} at alpha {c['alpha']}")
+        comp.add_row("verdict", v["line"])
         console.print(comp)
     console.print("b: games only the arm won; c: games only the control won. "
                   f"Per-game rows: {result['output_dir']}/games.jsonl")

@@ -18,7 +18,7 @@ from typing import Callable
 
 from skillos.errors import SkillosError
 from skillos.evals.trace import TRACES, TraceWriter, repo_changes
-from skillos.ledger.secrets import redact_text
+from skillos.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
 from skillos.repo.store import write_atomic
@@ -31,7 +31,10 @@ ENGINE_LOCK = threading.RLock()
 
 
 class ArmAborted(SkillosError):
-    """Too many games of an arm were unmeasured: its results are not reportable."""
+    """Too many games of an arm were unmeasured: its results are not reportable. An outage, not
+    a mistake in the input: its own exit code (3), so a script can retry it and not edit a config."""
+
+    exit_code = 3
 
 
 def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k: int) -> Trajectory:
@@ -65,29 +68,14 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
 
 def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
         curation: dict | None = None) -> dict:
-    """One game's JSONL row. `curation`: what the curator did after it (calls, failed calls,
-    applied and refused operations), zeros for an arm that does not curate."""
-    return {**_row(arm, traj, repo_size, phase), **(curation or dict.fromkeys(CURATION_COUNTS, 0))}
+    """The JSONL row of one game (evals.records.GameRow, with its schema_version). `curation`:
+    what the curator did after it (calls, failed calls, applied and refused operations)."""
+    from skillos.evals.records import GameRow
 
-
-CURATION_COUNTS = ("curator_calls", "curator_failed_calls", "curator_applied_ops", "curator_refused_ops")
-
-
-def _row(arm: str, traj: Trajectory, repo_size: int, phase: str) -> dict:
-    return {
-        "arm": arm,
-        "phase": phase,
-        "game_id": traj.game_id,
-        "task_type": traj.task_type,
-        "task": traj.task,
-        "success": traj.won,
-        "steps": len(traj.steps),
-        "coerced_actions": traj.coerced,
-        "skills_retrieved": traj.retrieved,
-        "repo_size": repo_size,
-        "unmeasured": traj.won is None,
-        "unmeasured_reason": redact_text(traj.unmeasured_reason),
-    }
+    return GameRow(arm=arm, phase=phase, game_id=traj.game_id, task_type=traj.task_type, task=traj.task,
+                   success=traj.won, steps=len(traj.steps), coerced_actions=traj.coerced,
+                   skills_retrieved=traj.retrieved, repo_size=repo_size, unmeasured=traj.won is None,
+                   unmeasured_reason=redact_text(traj.unmeasured_reason), **(curation or {})).to_dict()
 
 
 PROGRESS = ".progress.json"  # in a curated repo's folder: how many games it has curated
@@ -102,12 +90,12 @@ def curation_progress(repo_dir: Path) -> dict:
 
 
 def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, curator=None,
-            retrieval_mode: str = "bm25", max_steps: int = 30, top_k: int = 5,
+            retrieval_mode: str, max_steps: int, top_k: int,
             out: Path | None = None, phase: str = "eval",
             on_game: Callable[[dict], None] | None = None,
             max_error_rate: float | None = None, done: dict | None = None,
-            make_env: Callable[[], object] | None = None, concurrency: int = 1,
-            wave_size: int = 1) -> list[dict]:
+            make_env: Callable[[], object] | None = None, concurrency: int,
+            wave_size: int) -> list[dict]:
     """Play `games`; return their rows in game order.
 
     Without a curator, up to `concurrency` games play at once (a sliding window; each game gets

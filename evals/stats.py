@@ -34,18 +34,17 @@ def _z(alpha: float, power: float) -> float:
     return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
 
 
-def mde(n: int, discordant_share: float, alpha: float = 0.05, power: float = 0.8) -> float:
+def mde(n: int, discordant_share: float, alpha: float, power: float) -> float:
     """Smallest difference in success rate detectable with this n and discordance."""
     return float(_z(alpha, power) * math.sqrt(discordant_share / n))
 
 
-def n_for_effect(effect: float, discordant_share: float, alpha: float = 0.05,
-                 power: float = 0.8) -> int:
+def n_for_effect(effect: float, discordant_share: float, alpha: float, power: float) -> int:
     """Paired games needed for `effect` to be the MDE: the inverse of `mde`."""
     return math.ceil(discordant_share * (_z(alpha, power) / effect) ** 2)
 
 
-def paired_bootstrap_ci(control, treatment, n_boot: int = 10_000, seed: int = 0,
+def paired_bootstrap_ci(control, treatment, n_boot: int, seed: int,
                         level: float = 0.95) -> tuple[float, float]:
     """Percentile CI of mean(treatment - control), resampling games with replacement."""
     import numpy as np
@@ -92,8 +91,8 @@ class Comparison:
         return asdict(self)
 
 
-def compare(control: dict, treatment: dict, *, names=("treatment", "control"), alpha=0.05,
-            power=0.8, n_boot=10_000) -> Comparison:
+def compare(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,
+            power: float, n_boot: int) -> Comparison:
     """control/treatment: game id -> True/False/None. Pairs with a None on either side drop."""
     ids = sorted(set(control) & set(treatment))
     paired = [g for g in ids if control[g] is not None and treatment[g] is not None]
@@ -145,8 +144,25 @@ class GateVerdict:
 GATE_MODES = ("paired", "strict")
 
 
-def gate(incumbent: dict, candidate: dict, mode: str = "paired", k: float = 2.0,
-         max_unmeasured: float = 0.1) -> GateVerdict:
+def smallest_acceptable_gain(n: int, k: float, *, noise: float | None = None,
+                             discordance: float | None = None) -> float:
+    """The smallest mean gain (candidate - incumbent, a share of the n validation tasks) the
+    paired k·SE gate can accept: it needs mean > k·SE with SE = sqrt((q - mean²) / (n - 1)),
+    q the share of tasks where the two skill sets disagree.
+
+    noise: the share of tasks that flip between two copies of one skill (the A/A run), so a
+    gain g comes with q = noise + g. discordance: q itself, planned (experiment.expected_discordance).
+    Solving mean > k·SE for the mean gives the bound; a gain below it is rejected by construction."""
+    if n < 2:
+        return float("inf")
+    m = n - 1 + k * k
+    if discordance is not None:
+        return k * math.sqrt(discordance / m)
+    q0 = noise or 0.0
+    return (k * k + math.sqrt(k ** 4 + 4 * m * k * k * q0)) / (2 * m)
+
+
+def gate(incumbent: dict, candidate: dict, mode: str, k: float, max_unmeasured: float) -> GateVerdict:
     """incumbent/candidate: task id -> True/False/None on the same validation tasks.
 
     paired (default): accept iff the mean paired difference exceeds k standard errors, so two
@@ -177,3 +193,97 @@ def gate(incumbent: dict, candidate: dict, mode: str = "paired", k: float = 2.0,
     accept = mean > k * se and mean > 0
     return GateVerdict("accept" if accept else "reject", **base, mean_difference=mean, se=se, threshold=k * se,
                        reason=f"mean paired difference {mean:+.3f} vs {k:g}·SE = {k * se:.3f} over {len(paired)} tasks")
+
+
+# -- the one place a claim is decided ------------------------------------------------------------
+VERDICT_WORDS = ("improvement", "not detected", "regression", "not reportable")
+CORRECTIONS = ("holm", "bonferroni", "none")
+
+
+@dataclass
+class Verdict:
+    """What a comparison lets a report claim, with the reasons and the family it was judged in.
+
+    improvement / regression: the difference survives the family's correction at alpha.
+    not detected: it does not; "below the MDE" when it is smaller than this n could detect —
+    never evidence of no effect. not reportable: the comparison cannot carry a claim (nothing
+    measured in both arms, a stale control, denominators that differ, ...)."""
+
+    word: str
+    reasons: list
+    family: str  # the family's name: what the correction counted
+    family_size: int
+    correction: str
+    p_value: float | None
+    p_adjusted: float | None
+    alpha: float
+    below_mde: bool = False
+
+    @property
+    def label(self) -> str:
+        return "not detected (below the MDE)" if self.below_mde else self.word
+
+    def line(self) -> str:
+        return f"{self.label}: {'; '.join(self.reasons)}" if self.reasons else self.label
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "label": self.label, "line": self.line()}
+
+
+def verdicts(comparisons: dict, *, alpha: float, family: str, correction: str,
+             family_size: int | None = None, problems: dict | None = None) -> dict:
+    """{key: Comparison} of one family -> {key: Verdict}, every claim decided here.
+
+    The p-values are adjusted over the whole family (`correction`: holm, bonferroni, or none for
+    a family of one); `family_size` counts members judged elsewhere (e.g. every candidate an
+    optimize run tried), each taken as p = 1, which is conservative. An unmeasured p counts as a
+    member with p = 1: leaving it out would shrink the family. `problems` {key: [reason]} makes
+    a comparison not reportable whatever its numbers (a stale control, differing denominators)."""
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction {correction!r} is not one of {', '.join(CORRECTIONS)}")
+    keys = list(comparisons)
+    size = max(len(keys), family_size or 0)
+    raw = [comparisons[k].p_value if comparisons[k].p_value is not None else 1.0 for k in keys]
+    if correction == "holm":
+        adjusted = adjust(raw + [1.0] * (size - len(keys)), "holm")[:len(keys)]
+    elif correction == "bonferroni":
+        adjusted = [min(1.0, p * size) for p in raw]
+    else:
+        adjusted = raw
+    out = {}
+    for key, p_adj in zip(keys, adjusted):
+        c = comparisons[key]
+        found = list((problems or {}).get(key) or [])
+        base = dict(family=family, family_size=size, correction=correction, p_value=c.p_value,
+                    alpha=alpha)
+        if c.p_value is None or c.difference is None:
+            out[key] = Verdict("not reportable", [c.note or "no game was measured in both arms"] + found,
+                               p_adjusted=None, **base)
+            continue
+        numbers = (f"{100 * c.difference:+.1f} pts, b/c {c.b}/{c.c}, paired n={c.n_paired}, "
+                   f"p {c.p_value:.3g} -> {p_adj:.3g} {_correction_name(correction)} over a family of "
+                   f"{size} ({family})")
+        if found:
+            out[key] = Verdict("not reportable", found + [numbers], p_adjusted=p_adj, **base)
+        elif p_adj < alpha:
+            word = "improvement" if c.difference > 0 else "regression"
+            out[key] = Verdict(word, [f"{numbers} < alpha {alpha:g}", _mde_text(c)], p_adjusted=p_adj, **base)
+        elif c.mde is not None and abs(c.difference) < c.mde:
+            out[key] = Verdict("not detected", [
+                f"|{100 * c.difference:.1f}| pts is below the MDE of {100 * c.mde:.1f} pts at this n: "
+                "not evidence of no effect", f"{numbers} >= alpha {alpha:g}"],
+                p_adjusted=p_adj, below_mde=True, **base)
+        else:
+            out[key] = Verdict("not detected", [
+                f"not significant after {_correction_name(correction)} over a family of {size} ({family}) "
+                f"(p {c.p_value:.3g} -> {p_adj:.3g} >= {alpha:g})", _mde_text(c)], p_adjusted=p_adj, **base)
+    return out
+
+
+def _correction_name(correction: str) -> str:
+    return {"holm": "Holm", "bonferroni": "Bonferroni", "none": "uncorrected"}[correction]
+
+
+def _mde_text(c: Comparison) -> str:
+    return (f"MDE {100 * c.mde:.1f} pts" if c.mde is not None
+            else f"MDE unmeasured ({c.note or 'no discordant pairs'})")

@@ -91,7 +91,7 @@ def summarize(result: dict) -> dict:
         name = comp["treatment"].split(":", 1)[1]
         rows.append({"repo": name, "step": step_of(name, i), **{k: comp[k] for k in (
             "treatment_rate", "control_rate", "difference", "ci_low", "ci_high", "p_value",
-            "p_adjusted", "mde", "n_paired", "n_dropped", "significant")}})
+            "p_adjusted", "mde", "n_paired", "n_dropped", "significant", "verdict")}})
     rows.sort(key=lambda r: r["step"])
     measured = [r for r in rows if r["treatment_rate"] is not None]
     best = max(measured, key=lambda r: r["treatment_rate"]) if measured else None

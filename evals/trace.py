@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from skillos.evals.trajectory import Trajectory
-from skillos.ledger.secrets import redact_text
+from skillos.secrets import redact_text
 
 TRACES = "trajectories.jsonl"
 

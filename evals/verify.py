@@ -41,7 +41,10 @@ def run_rows(ledger: Ledger, run_id: int) -> dict:
             if r.get("arm") == (ev["arm"] or run["arm"]) and r.get("phase", "eval") == "eval"}
 
 
-def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, alpha: float = 0.05) -> dict:
+def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, *, alpha: float, power: float,
+               n_boot: int) -> dict:
+    """The run after a fix vs the run before it; the verdict words are `stats.verdicts`'s, in a
+    family of one (this fix's own test)."""
     fix = ledger.fix(fix_id)
     if fix["metric"] not in METRICS:
         raise LedgerError(f"fix #{fix_id}: metric {fix['metric']!r} cannot be verified; "
@@ -50,22 +53,28 @@ def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, alpha: float = 0.
         raise LedgerError(f"fix #{fix_id} names no run before it (--before)")
     before = run_outcomes(ledger, fix["before_run_id"])
     after = run_outcomes(ledger, after_run_id)
-    comp = stats.compare(before, after, names=("after", "before"), alpha=alpha)
+    comp = stats.compare(before, after, names=("after", "before"), alpha=alpha, power=power, n_boot=n_boot)
     if comp.p_value is None:
         raise LedgerError(f"fix #{fix_id}: no game was measured in both runs; nothing to compare")
+    verdict = stats.verdicts({"fix": comp}, alpha=alpha, family=f"fix #{fix_id}", correction="none")["fix"]
+    promised = "improvement" if fix["direction"] == "up" else "regression"
+    moved = verdict.word == promised
     sign = 1 if fix["direction"] == "up" else -1
-    moved = sign * comp.difference > 0 and comp.p_value < alpha
     size_ok = fix["expected_size"] is None or sign * comp.difference >= fix["expected_size"]
     numbers = (f"{fix['metric']} {comp.control_rate:.3f} -> {comp.treatment_rate:.3f} "
                f"({100 * comp.difference:+.1f} pts, 95% CI [{100 * comp.ci_low:+.1f}, "
                f"{100 * comp.ci_high:+.1f}], exact McNemar p={comp.p_value:.2g}, "
                f"b/c={comp.b}/{comp.c}, paired n={comp.n_paired}, dropped {comp.n_dropped})")
+    expected = f"expected {fix['direction']}" + ("" if fix["expected_size"] is None else f" by {fix['expected_size']}")
     if moved:
-        detail = f"verified: {numbers}; expected {fix['direction']}" + (
+        detail = f"verified: {verdict.line()}; {numbers}; {expected}" + (
             "" if size_ok else f", smaller than the expected {fix['expected_size']}")
+    elif verdict.word == "not detected":
+        detail = (f"reopened: {verdict.line()}; {numbers}; {expected}. The number did not move "
+                  "detectably at this n: measure on more games before calling the diagnosis wrong.")
     else:
-        detail = (f"reopened: {numbers}; expected {fix['direction']}"
-                  f"{'' if fix['expected_size'] is None else ' by ' + str(fix['expected_size'])}. "
-                  "The fix did not move the number: the diagnosis was wrong.")
+        detail = (f"reopened: {verdict.line()}; {numbers}; {expected}. The number moved the other "
+                  "way: the diagnosis was wrong.")
     ledger.record_fix_verdict(fix_id, after_run_id, moved, detail)
-    return {"fix_id": fix_id, "verified": moved, "detail": detail, "comparison": comp.to_dict()}
+    return {"fix_id": fix_id, "verified": moved, "detail": detail, "comparison": comp.to_dict(),
+            "verdict": verdict.to_dict()}

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.ledger import taxonomy
-from skillos.ledger.secrets import redact, redact_text
+from skillos.secrets import redact, redact_text
 
 APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
-          "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates")
+          "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates", "seals")
 CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes")
 
 MIGRATIONS = {
@@ -73,6 +73,13 @@ MIGRATIONS = {
         ci_low REAL, ci_high REAL, n_tasks INTEGER, n_paired INTEGER, n_unmeasured INTEGER,
         created_at TEXT NOT NULL);
     """,
+    # sealed test splits: one read per (experiment name, split content hash), whatever the
+    # process or output folder; a further read only with a person's recorded override.
+    3: """
+    CREATE TABLE seals (id INTEGER PRIMARY KEY, experiment TEXT NOT NULL, split_hash TEXT NOT NULL,
+        reason TEXT, output TEXT, actor TEXT, override TEXT, created_at TEXT NOT NULL);
+    CREATE INDEX seals_key ON seals (experiment, split_hash);
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -83,6 +90,13 @@ class LedgerError(SkillosError):
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def actor() -> str:
+    """Who is acting: $SKILLOS_ACTOR, else the login name (recorded with overrides and seals)."""
+    import getpass
+
+    return os.environ.get("SKILLOS_ACTOR") or getpass.getuser()
 
 
 def default_path() -> Path:
@@ -331,6 +345,33 @@ class Ledger:
     def add_candidate(self, run_id: int, **fields) -> int:
         """One candidate of a skillos optimize run (columns of the candidates table)."""
         return self._insert("candidates", run_id=run_id, **fields)
+
+    def read_sealed(self, experiment: str, split_hash: str, reason: str, output: str, actor: str,
+                    override: str | None = None) -> int:
+        """Record one read of a sealed split. A second read of the same split (same experiment
+        name, same content hash) is refused, from any process or output folder, unless a person
+        overrides it with a reason: the override is recorded (and counted as a process failure)."""
+        self.db.execute("BEGIN IMMEDIATE")  # check and record in one step: two readers serialize
+        try:
+            before = self.db.execute("SELECT * FROM seals WHERE experiment = ? AND split_hash = ? "
+                                     "ORDER BY id", (experiment, split_hash)).fetchall()
+            if before and not (override or "").strip():
+                first = dict(before[0])
+                raise LedgerError(
+                    f"the sealed test split of {experiment!r} (content {split_hash[:12]}) was already "
+                    f"read {len(before)} time(s), first at {first['created_at']} into {first['output']} "
+                    f"({first['reason']}); a second read makes it a validation split. A person may "
+                    "override with --unseal \"reason\" (recorded in the ledger)")
+            seal = self._insert("seals", experiment=experiment, split_hash=split_hash, reason=reason,
+                                output=output, actor=actor, override=override if before else None)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        if before:  # the override, as every override is: with its reason, as a process failure
+            self.add_override(5, "sealed-split", f"optimize: read {experiment!r} test split again: "
+                              f"{override}", actor)
+        return seal
 
     # -- failures ---------------------------------------------------------------------------
     def add_failure(self, what: str, category: str, modes=(), kind: str = "scientific",

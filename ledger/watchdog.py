@@ -163,7 +163,7 @@ class Watchdog:
 
 
 @contextmanager
-def watching(paths: list, ledger_path, stall_minutes: float = 30.0, gpus: int = 0,
+def watching(paths: list, ledger_path, stall_minutes: float, gpus: int = 0,
              interval_s: float = 30.0, echo: Callable[[str], None] = print):
     """Run a Watchdog on this process and `paths` in a background thread for the duration of a
     launch (gate 7); its alarms go to `echo` and to the ledger at `ledger_path`."""

@@ -11,6 +11,8 @@ from conftest import run_cli
 from skillos.evals.compare import compare_runs
 from skillos.ledger import Ledger
 
+SETTINGS = dict(alpha=0.05, power=0.8, max_age_days=7.0)  # the schema's defaults, spelled out
+
 SAME = "executor=heuristic model=None"
 
 
@@ -42,7 +44,7 @@ def test_a_real_improvement_is_called_one(ledger, tmp_path):
     exp = ledger.add_experiment("e")
     control = record(ledger, tmp_path, exp, "no_memory", games(10))
     arm = record(ledger, tmp_path, exp, "closed_loop", games(30))
-    (result,) = compare_runs(ledger, [arm], control, n_boot=1000)["arms"]
+    (result,) = compare_runs(ledger, [arm], control, **SETTINGS, n_boot=1000)["arms"]
     assert result["improvement"] and result["why_not"] == []
     assert result["comparison"]["b"] == 20 and result["comparison"]["mde"] > 0
     assert result["denominators"] == {"games_recorded": 40, "attempted": 40, "measured": 40,
@@ -54,10 +56,10 @@ def test_a_stale_or_foreign_control_is_refused(ledger, tmp_path):
     control = record(ledger, tmp_path, exp, "no_memory", games(10))
     arm = record(ledger, tmp_path, exp, "closed_loop", games(30))
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=70)  # a ten-week-old baseline
-    (result,) = compare_runs(ledger, [arm], control, now=later, n_boot=1000)["arms"]
+    (result,) = compare_runs(ledger, [arm], control, now=later, **SETTINGS, n_boot=1000)["arms"]
     assert not result["improvement"] and "measure a fresh one" in result["why_not"][0]
     other = record(ledger, tmp_path, exp, "static_repo", games(30), fingerprint="executor=openai")
-    (result,) = compare_runs(ledger, [other], control, n_boot=1000)["arms"]
+    (result,) = compare_runs(ledger, [other], control, **SETTINGS, n_boot=1000)["arms"]
     assert not result["improvement"] and "used executor" in result["why_not"][0]
 
 
@@ -65,7 +67,7 @@ def test_unequal_denominators_are_refused(ledger, tmp_path):
     exp = ledger.add_experiment("e")
     control = record(ledger, tmp_path, exp, "no_memory", games(10))
     arm = record(ledger, tmp_path, exp, "closed_loop", games(30, n=36))
-    (result,) = compare_runs(ledger, [arm], control, n_boot=1000)["arms"]
+    (result,) = compare_runs(ledger, [arm], control, **SETTINGS, n_boot=1000)["arms"]
     assert not result["improvement"] and "denominators differ" in " ".join(result["why_not"])
 
 
@@ -77,12 +79,13 @@ def test_the_family_comes_from_the_ledger(ledger, tmp_path):
     target = record(ledger, tmp_path, exp, "closed_loop", arm)
     record(ledger, tmp_path, exp, "shuffled", games(10))
     record(ledger, tmp_path, exp, "static_repo", games(11))
-    out = compare_runs(ledger, [target], control, n_boot=1000)
+    out = compare_runs(ledger, [target], control, **SETTINGS, n_boot=1000)
     (result,) = out["arms"]
     assert out["family"]["size"] == 3  # comparing one arm at a time does not shrink it
     assert result["comparison"]["p_value"] == pytest.approx(0.0215, abs=1e-3)
     assert result["comparison"]["p_holm"] == pytest.approx(3 * 0.0215, abs=3e-3)
-    assert not result["improvement"] and "not significant after Holm over a family of 3" in result["why_not"][0]
+    assert not result["improvement"] and result["verdict"]["word"] == "not detected"
+    assert "Holm over a family of 3" in result["verdict"]["line"]  # the family and its size, beside the p
 
 
 def test_unmeasured_games_drop_from_pairs_not_count_as_losses(ledger, tmp_path):
@@ -90,7 +93,7 @@ def test_unmeasured_games_drop_from_pairs_not_count_as_losses(ledger, tmp_path):
     control = record(ledger, tmp_path, exp, "no_memory", games(10))
     outage = {g: (None if i >= 20 else s) for i, (g, s) in enumerate(games(30).items())}
     arm = record(ledger, tmp_path, exp, "closed_loop", outage)
-    (result,) = compare_runs(ledger, [arm], control, n_boot=1000)["arms"]
+    (result,) = compare_runs(ledger, [arm], control, **SETTINGS, n_boot=1000)["arms"]
     assert result["comparison"]["n_paired"] == 20 and result["comparison"]["n_dropped"] == 20
     assert result["denominators"]["unmeasured"] == 20
 
@@ -102,7 +105,7 @@ def test_compare_cli_prints_denominators_and_the_mde(ledger, tmp_path):
     result = run_cli("compare", arm, "--control", control)
     assert result.returncode == 0, result.stderr
     assert "10/40 measured of 40 common games" in result.stdout and "MDE" in result.stdout
-    assert "verdict: IMPROVEMENT" in result.stdout
+    assert "verdict: improvement" in result.stdout
     result = run_cli("compare", arm, "--control", 999)
     assert result.returncode == 2 and "999" in result.stderr and "Traceback" not in result.stderr
 
@@ -114,10 +117,10 @@ def test_arms_by_name_and_a_named_family(ledger, tmp_path):
     record(ledger, tmp_path, first, "static_repo", games(12))
     control = record(ledger, tmp_path, second, "no_memory", games(10))
     arm = record(ledger, tmp_path, second, "closed_loop", games(30))
-    out = compare_runs(ledger, ["closed_loop"], "no_memory", n_boot=500)
+    out = compare_runs(ledger, ["closed_loop"], "no_memory", **SETTINGS, n_boot=500)
     assert out["control"]["run_id"] == control and out["arms"][0]["run_id"] == arm
     assert out["family"]["size"] == 1  # the compared run's own experiment
-    named = compare_runs(ledger, ["closed_loop"], "no_memory", family="sweep", n_boot=500)
+    named = compare_runs(ledger, ["closed_loop"], "no_memory", family="sweep", **SETTINGS, n_boot=500)
     assert named["family"]["size"] == 2 and named["family"]["name"] == "sweep"
     result = run_cli("compare", "closed_loop", "--family", "sweep")
     assert result.returncode == 0 and "family sweep: 2 run(s)" in result.stdout

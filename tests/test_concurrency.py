@@ -7,6 +7,8 @@ import pytest
 
 from llm_server import ScriptedLLM
 
+PLAY = dict(retrieval_mode="bm25", max_steps=30, top_k=5, concurrency=1, wave_size=1)
+
 pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
 pytestmark = pytest.mark.alfworld
 
@@ -24,7 +26,7 @@ def arm(games, **kw):
     from skillos.evals.runner import run_arm
 
     return run_arm("a", games, env=AlfworldEnv(), make_env=AlfworldEnv, executor=HeuristicExecutor(),
-                   **{"repo": None, **kw})
+                   **{"repo": None, **PLAY, **kw})
 
 
 def test_concurrent_games_give_the_rows_of_sequential_ones(games, tmp_path):
@@ -60,5 +62,5 @@ def test_an_outage_with_games_in_flight_aborts_and_scores_nothing(games, monkeyp
                                              max_retries=0))
         with pytest.raises(ArmAborted, match="20 of 20 games unmeasured"):
             run_arm("llm", plays, env=AlfworldEnv(), make_env=AlfworldEnv, executor=executor,
-                    repo=None, concurrency=8, max_error_rate=0.02, on_game=rows.append)
+                    repo=None, **{**PLAY, "concurrency": 8}, max_error_rate=0.02, on_game=rows.append)
     assert len(rows) == 20 and all(r["success"] is None for r in rows)

@@ -13,6 +13,8 @@ from skillos.evals.runner import play, run_arm  # noqa: E402
 from skillos.evals.trajectory import Step, Trajectory  # noqa: E402
 from skillos.repo import Retriever, SkillRepo, validate_path  # noqa: E402
 
+PLAY = dict(retrieval_mode="bm25", max_steps=30, top_k=5, concurrency=1, wave_size=1)  # the quickstart's
+
 pytestmark = pytest.mark.alfworld
 
 
@@ -40,7 +42,7 @@ def test_executor_only_plays_admissible_commands_and_respects_the_cap(train):
 def test_curator_writes_valid_readable_skills_through_the_repo(train, tmp_path):
     repo = SkillRepo(tmp_path)
     rows = run_arm("closed_loop", train, env=AlfworldEnv(), executor=HeuristicExecutor(), repo=repo,
-                   curator=HeuristicCurator())
+                   curator=HeuristicCurator(), **PLAY)
     assert validate_path(tmp_path) == []
     names = {s.name for s in SkillRepo.load(tmp_path).skills}
     assert len(names) == len(repo) > 0
@@ -67,7 +69,7 @@ def test_skills_change_what_the_executor_does(train):
     loc = notes.Locations(obj, {first_place: [0, 50], other: [50, 50]})
     repo = SkillRepo(None)
     repo.insert(notes.location_skill_name(obj), *loc.render())
-    guided = play(env, HeuristicExecutor(), Retriever(repo), game, 30, 5)
+    guided = play(env, HeuristicExecutor(), Retriever(repo, "bm25"), game, 30, 5)
     assert guided.retrieved == [notes.location_skill_name(obj)]
     assert next(s.action for s in guided.steps if s.action.startswith("go to ")).split()[-2] == other
 

@@ -32,7 +32,8 @@ def test_eval_refuses_a_failing_config_and_records_why(tmp_path, game_cache, ski
     assert "Traceback" not in result.stderr and not out.exists()
     with Ledger(skillos_home / "ledger.db") as ledger:
         recorded = {(g["check_name"], g["status"]) for g in ledger.rows("gate_results")}
-        assert ("error-budget", "FAIL") in recorded and ("sentinels", "PASS") in recorded
+        assert ("error-budget", "FAIL") in recorded and ("watchdog", "PASS") in recorded
+        assert "sentinels" not in {name for name, _ in recorded}  # refused before a game was played
         assert ledger.rows("runs") == [] and ledger.rows("overrides") == []
 
 
@@ -96,7 +97,7 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
     if command == "optimize":
         from skillos.training import optimize
 
-        def optimized(cfg, out_dir, ledger, echo=None):
+        def optimized(cfg, out_dir, ledger, echo=None, **_):
             out.mkdir()
             return {"verdict": "not run"}
 

@@ -158,7 +158,7 @@ def test_an_outage_mid_run_is_unmeasured_and_aborts_the_arm(tmp_path, game_cache
 
         with pytest.raises(ArmAborted, match=r"15 of 20 games unmeasured"):
             run_arm("llm", games, env=AlfworldEnv(), executor=executor, repo=None, max_steps=30,
-                    top_k=5, out=tmp_path / "games.jsonl", on_game=on_game, max_error_rate=0.02)
+                    top_k=5, retrieval_mode="bm25", concurrency=1, wave_size=1, out=tmp_path / "games.jsonl", on_game=on_game, max_error_rate=0.02)
     assert len(rows) == 20
     assert all(r["success"] is not None for r in rows[:5])
     lost = rows[5:]

@@ -14,21 +14,21 @@ def small_repo(root=None):
 
 
 def test_bm25_ranks_the_matching_skills_first():
-    hits = retrieve(small_repo(), "clean some apple and put it in fridge", k=2)
+    hits = retrieve(small_repo(), "clean some apple and put it in fridge", k=2, mode="bm25")
     assert [h.skill.name for h in hits] == ["where-to-find-apple", "clean-some-x"] or \
         [h.skill.name for h in hits] == ["clean-some-x", "where-to-find-apple"]
     assert hits[0].score >= hits[1].score > 0
 
 
 def test_bm25_drops_skills_sharing_no_term():
-    assert retrieve(small_repo(), "zebra giraffe", k=3) == []
-    names = [h.skill.name for h in retrieve(small_repo(), "heat microwave", k=5)]
+    assert retrieve(small_repo(), "zebra giraffe", k=3, mode="bm25") == []
+    names = [h.skill.name for h in retrieve(small_repo(), "heat microwave", k=5, mode="bm25")]
     assert names == ["heat-some-x"]
 
 
 def test_retriever_reindexes_after_a_change():
     repo = small_repo()
-    retriever = Retriever(repo)
+    retriever = Retriever(repo, "bm25")
     assert retriever.search("banana", 3) == []
     repo.insert("where-to-find-banana", "Where a banana was found.", "bowl")
     assert [h.skill.name for h in retriever.search("banana", 3)] == ["where-to-find-banana"]
@@ -58,11 +58,11 @@ def test_small_repos_still_rank_matching_skills():
     # classic Okapi idf is negative for a term in most documents; a match must still be found
     one = SkillRepo(None)
     one.insert("where-to-find-apple", "Where an apple was found.", "fridge")
-    assert [h.skill.name for h in retrieve(one, "apple", 5)] == ["where-to-find-apple"]
+    assert [h.skill.name for h in retrieve(one, "apple", 5, "bm25")] == ["where-to-find-apple"]
     two = SkillRepo(None)
     two.insert("apple-notes", "apple apple apple", "apple in the fridge")
     two.insert("pear-notes", "pear notes that mention an apple once", "bowl")
-    assert [h.skill.name for h in retrieve(two, "apple", 5)] == ["apple-notes", "pear-notes"]
+    assert [h.skill.name for h in retrieve(two, "apple", 5, "bm25")] == ["apple-notes", "pear-notes"]
 
 
 def _old_scorer(skills):
@@ -102,7 +102,7 @@ def test_rankings_and_scores_equal_the_old_scorer_through_edits():
     for i in range(300):
         repo.insert(f"skill-{i:03d}", text(rng.randint(3, 12)), text(rng.randint(0, 60)))
     queries = [text(rng.randint(1, 9)) for _ in range(40)] + ["the the a", "w3 w3 w7", "nothing-matches"]
-    retriever = Retriever(repo)
+    retriever = Retriever(repo, "bm25")
     for round_ in range(4):
         old = _old_scorer(repo.skills)
         for query in queries:

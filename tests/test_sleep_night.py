@@ -12,7 +12,7 @@ from skillos import config as cfgmod
 from skillos.errors import SkillosError
 from skillos.ledger import Ledger
 from skillos.training.sleep.harvest import REPLAY_MARKER
-from skillos.training.sleep.night import run_night
+import skillos
 from skillos.training.sleep.stage import adopt, status
 
 SKILL = """---
@@ -61,7 +61,7 @@ def world(tmp_path, monkeypatch, game_cache):
 def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backup(world):
     make, skill, home = world
     with ScriptedLLM(follows_the_skill) as server:
-        report = run_night(make(server), echo=lambda _: None)
+        report = skillos.sleep(make(server), echo=lambda _: None)
         calls = len(server.calls)
     assert report["status"] == "finished" and report["tasks"] == {"train": 8, "validation": 4, "test": 5}
     assert report["source"]["mined"]["tasks"] == 17 and report["harvest_sessions"] == 17
@@ -107,8 +107,8 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
 def test_a_rejected_candidate_is_remembered_across_nights(world):
     make, skill, home = world
     with ScriptedLLM(ignores_the_skill) as server:
-        first = run_night(make(server, steps=1), echo=lambda _: None)
-        second = run_night(make(server, steps=1), echo=lambda _: None)
+        first = skillos.sleep(make(server, steps=1), echo=lambda _: None)
+        second = skillos.sleep(make(server, steps=1), echo=lambda _: None)
     (c,) = first["candidates"]
     assert c["verdict"] == "reject" and c["mean_difference"] == 0.0 and c["n_paired"] == 4
     assert first["proposal"] is None and first["test"] is None and "nothing staged" in first["verdict"]
@@ -120,7 +120,7 @@ def test_a_rejected_candidate_is_remembered_across_nights(world):
 def test_a_night_that_hits_its_call_cap_stops_cleanly(world):
     make, skill, home = world
     with ScriptedLLM(follows_the_skill) as server:
-        report = run_night(make(server, budget={"max_calls": 6}), echo=lambda _: None)
+        report = skillos.sleep(make(server, budget={"max_calls": 6}), echo=lambda _: None)
         assert len(server.calls) == 6
     assert report["status"] == "stopped" and report["stopped_because"].startswith("calls cap reached: 6 of 6")
     assert report["proposal"] is None and not (home / "proposals").exists()
@@ -134,7 +134,7 @@ def test_a_total_outage_stages_nothing_and_scores_no_task_as_failed(world):
     make, skill, home = world
     with ScriptedLLM(follows_the_skill) as server:
         server.outage = True
-        report = run_night(make(server), echo=lambda _: None)
+        report = skillos.sleep(make(server), echo=lambda _: None)
     assert report["status"] == "outage" and report["proposal"] is None and report["model_call_errors"] == 5
     outcomes = [json.loads(x) for x in (home / "nights" / report["night"] / "outcomes.jsonl").read_text().splitlines()]
     assert outcomes and all(o["success"] is None and "model call failed" in o["reason"] for o in outcomes)
@@ -179,7 +179,7 @@ def test_the_launch_gates_refuse_a_night_before_any_call(world, monkeypatch):
         lambda ctx: core.Result("planted", (7,), "FAIL", detail="planted by the test")])
     with ScriptedLLM(follows_the_skill) as server:
         with pytest.raises(gates.GateRefused, match="planted"):
-            run_night(make(server), echo=lambda _: None)
+            skillos.sleep(make(server), echo=lambda _: None)
         assert server.calls == []
     assert not home.exists()
 
@@ -254,7 +254,7 @@ def test_a_model_optimizer_proposes_block_lines_or_with_edit_anywhere_a_rewrite(
                                                                Caller(Budget(5, 10_000, 1.0), 2))
         assert lines == [f"- Open every note with {TOKEN}", "- Keep it short"]  # cut to the budget
         assert text.startswith(SKILL.rstrip()) and "skillos-sleep:learned" in text
-        report = run_night(make(server, optimizer=optimizer, steps=1, edit_anywhere=True), echo=lambda _: None)
+        report = skillos.sleep(make(server, optimizer=optimizer, steps=1, edit_anywhere=True), echo=lambda _: None)
     (c,) = report["candidates"]
     assert c["verdict"] == "accept" and c["edits"][0].startswith("rewrite of the skill (2 diff lines, sha256 ")
     diff = (home / "proposals" / f"{report['night']}-status-notes" / "diff.patch").read_text()
@@ -268,7 +268,7 @@ def test_a_night_with_nothing_checkable_says_so_and_a_crash_ends_its_run(world, 
     make, skill, home = world
     with ScriptedLLM(follows_the_skill) as server:
         empty = make(server, claude_dir=str(tmp_path / "nothing"), codex_dir=str(tmp_path / "nothing"))
-        report = run_night(empty, echo=lambda _: None)
+        report = skillos.sleep(empty, echo=lambda _: None)
         assert report["status"] == "no-tasks" and "no checkable task from 0 sessions" in report["verdict"]
         assert server.calls == []
 
@@ -277,7 +277,7 @@ def test_a_night_with_nothing_checkable_says_so_and_a_crash_ends_its_run(world, 
 
         monkeypatch.setattr(night.HeuristicProposer, "propose", broken)
         with pytest.raises(RuntimeError):
-            run_night(make(server), echo=lambda _: None)
+            skillos.sleep(make(server), echo=lambda _: None)
     with Ledger() as ledger:
         assert [(r["status"], r["detail"]) for r in ledger.rows("runs")] == [
             ("no-tasks", report["verdict"]), ("crashed", "RuntimeError: planted bug")]
@@ -300,7 +300,7 @@ def test_no_regress_rejects_what_the_strict_gate_accepts_on_a_reviewed_task_file
     tasks = tmp_path / "reviewed.jsonl"
     tasks.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with ScriptedLLM(follows_the_skill) as server:
-        report = run_night(make(server, steps=1, gate={"mode": "strict"}, no_regress=True), tasks_file=tasks,
+        report = skillos.sleep(make(server, steps=1, gate={"mode": "strict"}, no_regress=True), tasks_file=tasks,
                            echo=lambda _: None)
     (c,) = report["candidates"]
     assert report["source"]["source"].startswith("reviewed task file") and report["tasks"]["validation"] == 4

@@ -19,9 +19,9 @@ def test_mde_formula():
     # (z_{alpha/2} + z_beta) * sqrt(d / n)
     z = norm.ppf(0.975) + norm.ppf(0.8)
     assert z == pytest.approx(2.8016, abs=1e-4)
-    assert stats.mde(60, 0.2) == pytest.approx(z * math.sqrt(0.2 / 60))
-    assert stats.mde(60, 0.2) == pytest.approx(0.16175, abs=1e-4)
-    assert stats.mde(240, 0.2) == pytest.approx(stats.mde(60, 0.2) / 2)
+    assert stats.mde(60, 0.2, 0.05, 0.8) == pytest.approx(z * math.sqrt(0.2 / 60))
+    assert stats.mde(60, 0.2, 0.05, 0.8) == pytest.approx(0.16175, abs=1e-4)
+    assert stats.mde(240, 0.2, 0.05, 0.8) == pytest.approx(stats.mde(60, 0.2, 0.05, 0.8) / 2)
 
 
 def test_bootstrap_ci_brackets_the_difference():
@@ -29,22 +29,22 @@ def test_bootstrap_ci_brackets_the_difference():
     treatment = [1] * 45 + [0] * 15
     low, high = stats.paired_bootstrap_ci(control, treatment, n_boot=4000, seed=1)
     assert low < 0.25 < high
-    assert stats.paired_bootstrap_ci([1, 0, 1], [1, 0, 1], n_boot=200) == (0.0, 0.0)
+    assert stats.paired_bootstrap_ci([1, 0, 1], [1, 0, 1], n_boot=200, seed=0) == (0.0, 0.0)
 
 
 def test_compare_drops_unmeasured_pairs_and_never_scores_them():
     control = {"a": False, "b": False, "c": True, "d": None, "e": False}
     treatment = {"a": True, "b": True, "c": True, "d": True, "e": None}
-    comp = stats.compare(control, treatment, n_boot=500)
+    comp = stats.compare(control, treatment, alpha=0.05, power=0.8, n_boot=500)
     assert (comp.n_paired, comp.n_dropped, comp.b, comp.c) == (3, 2, 2, 0)
     assert comp.control_rate == pytest.approx(1 / 3) and comp.treatment_rate == 1.0
     assert comp.p_value == pytest.approx(0.5)
 
 
 def test_compare_without_discordant_pairs_reports_mde_unmeasured():
-    comp = stats.compare({"a": True, "b": False}, {"a": True, "b": False}, n_boot=200)
+    comp = stats.compare({"a": True, "b": False}, {"a": True, "b": False}, alpha=0.05, power=0.8, n_boot=200)
     assert comp.mde is None and "discordant" in comp.note
-    empty = stats.compare({"a": None}, {"a": True}, n_boot=200)
+    empty = stats.compare({"a": None}, {"a": True}, alpha=0.05, power=0.8, n_boot=200)
     assert empty.p_value is None and empty.significant is None and empty.n_dropped == 1
 
 

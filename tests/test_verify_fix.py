@@ -8,6 +8,8 @@ import pytest
 from conftest import run_cli
 from skillos.ledger import Ledger, LedgerError
 
+SETTINGS = dict(alpha=0.05, power=0.8, n_boot=1000)
+
 
 def recorded_run(ledger, folder, name, successes):
     """A run whose per-game JSONL has 40 games, the first `successes` of them won."""
@@ -53,8 +55,9 @@ def test_fix_that_does_not_move_the_number_reopens_the_diagnosis(tmp_path):
         before, _ = recorded_run(ledger, tmp_path, "before", 10)
         after, _ = recorded_run(ledger, tmp_path, "after", 11)
         fix = ledger.add_fix(failure, "patched the parser", "success_rate", "up", 0.1, before)
-        result = verify_fix(ledger, fix, after)
-        assert result["verified"] is False and "diagnosis was wrong" in result["detail"]
+        result = verify_fix(ledger, fix, after, **SETTINGS)
+        assert result["verified"] is False and result["verdict"]["word"] == "not detected"
+        assert "did not move detectably" in result["detail"] and "not evidence of no effect" in result["detail"]
         assert ledger.failure(failure)["status"] == "open"
         assert ledger.fix(fix)["verdict"] == "reopened"
 
@@ -69,5 +72,5 @@ def test_changed_per_game_file_is_refused(tmp_path):
         fix = ledger.add_fix(failure, "y", "success_rate", "up", None, before)
         path.write_text(path.read_text().replace('"success": false', '"success": true'))
         with pytest.raises(LedgerError, match="changed since it was recorded"):
-            verify_fix(ledger, fix, after)
+            verify_fix(ledger, fix, after, **SETTINGS)
         assert ledger.fix(fix).get("verdict") is None  # no verdict from tampered evidence

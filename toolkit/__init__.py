@@ -2,6 +2,24 @@
 
 The import is light on purpose: no torch, no alfworld. Heavy libraries load inside the code
 that needs them, so `skillos gate check` and `skillos ledger ...` start fast on a laptop.
+
+The public API (skillos.api), loaded on first use:
+    skillos.evaluate, skillos.sweep, skillos.optimize, skillos.train, skillos.compare,
+    skillos.check, skillos.sleep, skillos.load, skillos.GateRefused
+and the read-only viewer as its own package: skillos.view.serve, skillos.view.export_site.
 """
 
 __version__ = "0.1.0"
+
+API = ("evaluate", "sweep", "optimize", "train", "compare", "check", "sleep", "load", "GateRefused")
+__all__ = list(API)
+
+
+def __getattr__(name):
+    # PEP 562: `skillos.evaluate` without importing the gates and the config schema at
+    # `import skillos` (every submodule imports the package first).
+    if name in API:
+        from skillos import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'skillos' has no attribute {name!r}")

@@ -179,10 +179,13 @@ def verify_fix(fix_id: int, after: int = typer.Option(..., help="The run after t
 
     Otherwise the failure is reopened with the numbers, and the exit code is 1.
     """
+    from skillos.config import Config
     from skillos.evals.verify import verify_fix as verify
 
+    settings = Config().eval  # the schema's statistics settings
     with _ledger() as ledger:
-        result = verify(ledger, fix_id, after)
+        result = verify(ledger, fix_id, after, alpha=settings.alpha, power=settings.power,
+                        n_boot=settings.bootstrap)
     _emit(result, as_json, lambda r: [r["detail"]])
     if not result["verified"]:
         raise typer.Exit(1)

@@ -11,6 +11,8 @@ from typing import List, Optional
 
 import typer
 
+from skillos.cli_common import SET_HELP, load_config
+
 app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
                   "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
 
@@ -110,14 +112,14 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
                                            "spend nothing."),
               override: List[str] = typer.Option([], "--override", help='CHECK="reason": launch despite a failing '
                                                  "gate check (recorded in the ledger)."),
+              set_: List[str] = typer.Option([], "--set", help=SET_HELP),
               as_json: bool = JSON):
     """One night: harvest, mine, replay current vs candidate, gate on validation, read the sealed
     test once, stage a proposal. Never writes the live skill."""
-    from skillos import config as cfgmod
-    from skillos import gates
-    from skillos.training.sleep.night import plan_night, run_night
+    from skillos import api, gates
+    from skillos.training.sleep.night import plan_night
 
-    cfg = cfgmod.load(config)
+    cfg = load_config(config, set_)
     if dry_run:
         plan = plan_night(cfg, tasks)
 
@@ -132,7 +134,7 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 
         _emit(plan, as_json, lines)
         return
-    report = run_night(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err)
+    report = api.sleep(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err)
 
     def lines(r):
         for c in r["candidates"]:

@@ -27,6 +27,8 @@ from skillos.errors import ConfigError, yaml_error_line
 ENVS = ("household",)
 SPLITS = ("train", "valid_seen", "valid_unseen")
 BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm: GPU only
+# The environment variable an API backend reads its key from when api_key_env names none.
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 COMPUTE_BACKENDS = ("local", "accelerate", "modal")
 CURATOR_TOOLS = ("paper", "curate_and_advance")
 RETRIEVAL_MODES = ("bm25", "shuffled")
@@ -258,12 +260,25 @@ class Config:
     divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
 
     source = None  # the file it was loaded from (not a field: not hashed); relative paths resolve here
+    declared = frozenset()  # the sections its file set (not a field): what it is for
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     def hash(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+        """The identity that groups a family: every key that can change a result, so operational
+        keys (OPERATIONAL_KEYS: parallelism, output paths, monitoring) are left out."""
+        data = self.to_dict()
+        for key in OPERATIONAL_KEYS:
+            section, _, leaf = key.partition(".")
+            data[section].pop(leaf, None)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# Keys that say how or where a run executes, not what it measures: two configs that differ only
+# here are the same experiment (the same family, the same Config.hash()).
+OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
+                    "compute.watchdog", "compute.stall_minutes")
 
 
 def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
@@ -403,6 +418,20 @@ def relative_to_config(cfg: Config, path: str | Path) -> Path:
     return Path(cfg.source).parent / p if not p.is_absolute() and cfg.source is not None else p
 
 
+def training_output_dir(cfg: Config) -> Path:
+    """Where training writes checkpoints: training.output_dir, else checkpoints/EXPERIMENT (derived
+    here only: the trainer, the launch plan and the disk check all read it from this function)."""
+    return Path(cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}")
+
+
+def effective_batch(cfg: Config) -> int | None:
+    """Per-device batch x gradient accumulation x processes; None when either is not set."""
+    t = cfg.training
+    if t.per_device_train_batch_size is None or t.gradient_accumulation_steps is None:
+        return None
+    return t.per_device_train_batch_size * t.gradient_accumulation_steps * cfg.compute.num_processes
+
+
 def static_repo_path(cfg: Config, arm: str) -> str | None:
     """The fixed skill folder an arm plays with (static_repo, repo:NAME), resolved beside the
     config file, else None."""
@@ -433,13 +462,54 @@ def from_dict(data: Any, where: str = "") -> Config:
 
 def _protect(cfg: Config) -> Config:
     """The key variables the config names: their values are redacted from all output."""
-    from skillos.ledger.secrets import protect_config
+    from skillos.secrets import protect_key_vars
 
-    protect_config(cfg)
+    sections = [cfg.executor, cfg.curator, cfg.judge, cfg.optimize.optimizer]
+    protect_key_vars(s.api_key_env for s in sections)
+    protect_key_vars(DEFAULT_KEY_ENV.get(s.backend) for s in sections)
     return cfg
 
 
-def load(path: str | Path) -> Config:
+def parse_set(item: str) -> tuple[list[str], Any]:
+    """`--set KEY=VALUE`: a dotted key and a YAML value (`eval.alpha=0.01`, `eval.arms=[a, b]`)."""
+    key, sep, raw = str(item).partition("=")
+    if not sep or not key.strip() or any(not part for part in key.strip().split(".")):
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. env.n_games=6")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        raise ConfigError(f"--set {item!r}: the value is not valid YAML") from None
+    return key.strip().split("."), value
+
+
+def apply_sets(data: dict, sets) -> dict:
+    """`data` (a config's mapping) with each KEY=VALUE of `sets` written into it."""
+    for item in sets:
+        keys, value = parse_set(item)
+        node = data
+        for i, part in enumerate(keys[:-1]):
+            child = node.get(part) if isinstance(node, dict) else None
+            if child is None or isinstance(child, str):  # `control: no_memory` -> {arm: ...}
+                child = {"arm": child} if isinstance(child, str) else {}
+                node[part] = child
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {item!r}: {'.'.join(keys[:i + 1])} is not a section")
+            node = child
+        node[keys[-1]] = value
+    return data
+
+
+def with_sets(cfg: Config, sets) -> Config:
+    """A copy of `cfg` with `KEY=VALUE` overrides, validated as if the file had said so."""
+    if not sets:
+        return cfg
+    new = from_dict(apply_sets(cfg.to_dict(), sets))
+    new.source, new.declared = cfg.source, cfg.declared
+    return new
+
+
+def load(path: str | Path, sets=()) -> Config:
+    """A config file; `sets` are KEY=VALUE overrides applied before validation (`--set`)."""
     from skillos import safety
     from skillos.errors import SkillosError
 
@@ -454,8 +524,10 @@ def load(path: str | Path) -> Config:
         raise ConfigError(f"{path}: the config is empty; name at least the experiment (see "
                           "evals/configs/quickstart.yaml)")
     try:
+        data = apply_sets(data, sets)
         cfg = _build(Config, data, "")
-        cfg.source = path
+        cfg.source = path  # named inputs resolve beside the config file
+        cfg.declared = frozenset(data)
         _protect(validate(cfg))
         check_inputs(cfg)
     except ConfigError as exc:

@@ -172,7 +172,7 @@ def _local_model(name: str, section) -> Check:
     if section.backend == "vllm" and importlib.util.find_spec("vllm") is None:
         return Check(name, "fail", "vllm is not installed", "use a GPU machine with vllm installed, or backend hf")
     try:
-        from skillos.training.tiny_model import TINY_NAME, resolve
+        from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 
         path = TINY_NAME if section.model == TINY_NAME else resolve(section.model)  # the tiny model builds on use
     except SkillosError as exc:

@@ -10,7 +10,7 @@ class SkillosError(Exception):
     exit_code = 2
 
     def __init__(self, message: str):
-        from skillos.ledger.secrets import redact_text
+        from skillos.secrets import redact_text
 
         # one line, and never a key (an endpoint may echo it into an error we pass on)
         super().__init__(redact_text(" ".join(str(message).split())))

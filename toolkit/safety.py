@@ -199,7 +199,7 @@ def json_text(data, indent: int | None = 1) -> str:
     import json
     import math
 
-    from skillos.ledger.secrets import redact_text
+    from skillos.secrets import redact_text
 
     def clean(obj):
         if isinstance(obj, float) and not math.isfinite(obj):

@@ -14,6 +14,8 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
+from skillos.errors import ConfigError
+
 
 def _rng(*parts) -> random.Random:
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
@@ -31,16 +33,17 @@ class Group:
         return {"group": self.index, "task_type": self.task_type, "game_ids": list(self.game_ids)}
 
 
-def build_groups(games, group_size: int, n_groups: int, seed: int = 0) -> list[Group]:
+def build_groups(games, group_size: int, n_groups: int, seed: int) -> list[Group]:
     """`n_groups` groups of `group_size` games of one task type each, from the train pool."""
     if group_size < 1:
-        raise ValueError(f"group_size must be at least 1, got {group_size}")
+        raise ConfigError(f"training.group_size: at least 1, got {group_size}")
     by_type = defaultdict(list)
     for game in sorted(games, key=lambda g: g.id):
         by_type[game.task_type].append(game.id)
     types = sorted(t for t, ids in by_type.items() if len(ids) >= group_size)
     if not types:
-        raise ValueError(f"no task type has {group_size} games in a pool of {len(games)}")
+        raise ConfigError(f"training.group_size: no task type has {group_size} games in the pool of "
+                          f"{len(games)} train games; raise env.n_train_games or lower training.group_size")
     _rng("skillos-type-order", seed).shuffle(types)
     queues = {t: [] for t in types}
     epochs = {t: 0 for t in types}

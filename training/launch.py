@@ -11,7 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from skillos.config import Config, relative_to_config
+from skillos.config import Config, relative_to_config, training_output_dir
 from skillos.errors import SkillosError
 
 MODAL_APP = "skillos-train"
@@ -67,7 +67,7 @@ def _launch_plan(cfg: Config, config_path: str) -> dict:
         local = relative_to_config(cfg, c.deepspeed_config)
         files[f"{MODAL_CONFIG}/{local.name}"] = str(local.resolve())
         inner += ["--use_deepspeed", "--deepspeed_config_file", f"{MODAL_CONFIG}/{local.name}"]
-    out = cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}"
+    out = str(training_output_dir(cfg))
     return {"backend": "modal", "app": MODAL_APP, "gpu": gpu,
             "image": "debian_slim python 3.11 + gcc/g++/make/cmake + pip install '.[train,alfworld]' vllm",
             "code": f"{_repo_root()} -> {MODAL_CODE}", "files": files,
@@ -90,6 +90,29 @@ def render(p: dict) -> str:
     if "step_plan" in p:
         lines += StepPlan(**p["step_plan"]).lines()
     return "\n".join(lines)
+
+
+def launch(cfg: Config, p: dict, ledger, echo) -> dict:
+    """Run the plan `p` (the gates have passed): train in this process under the watchdog, or
+    hand the launch to `accelerate launch` or Modal. Returns the summary: `returncode` (0 when
+    training finished), and for a local run the trained steps and archived checkpoints."""
+    import contextlib
+
+    if p["backend"] == "modal":
+        return {"backend": "modal", "returncode": launch_modal(p), "steps": [], "checkpoints": []}
+    if p["backend"] == "accelerate":
+        import subprocess
+
+        return {"backend": "accelerate", "returncode": subprocess.run(p["command"]).returncode,
+                "steps": [], "checkpoints": []}
+    from skillos.ledger.watchdog import watching
+    from skillos.training import trainer
+
+    watch = (watching([trainer.output_dir(cfg)], ledger.path, cfg.compute.stall_minutes, echo=echo)
+             if cfg.compute.watchdog else contextlib.nullcontext())
+    with watch, contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the report's
+        summary = trainer.train(cfg, ledger, echo=echo)
+    return {"backend": "local", "returncode": 0, **summary}
 
 
 def launch_modal(p: dict) -> int:

@@ -31,7 +31,7 @@ from skillos.safety import json_text
 SCHEDULES = ("cosine", "linear", "constant")
 
 
-def edits_allowed(step: int, total_steps: int, start: int = 4, end: int = 2, schedule: str = "cosine") -> int:
+def edits_allowed(step: int, total_steps: int, start: int, end: int, schedule: str) -> int:
     """The most edits step `step` (0-based) of `total_steps` may make: `start` at the first step,
     `end` at the last, never below 1."""
     if schedule not in SCHEDULES:
@@ -47,8 +47,7 @@ class CalibrationFailed(SkillosError):
     """The gate accepted the seed skill over an identical copy: it would accept noise."""
 
 
-def calibrate(first: dict, second: dict, mode: str = "paired", k: float = 2.0,
-              max_unmeasured: float = 0.1) -> GateVerdict:
+def calibrate(first: dict, second: dict, mode: str, k: float, max_unmeasured: float) -> GateVerdict:
     """A/A: `first` and `second` are the validation outcomes (task id -> True/False/None) of two
     copies of the seed skill. Returns the gate's verdict, which must not be accept."""
     verdict = gate(first, second, mode, k, max_unmeasured)
@@ -103,12 +102,20 @@ class RejectedMemory:
 
 
 class SealedSplit:
-    """The test split: `read()` once, at the end. The seal is a file, so neither a second call nor
-    a resumed run can look at the test games twice."""
+    """The test split: `read()` once, at the end. The seal is kept in the ledger, keyed by the
+    experiment's name and the split's content hash, so no rerun, new output folder or other
+    process reads the same games twice; a file in the run's folder says when it was read (and
+    seals a run that has no ledger)."""
 
-    def __init__(self, games: list, seal: Path):
+    def __init__(self, games: list, seal: Path, ledger=None, experiment: str = "", override: str | None = None):
         self._games = list(games)
-        self.seal = Path(seal)
+        self.seal, self.ledger, self.experiment, self.override = Path(seal), ledger, experiment, override
+
+    @property
+    def content_hash(self) -> str:
+        import hashlib
+
+        return hashlib.sha256("|".join(sorted(g.content_hash for g in self._games)).encode()).hexdigest()
 
     @property
     def sealed(self) -> bool:
@@ -123,6 +130,16 @@ class SealedSplit:
         except FileExistsError:
             raise SkillosError(f"the sealed test split was already read ({self.seal.read_text().strip()}); "
                                "a second read would make it a validation split") from None
+        try:
+            if self.ledger is not None:
+                from skillos.ledger.store import actor
+
+                self.ledger.read_sealed(self.experiment, self.content_hash, why, str(self.seal.parent.resolve()),
+                                        actor(), self.override)
+        except BaseException:
+            os.close(fd)
+            self.seal.unlink()
+            raise
         with os.fdopen(fd, "w") as fh:
             fh.write(why + "\n")
         return list(self._games)
@@ -256,22 +273,25 @@ class _Collect:
         return []
 
 
-def run(cfg, out: Path, ledger=None, echo=print) -> dict:
+def run(cfg, out: Path, ledger=None, echo=print, resume: bool = False, unseal: str | None = None) -> dict:
     """rollout → reflect/propose → gate on validation → update, for optimize.epochs epochs; then
     one read of the sealed test split for the seed-vs-best report. Writes best_skill/,
     history.jsonl, rejected.json and report.json to `out`; records every candidate in the ledger.
-    The folder is locked while the run writes it (a second optimize on it is refused)."""
-    from skillos.evals.experiment import check_out
+
+    After every step the run's state (position, incumbent in incumbent/, its validation outcomes,
+    counts) is saved to state.json, so `resume` continues a killed run where it stopped, with its
+    rejected memory; a step cut off mid-way is played again. The folder is locked while the run
+    writes it (a second optimize on it, or a resume while the first lives, is refused)."""
     from skillos.safety import RunLock
 
-    out = Path(out)
-    check_out(out)
-    with RunLock(out):
-        return _run(cfg, out, ledger, echo)
+    with RunLock(Path(out)):
+        return _run(cfg, Path(out), ledger, echo, resume, unseal)
 
 
-def _run(cfg, out: Path, ledger=None, echo=print) -> dict:
+def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict:
     import random
+
+    import yaml
 
     from skillos.evals import stats
     from skillos.evals.envs.alfworld.env import AlfworldEnv
@@ -279,11 +299,12 @@ def _run(cfg, out: Path, ledger=None, echo=print) -> dict:
     from skillos.evals.experiment import arm_settings, check_out, load_games, record_experiment
     from skillos.evals.report import arm_summary
     from skillos.evals.runner import run_arm
+    from skillos.files import write_atomic
 
     o = cfg.optimize
     seed = preflight(cfg)
     out = Path(out)
-    check_out(out)
+    state = _resume_state(cfg, out) if check_out(out, resume) else None
     train = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     validation = load_games(cfg, o.validation_split, o.n_validation)
     test_games = load_games(cfg, cfg.env.split, cfg.env.n_games)
@@ -291,44 +312,56 @@ def _run(cfg, out: Path, ledger=None, echo=print) -> dict:
     if hashes[0] & hashes[1] or hashes[0] & hashes[2] or hashes[1] & hashes[2]:
         raise SkillosError("optimize: the train, validation and test splits share games; refusing to run")
     out.mkdir(parents=True, exist_ok=True)
-    test = SealedSplit(test_games, out / "test.sealed")
+    write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    test = SealedSplit(test_games, out / "test.sealed", ledger, cfg.experiment.name, unseal)
     executor, settings, env = make_executor(cfg.executor), arm_settings(cfg), AlfworldEnv(fast=True)
 
     def play(repo, games, label, curator=None) -> list[dict]:
         return run_arm(label, games, env=env, make_env=AlfworldEnv, executor=executor, repo=repo, curator=curator,
-                       concurrency=cfg.eval.concurrency if curator is None else 1, **settings)
+                       concurrency=cfg.eval.concurrency if curator is None else 1, wave_size=1,
+                       retrieval_mode=cfg.retrieval.mode, **settings)
 
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}
 
     gate_args = (o.gate.mode, o.gate.k, o.gate.max_unmeasured)
-    first = outcomes(play(seed, validation, "seed"))
-    aa = calibrate(first, outcomes(play(seed.copy(), validation, "seed-copy")), *gate_args)
+    steps_per_epoch = max(1, math.ceil(len(train) / o.minibatch_size))
+    total = o.epochs * steps_per_epoch
+    if state is None:
+        first = outcomes(play(seed, validation, "seed"))
+        aa = calibrate(first, outcomes(play(seed.copy(), validation, "seed-copy")), *gate_args)
+        run_id = None
+        if ledger is not None:
+            run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict(),
+                                      seed=cfg.env.seed)
+        state = {"next": 0, "tried": 0, "accepted": 0, "run_id": run_id, "seed_validation": first,
+                 "incumbent_validation": first, "calibration": aa.to_dict()}
+        incumbent = seed
+    else:
+        aa = GateVerdict(**state["calibration"])
+        incumbent = SkillRepo.load(out / "incumbent").copy()
+        echo(f"resuming {out} at step {state['next']} of {total}: {state['tried']} candidates tried, "
+             f"{state['accepted']} accepted")
     echo(f"A/A calibration: the {o.gate.mode} gate judged the seed against a copy of itself: {aa.verdict} "
          f"({aa.reason})")
-
-    run_id = None
-    if ledger is not None:
-        run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict(), seed=cfg.env.seed)
+    echo(acceptance_plan(cfg, aa))  # before any candidate is played
+    run_id, incumbent_val = state["run_id"], state["incumbent_validation"]
     proposer, memory = make_proposer(o.optimizer), RejectedMemory(out / "rejected.json")
-    incumbent, incumbent_val = seed, first
-    steps_per_epoch = max(1, math.ceil(len(train) / o.minibatch_size))
-    total, g, tried, accepted = o.epochs * steps_per_epoch, 0, 0, 0
-    for epoch in range(o.epochs):
+    tried, accepted = state["tried"], state["accepted"]
+    for g in range(state["next"], total):
+        epoch, step = divmod(g, steps_per_epoch)
         order = list(train)
         random.Random(f"skillos-optimize|{cfg.env.seed}|{epoch}").shuffle(order)
-        for step in range(steps_per_epoch):
-            batch = order[step * o.minibatch_size:(step + 1) * o.minibatch_size]
-            budget = edits_allowed(g, total, o.max_edits, o.min_edits, o.schedule)
-            g += 1
-            collect = _Collect()
-            play(incumbent, batch, "minibatch", collect)
-            edits = proposer.propose(incumbent, collect.trajectories, memory, budget)[:budget]
-            if not edits:
-                echo(f"epoch {epoch} step {step}: no edit proposed (budget {budget})")
-                continue
+        batch = order[step * o.minibatch_size:(step + 1) * o.minibatch_size]
+        budget = edits_allowed(g, total, o.max_edits, o.min_edits, o.schedule)
+        collect = _Collect()
+        play(incumbent, batch, "minibatch", collect)
+        edits = proposer.propose(incumbent, collect.trajectories, memory, budget)[:budget]
+        if not edits:
+            echo(f"epoch {epoch} step {step}: no edit proposed (budget {budget})")
+        else:
             candidate = apply_edits(incumbent, edits)
-            candidate_val = outcomes(play(candidate, validation, f"candidate-{g}"))
+            candidate_val = outcomes(play(candidate, validation, f"candidate-{g + 1}"))
             verdict = stats.gate(incumbent_val, candidate_val, *gate_args)
             tried += 1
             paired = stats.compare(incumbent_val, candidate_val, names=("candidate", "incumbent"),
@@ -351,6 +384,8 @@ def _run(cfg, out: Path, ledger=None, echo=print) -> dict:
             else:
                 memory.add("; ".join(entry["edits"]), verdict, incumbent_val, candidate_val, epoch, step,
                            [e.key() for e in edits])
+        _save_state(out, incumbent, {**state, "next": g + 1, "tried": tried, "accepted": accepted,
+                                     "incumbent_validation": incumbent_val})
 
     (out / "best_skill").mkdir(exist_ok=True)  # even when the best is an empty seed
     incumbent.copy(out / "best_skill")
@@ -371,6 +406,74 @@ def _run(cfg, out: Path, ledger=None, echo=print) -> dict:
             ledger.add_eval(run_id, arm, summary, None, None)
         ledger.end_experiment_run(run_id, "finished", report["verdict"], experiment_status="measured")
     return report
+
+
+def acceptance_plan(cfg, aa: GateVerdict | None = None) -> str:
+    """The smallest gain the gate can accept on n_validation tasks, from the A/A run's paired
+    differences (noise: the share of tasks that flipped between two copies of the seed) or,
+    before any game, from experiment.expected_discordance. A candidate below it is rejected
+    by construction, however real its gain."""
+    from skillos.evals import stats
+
+    o = cfg.optimize
+    n = o.n_validation
+    if o.gate.mode == "strict":
+        return f"smallest acceptable gain: 1 of {n} validation tasks (strict gate: any positive difference)"
+    if aa is not None and aa.se is not None and aa.mean_difference is not None:
+        # se² = Σ(d - mean)² / (n - 1) / n, so the share of flipped tasks Σd²/n is:
+        noise = aa.se ** 2 * (aa.n_paired - 1) + aa.mean_difference ** 2
+        gain = stats.smallest_acceptable_gain(n, o.gate.k, noise=noise)
+        source = f"A/A paired variance: {noise:.1%} of tasks flipped between copies of the seed"
+    elif cfg.experiment.expected_discordance is not None:
+        gain = stats.smallest_acceptable_gain(n, o.gate.k, discordance=cfg.experiment.expected_discordance)
+        source = f"experiment.expected_discordance {cfg.experiment.expected_discordance:g}"
+    else:
+        gain = stats.smallest_acceptable_gain(n, o.gate.k, noise=0.0)
+        source = "no noise at all (the best case)"
+    tasks = math.floor(gain * n) + 1
+    return (f"smallest acceptable gain: {gain:+.1%} of n_validation = {n} tasks, i.e. {tasks} more tasks won "
+            f"than lost (k = {o.gate.k:g}; {source}); a smaller real gain is rejected by construction")
+
+
+def _save_state(out: Path, incumbent: SkillRepo, state: dict) -> None:
+    import shutil
+
+    from skillos.files import write_atomic
+
+    staged = out / ".incumbent.new"  # the incumbent folder and the state change together
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir()
+    incumbent.copy(staged)
+    shutil.rmtree(out / "incumbent", ignore_errors=True)
+    staged.rename(out / "incumbent")
+    write_atomic(out / "state.json", json.dumps(state, indent=1))
+
+
+def _resume_state(cfg, out: Path) -> dict | None:
+    """The saved state of the killed run in `out` (None: it died before its first step, and
+    starts over); refuses a folder of another config or a finished run."""
+    import yaml
+
+    try:
+        recorded = yaml.safe_load((out / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        recorded = None
+    if recorded != yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False)):
+        raise SkillosError(f"{out}: its config.yaml differs from this config (or is missing); resume "
+                           "with the same config, or choose another --out")
+    if (out / "report.json").exists() or (out / "test.sealed").exists():
+        raise SkillosError(f"{out}: this optimize run already read its sealed test split; nothing to resume")
+    if not (out / "state.json").is_file():
+        for name in ("history.jsonl", "rejected.json"):
+            (out / name).unlink(missing_ok=True)
+        return None
+    state = json.loads((out / "state.json").read_text())
+    history = out / "history.jsonl"  # a candidate logged after the last saved state is played again
+    if history.exists():
+        kept = [line for line in history.read_text().splitlines()
+                if line.strip() and json.loads(line)["candidate"] <= state["tried"]]
+        history.write_text("".join(line + "\n" for line in kept))
+    return state
 
 
 def preflight(cfg) -> SkillRepo:
@@ -402,20 +505,17 @@ def _seed_repo(cfg) -> SkillRepo:
 
 def _report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, best: dict, size: int, out: Path) -> dict:
     """Seed vs best on the sealed test split. The best skill set was chosen among `tried`
-    candidates, so the claim is held to a Bonferroni-corrected p (p × candidates tried)."""
+    candidates, so the claim is judged in a family of that size (Bonferroni), by the one
+    verdict function."""
+    from skillos.evals import stats
+
     c = comparison.to_dict()
-    corrected = None if c["p_value"] is None else min(1.0, c["p_value"] * max(1, tried))
-    if accepted == 0:
-        verdict = f"no candidate passed the gate ({tried} tried): the best skill set is the seed"
-    elif c["difference"] is None:
-        verdict = "unmeasured: no test game was measured under both skill sets"
-    elif corrected < cfg.eval.alpha and c["difference"] > 0:
-        verdict = (f"improved: {c['difference']:+.1%} on the sealed test (p = {c['p_value']:.2g}, "
-                   f"{corrected:.2g} corrected for {tried} candidates)")
-    else:
-        verdict = (f"not shown to improve: {c['difference']:+.1%} on the sealed test (p = {c['p_value']:.2g}, "
-                   f"{corrected:.2g} corrected for {tried} candidates; MDE "
-                   f"{'unknown' if c['mde'] is None else format(c['mde'], '.1%')})")
-    return {"verdict": verdict, "candidates_tried": tried, "accepted": accepted, "best_skills": size,
-            "best_skill": str(out / "best_skill"), "gate": cfg.optimize.gate.mode, "calibration": aa.to_dict(),
-            "seed": seed, "best": best, "comparison": c, "p_corrected": corrected}
+    problems = {"best": [f"no candidate passed the gate ({tried} tried): the best skill set is the seed"]
+                } if accepted == 0 else {}
+    verdict = stats.verdicts({"best": comparison}, alpha=cfg.eval.alpha, correction="bonferroni",
+                             family=f"{tried} candidates tried", family_size=max(1, tried),
+                             problems=problems)["best"]
+    return {"verdict": verdict.line(), "decision": verdict.to_dict(), "candidates_tried": tried,
+            "accepted": accepted, "best_skills": size, "best_skill": str(out / "best_skill"),
+            "gate": cfg.optimize.gate.mode, "calibration": aa.to_dict(), "seed": seed, "best": best,
+            "comparison": c, "p_corrected": verdict.p_adjusted}

@@ -59,8 +59,8 @@ def task_reward(positions: list, group_size: int) -> float | None:
     return sum(bool(p) for p in measured) / len(measured) if measured else None
 
 
-def reward(rollout: Rollout, group_size: int, lambda_fc: float = 1.0, lambda_cnt: float = 0.1,
-           lambda_comp: float = 0.05) -> Reward:
+def reward(rollout: Rollout, group_size: int, lambda_fc: float, lambda_cnt: float,
+           lambda_comp: float) -> Reward:
     r_task = task_reward(rollout.positions, group_size)
     r_fc = rollout.ops_valid / rollout.ops_total if rollout.ops_total else None
     judged = [v for v in rollout.verdicts if v is not None]

@@ -50,7 +50,9 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
 
 
 def output_dir(cfg: Config) -> Path:
-    return Path(cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}")
+    from skillos.config import training_output_dir
+
+    return training_output_dir(cfg)
 
 
 def dataset_rows(cfg: Config, games) -> list[dict]:
@@ -192,7 +194,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
     from skillos.training.rollouts import InFlight, rollout_trainer
-    from skillos.training.tiny_model import TINY_NAME, resolve
+    from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     rows = dataset_rows(cfg, games)

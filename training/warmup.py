@@ -24,7 +24,7 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from skillos.training.tiny_model import resolve
+    from skillos.evals.backends.tiny_model import resolve
 
     path = resolve(model)
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from skillos.config import DEFAULT_KEY_ENV  # noqa: F401 - where the schema owns it
 from skillos.errors import SkillosError
 
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 MODEL_BACKENDS = ("openai", "anthropic", "vllm", "hf")  # every one serves as executor, curator or judge
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -44,7 +44,7 @@ class ChatBackend(Protocol):
 def api_key(config) -> str:
     name = config.api_key_env or DEFAULT_KEY_ENV.get(config.backend, "")
     key = os.environ.get(name, "") if name else ""
-    from skillos.ledger.secrets import protect_key_vars
+    from skillos.secrets import protect_key_vars
 
     protect_key_vars([name])  # whatever the endpoint echoes back, this value never leaves
     if not key:

@@ -27,7 +27,7 @@ def load_weights(model: str):
     """(model, tokenizer, path) for a config's model; a LoRA adapter is loaded onto its base."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from skillos.training.tiny_model import resolve
+    from skillos.evals.backends.tiny_model import resolve
 
     path = resolve(model)
     try:

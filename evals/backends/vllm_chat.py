@@ -23,7 +23,7 @@ class VLLMChat:
         except ImportError as exc:
             raise SkillosError("backend vllm runs the vLLM engine in-process and needs a GPU machine "
                                "with vllm installed (pip install vllm); on CPU use backend hf") from exc
-        from skillos.training.tiny_model import resolve
+        from skillos.evals.backends.tiny_model import resolve
 
         self._vllm = vllm
         self.config = config

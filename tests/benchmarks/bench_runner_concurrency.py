@@ -57,7 +57,8 @@ def main():
             never_wins = ScriptedEnv(("wait", "look"), win_action=None)
             rows = run_arm("bench", games, env=never_wins,
                            make_env=lambda: ScriptedEnv(("wait", "look"), win_action=None), executor=executor,
-                           repo=None, max_steps=steps, concurrency=concurrency)
+                           repo=None, max_steps=steps, top_k=0, retrieval_mode="bm25", concurrency=concurrency,
+                           wave_size=1)
             elapsed = time.perf_counter() - start
             lost = [r["unmeasured_reason"] for r in rows if r["unmeasured"]]
             if lost:

@@ -13,8 +13,6 @@ dry-run checks execute code and play a few real games.
 
 from __future__ import annotations
 
-import getpass
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -23,22 +21,42 @@ from skillos.gates import reference as references
 from skillos.gates import core
 from skillos.config import did_you_mean
 from skillos.gates.core import GATES, Context, Report, Result, run_checks
+from skillos.ledger.store import actor  # noqa: F401 - who launched: recorded with overrides
 
-__all__ = ["GATES", "GateRefused", "Report", "Result", "check", "enforce"]
+__all__ = ["GATES", "GateRefused", "Report", "Result", "check", "enforce", "refuse_on_failure"]
 
 
 class GateRefused(SkillosError):
-    """A launch refused by a failing gate check."""
+    """A launch refused by a failing gate check. `report` is the gates' Report (every result,
+    the failed ones in `report.failed`); `detail` is what the refused call would have done
+    (e.g. the launch plan of `skillos.train(..., dry_run=True)`)."""
 
     exit_code = 1
 
+    def __init__(self, message: str, report: Report | None = None, detail: dict | None = None):
+        super().__init__(message)
+        self.report, self.detail = report, dict(detail or {})
+
+
+def refuse_on_failure(report: Report, command: str, detail: dict | None = None) -> Report:
+    """Raise GateRefused (carrying the report) if a check failed and was not overridden."""
+    if report.failed:
+        names = ", ".join(r.check for r in report.failed)
+        raise GateRefused(f"{command} refused by the launch gates: {len(report.failed)} check(s) "
+                          f"failed ({names}); fix the config, or override one with "
+                          f"--override CHECK=\"reason\" (recorded in the ledger)", report, detail)
+    return report
+
 
 def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
-          before_dry_run: Callable[[set], None] | None = None) -> Report:
+          before_dry_run: Callable[[set], None] | None = None,
+          overridden: set | None = None, command: str | None = None) -> Report:
     """Run every static check (and the dry-run checks) on a loaded config.
 
     `before_dry_run(names)` is called with every check name once the static checks have run
-    and before any code is executed (enforce validates --override names there)."""
+    and before any code is executed (enforce validates --override names there). With
+    `overridden` (the checks a person overrode), a static FAIL outside it refuses before any
+    code runs: the dry-run checks, which play games, are skipped."""
     from skillos.gates import dryrun, scale, static  # noqa: F401 - register the checks
 
     ref = None
@@ -48,20 +66,20 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
         except ConfigError:
             ref = None  # the `reference` check reports it
     base = Path(cfg.source).parent if cfg.source else Path.cwd()
-    ctx = Context(cfg, ref, ledger, base, echo or (lambda _line: None))
+    ctx = Context(cfg, ref, ledger, base, echo or (lambda _line: None), command=command)
     last = [c for c in core.STATIC if c.__name__ == "divergences"]  # reads what the others used
     results = run_checks(ctx, [c for c in core.STATIC if c not in last])
     if dry_run:
         if before_dry_run:
             before_dry_run({r.check for r in results} | {c.__name__.replace("_", "-")
                                                          for c in core.DRY_RUN + last})
-        results += run_checks(ctx, core.DRY_RUN)
+        if overridden is not None and any(r.status == "FAIL" and r.check not in overridden
+                                          for r in results):
+            dry_run = False  # refused already: no game is played to find more
+        else:
+            results += run_checks(ctx, core.DRY_RUN)
     results += run_checks(ctx, last)
     return Report(results, dry_run, str(cfg.source or ""))
-
-
-def actor() -> str:
-    return os.environ.get("SKILLOS_ACTOR") or getpass.getuser()
 
 
 def parse_overrides(values: list[str]) -> dict[str, str]:
@@ -88,7 +106,8 @@ def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
                 raise SkillosError(f"--override {name}: no such check"
                                    f"{did_you_mean(name, names, list_allowed=False)}")
 
-    report = check(cfg, dry_run=True, ledger=ledger, before_dry_run=known)
+    report = check(cfg, dry_run=True, ledger=ledger, before_dry_run=known, overridden=set(overrides),
+                   command=command)
     experiment = record_experiment(ledger, cfg)
     who = actor()
     for r in report.results:
@@ -102,9 +121,4 @@ def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo("  " + r.line())
     for name in overrides:
         echo(f"  note: --override {name} not needed: that check did not fail")
-    if report.failed:
-        names = ", ".join(r.check for r in report.failed)
-        raise GateRefused(f"{command} refused by the launch gates: {len(report.failed)} check(s) "
-                          f"failed ({names}); fix the config, or override one with "
-                          f"--override CHECK=\"reason\" (recorded in the ledger)")
-    return report
+    return refuse_on_failure(report, command)

@@ -114,6 +114,7 @@ class Context:
     echo: Callable[[str], None] = lambda _line: None
     used_divergences: set = field(default_factory=set)
     cache: dict = field(default_factory=dict)  # shared by dry-run checks (games, pools)
+    command: str | None = None  # the launch being gated (eval, optimize, ...); None: skillos gate check
 
     @property
     def training(self) -> bool:

@@ -12,13 +12,13 @@ import math
 import os
 import re
 import shutil
-from pathlib import Path
 
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.gates.core import Context, Result, dry_run, training_only
 
 GIB = 1024 ** 3
 ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
+SCRIPTED = dict(retrieval_mode="bm25", concurrency=1, wave_size=1)  # the sentinels' one-game arms
 EVAL_GAMES = 3  # real games in an eval dry run
 
 
@@ -143,14 +143,15 @@ def sentinels(ctx: Context) -> Result:
               ValueError("unparseable model reply"))
     for exc in errors:
         rows = run_arm("sentinel", [ScriptedGame("g1")], env=ScriptedEnv(), executor=_Failing(exc),
-                       repo=None, max_steps=3, top_k=ctx.cfg.retrieval.top_k)
+                       repo=None, max_steps=3, top_k=ctx.cfg.retrieval.top_k, **SCRIPTED)
         if rows[0]["success"] is not None or not rows[0]["unmeasured"]:
             problems.append(f"{type(exc).__name__} scored as success={rows[0]['success']}")
     rows = run_arm("sentinel", [ScriptedGame("g2", path="missing")], env=ScriptedEnv(),
-                   executor=_Recording(), repo=None, max_steps=3, top_k=1)
+                   executor=_Recording(), repo=None, max_steps=3, top_k=1, **SCRIPTED)
     if rows[0]["success"] is not None:
         problems.append("an env failure was scored")
-    comp = stats.compare({"a": True, "b": False}, {"a": None, "b": True})
+    comp = stats.compare({"a": True, "b": False}, {"a": None, "b": True}, alpha=ctx.cfg.eval.alpha,
+                         power=ctx.cfg.eval.power, n_boot=100)
     if comp.n_paired != 1 or comp.n_dropped != 1:
         problems.append("the comparison kept a pair with an unmeasured game")
     if task_reward([True, None, None], 3) is not None:
@@ -163,7 +164,7 @@ def sentinels(ctx: Context) -> Result:
     games = [ScriptedGame(f"o{i}") for i in range(MIN_GAMES_FOR_ABORT + 1)]
     try:
         run_arm("outage", games, env=ScriptedEnv(), executor=_Failing(ConnectionError("outage")),
-                repo=None, max_steps=3, top_k=1, max_error_rate=budget)
+                repo=None, max_steps=3, top_k=1, max_error_rate=budget, **SCRIPTED)
         problems.append(f"an arm with every game unmeasured did not abort (budget {budget})")
     except ArmAborted:
         pass
@@ -227,7 +228,8 @@ def rollout_positions(ctx: Context) -> Result:
                 env.curate_and_advance([])
         rollout = finish(env)
         rollouts.append(rollout)
-        rewards.append(reward(rollout, g))
+        w = ctx.cfg.reward
+        rewards.append(reward(rollout, g, w.lambda_fc, w.lambda_cnt, w.lambda_comp))
     h = health(rewards, rollouts)
     ok = h.measured_min is not None and h.measured_min >= g - 1
     return Result(check, gates, "PASS" if ok else "FAIL", "positions measured per rollout",
@@ -246,7 +248,8 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
     settings = arm_settings(ctx.cfg)
     settings.pop("max_error_rate")
     rows = run_arm("dry-run", games, env=AlfworldEnv(fast=True),
-                   executor=make_executor(ctx.cfg.executor), repo=None, **settings)
+                   executor=make_executor(ctx.cfg.executor), repo=None, retrieval_mode=ctx.cfg.retrieval.mode,
+                   concurrency=ctx.cfg.eval.concurrency, wave_size=1, **settings)
     measured = sum(not r["unmeasured"] for r in rows)
     coerced = sum(r["coerced_actions"] for r in rows)
     steps = sum(r["steps"] for r in rows)
@@ -329,7 +332,9 @@ def disk(ctx: Context) -> Result:
     check, gates = "disk", (7,)
     t = ctx.cfg.training
     incident = "a full disk killed a run at its last checkpoint"
-    out = Path(t.output_dir or f"checkpoints/{ctx.cfg.experiment.name}").expanduser()
+    from skillos.config import training_output_dir
+
+    out = training_output_dir(ctx.cfg).expanduser()
     probe = out.absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

@@ -29,7 +29,7 @@ class Retriever:
     """Indexes a SkillRepo (BM25, repo/bm25.py) and follows its edits: the skills a change
     touched are re-indexed, not the repo (a repo without a change log is re-indexed whole)."""
 
-    def __init__(self, repo, mode: str = "bm25"):
+    def __init__(self, repo, mode: str):
         if mode not in MODES:
             raise ValueError(f"retrieval mode {mode!r}: choose one of {', '.join(MODES)}")
         self.repo, self.mode = repo, mode
@@ -57,7 +57,7 @@ class Retriever:
         self._skills[name] = skill
         self._index.put(name, tokenize(skill.text))
 
-    def search(self, query: str, k: int = 5) -> list[Hit]:
+    def search(self, query: str, k: int) -> list[Hit]:
         self._refresh()
         if not self._skills or k <= 0:
             return []
@@ -71,7 +71,7 @@ class Retriever:
         return [Hit(self._skills[name], score) for name, score in top(scores, names, k, order=str)]
 
 
-def retrieve(repo, query: str, k: int = 5, mode: str = "bm25") -> list[Hit]:
+def retrieve(repo, query: str, k: int, mode: str) -> list[Hit]:
     """One-off retrieval (builds the index each call); use Retriever in loops."""
     from skillos.errors import SkillosError
 

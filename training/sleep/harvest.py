@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
-from skillos.ledger.secrets import redact_text
+from skillos.secrets import redact_text
 
 REPLAY_MARKER = "[skillos-sleep replay]"
 SOURCES = ("claude", "codex")  # what --source names; codex covers the CLI rollouts and the archive

@@ -215,10 +215,12 @@ def _rate(summary: dict) -> str:
     return f"{summary['successes']}/{summary['measured']} measured of {summary['attempted']}"
 
 
-def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=None, echo=print) -> dict:
+def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
     """Run one night for `cfg.sleep.skill`. Returns the report; stages a proposal folder only when
-    a candidate passed the gate and the night ran to its end (not stopped by a cap or an outage)."""
-    from skillos import gates
+    a candidate passed the gate and the night ran to its end (not stopped by a cap or an outage).
+
+    `gate(cfg, ledger)` runs the launch gates (raising to refuse) once the ledger is open and
+    before any model call: `skillos.sleep` passes `gates.enforce` (training sits below gates)."""
     from skillos.evals import stats
     from skillos.evals.backends.chat import make_chat
     from skillos.evals.experiment import record_experiment
@@ -241,7 +243,7 @@ def run_night(cfg, *, ledger=None, overrides: dict | None = None, tasks_file=Non
     own, run_id, ended = ledger is None, None, False
     ledger = Ledger() if own else ledger
     try:
-        gates.enforce(cfg, "sleep night", ledger, overrides, echo=echo)
+        gate(cfg, ledger)
         tasks, source = gather(cfg, tasks_file, home)
         splits = assign_splits(tasks, s.validation_share, s.test_share)
         night_id = stamp()

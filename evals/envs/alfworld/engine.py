@@ -24,7 +24,7 @@ import pickle
 import zlib
 from pathlib import Path
 
-from skillos.repo.store import write_atomic
+from skillos.files import write_atomic
 
 _ORIGINALS: dict = {}
 # Bounded: a pool of hundreds of games must not grow memory without limit.

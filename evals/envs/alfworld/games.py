@@ -130,7 +130,7 @@ def _generate_one(split, index, seed, plans, env, folder) -> Game:
     raise RuntimeError(f"no solvable {task_type} game for {split} #{index} in {MAX_ATTEMPTS} attempts")
 
 
-def make_games(split: str, n: int, seed: int = 0, cache_dir: str | Path | None = None,
+def make_games(split: str, n: int, seed: int, cache_dir: str | Path | None = None,
                progress=None) -> list[Game]:
     """n verified games of a split, from the cache or freshly generated (then cached)."""
     if n < 1:

@@ -1,0 +1,121 @@
+"""The records an eval writes and reads, typed: the per-game row (one JSONL line), the summary of
+an arm, and the eval report. Each has `to_dict` / `from_dict`; every JSONL row carries a
+`schema_version`, and `from_dict` still reads the rows written before there was one (version 0).
+
+The dicts stay the wire format (report.json, games.jsonl, the ledger, `--json`); these classes
+say what is in them, in one place, instead of keys indexed across modules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+
+SCHEMA_VERSION = 1  # of a games.jsonl / curation.jsonl row
+
+
+def _known(cls, data: dict) -> dict:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+@dataclass
+class GameRow:
+    """One game an arm played: success True/False, or None (unmeasured, with the reason)."""
+
+    arm: str
+    game_id: str
+    success: bool | None
+    phase: str = "eval"  # a version-0 row without a phase is a held-out game
+    task_type: str = ""
+    task: str = ""
+    steps: int = 0
+    coerced_actions: int = 0
+    skills_retrieved: list = field(default_factory=list)
+    repo_size: int = 0
+    unmeasured: bool | None = None  # derived from success when a version-0 row lacks it
+    unmeasured_reason: str | None = None
+    # what the curator did after the game (zeros for an arm that does not curate): a failed call
+    # or a refused operation is counted, never invisible
+    curator_calls: int = 0
+    curator_failed_calls: int = 0
+    curator_applied_ops: int = 0
+    curator_refused_ops: int = 0
+    schema_version: int = SCHEMA_VERSION
+    extra: dict = field(default_factory=dict)  # keys this version does not know: kept, not dropped
+
+    def __post_init__(self):
+        if self.unmeasured is None:
+            self.unmeasured = self.success is None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        return {**data.pop("extra"), **data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GameRow":
+        known = _known(cls, data)
+        known.pop("extra", None)
+        extra = {k: v for k, v in data.items() if k not in known}
+        return cls(**{"schema_version": 0, **known}, extra=extra)
+
+
+@dataclass
+class ArmSummary:
+    """An arm's denominators: attempted, measured, unmeasured (with reasons), successes."""
+
+    attempted: int
+    measured: int
+    unmeasured: int
+    unmeasured_reasons: list
+    successes: int
+    success_rate: float | None  # None when nothing was measured, never 0
+    actions: int
+    coerced_actions: int
+    coercion_rate: float | None
+    final_repo_size: int
+    by_task_type: dict
+    curator_calls: int = 0
+    curator_failed_calls: int = 0
+    curator_failure_rate: float | None = None  # None when the arm made no curator call
+    curator_applied_ops: int = 0
+    curator_refused_ops: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ArmSummary":
+        return cls(**_known(cls, data))
+
+
+@dataclass
+class EvalReport:
+    """What `skillos.evaluate` reports: the run's settings, each arm's summary, and every
+    comparison against the control with its verdict (from `stats.verdicts`) and family."""
+
+    experiment: str
+    hypothesis: str
+    config_hash: str
+    output_dir: str
+    env: dict
+    retrieval: dict
+    control: str
+    arms: dict  # arm -> ArmSummary
+    comparisons: list  # Comparison dicts, each with its "verdict"
+    family_correction: str
+    family: dict = field(default_factory=dict)  # name and size: what the adjusted p counted
+    train_curation: dict = field(default_factory=dict)  # arm -> the curator's counts on train games
+    ledger: dict | None = None  # where it was recorded
+    sweep: dict | None = None  # skillos.sweep's summary
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["arms"] = {arm: s.to_dict() if isinstance(s, ArmSummary) else s for arm, s in self.arms.items()}
+        return {k: v for k, v in data.items() if v is not None or k not in ("ledger", "sweep")}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "EvalReport":
+        values = _known(cls, data)
+        values["arms"] = {arm: ArmSummary.from_dict(s) for arm, s in data["arms"].items()}
+        return cls(**values)

@@ -1,0 +1,76 @@
+"""The config schema owns its defaults: no function below config.py restates one in its signature
+(`top_k=5`, `alpha=0.05`, `max_age_days=7.0`...), so changing a default in config.py changes
+every path, and a caller that forgets a setting gets a TypeError, not a silent second default."""
+
+import ast
+import dataclasses
+
+from conftest import ROOT
+from skillos import config
+
+# the library below config.py (toolkit's cli*.py, api.py and config.py are above or at it)
+LIBRARY = ["evals", "training", "ledger", "toolkit/repo", "toolkit/gates", "toolkit/files.py"]
+# a parameter named differently from the config key it carries
+ALIASES = {"n_boot": "bootstrap", "k": "top_k", "start": "max_edits", "end": "min_edits",
+           "retrieval_mode": "mode"}
+# the same name, another quantity: the tiny model's and the format warm-up's own settings
+NOT_THE_CONFIG = {("evals/backends/tiny_model.py", "build", "seed"), ("training/warmup.py", "warm_up", "seed")}
+
+
+def config_defaults() -> dict:
+    """leaf name -> the set of defaults the schema gives keys of that name."""
+    found: dict = {}
+
+    def walk(obj):
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if dataclasses.is_dataclass(value):
+                walk(value)
+            elif value is not None and value != "" and not isinstance(value, (list, dict)):
+                found.setdefault(f.name, set()).add(value)
+
+    walk(config.Config())
+    return found
+
+
+def restated_defaults() -> list[str]:
+    defaults, hits = config_defaults(), []
+    files = [p for root in LIBRARY for p in ((ROOT / root).rglob("*.py") if (ROOT / root).is_dir()
+                                              else [ROOT / root])]
+    for path in files:
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            a = node.args
+            positional = a.posonlyargs + a.args
+            pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+            pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                key = ALIASES.get(arg.arg, arg.arg)
+                if not isinstance(default, ast.Constant) or (rel, node.name, arg.arg) in NOT_THE_CONFIG:
+                    continue
+                value = default.value
+                if value is None or isinstance(value, bool) or value == "":
+                    continue
+                if value in defaults.get(key, ()):
+                    hits.append(f"{rel}:{node.lineno} {node.name}({arg.arg}={value!r}) restates "
+                                f"the config default of {key}")
+    return hits
+
+
+def test_no_default_is_restated_below_config():
+    assert restated_defaults() == []
+
+
+def test_the_check_finds_a_restated_default(tmp_path, monkeypatch):
+    """The check can fail: a planted `top_k=5` below config.py is found."""
+    planted = ROOT / "evals" / "_planted_default.py"
+    planted.write_text("def search(query, top_k=5, alpha=0.05):\n    return query\n")
+    try:
+        hits = restated_defaults()
+    finally:
+        planted.unlink()
+    assert [h.split(" ", 1)[1] for h in hits] == [
+        "search(top_k=5) restates the config default of top_k",
+        "search(alpha=0.05) restates the config default of alpha"]

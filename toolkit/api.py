@@ -1,0 +1,192 @@
+"""The public library API: what a notebook, an agent and the CLI all call, with the same
+guarantees. Each entry point that spends compute runs the launch gates itself (raising
+`GateRefused`, which carries the gates' report, before any game is played), records the gates,
+overrides and runs in the ledger, starts the watchdog (gate 7) where a launch runs long, and
+returns its report.
+
+    import skillos
+    cfg = skillos.load("evals/configs/quickstart.yaml", sets=["env.n_games=6"])
+    report = skillos.evaluate(cfg, out="runs/q")          # gates, ledger, watchdog, report
+    skillos.compare(cfg, ["closed_loop"])                  # family, verdicts from evals/stats.py
+
+`config` is a `Config` or a path to one. `overrides` is {check: "reason"}: a person's decision
+to launch despite a failing check, recorded in the ledger as a process failure. `ledger` is an
+open `skillos.ledger.Ledger`; by default the one at $SKILLOS_HOME is opened and closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Callable, Iterator
+
+from skillos import config as cfgmod
+from skillos import gates
+from skillos.config import Config
+from skillos.errors import SkillosError
+from skillos.gates import GateRefused, Report
+
+__all__ = ["GateRefused", "check", "compare", "evaluate", "load", "optimize", "sleep", "sweep", "train"]
+
+Echo = Callable[[str], None]
+
+
+def load(path: str | Path, sets: list[str] | tuple = ()) -> Config:
+    """A config file, with `KEY=VALUE` overrides (`env.n_games=6`), validated."""
+    return cfgmod.load(path, sets=sets)
+
+
+def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | None = None,
+          ledger=None) -> Report:
+    """The launch gates on a config, recorded nowhere: the report, or GateRefused carrying it
+    when a check failed (gate 6 reads the ledger when the config names a fix)."""
+    cfg = _config(config)
+    with _ledger(ledger, needed=cfg.experiment.fixes_failure is not None) as book:
+        report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo)
+    return gates.refuse_on_failure(report, "check")
+
+
+def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
+             overrides: dict | None = None, resume: bool = False, overwrite: bool = False,
+             progress=None, echo: Echo | None = None, ledger=None, command: str = "eval") -> dict:
+    """Every arm of the config on the same held-out games: gates, then the run, under the
+    watchdog; the report (also written to OUT/report.json), recorded in the ledger."""
+    from skillos.evals.experiment import check_out, default_out_dir, run_eval
+
+    cfg, echo = _config(config), echo or _quiet
+    if resume and overwrite:
+        raise SkillosError("--resume and --overwrite exclude each other")
+    if resume and out is None:
+        raise SkillosError("--resume needs the --out folder of the run to continue")
+    out = Path(out) if out else default_out_dir(cfg)
+    check_out(out, resume, overwrite)  # before the gates spend time
+    with _ledger(ledger) as book:
+        gates.enforce(cfg, command, book, overrides, echo=echo)
+        with _watching(cfg, [out], book, echo):
+            return run_eval(cfg, out, progress, ledger=book, resume=resume, overwrite=overwrite)
+
+
+def sweep(config: Config | str | Path, *, executor: str, repos: list = (), checkpoints: list = (),
+          out: str | Path | None = None, overrides: dict | None = None, resume: bool = False,
+          overwrite: bool = False, progress=None, echo: Echo | None = None, ledger=None) -> dict:
+    """Skill repos or curator checkpoints on one target executor with a fresh control: the eval
+    report with `sweep` added (the family-corrected rows, the best with its caveat, sweep.png)."""
+    from skillos.evals import sweep as sweeping
+    from skillos.evals.experiment import default_out_dir
+    from skillos.files import write_atomic
+
+    cfg = sweeping.sweep_config(_config(config), list(repos), executor, list(checkpoints))
+    out = Path(out) if out else default_out_dir(cfg)
+    result = evaluate(cfg, out=out, overrides=overrides, resume=resume, overwrite=overwrite,
+                      progress=progress, echo=echo, ledger=ledger, command="sweep")
+    summary = sweeping.summarize(result)
+    summary["png"] = sweeping.plot(summary, out / "sweep.png")
+    result["sweep"] = summary
+    write_atomic(out / "sweep.json", json.dumps(summary, indent=1))
+    return result
+
+
+def optimize(config: Config | str | Path, *, out: str | Path | None = None,
+             overrides: dict | None = None, resume: bool = False, unseal: str | None = None,
+             echo: Echo | None = None, ledger=None) -> dict:
+    """Text-space skill optimization, gated and sealed: the seed-vs-best report on the sealed
+    test split. `resume` continues a killed run in `out` (its incumbent, history and rejected
+    memory); `unseal` is a person's reason to read a split the ledger has sealed (recorded)."""
+    from skillos.evals.experiment import check_out, default_out_dir
+    from skillos.training import optimize as optimizing
+
+    cfg, echo = _config(config), echo or _quiet
+    if resume and out is None:
+        raise SkillosError("--resume needs the --out folder of the run to continue")
+    out = Path(out) if out else default_out_dir(cfg)
+    check_out(out, resume)
+    optimizing.preflight(cfg)  # bad splits or seed skills: refused before the gates play anything
+    with _ledger(ledger) as book:
+        gates.enforce(cfg, "optimize", book, overrides, echo=echo)
+        with _watching(cfg, [out], book, echo):
+            return optimizing.run(cfg, out, book, echo=echo, resume=resume, unseal=unseal)
+
+
+def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_file=None,
+          echo: Echo | None = None, ledger=None) -> dict:
+    """One night of `skillos sleep` for `cfg.sleep.skill`: replay mined (or reviewed, `tasks_file`)
+    tasks, gate candidates, stage a proposal a person adopts. The launch gates run first."""
+    from skillos.training.sleep import run_night
+
+    cfg, echo = _config(config), echo or _quiet
+    return run_night(cfg, gate=lambda c, book: gates.enforce(c, "sleep night", book, overrides, echo=echo),
+                     ledger=ledger, tasks_file=tasks_file, echo=echo)
+
+
+def train(config: Config | str | Path, *, backend: str | None = None, overrides: dict | None = None,
+          dry_run: bool = False, echo: Echo | None = None, ledger=None) -> dict:
+    """Train the curator (GRPO) where compute.backend says: in this process, under accelerate,
+    or on Modal. `dry_run`: the static gates and the launch plan, nothing trained. The summary
+    has `plan`, `returncode` (0: finished) and, for a local run, steps and checkpoints."""
+    from skillos.training import launch
+
+    cfg = _config(config)
+    if backend is not None:
+        cfg = cfgmod.with_sets(cfg, [f"compute.backend={backend}"])
+    if not cfg.training.is_set():
+        raise SkillosError(f"{cfg.source or 'config'}: no training section; skillos train needs "
+                           "training.* (see training/configs/cpu-smoke.yaml)")
+    plan = launch.plan(cfg, str(cfg.source or ""))
+    if dry_run:
+        report = gates.check(cfg, dry_run=False, echo=echo)
+        gates.refuse_on_failure(report, "train", {"plan": plan})
+        return {"plan": plan, "gates": report, "returncode": 0}  # gates: the Report
+    echo = echo or _quiet
+    with _ledger(ledger) as book:
+        gates.enforce(cfg, "train", book, overrides, echo=echo)
+        return {"plan": plan, **launch.launch(cfg, plan, book, echo)}
+
+
+def compare(config: Config | str | Path | None, runs: list, *, control: str | None = None,
+            family: str | None = None, echo: Echo | None = None, ledger=None) -> dict:
+    """Recorded runs (ids or arm names) against a control, from the ledger: alpha, power,
+    bootstrap and the control's max age come from the config (default: the schema's). The
+    static gates run first; every arm carries its verdict from `evals.stats.verdicts`."""
+    from skillos.evals.compare import compare_runs
+
+    cfg = _config(config) if config is not None else cfgmod.validate(Config())
+    gates.refuse_on_failure(gates.check(cfg, dry_run=False, echo=echo), "compare")
+    with _ledger(ledger) as book:
+        return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
+                            power=cfg.eval.power, max_age_days=cfg.eval.control.max_age_days,
+                            n_boot=cfg.eval.bootstrap, family=family)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _config(config) -> Config:
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, (str, Path)):
+        return cfgmod.load(config)
+    raise SkillosError(f"expected a Config or a path to a config file, got {type(config).__name__}")
+
+
+def _quiet(_line: str) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def _ledger(ledger, needed: bool = True) -> Iterator:
+    """The given ledger, or the one at $SKILLOS_HOME for the duration of the call."""
+    if ledger is not None or not needed:
+        yield ledger
+        return
+    from skillos.ledger import Ledger
+
+    with Ledger() as book:
+        yield book
+
+
+def _watching(cfg: Config, paths: list, ledger, echo: Echo):
+    """Gate 7: the launch runs under the watchdog unless the config turns it off."""
+    if not cfg.compute.watchdog:
+        return contextlib.nullcontext()
+    from skillos.ledger.watchdog import watching
+
+    return watching(paths, ledger.path, cfg.compute.stall_minutes, echo=echo)

@@ -1,0 +1,106 @@
+"""What every CLI module shares: JSON on stdout, one-line progress on stderr, loading a config
+with --set, the progress bars of a run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import List
+
+import typer
+from rich.console import Console
+
+SET_HELP = "KEY=VALUE: set a config key, e.g. --set env.n_games=6 (repeatable; validated as the file)."
+err = Console(stderr=True)
+
+
+def print_json(data) -> None:
+    from skillos.safety import json_text
+
+    sys.stdout.write(json_text(data) + "\n")  # no Infinity/NaN tokens, no secrets
+
+
+def echo_err(line: str) -> None:
+    typer.echo(line, err=True)  # one unwrapped line each: agents grep these
+
+
+def load_config(config: Path, sets: List[str], n_games=None, n_train_games=None):
+    """The config file with --set (and the --n-games / --n-train-games shorthands) applied."""
+    from skillos import api
+
+    sets = list(sets)
+    sets += [f"env.n_games={n_games}"] if n_games is not None else []
+    sets += [f"env.n_train_games={n_train_games}"] if n_train_games is not None else []
+    return api.load(config, sets)
+
+
+@contextlib.contextmanager
+def resumable(out_dir: Path):
+    """Ctrl-C during a run prints the exact command that continues it, and exits 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        again = [a for a in sys.argv[1:] if a not in ("--resume", "--overwrite")]
+        if "--out" not in again:
+            again += ["--out", str(out_dir)]
+        err.print(f"interrupted; continue with: skillos {' '.join(map(shlex.quote, again))} --resume",
+                  markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+
+
+class PlainProgress:
+    """Progress as plain lines, for a stderr that is not a terminal (pipes, CI, an agent's
+    shell): a bar there collapses to `━━ … 0:…`. One line per ~10% and at the end of each phase."""
+
+    def __init__(self):
+        self.shown: dict = {}
+
+    def __call__(self, arm, phase, done, total, live=""):
+        label = f"generating {phase} games" if arm == "generate" else f"{arm} · {phase} games"
+        step = max(1, total // 10)
+        last = self.shown.get((arm, phase), -1)
+        if done == total or done // step != last // step or last < 0:
+            self.shown[(arm, phase)] = done
+            typer.echo(f"{label}: {done}/{total}" + (f" · {live}" if live else ""), err=True)
+
+
+class ProgressBars:
+    """The rich progress bars of a run, on stderr: the `progress` callback of skillos.evaluate.
+    Plain lines instead when stderr is not a terminal."""
+
+    def __new__(cls):
+        if not err.is_terminal:
+            return _Plain()
+        return super().__new__(cls)
+
+    def __enter__(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=err, transient=False)
+        self.bar.__enter__()
+        self.tasks = {}
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.__exit__(*exc)
+
+    def __call__(self, arm, phase, done, total, live=""):
+        label = f"generating {phase} games" if arm == "generate" else f"{arm} · {phase} games"
+        if (arm, phase) not in self.tasks:
+            self.tasks[(arm, phase)] = self.bar.add_task(label, total=total)
+        self.bar.update(self.tasks[(arm, phase)], completed=done,
+                        description=f"{label} · {live}" if live else label)
+
+
+
+
+class _Plain(PlainProgress):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None

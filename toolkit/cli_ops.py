@@ -1,0 +1,97 @@
+"""Commands that read the ledger or the machine and spend no compute: postmortem, watch
+(gate 7 beside a job), doctor. Registered as top-level commands by cli.py (OPS_COMMANDS)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from skillos.cli_common import SET_HELP, load_config, print_json
+from skillos.errors import SkillosError
+
+
+def postmortem_cmd(
+    experiment: Optional[str] = typer.Argument(None, help="Experiment id or name (default: everything)."),
+    run: Optional[int] = typer.Option(None, help="One run instead of an experiment."),
+    since: Optional[str] = typer.Option(None, help="Only records since this date (YYYY-MM-DD)."),
+    out_file: Optional[Path] = typer.Option(None, "--out", help="Write the markdown here."),
+):
+    """A markdown postmortem generated from the ledger.
+
+    Timeline, failures by category and mode, cost, what each gate did, overrides and open items.
+    """
+    import datetime as dt
+
+    from skillos.files import write_atomic
+    from skillos.ledger import Ledger
+    from skillos.ledger.postmortem import postmortem
+
+    if since:
+        try:
+            dt.date.fromisoformat(since[:10])
+        except ValueError:
+            raise SkillosError(f"--since {since!r}: expected a date like 2026-11-29") from None
+    with Ledger() as ledger:
+        experiment_id = None if experiment is None else ledger.resolve_experiment(experiment)
+        text = postmortem(ledger, experiment_id, run, since)
+    if out_file:
+        write_atomic(out_file, text)
+        typer.echo(f"postmortem written to {out_file}")
+    else:
+        sys.stdout.write(text)
+
+
+def watch(
+    pid: List[int] = typer.Option([], "--pid", help="A process of the job (repeatable)."),
+    path: List[Path] = typer.Option([], "--path", help="A log or checkpoint folder that should grow."),
+    stall_minutes: float = typer.Option(15.0, help="No growth (or an idle device) this long is a stall."),
+    idle_minutes: float = typer.Option(10.0, help="An idle box this long after the job ends alarms."),
+    busy_percent: float = typer.Option(10.0, help="GPU (or CPU) use below this counts as idle."),
+    gpus: int = typer.Option(0, help="GPUs on the box, to cost an idle box in GPU-hours."),
+    interval: float = typer.Option(60.0, help="Seconds between looks."),
+    max_ticks: Optional[int] = typer.Option(None, help="Stop after this many looks."),
+):
+    """Gate 7: watch the box, not the job.
+
+    Alarms go to stdout and the ledger; stops when the job has ended and the box has been idle
+    for --idle-minutes.
+    """
+    from skillos.ledger import Ledger
+    from skillos.ledger.watchdog import Watchdog, WatchConfig
+
+    if not pid and not path:
+        raise SkillosError("watch needs at least one --pid or --path")
+    config = WatchConfig(list(pid), [str(p) for p in path], stall_minutes, idle_minutes,
+                         busy_percent, gpus)
+    with Ledger() as ledger:
+        alarms = Watchdog(config, ledger=ledger, echo=typer.echo).run(interval, max_ticks)
+    recorded = sum(a.kind != "process-exited" for a in alarms)
+    typer.echo(f"watch ended: {len(alarms)} alarm(s), {recorded} recorded as failures in {ledger.path}")
+
+
+def doctor_cmd(
+    config: Optional[Path] = typer.Option(None, "--config", help="Also check this config's backends: keys "
+                                          "present, endpoint answering, model listed or weights found."),
+    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+):
+    """Is this machine ready? Extras, the ALFWorld engine and cached games, the ledger, disk, GPU,
+    npx for the skill bundles, and (with --config) the backends; each with what to do about it.
+    Exit 1 if anything needed is broken."""
+    from skillos import doctor
+
+    checks = doctor.run(load_config(config, set_) if config else None)
+    failed = [c for c in checks if c.status == "fail"]
+    if as_json:
+        print_json({"ready": not failed, "checks": [c.to_dict() for c in checks]})
+    else:
+        for check in checks:
+            typer.echo(check.line())
+        typer.echo(f"{len(checks)} checks: {len(checks) - len(failed)} ok or optional, {len(failed)} failed")
+    raise typer.Exit(1 if failed else 0)
+
+
+OPS_COMMANDS = {"postmortem": postmortem_cmd, "watch": watch, "doctor": doctor_cmd}
