@@ -186,7 +186,7 @@ def test_a_grpo_step_keeps_every_rollout_in_flight_with_the_sequential_rows(tmp_
         if concurrency == 1:
             shutil.copytree(tmp_path / "run-None" / "warmup", out / "warmup")
         code = RUN.format(tests=str(ROOT / "tests"), smoke=str(SMOKE), out=str(out), concurrency=concurrency)
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         steps[concurrency] = json.loads(done.stdout.strip().splitlines()[-1])
         health = [line for line in done.stderr.splitlines() if line.startswith("reward health:")]
