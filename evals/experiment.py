@@ -331,10 +331,15 @@ def _play_in_parallel(jobs, workers: int, progress: Progress | None) -> dict:
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                              initargs=(os.getpid(), events)) as pool:
         futures = {job[1]: pool.submit(_play_arm_reporting, job) for job in jobs}
-        while not all(f.done() for f in futures.values()):
-            _drain(events, progress, timeout=0.2)
-        _drain(events, progress, timeout=0)
-        return {arm: future.result() for arm, future in futures.items()}
+        try:
+            while not all(f.done() for f in futures.values()):
+                _drain(events, progress, timeout=0.2)
+            _drain(events, progress, timeout=0)
+            return {arm: future.result() for arm, future in futures.items()}
+        except BaseException:  # Ctrl-C or an aborted arm: stop the other arms now, not when they end
+            for process in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle
+                process.kill()
+            raise
 
 
 _EVENTS = None  # in a worker: the queue its progress events go to

@@ -670,3 +670,29 @@ def test_the_paper_configs_dry_run_without_alfworld_data_summarises_and_says_how
     assert result.returncode == 2 and "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert "alfworld-download" in last and "checks:" in last
+
+
+@pytest.mark.slow
+@pytest.mark.alfworld
+def test_ctrl_c_prints_the_exact_resume_command(tmp_path, game_cache):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    out = tmp_path / "run"
+    job = subprocess.Popen([sys.executable, "-m", "skillos", "eval", str(ROOT / "evals" / "configs" / "quickstart.yaml"),
+                            "--n-games", "8", "--n-train-games", "8", "--out", str(out)], start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "SKILLOS_CACHE": str(game_cache)})
+    deadline = time.monotonic() + 300
+    while not (out / "curation.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole group
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    line = stderr.strip().splitlines()[-1]
+    assert line.startswith("interrupted; continue with: skillos eval ") and line.endswith("--resume")
+    assert f"--out {out}" in line
