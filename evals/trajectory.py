@@ -26,6 +26,7 @@ class Trajectory:
     won: bool | None = None
     retrieved: list[str] = field(default_factory=list)  # skill names given to the executor
     unmeasured_reason: str | None = None
+    reads: list = field(default_factory=list)  # read_skill calls of a slate episode (evals/envs/slate.py)
 
     @property
     def coerced(self) -> int:

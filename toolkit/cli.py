@@ -444,7 +444,8 @@ def train_cmd(
             typer.echo(launch.render(plan))
             typer.echo(f"{config}: {report.summary()}")
         raise typer.Exit(report.exit_code)
-    from skillos.training.trainer import output_dir, train
+    from skillos.training.registry import train  # skillgate.trainer picks the trainer
+    from skillos.training.trainer import output_dir
 
     with Ledger() as ledger:
         gates.enforce(cfg, "train", ledger, overrides, echo=_echo_err)

@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
     """A launched worker: train the config (the launching process ran the gates)."""
     from skillos import config as cfgmod
     from skillos.ledger import Ledger
-    from skillos.training.trainer import train
+    from skillos.training.registry import train
 
     cfg = cfgmod.load(argv[0])
     with Ledger() as ledger:
