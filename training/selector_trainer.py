@@ -199,11 +199,11 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
 
 
 def _warm(model: str, out: Path, setup, rows, echo) -> str:
-    from skillos.evals.backends.slate_executor import TOOLS
+    from skillos.evals.envs.slate import tool_schemas
     from skillos.training.warmup import warm_up
 
     target = out / "warmup"
     if not (target / "config.json").is_file():
         echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed read_skill calls")
-        warm_up(model, warmup_conversations(setup, rows[:6]), TOOLS, target, steps=WARMUP_STEPS)
+        warm_up(model, warmup_conversations(setup, rows[:6]), tool_schemas(), target, steps=WARMUP_STEPS)
     return str(target.resolve())

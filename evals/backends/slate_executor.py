@@ -11,23 +11,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from skillos.evals.backends.llm_executor import LLMEpisode, LLMExecutor, parse_action
-from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, Read
+from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, Read, tool_schemas
 
 MAX_READS_PER_STEP = 2
-TOOLS = [
-    {"type": "function", "function": {
-        "name": READ_TOOL, "description": "Read one skill of the slate.",
-        "parameters": {"type": "object", "properties": {
-            "name": {"type": "string", "description": "The skill's name, as the slate lists it."}},
-            "required": ["name"]}}},
-    {"type": "function", "function": {
-        "name": "act", "description": "Take one action in the household game.",
-        "parameters": {"type": "object", "properties": {
-            "command": {"type": "string", "description": "One of the admissible actions."}},
-            "required": ["command"]}}},
-]
-
-
 class SlateExecutor(LLMExecutor):
     def new_episode(self, task: str, skills) -> "SlateEpisode":
         return SlateEpisode(self, task, skills)
@@ -36,6 +22,7 @@ class SlateExecutor(LLMExecutor):
 class SlateEpisode(LLMEpisode):
     def __init__(self, executor, task, skills):
         super().__init__(executor, task, skills)
+        self.tools = tool_schemas()
         self.by_name = {s.name: s for s in self.skills}
         self.reads: list[Read] = []
         self.completion_tokens = 0
@@ -57,7 +44,7 @@ class SlateEpisode(LLMEpisode):
                     {"role": "user", "content": self.prompt(observation, admissible)}]
         chat = self.executor.chat
         for _ in range(MAX_READS_PER_STEP + 1):
-            reply = chat.chat(messages, tools=TOOLS)
+            reply = chat.chat(messages, tools=self.tools)
             tokens = reply.completion_tokens or 0
             calls = [c for c in reply.tool_calls if c["name"] == READ_TOOL]
             acts = [c for c in reply.tool_calls if c["name"] == "act"]

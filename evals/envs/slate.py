@@ -246,6 +246,15 @@ class SlateEnv:
                                       "\nAdmissible actions: " + ", ".join(ep.obs.admissible))
 
 
+def tool_schemas() -> list[dict]:
+    """The JSON schemas TRL builds from SlateEnv's tools (in its order): the eval executor and
+    the warm-up use exactly these, so a checkpoint is evaluated on the surface it trained on."""
+    from transformers.utils import get_json_schema
+
+    env = SlateEnv.__new__(SlateEnv)
+    return [get_json_schema(getattr(env, name)) for name in ("act", READ_TOOL)]
+
+
 def episode_record(env: SlateEnv) -> dict:
     """The measured outcome and selection evidence of an env's episode (None: unmeasured)."""
     ep = env._episode
