@@ -29,6 +29,8 @@ gate_app = typer.Typer(help="The seven launch gates: check a config before spend
 app.add_typer(skills_app, name="skills")
 app.add_typer(gate_app, name="gate")
 app.add_typer(ledger_app, name="ledger")
+from skillos.cli_slate import app as slate_app  # noqa: E402 - SkillGate (issue 17)
+app.add_typer(slate_app, name="slate")
 
 # Every command that spends compute: each runs the launch gates first (tests/test_launch_gates.py
 # checks that each one refuses a failing config).

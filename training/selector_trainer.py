@@ -21,13 +21,11 @@ from trl import GRPOConfig, GRPOTrainer
 
 from skillos.config import Config
 from skillos.errors import SkillosError
-from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SlateEnv, episode_record
+from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, episode_record
 from skillos.training import selector_credit as credit
 
 SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on
 WARMUP_STEPS = 120
-SYSTEM = ("You are an agent in a household text game. You choose which skill to read, then play "
-          "with act(command), one admissible action per call.")
 
 
 @dataclass

@@ -1,70 +1,77 @@
-"""A model executor that plays with a skill slate: it sees the slate's names and descriptions
-(not bodies), may call `read_skill(name)` before each action, and answers with one action.
+"""A model executor that plays with a skill slate, in the conversation shape of training: the
+selector system prompt, the slate's names and descriptions (not bodies), the scene and the
+admissible actions; tools `read_skill(name)` and `act(command)` with the schemas TRL builds from
+SlateEnv; tool results rendered by the same functions as SlateEnv's. So a selector checkpoint is
+evaluated on the surface it learned.
 
-The same prompt text and tool as training (evals/envs/slate.py), so a selector checkpoint is
-evaluated on the surface it learned. Each read is recorded with the completion-token count the
-episode had generated before it (its position in the token stream) and the tokens it took.
+Each read is recorded with the completion tokens the episode had generated before it (its
+position in the token stream) and after it. A reply with no tool call is parsed as an action
+(parse_action); a non-admissible one is counted as coerced by the runner.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from skillos.evals.backends.llm_executor import LLMEpisode, LLMExecutor, parse_action
-from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, Read, tool_schemas
+from skillos.evals.backends.llm_executor import LLMExecutor, parse_action
+from skillos.evals.envs.slate import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, Read, first_input, listing,
+                                      step_result, tool_schemas)
 
 MAX_READS_PER_STEP = 2
+
+
 class SlateExecutor(LLMExecutor):
     def new_episode(self, task: str, skills) -> "SlateEpisode":
         return SlateEpisode(self, task, skills)
 
 
-class SlateEpisode(LLMEpisode):
+class SlateEpisode:
     def __init__(self, executor, task, skills):
-        super().__init__(executor, task, skills)
-        self.tools = tool_schemas()
+        self.executor, self.task, self.skills = executor, task, list(skills)
         self.by_name = {s.name: s for s in self.skills}
+        self.tools = tool_schemas()
+        self.messages: list[dict] = []
         self.reads: list[Read] = []
         self.completion_tokens = 0
-        self.selection_tokens = 0  # tokens of the replies that read a skill
-
-    def prompt(self, observation: str, admissible: Sequence[str]) -> str:
-        listing = "\n".join(f"- {s.name}: {s.description}" for s in self.skills)
-        text = super().prompt(observation, admissible)
-        # The slate replaces the retrieved skills' bodies: reading is the executor's choice.
-        head, _, rest = text.partition("Past relevant skills:")
-        body = rest.split(f"\n\nStep {self.steps + 1}.", 1)[1]
-        return (f"{head}{SLATE_INSTRUCTIONS}\n\nSkill slate (read one with read_skill):\n{listing or '(none)'}"
-                f"\n\nStep {self.steps + 1}.{body}")
+        self.selection_tokens = 0  # tokens of the replies that called read_skill
+        self.pending_act = None  # the act() call whose result the next observation is
 
     def act(self, observation: str, admissible: Sequence[str]) -> str:
-        if self.history:
-            self.history[-1] = (self.history[-1][0], observation)
-        messages = [{"role": "system", "content": "You are an agent in a household text game."},
-                    {"role": "user", "content": self.prompt(observation, admissible)}]
-        chat = self.executor.chat
-        for _ in range(MAX_READS_PER_STEP + 1):
-            reply = chat.chat(messages, tools=self.tools)
+        if not self.messages:
+            self.messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": (
+                SLATE_INSTRUCTIONS + "\n\n" + first_input(listing(self.skills), observation, admissible))}]
+        elif self.pending_act is not None:
+            self.messages.append({"role": "tool", "name": "act",
+                                  "content": step_result(observation, False, admissible)})
+        self.pending_act = None
+        reads_now = 0
+        while True:
+            reply = self.executor.chat.chat(self.messages, tools=self.tools)
             tokens = reply.completion_tokens or 0
-            calls = [c for c in reply.tool_calls if c["name"] == READ_TOOL]
-            acts = [c for c in reply.tool_calls if c["name"] == "act"]
-            if not calls or len(self.reads) >= MAX_READS_PER_STEP * (self.steps + 1):
-                self.completion_tokens += tokens
-                break
-            for call in calls:
-                name = str(call["arguments"].get("name", ""))
-                self.reads.append(Read(name, None, len(self.reads), self.completion_tokens,
-                                       self.completion_tokens + tokens))
-                skill = self.by_name.get(name)
-                result = f"{skill.name}: {skill.description}\n{skill.body}" if skill else \
-                    f"error: {name!r} is not on the slate"
-                messages += [{"role": "assistant", "content": reply.text},
-                             {"role": "user", "content": f"<tool_response>\n{result}\n</tool_response>"}]
+            start = self.completion_tokens
             self.completion_tokens += tokens
-            self.selection_tokens += tokens
-        text = acts[0]["arguments"].get("command", "") if acts else reply.text
-        action = parse_action(str(text), admissible)
-        self.steps += 1
-        chosen = action if action is not None else str(text or "").strip()[:200]
-        self.history.append((chosen, ""))
-        return chosen
+            calls = [c for c in reply.tool_calls if c["name"] in (READ_TOOL, "act")]
+            self.messages.append({"role": "assistant", "content": reply.text, "tool_calls": [
+                {"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]}
+                if calls else {"role": "assistant", "content": reply.text})
+            reads = [c for c in calls if c["name"] == READ_TOOL]
+            acts = [c for c in calls if c["name"] == "act"]
+            for call in reads:
+                name = str(call["arguments"].get("name", ""))
+                self.reads.append(Read(name, None, len(self.reads), start, self.completion_tokens))
+                skill = self.by_name.get(name)
+                result = (f"{skill.name}: {skill.description}\n{skill.body}".strip() if skill
+                          else f"error: {name!r} is not on the slate")
+                self.messages.append({"role": "tool", "name": READ_TOOL, "content": result})
+            if reads:
+                self.selection_tokens += tokens
+                reads_now += len(reads)
+            if acts:
+                self.pending_act = acts[0]
+                text = str(acts[0]["arguments"].get("command", ""))
+                break
+            if not reads or reads_now >= MAX_READS_PER_STEP:
+                text = reply.text
+                break
+        action = parse_action(text, admissible)
+        return action if action is not None else text.strip()[:200]

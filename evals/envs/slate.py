@@ -38,6 +38,21 @@ SLATE_INSTRUCTIONS = (
     "choose (reading the wrong skill can mislead you), then play with act(command).")
 
 
+SYSTEM = ("You are an agent in a household text game. You choose which skill to read, then play "
+          "with act(command), one admissible action per call.")
+
+
+def first_input(listing: str, observation: str, admissible) -> str:
+    """The executor's first user turn after the instructions: slate, scene, admissible actions
+    (training's reset and the eval executor render it with this one function)."""
+    return "\n".join([listing, "", observation.strip(), "", "Admissible actions: " + ", ".join(admissible)])
+
+
+def step_result(observation: str, won: bool, admissible) -> str:
+    """What an act() call returns, in training and in eval."""
+    return observation.strip() + ("\nYou won." if won else "\nAdmissible actions: " + ", ".join(admissible))
+
+
 @dataclass(frozen=True)
 class Slate:
     game_id: str
@@ -103,9 +118,11 @@ def missing_oracles(repo: SkillRepo, task_types) -> list[str]:
 
 def slate_listing(slate: Slate, repo: SkillRepo) -> str:
     """What the executor sees of the slate: names and descriptions, never bodies."""
-    lines = ["Skill slate (read one with read_skill):"]
-    lines += [f"- {name}: {repo.get(name).description}" for name in slate.order]
-    return "\n".join(lines)
+    return listing([repo.get(name) for name in slate.order])
+
+
+def listing(skills) -> str:
+    return "\n".join(["Skill slate (read one with read_skill):"] + [f"- {s.name}: {s.description}" for s in skills])
 
 
 def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path) -> dict:
@@ -140,16 +157,13 @@ def load_frozen(out_dir: str | Path) -> tuple[SkillRepo, dict[str, Slate], dict]
 
 
 class SlateRetriever:
-    """`runner.play`'s retriever for a slate: every game gets its slate, in the shown order."""
+    """`runner.play`'s retriever for one game: its slate, in the order the executor sees it."""
 
-    def __init__(self, repo: SkillRepo, slates_by_task: dict[str, Slate]):
-        self.repo, self.slates = repo, slates_by_task
+    def __init__(self, repo: SkillRepo, slate: Slate):
+        self.hits = [Hit(repo.get(name), 0.0) for name in slate.order]
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
-        slate = self.slates.get(query)
-        if slate is None:
-            raise SkillosError(f"no slate for task {query!r}")
-        return [Hit(self.repo.get(name), 0.0) for name in slate.order]
+        return self.hits
 
 
 # -- the TRL environment ----------------------------------------------------------------------
@@ -199,8 +213,7 @@ class SlateEnv:
         except Exception as exc:  # noqa: BLE001 - an env that fails is unmeasured, not a loss
             ep.won, ep.unmeasured_reason = None, f"{type(exc).__name__}: {exc}"[:300]
             return "error: the game could not be loaded"
-        return "\n".join([slate_listing(slate, self._setup.repo), "", ep.obs.text.strip(), "",
-                          "Admissible actions: " + ", ".join(ep.obs.admissible)])
+        return first_input(slate_listing(slate, self._setup.repo), ep.obs.text, ep.obs.admissible)
 
     def read_skill(self, name: str) -> str:
         """Read one skill of the slate.
@@ -242,8 +255,7 @@ class SlateEnv:
             ep.won, ep.unmeasured_reason = None, f"{type(exc).__name__}: {exc}"[:300]
             return "error: the game failed"
         ep.won = bool(ep.obs.won)
-        return ep.obs.text.strip() + ("\nYou won." if ep.won else
-                                      "\nAdmissible actions: " + ", ".join(ep.obs.admissible))
+        return step_result(ep.obs.text, ep.won, ep.obs.admissible)
 
 
 def tool_schemas() -> list[dict]:
