@@ -1,0 +1,185 @@
+"""SkillGate's skill slate: deterministic slates with an oracle, a frozen snapshot with its
+manifest, the TRL environment's read records on the real ALFWorld engine, selection metrics
+with denominators, the frozen eval protocol, and the gates that refuse a selector run."""
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli
+
+from skillos import config as cfgmod
+from skillos.errors import SkillosError
+from skillos.evals import protocol
+from skillos.evals.envs.slate import (SlateEnv, build_slate, episode_record, freeze, load_frozen,
+                                      make_slate_setup, missing_oracles, selection_metrics)
+from skillos.repo import SkillRepo
+
+SLATES = ROOT / "training" / "configs" / "slates" / "household"
+CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
+
+
+class _Game:
+    def __init__(self, gid, task_type):
+        self.id, self.task_type = gid, task_type
+
+
+def test_a_slate_has_one_oracle_and_is_the_same_every_time():
+    repo = SkillRepo.load(SLATES)
+    game = _Game("train-0007", "pick_heat_then_place_in_recep")
+    slate = build_slate(repo, game, 2, 1, seed=0)
+    assert slate.oracle == "heat-then-place"
+    assert len(slate.misleading) == 2 and "heat-then-place" not in slate.misleading
+    assert all(repo.get(n).extra.get("metadata") for n in slate.misleading)  # plausible: task skills
+    assert len(slate.irrelevant) == 1 and not repo.get(slate.irrelevant[0]).extra
+    assert sorted(slate.order) == sorted((slate.oracle, *slate.misleading, *slate.irrelevant))
+    assert build_slate(repo, game, 2, 1, seed=0) == slate
+    others = {build_slate(repo, game, 2, 1, seed=s).order for s in range(6)}
+    assert len(others) > 1  # the seed moves the draw and the order
+    assert slate.role("heat-then-place") == "oracle" and slate.role("nope") is None
+
+
+def test_a_repo_without_the_oracle_is_refused(tmp_path):
+    folder = tmp_path / "slate"
+    shutil.copytree(SLATES, folder)
+    shutil.rmtree(folder / "heat-then-place")
+    repo = SkillRepo.load(folder)
+    assert missing_oracles(repo, ["pick_heat_then_place_in_recep", "pick_and_place_simple"]) == \
+        ["pick_heat_then_place_in_recep"]
+    with pytest.raises(SkillosError, match="no skill .* has metadata.task_type 'pick_heat_then_place_in_recep'"):
+        build_slate(repo, _Game("g1", "pick_heat_then_place_in_recep"), 2, 1, 0)
+
+
+def test_the_snapshot_is_frozen_with_a_manifest(tmp_path):
+    repo = SkillRepo.load(SLATES)
+    slates = [build_slate(repo, _Game(f"g{i}", t), 2, 1, 0)
+              for i, t in enumerate(["pick_and_place_simple", "pick_cool_then_place_in_recep"])]
+    manifest = freeze(repo, slates, tmp_path / "a")
+    again = freeze(repo, slates, tmp_path / "b")
+    assert manifest["snapshot_hash"] == again["snapshot_hash"]
+    frozen, by_game, loaded = load_frozen(tmp_path / "a")
+    assert by_game["g1"] == slates[1] and loaded["snapshot_hash"] == manifest["snapshot_hash"]
+    assert sorted(s.name for s in frozen.skills) == sorted(manifest["files"])
+    edited = SkillRepo.load(SLATES).copy()
+    edited.update("pick-and-place", body="Changed.")
+    assert freeze(edited, slates, tmp_path / "c")["snapshot_hash"] != manifest["snapshot_hash"]
+
+
+@pytest.fixture(scope="module")
+def slate_setup(tmp_path_factory, game_cache):
+    from skillos.evals.experiment import load_games
+
+    cfg = cfgmod.load(CPU)
+    games = load_games(cfg, "train", 2)
+    return make_slate_setup(cfg, games, tmp_path_factory.mktemp("slate")), games
+
+
+def test_the_environment_records_every_read_and_plays_the_real_game(slate_setup):
+    setup, games = slate_setup
+    env = SlateEnv(setup)
+    first = env.reset(game_id=games[0].id)
+    slate = setup.slates[games[0].id]
+    assert all(name in first for name in slate.order) and "Admissible actions:" in first
+    assert setup.repo.get(slate.oracle).body not in first  # bodies only through read_skill
+    assert setup.repo.get(slate.oracle).body in env.read_skill(slate.oracle)
+    env.read_skill(slate.misleading[0])
+    assert env.read_skill("not-a-skill").startswith("error:")
+    admissible = env._episode.obs.admissible
+    assert "Admissible actions:" in env.act(admissible[0])
+    record = episode_record(env)
+    assert record["reads"] == [slate.oracle, slate.misleading[0], "not-a-skill"]
+    assert record["read_roles"] == ["oracle", "misleading", None]
+    assert record["success"] is False and record["steps"] == 1
+    with pytest.raises(KeyError):
+        SlateEnv(setup).reset(game_id="valid_unseen-0000")
+
+
+def test_selection_metrics_carry_denominators_and_keep_unmeasured_out():
+    rows = [{"success": True, "reads": ["a"], "read_roles": ["oracle"], "completion_tokens": 100, "selection_tokens": 10},
+            {"success": False, "reads": ["b", "a"], "read_roles": ["misleading", "oracle"],
+             "completion_tokens": 50, "selection_tokens": 20},
+            {"success": False, "reads": [], "read_roles": [], "completion_tokens": 50, "selection_tokens": 0},
+            {"success": None, "reads": ["a"], "read_roles": ["oracle"]}]
+    m = selection_metrics(rows)
+    assert (m["episodes"], m["measured"], m["unmeasured"]) == (4, 3, 1)
+    assert m["success"] == {"value": 1 / 3, "n": 1, "of": 3}
+    assert m["oracle_read"]["n"] == 2 and m["clean_oracle_read"]["n"] == 1
+    assert m["misleading_read"]["n"] == 1 and m["no_read"]["n"] == 1
+    assert m["reads_per_episode"] == {"value": 1.0, "n": 3, "of": 3}
+    assert m["selection_token_share"]["value"] == 30 / 200
+    empty = selection_metrics([{"success": None, "reads": [], "read_roles": []}])
+    assert empty["success"]["value"] is None and empty["success"]["reason"]
+
+
+def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators():
+    # 4 plays, 2 wins: pass@2 = 1 - C(2,2)/C(4,2) = 5/6; pass^2 = C(2,2)/C(4,2) = 1/6.
+    assert protocol.pass_at_k(4, 2, 2) == pytest.approx(5 / 6)
+    assert protocol.pass_hat_k(4, 2, 2) == pytest.approx(1 / 6)
+    rows = [{"game_id": "a", "success": s} for s in (True, False, True, False)]
+    rows += [{"game_id": "b", "success": s} for s in (True, None, None, None)]  # 1 measured play
+    m = protocol.pass_metrics(rows, 2)
+    assert m["pass_at_k"] == pytest.approx(5 / 6) and m["pass_hat_k"] == pytest.approx(1 / 6)
+    assert (m["tasks"], m["of_tasks"], m["unmeasured_tasks"], m["unmeasured_plays"]) == (1, 2, 1, 3)
+    assert protocol.pass_metrics(rows, 1)["pass_at_k"] == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_a_comparison_across_different_pins_is_refused_in_one_line(tmp_path):
+    pins = {"task_set": "t", "repeats": 2, "seed": 0, "prompt_hash": "p", "tool_schema_hash": "s", "snapshot_hash": "x"}
+    protocol.check_comparable({"a": pins, "b": dict(pins)})
+    with pytest.raises(SkillosError) as err:
+        protocol.check_comparable({"a": pins, "b": {**pins, "snapshot_hash": "y"}})
+    assert "snapshot_hash: x vs y" in str(err.value) and "\n" not in str(err.value)
+    for name, rows_pins in (("ctl", pins), ("new", {**pins, "repeats": 3})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "slate_games.jsonl").write_text(json.dumps(
+            {"arm": "executor", "game_id": "g", "repeat": 0, "success": True, "reads": [], "read_roles": [],
+             "pins": rows_pins}) + "\n")
+    result = run_cli("slate", "compare", tmp_path / "ctl", tmp_path / "new")
+    assert result.returncode == 2 and "repeats: 2 vs 3" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_eval_spec_must_pin_everything(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"task_set": "t", "repeats": 2, "seed": 0, "prompt_hash": "p",
+                                    "tool_schema_hash": "s"}))
+    with pytest.raises(SkillosError, match="does not pin snapshot_hash"):
+        protocol.load_spec(spec)
+
+
+def _config(tmp_path, **skillgate):
+    data = yaml.safe_load(CPU.read_text())
+    data["skillgate"].update(skillgate)
+    if data["skillgate"].get("slate_repo") == "slates/household":
+        data["skillgate"]["slate_repo"] = str(SLATES)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _gate(tmp_path, **skillgate):
+    from skillos import gates
+
+    report = gates.check(cfgmod.load(_config(tmp_path, **skillgate)))
+    return {r.check: r.to_dict() for r in report.results}
+
+
+def test_the_gates_refuse_selector_credit_without_a_slate_or_an_oracle(tmp_path):
+    assert _gate(tmp_path)["skillgate-slate"]["status"] == "PASS"
+    no_slate = _gate(tmp_path, slate_repo=None)["skillgate-slate"]
+    assert no_slate["status"] == "FAIL" and "needs a slate" in no_slate["detail"]
+    folder = tmp_path / "partial"
+    shutil.copytree(SLATES, folder)
+    shutil.rmtree(folder / "cool-then-place")
+    no_oracle = _gate(tmp_path, slate_repo=str(folder))["skillgate-slate"]
+    assert no_oracle["status"] == "FAIL" and "pick_cool_then_place_in_recep" in no_oracle["detail"]
+    control = _gate(tmp_path, selector_credit="task-mask-only", selector_coef=0.5)["skillgate-credit"]
+    assert control["status"] == "FAIL" and "exactly 0" in control["detail"]
+    assert _gate(tmp_path, selector_credit="task-mask-only", selector_coef=0.0)["skillgate-credit"]["status"] == "PASS"
+    ignored = _gate(tmp_path, trainer="curator")["skillgate-credit"]
+    assert ignored["status"] == "FAIL" and "ignored" in ignored["detail"]
+    result = run_cli("train", _config(tmp_path, slate_repo=str(folder)))
+    assert result.returncode == 1 and "train refused by the launch gates" in result.stderr
+    assert "skillgate-slate" in result.stderr.strip().splitlines()[-1]
