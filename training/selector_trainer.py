@@ -77,6 +77,8 @@ class SelectorGRPOTrainer(GRPOTrainer):
             selector = credit.group_advantages(gathered, self.num_generations)
             start = self.accelerator.process_index * len(local)
             selector = selector[start:start + len(local)]
+            for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
+                row.update(outcome_advantage=outcome, selector_advantage=sel)
             out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
                                                         args.selector_credit, args.selector_coef)
         self._log_selection(rows)
