@@ -23,7 +23,7 @@ from skillos.evals.envs.slate import (READ_TOOL, SLATE_INSTRUCTIONS, SlateRetrie
 from skillos.repo import SkillRepo
 from skillos.repo.store import write_atomic
 
-ROWS, REPORT = "slate_games.jsonl", "slate_report.json"
+ROWS, REPORT, SPEC = "slate_games.jsonl", "slate_report.json", "eval_spec.yaml"
 
 
 class _Capture:
@@ -66,6 +66,16 @@ def run_pins(cfg: Config, games, snapshot_hash: str) -> protocol.EvalSpec:
         task_set=protocol.task_set_hash(games), repeats=cfg.skillgate.repeats, seed=cfg.env.seed,
         prompt_hash=protocol.digest([SYSTEM, SLATE_INSTRUCTIONS, READ_TOOL]),
         tool_schema_hash=protocol.digest(tool_schemas()), snapshot_hash=snapshot_hash)
+
+
+def config_pins(cfg: Config, games) -> dict:
+    """The pins a slate eval of `cfg` on `games` would run under (nothing is written)."""
+    from skillos.evals.envs.slate import manifest_of
+
+    g = cfg.skillgate
+    source = SkillRepo.load(relative_to_config(cfg, g.slate_repo))
+    slates = [build_slate(source, x, g.n_misleading, g.n_irrelevant, cfg.env.seed) for x in games]
+    return run_pins(cfg, games, manifest_of(source, slates)["snapshot_hash"]).pins()
 
 
 def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | None = None,
@@ -114,6 +124,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
                     "selection_tokens": getattr(episode, "selection_tokens", None), "pins": pins})
         echo(render_metrics(arm, selection_metrics([r for r in rows if r["arm"] == arm])))
     write_atomic(out / ROWS, "".join(json.dumps(r) + "\n" for r in rows))
+    protocol.write_spec(protocol.EvalSpec(**pins), out / SPEC)  # freeze it with skillgate.eval_spec
     report = summarize(rows, cfg.eval.alpha, cfg.eval.power, cfg.eval.bootstrap)
     report["snapshot"] = str(out / "slate")
     write_atomic(out / REPORT, json.dumps(report, indent=1))

@@ -183,3 +183,22 @@ def test_the_gates_refuse_selector_credit_without_a_slate_or_an_oracle(tmp_path)
     result = run_cli("train", _config(tmp_path, slate_repo=str(folder)))
     assert result.returncode == 1 and "train refused by the launch gates" in result.stderr
     assert "skillgate-slate" in result.stderr.strip().splitlines()[-1]
+
+
+def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(tmp_path, game_cache):
+    from skillos.evals.experiment import load_games
+    from skillos.evals.slate_eval import config_pins
+    from skillos.gates.core import Context
+    from skillos.gates.dryrun import eval_pins
+
+    config = _config(tmp_path, slate_repo=str(SLATES))
+    cfg = cfgmod.load(config)
+    cfg.env.n_games = 1
+    protocol.write_spec(protocol.EvalSpec(**config_pins(cfg, load_games(cfg, cfg.env.split, 1))), tmp_path / "spec.yaml")
+    cfg.skillgate.eval_spec = str(tmp_path / "spec.yaml")
+    assert eval_pins(Context(cfg, base_dir=tmp_path)).status == "PASS"
+    cfg.skillgate.repeats = 3
+    cfg.skillgate.n_misleading = 1  # another slate: another snapshot
+    refused = eval_pins(Context(cfg, base_dir=tmp_path))
+    assert refused.status == "FAIL"
+    assert "repeats: spec 1 vs this config 3" in refused.detail and "snapshot_hash: spec" in refused.detail

@@ -125,21 +125,26 @@ def listing(skills) -> str:
     return "\n".join(["Skill slate (read one with read_skill):"] + [f"- {s.name}: {s.description}" for s in skills])
 
 
+def manifest_of(repo: SkillRepo, slates: list[Slate]) -> dict:
+    """The manifest of a snapshot (computed, not written): every slate and skill file's hash,
+    and the `snapshot_hash` that pins them in an eval spec."""
+    names = sorted({n for s in slates for n in s.order})
+    files = {name: hashlib.sha256(repo.get(name).to_markdown().encode()).hexdigest() for name in names}
+    slate_rows = {s.game_id: {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(s).items()}
+                  for s in slates}
+    digest = hashlib.sha256(json.dumps({"files": files, "slates": slate_rows}, sort_keys=True).encode())
+    return {"source": str(repo.root), "snapshot_hash": digest.hexdigest()[:16], "files": files,
+            "slates": slate_rows}
+
+
 def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path) -> dict:
     """Copy the slates' skills into `out_dir/skills` and write the manifest (atomically);
-    return the manifest. Its `snapshot_hash` pins the snapshot in an eval spec."""
+    return the manifest."""
     out = Path(out_dir)
-    names = sorted({n for s in slates for n in s.order})
-    files = {}
-    for name in names:
-        text = repo.get(name).to_markdown()
-        write_atomic(out / "skills" / name / "SKILL.md", text)
-        files[name] = hashlib.sha256(text.encode()).hexdigest()
-    slate_rows = {s.game_id: asdict(s) for s in slates}
-    digest = hashlib.sha256(json.dumps({"files": files, "slates": slate_rows}, sort_keys=True).encode())
-    manifest = {"source": str(repo.root), "snapshot_hash": digest.hexdigest()[:16], "files": files,
-                "slates": slate_rows}
-    write_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, default=list))
+    manifest = manifest_of(repo, slates)
+    for name in manifest["files"]:
+        write_atomic(out / "skills" / name / "SKILL.md", repo.get(name).to_markdown())
+    write_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
 
 

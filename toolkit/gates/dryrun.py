@@ -406,3 +406,22 @@ def selector_rollouts(ctx: Context) -> Result:
         lines.append("held-out games refused")
     return Result(check, gates, "FAIL" if problems else "PASS", "slate rollouts", len(pool), "measured, reads recorded",
                   incident, "; ".join(problems + lines))
+
+
+@dry_run
+def eval_pins(ctx: Context) -> Result:
+    """A frozen eval spec must match what this config would play: one pin that differs (task
+    set, repeats, seed, prompt or tool-schema hash, skill snapshot) refuses the run."""
+    check, gates, spec = "eval-pins", (4,), ctx.cfg.skillgate.eval_spec
+    if not spec or not ctx.cfg.skillgate.slate_repo:
+        return Result(check, gates, "SKIP", detail="no frozen eval spec with a slate (skillgate.eval_spec)")
+    from skillos.evals.protocol import PINS, load_spec
+    from skillos.evals.slate_eval import config_pins
+
+    frozen = load_spec(ctx.path(spec)).pins()
+    pins = config_pins(ctx.cfg, _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games))
+    differ = [k for k in PINS if frozen[k] != pins[k]]
+    return Result(check, gates, "FAIL" if differ else "PASS", "skillgate.eval_spec", spec, "every pin equal",
+                  "rows played under different protocols compared as if they were one",
+                  "; ".join(f"{k}: spec {frozen[k]} vs this config {pins[k]}" for k in differ)
+                  or "task set, repeats, seed, prompt, tool schema and snapshot as frozen")
