@@ -202,3 +202,40 @@ def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(t
     refused = eval_pins(Context(cfg, base_dir=tmp_path))
     assert refused.status == "FAIL"
     assert "repeats: spec 1 vs this config 3" in refused.detail and "snapshot_hash: spec" in refused.detail
+
+
+def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch, slate_setup):
+    """A scripted model behind the real OpenAI SDK reads the oracle, then acts: the episode
+    records the read with its token position and the runner plays the action on the real game."""
+    import dataclasses
+
+    from llm_server import ScriptedLLM
+
+    from skillos.config import BackendConfig
+    from skillos.evals.backends.slate_executor import SlateExecutor
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.envs.slate import SlateRetriever
+    from skillos.evals.runner import play
+
+    setup, games = slate_setup
+    slate = setup.slates[games[0].id]
+
+    def policy(messages):
+        last = messages[-1]
+        if last["role"] == "user":  # the first turn: reason, then read the oracle
+            return {"content": f"<skill_reasoning>{slate.oracle} fits.</skill_reasoning>",
+                    "tool_calls": [{"name": "read_skill", "arguments": {"name": slate.oracle}}]}
+        seen = [m["content"] for m in messages if "Admissible actions: " in (m.get("content") or "")][-1]
+        admissible = seen.split("Admissible actions: ", 1)[1].splitlines()[0].split(", ")
+        return {"content": "", "tool_calls": [{"name": "act", "arguments": {"command": admissible[-1]}}]}
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with ScriptedLLM(policy) as llm:
+        executor = SlateExecutor(BackendConfig(backend="openai", model="Qwen3-8B", base_url=llm.openai_url))
+        traj = play(AlfworldEnv(fast=True), executor, SlateRetriever(setup.repo, slate), games[0], 2, 9)
+    assert traj.unmeasured_reason is None and len(traj.steps) == 2
+    assert [r.name for r in traj.reads] == [slate.oracle]
+    assert (traj.reads[0].token_start, traj.reads[0].token_end) == (0, 7)  # the server's 7 tokens per reply
+    assert traj.coerced == 0
+    sent = [m["role"] for m in llm.calls[-1]["body"]["messages"]]
+    assert sent[:4] == ["system", "user", "assistant", "tool"]  # the read was answered before acting

@@ -34,14 +34,15 @@ class SlateEpisode:
         self.reads: list[Read] = []
         self.completion_tokens = 0
         self.selection_tokens = 0  # tokens of the replies that called read_skill
-        self.pending_act = None  # the act() call whose result the next observation is
+        self.pending_act = None  # the id of the act() call the next observation answers
+        self.calls = 0
 
     def act(self, observation: str, admissible: Sequence[str]) -> str:
         if not self.messages:
             self.messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": (
                 SLATE_INSTRUCTIONS + "\n\n" + first_input(listing(self.skills), observation, admissible))}]
         elif self.pending_act is not None:
-            self.messages.append({"role": "tool", "name": "act",
+            self.messages.append({"role": "tool", "tool_call_id": self.pending_act, "name": "act",
                                   "content": step_result(observation, False, admissible)})
         self.pending_act = None
         reads_now = 0
@@ -50,24 +51,27 @@ class SlateEpisode:
             tokens = reply.completion_tokens or 0
             start = self.completion_tokens
             self.completion_tokens += tokens
-            calls = [c for c in reply.tool_calls if c["name"] in (READ_TOOL, "act")]
-            self.messages.append({"role": "assistant", "content": reply.text, "tool_calls": [
-                {"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]}
-                if calls else {"role": "assistant", "content": reply.text})
-            reads = [c for c in calls if c["name"] == READ_TOOL]
-            acts = [c for c in calls if c["name"] == "act"]
-            for call in reads:
+            reads = [c for c in reply.tool_calls if c["name"] == READ_TOOL]
+            acts = [c for c in reply.tool_calls if c["name"] == "act"][:1]  # one action per turn
+            ids = [f"call_{self.calls + i}" for i in range(len(reads) + len(acts))]
+            self.calls += len(ids)
+            message = {"role": "assistant", "content": reply.text}
+            if ids:  # every call kept is answered: reads now, the action by the next observation
+                message["tool_calls"] = [{"id": cid, "type": "function", "function": {
+                    "name": c["name"], "arguments": c["arguments"]}} for cid, c in zip(ids, reads + acts)]
+            self.messages.append(message)
+            for cid, call in zip(ids, reads):
                 name = str(call["arguments"].get("name", ""))
                 self.reads.append(Read(name, None, len(self.reads), start, self.completion_tokens))
                 skill = self.by_name.get(name)
                 result = (f"{skill.name}: {skill.description}\n{skill.body}".strip() if skill
                           else f"error: {name!r} is not on the slate")
-                self.messages.append({"role": "tool", "name": READ_TOOL, "content": result})
+                self.messages.append({"role": "tool", "tool_call_id": cid, "name": READ_TOOL, "content": result})
             if reads:
                 self.selection_tokens += tokens
                 reads_now += len(reads)
             if acts:
-                self.pending_act = acts[0]
+                self.pending_act = ids[-1]
                 text = str(acts[0]["arguments"].get("command", ""))
                 break
             if not reads or reads_now >= MAX_READS_PER_STEP:
