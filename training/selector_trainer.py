@@ -12,12 +12,11 @@ span to OUTPUT_DIR/selection.jsonl.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-
-from trl import GRPOConfig, GRPOTrainer
 
 from skillos.config import Config
 from skillos.errors import SkillosError
@@ -28,74 +27,89 @@ SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained
 WARMUP_STEPS = 120
 
 
-@dataclass
-class SelectorGRPOConfig(GRPOConfig):
-    """GRPOConfig plus the selector-credit knobs."""
-
-    selector_credit: str = field(default="clean-oracle", metadata={
-        "help": "off | task-mask-only (selection spans get no advantage) | first-oracle | clean-oracle"})
-    selector_coef: float = field(default=1.0, metadata={
-        "help": "Weight of the selector advantage on selection-span tokens."})
-    selection_log: str | None = field(default=None, metadata={
-        "help": "JSONL file for every rollout's reads with their token spans."})
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.selector_credit not in credit.VARIANTS:
-            raise ValueError(f"selector_credit {self.selector_credit!r} is not one of {credit.VARIANTS}")
+def __getattr__(name: str):
+    """`SelectorGRPOConfig` and `SelectorGRPOTrainer` are built on first use (PEP 562): trl and
+    torch load only when training does, and pickle finds them here (training_args.bin)."""
+    if name in ("SelectorGRPOConfig", "SelectorGRPOTrainer"):
+        return dict(zip(("SelectorGRPOConfig", "SelectorGRPOTrainer"), _classes()))[name]
+    raise AttributeError(name)
 
 
-class SelectorGRPOTrainer(GRPOTrainer):
-    """GRPO with a second, token-local credit stream on the selection spans."""
+@functools.cache
+def _classes():
+    from trl import GRPOConfig, GRPOTrainer
 
-    def _generate_and_score_completions(self, inputs):
-        out = super()._generate_and_score_completions(inputs)
-        import torch
+    @dataclass
+    class SelectorGRPOConfig(GRPOConfig):
+        """GRPOConfig plus the selector-credit knobs."""
 
-        args = self.args
-        ids, completion_mask = out["completion_ids"], out["completion_mask"]
-        tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
-        loss_mask = completion_mask * tool_mask
-        rows, masks, utilities = [], [], []
-        for b in range(ids.size(0)):
-            pieces = credit.token_bytes(self.processing_class, ids[b].tolist())
-            masks.append(credit.selection_mask(pieces, tool_mask[b].tolist()))
-            record = episode_record(self.environments[b]) if self.environments else {"success": None}
-            reads = record.get("reads") if record["success"] is not None else None
-            utility = (None if args.selector_credit in ("off", "task-mask-only")
-                       else credit.selection_utility(reads, record.get("oracle"), args.selector_credit))
-            utilities.append(float("nan") if utility is None else utility)
-            located = credit.locate_reads(pieces)
-            rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
-                         "selection_tokens": int((torch.tensor(masks[-1]) * loss_mask[b].cpu()).sum()),
-                         "read_spans": located})
-        sel_mask = torch.tensor(masks, device=ids.device)
-        if args.selector_credit != "off":
-            # Groups may span processes: normalise over the gathered batch, keep this process's rows.
-            local = torch.tensor(utilities, device=ids.device)
-            gathered = self.accelerator.gather(local)
-            selector = credit.group_advantages(gathered, self.num_generations)
-            start = self.accelerator.process_index * len(local)
-            selector = selector[start:start + len(local)]
-            for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
-                row.update(outcome_advantage=outcome, selector_advantage=sel)
-            out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
-                                                        args.selector_credit, args.selector_coef)
-        self._log_selection(rows)
-        return out
+        selector_credit: str = field(default="clean-oracle", metadata={
+            "help": "off | task-mask-only (selection spans get no advantage) | first-oracle | clean-oracle"})
+        selector_coef: float = field(default=1.0, metadata={
+            "help": "Weight of the selector advantage on selection-span tokens."})
+        selection_log: str | None = field(default=None, metadata={
+            "help": "JSONL file for every rollout's reads with their token spans."})
 
-    def _log_selection(self, rows: list[dict]) -> None:
-        mode = "train" if self.model.training else "eval"
-        total = sum(r["completion_tokens"] for r in rows)
-        self._metrics[mode]["selection/token_share"].append(
-            sum(r["selection_tokens"] for r in rows) / total if total else float("nan"))
-        measured = [r for r in rows if r["success"] is not None]
-        self._metrics[mode]["selection/oracle_read"].append(
-            sum(r["oracle"] in r["reads"] for r in measured) / len(measured) if measured else float("nan"))
-        if self.args.selection_log and self.accelerator.is_main_process:
-            with open(self.args.selection_log, "a", encoding="utf-8") as fh:
-                for r in rows:
-                    fh.write(json.dumps({"step": self.state.global_step, **r}) + "\n")
+        def __post_init__(self):
+            super().__post_init__()
+            if self.selector_credit not in credit.VARIANTS:
+                raise ValueError(f"selector_credit {self.selector_credit!r} is not one of {credit.VARIANTS}")
+
+    class SelectorGRPOTrainer(GRPOTrainer):
+        """GRPO with a second, token-local credit stream on the selection spans."""
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            import torch
+
+            args = self.args
+            ids, completion_mask = out["completion_ids"], out["completion_mask"]
+            tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
+            loss_mask = completion_mask * tool_mask
+            rows, masks, utilities = [], [], []
+            for b in range(ids.size(0)):
+                pieces = credit.token_bytes(self.processing_class, ids[b].tolist())
+                masks.append(credit.selection_mask(pieces, tool_mask[b].tolist()))
+                record = episode_record(self.environments[b]) if self.environments else {"success": None}
+                reads = record.get("reads") if record["success"] is not None else None
+                utility = (None if args.selector_credit in ("off", "task-mask-only")
+                           else credit.selection_utility(reads, record.get("oracle"), args.selector_credit))
+                utilities.append(float("nan") if utility is None else utility)
+                located = credit.locate_reads(pieces)
+                rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
+                             "selection_tokens": int((torch.tensor(masks[-1]) * loss_mask[b].cpu()).sum()),
+                             "read_spans": located})
+            sel_mask = torch.tensor(masks, device=ids.device)
+            if args.selector_credit != "off":
+                # Groups may span processes: normalise over the gathered batch, keep this process's rows.
+                local = torch.tensor(utilities, device=ids.device)
+                gathered = self.accelerator.gather(local)
+                selector = credit.group_advantages(gathered, self.num_generations)
+                start = self.accelerator.process_index * len(local)
+                selector = selector[start:start + len(local)]
+                for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
+                    row.update(outcome_advantage=outcome, selector_advantage=sel)
+                out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
+                                                            args.selector_credit, args.selector_coef)
+            self._log_selection(rows)
+            return out
+
+        def _log_selection(self, rows: list[dict]) -> None:
+            mode = "train" if self.model.training else "eval"
+            total = sum(r["completion_tokens"] for r in rows)
+            self._metrics[mode]["selection/token_share"].append(
+                sum(r["selection_tokens"] for r in rows) / total if total else float("nan"))
+            measured = [r for r in rows if r["success"] is not None]
+            self._metrics[mode]["selection/oracle_read"].append(
+                sum(r["oracle"] in r["reads"] for r in measured) / len(measured) if measured else float("nan"))
+            if self.args.selection_log and self.accelerator.is_main_process:
+                with open(self.args.selection_log, "a", encoding="utf-8") as fh:
+                    for r in rows:
+                        fh.write(json.dumps({"step": self.state.global_step, **r}) + "\n")
+
+    for cls in (SelectorGRPOConfig, SelectorGRPOTrainer):
+        cls.__module__, cls.__qualname__ = __name__, cls.__name__
+    return SelectorGRPOConfig, SelectorGRPOTrainer
 
 
 class SlateReward:
@@ -177,8 +191,9 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
                                   seed=cfg.training.seed)
     reward = SlateReward(echo)
     try:
-        trainer = SelectorGRPOTrainer(
-            model=model, reward_funcs=[reward], args=SelectorGRPOConfig(**selector_kwargs(cfg, cpu, out)),
+        config_cls, trainer_cls = _classes()
+        trainer = trainer_cls(
+            model=model, reward_funcs=[reward], args=config_cls(**selector_kwargs(cfg, cpu, out)),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(SlateEnv, setup),
             callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
