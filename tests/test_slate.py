@@ -239,3 +239,12 @@ def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch,
     assert traj.coerced == 0
     sent = [m["role"] for m in llm.calls[-1]["body"]["messages"]]
     assert sent[:4] == ["system", "user", "assistant", "tool"]  # the read was answered before acting
+
+
+def test_the_gpu_config_passes_the_static_gates():
+    from skillos import gates
+
+    report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-lora.yaml"))
+    assert report.failed == []
+    by_name = {r.check: r for r in report.results}
+    assert by_name["skillgate-slate"].status == "PASS" and by_name["skillgate-credit"].status == "PASS"
