@@ -42,10 +42,10 @@ SYSTEM = ("You are an agent in a household text game. You choose which skill to 
           "with act(command), one admissible action per call.")
 
 
-def first_input(listing: str, observation: str, admissible) -> str:
+def first_input(slate_text: str, observation: str, admissible) -> str:
     """The executor's first user turn after the instructions: slate, scene, admissible actions
     (training's reset and the eval executor render it with this one function)."""
-    return "\n".join([listing, "", observation.strip(), "", "Admissible actions: " + ", ".join(admissible)])
+    return "\n".join([slate_text, "", observation.strip(), "", "Admissible actions: " + ", ".join(admissible)])
 
 
 def step_result(observation: str, won: bool, admissible) -> str:
