@@ -49,21 +49,28 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
         traj.scores = [h.score for h in hits]
         episode = executor.new_episode(env.task or game.task, [h.skill for h in hits])
         for _ in range(max_steps):
-            action = episode.act(obs.text, obs.admissible)
-            proposed, admissible = action, len(obs.admissible)
-            coerced = action not in obs.admissible
-            if coerced:  # counted, and replaced by a harmless command
-                action = "look" if "look" in obs.admissible else obs.admissible[0]
-            with ENGINE_LOCK:
-                obs = env.step(action)
-            traj.steps.append(Step(action, obs.text, coerced, admissible, proposed if coerced else None))
+            obs = take_action(env, obs, episode.act(obs.text, obs.admissible), traj.steps)
             if obs.won:
                 break
         traj.won = obs.won
+        traj.reads = list(getattr(episode, "reads", []))  # a slate executor's read_skill calls
     except Exception as exc:  # noqa: BLE001 - any failure to measure is recorded, not scored
         traj.won = None
         traj.unmeasured_reason = redact_text(f"{type(exc).__name__}: {exc}")[:300]
     return traj
+
+
+def take_action(env, obs, action: str, steps: list) -> object:
+    """One step of a game, shared by `play` and the slate environment: an action that is not
+    admissible is counted as coerced and replaced by a harmless command."""
+    proposed, admissible = action, len(obs.admissible)
+    coerced = action not in obs.admissible
+    if coerced:
+        action = "look" if "look" in obs.admissible else obs.admissible[0]
+    with ENGINE_LOCK:
+        obs = env.step(action)
+    steps.append(Step(action, obs.text, coerced, admissible, proposed if coerced else None))
+    return obs
 
 
 def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",

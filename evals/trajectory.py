@@ -30,6 +30,7 @@ class Trajectory:
     unmeasured_reason: str | None = None
     scores: list[float] = field(default_factory=list)  # retrieval score of each retrieved skill
     curation: list[dict] = field(default_factory=list)  # the curator's operations after the game
+    reads: list = field(default_factory=list)  # read_skill calls of a slate episode (evals/envs/slate.py)
 
     @property
     def coerced(self) -> int:

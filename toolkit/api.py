@@ -27,7 +27,7 @@ from skillos.config import Config
 from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
 
-__all__ = ["GateRefused", "check", "compare", "evaluate", "load", "optimize", "sleep", "sweep", "train"]
+__all__ = ["GateRefused", "check", "compare", "evaluate", "load", "evaluate_slate", "optimize", "sleep", "sweep", "train"]
 
 Echo = Callable[[str], None]
 
@@ -106,6 +106,18 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
         gates.enforce(cfg, "optimize", book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):
             return optimizing.run(cfg, out, book, echo=echo, resume=resume, unseal=unseal)
+
+
+def evaluate_slate(config: Config | str | Path, *, out: str | Path, checkpoints: dict | None = None,
+                   overrides: dict | None = None, echo: Echo | None = None, ledger=None) -> dict:
+    """SkillGate's slate eval: the config's executor and each checkpoint (NAME -> folder, played
+    on backend hf) on frozen skill slates, with the selection metrics, pass@k and paired tests."""
+    from skillos.evals.slate_eval import run
+
+    cfg, echo = _config(config), echo or _quiet
+    with _ledger(ledger) as book:
+        return run(cfg, out, book, checkpoints, echo,
+                   gate=lambda c, b: gates.enforce(c, "slate eval", b, overrides, echo=echo))
 
 
 def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_file=None,

@@ -20,6 +20,7 @@ from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
 from skillos.cli_ops import OPS_COMMANDS
 from skillos.cli_skills import skills_app
+from skillos.cli_slate import app as slate_app
 from skillos.cli_sleep import app as sleep_app
 from skillos.cli_view import app as view_app
 from skillos.errors import SkillosError
@@ -37,6 +38,7 @@ app.add_typer(ledger_app, name="ledger")
 app.add_typer(sleep_app, name="sleep")
 app.add_typer(view_app, name="view")
 app.add_typer(export_app, name="export")
+app.add_typer(slate_app, name="slate")
 
 # Every command that spends compute: each API call runs the launch gates first
 # (tests/test_launch_gates.py and tests/test_api.py check that each one refuses a failing config).

@@ -204,6 +204,32 @@ class OptimizeConfig:
     gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
 
 
+SELECTOR_CREDITS = ("off", "task-mask-only", "first-oracle", "clean-oracle")
+TRAINERS = ("curator", "selector", "selector-bc", "selector-dpo")  # training/registry.py
+
+
+@dataclass
+class SkillGateConfig:
+    """SkillGate: the executor learns which skill of a slate to read (evals/envs/slate.py,
+    training/selector_trainer.py). `trainer` is what `skillos train` runs (training/registry.py)."""
+    trainer: str = "curator"  # curator | selector (GRPO + selector credit) | selector-bc | selector-dpo
+    slate_repo: str | None = None  # skill folder slates are drawn from (relative to the config)
+    n_misleading: int = 2
+    n_irrelevant: int = 1
+    selector_credit: str = "off"  # off | task-mask-only (coef exactly 0) | first-oracle | clean-oracle
+    selector_coef: float = 1.0
+    max_tool_calls: int = 6  # reads + actions in one training rollout
+    eval_spec: str | None = None  # the frozen eval protocol (evals/protocol.py), relative to the config
+    repeats: int = 1  # plays of each held-out game per arm (pass@k / pass^k)
+
+    def __post_init__(self):
+        _choice(self.trainer, TRAINERS, "skillgate.trainer")
+        _choice(self.selector_credit, SELECTOR_CREDITS, "skillgate.selector_credit")
+        for key in ("n_misleading", "n_irrelevant", "max_tool_calls", "repeats"):
+            if getattr(self, key) < (1 if key in ("max_tool_calls", "repeats") else 0):
+                raise ConfigError(f"skillgate.{key}: too small, got {getattr(self, key)}")
+
+
 @dataclass
 class SleepBudgetConfig:
     """Hard caps per night: a call that could pass one is not made; the night stops cleanly."""
@@ -256,6 +282,7 @@ class Config:
     compute: ComputeConfig = field(default_factory=ComputeConfig)
     optimize: OptimizeConfig = field(default_factory=OptimizeConfig)
     sleep: SleepConfig = field(default_factory=SleepConfig)
+    skillgate: SkillGateConfig = field(default_factory=SkillGateConfig)
     reference: str | None = None  # hyperparameter table to diff against, e.g. skillos-paper/alfworld
     divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
 

@@ -106,12 +106,12 @@ def launch(cfg: Config, p: dict, ledger, echo) -> dict:
         return {"backend": "accelerate", "returncode": subprocess.run(p["command"]).returncode,
                 "steps": [], "checkpoints": []}
     from skillos.ledger.watchdog import watching
-    from skillos.training import trainer
+    from skillos.training import registry, trainer
 
     watch = (watching([trainer.output_dir(cfg)], ledger.path, cfg.compute.stall_minutes, echo=echo)
              if cfg.compute.watchdog else contextlib.nullcontext())
     with watch, contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the report's
-        summary = trainer.train(cfg, ledger, echo=echo)
+        summary = registry.train(cfg, ledger, echo=echo)  # skillgate.trainer picks the trainer
     return {"backend": "local", "returncode": 0, **summary}
 
 
@@ -160,7 +160,7 @@ def main(argv: list[str]) -> int:
     """A launched worker: train the config (the launching process ran the gates)."""
     from skillos import config as cfgmod
     from skillos.ledger import Ledger
-    from skillos.training.trainer import train
+    from skillos.training.registry import train
 
     cfg = cfgmod.load(argv[0])
     with Ledger() as ledger:

@@ -298,7 +298,7 @@ def _step(path: Path) -> int:
         return -1
 
 
-def _archive_callback(cfg, ledger, run_id, echo):
+def _archive_callback(cfg, ledger, run_id, echo, surface: str = "curate_and_advance"):
     """On every save: mark the checkpoint's tool surface, copy it to archive/, ledger it.
     Built on call: transformers (and torch) load only when training does."""
     from transformers import TrainerCallback
@@ -310,7 +310,7 @@ def _archive_callback(cfg, ledger, run_id, echo):
             path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if not path.is_dir() or not state.is_world_process_zero:
                 return
-            write_atomic(path / SURFACE_FILE, json.dumps({"tools": "curate_and_advance", "step": state.global_step}))
+            write_atomic(path / SURFACE_FILE, json.dumps({"tools": surface, "step": state.global_step}))
             archive = Path(args.output_dir) / "archive" / path.name
             if not archive.exists():
                 partial_copy = archive.with_name(archive.name + ".partial")

@@ -73,6 +73,19 @@ def _generation_progress(ctx: Context, split: str):
             ctx.echo(f"  generating {split} games for the dry-run: {done}/{total}")
 
     return progress
+def curator_training(fn):
+    """A check of the curator's training rollouts: another trainer (skillgate.trainer) has its
+    own dry-run checks below, so here it is a SKIP that says so."""
+    import functools
+
+    @functools.wraps(fn)
+    def check(ctx: Context):
+        if ctx.training and ctx.cfg.skillgate.trainer != "curator":
+            return Result(fn.__name__.replace("_", "-"), (3,), "SKIP",
+                          detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: see the selector-* checks")
+        return fn(ctx)
+
+    return check
 
 
 def _train_pool(ctx: Context):
@@ -82,6 +95,7 @@ def _train_pool(ctx: Context):
 # -- gate 1 ----------------------------------------------------------------------------------
 @dry_run
 @training_only(1)
+@curator_training
 def tool_surface(ctx: Context) -> Result:
     check, gates = "tool-surface", (1,)
     from skillos.training.env import CuratorEnv, published_tools
@@ -207,6 +221,7 @@ def reward_arithmetic(ctx: Context) -> Result:
 
 # -- gate 3 ----------------------------------------------------------------------------------
 @dry_run
+@curator_training
 def rollout_positions(ctx: Context) -> Result:
     check, gates = "rollout-positions", (3,)
     incident = "rewards measured on 1 of 9 positions while every health metric looked fine"
@@ -263,6 +278,7 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
 
 @dry_run
 @training_only(3)
+@curator_training
 def task_distribution(ctx: Context) -> Result:
     check, gates = "task-distribution", (3,)
     from skillos.gates.static import effective_batch
@@ -311,7 +327,7 @@ def splits_disjoint(ctx: Context) -> Result:
     overlap = {g.content_hash for g in held_out} & {g.content_hash for g in train}
     detail = (f"{len(held_out)} {cfg.env.split} and {len(train)} {cfg.env.train_split} games, "
               f"{len(overlap)} shared content hashes")
-    if not overlap and ctx.training:
+    if not overlap and ctx.training and cfg.skillgate.trainer == "curator":  # selector: selector-rollouts
         from skillos.training.env import CuratorEnv, Setup
 
         setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size)
@@ -361,3 +377,68 @@ def _estimate_gb(t) -> float | None:
 
 def _seed(ctx: Context) -> int:
     return ctx.cfg.training.seed if ctx.cfg.training.seed is not None else ctx.cfg.env.seed
+
+
+# -- SkillGate (issue 17): the selector trainer's slate rollouts --------------------------------
+@dry_run
+@training_only(2, 3)
+def selector_rollouts(ctx: Context) -> Result:
+    """Real slate rollouts on the train pool through the tools TRL will publish: reads of the
+    oracle and a misleading skill are recorded with their roles, an action steps the real game,
+    the episode is measured, and a held-out game is refused."""
+    check, gates, cfg = "selector-rollouts", (2, 3), ctx.cfg
+    if cfg.skillgate.trainer == "curator":
+        return Result(check, gates, "SKIP", detail="skillgate.trainer curator")
+    import tempfile
+
+    from skillos.evals.envs.slate import SlateEnv, episode_record, make_slate_setup
+    from skillos.training.env import published_tools
+
+    incident = "selector credit computed from reads the environment never recorded"
+    tools = published_tools(SlateEnv)
+    if tools != ["act", "read_skill"]:
+        return Result(check, gates, "FAIL", "tools", tools, ["act", "read_skill"], incident)
+    pool = _train_pool(ctx)[:ROLLOUTS]
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = make_slate_setup(cfg, pool, tmp)
+    problems, lines = [], []
+    for game in pool:
+        env = SlateEnv(setup)
+        env.reset(game_id=game.id)
+        slate = setup.slates[game.id]
+        env.read_skill(slate.oracle)
+        env.read_skill((slate.misleading or slate.irrelevant)[0])
+        env.act(env._episode.obs.admissible[0])
+        record = episode_record(env)
+        if record["success"] is None:
+            problems.append(f"{game.id} unmeasured: {record['unmeasured_reason']}")
+        if record["read_roles"][:1] != ["oracle"] or len(record["reads"]) != 2:
+            problems.append(f"{game.id}: reads recorded as {record['read_roles']}")
+        lines.append(f"{game.id}: {len(slate.order)} skills, reads {record['read_roles']}")
+    held_out = _games(ctx, cfg.env.split, cfg.env.n_games)[0]
+    try:
+        SlateEnv(setup).reset(game_id=held_out.id)
+        problems.append("a training rollout could load a held-out game")
+    except KeyError:
+        lines.append("held-out games refused")
+    return Result(check, gates, "FAIL" if problems else "PASS", "slate rollouts", len(pool), "measured, reads recorded",
+                  incident, "; ".join(problems + lines))
+
+
+@dry_run
+def eval_pins(ctx: Context) -> Result:
+    """A frozen eval spec must match what this config would play: one pin that differs (task
+    set, repeats, seed, prompt or tool-schema hash, skill snapshot) refuses the run."""
+    check, gates, spec = "eval-pins", (4,), ctx.cfg.skillgate.eval_spec
+    if not spec or not ctx.cfg.skillgate.slate_repo:
+        return Result(check, gates, "SKIP", detail="no frozen eval spec with a slate (skillgate.eval_spec)")
+    from skillos.evals.protocol import PINS, load_spec
+    from skillos.evals.slate_eval import config_pins
+
+    frozen = load_spec(ctx.path(spec)).pins()
+    pins = config_pins(ctx.cfg, _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games))
+    differ = [k for k in PINS if frozen[k] != pins[k]]
+    return Result(check, gates, "FAIL" if differ else "PASS", "skillgate.eval_spec", spec, "every pin equal",
+                  "rows played under different protocols compared as if they were one",
+                  "; ".join(f"{k}: spec {frozen[k]} vs this config {pins[k]}" for k in differ)
+                  or "task set, repeats, seed, prompt, tool schema and snapshot as frozen")

@@ -424,6 +424,60 @@ def extras(ctx: Context) -> list[Result]:
         else:
             results.append(Result("extras", (1,), "PASS", key, "installed", "installed"))
     return results or [Result("extras", (1,), "SKIP", detail="nothing beyond the base install is needed")]
+# -- SkillGate (issue 17): the selector trainer's slate and credit, the frozen eval protocol ------
+@static
+def skillgate_slate(ctx: Context) -> Result:
+    """Selector credit needs a slate whose every task type has an oracle skill."""
+    from skillos.errors import SkillError
+    from skillos.evals.envs.alfworld.scenes import TASK_TYPES
+    from skillos.evals.envs.slate import missing_oracles
+    from skillos.repo import SkillRepo
+
+    check, gates, g = "skillgate-slate", (2,), ctx.cfg.skillgate
+    if g.trainer == "curator" and g.selector_credit == "off":
+        return Result(check, gates, "SKIP", detail="no selector training (skillgate.trainer curator, credit off)")
+    incident = "selector credit without an oracle on the slate credits no read at all"
+    if not g.slate_repo:
+        return Result(check, gates, "FAIL", "skillgate.slate_repo", None, "a slate skill folder", incident,
+                      f"skillgate.selector_credit {g.selector_credit} / trainer {g.trainer} needs a slate")
+    path = ctx.path(g.slate_repo)
+    try:
+        repo = SkillRepo.load(path)
+    except (SkillError, OSError) as exc:
+        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), "a readable skill folder",
+                      incident, f"cannot load it: {exc}")
+    missing = missing_oracles(repo, TASK_TYPES)
+    if missing:
+        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), "an oracle for every task type",
+                      incident, f"no skill has metadata.task_type {', '.join(missing)}: a slate with no oracle")
+    return Result(check, gates, "PASS", "skillgate.slate_repo", str(path), "an oracle for every task type")
+
+
+@static
+def skillgate_credit(ctx: Context) -> Result:
+    check, gates, g = "skillgate-credit", (1,), ctx.cfg.skillgate
+    if g.selector_credit == "off":
+        return Result(check, gates, "SKIP", "skillgate.selector_credit", "off", detail="selector credit off")
+    incident = "a credit variant that silently did something else than its name"
+    problem = ("the selector trainer is not selected (skillgate.trainer), so the credit would be ignored"
+               if g.trainer != "selector" else
+               "task-mask-only is the control: selector_coef must be exactly 0"
+               if g.selector_credit == "task-mask-only" and g.selector_coef != 0 else
+               "an oracle variant needs selector_coef > 0 (0 is task-mask-only)"
+               if g.selector_credit != "task-mask-only" and g.selector_coef <= 0 else "")
+    return Result(check, gates, "FAIL" if problem else "PASS", "skillgate.selector_coef", g.selector_coef,
+                  f"{g.selector_credit} with trainer selector", incident, problem)
+
+
+@static
+def eval_protocol(ctx: Context) -> Result:
+    from skillos.evals.protocol import PINS, load_spec
+
+    check, gates, spec = "eval-protocol", (4,), ctx.cfg.skillgate.eval_spec
+    if not spec:
+        return Result(check, gates, "SKIP", detail="no frozen eval spec (skillgate.eval_spec)")
+    load_spec(ctx.path(spec))  # a spec that does not pin everything is a one-line error
+    return Result(check, gates, "PASS", "skillgate.eval_spec", spec, ", ".join(PINS))
 
 
 @static

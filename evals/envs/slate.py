@@ -1,0 +1,340 @@
+"""The skill slate (SkillGate): each task comes with a few skills — one oracle, some misleading
+(plausible but for another task type), some irrelevant — and the executor decides what to read.
+
+A slate is built deterministically from a skill folder and the task: the oracle is the skill
+whose `metadata.task_type` is the task's; misleading skills are other task-typed skills and
+irrelevant ones carry no task type, both drawn and shown in an order seeded by hashlib from
+(seed, game id). A run freezes its slates (`freeze`): the skill files are copied into a
+snapshot folder and a manifest records every slate and every file's hash, so the eval protocol
+can pin the snapshot (evals/protocol.py).
+
+The executor sees only the names and descriptions (`slate_listing`) and reads a skill with
+`read_skill(name)`. Training and evaluation play the same episode: `SlateEnv` is the TRL
+`environment_factory` form (the model under training is the executor; its tools are
+`read_skill` and `act`, and each action goes through `skillos.evals.runner.take_action`, the
+step `play` uses), and `SlateRetriever` hands the slate to `runner.play` for a model executor
+(evals/backends/slate_executor.py). Every read is recorded in order; `locate_reads` in
+training/selector_credit.py gives each its token positions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from skillos.errors import SkillosError
+from skillos.repo import SkillRepo
+from skillos.repo.retrieval import Hit
+from skillos.repo.store import write_atomic
+
+READ_TOOL = "read_skill"
+REASONING_OPEN, REASONING_CLOSE = "<skill_reasoning>", "</skill_reasoning>"
+MANIFEST = "manifest.json"
+SLATE_INSTRUCTIONS = (
+    "Before acting you may read skills from the slate below. Think about which one fits the task "
+    f"inside {REASONING_OPEN}...{REASONING_CLOSE}, then call read_skill(name) for the skill you "
+    "choose (reading the wrong skill can mislead you), then play with act(command).")
+
+
+SYSTEM = ("You are an agent in a household text game. You choose which skill to read, then play "
+          "with act(command), one admissible action per call.")
+
+
+def first_input(slate_text: str, observation: str, admissible) -> str:
+    """The executor's first user turn after the instructions: slate, scene, admissible actions
+    (training's reset and the eval executor render it with this one function)."""
+    return "\n".join([slate_text, "", observation.strip(), "", "Admissible actions: " + ", ".join(admissible)])
+
+
+def step_result(observation: str, won: bool, admissible) -> str:
+    """What an act() call returns, in training and in eval."""
+    return observation.strip() + ("\nYou won." if won else "\nAdmissible actions: " + ", ".join(admissible))
+
+
+@dataclass(frozen=True)
+class Slate:
+    game_id: str
+    task_type: str
+    oracle: str
+    misleading: tuple
+    irrelevant: tuple
+    order: tuple  # the names in the order the executor sees them
+
+    def role(self, name: str) -> str | None:
+        if name == self.oracle:
+            return "oracle"
+        if name in self.misleading:
+            return "misleading"
+        if name in self.irrelevant:
+            return "irrelevant"
+        return None
+
+
+@dataclass
+class Read:
+    """One read_skill call: the name asked for, its role on the slate (None: not on it), its
+    place among the episode's reads, and (after `locate_reads`) its token span."""
+
+    name: str
+    role: str | None
+    index: int
+    token_start: int | None = None
+    token_end: int | None = None
+
+
+def task_type_of(skill) -> str | None:
+    meta = skill.extra.get("metadata") or {}
+    return meta.get("task_type") if isinstance(meta, dict) else None
+
+
+def _ranked(names, *parts) -> list[str]:
+    """`names` in an order seeded by hashlib from `parts` (never hash(): stable across runs)."""
+    def key(name):
+        return hashlib.sha256("|".join(map(str, (*parts, name))).encode()).hexdigest()
+    return sorted(names, key=key)
+
+
+def build_slate(repo: SkillRepo, game, n_misleading: int, n_irrelevant: int, seed: int) -> Slate:
+    oracles = [s.name for s in repo.skills if task_type_of(s) == game.task_type]
+    if not oracles:
+        raise SkillosError(f"slate for game {game.id}: no skill in {repo.root} has metadata.task_type "
+                           f"{game.task_type!r} (a slate needs an oracle)")
+    oracle = _ranked(oracles, seed, game.id, "oracle")[0]
+    typed = [s.name for s in repo.skills if task_type_of(s) not in (None, game.task_type)]
+    untyped = [s.name for s in repo.skills if task_type_of(s) is None]
+    misleading = tuple(_ranked(typed, seed, game.id, "misleading")[:n_misleading])
+    irrelevant = tuple(_ranked(untyped, seed, game.id, "irrelevant")[:n_irrelevant])
+    order = tuple(_ranked((oracle, *misleading, *irrelevant), seed, game.id, "order"))
+    return Slate(game.id, game.task_type, oracle, misleading, irrelevant, order)
+
+
+def missing_oracles(repo: SkillRepo, task_types) -> list[str]:
+    """The task types no skill of `repo` is the oracle for (the train gate refuses them)."""
+    have = {task_type_of(s) for s in repo.skills}
+    return [t for t in task_types if t not in have]
+
+
+def slate_listing(slate: Slate, repo: SkillRepo) -> str:
+    """What the executor sees of the slate: names and descriptions, never bodies."""
+    return listing([repo.get(name) for name in slate.order])
+
+
+def listing(skills) -> str:
+    return "\n".join(["Skill slate (read one with read_skill):"] + [f"- {s.name}: {s.description}" for s in skills])
+
+
+def manifest_of(repo: SkillRepo, slates: list[Slate]) -> dict:
+    """The manifest of a snapshot (computed, not written): every slate and skill file's hash,
+    and the `snapshot_hash` that pins them in an eval spec."""
+    names = sorted({n for s in slates for n in s.order})
+    files = {name: hashlib.sha256(repo.get(name).to_markdown().encode()).hexdigest() for name in names}
+    slate_rows = {s.game_id: {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(s).items()}
+                  for s in slates}
+    digest = hashlib.sha256(json.dumps({"files": files, "slates": slate_rows}, sort_keys=True).encode())
+    return {"source": str(repo.root), "snapshot_hash": digest.hexdigest()[:16], "files": files,
+            "slates": slate_rows}
+
+
+def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path) -> dict:
+    """Copy the slates' skills into `out_dir/skills` and write the manifest (atomically);
+    return the manifest."""
+    out = Path(out_dir)
+    manifest = manifest_of(repo, slates)
+    for name in manifest["files"]:
+        write_atomic(out / "skills" / name / "SKILL.md", repo.get(name).to_markdown())
+    write_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
+    return manifest
+
+
+def load_frozen(out_dir: str | Path) -> tuple[SkillRepo, dict[str, Slate], dict]:
+    """A frozen snapshot back: its skills, its slates by game id, its manifest."""
+    out = Path(out_dir)
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise SkillosError(f"{out / MANIFEST}: not a frozen slate snapshot ({exc})") from None
+    repo = SkillRepo.load(out / "skills")
+    slates = {gid: Slate(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})
+              for gid, row in manifest["slates"].items()}
+    return repo, slates, manifest
+
+
+class SlateRetriever:
+    """`runner.play`'s retriever for one game: its slate, in the order the executor sees it."""
+
+    def __init__(self, repo: SkillRepo, slate: Slate):
+        self.hits = [Hit(repo.get(name), 0.0) for name in slate.order]
+
+    def search(self, query: str, k: int = 5) -> list[Hit]:
+        return self.hits
+
+
+# -- the TRL environment ----------------------------------------------------------------------
+
+@dataclass
+class SlateSetup:
+    """What every rollout of a selector run shares: the frozen slates, their skills, the games."""
+
+    games: dict  # game id -> Game (train split only)
+    repo: SkillRepo
+    slates: dict  # game id -> Slate
+    make_env: object  # () -> a fresh game env
+    max_steps: int = 30
+
+
+@dataclass
+class _Episode:
+    game: object
+    slate: Slate
+    obs: object = None
+    reads: list = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    won: bool | None = False
+    unmeasured_reason: str | None = None
+
+
+class SlateEnv:
+    """One task with its slate. Public methods are TRL's tools: `read_skill` and `act`."""
+
+    def __init__(self, setup: SlateSetup):
+        self._setup = setup
+        self._env = setup.make_env()
+        self._episode: _Episode | None = None
+
+    def reset(self, **row) -> str:
+        from skillos.evals.runner import ENGINE_LOCK
+
+        game_id = row["game_id"]
+        if game_id not in self._setup.games:  # the held-out split is never in the setup
+            raise KeyError(f"game {game_id!r} is not in the training pool")
+        game, slate = self._setup.games[game_id], self._setup.slates[game_id]
+        self._episode = ep = _Episode(game, slate)
+        try:
+            with ENGINE_LOCK:
+                self._env.load(game.path)
+                ep.obs = self._env.reset()
+        except Exception as exc:  # noqa: BLE001 - an env that fails is unmeasured, not a loss
+            ep.won, ep.unmeasured_reason = None, f"{type(exc).__name__}: {exc}"[:300]
+            return "error: the game could not be loaded"
+        return first_input(slate_listing(slate, self._setup.repo), ep.obs.text, ep.obs.admissible)
+
+    def read_skill(self, name: str) -> str:
+        """Read one skill of the slate.
+
+        Args:
+            name: The skill's name, as the slate lists it.
+
+        Returns:
+            The skill's instructions, or why it cannot be read.
+        """
+        ep = self._episode
+        if ep is None:
+            return "error: no episode in progress (reset was not called)"
+        ep.reads.append(Read(name, ep.slate.role(name), len(ep.reads)))
+        if name not in ep.slate.order:
+            return f"error: {name!r} is not on the slate"
+        skill = self._setup.repo.get(name)
+        return f"{skill.name}: {skill.description}\n{skill.body}".strip()
+
+    def act(self, command: str) -> str:
+        """Take one action in the household game.
+
+        Args:
+            command: One of the admissible actions.
+
+        Returns:
+            What the game says back, and the actions now admissible.
+        """
+        from skillos.evals.runner import take_action
+
+        ep = self._episode
+        if ep is None or ep.obs is None:
+            return "error: no game in progress"
+        if ep.won or len(ep.steps) >= self._setup.max_steps:
+            return "The episode is over."
+        try:
+            ep.obs = take_action(self._env, ep.obs, command, ep.steps)
+        except Exception as exc:  # noqa: BLE001
+            ep.won, ep.unmeasured_reason = None, f"{type(exc).__name__}: {exc}"[:300]
+            return "error: the game failed"
+        ep.won = bool(ep.obs.won)
+        return step_result(ep.obs.text, ep.won, ep.obs.admissible)
+
+
+def tool_schemas() -> list[dict]:
+    """The JSON schemas TRL builds from SlateEnv's tools (in its order): the eval executor and
+    the warm-up use exactly these, so a checkpoint is evaluated on the surface it trained on."""
+    from transformers.utils import get_json_schema
+
+    env = SlateEnv.__new__(SlateEnv)
+    return [get_json_schema(getattr(env, name)) for name in ("act", READ_TOOL)]
+
+
+def episode_record(env: SlateEnv) -> dict:
+    """The measured outcome and selection evidence of an env's episode (None: unmeasured)."""
+    ep = env._episode
+    if ep is None:
+        return {"success": None, "unmeasured_reason": "no episode", "reads": [], "oracle": None}
+    return {"success": ep.won, "unmeasured_reason": ep.unmeasured_reason,
+            "reads": [r.name for r in ep.reads], "read_roles": [r.role for r in ep.reads],
+            "oracle": ep.slate.oracle, "steps": len(ep.steps)}
+
+
+def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
+    """Build and freeze a run's slates (into out_dir/slate) from `skillgate.slate_repo`."""
+    from skillos.config import relative_to_config
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+
+    g = cfg.skillgate
+    if not g.slate_repo:
+        raise SkillosError("skillgate.slate_repo: the selector trainer needs a slate skill folder")
+    repo = SkillRepo.load(relative_to_config(cfg, g.slate_repo))
+    slates = [build_slate(repo, game, g.n_misleading, g.n_irrelevant, cfg.env.seed) for game in games]
+    freeze(repo, slates, Path(out_dir) / "slate")
+    return SlateSetup({x.id: x for x in games}, repo, {s.game_id: s for s in slates},
+                      lambda: AlfworldEnv(fast=True), cfg.env.max_steps)
+
+
+# -- selection metrics ------------------------------------------------------------------------
+
+def _rate(numerator: int, denominator: int) -> dict:
+    return {"value": numerator / denominator if denominator else None, "n": numerator,
+            "of": denominator, **({} if denominator else {"reason": "no measured episodes"})}
+
+
+def selection_metrics(rows: list[dict]) -> dict:
+    """Per-arm selection metrics over episode rows (`success`, `reads`, `read_roles`, and
+    optionally `selection_tokens` / `completion_tokens`), each with its denominator. Unmeasured
+    episodes are out of every rate and counted."""
+    measured = [r for r in rows if r.get("success") is not None]
+    n = len(measured)
+    reads = sum(len(r["reads"]) for r in measured)
+    counted = [r for r in measured if r.get("completion_tokens")]
+    sel_tokens = sum(r.get("selection_tokens") or 0 for r in counted)
+    all_tokens = sum(r["completion_tokens"] for r in counted)
+    return {
+        "episodes": len(rows), "measured": n, "unmeasured": len(rows) - n,
+        "success": _rate(sum(bool(r["success"]) for r in measured), n),
+        "oracle_read": _rate(sum("oracle" in r["read_roles"] for r in measured), n),
+        "clean_oracle_read": _rate(sum(r["read_roles"] == ["oracle"] for r in measured), n),
+        "misleading_read": _rate(sum("misleading" in r["read_roles"] for r in measured), n),
+        "no_read": _rate(sum(not r["reads"] for r in measured), n),
+        "reads_per_episode": {"value": reads / n if n else None, "n": reads, "of": n},
+        "selection_token_share": {"value": sel_tokens / all_tokens if all_tokens else None,
+                                  "n": sel_tokens, "of": all_tokens,
+                                  **({} if all_tokens else {"reason": "no token counts recorded"})},
+    }
+
+
+def render_metrics(arm: str, m: dict) -> str:
+    def pct(x):
+        return "unmeasured" if x["value"] is None else f"{x['value']:.0%} ({x['n']}/{x['of']})"
+
+    rpe = m["reads_per_episode"]
+    share = m["selection_token_share"]
+    return (f"{arm}: success {pct(m['success'])}; oracle read {pct(m['oracle_read'])}; "
+            f"misleading read {pct(m['misleading_read'])}; no read {pct(m['no_read'])}; reads/episode "
+            f"{'unmeasured' if rpe['value'] is None else format(rpe['value'], '.2f')} ({rpe['n']}/{rpe['of']}); "
+            f"selection-token share {pct(share)}; unmeasured {m['unmeasured']} of {m['episodes']}")

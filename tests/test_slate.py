@@ -1,0 +1,250 @@
+"""SkillGate's skill slate: deterministic slates with an oracle, a frozen snapshot with its
+manifest, the TRL environment's read records on the real ALFWorld engine, selection metrics
+with denominators, the frozen eval protocol, and the gates that refuse a selector run."""
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli
+
+from skillos import config as cfgmod
+from skillos.errors import SkillosError
+from skillos.evals import protocol
+from skillos.evals.envs.slate import (SlateEnv, build_slate, episode_record, freeze, load_frozen,
+                                      make_slate_setup, missing_oracles, selection_metrics)
+from skillos.repo import SkillRepo
+
+SLATES = ROOT / "training" / "configs" / "slates" / "household"
+CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
+
+
+class _Game:
+    def __init__(self, gid, task_type):
+        self.id, self.task_type = gid, task_type
+
+
+def test_a_slate_has_one_oracle_and_is_the_same_every_time():
+    repo = SkillRepo.load(SLATES)
+    game = _Game("train-0007", "pick_heat_then_place_in_recep")
+    slate = build_slate(repo, game, 2, 1, seed=0)
+    assert slate.oracle == "heat-then-place"
+    assert len(slate.misleading) == 2 and "heat-then-place" not in slate.misleading
+    assert all(repo.get(n).extra.get("metadata") for n in slate.misleading)  # plausible: task skills
+    assert len(slate.irrelevant) == 1 and not repo.get(slate.irrelevant[0]).extra
+    assert sorted(slate.order) == sorted((slate.oracle, *slate.misleading, *slate.irrelevant))
+    assert build_slate(repo, game, 2, 1, seed=0) == slate
+    others = {build_slate(repo, game, 2, 1, seed=s).order for s in range(6)}
+    assert len(others) > 1  # the seed moves the draw and the order
+    assert slate.role("heat-then-place") == "oracle" and slate.role("nope") is None
+
+
+def test_a_repo_without_the_oracle_is_refused(tmp_path):
+    folder = tmp_path / "slate"
+    shutil.copytree(SLATES, folder)
+    shutil.rmtree(folder / "heat-then-place")
+    repo = SkillRepo.load(folder)
+    assert missing_oracles(repo, ["pick_heat_then_place_in_recep", "pick_and_place_simple"]) == \
+        ["pick_heat_then_place_in_recep"]
+    with pytest.raises(SkillosError, match="no skill .* has metadata.task_type 'pick_heat_then_place_in_recep'"):
+        build_slate(repo, _Game("g1", "pick_heat_then_place_in_recep"), 2, 1, 0)
+
+
+def test_the_snapshot_is_frozen_with_a_manifest(tmp_path):
+    repo = SkillRepo.load(SLATES)
+    slates = [build_slate(repo, _Game(f"g{i}", t), 2, 1, 0)
+              for i, t in enumerate(["pick_and_place_simple", "pick_cool_then_place_in_recep"])]
+    manifest = freeze(repo, slates, tmp_path / "a")
+    again = freeze(repo, slates, tmp_path / "b")
+    assert manifest["snapshot_hash"] == again["snapshot_hash"]
+    frozen, by_game, loaded = load_frozen(tmp_path / "a")
+    assert by_game["g1"] == slates[1] and loaded["snapshot_hash"] == manifest["snapshot_hash"]
+    assert sorted(s.name for s in frozen.skills) == sorted(manifest["files"])
+    edited = SkillRepo.load(SLATES).copy()
+    edited.update("pick-and-place", body="Changed.")
+    assert freeze(edited, slates, tmp_path / "c")["snapshot_hash"] != manifest["snapshot_hash"]
+
+
+@pytest.fixture(scope="module")
+def slate_setup(tmp_path_factory, game_cache):
+    from skillos.evals.experiment import load_games
+
+    cfg = cfgmod.load(CPU)
+    games = load_games(cfg, "train", 2)
+    return make_slate_setup(cfg, games, tmp_path_factory.mktemp("slate")), games
+
+
+def test_the_environment_records_every_read_and_plays_the_real_game(slate_setup):
+    setup, games = slate_setup
+    env = SlateEnv(setup)
+    first = env.reset(game_id=games[0].id)
+    slate = setup.slates[games[0].id]
+    assert all(name in first for name in slate.order) and "Admissible actions:" in first
+    assert setup.repo.get(slate.oracle).body not in first  # bodies only through read_skill
+    assert setup.repo.get(slate.oracle).body in env.read_skill(slate.oracle)
+    env.read_skill(slate.misleading[0])
+    assert env.read_skill("not-a-skill").startswith("error:")
+    admissible = env._episode.obs.admissible
+    assert "Admissible actions:" in env.act(admissible[0])
+    record = episode_record(env)
+    assert record["reads"] == [slate.oracle, slate.misleading[0], "not-a-skill"]
+    assert record["read_roles"] == ["oracle", "misleading", None]
+    assert record["success"] is False and record["steps"] == 1
+    with pytest.raises(KeyError):
+        SlateEnv(setup).reset(game_id="valid_unseen-0000")
+
+
+def test_selection_metrics_carry_denominators_and_keep_unmeasured_out():
+    rows = [{"success": True, "reads": ["a"], "read_roles": ["oracle"], "completion_tokens": 100, "selection_tokens": 10},
+            {"success": False, "reads": ["b", "a"], "read_roles": ["misleading", "oracle"],
+             "completion_tokens": 50, "selection_tokens": 20},
+            {"success": False, "reads": [], "read_roles": [], "completion_tokens": 50, "selection_tokens": 0},
+            {"success": None, "reads": ["a"], "read_roles": ["oracle"]}]
+    m = selection_metrics(rows)
+    assert (m["episodes"], m["measured"], m["unmeasured"]) == (4, 3, 1)
+    assert m["success"] == {"value": 1 / 3, "n": 1, "of": 3}
+    assert m["oracle_read"]["n"] == 2 and m["clean_oracle_read"]["n"] == 1
+    assert m["misleading_read"]["n"] == 1 and m["no_read"]["n"] == 1
+    assert m["reads_per_episode"] == {"value": 1.0, "n": 3, "of": 3}
+    assert m["selection_token_share"]["value"] == 30 / 200
+    empty = selection_metrics([{"success": None, "reads": [], "read_roles": []}])
+    assert empty["success"]["value"] is None and empty["success"]["reason"]
+
+
+def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators():
+    # 4 plays, 2 wins: pass@2 = 1 - C(2,2)/C(4,2) = 5/6; pass^2 = C(2,2)/C(4,2) = 1/6.
+    assert protocol.pass_at_k(4, 2, 2) == pytest.approx(5 / 6)
+    assert protocol.pass_hat_k(4, 2, 2) == pytest.approx(1 / 6)
+    rows = [{"game_id": "a", "success": s} for s in (True, False, True, False)]
+    rows += [{"game_id": "b", "success": s} for s in (True, None, None, None)]  # 1 measured play
+    m = protocol.pass_metrics(rows, 2)
+    assert m["pass_at_k"] == pytest.approx(5 / 6) and m["pass_hat_k"] == pytest.approx(1 / 6)
+    assert (m["tasks"], m["of_tasks"], m["unmeasured_tasks"], m["unmeasured_plays"]) == (1, 2, 1, 3)
+    assert protocol.pass_metrics(rows, 1)["pass_at_k"] == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_a_comparison_across_different_pins_is_refused_in_one_line(tmp_path):
+    pins = {"task_set": "t", "repeats": 2, "seed": 0, "prompt_hash": "p", "tool_schema_hash": "s", "snapshot_hash": "x"}
+    protocol.check_comparable({"a": pins, "b": dict(pins)})
+    with pytest.raises(SkillosError) as err:
+        protocol.check_comparable({"a": pins, "b": {**pins, "snapshot_hash": "y"}})
+    assert "snapshot_hash: x vs y" in str(err.value) and "\n" not in str(err.value)
+    for name, rows_pins in (("ctl", pins), ("new", {**pins, "repeats": 3})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "slate_games.jsonl").write_text(json.dumps(
+            {"arm": "executor", "game_id": "g", "repeat": 0, "success": True, "reads": [], "read_roles": [],
+             "pins": rows_pins}) + "\n")
+    result = run_cli("slate", "compare", tmp_path / "ctl", tmp_path / "new")
+    assert result.returncode == 2 and "repeats: 2 vs 3" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_eval_spec_must_pin_everything(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"task_set": "t", "repeats": 2, "seed": 0, "prompt_hash": "p",
+                                    "tool_schema_hash": "s"}))
+    with pytest.raises(SkillosError, match="does not pin snapshot_hash"):
+        protocol.load_spec(spec)
+
+
+def _config(tmp_path, **skillgate):
+    data = yaml.safe_load(CPU.read_text())
+    data["skillgate"].update(skillgate)
+    if data["skillgate"].get("slate_repo") == "slates/household":
+        data["skillgate"]["slate_repo"] = str(SLATES)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _gate(tmp_path, **skillgate):
+    from skillos import gates
+
+    report = gates.check(cfgmod.load(_config(tmp_path, **skillgate)))
+    return {r.check: r.to_dict() for r in report.results}
+
+
+def test_the_gates_refuse_selector_credit_without_a_slate_or_an_oracle(tmp_path):
+    assert _gate(tmp_path)["skillgate-slate"]["status"] == "PASS"
+    no_slate = _gate(tmp_path, slate_repo=None)["skillgate-slate"]
+    assert no_slate["status"] == "FAIL" and "needs a slate" in no_slate["detail"]
+    folder = tmp_path / "partial"
+    shutil.copytree(SLATES, folder)
+    shutil.rmtree(folder / "cool-then-place")
+    no_oracle = _gate(tmp_path, slate_repo=str(folder))["skillgate-slate"]
+    assert no_oracle["status"] == "FAIL" and "pick_cool_then_place_in_recep" in no_oracle["detail"]
+    control = _gate(tmp_path, selector_credit="task-mask-only", selector_coef=0.5)["skillgate-credit"]
+    assert control["status"] == "FAIL" and "exactly 0" in control["detail"]
+    assert _gate(tmp_path, selector_credit="task-mask-only", selector_coef=0.0)["skillgate-credit"]["status"] == "PASS"
+    ignored = _gate(tmp_path, trainer="curator")["skillgate-credit"]
+    assert ignored["status"] == "FAIL" and "ignored" in ignored["detail"]
+    result = run_cli("train", _config(tmp_path, slate_repo=str(folder)))
+    assert result.returncode == 1 and "train refused by the launch gates" in result.stderr
+    assert "skillgate-slate" in result.stderr.strip().splitlines()[-1]
+
+
+def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(tmp_path, game_cache):
+    from skillos.evals.experiment import load_games
+    from skillos.evals.slate_eval import config_pins
+    from skillos.gates.core import Context
+    from skillos.gates.dryrun import eval_pins
+
+    config = _config(tmp_path, slate_repo=str(SLATES))
+    cfg = cfgmod.load(config)
+    cfg.env.n_games = 1
+    protocol.write_spec(protocol.EvalSpec(**config_pins(cfg, load_games(cfg, cfg.env.split, 1))), tmp_path / "spec.yaml")
+    cfg.skillgate.eval_spec = str(tmp_path / "spec.yaml")
+    assert eval_pins(Context(cfg, base_dir=tmp_path)).status == "PASS"
+    cfg.skillgate.repeats = 3
+    cfg.skillgate.n_misleading = 1  # another slate: another snapshot
+    refused = eval_pins(Context(cfg, base_dir=tmp_path))
+    assert refused.status == "FAIL"
+    assert "repeats: spec 1 vs this config 3" in refused.detail and "snapshot_hash: spec" in refused.detail
+
+
+def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch, slate_setup):
+    """A scripted model behind the real OpenAI SDK reads the oracle, then acts: the episode
+    records the read with its token position and the runner plays the action on the real game."""
+    import dataclasses
+
+    from llm_server import ScriptedLLM
+
+    from skillos.config import BackendConfig
+    from skillos.evals.backends.slate_executor import SlateExecutor
+    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.envs.slate import SlateRetriever
+    from skillos.evals.runner import play
+
+    setup, games = slate_setup
+    slate = setup.slates[games[0].id]
+
+    def policy(messages):
+        last = messages[-1]
+        if last["role"] == "user":  # the first turn: reason, then read the oracle
+            return {"content": f"<skill_reasoning>{slate.oracle} fits.</skill_reasoning>",
+                    "tool_calls": [{"name": "read_skill", "arguments": {"name": slate.oracle}}]}
+        seen = [m["content"] for m in messages if "Admissible actions: " in (m.get("content") or "")][-1]
+        admissible = seen.split("Admissible actions: ", 1)[1].splitlines()[0].split(", ")
+        return {"content": "", "tool_calls": [{"name": "act", "arguments": {"command": admissible[-1]}}]}
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with ScriptedLLM(policy) as llm:
+        executor = SlateExecutor(BackendConfig(backend="openai", model="Qwen3-8B", base_url=llm.openai_url))
+        traj = play(AlfworldEnv(fast=True), executor, SlateRetriever(setup.repo, slate), games[0], 2, 9)
+    assert traj.unmeasured_reason is None and len(traj.steps) == 2
+    assert [r.name for r in traj.reads] == [slate.oracle]
+    assert (traj.reads[0].token_start, traj.reads[0].token_end) == (0, 7)  # the server's 7 tokens per reply
+    assert traj.coerced == 0
+    sent = [m["role"] for m in llm.calls[-1]["body"]["messages"]]
+    assert sent[:4] == ["system", "user", "assistant", "tool"]  # the read was answered before acting
+
+
+def test_the_gpu_config_passes_the_static_gates():
+    from skillos import gates
+
+    report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-lora.yaml"))
+    assert report.failed == []
+    by_name = {r.check: r for r in report.results}
+    assert by_name["skillgate-slate"].status == "PASS" and by_name["skillgate-credit"].status == "PASS"

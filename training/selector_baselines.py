@@ -1,0 +1,148 @@
+"""SkillGate's selection baselines, from the same frozen slates as the selector trainer:
+
+* behaviour cloning on the gold first read (`skillgate.trainer: selector-bc`, TRL's SFTTrainer):
+  the executor's first turn, then a reasoning block naming the oracle and one read_skill call
+  of the oracle; loss on the completion only;
+* DPO of gold-read over misleading-read (`selector-dpo`, TRL's DPOTrainer): the same prompt,
+  chosen = reading the oracle, rejected = reading a misleading skill; one pair per misleading
+  skill on the slate.
+
+Examples are rendered with the model's chat template and the tool schemas TRL builds from
+SlateEnv, so the baselines learn the exact prompt and surface the selector trains and is
+evaluated on. The training arguments come from `training.*`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from skillos.config import Config
+from skillos.evals.envs.slate import (READ_TOOL, REASONING_CLOSE, REASONING_OPEN, SLATE_INSTRUCTIONS, SYSTEM,
+                                      SlateEnv, tool_schemas)
+
+SURFACE = "read_skill,act"
+
+
+def _prompt_messages(setup, game_id: str) -> list[dict]:
+    text = SlateEnv(setup).reset(game_id=game_id)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text}]
+
+
+def read_completion(name: str) -> dict:
+    """The assistant turn that reasons about and reads skill `name`."""
+    return {"role": "assistant", "content": f"{REASONING_OPEN}{name} fits the task.{REASONING_CLOSE}",
+            "tool_calls": [{"type": "function", "function": {"name": READ_TOOL, "arguments": {"name": name}}}]}
+
+
+def _render(tokenizer, messages: list[dict], tools) -> tuple[str, str]:
+    """(prompt text, completion text) of a conversation whose last message is the assistant's."""
+    prompt = tokenizer.apply_chat_template(messages[:-1], tools=tools, add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False).rstrip("\n")
+    if not full.startswith(prompt):
+        raise ValueError("the chat template renders the assistant turn apart from its generation prompt")
+    return prompt, full[len(prompt):]
+
+
+def bc_dataset(setup, game_ids: list[str], tokenizer) -> list[dict]:
+    """Prompt-completion rows: each slate's first turn -> reading its oracle."""
+    tools = tool_schemas()
+    rows = []
+    for game_id in game_ids:
+        slate = setup.slates[game_id]
+        prompt, completion = _render(tokenizer, _prompt_messages(setup, game_id) + [read_completion(slate.oracle)], tools)
+        rows.append({"prompt": prompt, "completion": completion, "game_id": game_id, "read": slate.oracle})
+    return rows
+
+
+def dpo_pairs(setup, game_ids: list[str], tokenizer) -> list[dict]:
+    """Preference rows: reading the oracle (chosen) over reading each misleading skill (rejected)."""
+    tools = tool_schemas()
+    rows = []
+    for game_id in game_ids:
+        slate = setup.slates[game_id]
+        messages = _prompt_messages(setup, game_id)
+        prompt, chosen = _render(tokenizer, messages + [read_completion(slate.oracle)], tools)
+        for wrong in slate.misleading:
+            _, rejected = _render(tokenizer, messages + [read_completion(wrong)], tools)
+            rows.append({"prompt": prompt, "chosen": chosen, "rejected": rejected, "game_id": game_id,
+                         "chosen_read": slate.oracle, "rejected_read": wrong})
+    return rows
+
+
+def _common(cfg: Config, cpu: bool) -> dict:
+    from skillos.training.trainer import output_dir
+
+    t = cfg.training
+    keys = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps",
+            "save_steps", "save_total_limit", "lr_scheduler_type", "seed", "gradient_checkpointing", "bf16")
+    kwargs = {k: getattr(t, k) for k in keys if getattr(t, k) is not None}
+    kwargs.update(output_dir=str(output_dir(cfg)), logging_steps=1, report_to="none", save_strategy="steps")
+    if t.max_prompt_length and t.max_completion_length:
+        kwargs["max_length"] = t.max_prompt_length + t.max_completion_length
+    if cpu:
+        kwargs.update(use_cpu=True, bf16=False)
+    return kwargs
+
+
+def _train(cfg: Config, ledger, echo, kind: str) -> dict:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.training.tiny_model import resolve
+    from skillos.training.trainer import _archive_callback, _lora, _step, is_main_process, output_dir
+
+    cpu = not torch.cuda.is_available()
+    out = output_dir(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+    setup = make_slate_setup(cfg, games, out)
+    model = resolve(cfg.training.model)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    ids = [g.id for g in games]
+    rows = bc_dataset(setup, ids, tokenizer) if kind == "bc" else dpo_pairs(setup, ids, tokenizer)
+    (out / f"{kind}_dataset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    echo(f"{kind}: {len(rows)} examples from {len(ids)} slates")
+    if not is_main_process():
+        ledger = None
+    run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
+                              seed=cfg.training.seed) if ledger is not None else None
+    columns = ("prompt", "completion") if kind == "bc" else ("prompt", "chosen", "rejected")
+    dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
+    callbacks = [_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)]
+    try:
+        if kind == "bc":
+            from trl import SFTConfig, SFTTrainer
+
+            args = SFTConfig(**_common(cfg, cpu), completion_only_loss=True)
+            trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                                 peft_config=_lora(cfg), callbacks=callbacks)
+        else:
+            from trl import DPOConfig, DPOTrainer
+
+            beta = {"beta": cfg.training.beta} if cfg.training.beta is not None else {}
+            args = DPOConfig(**_common(cfg, cpu), **beta)
+            trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                                 peft_config=_lora(cfg), callbacks=callbacks)
+        result = trainer.train()
+    except BaseException as exc:
+        if ledger is not None:
+            ledger.end_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
+        raise
+    if ledger is not None:
+        ledger.end_run(run_id, "finished")
+    archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": losses,
+            "train_loss": result.training_loss, "examples": len(rows), "slate": str(Path(out) / "slate")}
+
+
+def train_bc(cfg: Config, ledger, echo=print, **_) -> dict:
+    return _train(cfg, ledger, echo, "bc")
+
+
+def train_dpo(cfg: Config, ledger, echo=print, **_) -> dict:
+    return _train(cfg, ledger, echo, "dpo")

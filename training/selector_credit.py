@@ -1,0 +1,150 @@
+"""Token-local selector credit (SkillGate), as pure functions over token ids and tensors.
+
+Two credit streams in one GRPO loss. Task (action) tokens get the ordinary group-normalised
+outcome advantage. Selection spans — the `<skill_reasoning>` block and each `read_skill` tool
+call — get a separate advantage, group-normalised from a selection utility:
+
+* clean-oracle (the method): 1 when the trajectory reads exactly one skill and it is the oracle;
+* first-oracle (the ablation): 1 when the oracle is among the reads, whatever else was read;
+* 0 otherwise; None (unmeasured) when the episode could not be measured.
+
+Variants: `off` leaves TRL's advantage untouched (one scalar per completion, every token);
+`task-mask-only` masks the selection spans out of the outcome advantage and gives them nothing
+(coefficient exactly 0, the control); the two oracle variants add coef x selector advantage on
+the spans. Spans never include tool-result tokens (TRL's tool_mask 0) or padding.
+
+Spans are found on the bytes each token decodes to, so a tag split over several tokens, or a
+token straddling a tag's edge, is still covered: a token is in a span when its bytes overlap it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+READ_CALL = re.compile(rb"<tool_call>\s*\{\s*\"name\"\s*:\s*\"read_skill\".*?</tool_call>", re.DOTALL)
+REASONING = re.compile(rb"<skill_reasoning>.*?</skill_reasoning>", re.DOTALL)
+VARIANTS = ("off", "task-mask-only", "first-oracle", "clean-oracle")
+EPS = 1e-4  # TRL's std guard
+
+
+def _byte_decoder() -> dict:
+    """GPT-2 byte-level BPE's printable alphabet back to bytes (the inverse of bytes_to_unicode)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    codes, extra = list(printable), 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            codes.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, codes)}
+
+
+_BYTES = _byte_decoder()
+
+
+def token_bytes(tokenizer, ids) -> list[bytes]:
+    """The bytes each token id decodes to (byte-level tokenizers exactly; others via decode)."""
+    out = []
+    for token_id, piece in zip(ids, tokenizer.convert_ids_to_tokens(list(ids))):
+        if piece in tokenizer.all_special_tokens or any(ch not in _BYTES for ch in piece):
+            out.append(tokenizer.decode([token_id]).encode())
+        else:
+            out.append(bytes(_BYTES[ch] for ch in piece))
+    return out
+
+
+def _token_ranges(pieces: list[bytes]) -> list[tuple[int, int]]:
+    ranges, at = [], 0
+    for piece in pieces:
+        ranges.append((at, at + len(piece)))
+        at += len(piece)
+    return ranges
+
+
+def _spans(pieces: list[bytes], pattern) -> list[tuple[int, int, re.Match]]:
+    """[start, end) token ranges of each match of `pattern` in the joined bytes."""
+    ranges = _token_ranges(pieces)
+    found = []
+    for match in pattern.finditer(b"".join(pieces)):
+        tokens = [i for i, (a, b) in enumerate(ranges) if a < match.end() and b > match.start()]
+        if tokens:
+            found.append((tokens[0], tokens[-1] + 1, match))
+    return found
+
+
+def selection_spans(pieces: list[bytes]) -> list[tuple[int, int, str]]:
+    """Token ranges of the skill-reasoning blocks and read_skill calls, in order."""
+    spans = [(a, b, "reasoning") for a, b, _ in _spans(pieces, REASONING)]
+    spans += [(a, b, "read") for a, b, _ in _spans(pieces, READ_CALL)]
+    return sorted(spans)
+
+
+def locate_reads(pieces: list[bytes]) -> list[dict]:
+    """Each read_skill call in the token stream: the name it asks for and its token span."""
+    reads = []
+    for start, end, match in _spans(pieces, READ_CALL):
+        body = match.group(0)[len(b"<tool_call>"):-len(b"</tool_call>")]
+        try:
+            name = json.loads(body.decode(errors="replace"))["arguments"]["name"]
+        except (ValueError, KeyError, TypeError):
+            name = None  # a garbled call still spent selection tokens
+        reads.append({"name": name, "token_start": start, "token_end": end})
+    return reads
+
+
+def selection_mask(pieces: list[bytes], tool_mask: list[int] | None = None) -> list[int]:
+    """1 on selection-span tokens the model wrote; tool-result tokens (tool_mask 0) stay 0."""
+    mask = [0] * len(pieces)
+    for start, end, _ in selection_spans(pieces):
+        for i in range(start, end):
+            mask[i] = 1
+    if tool_mask is not None:
+        mask = [m * int(t) for m, t in zip(mask, tool_mask)]
+    return mask
+
+
+def selection_utility(reads: list[str] | None, oracle: str | None, variant: str) -> float | None:
+    """The utility of one trajectory's reads; None when unmeasured (no record or no oracle)."""
+    if reads is None or oracle is None:
+        return None
+    if variant == "clean-oracle":
+        return 1.0 if list(reads) == [oracle] else 0.0
+    if variant == "first-oracle":
+        return 1.0 if oracle in reads else 0.0
+    raise ValueError(f"selection_utility: variant {variant!r} has no utility")
+
+
+def group_advantages(values, group_size: int, scale: bool = True):
+    """Group-normalised advantages of a (B,) tensor with NaN for unmeasured: each value minus
+    its group's mean over measured members (divided by their std + EPS when `scale`); an
+    unmeasured member, and every member of an all-unmeasured group, gets exactly 0."""
+    import torch
+
+    grouped = values.view(-1, group_size)
+    measured = ~torch.isnan(grouped)
+    count = measured.sum(dim=1, keepdim=True)
+    filled = torch.where(measured, grouped, torch.zeros_like(grouped))
+    mean = filled.sum(dim=1, keepdim=True) / count.clamp(min=1)
+    centred = torch.where(measured, grouped - mean, torch.zeros_like(grouped))
+    if scale:
+        var = (centred ** 2).sum(dim=1, keepdim=True) / (count - 1).clamp(min=1)
+        centred = centred / (var.sqrt() + EPS)
+    return centred.reshape(-1)
+
+
+def token_advantages(outcome, selector, sel_mask, loss_mask, variant: str, coef: float):
+    """(B, T) per-token advantages. outcome, selector: (B,); sel_mask, loss_mask: (B, T) of 0/1
+    (loss_mask: completion tokens the model wrote, i.e. completion_mask * tool_mask)."""
+    import torch
+
+    loss_mask = loss_mask.to(outcome.dtype)
+    if variant == "off":
+        return outcome.unsqueeze(1) * loss_mask
+    sel = sel_mask.to(outcome.dtype) * loss_mask  # never a tool result or padding
+    action = loss_mask - sel
+    coef = 0.0 if variant == "task-mask-only" else coef
+    if variant not in VARIANTS:
+        raise ValueError(f"token_advantages: unknown variant {variant!r}")
+    return outcome.unsqueeze(1) * action + coef * selector.unsqueeze(1) * sel + torch.zeros_like(sel)

@@ -1,0 +1,224 @@
+"""SkillGate's selector-credit GRPO: the executor (the model being trained) plays a task with
+a skill slate (`SlateEnv`: `read_skill`, `act`) and learns which skill to read.
+
+`SelectorGRPOTrainer` subclasses TRL's GRPOTrainer at one point: after
+`_generate_and_score_completions` has computed the ordinary group-normalised outcome advantage
+(one number per completion), it replaces it with per-token advantages — TRL's `_compute_loss`
+takes a (B, T) advantage as it is — built by training/selector_credit.py: the outcome advantage
+on action tokens, `selector_coef` x the group-normalised selection utility on the selection spans.
+`selector_credit: off` leaves TRL's advantage untouched. Every read is logged with its token
+span to OUTPUT_DIR/selection.jsonl.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from skillos.config import Config
+from skillos.errors import SkillosError
+from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, episode_record
+from skillos.training import selector_credit as credit
+
+SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on
+WARMUP_STEPS = 120
+
+
+def __getattr__(name: str):
+    """`SelectorGRPOConfig` and `SelectorGRPOTrainer` are built on first use (PEP 562): trl and
+    torch load only when training does, and pickle finds them here (training_args.bin)."""
+    if name in ("SelectorGRPOConfig", "SelectorGRPOTrainer"):
+        return dict(zip(("SelectorGRPOConfig", "SelectorGRPOTrainer"), _classes()))[name]
+    raise AttributeError(name)
+
+
+@functools.cache
+def _classes():
+    from trl import GRPOConfig, GRPOTrainer
+
+    @dataclass
+    class SelectorGRPOConfig(GRPOConfig):
+        """GRPOConfig plus the selector-credit knobs."""
+
+        selector_credit: str = field(default="clean-oracle", metadata={
+            "help": "off | task-mask-only (selection spans get no advantage) | first-oracle | clean-oracle"})
+        selector_coef: float = field(default=1.0, metadata={
+            "help": "Weight of the selector advantage on selection-span tokens."})
+        selection_log: str | None = field(default=None, metadata={
+            "help": "JSONL file for every rollout's reads with their token spans."})
+
+        def __post_init__(self):
+            super().__post_init__()
+            if self.selector_credit not in credit.VARIANTS:
+                raise ValueError(f"selector_credit {self.selector_credit!r} is not one of {credit.VARIANTS}")
+
+    class SelectorGRPOTrainer(GRPOTrainer):
+        """GRPO with a second, token-local credit stream on the selection spans."""
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            import torch
+
+            args = self.args
+            ids, completion_mask = out["completion_ids"], out["completion_mask"]
+            tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
+            loss_mask = completion_mask * tool_mask
+            rows, masks, utilities = [], [], []
+            for b in range(ids.size(0)):
+                pieces = credit.token_bytes(self.processing_class, ids[b].tolist())
+                masks.append(credit.selection_mask(pieces, tool_mask[b].tolist()))
+                record = episode_record(self.environments[b]) if self.environments else {"success": None}
+                reads = record.get("reads") if record["success"] is not None else None
+                utility = (None if args.selector_credit in ("off", "task-mask-only")
+                           else credit.selection_utility(reads, record.get("oracle"), args.selector_credit))
+                utilities.append(float("nan") if utility is None else utility)
+                located = credit.locate_reads(pieces)
+                rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
+                             "selection_tokens": int((torch.tensor(masks[-1]) * loss_mask[b].cpu()).sum()),
+                             "read_spans": located})
+            sel_mask = torch.tensor(masks, device=ids.device)
+            if args.selector_credit != "off":
+                # Groups may span processes: normalise over the gathered batch, keep this process's rows.
+                local = torch.tensor(utilities, device=ids.device)
+                gathered = self.accelerator.gather(local)
+                selector = credit.group_advantages(gathered, self.num_generations)
+                start = self.accelerator.process_index * len(local)
+                selector = selector[start:start + len(local)]
+                for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
+                    row.update(outcome_advantage=outcome, selector_advantage=sel)
+                out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
+                                                            args.selector_credit, args.selector_coef)
+            self._log_selection(rows)
+            return out
+
+        def _log_selection(self, rows: list[dict]) -> None:
+            mode = "train" if self.model.training else "eval"
+            total = sum(r["completion_tokens"] for r in rows)
+            self._metrics[mode]["selection/token_share"].append(
+                sum(r["selection_tokens"] for r in rows) / total if total else float("nan"))
+            measured = [r for r in rows if r["success"] is not None]
+            self._metrics[mode]["selection/oracle_read"].append(
+                sum(r["oracle"] in r["reads"] for r in measured) / len(measured) if measured else float("nan"))
+            if self.args.selection_log and self.accelerator.is_main_process:
+                with open(self.args.selection_log, "a", encoding="utf-8") as fh:
+                    for r in rows:
+                        fh.write(json.dumps({"step": self.state.global_step, **r}) + "\n")
+
+    for cls in (SelectorGRPOConfig, SelectorGRPOTrainer):
+        cls.__module__, cls.__qualname__ = __name__, cls.__name__
+    return SelectorGRPOConfig, SelectorGRPOTrainer
+
+
+class SlateReward:
+    """The outcome reward: 1 won, 0 lost, None unmeasured (TRL gives it no advantage)."""
+
+    __name__ = "slate_outcome"
+
+    def __init__(self, echo):
+        self.echo, self.history = echo, []
+
+    def __call__(self, prompts, completions, environments=None, **_) -> list:
+        from skillos.evals.envs.slate import render_metrics, selection_metrics
+
+        records = [episode_record(env) for env in environments]
+        metrics = selection_metrics(records)
+        self.echo(render_metrics("rollouts", metrics))
+        self.history.append(metrics)
+        return [None if r["success"] is None else float(r["success"]) for r in records]
+
+
+def dataset_rows(cfg: Config, games) -> list[dict]:
+    prompt = [{"role": "system", "content": SYSTEM},
+              {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n"}]
+    return [{"prompt": prompt, "game_id": g.id} for g in games]
+
+
+def selector_kwargs(cfg: Config, cpu: bool, out: Path) -> dict:
+    from skillos.training.trainer import grpo_kwargs
+
+    g = cfg.skillgate
+    kwargs = grpo_kwargs(cfg, cpu)
+    kwargs.update(max_tool_calling_iterations=g.max_tool_calls, selector_credit=g.selector_credit,
+                  selector_coef=g.selector_coef, selection_log=str(out / "selection.jsonl"))
+    return kwargs
+
+
+def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
+    """Format warm-up for the tiny model: a reasoning block and one read_skill call, half on the
+    oracle and half on a misleading skill, so a group starts with reads of both kinds."""
+    conversations = []
+    for i, row in enumerate(rows):
+        env = SlateEnv(setup)
+        text = env.reset(**{k: v for k, v in row.items() if k != "prompt"})
+        slate = setup.slates[row["game_id"]]
+        pick = slate.oracle if i % 2 == 0 or not slate.misleading else slate.misleading[0]
+        call = {"name": READ_TOOL, "arguments": {"name": pick}}
+        conversations.append(row["prompt"][:-1] + [
+            {"role": "user", "content": row["prompt"][-1]["content"] + text},
+            {"role": "assistant", "content": f"<skill_reasoning>{pick} fits the task.</skill_reasoning>",
+             "tool_calls": [{"id": f"call_{i}", "type": "function", "function": call}]}])
+    return conversations
+
+
+def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
+    """Selector-credit GRPO for `cfg` (gates already passed); returns the run's summary."""
+    import torch
+    from datasets import Dataset
+
+    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.training.tiny_model import TINY_NAME, resolve
+    from skillos.training.trainer import _archive_callback, _lora, _step, is_complete, is_main_process, \
+        newest_complete, output_dir
+
+    cpu = not torch.cuda.is_available()
+    out = output_dir(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+    setup = make_slate_setup(cfg, games, out)
+    rows = dataset_rows(cfg, games)
+    model = resolve(cfg.training.model)
+    if warmup and cfg.training.model == TINY_NAME:
+        model = _warm(model, out, setup, rows, echo)
+    if not is_main_process():
+        ledger = None
+    run_id = None
+    if ledger is not None:
+        run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
+                                  seed=cfg.training.seed)
+    reward = SlateReward(echo)
+    try:
+        config_cls, trainer_cls = _classes()
+        trainer = trainer_cls(
+            model=model, reward_funcs=[reward], args=config_cls(**selector_kwargs(cfg, cpu, out)),
+            train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
+            environment_factory=partial(SlateEnv, setup),
+            callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
+        resume = cfg.training.resume_from_checkpoint or newest_complete(out)
+        if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
+            raise SkillosError(f"training.resume_from_checkpoint: {resume} is not a complete checkpoint")
+        trainer.train(resume_from_checkpoint=resume)
+    except BaseException as exc:
+        if ledger is not None:
+            ledger.end_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
+                           f"{type(exc).__name__}: {exc}"[:300])
+        raise
+    if ledger is not None:
+        ledger.end_run(run_id, "finished")
+    archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
+    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": reward.history,
+            "slate": str(out / "slate")}
+
+
+def _warm(model: str, out: Path, setup, rows, echo) -> str:
+    from skillos.evals.envs.slate import tool_schemas
+    from skillos.training.warmup import warm_up
+
+    target = out / "warmup"
+    if not (target / "config.json").is_file():
+        echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed read_skill calls")
+        warm_up(model, warmup_conversations(setup, rows[:6]), tool_schemas(), target, steps=WARMUP_STEPS)
+    return str(target.resolve())
