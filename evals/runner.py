@@ -44,7 +44,8 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
         episode = executor.new_episode(env.task or game.task, [h.skill for h in hits])
         for _ in range(max_steps):
             action = episode.act(obs.text, obs.admissible)
-            coerced = action not in obs.admissible
+            # An env with no admissible list takes free text (a reasoning answer): nothing to coerce.
+            coerced = bool(obs.admissible) and action not in obs.admissible
             if coerced:  # counted, and replaced by a harmless command
                 action = "look" if "look" in obs.admissible else obs.admissible[0]
             with ENGINE_LOCK:

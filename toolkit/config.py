@@ -22,7 +22,7 @@ import yaml
 
 from skillos.errors import ConfigError, yaml_error_line
 
-ENVS = ("household",)
+ENVS = ("household", "reasoning")  # skillos.evals.envs.registry
 SPLITS = ("train", "valid_seen", "valid_unseen")
 BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm: GPU only
 COMPUTE_BACKENDS = ("local", "accelerate", "modal")
@@ -43,6 +43,24 @@ class ExperimentConfig:
 
 
 @dataclass
+class ReasoningEnvConfig:
+    """env.name: reasoning (skillos.evals.envs.reasoning). Which problem set each split reads:
+    `generated` (offline families, split by hash), or a hub dataset read from local files under
+    data_dir (aime24, aime25, gpqa_diamond: held-out; deepmath: train). Nothing downloads."""
+    datasets: dict = field(default_factory=lambda: {
+        "train": "generated", "valid_seen": "generated", "valid_unseen": "generated"})
+    data_dir: str = "data/reasoning"  # relative to the config file: DATA_DIR/<hub repo id>/...
+    families: list | None = None  # generated problem families; None: every family
+    choice_seed: int = 0  # GPQA options are shuffled by this recorded seed
+    min_group_size: int | None = None  # curator training: |G| drawn from [this, training.group_size]
+
+    def __post_init__(self):
+        from skillos.evals.envs.reasoning.datasets import check_settings
+
+        check_settings(self)
+
+
+@dataclass
 class EnvConfig:
     name: str = "household"
     split: str = "valid_unseen"  # the held-out split the arms are measured on
@@ -52,6 +70,7 @@ class EnvConfig:
     max_steps: int = 30
     seed: int = 0
     data: str = "generated"  # generated | official ($ALFWORLD_DATA)
+    reasoning: ReasoningEnvConfig = field(default_factory=ReasoningEnvConfig)
 
 
 @dataclass

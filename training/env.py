@@ -34,6 +34,7 @@ class Setup:
     max_steps: int = 30
     top_k: int = 5
     retrieval_mode: str = "bm25"
+    min_group_size: int | None = None  # groups of min_group_size..group_size tasks (reasoning: 5-12)
 
 
 @dataclass
@@ -60,8 +61,10 @@ class CuratorEnv:
 
     def reset(self, **row) -> str:
         ids = list(row["game_ids"])
-        if len(ids) != self._setup.group_size:
-            raise ValueError(f"row has {len(ids)} games; training.group_size is {self._setup.group_size}")
+        low, high = self._setup.min_group_size or self._setup.group_size, self._setup.group_size
+        if not low <= len(ids) <= high:
+            expected = high if low == high else f"{low}-{high}"
+            raise ValueError(f"row has {len(ids)} games; training.group_size is {expected}")
         unknown = [g for g in ids if g not in self._setup.games]
         if unknown:  # the held-out split is never in Setup.games: a row naming it stops here
             raise KeyError(f"game {unknown[0]!r} is not in the training pool")
@@ -106,15 +109,16 @@ class CuratorEnv:
 
 
 def make_setup(cfg, games) -> Setup:
-    """The rollout setup of a config: its executor and the train games it may draw from."""
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.executor import make_executor
+    """The rollout setup of a config: its environment's executor and the train games it may draw from."""
+    from skillos.evals.envs.registry import environment
     from skillos.evals.experiment import arm_settings
 
-    settings = arm_settings(cfg)
-    return Setup({g.id: g for g in games}, make_executor(cfg.executor),
-                 lambda: AlfworldEnv(fast=True), cfg.training.group_size,
-                 settings["max_steps"], settings["top_k"], cfg.retrieval.mode)
+    env, settings = environment(cfg), arm_settings(cfg)
+    games = list(games)
+    low, high = env.group_sizes(cfg)
+    return Setup({g.id: g for g in games}, env.make_executor(cfg.executor),
+                 lambda: env.make_env(games), high, settings["max_steps"], settings["top_k"],
+                 cfg.retrieval.mode, low if low != high else None)
 
 
 def finish(env: CuratorEnv) -> Rollout:

@@ -260,8 +260,7 @@ def run(cfg, out: Path, ledger=None, echo=print) -> dict:
     import random
 
     from skillos.evals import stats
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
     from skillos.evals.experiment import arm_settings, check_out, load_games, record_experiment
     from skillos.evals.report import arm_summary
     from skillos.evals.runner import run_arm
@@ -278,10 +277,12 @@ def run(cfg, out: Path, ledger=None, echo=print) -> dict:
         raise SkillosError("optimize: the train, validation and test splits share games; refusing to run")
     out.mkdir(parents=True, exist_ok=True)
     test = SealedSplit(test_games, out / "test.sealed")
-    executor, settings, env = make_executor(cfg.executor), arm_settings(cfg), AlfworldEnv(fast=True)
+    domain, pool = environment(cfg), train + validation + test_games
+    executor, settings, env = domain.make_executor(cfg.executor), arm_settings(cfg), domain.make_env(pool)
 
     def play(repo, games, label, curator=None) -> list[dict]:
-        return run_arm(label, games, env=env, make_env=AlfworldEnv, executor=executor, repo=repo, curator=curator,
+        return run_arm(label, games, env=env, make_env=lambda: domain.make_env(pool), executor=executor,
+                       repo=repo, curator=curator,
                        concurrency=cfg.eval.concurrency if curator is None else 1, **settings)
 
     def outcomes(rows) -> dict:
