@@ -276,3 +276,37 @@ def test_the_paper_reasoning_config_passes_its_own_reference_table():
     for key in ("training.group_size", "env.reasoning.min_group_size", "env.max_steps", "training.max_steps"):
         assert checks[f"table.{key}"]["status"] == "PASS", checks[f"table.{key}"]
     assert checks["completion-length"]["status"] == "PASS"  # 12 x 4096
+
+
+def test_the_llm_solver_answers_in_one_turn_with_its_skills_over_real_http(monkeypatch):
+    """The reasoning prompt (skills, the problem, \\boxed{}) through the real openai SDK against
+    the local server; a boxed reply is graded, an outage is unmeasured."""
+    from llm_server import ScriptedLLM
+    from skillos.config import BackendConfig
+    from skillos.evals.runner import run_arm
+    from skillos.repo import SkillRepo
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    problems = [p for p in generator.generate("valid_unseen", 16) if p.grading != "choice"][:3]
+    answers = {p.task: p.answer for p in problems}
+
+    def reply(messages):
+        user = messages[-1]["content"]
+        problem = user.split("Problem:\n", 1)[1].split("\n\n", 1)[0]
+        return f"Let me think step by step. ... so the final answer is \\boxed{{{answers[problem]}}}."
+
+    with ScriptedLLM(reply) as server:
+        config = BackendConfig(backend="openai", model="Qwen3-8B", base_url=server.openai_url,
+                               max_retries=0, timeout_s=2.0)
+        repo = SkillRepo(None)
+        repo.insert("check-your-work", "Substitute the answer back before boxing it.", "Check it.")
+        env = REASONING.make_env(problems)
+        rows = run_arm("llm", problems, env=env, executor=REASONING.make_executor(config), repo=repo,
+                       max_steps=1, top_k=5)
+        assert [r["success"] for r in rows] == [True, True, True] and all(r["steps"] == 1 for r in rows)
+        prompt = server.calls[0]["body"]["messages"][-1]["content"]
+        assert "Past relevant skills:" in prompt and "check-your-work" in prompt and "\\boxed{}" in prompt
+        server.failures.extend([503] * 3)
+        rows = run_arm("llm", problems[:1], env=env, executor=REASONING.make_executor(config), repo=None,
+                       max_steps=1)
+        assert rows[0]["success"] is None and rows[0]["unmeasured"]

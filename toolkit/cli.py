@@ -146,7 +146,7 @@ OVERWRITE_HELP = "Delete what is in --out and start over."
 
 
 def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: List[str],
-         resume: bool = False, overwrite: bool = False, after=None) -> None:
+         resume: bool = False, overwrite: bool = False, after=None, show: bool = True) -> None:
     from skillos import gates
     from skillos.evals.experiment import check_out, default_out_dir
     from skillos.evals.report import render
@@ -168,6 +168,8 @@ def _run(cfg, out_dir: Optional[Path], as_json: bool, command: str, overrides: L
             result = _run_with_progress(cfg, out_dir, ledger, resume, overwrite)
     if after is not None:  # a command's own summary, added to the report
         after(result, out_dir)
+    if not show:  # the caller prints one report for several runs (sweep --env, both directions)
+        return
     if as_json:
         _print_json(result)
     else:
@@ -263,6 +265,9 @@ def sweep_cmd(
     override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
     resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    env: List[str] = typer.Option([], "--env", help="A target environment (household, reasoning) to "
+                                  "evaluate on, with its own control in the same sweep; repeat it for "
+                                  "both directions of a cross-domain transfer, Holm-corrected together."),
 ):
     """Several skill repos or curator checkpoints on one target executor, with a fresh control in the same run.
 
@@ -272,18 +277,27 @@ def sweep_cmd(
     """
     from skillos import config as cfgmod
     from skillos.evals import sweep
+    from skillos.repo.store import write_atomic
 
-    cfg = sweep.sweep_config(cfgmod.load(config), list(repo), executor, list(checkpoint))
-    _apply_overrides(cfg, n_games, n_train_games)
+    base = cfgmod.load(config)
+    targets = list(dict.fromkeys(env)) or [base.env.name]
+    configs = [sweep.sweep_config(base, list(repo), executor, list(checkpoint), target) for target in targets]
+    for cfg in configs:
+        _apply_overrides(cfg, n_games, n_train_games)
+    if len(configs) > 1:  # one sub-folder per target environment
+        from skillos.evals.experiment import default_out_dir
+
+        out_dir = out_dir or default_out_dir(configs[0])
+    summaries = {}
 
     def summarize(result, out):
-        from skillos.repo.store import write_atomic
-
-        summary = sweep.summarize(result)
+        summary = sweep.summarize(result, sweep.sources_of(cfg))
         summary["png"] = sweep.plot(summary, Path(out) / "sweep.png")
+        summary["family"] = sweep.family_table({cfg.env.name: summary}, cfg.eval.alpha)
+        summaries[cfg.env.name] = summary
         result["sweep"] = summary
         write_atomic(Path(out) / "sweep.json", json.dumps(summary, indent=1))
-        if not as_json:
+        if not as_json and len(configs) == 1:
             for r in summary["rows"]:
                 diff = "unmeasured" if r["difference"] is None else f"{100 * r['difference']:+.1f} pts"
                 holm = "unmeasured" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
@@ -294,7 +308,21 @@ def sweep_cmd(
                 err.print(f"best of held-out: {summary['best']} — {summary['caveat']}", markup=False)
             err.print(f"lift vs step: {summary['png']}", markup=False, highlight=False)
 
-    _run(cfg, out_dir, as_json, "sweep", override, resume, overwrite, after=summarize)
+    for cfg in configs:
+        where = out_dir / cfg.env.name if len(configs) > 1 else out_dir
+        _run(cfg, where, as_json and len(configs) == 1, "sweep", override, resume, overwrite, after=summarize,
+             show=len(configs) == 1)
+    if len(configs) > 1:  # both directions, one family
+        family = sweep.family_table(summaries, base.eval.alpha)
+        write_atomic(out_dir / "transfer.json", json.dumps(family, indent=1))
+        if as_json:
+            _print_json({"transfer": family, "sweeps": summaries})
+        for r in [] if as_json else family["rows"]:
+            p = "unmeasured" if r["p_family"] is None else f"{r['p_family']:.3g}"
+            diff = "unmeasured" if r["difference"] is None else f"{100 * r['difference']:+.1f} pts"
+            err.print(f"{r['source_env'] or '?'} -> {r['target_env']} {r['repo']}: {diff} vs its control "
+                      f"(Holm p over {family['family_size']} comparisons {p}, paired n={r['n_paired']})",
+                      markup=False, highlight=False)
 
 
 @app.command("compare")
