@@ -216,7 +216,7 @@ def test_the_reasoning_quickstart_shows_a_measured_effect_with_its_statistics(tm
     assert comp["n_paired"] == 24 and comp["n_dropped"] == 0
     assert comp["treatment_rate"] > comp["control_rate"] and comp["ci_low"] > 0 and comp["p_value"] < 0.05
     assert comp["mde"] is not None and comp["b"] > comp["c"]
-    assert report["env"]["name"] == "reasoning"
+    assert report["env"]["name"] == "reasoning" and report["env"]["held_out_from"] == "generated problems (valid_unseen)"
     rows = [json.loads(line) for line in (tmp_path / "r" / "games.jsonl").read_text().splitlines()]
     assert all(r["steps"] == 1 and r["coerced_actions"] == 0 for r in rows)
 

@@ -12,6 +12,7 @@ An environment is an object with
 * `make_executor(config)` and `make_curator(config, horizon=None)`: the backends for this
   domain (the heuristic ones know its text; model backends get its prompts);
 * `group_sizes(cfg)`: (smallest, largest) |G| of a curator-training group;
+* `describe(cfg, split)`: where a split's tasks come from, for the report;
 * `turns(cfg)`: the executor turns one task may take (household: env.max_steps; reasoning: 1);
 * `reference` and `max_steps`: what a config made for another environment takes when a
   cross-domain sweep retargets it here (its reference table and turn limit).

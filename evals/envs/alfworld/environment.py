@@ -46,6 +46,9 @@ class Household:
 
         return make_curator(config, horizon)
 
+    def describe(self, cfg, split: str) -> str:
+        return f"ALFWorld {split} ({cfg.env.data})"
+
     def turns(self, cfg) -> int:
         return cfg.env.max_steps
 

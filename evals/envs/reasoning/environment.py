@@ -100,6 +100,12 @@ class Reasoning:
 
         return make_curator(config, horizon, system=CURATOR_SYSTEM)
 
+    def describe(self, cfg, split: str) -> str:
+        source = cfg.env.reasoning.datasets.get(split)
+        if source in datasets.HUB:
+            return f"{source} ({datasets.HUB[source].repo})"
+        return f"{source} problems ({split})" if source else f"no problem set for {split}"
+
     def turns(self, cfg) -> int:
         """One answer per problem, whatever env.max_steps a household config carried into a
         cross-domain sweep says (a reasoning config is diffed against env.max_steps 1)."""
