@@ -18,7 +18,6 @@ import re
 import threading
 from dataclasses import dataclass
 
-CHOICES = "ABCD"
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _SAID = r"(?i:answer\s*(?:is|:|=)\s*:?\s*(?:option\s*)?)"  # "the answer is", "Answer:", ...
 _CHOICE = [  # explicit statements of a choice, capital letters only; the last one in the text wins
