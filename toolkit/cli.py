@@ -322,7 +322,7 @@ def sweep_cmd(
             diff = "unmeasured" if r["difference"] is None else f"{100 * r['difference']:+.1f} pts"
             err.print(f"{r['source_env'] or '?'} -> {r['target_env']} {r['repo']}: {diff} vs its control "
                       f"(Holm p over {family['family_size']} comparisons {p}, paired n={r['n_paired']})",
-                      markup=False, highlight=False)
+                      markup=False, highlight=False, soft_wrap=True)  # one line each: agents grep these
 
 
 @app.command("compare")
