@@ -21,8 +21,9 @@ class Curator(Protocol):
         """Edit `repo` after one game; one outcome (with `.ok`) per operation attempted."""
 
 
-def make_curator(config, horizon: int | None = None) -> Curator:
-    """A curator from the config's `curator` section; `horizon` is the |G| a trained curator saw."""
+def make_curator(config, horizon: int | None = None, system: str | None = None) -> Curator:
+    """A curator from the config's `curator` section; `horizon` is the |G| a trained curator saw;
+    `system`: a model curator's instructions for the environment (default: the household's)."""
     if config.backend == "heuristic":
         from skillos.evals.backends.heuristic import HeuristicCurator
 
@@ -32,6 +33,6 @@ def make_curator(config, horizon: int | None = None) -> Curator:
     if config.backend in MODEL_BACKENDS:
         from skillos.evals.backends.llm_curator import LLMCurator
 
-        return LLMCurator(config, horizon)
+        return LLMCurator(config, horizon, system)
     raise SkillosError(f"curator.backend {config.backend!r} is not a backend; "
                        f"use heuristic or one of {', '.join(MODEL_BACKENDS)}")

@@ -25,9 +25,8 @@ from skillos.config import Config, check_inputs, curator_config, static_repo_pat
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
 from skillos.evals import trace
-from skillos.evals.curator import make_curator
+from skillos.evals.envs.registry import environment
 from skillos.evals.records import GameRow
-from skillos.evals.executor import make_executor
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.repo import SkillRepo
 from skillos.files import write_atomic
@@ -38,19 +37,8 @@ Progress = Callable[[str, str, int, int, str], None]
 
 
 def load_games(cfg: Config, split: str, n: int, progress=None):
-    from skillos.evals.envs.alfworld import games, scenes
-
-    if cfg.env.data == "official" and not os.environ.get("ALFWORLD_DATA"):
-        raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set: download the data "
-                           "with `alfworld-download` (from the alfworld package; ~2 GB into ~/.cache/alfworld) "
-                           "and export ALFWORLD_DATA=~/.cache/alfworld")
-    scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
-    if cfg.env.data == "official":
-        found = games.load_official(os.environ["ALFWORLD_DATA"], split)
-        if len(found) < n:
-            raise SkillosError(f"ALFWORLD_DATA {split} has {len(found)} playable games; asked for {n}")
-        return found[:n]
-    return games.make_games(split, n, cfg.env.seed, progress=progress)
+    """The tasks of a split, from the config's environment (skillos.evals.envs.registry)."""
+    return environment(cfg).load_tasks(cfg, split, n, progress)
 
 
 def default_out_dir(cfg: Config) -> Path:
@@ -224,7 +212,7 @@ def executor_fingerprint(cfg: Config) -> str:
 def arm_settings(cfg: Config) -> dict:
     """How every game of a launch is played, from the config: the one place eval, training and
     the gates' dry-run read max_steps, top_k and the error budget from."""
-    return dict(max_steps=cfg.env.max_steps, top_k=cfg.retrieval.top_k,
+    return dict(max_steps=environment(cfg).turns(cfg), top_k=cfg.retrieval.top_k,
                 max_error_rate=cfg.eval.max_error_rate)
 
 
@@ -299,10 +287,11 @@ def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | Non
              progress: Progress | None = None):
     """One arm, start to end: curation on train games first for the arms that learn."""
     done = done or {}
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
-
-    common = dict(env=AlfworldEnv(fast=True), make_env=AlfworldEnv, executor=make_executor(cfg.executor),
-                  concurrency=cfg.eval.concurrency, wave_size=cfg.eval.wave_size, **arm_settings(cfg))
+    env = environment(cfg)
+    tasks = list(held_out) + list(train)
+    common = dict(env=env.make_env(tasks), make_env=lambda: env.make_env(tasks),
+                  executor=env.make_executor(cfg.executor), concurrency=cfg.eval.concurrency,
+                  wave_size=cfg.eval.wave_size, **arm_settings(cfg))
     curator, mode = None, cfg.retrieval.mode
     if arm == "no_memory":
         repo = SkillRepo(None)
@@ -310,7 +299,7 @@ def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | Non
         repo = SkillRepo.load(static_repo_path(cfg, arm))
     else:
         repo = SkillRepo.load(out / f"repo-{arm}")  # empty, or where a resumed run left it
-        curator = make_curator(curator_config(cfg, arm), cfg.training.group_size)
+        curator = env.make_curator(curator_config(cfg, arm), cfg.training.group_size)
         mode = "shuffled" if arm == "shuffled" else mode
         if train:
             run_arm(arm, train, repo=repo, curator=curator, retrieval_mode=mode,

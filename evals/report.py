@@ -71,6 +71,10 @@ def _train_curation(out: Path, arms: list) -> dict:
 
 
 def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
+    from skillos.evals.envs.registry import environment
+    from skillos.evals.experiment import arm_settings
+
+    domain = environment(cfg)
     outcomes = {arm: {r["game_id"]: r["success"] for r in arm_rows} for arm, arm_rows in rows.items()}
     control = cfg.eval.control.arm
     comparisons = [
@@ -91,7 +95,9 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
         output_dir=str(out),
         env={"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games,
              "train_split": cfg.env.train_split, "n_train_games": n_train,
-             "max_steps": cfg.env.max_steps, "seed": cfg.env.seed, "data": cfg.env.data},
+             "max_steps": arm_settings(cfg)["max_steps"], "seed": cfg.env.seed, "data": cfg.env.data,
+             "held_out_from": domain.describe(cfg, cfg.env.split),
+             "train_from": domain.describe(cfg, cfg.env.train_split)},
         retrieval={"top_k": cfg.retrieval.top_k, "mode": cfg.retrieval.mode},
         control=control,
         arms={arm: ArmSummary.from_dict(arm_summary(arm_rows)) for arm, arm_rows in rows.items()},
@@ -114,6 +120,8 @@ def render(result: dict, console) -> None:
     console.print(f"[bold]{result['experiment']}[/bold]  held-out {env['split']} "
                   f"({env['n_games']} games, seed {env['seed']}, max {env['max_steps']} steps); "
                   f"curation on {env['n_train_games']} {env['train_split']} games")
+    if "held_out_from" in env:
+        console.print(f"{env['name']}: held-out from {env['held_out_from']}; train from {env['train_from']}")
     arms = Table(title="Arms (success on measured games)")
     for col in ("arm", "success", "measured/attempted", "unmeasured", "coerced", "curator failed",
                 "ops refused", "skills"):

@@ -64,7 +64,8 @@ def take_action(env, obs, action: str, steps: list) -> object:
     """One step of a game, shared by `play` and the slate environment: an action that is not
     admissible is counted as coerced and replaced by a harmless command."""
     proposed, admissible = action, len(obs.admissible)
-    coerced = action not in obs.admissible
+    # An env with no admissible list takes free text (a reasoning answer): nothing to coerce.
+    coerced = bool(obs.admissible) and action not in obs.admissible
     if coerced:
         action = "look" if "look" in obs.admissible else obs.admissible[0]
     with ENGINE_LOCK:

@@ -7,6 +7,11 @@ peak moved with the seed, and lift on the training executor did not predict lift
 one. So the target executor is required, the table is corrected over the whole family (Holm,
 from the run's report), and the best repo is reported with the caveat that it was selected on
 the games it is scored on.
+
+Cross-domain transfer (`--env`): the same curators evaluated on another environment (a
+household-trained checkpoint on reasoning, and back), each target with its own control measured
+in the same sweep, and one family correction (Holm) over every comparison of every direction:
+`family_table`.
 """
 
 from __future__ import annotations
@@ -35,13 +40,24 @@ def parse_executor(spec: str) -> tuple[str, str | None]:
                        f"{', '.join(b + ':MODEL' for b in MODEL_BACKENDS)}")
 
 
-def sweep_config(cfg: Config, repos: list, executor: str, checkpoints: list = ()) -> Config:
+def sweep_config(cfg: Config, repos: list, executor: str, checkpoints: list = (),
+                 env: str | None = None) -> Config:
     """The eval config of a sweep: the control, one `repo:NAME` arm per skill folder and one
-    `curator:NAME` arm per checkpoint (which curates from an empty repo, as closed_loop does)."""
+    `curator:NAME` arm per checkpoint (which curates from an empty repo, as closed_loop does).
+    `env`: the target environment, if not the config's own (a cross-domain sweep); its control
+    is the config's control arm, played on that environment in the same run."""
     if not repos and not checkpoints:
         raise SkillosError("sweep needs at least one --repo folder or --checkpoint")
     swept = copy.deepcopy(cfg)
     swept.source = cfg.source
+    if env is not None and env != cfg.env.name:
+        from skillos.evals.envs.registry import environment
+
+        target = environment(env)  # an unknown name is a one-line error
+        swept.env.name, swept.env.max_steps = env, target.max_steps
+        if cfg.reference is not None:  # diffed against the target domain's table
+            swept.reference = target.reference
+        swept.experiment.name = f"{cfg.experiment.name}-on-{env}"
     backend, model = parse_executor(executor)
     swept.executor.backend, swept.executor.model = backend, model
     repo_names = _names(repos, "--repo")
@@ -53,7 +69,7 @@ def sweep_config(cfg: Config, repos: list, executor: str, checkpoints: list = ()
     control = cfg.eval.control.arm
     swept.eval.arms = ([control] + [f"repo:{n}" for n in repo_names] + [f"curator:{n}" for n in curator_names])
     swept.eval.static_repos, swept.eval.curators = repo_names, curator_names
-    swept.experiment.name = f"{cfg.experiment.name}-sweep"
+    swept.experiment.name = f"{swept.experiment.name}-sweep"
     return validate(swept)
 
 
@@ -70,13 +86,22 @@ def _names(folders, flag: str) -> dict:
     return names
 
 
-def _trained_surface(folder: str) -> str | None:
+def _marker(folder: str) -> dict:
     import json
 
     from skillos.evals.curation import SURFACE_FILE
 
     marker = Path(folder) / SURFACE_FILE
-    return json.loads(marker.read_text()).get("tools") if marker.is_file() else None
+    return json.loads(marker.read_text()) if marker.is_file() else {}
+
+
+def _trained_surface(folder: str) -> str | None:
+    return _marker(folder).get("tools")
+
+
+def trained_env(folder: str) -> str | None:
+    """The environment a checkpoint was trained on (skillos train records it); None: unrecorded."""
+    return _marker(folder).get("env")
 
 
 def step_of(name: str, index: int) -> int:
@@ -85,12 +110,15 @@ def step_of(name: str, index: int) -> int:
     return int(found[-1]) if found else index
 
 
-def summarize(result: dict) -> dict:
-    rows = []
+def summarize(result: dict, sources: dict | None = None) -> dict:
+    """The sweep table of one run. `sources`: arm name -> the environment it was trained on."""
+    rows, target = [], result["env"]["name"]
     for i, comp in enumerate(c for c in result["comparisons"] if c["treatment"].startswith(("repo:", "curator:"))):
         name = comp["treatment"].split(":", 1)[1]
-        rows.append({"repo": name, "step": step_of(name, i), **{k: comp[k] for k in (
-            "treatment_rate", "control_rate", "difference", "ci_low", "ci_high", "p_value",
+        source = (sources or {}).get(name)
+        rows.append({"repo": name, "step": step_of(name, i), "target_env": target, "source_env": source,
+                     "transfer": None if source is None else source != target, **{k: comp[k] for k in (
+            "treatment_rate", "control_rate", "difference", "ci_low", "ci_high", "p_value", "b", "c",
             "p_adjusted", "mde", "n_paired", "n_dropped", "significant", "verdict")}})
     rows.sort(key=lambda r: r["step"])
     measured = [r for r in rows if r["treatment_rate"] is not None]
@@ -98,6 +126,32 @@ def summarize(result: dict) -> dict:
     return {"rows": rows, "best": best and best["repo"],
             "caveat": SELECTION_CAVEAT.format(n=len(rows)),
             "last_is_best": bool(best) and best is measured[-1]}
+
+
+def sources_of(cfg: Config) -> dict:
+    """Curator arm name -> the environment its checkpoint was trained on (None: unrecorded)."""
+    return {name: trained_env(folder) for name, folder in cfg.eval.curators.items()}
+
+
+def family_table(summaries: dict, alpha: float) -> dict:
+    """One family over every direction of a cross-domain sweep: `summaries` maps a target
+    environment to its summary; every row is judged together by `stats.verdicts` (Holm), so
+    evaluating in two directions is not two chances at a finding. An unmeasured row is a member
+    at p = 1, as everywhere a family is corrected."""
+    from types import SimpleNamespace
+
+    from skillos.evals import stats
+
+    rows = [dict(r) for summary in summaries.values() for r in summary["rows"]]
+    keyed = {f"{r['target_env']}:{r['repo']}": r for r in rows}
+    name = "cross-domain sweep on " + " and ".join(summaries)
+    decided = stats.verdicts({k: SimpleNamespace(**{f: r.get(f) for f in (
+        "p_value", "difference", "b", "c", "n_paired", "mde")}, note=None) for k, r in keyed.items()},
+        alpha=alpha, family=name, correction="holm")
+    for key, r in keyed.items():
+        r["p_family"], r["verdict_family"] = decided[key].p_adjusted, decided[key].to_dict()
+    return {"rows": rows, "family": name, "family_size": len(rows), "correction": "holm",
+            "targets": list(summaries), "unmeasured": sum(r["p_value"] is None for r in rows)}
 
 
 def plot(summary: dict, path: Path) -> str:

@@ -68,23 +68,40 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
 
 
 def sweep(config: Config | str | Path, *, executor: str, repos: list = (), checkpoints: list = (),
-          out: str | Path | None = None, overrides: dict | None = None, resume: bool = False,
-          overwrite: bool = False, progress=None, echo: Echo | None = None, ledger=None) -> dict:
+          envs: list = (), out: str | Path | None = None, overrides: dict | None = None,
+          resume: bool = False, overwrite: bool = False, progress=None, echo: Echo | None = None,
+          ledger=None) -> dict:
     """Skill repos or curator checkpoints on one target executor with a fresh control: the eval
-    report with `sweep` added (the family-corrected rows, the best with its caveat, sweep.png)."""
+    report with `sweep` added (the family-corrected rows, the best with its caveat, sweep.png).
+
+    `envs`: the target environments (default the config's own). With more than one (a
+    cross-domain transfer in both directions) each target is swept into OUT/ENV with its own
+    control, and every row is judged in one family: {"transfer": family, "sweeps": {env: summary}}."""
     from skillos.evals import sweep as sweeping
     from skillos.evals.experiment import default_out_dir
     from skillos.files import write_atomic
 
-    cfg = sweeping.sweep_config(_config(config), list(repos), executor, list(checkpoints))
-    out = Path(out) if out else default_out_dir(cfg)
-    result = evaluate(cfg, out=out, overrides=overrides, resume=resume, overwrite=overwrite,
-                      progress=progress, echo=echo, ledger=ledger, command="sweep")
-    summary = sweeping.summarize(result)
-    summary["png"] = sweeping.plot(summary, out / "sweep.png")
-    result["sweep"] = summary
-    write_atomic(out / "sweep.json", json.dumps(summary, indent=1))
-    return result
+    base = _config(config)
+    targets = list(dict.fromkeys(envs)) or [base.env.name]
+    out = Path(out) if out else default_out_dir(base)
+    runs = {}
+    for target in targets:
+        cfg = sweeping.sweep_config(base, list(repos), executor, list(checkpoints), target)
+        where = out / target if len(targets) > 1 else out
+        result = evaluate(cfg, out=where, overrides=overrides, resume=resume, overwrite=overwrite,
+                          progress=progress, echo=echo, ledger=ledger, command="sweep")
+        summary = sweeping.summarize(result, sweeping.sources_of(cfg))
+        summary["png"] = sweeping.plot(summary, where / "sweep.png")
+        summary["family"] = sweeping.family_table({target: summary}, cfg.eval.alpha)
+        result["sweep"] = summary
+        write_atomic(where / "sweep.json", json.dumps(summary, indent=1))
+        runs[target] = result
+    if len(targets) == 1:
+        return runs[targets[0]]
+    summaries = {target: result["sweep"] for target, result in runs.items()}
+    family = sweeping.family_table(summaries, base.eval.alpha)
+    write_atomic(out / "transfer.json", json.dumps(family, indent=1))
+    return {"transfer": family, "sweeps": summaries}
 
 
 def optimize(config: Config | str | Path, *, out: str | Path | None = None,

@@ -147,6 +147,9 @@ def sweep_cmd(
     set_: List[str] = typer.Option([], "--set", help=SET_HELP),
     resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    env: List[str] = typer.Option([], "--env", help="A target environment (household, reasoning) to "
+                                  "evaluate on, with its own control in the same sweep; repeat it for "
+                                  "both directions of a cross-domain transfer, Holm-corrected together."),
 ):
     """Several skill repos or curator checkpoints on one target executor, with a fresh control in the same run.
 
@@ -155,13 +158,20 @@ def sweep_cmd(
     predict lift on another: the target executor is required.
     """
     from skillos import api
-    from skillos.cli_render import sweep_lines
+    from skillos.cli_render import sweep_lines, transfer_lines
 
     cfg = load_config(config, set_, n_games, n_train_games)
     with ProgressBars() as bars:
         result = api.sweep(cfg, executor=executor, repos=list(repo), checkpoints=list(checkpoint),
-                           out=out_dir, overrides=_overrides(override), resume=resume,
+                           envs=list(env), out=out_dir, overrides=_overrides(override), resume=resume,
                            overwrite=overwrite, progress=bars, echo=echo_err)
+    if "transfer" in result:  # both directions of a cross-domain sweep, one family
+        if as_json:
+            print_json(result)
+        else:
+            for line in transfer_lines(result["transfer"]):
+                err.print(line, markup=False, highlight=False, soft_wrap=True)  # agents grep these
+        return
     if not as_json:
         for line in sweep_lines(result["sweep"]):
             err.print(line, markup=False, highlight=False)

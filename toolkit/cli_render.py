@@ -52,6 +52,12 @@ def sweep_lines(summary: dict) -> list[str]:
     return lines
 
 
+def transfer_lines(family: dict) -> list[str]:
+    """One line per direction and repo of a cross-domain sweep, judged in one family."""
+    return [f"{r['source_env'] or '?'} -> {r['target_env']} {r['repo']}: {_pts(r['difference'])} vs its "
+            f"control, paired n={r['n_paired']}: {r['verdict_family']['line']}" for r in family["rows"]]
+
+
 def optimize_lines(report: dict) -> list[str]:
     scored = report.get("scored_on", {})
     lines = [f"scored on {scored.get('split')}: the {scored.get('role')}, {scored.get('n_games')} games, "

@@ -24,7 +24,12 @@ import yaml
 
 from skillos.errors import ConfigError, yaml_error_line
 
-ENVS = ("household",)
+ENVS = ("household", "reasoning")  # skillos.evals.envs.registry
+# The reasoning env's problem sets and generated families (the schema owns the names; a test
+# checks them against evals/envs/reasoning's DATASETS and FAMILIES).
+REASONING_DATASETS = ("generated", "aime24", "aime25", "gpqa_diamond", "deepmath")
+REASONING_FAMILIES = ("remainder-of-power", "linear-equation", "arithmetic-series", "committee-count",
+                      "greatest-common-divisor", "divisor-count", "prime-choice", "digit-sum-of-power")
 SPLITS = ("train", "valid_seen", "valid_unseen")
 BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm: GPU only
 # The environment variable an API backend reads its key from when api_key_env names none.
@@ -47,6 +52,31 @@ class ExperimentConfig:
 
 
 @dataclass
+class ReasoningEnvConfig:
+    """env.name: reasoning (skillos.evals.envs.reasoning). Which problem set each split reads:
+    `generated` (offline families, split by hash), or a hub dataset read from local files under
+    data_dir (aime24, aime25, gpqa_diamond: held-out; deepmath: train). Nothing downloads."""
+    datasets: dict = field(default_factory=lambda: {
+        "train": "generated", "valid_seen": "generated", "valid_unseen": "generated"})
+    data_dir: str = "data/reasoning"  # relative to the config file: DATA_DIR/<hub repo id>/...
+    families: list | None = None  # generated problem families; None: every family
+    choice_seed: int = 0  # GPQA options are shuffled by this recorded seed
+    min_group_size: int | None = None  # curator training: |G| drawn from [this, training.group_size]
+
+    def __post_init__(self):
+        unknown = set(self.datasets) - set(SPLITS)
+        if unknown:
+            raise ConfigError(f"env.reasoning.datasets.{sorted(unknown)[0]}: not a split (allowed: {', '.join(SPLITS)})")
+        for split, name in self.datasets.items():
+            _choice(name, REASONING_DATASETS, f"env.reasoning.datasets.{split}")
+        for name in self.families or ():
+            _choice(name, REASONING_FAMILIES, "env.reasoning.families")
+        if self.min_group_size is not None and self.min_group_size < 2:
+            raise ConfigError(f"env.reasoning.min_group_size: at least 2 (the first position is never scored), "
+                              f"got {self.min_group_size}")
+
+
+@dataclass
 class EnvConfig:
     name: str = "household"
     split: str = "valid_unseen"  # the held-out split the arms are measured on
@@ -56,6 +86,7 @@ class EnvConfig:
     max_steps: int = 30
     seed: int = 0
     data: str = "generated"  # generated | official ($ALFWORLD_DATA)
+    reasoning: ReasoningEnvConfig = field(default_factory=ReasoningEnvConfig)
 
 
 @dataclass

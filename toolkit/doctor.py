@@ -25,6 +25,7 @@ EXTRAS = [  # (module, extra, what needs it)
     ("trl", "train", "skillos train (GRPOTrainer)"),
     ("matplotlib", "plot", "sweep.png"),
     ("modal", "modal", "compute.backend modal"),
+    ("math_verify", "reasoning", "env.name reasoning: the math-verify grader"),
 ]
 
 

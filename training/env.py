@@ -35,6 +35,7 @@ class Setup:
     max_steps: int = 30
     top_k: int = 5
     retrieval_mode: str = "bm25"
+    min_group_size: int | None = None  # groups of min_group_size..group_size tasks (reasoning: 5-12)
 
 
 @dataclass
@@ -62,8 +63,10 @@ class CuratorEnv:
     @together  # TRL resets one rollout at a time; under training/rollouts.py a step's resets run at once
     def reset(self, **row) -> str:
         ids = list(row["game_ids"])
-        if len(ids) != self._setup.group_size:
-            raise ValueError(f"row has {len(ids)} games; training.group_size is {self._setup.group_size}")
+        low, high = self._setup.min_group_size or self._setup.group_size, self._setup.group_size
+        if not low <= len(ids) <= high:
+            expected = high if low == high else f"{low}-{high}"
+            raise ValueError(f"row has {len(ids)} games; training.group_size is {expected}")
         unknown = [g for g in ids if g not in self._setup.games]
         if unknown:  # the held-out split is never in Setup.games: a row naming it stops here
             raise KeyError(f"game {unknown[0]!r} is not in the training pool")
@@ -112,17 +115,18 @@ class CuratorEnv:
 
 
 def make_setup(cfg, games, gauge=None) -> Setup:
-    """The rollout setup of a config: its executor and the train games it may draw from; with
-    `gauge` (a rollouts.InFlight), every executor request is counted while in flight."""
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.executor import make_executor
+    """The rollout setup of a config: its environment's executor and the train games it may draw
+    from; with `gauge` (a rollouts.InFlight), every executor request is counted while in flight."""
+    from skillos.evals.envs.registry import environment
     from skillos.evals.experiment import arm_settings
 
-    settings = arm_settings(cfg)
-    executor = make_executor(cfg.executor)
+    env, settings = environment(cfg), arm_settings(cfg)
+    games = list(games)
+    low, high = env.group_sizes(cfg)
+    executor = env.make_executor(cfg.executor)
     return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
-                 lambda: AlfworldEnv(fast=True), cfg.training.group_size,
-                 settings["max_steps"], settings["top_k"], cfg.retrieval.mode)
+                 lambda: env.make_env(games), high, settings["max_steps"], settings["top_k"],
+                 cfg.retrieval.mode, low if low != high else None)
 
 
 def finish(env: CuratorEnv) -> Rollout:

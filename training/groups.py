@@ -33,8 +33,11 @@ class Group:
         return {"group": self.index, "task_type": self.task_type, "game_ids": list(self.game_ids)}
 
 
-def build_groups(games, group_size: int, n_groups: int, seed: int) -> list[Group]:
-    """`n_groups` groups of `group_size` games of one task type each, from the train pool."""
+def build_groups(games, group_size: int, n_groups: int, seed: int,
+                 min_size: int | None = None) -> list[Group]:
+    """`n_groups` groups of `group_size` games of one task type each, from the train pool. With
+    `min_size`, each group's size is drawn (seeded, per group) from min_size..group_size, as the
+    paper does on reasoning (5-12); types need group_size games to be eligible."""
     if group_size < 1:
         raise ConfigError(f"training.group_size: at least 1, got {group_size}")
     by_type = defaultdict(list)
@@ -50,8 +53,10 @@ def build_groups(games, group_size: int, n_groups: int, seed: int) -> list[Group
     groups = []
     for index in range(n_groups):
         kind = types[index % len(types)]
+        size = group_size if not min_size else _rng("skillos-group-size", seed, index).randint(
+            min(min_size, group_size), group_size)
         picked = []
-        while len(picked) < group_size:
+        while len(picked) < size:
             if not queues[kind]:
                 order = list(by_type[kind])
                 _rng("skillos-groups", seed, kind, epochs[kind]).shuffle(order)

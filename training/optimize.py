@@ -294,8 +294,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict
     import yaml
 
     from skillos.evals import stats
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
     from skillos.evals.experiment import arm_settings, check_out, load_games, record_experiment
     from skillos.evals.report import arm_summary
     from skillos.evals.runner import run_arm
@@ -314,12 +313,13 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     test = SealedSplit(test_games, out / "test.sealed", ledger, cfg.experiment.name, unseal)
-    executor, settings, env = make_executor(cfg.executor), arm_settings(cfg), AlfworldEnv(fast=True)
+    domain, pool = environment(cfg), train + validation + test_games
+    executor, settings, env = domain.make_executor(cfg.executor), arm_settings(cfg), domain.make_env(pool)
 
     def play(repo, games, label, curator=None) -> list[dict]:
-        return run_arm(label, games, env=env, make_env=AlfworldEnv, executor=executor, repo=repo, curator=curator,
-                       concurrency=cfg.eval.concurrency if curator is None else 1, wave_size=1,
-                       retrieval_mode=cfg.retrieval.mode, **settings)
+        return run_arm(label, games, env=env, make_env=lambda: domain.make_env(pool), executor=executor,
+                       repo=repo, curator=curator, concurrency=cfg.eval.concurrency if curator is None else 1,
+                       wave_size=1, retrieval_mode=cfg.retrieval.mode, **settings)
 
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}

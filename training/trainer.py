@@ -23,7 +23,7 @@ from pathlib import Path
 
 from skillos.config import Config
 from skillos.errors import SkillosError
-from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, SURFACE_FILE
+from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments.
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
@@ -64,9 +64,14 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
     # per step keeps early steps from repeating groups (TRL starts a new epoch if it runs out).
     per_step = max(1, (t.generation_batch_size or t.num_generations or 1) // (t.num_generations or 1))
     n_groups = (t.max_steps or 1) * per_step * 2
-    prompt = [{"role": "system", "content": CURATOR_SYSTEM},
+    from skillos.evals.envs.registry import environment
+
+    env = environment(cfg)
+    low, high = env.group_sizes(cfg)
+    prompt = [{"role": "system", "content": env.curator_system},
               {"role": "user", "content": CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"}]
-    return [{"prompt": prompt, **g.row()} for g in build_groups(games, t.group_size, n_groups, t.seed or 0)]
+    groups = build_groups(games, high, n_groups, t.seed or 0, low if low != high else None)
+    return [{"prompt": prompt, **g.row()} for g in groups]
 
 
 class RewardFunction:
@@ -96,8 +101,9 @@ class RewardFunction:
         if self.judge is not None and c.reward.lambda_cnt:
             for env, rollout in zip(environments, rollouts):
                 rollout.verdicts = [self.judge.judge(text) for text in env._state.contents]
-        rewards = [reward(r, c.training.group_size, c.reward.lambda_fc, c.reward.lambda_cnt, c.reward.lambda_comp)
-                   for r in rollouts]
+        # Each rollout is scored over its own group's |G| (reasoning draws it from a range).
+        rewards = [reward(r, len(env._state.game_ids), c.reward.lambda_fc, c.reward.lambda_cnt,
+                          c.reward.lambda_comp) for env, r in zip(environments, rollouts)]
         totals = [0.0] * len(rewards)
         # Groups by the dataset row: an unmeasured rollout takes the mean of its own group.
         keys = group if group is not None else list(range(len(rewards)))
@@ -257,7 +263,9 @@ def _warm(model: str, out: Path, setup, rows: list[dict], echo) -> str:
         echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed curate_and_advance calls")
         inputs = [CuratorEnv(setup).reset(**{k: v for k, v in row.items() if k != "prompt"})
                   for row in rows[:WARMUP_INPUTS]]
-        warm_up(model, curator_examples(inputs), TOOL_SURFACES["curate_and_advance"], target, steps=WARMUP_STEPS)
+        system = rows[0]["prompt"][0]["content"]  # the environment's curator instructions
+        warm_up(model, curator_examples(inputs, system), TOOL_SURFACES["curate_and_advance"], target,
+                steps=WARMUP_STEPS)
     return str(target.resolve())  # adapters record their base by this path: absolute, so they load from anywhere
 
 
@@ -310,7 +318,8 @@ def _archive_callback(cfg, ledger, run_id, echo, surface: str = "curate_and_adva
             path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if not path.is_dir() or not state.is_world_process_zero:
                 return
-            write_atomic(path / SURFACE_FILE, json.dumps({"tools": surface, "step": state.global_step}))
+            write_atomic(path / SURFACE_FILE, json.dumps({"tools": surface, "step": state.global_step,
+                                                           "env": cfg.env.name}))
             archive = Path(args.output_dir) / "archive" / path.name
             if not archive.exists():
                 partial_copy = archive.with_name(archive.name + ".partial")

@@ -56,11 +56,12 @@ CALL = {"name": "curate_and_advance", "arguments": {"operations": [
      "content": "Household basics: search each receptacle in turn, open closed ones, then act on the object."}]}}
 
 
-def curator_examples(inputs: list[str] | None = None) -> list[list[dict]]:
+def curator_examples(inputs: list[str] | None = None, system: str | None = None) -> list[list[dict]]:
     """Conversations in the training rollout's shape, each ending in one well-formed
     curate_and_advance call. `inputs` are first curator inputs (what reset returns); training
     passes the real ones of its first groups, because the tiny model writes the call only for
-    prompts like those it was warmed on. The default: six made-up inputs whose tasks, results
+    prompts like those it was warmed on (`system`: the environment's curator instructions, as the
+    dataset prompt has them). The default: six made-up inputs whose tasks, results
     and trajectory lengths vary (prompts of one length taught it the call at that length only)."""
     from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, curator_input
     from skillos.evals.trajectory import Step, Trajectory
@@ -73,7 +74,7 @@ def curator_examples(inputs: list[str] | None = None) -> list[list[dict]]:
         inputs = [curator_input(Trajectory(f"warmup-{i}", task, "", steps=moves[:i + 1],
                                            won=result == "SUCCESS", retrieved=[]), 1 + i % 3, 3)
                   for i, (task, result) in enumerate(TASKS)]
-    return [[{"role": "system", "content": CURATOR_SYSTEM},
+    return [[{"role": "system", "content": system or CURATOR_SYSTEM},
              {"role": "user", "content": f"{CURATOR_INSTRUCTIONS['curate_and_advance']}\n\n{text}"},
              {"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{i}", "type": "function",
                                                                   "function": CALL}]}]

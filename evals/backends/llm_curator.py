@@ -22,8 +22,9 @@ DEFAULT_HORIZON = 10  # the paper's |G|
 
 
 class LLMCurator:
-    def __init__(self, config, horizon: int | None = None):
+    def __init__(self, config, horizon: int | None = None, system: str | None = None):
         check_surface(config.model, config.tools)
+        self.system = system or CURATOR_SYSTEM
         self.chat = make_chat(config)
         self.tools = config.tools
         self.name = f"{config.backend}:{config.model}"
@@ -69,12 +70,12 @@ class LLMCurator:
         if self.tools == "paper":
             text = curator_input(trajectory)
             listing = "\n".join(f"- {s.name}: {s.description}" for s in repo.skills) or "(empty)"
-            return [{"role": "system", "content": f"{CURATOR_SYSTEM} {CURATOR_INSTRUCTIONS['paper']}"},
+            return [{"role": "system", "content": f"{self.system} {CURATOR_INSTRUCTIONS['paper']}"},
                     {"role": "user", "content": f"{text}\n\nCurrent skills:\n{listing}"}]
         self._games += 1
         text = curator_input(trajectory, (self._games - 1) % self.horizon + 1, self.horizon)  # as in training
         if not self._messages or (self._games - 1) % self.horizon == 0:
-            return [{"role": "system", "content": CURATOR_SYSTEM},
+            return [{"role": "system", "content": self.system},
                     {"role": "user", "content": f"{CURATOR_INSTRUCTIONS['curate_and_advance']}\n\n{text}"}]
         if not self._answered:  # it answered in text last time: the next game is a user turn
             return self._messages + [{"role": "user", "content": text}]

@@ -234,27 +234,29 @@ def rollout_positions(ctx: Context) -> Result:
     g = ctx.cfg.training.group_size
     pool = _train_pool(ctx)
     setup = make_setup(ctx.cfg, pool)
-    rollouts, rewards = [], []
-    for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx))):
+    rollouts, rewards, short = [], [], 0
+    for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx), setup.min_group_size)):
+        size = len(group.game_ids)  # reasoning draws |G| per group from a range
         env = CuratorEnv(setup)
         env.reset(**group.row())
         if i == 0:  # plays on; the other quits at once and finish() plays the rest
-            for _ in range(g - 1):
+            for _ in range(size - 1):
                 env.curate_and_advance([])
         rollout = finish(env)
         rollouts.append(rollout)
         w = ctx.cfg.reward
-        rewards.append(reward(rollout, g, w.lambda_fc, w.lambda_cnt, w.lambda_comp))
+        rewards.append(reward(rollout, size, w.lambda_fc, w.lambda_cnt, w.lambda_comp))
+        short += rewards[-1].measured < size - 1
     h = health(rewards, rollouts)
-    ok = h.measured_min is not None and h.measured_min >= g - 1
+    ok = h.measured_min is not None and not short
     return Result(check, gates, "PASS" if ok else "FAIL", "positions measured per rollout",
-                  f"min {h.measured_min} of {h.denominator}", f">= {g - 1}", incident,
-                  f"{h.line()} ({h.coerced_actions / (g * ROLLOUTS):.2f} per position)")
+                  f"min {h.measured_min} of {h.denominator}", f">= {rewards[0].denominator if rewards else g - 1}",
+                  incident, f"{h.line()} ({h.coerced_actions / max(1, sum(len(r.positions) for r in rollouts)):.2f} "
+                  "per position)")
 
 
 def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Result:
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
     from skillos.evals.experiment import arm_settings
     from skillos.evals.runner import run_arm
 
@@ -262,8 +264,9 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
     games = _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
     settings = arm_settings(ctx.cfg)
     settings.pop("max_error_rate")
-    rows = run_arm("dry-run", games, env=AlfworldEnv(fast=True),
-                   executor=make_executor(ctx.cfg.executor), repo=None, retrieval_mode=ctx.cfg.retrieval.mode,
+    env = environment(ctx.cfg)
+    rows = run_arm("dry-run", games, env=env.make_env(games),
+                   executor=env.make_executor(ctx.cfg.executor), repo=None, retrieval_mode=ctx.cfg.retrieval.mode,
                    concurrency=ctx.cfg.eval.concurrency, wave_size=1, **settings)
     measured = sum(not r["unmeasured"] for r in rows)
     coerced = sum(r["coerced_actions"] for r in rows)
@@ -290,8 +293,11 @@ def task_distribution(ctx: Context) -> Result:
     per_step = max(1, (effective_batch(ctx.cfg) or t.num_generations or 1) // (t.num_generations or 1))
     k = min(max(2 * len(types), 4), per_step * (t.max_steps or 1))
     incident = "a fixed 10-task loop cost ~64 GPU-days while every health metric looked fine"
+    from skillos.evals.envs.registry import environment
+
+    low, high = environment(ctx.cfg).group_sizes(ctx.cfg)
     try:
-        groups = build_groups(pool, t.group_size, k, _seed(ctx))
+        groups = build_groups(pool, t.group_size, k, _seed(ctx), low if low != high else None)
     except ValueError as exc:
         return Result(check, gates, "FAIL", "env.n_train_games", len(pool), None, incident, str(exc))
     by_type: dict = {}

@@ -14,7 +14,8 @@ from skillos.gates.core import Context, Result, same, static, training_only
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
 DERIVED = ("effective_batch_size", "max_response_length")
-TRAINING_ONLY = ("training.", "reward.", "judge.", "effective_batch_size", "max_response_length")
+TRAINING_ONLY = ("training.", "reward.", "judge.", "effective_batch_size", "max_response_length",
+                 "env.reasoning.min_group_size")
 MIN_REASONING_TOKENS = 4096
 MIN_JUDGE_TOKENS = 1024
 MAX_ERROR_RATE = 0.02
@@ -34,8 +35,10 @@ TABLE_INCIDENT = "a run that silently differs from the paper it claims to reprod
 
 
 def get(cfg, key: str):
-    section, _, name = key.partition(".")
-    return getattr(getattr(cfg, section), name)
+    value = cfg
+    for name in key.split("."):  # nested sections too: env.reasoning.min_group_size
+        value = getattr(value, name)
+    return value
 
 
 from skillos.config import effective_batch  # noqa: E402,F401 - derived in config.py; imported from here too

@@ -1,0 +1,62 @@
+"""The household environment (ALFWorld) behind the environment interface (envs/registry.py)."""
+
+from __future__ import annotations
+
+import os
+
+from skillos.errors import SkillosError
+
+
+class Household:
+    name = "household"
+    reference = "skillos-paper/alfworld"
+    max_steps = 30  # the paper's turn limit
+
+    @property
+    def curator_system(self) -> str:
+        from skillos.evals.curation import CURATOR_SYSTEM
+
+        return CURATOR_SYSTEM
+
+    def load_tasks(self, cfg, split: str, n: int, progress=None):
+        from skillos.evals.envs.alfworld import games, scenes
+
+        if cfg.env.data == "official" and not os.environ.get("ALFWORLD_DATA"):
+            raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set: download the data "
+                               "with `alfworld-download` (from the alfworld package; ~2 GB into ~/.cache/alfworld) "
+                               "and export ALFWORLD_DATA=~/.cache/alfworld")
+        scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
+        if cfg.env.data == "official":
+            found = games.load_official(os.environ["ALFWORLD_DATA"], split)
+            if len(found) < n:
+                raise SkillosError(f"ALFWORLD_DATA {split} has {len(found)} playable games; asked for {n}")
+            return found[:n]
+        return games.make_games(split, n, cfg.env.seed, progress=progress)
+
+    def make_env(self, tasks=()):
+        from skillos.evals.envs.alfworld.env import AlfworldEnv
+
+        return AlfworldEnv(fast=True)
+
+    def make_executor(self, config):
+        from skillos.evals.executor import make_executor
+
+        return make_executor(config)
+
+    def make_curator(self, config, horizon: int | None = None):
+        from skillos.evals.curator import make_curator
+
+        return make_curator(config, horizon)
+
+    def describe(self, cfg, split: str) -> str:
+        return f"ALFWorld {split} ({cfg.env.data})"
+
+    def turns(self, cfg) -> int:
+        return cfg.env.max_steps
+
+    def group_sizes(self, cfg) -> tuple[int, int]:
+        g = cfg.training.group_size
+        return g, g
+
+
+HOUSEHOLD = Household()
