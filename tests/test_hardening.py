@@ -386,7 +386,8 @@ def test_curator_failures_are_counted_per_game_and_arm_and_reach_the_ledger(tmp_
     with RawEndpoint(200, body, "text/html") as endpoint:
         rows = run_arm("closed_loop", games, env=AlfworldEnv(), executor=make_executor(BackendConfig()),
                        repo=SkillRepo(tmp_path / "repo"), curator=_curator(endpoint.url),
-                       max_steps=5, out=tmp_path / "games.jsonl")
+                       max_steps=5, out=tmp_path / "games.jsonl", retrieval_mode="bm25", top_k=5,
+                       concurrency=1, wave_size=1)
     assert [r["curator_failed_calls"] for r in rows] == [1, 1]
     assert all(r["success"] is not None for r in rows)  # the games themselves were measured
     summary = arm_summary(rows)
@@ -414,7 +415,7 @@ def test_an_executor_turn_with_no_content_after_the_retry_is_unmeasured(tmp_path
     with ScriptedLLM(lambda m: next(script)) as server:
         executor = make_executor(BackendConfig(backend="openai", model="m", base_url=server.openai_url))
         rows = run_arm("a", make_games("valid_unseen", 1, 0), env=AlfworldEnv(), executor=executor,
-                       repo=None, max_steps=5)
+                       repo=None, max_steps=5, retrieval_mode="bm25", top_k=5, concurrency=1, wave_size=1)
     assert rows[0]["success"] is None and rows[0]["unmeasured"]
     assert "no content after the reformat retry" in rows[0]["unmeasured_reason"]
 
@@ -607,7 +608,7 @@ def test_skill_search_refuses_a_k_out_of_range(tmp_path, k):
 
     _skill(tmp_path / "repo")
     with pytest.raises(SkillosError, match="-k"):
-        retrieve(SkillRepo.load(tmp_path / "repo"), "open a drawer", k)
+        retrieve(SkillRepo.load(tmp_path / "repo"), "open a drawer", k, "bm25")
 
 
 def test_ledger_first_hour_names_statuses_evidence_and_literal_search(tmp_path):

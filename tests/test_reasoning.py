@@ -234,7 +234,8 @@ def test_a_failed_executor_call_is_unmeasured_not_wrong():
             raise ConnectionError("HTTP 503")
 
     problems = generator.generate("valid_unseen", 2)
-    rows = run_arm("x", problems, env=REASONING.make_env(problems), executor=Down(), repo=None, max_steps=1)
+    rows = run_arm("x", problems, env=REASONING.make_env(problems), executor=Down(), repo=None, max_steps=1,
+                   retrieval_mode="bm25", top_k=5, concurrency=1, wave_size=1)
     assert [r["success"] for r in rows] == [None, None] and all(r["unmeasured"] for r in rows)
 
 
@@ -263,7 +264,8 @@ def test_curator_training_on_reasoning_draws_each_group_size_from_the_range():
         assert "- insert check-your-work: ok" in after and f"Task 2 of {size}:" in after
         rollout = finish(env)
         assert len(rollout.positions) == size and None not in rollout.positions
-        assert reward(rollout, size).denominator == size - 1
+        w = cfg.reward
+        assert reward(rollout, size, w.lambda_fc, w.lambda_cnt, w.lambda_comp).denominator == size - 1
     with pytest.raises(ValueError, match="training.group_size is 2-3"):
         CuratorEnv(setup).reset(game_ids=[g.id for g in games[:4]])
 
@@ -302,13 +304,13 @@ def test_the_llm_solver_answers_in_one_turn_with_its_skills_over_real_http(monke
         repo.insert("check-your-work", "Substitute the answer back before boxing it.", "Check it.")
         env = REASONING.make_env(problems)
         rows = run_arm("llm", problems, env=env, executor=REASONING.make_executor(config), repo=repo,
-                       max_steps=1, top_k=5)
+                       max_steps=1, top_k=5, retrieval_mode="bm25", concurrency=1, wave_size=1)
         assert [r["success"] for r in rows] == [True, True, True] and all(r["steps"] == 1 for r in rows)
         prompt = server.calls[0]["body"]["messages"][-1]["content"]
         assert "Past relevant skills:" in prompt and "check-your-work" in prompt and "\\boxed{}" in prompt
         server.failures.extend([503] * 3)
         rows = run_arm("llm", problems[:1], env=env, executor=REASONING.make_executor(config), repo=None,
-                       max_steps=1)
+                       max_steps=1, retrieval_mode="bm25", top_k=5, concurrency=1, wave_size=1)
         assert rows[0]["success"] is None and rows[0]["unmeasured"]
 
 
