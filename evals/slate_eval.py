@@ -153,8 +153,7 @@ def summarize(rows: list[dict], alpha: float, power: float, n_boot: int) -> dict
     return report
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, alpha: float = 0.05, power: float = 0.8,
-                 n_boot: int = 10_000) -> dict:
+def compare_runs(run_a: str | Path, run_b: str | Path, alpha: float, power: float, n_boot: int) -> dict:
     """Two slate eval runs in one comparison: refused unless every pin agrees."""
     rows = []
     for where in (run_a, run_b):

@@ -118,14 +118,14 @@ def write_hub_files(root):
 
 def test_hub_datasets_read_from_local_files_in_their_own_layouts(tmp_path):
     write_hub_files(tmp_path)
-    aime24 = datasets.load_hub("aime24", tmp_path, 3)
+    aime24 = datasets.load_hub("aime24", tmp_path, 3, 0, 0)
     assert [p.answer for p in aime24] == ["2", "4", "6"] and aime24[0].grading == "integer"
     assert aime24[0].id == "aime24-2024-I-1"
-    aime25 = datasets.load_hub("aime25", tmp_path, 2)
+    aime25 = datasets.load_hub("aime25", tmp_path, 2, 0, 0)
     assert aime25[1].task == "Find 2 * 3." and aime25[1].answer == "6"
-    gpqa = datasets.load_hub("gpqa_diamond", tmp_path, 1, choice_seed=3)  # gpqa_main.csv is not read
+    gpqa = datasets.load_hub("gpqa_diamond", tmp_path, 1, seed=0, choice_seed=3)  # gpqa_main.csv is not read
     assert gpqa[0].grading == "choice" and gpqa[0].choice_seed == 3 and gpqa[0].task_type == "Physics"
-    deepmath = datasets.load_hub("deepmath", tmp_path, 5, seed=1)
+    deepmath = datasets.load_hub("deepmath", tmp_path, 5, seed=1, choice_seed=0)
     assert {p.answer for p in deepmath} == {f"\\frac{{{i}}}{{4}}" for i in range(1, 6)}
     assert deepmath[0].task_type == "Algebra"
     env = ReasoningEnv(deepmath)
@@ -133,7 +133,7 @@ def test_hub_datasets_read_from_local_files_in_their_own_layouts(tmp_path):
     env.reset()
     assert env.step(rf"so \boxed{{{deepmath[0].answer}}}").won
     with pytest.raises(SkillosError, match="aime25: 2 problems .* asked for 5"):
-        datasets.load_hub("aime25", tmp_path, 5)
+        datasets.load_hub("aime25", tmp_path, 5, 0, 0)
 
 
 def test_a_missing_dataset_is_a_one_line_error_naming_it_where_and_how_to_fetch(tmp_path):
@@ -161,10 +161,10 @@ def test_an_unknown_dataset_name_is_a_config_error(tmp_path):
 
 
 def test_generated_problems_are_seeded_and_split_by_hash():
-    train = generator.generate("train", 40, seed=0)
-    held = generator.generate("valid_unseen", 24, seed=0)
-    assert [p.id for p in generator.generate("valid_unseen", 10, seed=0)] == [p.id for p in held[:10]]
-    assert [p.id for p in generator.generate("valid_unseen", 10, seed=1)] != [p.id for p in held[:10]]
+    train = generator.generate("train", 40, 0, None, 0)
+    held = generator.generate("valid_unseen", 24, 0, None, 0)
+    assert [p.id for p in generator.generate("valid_unseen", 10, 0, None, 0)] == [p.id for p in held[:10]]
+    assert [p.id for p in generator.generate("valid_unseen", 10, 1, None, 0)] != [p.id for p in held[:10]]
     assert not {p.content_hash for p in train} & {p.content_hash for p in held}
     assert all(int(p.content_hash[:8], 16) % 10 in (8, 9) for p in held)
     assert {p.task_type for p in held} == set(generator.FAMILIES)
@@ -178,7 +178,7 @@ def test_generated_problems_are_seeded_and_split_by_hash():
 
 
 def test_the_solver_follows_what_its_skills_say():
-    problem = next(p for p in generator.generate("valid_unseen", 8) if p.task_type == "remainder-of-power")
+    problem = next(p for p in generator.generate("valid_unseen", 8, 0, None, 0) if p.task_type == "remainder-of-power")
     env = ReasoningEnv([problem])
 
     def solve(skills):
@@ -233,7 +233,7 @@ def test_a_failed_executor_call_is_unmeasured_not_wrong():
         def act(self, observation, admissible):
             raise ConnectionError("HTTP 503")
 
-    problems = generator.generate("valid_unseen", 2)
+    problems = generator.generate("valid_unseen", 2, 0, None, 0)
     rows = run_arm("x", problems, env=REASONING.make_env(problems), executor=Down(), repo=None, max_steps=1,
                    retrieval_mode="bm25", top_k=5, concurrency=1, wave_size=1)
     assert [r["success"] for r in rows] == [None, None] and all(r["unmeasured"] for r in rows)
@@ -289,7 +289,7 @@ def test_the_llm_solver_answers_in_one_turn_with_its_skills_over_real_http(monke
     from skillos.repo import SkillRepo
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    problems = [p for p in generator.generate("valid_unseen", 16) if p.grading != "choice"][:3]
+    problems = [p for p in generator.generate("valid_unseen", 16, 0, None, 0) if p.grading != "choice"][:3]
     answers = {p.task: p.answer for p in problems}
 
     def reply(messages):

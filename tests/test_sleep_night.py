@@ -74,7 +74,7 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
     assert len(report["candidates"]) == 1  # step 2: nothing left failing, nothing proposed
     assert report["test"]["comparison"]["b"] == 5 and report["test"]["candidates_corrected_for"] == 1
     # 5 sealed tasks cannot show an effect at alpha 0.05 even when all flip: the report says so
-    assert report["test"]["comparison"]["p_value"] == 0.0625 and report["test"]["verdict"].startswith("not shown")
+    assert report["test"]["comparison"]["p_value"] == 0.0625 and report["test"]["verdict"].startswith("not detected")
     assert report["budget"]["calls"] == calls == 4 + 4 + 8 + 4 + 8 + 5 + 5
     assert all(REPLAY_MARKER in c["body"]["messages"][0]["content"] for c in server.calls)
     sent = json.dumps(server.calls)

@@ -75,4 +75,7 @@ def compare_cmd(
     tool-schema hashes, skill snapshot) agree."""
     from skillos.evals.slate_eval import compare_runs
 
-    _render(compare_runs(run_a, run_b), as_json)
+    from skillos.config import EvalConfig
+
+    e = EvalConfig()  # the schema's statistics settings: two run folders carry no config
+    _render(compare_runs(run_a, run_b, e.alpha, e.power, e.bootstrap), as_json)

@@ -600,7 +600,7 @@ def load(path: str | Path, sets=()) -> Config:
 BOUNDS = [
     ("experiment.expected_effect", 1e-6, 1.0), ("experiment.expected_discordance", 1e-6, 1.0),
     ("experiment.fixes_failure", 1, 2**62), ("experiment.before_run", 1, 2**62),
-    ("env.n_games", 1, 10_000), ("env.n_train_games", 0, 10_000), ("env.max_steps", 1, 1_000),
+    ("env.n_games", 1, 10_000), ("env.n_train_games", 0, 200_000), ("env.max_steps", 1, 1_000),
     ("env.seed", 0, 2**31 - 1),
     ("retrieval.top_k", 0, 100),
     ("eval.alpha", 1e-9, 0.999), ("eval.power", 0.01, 0.9999),

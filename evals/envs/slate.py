@@ -167,8 +167,8 @@ class SlateRetriever:
     def __init__(self, repo: SkillRepo, slate: Slate):
         self.hits = [Hit(repo.get(name), 0.0) for name in slate.order]
 
-    def search(self, query: str, k: int = 5) -> list[Hit]:
-        return self.hits
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self.hits  # the whole slate, whatever k: the slate is the protocol
 
 
 # -- the TRL environment ----------------------------------------------------------------------

@@ -128,7 +128,7 @@ def read_rows(path: Path, columns) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def load_hub(name: str, data_dir: Path, n: int, seed: int = 0, choice_seed: int = 0) -> list[Problem]:
+def load_hub(name: str, data_dir: Path, n: int, seed: int, choice_seed: int) -> list[Problem]:
     """The first `n` problems of a hub dataset in file order (a training set: a seeded sample)."""
     spec = HUB[name]
     folder = data_dir / spec.repo

@@ -103,7 +103,7 @@ def _row_to_problem(family: str, kind: str, text: str, answer, index: int, choic
                    family, "generated", problem.content_hash, problem.options, problem.choice_seed)
 
 
-def generate(split: str, n: int, seed: int = 0, families=None, choice_seed: int = 0) -> list[Problem]:
+def generate(split: str, n: int, seed: int, families, choice_seed: int) -> list[Problem]:
     """`n` problems of `split`, families in turn, each problem kept only if its hash falls in
     the split's share."""
     if split not in BUCKETS:
