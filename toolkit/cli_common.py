@@ -4,7 +4,6 @@ with --set, the progress bars of a run."""
 from __future__ import annotations
 
 import contextlib
-import json
 import shlex
 import sys
 from pathlib import Path

@@ -3,7 +3,6 @@ The CLI parses, calls one library function (evals/slate_eval.py), and renders.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from skillos.errors import ConfigError, yaml_error_line
+from skillos.errors import ConfigError
 
 ENVS = ("household", "reasoning")  # skillos.evals.envs.registry
 # The reasoning env's problem sets and generated families (the schema owns the names; a test

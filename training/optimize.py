@@ -25,7 +25,7 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.evals.stats import GateVerdict, gate
 from skillos.repo import SkillRepo
-from skillos.repo.store import write_atomic
+from skillos.files import write_atomic
 from skillos.safety import json_text
 
 SCHEDULES = ("cosine", "linear", "constant")
@@ -85,7 +85,6 @@ class RejectedMemory:
         fixed = sorted(t for t in incumbent if incumbent[t] is False and candidate.get(t) is True)
         self.items.append(Rejected(edit, verdict.verdict, broke, fixed, epoch, step, list(keys or [])))
         if self.path:
-            from skillos.repo.store import write_atomic
 
             write_atomic(self.path, json.dumps([asdict(r) for r in self.items], indent=1))
 
@@ -298,7 +297,6 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict
     from skillos.evals.experiment import arm_settings, check_out, load_games, record_experiment
     from skillos.evals.report import arm_summary
     from skillos.evals.runner import run_arm
-    from skillos.files import write_atomic
 
     o = cfg.optimize
     seed = preflight(cfg)
@@ -438,7 +436,6 @@ def acceptance_plan(cfg, aa: GateVerdict | None = None) -> str:
 def _save_state(out: Path, incumbent: SkillRepo, state: dict) -> None:
     import shutil
 
-    from skillos.files import write_atomic
 
     staged = out / ".incumbent.new"  # the incumbent folder and the state change together
     shutil.rmtree(staged, ignore_errors=True)

@@ -19,7 +19,6 @@ from functools import partial
 from pathlib import Path
 
 from skillos.config import Config
-from skillos.errors import SkillosError
 from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, episode_record
 from skillos.training import selector_credit as credit
 
@@ -165,18 +164,19 @@ def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
 
 def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     """Selector-credit GRPO for `cfg` (gates already passed); returns the run's summary."""
-    import torch
+    from skillos.training.trainer import guarded
+
+    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu))
+
+
+def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dict:
     from datasets import Dataset
 
     from skillos.evals.experiment import load_games, record_experiment
     from skillos.evals.envs.slate import make_slate_setup
-    from skillos.training.tiny_model import TINY_NAME, resolve
-    from skillos.training.trainer import _archive_callback, _lora, _step, is_complete, is_main_process, \
-        newest_complete, output_dir
+    from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+    from skillos.training.trainer import _archive_callback, _lora, archived, fit, is_main_process
 
-    cpu = not torch.cuda.is_available()
-    out = output_dir(cfg)
-    out.mkdir(parents=True, exist_ok=True)
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     setup = make_slate_setup(cfg, games, out)
     rows = dataset_rows(cfg, games)
@@ -197,19 +197,12 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(SlateEnv, setup),
             callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
-        resume = cfg.training.resume_from_checkpoint or newest_complete(out)
-        if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
-            raise SkillosError(f"training.resume_from_checkpoint: {resume} is not a complete checkpoint")
-        trainer.train(resume_from_checkpoint=resume)
     except BaseException as exc:
         if ledger is not None:
-            ledger.end_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
-                           f"{type(exc).__name__}: {exc}"[:300])
+            ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
-    if ledger is not None:
-        ledger.end_run(run_id, "finished")
-    archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
-    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": reward.history,
+    fit(trainer, cfg, out, ledger, run_id, echo)
+    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
             "slate": str(out / "slate")}
 
 

@@ -163,6 +163,13 @@ class StepHealth:
 
 def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     """Run GRPO for `cfg` (gates already passed); returns the run's summary."""
+    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu))
+
+
+def guarded(cfg: Config, echo, body) -> dict:
+    """What every trainer does around its run: the output folder checked, a rerun of a finished
+    run reported (never trained past max_steps), and the folder locked while one run writes it.
+    `body(out, cpu)` trains and returns the summary."""
     import torch
 
     cpu = not torch.cuda.is_available()
@@ -173,15 +180,39 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
     finished = finished_checkpoint(cfg)
     if finished:  # a rerun of a finished run: report it, never train past max_steps
         echo(f"already finished: {finished} reached training.max_steps {cfg.training.max_steps}; nothing to train")
-        archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
-        return {"run_id": None, "output_dir": str(out), "checkpoints": archived, "steps": [],
+        return {"run_id": None, "output_dir": str(out), "checkpoints": archived(out), "steps": [],
                 "finished": True, "finished_checkpoint": finished}
     if not is_main_process():
-        return _train(cfg, ledger, echo, warmup, out, cpu)
+        return body(out, cpu)
     from skillos.safety import RunLock
 
     with RunLock(out):  # one training run per output folder
-        return _train(cfg, ledger, echo, warmup, out, cpu)
+        return body(out, cpu)
+
+
+def archived(out: Path) -> list[str]:
+    """The archived checkpoints of a run, in step order (what a sweep evaluates)."""
+    return [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
+
+
+def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> None:
+    """Train from the newest complete checkpoint (or the one the config names) and end the
+    ledger run as finished, crashed or interrupted."""
+    try:
+        resume = cfg.training.resume_from_checkpoint or newest_complete(out)
+        if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
+            raise SkillosError(f"training.resume_from_checkpoint: {resume} is not a complete checkpoint "
+                               "(trainer_state step and non-empty weights)")
+        if resume:
+            echo(f"resuming from {resume} (the newest complete checkpoint)")
+        trainer.train(resume_from_checkpoint=resume)
+    except BaseException as exc:
+        if ledger is not None:
+            ledger.end_experiment_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
+                                      f"{type(exc).__name__}: {exc}"[:300])
+        raise
+    if ledger is not None:
+        ledger.end_experiment_run(run_id, "finished")
 
 
 def finished_checkpoint(cfg: Config) -> str | None:
@@ -227,22 +258,12 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
             environment_factory=partial(CuratorEnv, setup),
             callbacks=[step_health.callback(), _archive_callback(cfg, ledger, run_id, echo)])
         step_health.trainer = trainer
-        resume = cfg.training.resume_from_checkpoint or newest_complete(out)
-        if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
-            raise SkillosError(f"training.resume_from_checkpoint: {resume} is not a complete checkpoint "
-                               "(trainer_state step and non-empty weights)")
-        if resume:
-            echo(f"resuming from {resume} (the newest complete checkpoint)")
-        trainer.train(resume_from_checkpoint=resume)
     except BaseException as exc:
         if ledger is not None:
-            ledger.end_experiment_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
-                                      f"{type(exc).__name__}: {exc}"[:300])
+            ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
-    if ledger is not None:
-        ledger.end_experiment_run(run_id, "finished")
-    archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
-    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": reward_fn.history}
+    fit(trainer, cfg, out, ledger, run_id, echo)
+    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history}
 
 
 def is_main_process() -> bool:
