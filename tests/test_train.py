@@ -108,7 +108,7 @@ def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cach
     assert summary["checkpoints"] == [str(Path("checkpoints/cpu-smoke/archive") / f"checkpoint-{s}") for s in (1, 2)]
     for step in (1, 2):
         marker = json.loads((archive / f"checkpoint-{step}" / "skillos-curator.json").read_text())
-        assert marker == {"tools": "curate_and_advance", "step": step}
+        assert marker == {"tools": "curate_and_advance", "step": step, "env": "household"}
     db = sqlite3.connect(skillos_home / "ledger.db")
     assert [r[0] for r in db.execute("SELECT step FROM checkpoints ORDER BY step")] == [1, 2]
     assert db.execute("SELECT status FROM runs WHERE id = ?", (summary["run_id"],)).fetchone()[0] == "finished"

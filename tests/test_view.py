@@ -427,7 +427,8 @@ def test_sweep_and_optimize_pages_show_lift_and_candidates(made, browser, tmp_pa
     data["env"].update(n_games=4, n_train_games=3)
     data["optimize"].update(epochs=1, minibatch_size=3, n_validation=4)
     (tmp_path / "opt.yaml").write_text(yaml.safe_dump(data))
-    optimize = run_cli("optimize", tmp_path / "opt.yaml", "--out", runs / "opt", env=env)
+    optimize = run_cli("optimize", tmp_path / "opt.yaml", "--out", runs / "opt", "--override",
+                       "optimize-power=a 4-task validation split keeps the viewer test small", env=env)
     assert optimize.returncode == 0, optimize.stderr[-2000:]
 
     proc, url = _serve(home, runs)
