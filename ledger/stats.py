@@ -45,7 +45,9 @@ def failure_counts(ledger, condition: str = "1", args=()) -> dict:
     from skillos.ledger.store import CURRENT_FAILURES
 
     def query(sql):
-        return ledger.db.execute(f"{CURRENT_FAILURES} {sql}", list(args)).fetchall()
+        cursor = ledger.db.cursor()
+        cursor.row_factory = None  # plain tuples: the costs can be one row per failure
+        return cursor.execute(f"{CURRENT_FAILURES} {sql}", list(args)).fetchall()
 
     with ledger.snapshot():
         groups = query("SELECT valid, category, kind, status, detected_by, count(*), min(id) FROM current_failures "
