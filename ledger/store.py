@@ -9,6 +9,7 @@ in-place writes complete a record's lifecycle (a run's end).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -82,6 +83,22 @@ MIGRATIONS = {
     """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
+
+# The failures table with their corrections applied, as `_current` applies them: the newest
+# status correction sets the status, the newest invalidate/retract/supersede/restore decides
+# `valid` (1 or 0). Counts, filters and pages run on it in SQL instead of on one dict per failure.
+CURRENT_FAILURES = """WITH latest AS (
+        SELECT row_id, max(CASE WHEN kind = 'status' THEN id END) AS status_id,
+            max(CASE WHEN kind IN ('invalidate', 'retract', 'supersede', 'restore') THEN id END) AS validity_id
+        FROM corrections WHERE table_name = 'failures' GROUP BY row_id),
+    current_failures AS (
+        SELECT f.id, f.what, f.category, f.kind, f.cost_gpu_hours, f.cost_wall_hours, f.detected_by,
+            f.gate, f.experiment_id, f.run_id, f.created_at,
+            CASE WHEN s.id IS NULL THEN f.status ELSE s.value END AS status,
+            v.id IS NULL OR v.kind = 'restore' AS valid
+        FROM failures f LEFT JOIN latest l ON l.row_id = f.id
+            LEFT JOIN corrections s ON s.id = l.status_id LEFT JOIN corrections v ON v.id = l.validity_id)
+"""
 
 
 class LedgerError(SkillosError):
@@ -419,28 +436,45 @@ class Ledger:
         return row
 
     def failures(self, category: str | None = None, status: str | None = None,
-                 text: str | None = None, experiment_id: int | None = None) -> list[dict]:
+                 text: str | None = None, experiment_id: int | None = None,
+                 limit: int | None = None) -> list[dict]:
         """Every matching failure as `failure(id)` returns it, read in four queries (the rows,
-        then their corrections, modes and fixes in one batch each), not four per failure."""
-        where, args = "WHERE 1=1", []
-        if category:
-            where, args = where + " AND category = ?", args + [category]
-        if experiment_id:
-            where, args = where + " AND experiment_id = ?", args + [experiment_id]
-        if text:  # a substring: % and _ in it are literal characters, not wildcards
-            escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            where, args = where + " AND what LIKE ? ESCAPE '\\'", args + [f"%{escaped}%"]
-        ids = f"SELECT id FROM failures {where}"
-        snapshot = not self.db.in_transaction  # one read transaction: the four reads see one state
-        if snapshot:
-            self.db.execute("BEGIN")
-        try:
-            return self._failures_in(where, ids, args, status)
-        finally:
-            if snapshot:
-                self.db.execute("COMMIT")
+        then their corrections, modes and fixes in one batch each), not four per failure.
+        `status` is the current one (corrections applied); `limit`: only the newest that many
+        (still in id order; `failures_page` also says how many it left out)."""
+        condition, args = failure_filter(category, status, text, experiment_id)
+        ids = f"{CURRENT_FAILURES} SELECT id FROM current_failures WHERE {condition}"
+        if limit is not None:
+            if limit < 0:
+                raise LedgerError(f"a limit of {limit} failures: give 0 or more (none: all of them)")
+            ids, args = ids + " ORDER BY id DESC LIMIT ?", args + [limit]
+        with self.snapshot():  # the four reads see one state
+            return self._failures_in(ids, args)
 
-    def _failures_in(self, where: str, ids: str, args: list, status: str | None) -> list[dict]:
+    def failures_page(self, limit: int | None = None, **filters) -> dict:
+        """The newest `limit` matching failures (None: all) and how many match, read in one
+        snapshot: `shown` of `of`, so a cut list says what it leaves out."""
+        condition, args = failure_filter(**filters)
+        with self.snapshot():
+            total = self.db.execute(f"{CURRENT_FAILURES} SELECT count(*) FROM current_failures WHERE {condition}",
+                                    args).fetchone()[0]
+            rows = self.failures(limit=limit, **filters)
+        return {"shown": len(rows), "of": total, "limit": limit, "failures": rows}
+
+    @contextlib.contextmanager
+    def snapshot(self):
+        """One read transaction (unless one is open already): the reads inside see one state of
+        the file while other processes append."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
+    def _failures_in(self, ids: str, args: list) -> list[dict]:
         corrections, modes, fixes = {}, {}, {}
         for r in self.db.execute(f"SELECT * FROM corrections WHERE table_name = 'failures' AND row_id IN ({ids}) "
                                  "ORDER BY id", args):
@@ -453,7 +487,7 @@ class Ledger:
         rows = []
         cursor = self.db.cursor()
         cursor.row_factory = None  # plain tuples: at 100,000 failures the per-row Row objects showed
-        cursor.execute(f"SELECT * FROM failures {where} ORDER BY id", args)
+        cursor.execute(f"SELECT * FROM failures WHERE id IN ({ids}) ORDER BY id", args)
         columns = [d[0] for d in cursor.description]
         for values in cursor:
             row = dict(zip(columns, values))
@@ -465,7 +499,7 @@ class Ledger:
                 row.update(valid=True, invalid_reason=None, conclusion=None, corrections=[])
             row["modes"], row["fixes"] = modes.get(fid, []), fixes.get(fid, [])
             rows.append(row)
-        return [r for r in rows if r["status"] == status] if status else rows
+        return rows
 
     def set_failure_status(self, fid: int, status: str, reason: str, actor: str = "agent") -> int:
         _choice(status, taxonomy.STATUSES, "status")
@@ -550,6 +584,22 @@ class Ledger:
             raise LedgerError(f"{path}: not a skillos ledger (application_id {app_id:#x})")
         ledger.version = version
         return ledger
+
+
+def failure_filter(category: str | None = None, status: str | None = None, text: str | None = None,
+                   experiment_id: int | None = None) -> tuple[str, list]:
+    """A condition on CURRENT_FAILURES' rows and its arguments: the filters of `failures()`."""
+    conditions, args = ["1"], []
+    if category:
+        conditions, args = conditions + ["category = ?"], args + [category]
+    if status:
+        conditions, args = conditions + ["status = ?"], args + [status]
+    if experiment_id:
+        conditions, args = conditions + ["experiment_id = ?"], args + [experiment_id]
+    if text:  # a substring: % and _ in it are literal characters, not wildcards
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        conditions, args = conditions + ["what LIKE ? ESCAPE '\\'"], args + [f"%{escaped}%"]
+    return " AND ".join(conditions), args
 
 
 def _choice(value, allowed, what):

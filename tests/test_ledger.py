@@ -34,7 +34,7 @@ def test_cli_spellings_and_skillos_home(skillos_home):
              "wasted-compute", "--kind", "operational", "--cost-gpu-hours", "282",
              "--detected-by", "person")
     listed = cli_json("ledger", "failures", "list")
-    assert [f["id"] for f in listed] == [1, 2]
+    assert [f["id"] for f in listed["failures"]] == [1, 2] and (listed["shown"], listed["of"]) == (2, 2)
     stats = cli_json("ledger", "stats")
     assert stats["failures"] == 2 and stats["by_category"] == {"harness-bug": 1, "wasted-compute": 1}
     assert stats["cost"]["gpu_hours"] == 322 and stats["cost"]["gpu_hours_measured_on"] == 2
@@ -46,7 +46,7 @@ def test_cli_spellings_and_skillos_home(skillos_home):
     assert bad.returncode == 2 and "unknown category 'oops'" in bad.stderr
     bad = run_cli("ledger", "failures", "add", "--what", "x", "--category", "process", "--mode", "nope")
     assert bad.returncode == 2 and "unknown mode 'nope'" in bad.stderr
-    assert len(cli_json("ledger", "failures", "list")) == 2  # refused adds wrote nothing
+    assert cli_json("ledger", "failures", "list")["of"] == 2  # refused adds wrote nothing
 
 
 def test_export_and_invalidate_from_the_cli():
@@ -58,7 +58,7 @@ def test_export_and_invalidate_from_the_cli():
     assert json.loads(jsonl[0])["category"] == "process"
     done = run_cli("ledger", "invalidate", "failures", "1", "--reason", "duplicate of an older row")
     assert done.returncode == 0
-    (row,) = cli_json("ledger", "failures", "list")
+    (row,) = cli_json("ledger", "failures", "list")["failures"]
     assert row["valid"] is False and "duplicate" in row["invalid_reason"]
     assert cli_json("ledger", "stats")["retracted_or_invalid"] == 1
 

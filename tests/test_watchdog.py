@@ -134,7 +134,7 @@ def test_watch_cli_on_a_finished_job(skillos_home):
                      "--interval", "0.05", "--max-ticks", "20")
     assert result.returncode == 0, result.stderr
     assert "ALARM [box-idle]" in result.stdout and "1 recorded" in result.stdout
-    failures = json.loads(run_cli("ledger", "failures", "list", "--json").stdout)
+    failures = json.loads(run_cli("ledger", "failures", "list", "--json").stdout)["failures"]
     assert [f["detected_by"] for f in failures] == ["watchdog"]
     assert run_cli("watch").returncode == 2
 

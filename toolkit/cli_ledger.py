@@ -71,11 +71,23 @@ def failures_add(
 
 
 @failures_app.command("list")
-def failures_list(category: Optional[str] = None, status: Optional[str] = None, as_json: bool = JSON):
-    """All failures (invalidated ones are marked)."""
+def failures_list(category: Optional[str] = None, status: Optional[str] = None,
+                  limit: int = typer.Option(100, help="Show the newest N (0: all); the total is always printed."),
+                  as_json: bool = JSON):
+    """The newest failures, and how many there are (invalidated ones are marked).
+
+    --json: {"shown": n, "of": total, "limit": N, "failures": [...]}.
+    """
     with _ledger() as ledger:
-        _emit(ledger.failures(category=category, status=status), as_json,
-              lambda rows: [_failure_line(f) for f in rows] or ["no failures recorded"])
+        page = ledger.failures_page(limit or None, category=category, status=status)
+
+    def lines(p):
+        if not p["of"]:
+            return ["no failures recorded" if not (category or status) else "no failure matches"]
+        cut = f" (the newest; --limit 0 shows all)" if p["shown"] < p["of"] else ""
+        return [_failure_line(f) for f in p["failures"]] + [f"{p['shown']} of {p['of']} failures shown{cut}"]
+
+    _emit(page, as_json, lines)
 
 
 @failures_app.command("show")
@@ -227,10 +239,10 @@ def export(table: str, fmt: str = typer.Option("jsonl", "--format", help="jsonl 
 @app.command("stats")
 def stats(as_json: bool = JSON):
     """Failures by category and mode, cost, and the share documented."""
-    from skillos.ledger.stats import failure_stats
+    from skillos.ledger.stats import failure_counts
 
     with _ledger() as ledger:
-        data = failure_stats(ledger.failures())
+        data = failure_counts(ledger)
 
     def lines(d):
         out = [f"failures: {d['failures']} (retracted or invalid, not counted: {d['retracted_or_invalid']})"]
