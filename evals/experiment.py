@@ -230,6 +230,16 @@ def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
     return used
 
 
+def same_config(out: Path, cfg: Config) -> bool:
+    """Whether the run in `out` was made with this config (its config.yaml, as written): what a
+    resume must check before it continues another run's rows."""
+    try:
+        recorded = yaml.safe_load((out / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return recorded == yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+
+
 def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
     """Check or clear the output folder; with `resume`, the rows each arm already finished
     ({arm: {phase: {game id: row}}}). A learning arm whose repo was killed mid-curation (or
@@ -242,11 +252,7 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
             if path.name != RunLock.NAME:
                 shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
         return {}
-    try:
-        recorded = yaml.safe_load((out / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError):
-        recorded = None
-    if recorded != yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False)):
+    if not same_config(out, cfg):
         raise SkillosError(f"{out}: its config.yaml differs from this config; resume with the "
                            "same config (and the same --n-games), or choose another --out")
     rows = {phase: _read_rows(out / name) for phase, name in ROW_FILES.items()}

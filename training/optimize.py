@@ -112,8 +112,6 @@ class SealedSplit:
 
     @property
     def content_hash(self) -> str:
-        import hashlib
-
         return hashlib.sha256("|".join(sorted(g.content_hash for g in self._games)).encode()).hexdigest()
 
     @property
@@ -158,8 +156,6 @@ class Edit:
         return f"{self.op} {self.name}{size}"
 
     def key(self) -> str:
-        import hashlib
-
         return f"{self.op} {self.name} {hashlib.sha256((self.markdown or '').encode()).hexdigest()[:12]}"
 
     def diff(self, before: SkillRepo) -> str:
@@ -393,11 +389,10 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict
                                alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
     report = _report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows), arm_summary(best_rows),
                      len(incumbent), out)
-    # Which games seed and best are scored on: the sealed test split, named with its hash
-    # (validation numbers never appear as the result).
-    digest = hashlib.sha256("\n".join(sorted(g.content_hash for g in final)).encode()).hexdigest()[:16]
+    # Which games seed and best are scored on: the sealed test split, named with the hash the
+    # ledger seals it by (validation numbers never appear as the result).
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
-                           "n_games": len(final), "content_hash": digest}
+                           "n_games": len(final), "content_hash": test.content_hash}
     write_atomic(out / "report.json", json_text(report))
     if ledger is not None:
         for arm, summary in (("seed", report["seed"]), ("best", report["best"])):
@@ -449,13 +444,9 @@ def _save_state(out: Path, incumbent: SkillRepo, state: dict) -> None:
 def _resume_state(cfg, out: Path) -> dict | None:
     """The saved state of the killed run in `out` (None: it died before its first step, and
     starts over); refuses a folder of another config or a finished run."""
-    import yaml
+    from skillos.evals.experiment import same_config
 
-    try:
-        recorded = yaml.safe_load((out / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError):
-        recorded = None
-    if recorded != yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False)):
+    if not same_config(out, cfg):
         raise SkillosError(f"{out}: its config.yaml differs from this config (or is missing); resume "
                            "with the same config, or choose another --out")
     if (out / "report.json").exists() or (out / "test.sealed").exists():
