@@ -41,7 +41,36 @@ def test_unmeasured_rollouts_get_the_group_mean_and_the_health_line_counts_them(
     assert group_rewards(rewards) == [0.75, 1.0, 0.5]
     line = health(rewards, [Rollout([], coerced_actions=2)] * 3).line()
     assert line == ("reward health: positions measured median 8 (min 0, max 9) of 9 over 3 "
-                    "rollouts; 1 unmeasured rollouts neutralised; 6 actions coerced")
+                    "rollouts; 1 unmeasured rollouts neutralised; 6 actions coerced; r_task supplies 100% "
+                    "of within-group reward variance")
+
+
+def test_the_health_line_says_how_much_of_the_reward_variance_r_task_supplies():
+    from skillos.training.reward import task_share
+
+    # group a: r_task varies (0 / 1), r_fc varies too; group b: only r_fc varies
+    rewards = [Reward(1.0, 0.0, 1.0, None, None, 1, 1), Reward(1.5, 1.0, 0.5, None, None, 1, 1),
+               Reward(1.0, 0.0, 1.0, None, None, 1, 1), Reward(0.5, 0.0, 0.5, None, None, 1, 1)]
+    share, reason = task_share(rewards, ["a", "a", "b", "b"])
+    # cov(r_task, total): 0.25 (group a), 0 (group b); var(total): 0.125 + 0.125
+    assert share == 1.0 and reason is None
+    share, _ = task_share(rewards[:2], ["a", "a"])
+    assert share == 2.0  # r_fc moved against r_task: r_task supplies more than the whole
+    share, _ = task_share(rewards[2:], ["b", "b"])
+    assert share == 0.0  # the totals vary only by format: r_task carries no signal
+    flat = [Reward(1.0, 1.0, None, None, None, 1, 1)] * 2
+    share, reason = task_share(flat, ["a", "a"])
+    assert share is None and "nothing to learn" in reason
+    assert "r_task share unmeasured (no within-group reward variance" in health(flat, [Rollout([])] * 2, ["a", "a"]).line()
+
+
+def test_the_negative_control_keeps_each_groups_rewards_but_not_their_owners():
+    from skillos.training.trainer import shuffled_within_groups
+
+    values, groups = [0, 1, 2, 3, 10, 11, 12, 13], list("aaaabbbb")
+    shuffled = shuffled_within_groups(values, groups, "seed")
+    assert sorted(shuffled[:4]) == [0, 1, 2, 3] and sorted(shuffled[4:]) == [10, 11, 12, 13]
+    assert shuffled != values and shuffled == shuffled_within_groups(values, groups, "seed")
 
 
 @dataclass(frozen=True)

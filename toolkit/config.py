@@ -86,6 +86,7 @@ class EnvConfig:
     max_steps: int = 30
     seed: int = 0
     data: str = "generated"  # generated | official ($ALFWORLD_DATA)
+    task_types: list | None = None  # household: only these ALFWorld task types, in turn; None: all six
     reasoning: ReasoningEnvConfig = field(default_factory=ReasoningEnvConfig)
 
 

@@ -84,7 +84,12 @@ def group_rewards(rewards: list[Reward]) -> list[float]:
 
 @dataclass
 class Health:
-    """The reward-health line: what the reward was computed from. Printed every step."""
+    """The reward-health line: what the reward was computed from. Printed every step.
+
+    `task_share`: the within-group share of reward variance that r_task supplies, i.e. how much of
+    what GRPO compares comes from the executor's results rather than from format or compression
+    terms. None (with `task_share_reason`) when the groups' rewards do not vary at all: that step
+    has nothing to learn from, whatever the other numbers say."""
 
     rollouts: int
     denominator: int
@@ -93,21 +98,44 @@ class Health:
     measured_max: int | None
     neutralised: int  # rollouts with no measured position, given the group mean
     coerced_actions: int
+    task_share: float | None = None
+    task_share_reason: str | None = None
 
     def line(self) -> str:
         if self.measured_median is None:
             return f"reward health: no rollouts (0 of {self.rollouts})"
+        share = (f"r_task supplies {self.task_share:.0%} of within-group reward variance"
+                 if self.task_share is not None else f"r_task share unmeasured ({self.task_share_reason})")
         return (f"reward health: positions measured median {self.measured_median:g} "
                 f"(min {self.measured_min}, max {self.measured_max}) of {self.denominator} "
                 f"over {self.rollouts} rollouts; {self.neutralised} unmeasured rollouts "
-                f"neutralised; {self.coerced_actions} actions coerced")
+                f"neutralised; {self.coerced_actions} actions coerced; {share}")
 
 
-def health(rewards: list[Reward], rollouts: list[Rollout]) -> Health:
+def task_share(rewards: list[Reward], groups: list) -> tuple[float | None, str | None]:
+    """(share, reason): r_task's share of the within-group variance of the total reward,
+    cov(r_task, total) / var(total) pooled over groups (the components' shares sum to 1), over
+    rollouts with both measured; None with the reason when the totals do not vary."""
+    task = total = 0.0
+    for key in dict.fromkeys(groups):
+        members = [r for r, k in zip(rewards, groups) if k == key and r.total is not None and r.r_task is not None]
+        if len(members) < 2:
+            continue
+        mean_task = statistics.fmean(r.r_task for r in members)
+        mean_total = statistics.fmean(r.total for r in members)
+        task += sum((r.r_task - mean_task) * (r.total - mean_total) for r in members)
+        total += sum((r.total - mean_total) ** 2 for r in members)
+    if total == 0:
+        return None, "no within-group reward variance: this step has nothing to learn from"
+    return task / total, None
+
+
+def health(rewards: list[Reward], rollouts: list[Rollout], groups: list | None = None) -> Health:
     counts = [r.measured for r in rewards]
+    share, reason = task_share(rewards, groups if groups is not None else [0] * len(rewards))
     return Health(
         rollouts=len(rewards), denominator=rewards[0].denominator if rewards else 0,
         measured_median=statistics.median(counts) if counts else None,
         measured_min=min(counts) if counts else None, measured_max=max(counts) if counts else None,
         neutralised=sum(r.total is None for r in rewards),
-        coerced_actions=sum(r.coerced_actions for r in rollouts))
+        coerced_actions=sum(r.coerced_actions for r in rollouts), task_share=share, task_share_reason=reason)

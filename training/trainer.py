@@ -74,15 +74,38 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
     return [{"prompt": prompt, **g.row()} for g in groups]
 
 
+SIGNALS = ("real", "shuffled")  # shuffled: a learning canary's negative control (training/canary.py)
+
+
+def shuffled_within_groups(values: list, groups: list, seed: str) -> list:
+    """`values` permuted within each group (seeded by hashlib): the same rewards, no longer tied
+    to the completions that earned them, so nothing can be learned from them."""
+    import hashlib
+    import random
+
+    out = list(values)
+    for key in dict.fromkeys(groups):
+        members = [i for i, k in enumerate(groups) if k == key]
+        order = list(members)
+        random.Random(hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()).shuffle(order)
+        for i, j in zip(members, order):
+            out[i] = values[j]
+    return out
+
+
 class RewardFunction:
     """TRL reward function: finish each rollout, judge its contents, score it, print health.
     With `defer`, the health line waits in `pending` for `StepHealth` to print it at the end
-    of the step, with the executor requests in flight and the rollout phase's share."""
+    of the step, with the executor requests in flight and the rollout phase's share. With
+    `signal="shuffled"` the rewards GRPO gets are permuted within each group (the negative
+    control of a learning canary); the history keeps the real ones."""
 
     __name__ = "curator_reward"
 
-    def __init__(self, cfg: Config, judge, echo, defer: bool = False):
-        self.cfg, self.judge, self.echo, self.defer = cfg, judge, echo, defer
+    def __init__(self, cfg: Config, judge, echo, defer: bool = False, signal: str = "real"):
+        if signal not in SIGNALS:
+            raise ValueError(f"signal {signal!r} is not one of {SIGNALS}")
+        self.cfg, self.judge, self.echo, self.defer, self.signal = cfg, judge, echo, defer, signal
         self.history: list[dict] = []  # per step: the health numbers, mean reward, rollout rows
         self.pending: str | None = None
 
@@ -111,18 +134,22 @@ class RewardFunction:
             members = [i for i, k in enumerate(keys) if k == key]
             for i, value in zip(members, group_rewards([rewards[i] for i in members])):
                 totals[i] = value
-        line = health(rewards, rollouts)
+        line = health(rewards, rollouts, keys)
         text = f"{line.line()}; mean reward {sum(totals) / len(totals):.3f}"
+        given = totals
+        if self.signal == "shuffled":
+            given = shuffled_within_groups(totals, keys, f"{c.training.seed}|{len(self.history)}")
+            text += "; rewards shuffled within groups (negative control)"
         if self.defer:
             self.pending = text
         else:
             self.echo(text)
         rows = [{"group": k, "positions": r.positions, "ops_valid": r.ops_valid, "ops_total": r.ops_total,
-                 "reward": total} for k, r, total in zip(keys, rollouts, totals)]
+                 "reward": total, "reward_given": g} for k, r, total, g in zip(keys, rollouts, totals, given)]
         self.history.append({**asdict(line), "line": text, "mean_reward": sum(totals) / len(totals),
                              "r_fc": [r.r_fc for r in rewards], "r_task": [r.r_task for r in rewards],
                              "rollouts": rows})
-        return totals
+        return given
 
 
 class StepHealth:
@@ -154,16 +181,26 @@ class StepHealth:
                 windows = getattr(owner.trainer, "rollout_windows", [])
                 stats = phase_stats(list(windows), seconds)
                 windows.clear()
+                entropy = policy_entropy(owner.trainer)
                 if owner.reward_fn.history:
-                    owner.reward_fn.history[-1]["phase"] = stats
-                owner.echo(f"{line}; {phase_line(stats)}")
+                    owner.reward_fn.history[-1].update(phase=stats, entropy=entropy)
+                shown = f"{entropy:.3f}" if entropy is not None else "unmeasured (TRL logged none this step)"
+                owner.echo(f"{line}; policy entropy {shown}; {phase_line(stats)}")
 
         return _StepHealth()
 
 
-def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
-    """Run GRPO for `cfg` (gates already passed); returns the run's summary."""
-    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu))
+def policy_entropy(trainer) -> float | None:
+    """The mean per-token entropy of the policy's completions this step, as TRL computed it for
+    the loss (None when it logged none: the step reused an earlier batch)."""
+    values = getattr(trainer, "_metrics", {}).get("train", {}).get("entropy") or []
+    return float(values[-1]) if values else None
+
+
+def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real") -> dict:
+    """Run GRPO for `cfg` (gates already passed); returns the run's summary. `signal="shuffled"`
+    trains a negative control (rewards permuted within groups), for the learning canary only."""
+    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))
 
 
 def guarded(cfg: Config, echo, body) -> dict:
@@ -224,7 +261,7 @@ def finished_checkpoint(cfg: Config) -> str | None:
     return None
 
 
-def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dict:
+def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from skillos.evals.experiment import load_games, record_experiment
@@ -246,7 +283,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
     if ledger is not None:
         run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
                                   seed=cfg.training.seed)
-    reward_fn = RewardFunction(cfg, make_judge(cfg.judge), echo, defer=True)
+    reward_fn = RewardFunction(cfg, make_judge(cfg.judge), echo, defer=True, signal=signal)
     try:
         from datasets import Dataset
 

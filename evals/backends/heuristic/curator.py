@@ -124,7 +124,6 @@ def extract_procedure(traj: Trajectory, goal) -> tuple[list[str], list[str]]:
         for verb, place in done:
             steps += [f"go to {place}", f"{verb} the X with {place}"]
             if item in failed_before:
-                pitfalls.append(f"moving the X to Y before '{verb} the X with {place}' "
-                                "did not complete the task")
+                pitfalls.append(notes.pitfall(f"{verb} the X with {place}"))
         steps += ["go to Y", "move the X to Y"]
     return steps, pitfalls

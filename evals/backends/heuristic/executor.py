@@ -3,15 +3,17 @@
 Without skills it searches receptacles in the order the room lists them, delivers the object to
 the target, and if that does not finish the task, tries the commands that mention what the task
 names (clean/heat/cool/use ... whatever the admissible list offers) one receptacle at a time.
-With skills it searches the places a `where-to-find-*` skill ranks first and follows the steps
-of a procedure skill whose task kind matches the task.
+With skills it does what they say in plain prose, whoever wrote them (reading.py: one grammar
+over ALFWorld's verbs and nouns): it searches first where they say the object is, and does the
+transformation the task asks for with the tool and in the order they give, before delivering.
+What the skills do not say, it does as it would without them.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from skillos.evals.backends.heuristic import notes
+from skillos.evals.backends.heuristic import reading
 from skillos.evals.envs.alfworld import text
 from skillos.repo import Skill
 
@@ -30,16 +32,8 @@ class HeuristicExecutor:
 class HeuristicEpisode:
     def __init__(self, task: str, skills: Sequence[Skill]):
         self.goal = text.parse_goal(task)
-        self.procedure, self.locations = None, {}
-        for skill in skills:
-            if skill.name.startswith("where-to-find-"):
-                obj = skill.name[len("where-to-find-"):]
-                self.locations[obj] = notes.Locations.parse(obj, skill.body)
-            elif self.goal and self.procedure is None:
-                proc = notes.Procedure.parse(skill.body)
-                if proc and proc.kind == self.goal.kind:
-                    self.procedure = proc
-        self.followed_procedure = self.procedure is not None
+        self.guide = reading.guidance(self.goal, task, skills) if self.goal and skills else reading.Guidance()
+        self.followed_procedure = self.guide.said
         # what the agent has seen this episode
         self.receptacles: list[str] = []
         self.here: str | None = None
@@ -107,10 +101,9 @@ class HeuristicEpisode:
             yield f"open {recep}"
 
     def _search_order(self, obj: str) -> list[str]:
-        known = self.locations.get(obj)
         order = list(self.receptacles)
-        if known:
-            order.sort(key=lambda r: -known.score(text.kind_of(r)))  # stable: keeps room order
+        if obj in self.guide.places:
+            order.sort(key=lambda r: -self.guide.score(obj, text.kind_of(r)))  # stable: keeps room order
         return order
 
     def _find(self, obj: str):
@@ -154,8 +147,8 @@ class HeuristicEpisode:
     def _play(self):
         if self.goal is None:
             return
-        if self.procedure:
-            yield from self._follow(self.procedure.steps)
+        if self.guide.said:
+            yield from self._follow()
         target_is_receptacle = bool(self._instances(self.goal.target))
         for _ in range(self.goal.count if target_is_receptacle else 1):
             if not (yield from self._take(self.goal.obj)):
@@ -164,34 +157,33 @@ class HeuristicEpisode:
                 yield from self._deliver()
         yield from self._try_special(target_is_receptacle)
 
-    def _follow(self, steps):
-        for step in steps:
-            parsed = notes.parse_step(step)
-            if parsed is None:
-                continue
-            op, args = parsed
-            place = args.get("place")
-            if place == "Y":
-                place = self.goal.target
-            if op == "take":
-                if not (yield from self._take(self.goal.obj)):
-                    return
-            elif op == "goto":
-                for recep in self._instances(place)[:1]:
-                    yield from self._goto(recep)
-            elif op == "apply" and self.holding:
-                recep = self.here if self.here and text.kind_of(self.here) == place else None
-                command = f"{args['verb']} {self.holding} with {recep}"
-                if recep and command in self.admissible:
-                    yield command
-            elif op == "move":
-                yield from self._deliver()
-            elif op == "use":
-                item, recep = yield from self._find(self.goal.target)
-                if item:
-                    yield from self._goto(recep)
-                    if f"use {item}" in self.admissible:
-                        yield f"use {item}"
+    def _follow(self):
+        """What the skills say about this task's transformation, before the usual delivery."""
+        need = self.guide.need
+        if need == "use":  # look at the object under a lamp: hold it, then turn the lamp on
+            if not (yield from self._take(self.goal.obj)):
+                return
+            item, recep = yield from self._find(self.goal.target)
+            if item:
+                yield from self._goto(recep)
+                if f"use {item}" in self.admissible:
+                    yield f"use {item}"
+        elif self.guide.transform_first:  # heat / cool / clean it first, then deliver as usual
+            if not (yield from self._take(self.goal.obj)):
+                return
+            yield from self._transform(need, self.guide.tool)
+
+    def _transform(self, verb: str, tool: str | None):
+        """`verb` the held object with `tool` (a receptacle type); with no tool the skills name,
+        or one that does not do it here, try the receptacles in room order."""
+        places = self._instances(tool)[:1] if tool else []
+        places += [r for r in self.receptacles if text.kind_of(r) not in self.guide.avoid | {tool}]
+        for recep in places:
+            yield from self._goto(recep)
+            command = f"{verb} {self.holding} with {recep}"
+            if self.holding and command in self.admissible:
+                yield command
+                return
 
     def _try_special(self, target_is_receptacle: bool):
         """Trial and error: at each receptacle, try commands that mention what the task names."""

@@ -1,12 +1,13 @@
-"""The two kinds of skill the heuristic curator writes, as readable markdown:
+"""The two kinds of skill the heuristic curator writes, in ordinary prose any reader can follow:
 
-* `where-to-find-<object>`: a table of receptacle types, how often the object was found in one
-  and how often one was searched. An executor searches the best-scoring types first.
-* a procedure named after a task kind (`put-a-clean-x-in-y`): numbered steps that won tasks of
-  that kind, with the record of wins and failures when they were followed, and pitfalls seen.
+* `where-to-find-<object>`: where the object was found in past rooms, most likely first, with
+  how often it was found when a receptacle of each type was searched ("found 3 of 5 times").
+* a procedure named after a task kind (`put-a-clean-x-in-y`): numbered sentences that won tasks
+  of that kind, the record of wins and failures when they were followed, and pitfalls seen.
 
-Both are plain SKILL.md files: a person or an LLM executor can read them; the heuristic
-executor parses the same text back (the markdown is the only memory, nothing hidden).
+The executor reads them with the same grammar it reads anyone's prose with (reading.py); the
+curator parses back only its own bookkeeping (counts, records, steps) to update them. The
+markdown is the only memory, nothing hidden.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_ROW = re.compile(r"^\|\s*([a-z]+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|$")
-_STEP = re.compile(r"^\d+\.\s+(.+)$")
+_PLACE = re.compile(r"^- ([a-z]+): (?:found|not found) there (\d+) of (\d+) times")
 _RECORD = re.compile(r"won (\d+), failed (\d+)")
-_KIND = re.compile(r"^# Tasks like: (.+)$")
+_KIND = re.compile(r'^For tasks like "(.+)"')
 
 
 def article(noun: str) -> str:
-    return "an" if noun[:1] in "aeiou" else "a"
+    return "an" if noun[:1] in "aeiouAEIOUX" else "a"
 
 
 def location_skill_name(obj: str) -> str:
@@ -51,26 +51,58 @@ class Locations:
             + (f" ({', '.join(best)})" if best else "")
             + f". Use when a task needs {a} {self.obj}."
         )
-        lines = [
-            f"# Where to find {a} {self.obj}",
-            "",
-            f"Search receptacles of these types first, top to bottom. `found`: times {a} {self.obj}",
-            "was seen in or on one; `searched`: times one was looked into.",
-            "",
-            "| place | found | searched |",
-            "|---|---|---|",
-        ]
-        lines += [f"| {r} | {f} | {s} |" for r, (f, s) in ranked]
+        lines = [f"# Where to find {a} {self.obj}", "",
+                 f"Look for {a} {self.obj} in these places, the most likely first. Each line says how "
+                 f"often {a} {self.obj} was found there when one was searched in past rooms.", ""]
+        lines += [f"- {r}: {'found' if f else 'not found'} there {f} of {s} times" for r, (f, s) in ranked]
         return description, "\n".join(lines) + "\n"
 
     @classmethod
     def parse(cls, obj: str, body: str) -> "Locations":
         counts = {}
         for line in body.splitlines():
-            m = _ROW.match(line.strip())
+            m = _PLACE.match(line.strip())
             if m:
                 counts[m.group(1)] = [int(m.group(2)), int(m.group(3))]
         return cls(obj, counts)
+
+
+# The curator's steps (X: the task's object, Y: its target) and the sentence each is written as.
+SAY = (
+    ("find a X and take it", "Find an X and pick it up."),
+    ("find another X and take it", "Find another X and pick it up."),
+    ("go to Y", "Go to Y."),
+    ("go to {place}", "Go to the {place}."),
+    ("{verb} the X with {place}", "{Verb} the X with the {place}."),
+    ("move the X to Y", "Put the X in or on Y."),
+    ("find the Y and use it", "With the X in hand, find the Y and turn on the Y."),
+)
+
+
+def _shape(template: str):
+    pattern = re.escape(template)
+    for field_, group in (("place", "[a-z]+"), ("verb", "[a-z]+"), ("Verb", "[A-Z][a-z]+")):
+        pattern = pattern.replace(re.escape("{" + field_ + "}"), f"(?P<{field_.lower()}>{group})")
+    return re.compile(pattern)
+
+
+def say(step: str) -> str:
+    """A curator step as the sentence the skill shows."""
+    for template, sentence in SAY:
+        m = _shape(template).fullmatch(step)
+        if m:
+            verb = m.groupdict().get("verb", "")
+            return sentence.format(place=m.groupdict().get("place"), verb=verb, Verb=verb.capitalize())
+    raise ValueError(f"not a curator step: {step!r}")
+
+
+def unsay(sentence: str) -> str | None:
+    """The curator step one of its own sentences says (None: not one of its sentences)."""
+    for template, shown in SAY:
+        m = _shape(shown).fullmatch(sentence)
+        if m:
+            return template.format(**{k: v.lower() for k, v in m.groupdict().items()})
+    return None
 
 
 @dataclass
@@ -79,17 +111,16 @@ class Procedure:
     steps: list
     won: int = 0
     failed: int = 0
-    pitfalls: list = field(default_factory=list)
+    pitfalls: list = field(default_factory=list)  # sentences
 
     def render(self) -> tuple[str, str]:
-        description = (
-            f"Steps that won tasks like {self.kind} (X is the object and Y the target named in "
-            f"the task); won {self.won}, failed {self.failed} when followed."
-        )
-        lines = [f"# Tasks like: {self.kind}", "",
-                 "X is the object and Y the target named in the task. Steps that won:", ""]
-        lines += [f"{i}. {step}" for i, step in enumerate(self.steps, 1)]
-        lines += ["", f"Record when followed: won {self.won}, failed {self.failed}."]
+        description = (f"Steps that won tasks like {self.kind} (X is the object and Y the place the task "
+                       f"names); won {self.won}, failed {self.failed} when followed.")
+        lines = [f"# {self.kind[:1].upper()}{self.kind[1:]}", "",
+                 f'For tasks like "{self.kind}": X is the object the task names and Y the place it names. '
+                 "These steps won:", ""]
+        lines += [f"{i}. {say(step)}" for i, step in enumerate(self.steps, 1)]
+        lines += ["", f"When followed: won {self.won}, failed {self.failed}."]
         if self.pitfalls:
             lines += ["", "Pitfalls seen:", ""] + [f"- {p}" for p in self.pitfalls]
         return description, "\n".join(lines) + "\n"
@@ -102,8 +133,8 @@ class Procedure:
             line = line.strip()
             if (m := _KIND.match(line)):
                 kind = m.group(1)
-            elif (m := _STEP.match(line)):
-                steps.append(m.group(1))
+            elif (m := re.match(r"^\d+\.\s+(.+)$", line)) and (step := unsay(m.group(1))):
+                steps.append(step)
             elif (m := _RECORD.search(line)):
                 won, failed = int(m.group(1)), int(m.group(2))
             elif line == "Pitfalls seen:":
@@ -113,19 +144,7 @@ class Procedure:
         return cls(kind, steps, won, failed, pitfalls) if kind and steps else None
 
 
-# The step language the executor follows (X, Y stand for the task's object and target).
-STEP_PATTERNS = (
-    ("take", re.compile(r"^find (?:a|another) X and take it$")),
-    ("goto", re.compile(r"^go to (?P<place>[a-zA-Z]+)$")),
-    ("apply", re.compile(r"^(?P<verb>[a-z]+) the X with (?P<place>[a-zA-Z]+)$")),
-    ("move", re.compile(r"^move the X to Y$")),
-    ("use", re.compile(r"^find the Y and use it$")),
-)
-
-
-def parse_step(step: str) -> tuple[str, dict] | None:
-    for op, pattern in STEP_PATTERNS:
-        m = pattern.match(step)
-        if m:
-            return op, m.groupdict()
-    return None
+def pitfall(step: str) -> str:
+    """The pitfall a step done only after a failed delivery teaches, as a sentence."""
+    sentence = say(step).rstrip(".")
+    return f"Putting the X in Y before you {sentence[0].lower()}{sentence[1:]} did not finish the task."

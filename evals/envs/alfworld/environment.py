@@ -27,11 +27,12 @@ class Household:
                                "and export ALFWORLD_DATA=~/.cache/alfworld")
         scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
         if cfg.env.data == "official":
-            found = games.load_official(os.environ["ALFWORLD_DATA"], split)
+            types = games.task_types(cfg.env.task_types)
+            found = [g for g in games.load_official(os.environ["ALFWORLD_DATA"], split) if g.task_type in types]
             if len(found) < n:
                 raise SkillosError(f"ALFWORLD_DATA {split} has {len(found)} playable games; asked for {n}")
             return found[:n]
-        return games.make_games(split, n, cfg.env.seed, progress=progress)
+        return games.make_games(split, n, cfg.env.seed, progress=progress, types=cfg.env.task_types)
 
     def make_env(self, tasks=()):
         from skillos.evals.envs.alfworld.env import AlfworldEnv

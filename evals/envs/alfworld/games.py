@@ -110,8 +110,29 @@ def verify(spec: generator.GameSpec, env: AlfworldEnv, folder: Path) -> list[str
     return walkthrough if obs.won else None
 
 
-def _generate_one(split, index, seed, plans, env, folder) -> Game:
-    task_type = scenes.TASK_TYPES[index % len(scenes.TASK_TYPES)]
+# The short name of each task type, for the folders and game ids of a pool of some types only.
+SHORT = {"pick_and_place_simple": "simple", "look_at_obj_in_light": "look",
+         "pick_clean_then_place_in_recep": "clean", "pick_heat_then_place_in_recep": "heat",
+         "pick_cool_then_place_in_recep": "cool", "pick_two_obj_and_place": "two"}
+
+
+def task_types(chosen=None) -> tuple:
+    """The task types of a pool: all six in ALFWorld's order, or the chosen ones in that order."""
+    if not chosen:
+        return scenes.TASK_TYPES
+    unknown = [t for t in chosen if t not in scenes.TASK_TYPES]
+    if unknown:
+        raise SkillosError(f"env.task_types: {unknown[0]!r} is not an ALFWorld task type "
+                           f"({', '.join(scenes.TASK_TYPES)})")
+    return tuple(t for t in scenes.TASK_TYPES if t in chosen)
+
+
+def _pool_tag(types: tuple) -> str:
+    return "" if types == scenes.TASK_TYPES else "-" + "+".join(SHORT[t] for t in types)
+
+
+def _generate_one(split, index, seed, plans, env, folder, types=scenes.TASK_TYPES) -> Game:
+    task_type = types[index % len(types)]
     for attempt in range(MAX_ATTEMPTS):
         rng = random.Random(_seed(seed, split, index, attempt))
         spec = generator.generate(rng.choice(plans), task_type, rng)
@@ -125,19 +146,20 @@ def _generate_one(split, index, seed, plans, env, folder) -> Game:
         extra = {"generator": generator.GENERATOR_VERSION, "seed": seed, "split": split,
                  "index": index, "attempt": attempt, "placements": spec.placements}
         (folder / "traj_data.json").write_text(json.dumps(spec.traj_data(extra), indent=1))
-        return Game(f"{split}-{index:04d}", str(folder / "game.tw-pddl"), task_type, spec.task,
+        return Game(f"{split}{_pool_tag(types)}-{index:04d}", str(folder / "game.tw-pddl"), task_type, spec.task,
                     spec.plan, generator.content_hash(game), len(walkthrough))
     raise RuntimeError(f"no solvable {task_type} game for {split} #{index} in {MAX_ATTEMPTS} attempts")
 
 
 def make_games(split: str, n: int, seed: int, cache_dir: str | Path | None = None,
-               progress=None) -> list[Game]:
-    """n verified games of a split, from the cache or freshly generated (then cached)."""
+               progress=None, types=None) -> list[Game]:
+    """n verified games of a split, from the cache or freshly generated (then cached); `types`:
+    only these task types, in turn (None: all six)."""
     if n < 1:
         raise SkillosError(f"env.n_games must be at least 1, got {n}")
-    plans = split_plans(split)
+    plans, types = split_plans(split), task_types(types)
     root = Path(cache_dir) if cache_dir else engine.cache_root()
-    folder = root / generator.GENERATOR_VERSION.replace("/", "-") / f"{split}-seed{seed}-n{n}"
+    folder = root / generator.GENERATOR_VERSION.replace("/", "-") / f"{split}-seed{seed}-n{n}{_pool_tag(types)}"
     manifest = folder / "manifest.json"
     if manifest.is_file():
         data = json.loads(manifest.read_text())
@@ -150,11 +172,12 @@ def make_games(split: str, n: int, seed: int, cache_dir: str | Path | None = Non
         for i in range(n):
             game_dir = tmp / f"{i:04d}"
             game_dir.mkdir()
-            games.append(_generate_one(split, i, seed, plans, env, game_dir))
+            games.append(_generate_one(split, i, seed, plans, env, game_dir, types))
             if progress:
                 progress(i + 1, n)
         rel = [{**asdict(g), "path": str(Path(g.path).relative_to(tmp))} for g in games]
         record = {"generator": generator.GENERATOR_VERSION, "split": split, "seed": seed, "n": n,
+                  "task_types": list(types),
                   "floor_plans": plans, "placement_prior": generator.PLACEMENT_PRIOR,
                   "games": rel}
         (tmp / "manifest.json").write_text(json.dumps(record, indent=1))
@@ -166,7 +189,7 @@ def make_games(split: str, n: int, seed: int, cache_dir: str | Path | None = Non
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return make_games(split, n, seed, cache_dir)
+    return make_games(split, n, seed, cache_dir, types=types)
 
 
 def load_official(data_root: str | Path, split: str) -> list[Game]:
