@@ -24,7 +24,8 @@ from skillos.secrets import redact, redact_text
 
 APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
-          "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates", "seals")
+          "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates", "seals",
+          "canaries")
 CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes")
 
 MIGRATIONS = {
@@ -80,6 +81,16 @@ MIGRATIONS = {
     CREATE TABLE seals (id INTEGER PRIMARY KEY, experiment TEXT NOT NULL, split_hash TEXT NOT NULL,
         reason TEXT, output TEXT, actor TEXT, override TEXT, created_at TEXT NOT NULL);
     CREATE INDEX seals_key ON seals (experiment, split_hash);
+    """,
+    # learning canaries (skillos canary): a trainer's own code on a learnable miniature, before
+    # and after, beside a negative control; a GPU launch needs a passing one for its code_hash.
+    4: """
+    CREATE TABLE canaries (id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs, trainer TEXT NOT NULL,
+        code_hash TEXT NOT NULL, metric TEXT, n INTEGER, before_rate REAL, after_rate REAL,
+        b INTEGER, c INTEGER, p REAL, verdict TEXT, control_b INTEGER, control_c INTEGER,
+        control_p REAL, control_verdict TEXT, passed INTEGER NOT NULL, quick INTEGER NOT NULL,
+        result_json TEXT NOT NULL, created_at TEXT NOT NULL);
+    CREATE INDEX canaries_key ON canaries (trainer, code_hash);
     """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -389,6 +400,35 @@ class Ledger:
             self.add_override(5, "sealed-split", f"optimize: read {experiment!r} test split again: "
                               f"{override}", actor)
         return seal
+
+    # -- learning canaries ------------------------------------------------------------------
+    def add_canary(self, run_id: int | None, result: dict) -> int:
+        """One canary's result (training/canary: the JSON `skillos canary --json` prints)."""
+        control = result["control"]
+        return self._insert(
+            "canaries", run_id=run_id, trainer=result["trainer"], code_hash=result["code_hash"],
+            metric=result["metric"], n=result["n"], before_rate=result["before"], after_rate=result["after"],
+            b=result["b"], c=result["c"], p=result["p"], verdict=result["verdict"], control_b=control["b"],
+            control_c=control["c"], control_p=control["p"], control_verdict=control["verdict"],
+            passed=int(bool(result["passed"])), quick=int(bool(result.get("quick"))),
+            result_json=json.dumps(result, sort_keys=True))
+
+    def passing_canary(self, trainer: str, code_hash: str) -> dict | None:
+        """The newest passing canary of `trainer` at its default size for this code, whose run
+        was not invalidated (None if there is none)."""
+        try:
+            rows = self.db.execute("SELECT * FROM canaries WHERE trainer = ? AND code_hash = ? AND passed = 1 "
+                                   "AND quick = 0 ORDER BY id DESC", (trainer, code_hash)).fetchall()
+        except sqlite3.OperationalError:  # a read-only ledger from before canaries: none recorded
+            return None
+        for row in rows:
+            if row["run_id"] is None or self._current("runs", self._row("runs", row["run_id"]))["valid"]:
+                return dict(row)
+        return None
+
+    def canaries(self, trainer: str | None = None) -> list[dict]:
+        query = "SELECT * FROM canaries" + (" WHERE trainer = ?" if trainer else "") + " ORDER BY id"
+        return [dict(r) for r in self.db.execute(query, (trainer,) if trainer else ())]
 
     # -- failures ---------------------------------------------------------------------------
     def add_failure(self, what: str, category: str, modes=(), kind: str = "scientific",

@@ -39,7 +39,7 @@ def by_name(report) -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_shipped_configs_pass_the_static_gates(name):
+def test_shipped_configs_pass_the_static_gates(name, canaries_passed):
     report = gates.check(config.load(CONFIGS[name]))
     assert report.exit_code == 0, [r.line() for r in report.failed]
     assert report.counts()["PASS"] > 0
@@ -197,7 +197,7 @@ def test_a_fix_run_is_checked_against_the_ledger():
     assert by_name(check(data, source=CONFIGS["quickstart"]))["fix"].status == "WARN"
 
 
-def test_static_checks_import_nothing_heavy():
+def test_static_checks_import_nothing_heavy(canaries_passed):
     code = ("import sys; from skillos import config, gates; "
             f"r = gates.check(config.load({str(CONFIGS['paper'])!r})); "
             "print(r.exit_code, sorted(m for m in ('torch', 'transformers', 'trl', 'alfworld', "
@@ -206,7 +206,7 @@ def test_static_checks_import_nothing_heavy():
     assert out.stdout.split(None, 1) == ["0", "[]\n"], out.stderr
 
 
-def test_gate_check_cli_exit_codes_and_json(tmp_path):
+def test_gate_check_cli_exit_codes_and_json(tmp_path, canaries_passed):
     result = run_cli("gate", "check", CONFIGS["paper"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS gate 1   table.training.learning_rate" in result.stdout

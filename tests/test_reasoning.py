@@ -270,7 +270,7 @@ def test_curator_training_on_reasoning_draws_each_group_size_from_the_range():
         CuratorEnv(setup).reset(game_ids=[g.id for g in games[:4]])
 
 
-def test_the_paper_reasoning_config_passes_its_own_reference_table():
+def test_the_paper_reasoning_config_passes_its_own_reference_table(canaries_passed):
     result = run_cli("gate", "check", ROOT / "training" / "configs" / "skillos-paper-reasoning.yaml", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     checks = {c["check"]: c for c in json.loads(result.stdout)["results"]}

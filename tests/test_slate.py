@@ -241,7 +241,7 @@ def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch,
     assert sent[:4] == ["system", "user", "assistant", "tool"]  # the read was answered before acting
 
 
-def test_the_gpu_config_passes_the_static_gates():
+def test_the_gpu_config_passes_the_static_gates(canaries_passed):
     from skillos import gates
 
     report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-lora.yaml"))

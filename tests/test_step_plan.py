@@ -27,7 +27,7 @@ def test_the_paper_plan_is_littles_law_at_the_stated_latency():
     assert plan.gpu_busy_share is None and "GPU-busy share: unmeasured" in "\n".join(plan.lines())
 
 
-def test_train_dry_run_prints_the_step_plan_and_the_server_and_multi_node_launches():
+def test_train_dry_run_prints_the_step_plan_and_the_server_and_multi_node_launches(canaries_passed):
     out = run_cli("train", PAPER, "--dry-run")
     assert out.returncode == 0, out.stderr
     assert "step plan: 32 rollouts x 10 games x <= 30 actions = 9600 executor calls per step" in out.stdout

@@ -35,7 +35,7 @@ def test_grpo_config_from_the_paper_config_matches_table_4():
     assert args.save_total_limit is None  # every checkpoint kept for the sweep
 
 
-def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path):
+def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path, canaries_passed):
     result = run_cli("train", PAPER, "--backend", "modal", "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "launch: modal" in result.stdout and "gpu: H100:8" in result.stdout
@@ -47,7 +47,7 @@ def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path):
     assert Path(plan["command"][plan["command"].index("--deepspeed_config_file") + 1]).is_file()
 
 
-def test_a_modal_launch_builds_the_app_and_without_a_token_says_so(tmp_path, game_cache):
+def test_a_modal_launch_builds_the_app_and_without_a_token_says_so(tmp_path, game_cache, canaries_passed):
     """The real modal SDK builds the app (image, volume, GPU) and stops at authentication: a
     one-line error that says what to do, after the gates ran; never a launch from a test."""
     import yaml

@@ -5,13 +5,15 @@ that needs them, so `skillos gate check` and `skillos ledger ...` start fast on 
 
 The public API (skillos.api), loaded on first use:
     skillos.evaluate, skillos.sweep, skillos.optimize, skillos.train, skillos.compare,
-    skillos.check, skillos.sleep, skillos.evaluate_slate, skillos.load, skillos.GateRefused
+    skillos.check, skillos.sleep, skillos.evaluate_slate, skillos.canary, skillos.load,
+    skillos.GateRefused
 and the read-only viewer as its own package: skillos.view.serve, skillos.view.export_site.
 """
 
 __version__ = "0.1.0"
 
-API = ("evaluate", "sweep", "optimize", "train", "compare", "check", "sleep", "evaluate_slate", "load", "GateRefused")
+API = ("evaluate", "sweep", "optimize", "train", "compare", "check", "sleep", "evaluate_slate", "canary", "load",
+       "GateRefused")
 __all__ = list(API)
 
 

@@ -27,7 +27,7 @@ from skillos.config import Config
 from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
 
-__all__ = ["GateRefused", "check", "compare", "evaluate", "load", "evaluate_slate", "optimize", "sleep", "sweep", "train"]
+__all__ = ["GateRefused", "canary", "check", "compare", "evaluate", "load", "evaluate_slate", "optimize", "sleep", "sweep", "train"]
 
 Echo = Callable[[str], None]
 
@@ -185,6 +185,19 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
         return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
                             power=cfg.eval.power, max_age_days=cfg.eval.control.max_age_days,
                             n_boot=cfg.eval.bootstrap, family=family)
+
+
+def canary(trainer: str, *, quick: bool = False, out: str | Path | None = None, echo: Echo | None = None,
+           ledger=None) -> dict:
+    """The learning canary of `trainer` (curator, selector, optimize): trained before/after on
+    held-out tasks beside a negative control, judged by evals/stats.py and recorded in the ledger
+    with the code hash it vouches for. Returns the result (`passed`: improvement and a control
+    that shows none). Runs on the CPU, on its own miniature: it launches nothing the gates guard.
+    Raises SkillosError for an unknown trainer."""
+    from skillos.training import canary as canaries
+
+    with _ledger(ledger) as book:
+        return canaries.run(trainer, quick=quick, out=out, ledger=book, echo=echo or _quiet)
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -183,6 +183,11 @@ class ComputeConfig:
     main_process_ip: str | None = None
     main_process_port: int = 29500
 
+    @property
+    def spends_gpus(self) -> bool:
+        """A launch that is not the local CPU: GPUs named, or an accelerate / Modal launch."""
+        return self.gpu is not None or self.backend != "local"
+
 
 @dataclass
 class RetrievalConfig:
@@ -301,6 +306,15 @@ class SleepConfig:
 
 
 @dataclass
+class CanaryConfig:
+    """A learning canary's miniature (training/canary, training/configs/canary-*.yaml): the
+    supervised warm start the tiny model trains from before GRPO."""
+    warmup_steps: int = 400  # supervised steps of the warm start
+    warmup_groups: int = 12  # train groups whose first curator inputs the warm start answers
+    warmup_learning_rate: float = 3e-3
+
+
+@dataclass
 class Config:
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -315,6 +329,7 @@ class Config:
     optimize: OptimizeConfig = field(default_factory=OptimizeConfig)
     sleep: SleepConfig = field(default_factory=SleepConfig)
     skillgate: SkillGateConfig = field(default_factory=SkillGateConfig)
+    canary: CanaryConfig = field(default_factory=CanaryConfig)
     reference: str | None = None  # hyperparameter table to diff against, e.g. skillos-paper/alfworld
     divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
 
@@ -624,6 +639,8 @@ BOUNDS = [
     ("training.save_total_limit", 1, 1_000_000), ("training.seed", 0, 2**31 - 1),
     ("training.vllm_gpu_memory_utilization", 0.01, 1.0),
     ("training.vllm_tensor_parallel_size", 1, 1024), ("training.checkpoint_gb", 1e-6, 1e9),
+    ("canary.warmup_steps", 1, 1_000_000), ("canary.warmup_groups", 1, 100_000),
+    ("canary.warmup_learning_rate", 1e-12, 1.0),
 ]
 BACKEND_BOUNDS = [  # for executor, curator, judge and optimize.optimizer
     ("temperature", 0.0, 10.0), ("top_p", 1e-9, 1.0), ("top_k", 1, 100_000),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -268,7 +269,8 @@ class _Collect:
         return []
 
 
-def run(cfg, out: Path, ledger=None, echo=print, resume: bool = False, unseal: str | None = None) -> dict:
+def run(cfg, out: Path, ledger=None, echo=print, resume: bool = False, unseal: str | None = None,
+        signal: str = "real") -> dict:
     """rollout → reflect/propose → gate on validation → update, for optimize.epochs epochs; then
     one read of the sealed test split for the seed-vs-best report. Writes best_skill/,
     history.jsonl, rejected.json and report.json to `out`; records every candidate in the ledger.
@@ -280,10 +282,28 @@ def run(cfg, out: Path, ledger=None, echo=print, resume: bool = False, unseal: s
     from skillos.safety import RunLock
 
     with RunLock(Path(out)):
-        return _run(cfg, Path(out), ledger, echo, resume, unseal)
+        return _run(cfg, Path(out), ledger, echo, resume, unseal, signal)
 
 
-def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict:
+def destroyed(trajectories: list, incumbent: dict, candidate: dict, seed: str) -> tuple[list, dict, dict]:
+    """The learning signal of one step destroyed (a learning canary's negative control): the
+    minibatch's outcomes permuted among its trajectories before the proposer reads them, and
+    each validation task's incumbent and candidate outcomes swapped with probability 1/2 before
+    the gate compares them (the paired permutation null: no candidate is better in expectation)."""
+    import dataclasses
+
+    rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
+    won = [t.won for t in trajectories]
+    rng.shuffle(won)
+    trajectories = [dataclasses.replace(t, won=w) for t, w in zip(trajectories, won)]
+    inc, cand = dict(incumbent), dict(candidate)
+    for task in sorted(set(inc) & set(cand)):
+        if rng.random() < 0.5:
+            inc[task], cand[task] = cand[task], inc[task]
+    return trajectories, inc, cand
+
+
+def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal: str = "real") -> dict:
     import random
 
     import yaml
@@ -350,13 +370,19 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict
         budget = edits_allowed(g, total, o.max_edits, o.min_edits, o.schedule)
         collect = _Collect()
         play(incumbent, batch, "minibatch", collect)
-        edits = proposer.propose(incumbent, collect.trajectories, memory, budget)[:budget]
+        seen, judged_incumbent = collect.trajectories, incumbent_val
+        if signal == "shuffled":
+            seen, _, _ = destroyed(seen, {}, {}, f"{cfg.env.seed}|{g}|minibatch")
+        edits = proposer.propose(incumbent, seen, memory, budget)[:budget]
         if not edits:
             echo(f"epoch {epoch} step {step}: no edit proposed (budget {budget})")
         else:
             candidate = apply_edits(incumbent, edits)
-            candidate_val = outcomes(play(candidate, validation, f"candidate-{g + 1}"))
-            verdict = stats.gate(incumbent_val, candidate_val, *gate_args)
+            candidate_val = judged_candidate = outcomes(play(candidate, validation, f"candidate-{g + 1}"))
+            if signal == "shuffled":
+                _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
+                                                                  f"{cfg.env.seed}|{g}|gate")
+            verdict = stats.gate(judged_incumbent, judged_candidate, *gate_args)
             tried += 1
             paired = stats.compare(incumbent_val, candidate_val, names=("candidate", "incumbent"),
                                    alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
@@ -393,6 +419,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict
     # ledger seals it by (validation numbers never appear as the result).
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
                            "n_games": len(final), "content_hash": test.content_hash}
+    report["test_outcomes"] = {"seed": outcomes(seed_rows), "best": outcomes(best_rows)}
     write_atomic(out / "report.json", json_text(report))
     if ledger is not None:
         for arm, summary in (("seed", report["seed"]), ("best", report["best"])):

@@ -80,6 +80,11 @@ def _classes():
                              "read_spans": located})
             sel_mask = torch.tensor(masks, device=ids.device)
             if args.selector_credit != "off":
+                if getattr(self, "signal", "real") == "shuffled":  # a canary's negative control
+                    from skillos.training.trainer import shuffled_within_groups
+
+                    blocks = [i // self.num_generations for i in range(len(utilities))]
+                    utilities = shuffled_within_groups(utilities, blocks, f"{args.seed}|{self.state.global_step}")
                 # Groups may span processes: normalise over the gathered batch, keep this process's rows.
                 local = torch.tensor(utilities, device=ids.device)
                 gathered = self.accelerator.gather(local)
@@ -112,12 +117,14 @@ def _classes():
 
 
 class SlateReward:
-    """The outcome reward: 1 won, 0 lost, None unmeasured (TRL gives it no advantage)."""
+    """The outcome reward: 1 won, 0 lost, None unmeasured (TRL gives it no advantage). With
+    `signal="shuffled"` (a canary's negative control) the rewards are permuted within each
+    group of `group` completions."""
 
     __name__ = "slate_outcome"
 
-    def __init__(self, echo):
-        self.echo, self.history = echo, []
+    def __init__(self, echo, signal: str, group: int, seed: int):
+        self.echo, self.history, self.signal, self.group, self.seed = echo, [], signal, group, seed
 
     def __call__(self, prompts, completions, environments=None, **_) -> list:
         from skillos.evals.envs.slate import render_metrics, selection_metrics
@@ -126,7 +133,13 @@ class SlateReward:
         metrics = selection_metrics(records)
         self.echo(render_metrics("rollouts", metrics))
         self.history.append(metrics)
-        return [None if r["success"] is None else float(r["success"]) for r in records]
+        rewards = [None if r["success"] is None else float(r["success"]) for r in records]
+        if self.signal == "shuffled":
+            from skillos.training.trainer import shuffled_within_groups
+
+            blocks = [i // self.group for i in range(len(rewards))]
+            rewards = shuffled_within_groups(rewards, blocks, f"{self.seed}|{len(self.history)}")
+        return rewards
 
 
 def dataset_rows(cfg: Config, games) -> list[dict]:
@@ -162,14 +175,16 @@ def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
     return conversations
 
 
-def train(cfg: Config, ledger, echo=print, warmup: bool = True) -> dict:
-    """Selector-credit GRPO for `cfg` (gates already passed); returns the run's summary."""
+def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real") -> dict:
+    """Selector-credit GRPO for `cfg` (gates already passed); returns the run's summary.
+    `signal="shuffled"`: rewards and selection utilities permuted within each group, the
+    negative control of the learning canary (training/canary)."""
     from skillos.training.trainer import guarded
 
-    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu))
+    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))
 
 
-def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dict:
+def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
     from datasets import Dataset
 
     from skillos.evals.experiment import load_games, record_experiment
@@ -189,7 +204,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
     if ledger is not None:
         run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
                                   seed=cfg.training.seed)
-    reward = SlateReward(echo)
+    reward = SlateReward(echo, signal, cfg.training.num_generations or 1, cfg.training.seed or 0)
     try:
         config_cls, trainer_cls = _classes()
         trainer = trainer_cls(
@@ -197,6 +212,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(SlateEnv, setup),
             callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
+        trainer.signal = signal
     except BaseException as exc:
         if ledger is not None:
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])

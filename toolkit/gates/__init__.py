@@ -57,7 +57,7 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     and before any code is executed (enforce validates --override names there). With
     `overridden` (the checks a person overrode), a static FAIL outside it refuses before any
     code runs: the dry-run checks, which play games, are skipped."""
-    from skillos.gates import dryrun, scale, static  # noqa: F401 - register the checks
+    from skillos.gates import dryrun, learning, scale, static  # noqa: F401 - register the checks
 
     ref = None
     if cfg.reference:

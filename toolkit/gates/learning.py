@@ -1,0 +1,51 @@
+"""The recipe learns: a launch that spends GPUs needs a passing learning canary (training/canary)
+of its trainer, for the code that trainer runs now. The reference reproduction trained for days
+on recipes whose reward carried no signal; a canary shows, on a CPU miniature and beside a
+negative control, that the trainer's code moves the number it exists to move."""
+
+from __future__ import annotations
+
+from skillos.gates.core import Context, Result, static, training_only
+
+GATES = (6,)  # if training does not move the number, the recipe is wrong
+INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing (task reward +0.035 over "
+            "60 steps while entropy collapsed)")
+
+
+@static
+@training_only(*GATES)
+def recipe_learns(ctx: Context) -> Result:
+    from skillos.training.canary import CANARIES, canary, code_hash, trainer_key
+
+    check, cfg = "recipe-learns", ctx.cfg
+    if not cfg.compute.spends_gpus:
+        return Result(check, GATES, "SKIP", detail="compute is the local CPU (no GPU is spent)")
+    key = trainer_key(cfg)
+    name = key.split(":")[0]
+    if name not in CANARIES:
+        return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a trainer with a learning canary", INCIDENT,
+                      f"no canary exists for trainer {key!r} (canaries: {', '.join(CANARIES)}); nothing has shown "
+                      "that it learns")
+    digest = code_hash(canary(name).files)
+    found = _passing(ctx, key, digest)
+    command = f"skillos canary {name}" + (f"  (credit {key.split(':', 1)[1]})" if ":" in key else "")
+    if found is None:
+        return Result(check, GATES, "FAIL", "skillgate.trainer", key, f"a passing canary for code {digest}", INCIDENT,
+                      f"the ledger holds no passing canary of {key} for the current code ({digest}); run "
+                      f"`{command}` (~30 min on 2 CPU cores), then launch again")
+    return Result(check, GATES, "PASS", "skillgate.trainer", key, f"a passing canary for code {digest}", INCIDENT,
+                  f"canary #{found['id']} passed for code {digest} on {found['created_at'][:10]}: {found['metric']} "
+                  f"{found['before_rate']:.0%} -> {found['after_rate']:.0%}, b/c {found['b']}/{found['c']}; "
+                  f"control b/c {found['control_b']}/{found['control_c']} ({found['control_verdict']})")
+
+
+def _passing(ctx: Context, key: str, digest: str) -> dict | None:
+    if ctx.ledger is not None:
+        return ctx.ledger.passing_canary(key, digest)
+    from skillos.ledger import Ledger
+    from skillos.ledger.store import default_path
+
+    if not default_path().is_file():
+        return None
+    with Ledger.read_only(default_path()) as book:
+        return book.passing_canary(key, digest)

@@ -1,0 +1,150 @@
+"""Learning canaries (`skillos canary TRAINER`): does a trainer move the number it exists to move?
+
+A canary runs a trainer's own code (the same trainer class, reward, credit, masks and rollout
+path a GPU run uses) on a miniature that a working recipe learns on 2 CPU cores, and measures a
+metric declared in advance on held-out tasks before and after training, paired, with the exact
+test and the verdict words of `evals/stats.py`. Beside it, a **negative control** trains the same
+way from the same start with the learning signal destroyed (rewards or selection utilities
+permuted within each group): it must not show an improvement. A canary passes when the trained
+model's verdict is "improvement" and the control's is not; one that cannot fail proves nothing.
+
+Each canary is recorded in the ledger (an experiment `canary-NAME`, one run, a `canaries` row)
+with the code hash of the trainer files it exercised. Gate 1's `recipe-learns` check refuses a
+launch that spends GPUs unless a passing canary exists for the current code of its trainer.
+
+Canaries plug in here by name; each module's CANARY has `name`, `metric`, `files` (the code it
+exercises, hashed) and `measure(out, quick, echo) -> Measured`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillos.errors import SkillosError
+
+CANARIES = {
+    "curator": "skillos.training.canary.curator:CANARY",  # SkillOS GRPO, curator env, reading executor
+    "selector": "skillos.training.canary.selector:CANARY",  # SkillGate GRPO with clean-oracle credit
+    "optimize": "skillos.training.canary.optimize:CANARY",  # text-space optimization with its gate
+}
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding toolkit/, evals/, training/
+
+
+@dataclass
+class Measured:
+    """What a miniature measured: the metric per held-out task (True / False / None) before
+    training, after it, and after the negative control's training; `detail` is reported as is."""
+
+    metric: str
+    before: dict
+    after: dict
+    control_after: dict
+    detail: dict = field(default_factory=dict)
+
+
+def canary(name: str):
+    """The canary of a trainer name (a one-line error for an unknown one)."""
+    if name not in CANARIES:
+        raise SkillosError(f"canary {name!r}: no such canary; choose one of {', '.join(CANARIES)}")
+    module, _, attr = CANARIES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def code_hash(files) -> str:
+    """sha256 over the trainer files a canary exercises (path and bytes, in order): a canary
+    vouches for this code only; an edit to any of them asks for a new canary."""
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        path = PACKAGE_ROOT / rel
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def judge(measured: Measured) -> dict:
+    """Before vs after and before vs the control's after, each its own family of one (the
+    control is a falsification check, not a second claim), in the verdict function's words, at
+    the schema's alpha, power and bootstrap."""
+    from skillos.config import EvalConfig
+    from skillos.evals import stats
+
+    e, out = EvalConfig(), {}
+    for key, after in (("trained", measured.after), ("control", measured.control_after)):
+        comparison = stats.compare(measured.before, after, names=(key, "before"), alpha=e.alpha, power=e.power,
+                                   n_boot=e.bootstrap)
+        verdict = stats.verdicts({key: comparison}, alpha=e.alpha, family=f"canary {key} vs before",
+                                 correction="none")[key]
+        out[key] = {"comparison": comparison, "verdict": verdict}
+    return out
+
+
+def run(name: str, *, quick: bool = False, out: str | Path | None = None, ledger=None, echo=print) -> dict:
+    """Run canary `name` and record it; the result `skillos canary --json` prints."""
+    chosen = canary(name)
+    started = time.perf_counter()
+    folder = Path(out) if out else Path("runs") / f"canary-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = code_hash(chosen.files)
+    run_id = None
+    if ledger is not None:
+        experiment = ledger.find_or_add_experiment(
+            f"canary-{chosen.trainer}", digest, hypothesis=f"{chosen.trainer}: training moves {chosen.metric} "
+            "on held-out tasks; the same training with the signal destroyed does not",
+            success_metric=f"{chosen.metric} (paired, exact McNemar) vs before training")
+        run_id = ledger.start_run(experiment, "canary", config={"canary": name, "quick": quick,
+                                                              "code_hash": digest, "files": list(chosen.files)})
+    try:
+        measured = chosen.measure(folder, quick, echo)
+    except BaseException as exc:
+        if ledger is not None:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
+            ledger.end_experiment_run(run_id, status, f"{type(exc).__name__}: {exc}"[:300])
+        raise
+    judged = judge(measured)
+    trained, control = judged["trained"], judged["control"]
+    c = trained["comparison"]
+    result = {
+        "trainer": chosen.trainer, "metric": measured.metric, "n": c.n_paired,
+        "before": c.control_rate, "after": c.treatment_rate, "b": c.b, "c": c.c, "p": c.p_value,
+        "verdict": trained["verdict"].label,
+        "control": {"b": control["comparison"].b, "c": control["comparison"].c,
+                    "p": control["comparison"].p_value, "after": control["comparison"].treatment_rate,
+                    "n": control["comparison"].n_paired, "verdict": control["verdict"].label},
+        "passed": trained["verdict"].word == "improvement" and control["verdict"].word != "improvement",
+        "quick": quick, "code_hash": digest, "wall_s": round(time.perf_counter() - started, 1),
+        "n_dropped": c.n_dropped, "reasons": {"trained": trained["verdict"].reasons,
+                                              "control": control["verdict"].reasons},
+        "detail": measured.detail, "output_dir": str(folder),
+    }
+    (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
+    if ledger is not None:
+        ledger.add_canary(run_id, result)
+        ledger.end_experiment_run(run_id, "finished", line(result), experiment_status="measured")
+    return result
+
+
+def line(result: dict) -> str:
+    """The one summary line a canary prints."""
+    def rate(x):
+        return "unmeasured" if x is None else f"{x:.0%}"
+
+    ctl = result["control"]
+    p = "unmeasured" if result["p"] is None else f"{result['p']:.2g}"
+    cp = "unmeasured" if ctl["p"] is None else f"{ctl['p']:.2g}"
+    return (f"canary {result['trainer']}: {'PASS' if result['passed'] else 'FAIL'} — {result['metric']} "
+            f"{rate(result['before'])} -> {rate(result['after'])} on {result['n']} held-out tasks, b/c "
+            f"{result['b']}/{result['c']}, p {p}: {result['verdict']}; negative control -> {rate(ctl['after'])}, "
+            f"b/c {ctl['b']}/{ctl['c']}, p {cp}: {ctl['verdict']}; {result['wall_s']:.0f} s; code {result['code_hash']}")
+
+
+def trainer_key(cfg) -> str:
+    """Which canary vouches for the trainer a config launches ("selector:clean-oracle": the
+    selector's canary is per credit variant)."""
+    trainer = cfg.skillgate.trainer
+    if trainer == "selector":
+        return f"selector:{cfg.skillgate.selector_credit}"
+    return trainer

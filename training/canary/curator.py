@@ -1,0 +1,148 @@
+"""The curator's learning canary: SkillOS GRPO (training/trainer.py, the curator environment,
+the composite reward, every rollout in flight) on a miniature the tiny CPU model can learn.
+
+The miniature, and why. The tiny model (0.4M parameters, random init) cannot invent prose, so
+it starts from a supervised warm-up on the real first curator inputs of its train groups (the
+same `warm_up` the CPU smoke run uses), each answered with one of a few well-formed skills in
+plain English — the miniature's stand-in for a pretrained model's prior. Exactly one of them
+helps the reading executor on the task types of the miniature (heat and cool tasks, where a
+skill lifts the executor the most: 1/10 and 4/10 won without skills on the quickstart); the
+others name the wrong tool or nothing useful, and the prior puts most of its mass on those. So
+what GRPO can learn is which skill to write, and it learns it only through r_task: the executor
+reading the skill and winning position 2 of each group (|G| = 2). The metric, declared here:
+executor success at position 2 of held-out groups (valid_unseen, floor plans train never uses)
+with the curator's greedy skill, before vs after training. The negative control trains the same
+way from the same warm start with the rewards permuted within each group.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from skillos.training.canary import Measured
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
+# The skills the warm start writes, with how often (its prior): one helps heat tasks, one cool
+# tasks, one names a tool that does not heat, one says nothing a task can use.
+PRIOR = (
+    ("heat-first", "Heat the X with the microwave before you put it in Y.", 1),
+    ("cool-first", "Cool the X with the fridge before you put it in Y.", 1),
+    ("stove", "Heat the X with the stoveburner before you put it in Y.", 2),
+    ("search", "Search every receptacle in turn and open the closed ones.", 4),
+)
+# --quick: the same pipeline at a size that runs in minutes (CI's slow suite); too small to learn.
+QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=60",
+         "canary.warmup_groups=2"]
+
+
+class CuratorCanary:
+    name = trainer = "curator"
+    metric = "executor success at position 2 with the curator's greedy skill"
+    files = ("training/trainer.py", "training/rollouts.py", "training/env.py", "training/reward.py",
+             "training/groups.py", "training/warmup.py", "evals/curation.py", "evals/runner.py",
+             "evals/backends/heuristic/executor.py", "evals/backends/heuristic/reading.py",
+             "evals/backends/hf_chat.py", "evals/backends/chat.py", "training/canary/__init__.py",
+             "training/canary/curator.py")
+
+    def measure(self, out: Path, quick: bool, echo) -> Measured:
+        from skillos import config as cfgmod
+        from skillos.evals.experiment import load_games
+        from skillos.training.trainer import train
+
+        sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else [])
+        cfg = cfgmod.load(CONFIG, sets=sets)
+        cfg = cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
+        train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+        held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
+        echo(f"canary curator: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
+             f"warm start ({cfg.canary.warmup_steps} supervised steps)")
+        warm = warm_start(cfg, train_games, out / "warm")
+        before = evaluate(cfg, warm, held_out)
+        echo(f"canary curator: before training {_rate(before)}")
+        runs = {}
+        for signal, folder in (("real", "trained"), ("shuffled", "control")):
+            run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={out / folder}"])
+            echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({'rewards' if signal == 'real' else 'rewards shuffled within groups: the negative control'})")
+            summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
+            runs[signal] = (evaluate(cfg, summary["checkpoints"][-1], held_out), summary)
+            echo(f"canary curator: after {folder} {_rate(runs[signal][0])}")
+        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], detail={
+            "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
+            "prior": {name: weight for name, _, weight in PRIOR},
+            "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]["steps"]] for s, r in runs.items()},
+            "task_share": {s: [h.get("task_share") for h in r[1]["steps"]] for s, r in runs.items()}})
+
+
+def warm_start(cfg, games, folder: Path) -> str:
+    """The tiny model after the supervised warm-up on PRIOR (built once into `folder`)."""
+    from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
+    from skillos.evals.envs.registry import environment
+    from skillos.training.env import CuratorEnv, make_setup
+    from skillos.training.groups import build_groups
+    from skillos.training.warmup import warm_up
+
+    if (folder / "config.json").is_file():
+        return str(folder.resolve())
+    c = cfg.canary
+    setup = make_setup(cfg, games)
+    system = environment(cfg).curator_system
+    user = CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"
+    conversations = []
+    for group in build_groups(games, 2, c.warmup_groups, cfg.training.seed or 0):
+        text = CuratorEnv(setup).reset(**group.row())
+        for name, content, weight in PRIOR:
+            for _ in range(weight):
+                call = {"name": "curate_and_advance", "arguments": {"operations": [
+                    {"op": "insert", "skill_name": name, "content": content}]}}
+                conversations.append([{"role": "system", "content": system}, {"role": "user", "content": user + text},
+                                      {"role": "assistant", "content": "", "tool_calls": [
+                                          {"id": f"call_{len(conversations)}", "type": "function", "function": call}]}])
+    random.Random(cfg.training.seed or 0).shuffle(conversations)
+    warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
+            steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0)
+    return str(folder.resolve())
+
+
+def evaluate(cfg, model: str, held_out) -> dict:
+    """Held-out game id -> executor success at position 2 of its group, with the skill the
+    curator `model` writes greedily after seeing position 1 (None: the game was unmeasured)."""
+    from skillos.config import BackendConfig
+    from skillos.evals.backends.chat import BackendError
+    from skillos.evals.backends.hf_chat import HFChat
+    from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
+    from skillos.evals.envs.registry import environment
+    from skillos.training.env import CuratorEnv, finish, make_setup
+
+    chat = HFChat(BackendConfig(backend="hf", model=model, temperature=0.0,
+                                max_tokens=cfg.training.max_completion_length, timeout_s=120))
+    setup = make_setup(cfg, held_out)
+    system = environment(cfg).curator_system
+    user = CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"
+    by_type: dict[str, list] = {}
+    for game in held_out:
+        by_type.setdefault(game.task_type, []).append(game.id)
+    outcomes = {}
+    for task_type, ids in by_type.items():
+        for first, second in zip(ids[0::2], ids[1::2]):
+            env = CuratorEnv(setup)
+            text = env.reset(game_ids=[first, second], task_type=task_type)
+            try:
+                reply = chat.chat([{"role": "system", "content": system}, {"role": "user", "content": user + text}],
+                                  tools=TOOL_SURFACES["curate_and_advance"])
+            except BackendError:  # the curator could not answer: position 2 is unmeasured
+                outcomes[second] = None
+                continue
+            operations = next((c["arguments"].get("operations") for c in reply.tool_calls
+                               if c["name"] == "curate_and_advance" and isinstance(c["arguments"], dict)), [])
+            env.curate_and_advance(operations if isinstance(operations, list) else [])
+            outcomes[second] = finish(env).positions[1]
+    return outcomes
+
+
+def _rate(outcomes: dict) -> str:
+    measured = [v for v in outcomes.values() if v is not None]
+    return f"{sum(measured)}/{len(measured)} won ({len(outcomes) - len(measured)} unmeasured)"
+
+
+CANARY = CuratorCanary()

@@ -1,0 +1,127 @@
+"""The selector's learning canary: SkillGate GRPO with clean-oracle selector credit
+(training/selector_trainer.py: the SelectorGRPOTrainer, its span masks and credit arithmetic,
+SlateEnv) on a miniature the tiny CPU model can learn.
+
+The miniature, and why. The executor being trained reads one skill from a slate of four (one
+oracle, two misleading, one irrelevant, from the shipped household slate folder) for heat and
+cool tasks; the slate's order is seeded per game, so a position tells nothing and only the task
+sentence can. The tiny model starts from a supervised warm-up that reads every slate member
+equally often (the format, and a chance rate of 1/4 for the oracle: a warm start, not a
+teacher). Each episode ends after the read (env.max_steps 1), so the outcome reward is 0 for
+every rollout and carries nothing: the only learning signal is the selector credit on the
+selection spans. The metric, declared here: the oracle-read rate of the first read_skill call,
+greedy, on held-out games (valid_unseen) before vs after training. The negative control trains
+the same way from the same warm start with the selection utilities (and rewards) permuted
+within each group.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from skillos.training.canary import Measured
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
+QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=60",
+         "canary.warmup_groups=2"]
+
+
+class SelectorCanary:
+    name = "selector"
+    metric = "oracle read (first read_skill call, greedy)"
+    files = ("training/selector_trainer.py", "training/selector_credit.py", "training/trainer.py",
+             "training/warmup.py", "evals/envs/slate.py", "evals/runner.py", "evals/backends/hf_chat.py",
+             "evals/backends/chat.py", "training/canary/__init__.py", "training/canary/selector.py")
+
+    @property
+    def trainer(self) -> str:
+        from skillos import config as cfgmod
+
+        return f"selector:{cfgmod.load(CONFIG).skillgate.selector_credit}"
+
+    def measure(self, out: Path, quick: bool, echo) -> Measured:
+        from skillos import config as cfgmod
+        from skillos.evals.experiment import load_games
+        from skillos.training.selector_trainer import train
+
+        cfg = cfgmod.load(CONFIG, sets=[f"training.output_dir={out / 'trained'}"] + (QUICK if quick else []))
+        cfg = cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
+        train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+        held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
+        echo(f"canary selector: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
+             f"warm start ({cfg.canary.warmup_steps} supervised steps)")
+        warm = warm_start(cfg, train_games, out)
+        before, picks = evaluate(cfg, warm, held_out, out / "slate-held-out")
+        echo(f"canary selector: before training {_rate(before)}")
+        runs, chosen = {}, {"before": picks}
+        for signal, folder in (("real", "trained"), ("shuffled", "control")):
+            run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={out / folder}"])
+            echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({'selection credit' if signal == 'real' else 'utilities shuffled within groups: the negative control'})")
+            summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
+            runs[signal], chosen[folder] = evaluate(cfg, summary["checkpoints"][-1], held_out, out / "slate-held-out")
+            echo(f"canary selector: after {folder} {_rate(runs[signal])}")
+        return Measured(self.metric, before, runs["real"], runs["shuffled"], detail={
+            "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
+            "slate_size": 1 + cfg.skillgate.n_misleading + cfg.skillgate.n_irrelevant,
+            "chance": 1 / (1 + cfg.skillgate.n_misleading + cfg.skillgate.n_irrelevant), "reads": chosen})
+
+
+def warm_start(cfg, games, out: Path) -> str:
+    """The tiny model after a supervised warm-up that reads each slate member equally often."""
+    from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup, tool_schemas
+    from skillos.training.warmup import warm_up
+
+    folder = out / "warm"
+    if (folder / "config.json").is_file():
+        return str(folder.resolve())
+    setup = make_slate_setup(cfg, games, out / "slate-warm")
+    conversations = []
+    for game in games[:cfg.canary.warmup_groups]:
+        text = SlateEnv(setup).reset(game_id=game.id)
+        for pick in setup.slates[game.id].order:
+            call = {"name": READ_TOOL, "arguments": {"name": pick}}
+            conversations.append([{"role": "system", "content": SYSTEM},
+                                  {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text},
+                                  {"role": "assistant", "content": f"<skill_reasoning>{pick} fits the task.</skill_reasoning>",
+                                   "tool_calls": [{"id": f"call_{len(conversations)}", "type": "function",
+                                                   "function": call}]}])
+    random.Random(cfg.training.seed or 0).shuffle(conversations)
+    warm_up(cfg.training.model, conversations, tool_schemas(), folder, steps=cfg.canary.warmup_steps,
+            learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0)
+    return str(folder.resolve())
+
+
+def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
+    """(held-out game id -> the first read is the oracle, None: unmeasured; skill name -> reads)."""
+    from skillos.config import BackendConfig
+    from skillos.evals.backends.chat import BackendError
+    from skillos.evals.backends.hf_chat import HFChat
+    from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup, tool_schemas
+
+    chat = HFChat(BackendConfig(backend="hf", model=model, temperature=0.0,
+                                max_tokens=cfg.training.max_completion_length, timeout_s=120))
+    setup = make_slate_setup(cfg, held_out, slate_dir)
+    outcomes, names = {}, {}
+    for game in held_out:
+        text = SlateEnv(setup).reset(game_id=game.id)
+        try:
+            reply = chat.chat([{"role": "system", "content": SYSTEM},
+                               {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text}], tools=tool_schemas())
+        except BackendError:
+            outcomes[game.id] = None
+            continue
+        reads = [c["arguments"].get("name") for c in reply.tool_calls
+                 if c["name"] == READ_TOOL and isinstance(c["arguments"], dict)]
+        first = reads[0] if reads else None
+        outcomes[game.id] = first == setup.slates[game.id].oracle
+        names[str(first)] = names.get(str(first), 0) + 1
+    return outcomes, names
+
+
+def _rate(outcomes: dict) -> str:
+    measured = [v for v in outcomes.values() if v is not None]
+    return f"oracle read {sum(measured)}/{len(measured)} ({len(outcomes) - len(measured)} unmeasured)"
+
+
+CANARY = SelectorCanary()
