@@ -145,7 +145,8 @@ class RewardFunction:
         else:
             self.echo(text)
         rows = [{"group": k, "positions": r.positions, "ops_valid": r.ops_valid, "ops_total": r.ops_total,
-                 "reward": total, "reward_given": g} for k, r, total, g in zip(keys, rollouts, totals, given)]
+                 "reward": total, "reward_given": g, "skills": [s.name for s in env._state.repo.skills]}
+                for k, r, total, g, env in zip(keys, rollouts, totals, given, environments)]
         self.history.append({**asdict(line), "line": text, "mean_reward": sum(totals) / len(totals),
                              "r_fc": [r.r_fc for r in rewards], "r_task": [r.r_task for r in rewards],
                              "rollouts": rows})

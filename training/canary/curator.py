@@ -4,14 +4,15 @@ the composite reward, every rollout in flight) on a miniature the tiny CPU model
 The miniature, and why. The tiny model (0.4M parameters, random init) cannot invent prose, so
 it starts from a supervised warm-up on the real first curator inputs of its train groups (the
 same `warm_up` the CPU smoke run uses), each answered with one of a few well-formed skills in
-plain English — the miniature's stand-in for a pretrained model's prior. Exactly one of them
-helps the reading executor on the task types of the miniature (heat and cool tasks, where a
-skill lifts the executor the most: 1/10 and 4/10 won without skills on the quickstart); the
-others name the wrong tool or nothing useful, and the prior puts most of its mass on those. So
+plain English — the miniature's stand-in for a pretrained model's prior. Two of them help the reading executor on the task types of the miniature (heat and cool tasks, where the
+executor without skills runs out of its 30 steps searching: 1/10 and 4/10 won on the
+quickstart); the others send it to the wrong places or say nothing useful, and the prior puts
+three quarters of its mass on those. So
 what GRPO can learn is which skill to write, and it learns it only through r_task: the executor
 reading the skill and winning position 2 of each group (|G| = 2). The metric, declared here:
 executor success at position 2 of held-out groups (valid_unseen, floor plans train never uses)
-with the curator's greedy skill, before vs after training. The negative control trains the same
+with the skill the curator samples (training temperature, a seed fixed per group), before vs
+after training. The negative control trains the same
 way from the same warm start with the rewards permuted within each group.
 """
 
@@ -23,12 +24,17 @@ from pathlib import Path
 from skillos.training.canary import Measured
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
-# The skills the warm start writes, with how often (its prior): one helps heat tasks, one cool
-# tasks, one names a tool that does not heat, one says nothing a task can use.
+# The skills the warm start writes, with how often (its prior). The first two send the executor
+# where food and cups are (measured on the 20 held-out groups: heat 7/10 and cool 4/10 won at
+# position 2, against 1/10 and 2/10 with no skill); the other two send it to the cabinets or
+# say nothing it can use (1/10, 2/10). A quarter of the prior's mass is on the helpful ones.
 PRIOR = (
-    ("heat-first", "Heat the X with the microwave before you put it in Y.", 1),
-    ("cool-first", "Cool the X with the fridge before you put it in Y.", 1),
-    ("stove", "Heat the X with the stoveburner before you put it in Y.", 2),
+    ("where-heat", "Look for the X on the countertop, in the fridge and in the sinkbasin first. "
+                   "Heat the X with the microwave before you put it in Y.", 1),
+    ("where-cool", "Look for the X on the countertop, in the fridge and in the sinkbasin first. "
+                   "Cool the X with the fridge before you put it in Y.", 1),
+    ("stove", "Look for the X in the cabinets and drawers first. Heat the X with the stoveburner "
+              "before you put it in Y.", 2),
     ("search", "Search every receptacle in turn and open the closed ones.", 4),
 )
 # --quick: the same pipeline at a size that runs in minutes (CI's slow suite); too small to learn.
@@ -38,7 +44,7 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 
 class CuratorCanary:
     name = trainer = "curator"
-    metric = "executor success at position 2 with the curator's greedy skill"
+    metric = "executor success at position 2 with the curator's sampled skill"
     files = ("training/trainer.py", "training/rollouts.py", "training/env.py", "training/reward.py",
              "training/groups.py", "training/warmup.py", "evals/curation.py", "evals/runner.py",
              "evals/backends/heuristic/executor.py", "evals/backends/heuristic/reading.py",
@@ -106,7 +112,9 @@ def warm_start(cfg, games, folder: Path) -> str:
 
 def evaluate(cfg, model: str, held_out) -> dict:
     """Held-out game id -> executor success at position 2 of its group, with the skill the
-    curator `model` writes greedily after seeing position 1 (None: the game was unmeasured)."""
+    curator `model` writes after seeing position 1, sampled at the training temperature with a
+    seed fixed per group (the same draw before and after training: what moves is the policy's
+    distribution, which is what GRPO changes); None: the game was unmeasured."""
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
@@ -114,7 +122,11 @@ def evaluate(cfg, model: str, held_out) -> dict:
     from skillos.evals.envs.registry import environment
     from skillos.training.env import CuratorEnv, finish, make_setup
 
-    chat = HFChat(BackendConfig(backend="hf", model=model, temperature=0.0,
+    import hashlib
+
+    import torch
+
+    chat = HFChat(BackendConfig(backend="hf", model=model, temperature=cfg.training.temperature,
                                 max_tokens=cfg.training.max_completion_length, timeout_s=120))
     setup = make_setup(cfg, held_out)
     system = environment(cfg).curator_system
@@ -127,6 +139,8 @@ def evaluate(cfg, model: str, held_out) -> dict:
         for first, second in zip(ids[0::2], ids[1::2]):
             env = CuratorEnv(setup)
             text = env.reset(game_ids=[first, second], task_type=task_type)
+            # the same draw before and after training: a seed per held-out group
+            torch.manual_seed(int(hashlib.sha256(f"canary|{first}|{second}".encode()).hexdigest()[:8], 16))
             try:
                 reply = chat.chat([{"role": "system", "content": system}, {"role": "user", "content": user + text}],
                                   tools=TOOL_SURFACES["curate_and_advance"])

@@ -9,8 +9,9 @@ sentence can. The tiny model starts from a supervised warm-up that reads every s
 equally often (the format, and a chance rate of 1/4 for the oracle: a warm start, not a
 teacher). Each episode ends after the read (env.max_steps 1), so the outcome reward is 0 for
 every rollout and carries nothing: the only learning signal is the selector credit on the
-selection spans. The metric, declared here: the oracle-read rate of the first read_skill call,
-greedy, on held-out games (valid_unseen) before vs after training. The negative control trains
+selection spans. The metric, declared here: the oracle-read rate of the first read_skill call
+(sampled at the training temperature, a seed fixed per game) on held-out games (valid_unseen)
+before vs after training. The negative control trains
 the same way from the same warm start with the selection utilities (and rewards) permuted
 within each group.
 """
@@ -29,7 +30,7 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 
 class SelectorCanary:
     name = "selector"
-    metric = "oracle read (first read_skill call, greedy)"
+    metric = "oracle read (the first read_skill call, sampled)"
     files = ("training/selector_trainer.py", "training/selector_credit.py", "training/trainer.py",
              "training/warmup.py", "evals/envs/slate.py", "evals/runner.py", "evals/backends/hf_chat.py",
              "evals/backends/chat.py", "training/canary/__init__.py", "training/canary/selector.py")
@@ -93,18 +94,25 @@ def warm_start(cfg, games, out: Path) -> str:
 
 
 def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
-    """(held-out game id -> the first read is the oracle, None: unmeasured; skill name -> reads)."""
+    """(held-out game id -> the first read is the oracle, None: unmeasured; skill name -> reads),
+    sampled at the training temperature with a seed fixed per game (the same draw before and
+    after training: what moves is the policy's distribution)."""
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
     from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup, tool_schemas
 
-    chat = HFChat(BackendConfig(backend="hf", model=model, temperature=0.0,
+    import hashlib
+
+    import torch
+
+    chat = HFChat(BackendConfig(backend="hf", model=model, temperature=cfg.training.temperature,
                                 max_tokens=cfg.training.max_completion_length, timeout_s=120))
     setup = make_slate_setup(cfg, held_out, slate_dir)
     outcomes, names = {}, {}
     for game in held_out:
         text = SlateEnv(setup).reset(game_id=game.id)
+        torch.manual_seed(int(hashlib.sha256(f"canary|{game.id}".encode()).hexdigest()[:8], 16))  # same draw each time
         try:
             reply = chat.chat([{"role": "system", "content": SYSTEM},
                                {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text}], tools=tool_schemas())

@@ -375,7 +375,8 @@ def _read(name: str, description: str, body: str) -> Reading:
     title = next((line.lstrip("# ").strip() for line in body.splitlines() if line.startswith("#")), "")
     subjects = _subjects(" ".join([name.replace("-", " "), description, title]))
     mentions: list[Mention] = []
-    for sentence, kind in sentences(body) + [(description, "heading")]:  # the description last
+    said_of = [(s, "heading") for s, _ in sentences(description)]  # the description last: what it is, not steps
+    for sentence, kind in sentences(body) + said_of:
         words = tokens(unquote_tasks(sentence))
         acts, starts = _acts(words)
         lead = _condition(words)  # "when the task asks for a hot X, ..." says when, not what to do
