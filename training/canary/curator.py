@@ -3,17 +3,17 @@ the composite reward, every rollout in flight) on a miniature the tiny CPU model
 
 The miniature, and why. The tiny model (0.4M parameters, random init) cannot invent prose, so
 it starts from a supervised warm-up on the real first curator inputs of its train groups (the
-same `warm_up` the CPU smoke run uses), each answered with one of a few well-formed skills in
-plain English — the miniature's stand-in for a pretrained model's prior. Two of them help the reading executor on the task types of the miniature (heat and cool tasks, where the
-executor without skills runs out of its 30 steps searching: 1/10 and 4/10 won on the
-quickstart); the others send it to the wrong places or say nothing useful, and the prior puts
-three quarters of its mass on those. So
-what GRPO can learn is which skill to write, and it learns it only through r_task: the executor
-reading the skill and winning position 2 of each group (|G| = 2). The metric, declared here:
-executor success at position 2 of held-out groups (valid_unseen, floor plans train never uses)
-with the skill the curator samples (training temperature, a seed fixed per group), before vs
-after training. The negative control trains the same
-way from the same warm start with the rewards permuted within each group.
+same `warm_up` the CPU smoke run uses), each answered with one of a few short, well-formed skills
+in plain English: the miniature's stand-in for a pretrained model's prior. One of them helps the
+reading executor on the task types of the miniature (heat and cool tasks, where the executor
+without skills runs out of its 30 steps searching: 1/10 and 4/10 won on the quickstart): it
+says where to look first. The others send it to the wrong places, and the prior puts three
+quarters of its mass on those. So what GRPO can learn is which skill to write, and it learns it
+only through r_task: the executor reading the skill and winning position 2 of its group
+(|G| = 2). The metric, declared here: executor success at position 2 of held-out groups
+(valid_unseen, floor plans train never uses) with the skill the curator samples (training
+temperature, a seed fixed per group), before vs after training. The negative control trains the
+same way from the same warm start with the rewards permuted within each group.
 """
 
 from __future__ import annotations
@@ -24,18 +24,15 @@ from pathlib import Path
 from skillos.training.canary import Measured
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
-# The skills the warm start writes, with how often (its prior). The first two send the executor
-# where food and cups are (measured on the 20 held-out groups: heat 7/10 and cool 4/10 won at
-# position 2, against 1/10 and 2/10 with no skill); the other two send it to the cabinets or
-# say nothing it can use (1/10, 2/10). A quarter of the prior's mass is on the helpful ones.
+# The skills the warm start writes, with how often (its prior): short, so the tiny model writes
+# them well-formed when it samples. The first sends the executor where food and cups are in these
+# kitchens; measured on the 20 held-out groups, position 2 won heat 7/10 and cool 4/10 with it,
+# against 1/10 and 2/10 with no skill; the others send it to the cabinets or the shelves (heat
+# 1/10, cool 2/10 and 1/10). A quarter of the prior's mass is on the helpful one.
 PRIOR = (
-    ("where-heat", "Look for the X on the countertop, in the fridge and in the sinkbasin first. "
-                   "Heat the X with the microwave before you put it in Y.", 1),
-    ("where-cool", "Look for the X on the countertop, in the fridge and in the sinkbasin first. "
-                   "Cool the X with the fridge before you put it in Y.", 1),
-    ("stove", "Look for the X in the cabinets and drawers first. Heat the X with the stoveburner "
-              "before you put it in Y.", 2),
-    ("search", "Search every receptacle in turn and open the closed ones.", 4),
+    ("food-first", "Look for the X on the countertop, in the fridge and in the sinkbasin first.", 2),
+    ("cabinets-first", "Look for the X in the cabinets and drawers first.", 3),
+    ("shelves-first", "Look for the X on the shelves and in the drawers first.", 3),
 )
 # --quick: the same pipeline at a size that runs in minutes (CI's slow suite); too small to learn.
 QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=60",
