@@ -92,6 +92,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
 
     from skillos.evals.envs.slate import make_slate_setup
     from skillos.evals.experiment import load_games, record_experiment
+    from skillos.training.prompt_cap import cap_text
     from skillos.training.tiny_model import resolve
     from skillos.training.trainer import _archive_callback, _lora, _step, is_main_process, output_dir
 
@@ -104,6 +105,8 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(model)
     ids = [g.id for g in games]
     rows = bc_dataset(setup, ids, tokenizer) if kind == "bc" else dpo_pairs(setup, ids, tokenizer)
+    for row in rows:  # training.max_prompt_length, applied (SFTConfig / DPOConfig have no prompt cap)
+        row["prompt"] = cap_text(tokenizer, row["prompt"], cfg.training.max_prompt_length)
     (out / f"{kind}_dataset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     echo(f"{kind}: {len(rows)} examples from {len(ids)} slates")
     if not is_main_process():

@@ -36,11 +36,13 @@ def __getattr__(name: str):
 
 @functools.cache
 def _classes():
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
+
+    from skillos.training.prompt_cap import capped, config_class
 
     @dataclass
-    class SelectorGRPOConfig(GRPOConfig):
-        """GRPOConfig plus the selector-credit knobs."""
+    class SelectorGRPOConfig(config_class()):
+        """GRPOConfig (with skillos's max_prompt_length) plus the selector-credit knobs."""
 
         selector_credit: str = field(default="clean-oracle", metadata={
             "help": "off | task-mask-only (selection spans get no advantage) | first-oracle | clean-oracle"})
@@ -54,7 +56,7 @@ def _classes():
             if self.selector_credit not in credit.VARIANTS:
                 raise ValueError(f"selector_credit {self.selector_credit!r} is not one of {credit.VARIANTS}")
 
-    class SelectorGRPOTrainer(GRPOTrainer):
+    class SelectorGRPOTrainer(capped(GRPOTrainer)):
         """GRPO with a second, token-local credit stream on the selection spans."""
 
         def _generate_and_score_completions(self, inputs):

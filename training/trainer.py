@@ -25,9 +25,10 @@ from skillos.config import Config
 from skillos.errors import SkillosError
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 
-# TrainingConfig fields that are skillos's own, not GRPOConfig arguments.
+# TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
+# argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
-            "max_prompt_length", "rollout_concurrency"}  # TRL 1.x caps prompts by the model, not a config field
+            "rollout_concurrency"}
 WARMUP_STEPS = 240
 WARMUP_INPUTS = 6
 
@@ -225,7 +226,9 @@ def finished_checkpoint(cfg: Config) -> str | None:
 
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dict:
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
+
+    from skillos.training.prompt_cap import capped, config_class
 
     from skillos.evals.experiment import load_games, record_experiment
     from skillos.evals.judge import make_judge
@@ -250,10 +253,10 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
     try:
         from datasets import Dataset
 
-        trainer_cls = rollout_trainer(cfg.training.rollout_concurrency, gauge, GRPOTrainer)
+        trainer_cls = rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer))
         step_health = StepHealth(reward_fn, echo)
         trainer = trainer_cls(
-            model=model, reward_funcs=[reward_fn], args=GRPOConfig(**grpo_kwargs(cfg, cpu)),
+            model=model, reward_funcs=[reward_fn], args=config_class()(**grpo_kwargs(cfg, cpu)),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(CuratorEnv, setup),
             callbacks=[step_health.callback(), _archive_callback(cfg, ledger, run_id, echo)])

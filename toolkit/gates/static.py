@@ -234,7 +234,7 @@ def executor_reasoning(ctx: Context) -> list[Result]:
     on = e.reasoning_effort not in (None, "none")
     return [
         ctx.expect(names[0], (1,), "executor.reasoning_effort", e.reasoning_effort,
-                   "low, medium or high (reasoning on, as the paper)", on,
+                   "on (hf, vllm), low, medium or high (reasoning on, as the paper)", on,
                    "an executor without reasoning is a weaker executor than the paper's"),
         ctx.expect(names[1], (1,), "executor.max_tokens", e.max_tokens,
                    f">= {MIN_REASONING_TOKENS}" if on else "set",
