@@ -248,3 +248,7 @@ def test_the_gpu_config_passes_the_static_gates():
     assert report.failed == []
     by_name = {r.check: r for r in report.results}
     assert by_name["skillgate-slate"].status == "PASS" and by_name["skillgate-credit"].status == "PASS"
+    # diffed against SkillGate's table, not the SkillOS curator's
+    assert by_name["reference"].seen == "skillgate/alfworld"
+    assert by_name["table.skillgate.selector_credit"].status == "PASS"
+    assert not any(c.startswith("table.reward.") or c == "table.retrieval.top_k" for c in by_name)

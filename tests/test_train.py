@@ -26,8 +26,11 @@ def test_grpo_config_from_the_paper_config_matches_table_4():
     table = load("skillos-paper/alfworld").values
     for key in ("learning_rate", "num_generations", "beta", "temperature", "max_steps"):
         assert getattr(args, key) == table[f"training.{key}"], key
-    assert args.per_device_train_batch_size * args.gradient_accumulation_steps * cfg.compute.num_processes \
-        == table["effective_batch_size"]
+    completions = args.per_device_train_batch_size * args.gradient_accumulation_steps * cfg.compute.num_processes
+    # Table 4's batch is read as prompts (32 x 8 completions); this config declares its 4 prompts x 8
+    assert completions // args.num_generations == cfg.divergences["prompts_per_step"]["value"] == 4
+    assert load("skillos-paper/alfworld").batch == {**load("skillos-paper/alfworld").batch, "size": 32,
+                                                      "means": "prompts"}
     assert args.max_completion_length == cfg.training.group_size * 4096  # the whole multi-turn rollout
     assert args.max_tool_calling_iterations == cfg.training.group_size - 1
     assert args.loss_type == "grpo" and getattr(args.lr_scheduler_type, "value", None) == "constant"

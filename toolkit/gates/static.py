@@ -13,9 +13,13 @@ from skillos.gates.core import Context, Result, same, static, training_only
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
-DERIVED = ("effective_batch_size", "max_response_length")
-TRAINING_ONLY = ("training.", "reward.", "judge.", "effective_batch_size", "max_response_length",
-                 "env.reasoning.min_group_size")
+DERIVED = ("prompts_per_step", "completions_per_step", "max_response_length")
+TRAINING_ONLY = ("training.", "reward.", "judge.", "prompts_per_step", "completions_per_step",
+                 "max_response_length", "env.reasoning.min_group_size", "skillgate.")
+DECODING = ("temperature", "top_p", "top_k")
+# What the server samples with when a model backend's decoding is left unset.
+SERVER_DEFAULTS = {"vllm": "vLLM's T 1.0, top_p 1, no top_k", "hf": "transformers' T 1.0, top_p 1, top_k 50",
+                   "openai": "the endpoint's defaults", "anthropic": "the API's defaults"}
 MIN_REASONING_TOKENS = 4096
 MIN_JUDGE_TOKENS = 1024
 MAX_ERROR_RATE = 0.02
@@ -23,8 +27,13 @@ MAX_CONTROL_AGE_DAYS = 7.0
 ASSUMED_DISCORDANCE = 0.3
 
 INCIDENTS = {
-    "effective_batch_size": "a batch silently different from the paper's (per-device x "
-                            "accumulation x processes) changed the optimization being reproduced",
+    "prompts_per_step": "a batch silently different from the paper's (per-device x accumulation x "
+                        "processes, read as prompts or as completions) changed the optimization being reproduced",
+    "completions_per_step": "a batch silently different from the paper's (per-device x accumulation x "
+                            "processes, read as prompts or as completions) changed the optimization being reproduced",
+    "executor.temperature": "an executor sampled with the server's defaults (T 1.0) instead of its model card's",
+    "executor.top_p": "an executor sampled with the server's defaults (top_p 1) instead of its model card's",
+    "executor.top_k": "an executor sampled with the server's defaults (no top_k) instead of its model card's",
     "retrieval.top_k": "the executor saw a different number of skills than the paper's top-5",
     "env.max_steps": "a default of 10 steps biased long tasks low",
     "executor.history_length": "an executor shown a different history is a different executor",
@@ -44,12 +53,41 @@ def get(cfg, key: str):
 from skillos.config import effective_batch  # noqa: E402,F401 - derived in config.py; imported from here too
 
 
+def completions_per_step(cfg) -> int | None:
+    """Completions in one optimizer step: per-device batch x accumulation x processes (TRL counts
+    completions in per_device_train_batch_size)."""
+    return effective_batch(cfg)
+
+
+def prompts_per_step(cfg) -> float | None:
+    """GRPO groups (prompts) in one optimizer step: completions / num_generations."""
+    done, g = effective_batch(cfg), cfg.training.num_generations
+    if done is None or not g:
+        return None
+    return done // g if done % g == 0 else done / g
+
+
+def derived(cfg, key: str):
+    return {"prompts_per_step": prompts_per_step, "completions_per_step": completions_per_step}[key](cfg)
+
+
+def judge_used(cfg) -> bool:
+    """The judge scores r_cnt only in curator training with lambda_cnt > 0."""
+    return cfg.training.is_set() and cfg.skillgate.trainer == "curator" and bool(cfg.reward.lambda_cnt) \
+        and cfg.judge.backend is not None
+
+
 def _applies(ctx: Context, key: str) -> str | None:
     """None if the table row applies to this config, else why it does not."""
     if key.startswith(TRAINING_ONLY) and not ctx.training:
         return "not a training config (no training section)"
     if key == "executor.history_length" and not ctx.llm_executor:
         return "the heuristic executor has no prompt history"
+    section, _, leaf = key.rpartition(".")
+    if leaf in DECODING and section == "executor" and not ctx.llm_executor:
+        return "the heuristic executor samples nothing"
+    if leaf in DECODING and section == "judge" and not judge_used(ctx.cfg):
+        return "no judge scores this run (r_cnt off, no judge backend, or not curator training)"
     return None
 
 
@@ -83,20 +121,54 @@ def table(ctx: Context) -> list[Result]:
         check = f"table.{key}"
         why_not = _applies(ctx, key)
         if why_not or expected is None:
-            out.append(Result(check, (1,), "SKIP", key, None if why_not else get(ctx.cfg, key),
+            out.append(Result(check, (1,), "SKIP", key, None if why_not else _seen(ctx.cfg, key),
                               expected, detail=why_not or "not applicable in the reference"))
             continue
-        seen = effective_batch(ctx.cfg) if key == "effective_batch_size" else get(ctx.cfg, key)
-        detail = ""
-        if key == "effective_batch_size":
-            t = ctx.cfg.training
-            detail = (f"{t.per_device_train_batch_size} per device x "
-                      f"{t.gradient_accumulation_steps} accumulation x "
-                      f"{ctx.cfg.compute.num_processes} processes")
+        seen = _seen(ctx.cfg, key)
+        detail = "" if ctx.reference.source_of(key) == ctx.reference.source else \
+            f"source: {ctx.reference.source_of(key)}"
         ok = seen is not None and same(seen, expected)
         out.append(ctx.expect(check, (1,), key, seen, expected, ok,
                               INCIDENTS.get(key, TABLE_INCIDENT), detail))
     return out
+
+
+def _seen(cfg, key: str):
+    return derived(cfg, key) if key in ("prompts_per_step", "completions_per_step") else get(cfg, key)
+
+
+def batch_line(prompts, completions, g) -> str:
+    def show(x):
+        return "unset" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
+    return f"{show(prompts)} prompts x {show(g)} = {show(completions)} completions per step"
+
+
+@static
+@training_only(1, 3)
+def batch(ctx: Context) -> Result:
+    """Prompts per step and completions per step, for the config and the reference; the quantity
+    the reference's "batch" means is diffed (a config that reads it otherwise declares it)."""
+    check, gates = "batch", (1, 3)
+    cfg, t = ctx.cfg, ctx.cfg.training
+    prompts, completions = prompts_per_step(cfg), completions_per_step(cfg)
+    config_line = (f"config: {batch_line(prompts, completions, t.num_generations)} ({t.per_device_train_batch_size} "
+                   f"per device x {t.gradient_accumulation_steps} accumulation x {cfg.compute.num_processes} processes)")
+    b = ctx.reference.batch if ctx.reference else None
+    if b is None:
+        return Result(check, gates, "PASS", "prompts_per_step", prompts, None,
+                      detail=f"{config_line}; the reference states no batch"
+                      + (f" ({ctx.reference.name})" if ctx.reference else ""))
+    g = ctx.reference.values.get("training.num_generations") or t.num_generations
+    ref_prompts = b["size"] if b["means"] == "prompts" else (b["size"] / g if g else None)
+    ref_completions = b["size"] * g if b["means"] == "prompts" and g else b["size"] if b["means"] == "completions" else None
+    key = f"{b['means']}_per_step"
+    seen, expected = (prompts, b["size"])
+    if b["means"] == "completions":
+        seen = completions
+    detail = (f"{config_line}; reference: {batch_line(ref_prompts, ref_completions, g)} (its batch {b['size']} means "
+              f"{b['means']} per step; source: {b['source'].strip()})")
+    return ctx.expect(check, gates, key, seen, expected, seen is not None and same(seen, expected),
+                      INCIDENTS[key], detail)
 
 
 @static
@@ -104,6 +176,9 @@ def table(ctx: Context) -> list[Result]:
 def completion_length(ctx: Context) -> Result:
     check, gates = "completion-length", (1, 3)
     t = ctx.cfg.training
+    if ctx.cfg.skillgate.trainer != "curator":
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: one task per "
+                      "rollout, no |G| curator turns to hold")
     turn = (ctx.reference.values.get("max_response_length") if ctx.reference else None) or 4096
     need = (t.group_size or 0) * turn
     seen = t.max_completion_length
@@ -244,9 +319,40 @@ def executor_reasoning(ctx: Context) -> list[Result]:
 
 
 @static
+def decoding(ctx: Context) -> list[Result]:
+    """Every model backend this config uses samples with settings the config chose: left unset,
+    the server's defaults apply (vLLM: T 1.0, top_p 1, no top_k), which no model card recommends."""
+    cfg, out = ctx.cfg, []
+    sections = [("executor", cfg.executor, ctx.llm_executor)]
+    sections.append(("judge", cfg.judge, judge_used(cfg)))
+    learns = any(a == "closed_loop" or str(a).startswith("curator:") for a in cfg.eval.arms)
+    sections.append(("curator", cfg.curator, cfg.curator.backend != "heuristic" and learns))
+    for name, section, used in sections:
+        check = f"decoding-{name}"
+        if not used:
+            out.append(Result(check, (1,), "SKIP", detail=f"no model {name} in this run"))
+            continue
+        unset = [k for k in DECODING if getattr(section, k) is None]
+        seen = {k: getattr(section, k) for k in DECODING}
+        if len(unset) == len(DECODING):
+            out.append(Result(check, (1,), "WARN", f"{name}.temperature", None, "set (the model card's)",
+                              f"the {name} sampled with {SERVER_DEFAULTS.get(section.backend, 'the server defaults')}",
+                              f"{name}.temperature, top_p and top_k are unset: the {section.backend} backend samples "
+                              f"with {SERVER_DEFAULTS.get(section.backend, 'its defaults')}; set the model card's"))
+        else:
+            out.append(Result(check, (1,), "PASS", f"{name}.temperature", seen, "set",
+                              detail=f"{section.backend} samples with {seen}"
+                              + (f" ({', '.join(unset)} at the server's default)" if unset else "")))
+    return out
+
+
+@static
 @training_only(2)
 def judge(ctx: Context) -> Result:
     check, gates = "judge", (2,)
+    if ctx.cfg.skillgate.trainer != "curator":
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the reward is the "
+                      "game outcome; no judge")
     lam = ctx.cfg.reward.lambda_cnt
     if not lam:
         return Result(check, gates, "SKIP", "reward.lambda_cnt", lam, None,
