@@ -38,12 +38,13 @@ def load(path: str | Path, sets: list[str] | tuple = ()) -> Config:
 
 
 def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | None = None,
-          ledger=None) -> Report:
+          ledger=None, trace: bool = False) -> Report:
     """The launch gates on a config, recorded nowhere: the report, or GateRefused carrying it
-    when a check failed (gate 6 reads the ledger when the config names a fix)."""
+    when a check failed (gate 6 reads the ledger when the config names a fix). `trace` (and
+    `dry_run`) also trace every gated key to what its consumer receives (`report.trace`)."""
     cfg = _config(config)
     with _ledger(ledger, needed=cfg.experiment.fixes_failure is not None) as book:
-        report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo)
+        report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo, trace=trace)
     return gates.refuse_on_failure(report, "check")
 
 

@@ -400,11 +400,16 @@ def _check_type(value, hint, where):
         kind = typing.get_origin(kind) or kind
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
+        if kind is float and isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+            return float(value)  # YAML 1.1 reads `1e-6` (no dot) as a string
         if isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
             return value
     names = " or ".join("null" if k is type(None) else (typing.get_origin(k) or k).__name__
                         for k in allowed)
     raise ConfigError(f"{where}: expected {names}, got {value!r}")
+
+
+_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def _choice(value, allowed, where):
@@ -512,6 +517,10 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"eval.max_error_rate: a share in [0, 1), got {cfg.eval.max_error_rate}")
     if cfg.compute.num_processes < 1:
         raise ConfigError(f"compute.num_processes: at least 1, got {cfg.compute.num_processes}")
+    low, high = cfg.env.reasoning.min_group_size, cfg.training.group_size
+    if low is not None and high is not None and low > high:
+        raise ConfigError(f"env.reasoning.min_group_size: {low} is above training.group_size {high} (|G| is drawn "
+                          "from min_group_size to group_size)")
     if cfg.training.rollout_concurrency is not None and cfg.training.rollout_concurrency < 1:
         raise ConfigError(f"training.rollout_concurrency: at least 1 (or unset: every rollout of the step), "
                           f"got {cfg.training.rollout_concurrency}")

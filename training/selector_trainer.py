@@ -147,6 +147,16 @@ def selector_kwargs(cfg: Config, cpu: bool, out: Path) -> dict:
     return kwargs
 
 
+def args_spec(cfg: Config, cpu: bool, out: Path) -> tuple:
+    return _classes()[0], selector_kwargs(cfg, cpu, out)
+
+
+def build_args(cfg: Config, cpu: bool, out: Path, extra: dict | None = None):
+    """The selector trainer's arguments (what `skillos gate check --trace` reads)."""
+    cls, kwargs = args_spec(cfg, cpu, out)
+    return cls(**{**kwargs, **(extra or {})})
+
+
 def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
     """Format warm-up for the tiny model: a reasoning block and one read_skill call, half on the
     oracle and half on a misleading skill, so a group starts with reads of both kinds."""
@@ -193,9 +203,9 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
                                   seed=cfg.training.seed)
     reward = SlateReward(echo)
     try:
-        config_cls, trainer_cls = _classes()
+        trainer_cls = _classes()[1]
         trainer = trainer_cls(
-            model=model, reward_funcs=[reward], args=config_cls(**selector_kwargs(cfg, cpu, out)),
+            model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(SlateEnv, setup),
             callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])

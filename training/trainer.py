@@ -50,6 +50,20 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
     return kwargs
 
 
+def args_spec(cfg: Config, cpu: bool, out: Path | None = None) -> tuple:
+    """(class, keyword arguments) of the GRPO arguments the trainer is built with."""
+    from skillos.training.prompt_cap import config_class
+
+    return config_class(), grpo_kwargs(cfg, cpu)
+
+
+def build_args(cfg: Config, cpu: bool, out: Path | None = None, extra: dict | None = None):
+    """The GRPO arguments the trainer is built with (what `skillos gate check --trace` reads;
+    `extra` adds arguments, e.g. use_cpu to build a GPU launch's arguments on a CPU machine)."""
+    cls, kwargs = args_spec(cfg, cpu, out)
+    return cls(**{**kwargs, **(extra or {})})
+
+
 def output_dir(cfg: Config) -> Path:
     from skillos.config import training_output_dir
 
@@ -228,7 +242,7 @@ def finished_checkpoint(cfg: Config) -> str | None:
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dict:
     from trl import GRPOTrainer
 
-    from skillos.training.prompt_cap import capped, config_class
+    from skillos.training.prompt_cap import capped
 
     from skillos.evals.experiment import load_games, record_experiment
     from skillos.evals.judge import make_judge
@@ -256,7 +270,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
         trainer_cls = rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer))
         step_health = StepHealth(reward_fn, echo)
         trainer = trainer_cls(
-            model=model, reward_funcs=[reward_fn], args=config_class()(**grpo_kwargs(cfg, cpu)),
+            model=model, reward_funcs=[reward_fn], args=build_args(cfg, cpu),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(CuratorEnv, setup),
             callbacks=[step_health.callback(), _archive_callback(cfg, ledger, run_id, echo)])

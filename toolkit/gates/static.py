@@ -183,10 +183,12 @@ def completion_length(ctx: Context) -> Result:
     need = (t.group_size or 0) * turn
     seen = t.max_completion_length
     ok = seen is not None and t.group_size is not None and seen >= need
-    return ctx.expect(check, gates, "training.max_completion_length", seen,
-                      f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
-                      "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
-                      "~3 of 10 positions")
+    result = ctx.expect(check, gates, "training.max_completion_length", seen,
+                        f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
+                        "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
+                        "~3 of 10 positions")
+    result.reads = ("training.group_size",)
+    return result
 
 
 @static
@@ -219,10 +221,12 @@ def generation_batch(ctx: Context) -> Result:
     t = ctx.cfg.training
     seen, g = t.generation_batch_size, t.num_generations
     ok = seen is not None and bool(g) and seen % g == 0
-    return ctx.expect(check, gates, "training.generation_batch_size", seen,
-                      f"set, a multiple of num_generations ({g})", ok,
-                      "TRL derives it silently, and a size that does not divide into groups "
-                      "splits a GRPO group across batches")
+    result = ctx.expect(check, gates, "training.generation_batch_size", seen,
+                        f"set, a multiple of num_generations ({g})", ok,
+                        "TRL derives it silently, and a size that does not divide into groups "
+                        "splits a GRPO group across batches")
+    result.reads = ("training.num_generations",)
+    return result
 
 
 @static
@@ -334,15 +338,17 @@ def decoding(ctx: Context) -> list[Result]:
             continue
         unset = [k for k in DECODING if getattr(section, k) is None]
         seen = {k: getattr(section, k) for k in DECODING}
+        reads = (f"{name}.top_p", f"{name}.top_k")
         if len(unset) == len(DECODING):
             out.append(Result(check, (1,), "WARN", f"{name}.temperature", None, "set (the model card's)",
                               f"the {name} sampled with {SERVER_DEFAULTS.get(section.backend, 'the server defaults')}",
                               f"{name}.temperature, top_p and top_k are unset: the {section.backend} backend samples "
-                              f"with {SERVER_DEFAULTS.get(section.backend, 'its defaults')}; set the model card's"))
+                              f"with {SERVER_DEFAULTS.get(section.backend, 'its defaults')}; set the model card's",
+                              reads=reads))
         else:
             out.append(Result(check, (1,), "PASS", f"{name}.temperature", seen, "set",
                               detail=f"{section.backend} samples with {seen}"
-                              + (f" ({', '.join(unset)} at the server's default)" if unset else "")))
+                              + (f" ({', '.join(unset)} at the server's default)" if unset else ""), reads=reads))
     return out
 
 
@@ -362,11 +368,13 @@ def judge(ctx: Context) -> Result:
                                  ("judge.model unset", j.model is None),
                                  (f"judge.max_tokens {j.max_tokens} < {MIN_JUDGE_TOKENS}",
                                   j.max_tokens is None or j.max_tokens < MIN_JUDGE_TOKENS)) if bad]
-    return ctx.expect(check, gates, "judge.max_tokens" if j.backend else "judge.backend",
-                      j.max_tokens if j.backend else j.backend,
-                      f"a wired judge with max_tokens >= {MIN_JUDGE_TOKENS}", not problems,
-                      f"lambda_cnt {lam:g} > 0 with an unwired or truncated judge scores every "
-                      "skill's content as unmeasured or 0", "; ".join(problems))
+    result = ctx.expect(check, gates, "judge.max_tokens" if j.backend else "judge.backend",
+                        j.max_tokens if j.backend else j.backend,
+                        f"a wired judge with max_tokens >= {MIN_JUDGE_TOKENS}", not problems,
+                        f"lambda_cnt {lam:g} > 0 with an unwired or truncated judge scores every "
+                        "skill's content as unmeasured or 0", "; ".join(problems))
+    result.reads = ("judge.model", "reward.lambda_cnt")
+    return result
 
 
 @static
