@@ -67,14 +67,17 @@ def _classes():
             ids, completion_mask = out["completion_ids"], out["completion_mask"]
             tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
             loss_mask = completion_mask * tool_mask
-            rows, masks, utilities = [], [], []
+            rows, masks, credits, utilities = [], [], [], []
             for b in range(ids.size(0)):
                 pieces = credit.token_bytes(self.processing_class, ids[b].tolist())
                 masks.append(credit.selection_mask(pieces, tool_mask[b].tolist()))
                 record = episode_record(self.environments[b]) if self.environments else {"success": None}
+                credits.append(credit.credit_mask(pieces, tool_mask[b].tolist(), args.selector_credit,
+                                                  record.get("oracle")))
                 reads = record.get("reads") if record["success"] is not None else None
                 utility = (None if args.selector_credit in ("off", "task-mask-only")
-                           else credit.selection_utility(reads, record.get("oracle"), args.selector_credit))
+                           else credit.selection_utility(reads, record.get("oracle"), args.selector_credit,
+                                                         record.get("slate")))
                 utilities.append(float("nan") if utility is None else utility)
                 located = credit.locate_reads(pieces)
                 rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
@@ -91,7 +94,8 @@ def _classes():
                 for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
                     row.update(outcome_advantage=outcome, selector_advantage=sel)
                 out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
-                                                            args.selector_credit, args.selector_coef)
+                                                            args.selector_credit, args.selector_coef,
+                                                            torch.tensor(credits, device=ids.device))
             self._log_selection(rows)
             return out
 
