@@ -108,6 +108,20 @@ def test_a_key_with_no_consumer_fails_and_one_the_trainer_ignores_fails():
     assert rows[0].applied is False and "heuristic" in rows[0].detail
 
 
+def test_thinking_on_a_template_without_the_switch_is_not_applied(game_cache):
+    """reasoning_effort reaches the chat template as enable_thinking; on a model whose template
+    ignores it (the tiny model's), the trace says so before the backend refuses it at start."""
+    from skillos.evals.backends.tiny_model import build
+    from skillos.gates.core import Context, Result
+    from skillos.gates import trace as tracing
+
+    build()
+    cfg = config.with_sets(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"),
+                           ["executor.backend=hf", "executor.model=tiny-qwen2", "executor.reasoning_effort=on"])
+    (row,) = tracing.trace(Context(cfg), [Result("x", (1,), "PASS", "executor.reasoning_effort", "on", "on")])
+    assert row.applied is False and "no enable_thinking switch" in row.detail and row.arrived == "on"
+
+
 def test_the_cli_trace_json_lists_key_value_consumer_applied():
     out = run_cli("gate", "check", ROOT / "evals" / "configs" / "quickstart.yaml", "--trace", "--json")
     assert out.returncode == 0, out.stderr[-2000:]

@@ -417,7 +417,40 @@ def _backend_field(t: Tracer, key, value, section, name):
     if b.backend in (None, "heuristic"):
         return _not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
     where, arrived = t.sent(section)[name]
+    if name == "reasoning_effort" and value is not None and b.backend in ("hf", "vllm"):
+        template = _local_template(b.model)
+        if template is not None and "enable_thinking" not in template:
+            return Row(key, value, where, False, arrived, "the model's chat template has no enable_thinking switch "
+                       "(the backend refuses it at start): unset reasoning_effort or use a Qwen3-style template")
+        return _row(key, value, where, arrived, "" if template is not None else
+                    "the model's chat template is not on this machine: its switch is checked when the backend starts")
     return _row(key, value, where, arrived)
+
+
+def _local_template(model: str | None) -> str | None:
+    """The chat template of a model already on this machine (a folder, the built tiny model, the
+    hub cache), read without loading or building anything; None when it is not here."""
+    import json
+
+    from skillos.evals.backends.tiny_model import TINY_NAME, models_dir
+
+    if not model:
+        return None
+    folder = models_dir() / TINY_NAME if model == TINY_NAME else Path(model).expanduser()
+    files = [folder / "chat_template.jinja", folder / "tokenizer_config.json"]
+    if not folder.is_dir() and model.count("/") == 1:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            files = [Path(f) for f in (try_to_load_from_cache(model, "chat_template.jinja"),
+                                       try_to_load_from_cache(model, "tokenizer_config.json")) if isinstance(f, str)]
+        except ImportError:
+            return None
+    for f in files:
+        if f.is_file():
+            text = f.read_text(encoding="utf-8", errors="replace")
+            return text if f.suffix == ".jinja" else str(json.loads(text).get("chat_template") or "")
+    return None
 
 
 @resolver(r"^(?P<section>executor|curator|judge|optimize\.optimizer|sleep\.model|sleep\.optimizer)\.backend$")
