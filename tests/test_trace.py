@@ -82,6 +82,25 @@ def test_changing_a_gated_key_changes_what_its_consumer_receives(path):
     assert tried >= (20 if path == PAPER else 10)
 
 
+@pytest.mark.parametrize("trainer, args_class", [("selector-bc", "SFTConfig"), ("selector-dpo", "DPOConfig")])
+def test_the_sft_and_dpo_baselines_trace_to_their_own_arguments(trainer, args_class):
+    """A baseline arm: GRPO-only checks do not approve what SFT / DPO never read; what they do read
+    arrives (the prompt cap through the rows' prompts, the rest through their arguments)."""
+    cfg = config.with_sets(config.load(ROOT / "training" / "configs" / "selector-cpu.yaml"), [
+        f"skillgate.trainer={trainer}", "skillgate.selector_credit=off",  # YAML's bare off: the string
+        f'divergences={{skillgate.trainer: {{value: {trainer}, reason: "a SkillGate baseline arm"}}}}'])
+    rows, report = trace(cfg)
+    assert report.exit_code == 0, [r.line() for r in report.failed]
+    assert all(row.applied for row in rows.values()), [row.line() for row in rows.values() if not row.applied]
+    assert rows["training.save_steps"].consumer == f"{args_class}.save_steps"
+    from skillos.gates.core import Context, Result
+    from skillos.gates import trace as tracing
+
+    (cap,) = tracing.trace(Context(cfg), [Result("x", (1,), "PASS", "training.max_prompt_length", 1024, 1024)])
+    assert cap.applied and "cap_text" in cap.consumer
+    assert not {"training.num_generations", "training.loss_type", "training.temperature"} & set(rows)
+
+
 def test_a_key_checked_but_not_applied_fails(monkeypatch):
     """What TRL 1.16 did to max_prompt_length: the arguments the trainer gets lack it."""
     from skillos.training import trainer

@@ -266,13 +266,15 @@ class SkillGateConfig:
     slate_repo: str | None = None  # skill folder slates are drawn from (relative to the config)
     n_misleading: int = 2
     n_irrelevant: int = 1
-    selector_credit: str = "off"  # off | task-mask-only (coef exactly 0) | first-oracle | clean-oracle
+    selector_credit: str | bool = "off"  # off | task-mask-only (coef exactly 0) | first-oracle | clean-oracle
     selector_coef: float = 1.0
     max_tool_calls: int = 6  # reads + actions in one training rollout
     eval_spec: str | None = None  # the frozen eval protocol (evals/protocol.py), relative to the config
     repeats: int = 1  # plays of each held-out game per arm (pass@k / pass^k)
 
     def __post_init__(self):
+        if self.selector_credit is False:  # YAML 1.1 reads a bare `off` as a boolean
+            self.selector_credit = "off"
         _choice(self.trainer, TRAINERS, "skillgate.trainer")
         _choice(self.selector_credit, SELECTOR_CREDITS, "skillgate.selector_credit")
         for key in ("n_misleading", "n_irrelevant", "max_tool_calls", "repeats"):

@@ -88,7 +88,20 @@ def _applies(ctx: Context, key: str) -> str | None:
         return "the heuristic executor samples nothing"
     if leaf in DECODING and section == "judge" and not judge_used(ctx.cfg):
         return "no judge scores this run (r_cnt off, no judge backend, or not curator training)"
+    if key == "skillgate.selector_credit" and ctx.cfg.skillgate.trainer != "selector":
+        return f"skillgate.trainer {ctx.cfg.skillgate.trainer} has no selector credit"
     return None
+
+
+GRPO_TRAINERS = ("curator", "selector")
+
+
+def not_grpo(ctx: Context, check: str, gates: tuple) -> Result | None:
+    """A SKIP for a GRPO-only check on an SFT / DPO baseline (no groups, no generations)."""
+    if ctx.cfg.skillgate.trainer in GRPO_TRAINERS:
+        return None
+    return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer} is not GRPO: no "
+                  "generations, groups or GRPO loss")
 
 
 @static
@@ -150,6 +163,8 @@ def batch(ctx: Context) -> Result:
     the reference's "batch" means is diffed (a config that reads it otherwise declares it)."""
     check, gates = "batch", (1, 3)
     cfg, t = ctx.cfg, ctx.cfg.training
+    if not_grpo(ctx, check, gates):
+        return not_grpo(ctx, check, gates)
     prompts, completions = prompts_per_step(cfg), completions_per_step(cfg)
     config_line = (f"config: {batch_line(prompts, completions, t.num_generations)} ({t.per_device_train_batch_size} "
                    f"per device x {t.gradient_accumulation_steps} accumulation x {cfg.compute.num_processes} processes)")
@@ -218,6 +233,8 @@ def deepspeed_accumulation(ctx: Context) -> Result:
 @training_only(1)
 def generation_batch(ctx: Context) -> Result:
     check, gates = "generation-batch", (1,)
+    if not_grpo(ctx, check, gates):
+        return not_grpo(ctx, check, gates)
     t = ctx.cfg.training
     seen, g = t.generation_batch_size, t.num_generations
     ok = seen is not None and bool(g) and seen % g == 0
@@ -237,6 +254,9 @@ def loss_and_schedule(ctx: Context) -> list[Result]:
     out = []
     for check, key in (("loss-type", "training.loss_type"),
                        ("lr-scheduler", "training.lr_scheduler_type")):
+        if check == "loss-type" and not_grpo(ctx, check, (1,)):
+            out.append(not_grpo(ctx, check, (1,)))
+            continue
         seen, default = get(ctx.cfg, key), TRL_DEFAULTS[key]
         out.append(ctx.expect(check, (1,), key, seen, f"set explicitly, not TRL's default {default!r}",
                               seen is not None and seen != default,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 import re
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -162,11 +163,15 @@ class Tracer:
 
             cls, kwargs = args_spec(self.cfg, not self.gpu, training_output_dir(self.cfg))
             try:
-                return cls(**kwargs)
+                with warnings.catch_warnings():  # transformers' deprecation notes are not the config's
+                    warnings.simplefilter("ignore", FutureWarning)
+                    return cls(**kwargs)
             except ValueError as exc:
                 if self.gpu and "gpu" in str(exc).lower():
                     try:
-                        return cls(**kwargs, use_cpu=True)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", FutureWarning)
+                            return cls(**kwargs, use_cpu=True)
                     except ValueError as again:
                         exc = again
                 self.refused = f"{cls.__name__} refuses these arguments: {exc}"[:400]
