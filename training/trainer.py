@@ -64,6 +64,17 @@ def build_args(cfg: Config, cpu: bool, out: Path | None = None, extra: dict | No
     return cls(**{**kwargs, **(extra or {})})
 
 
+def trainer_class(cfg: Config, gauge=None):
+    """The GRPOTrainer subclass a curator run is built with: every rollout in flight
+    (training/rollouts.py) and prompts cut to training.max_prompt_length (training/prompt_cap.py)."""
+    from trl import GRPOTrainer
+
+    from skillos.training.prompt_cap import capped
+    from skillos.training.rollouts import rollout_trainer
+
+    return rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer))
+
+
 def output_dir(cfg: Config) -> Path:
     from skillos.config import training_output_dir
 
@@ -240,14 +251,10 @@ def finished_checkpoint(cfg: Config) -> str | None:
 
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dict:
-    from trl import GRPOTrainer
-
-    from skillos.training.prompt_cap import capped
-
     from skillos.evals.experiment import load_games, record_experiment
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
-    from skillos.training.rollouts import InFlight, rollout_trainer
+    from skillos.training.rollouts import InFlight
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
@@ -267,7 +274,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool) -> dic
     try:
         from datasets import Dataset
 
-        trainer_cls = rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer))
+        trainer_cls = trainer_class(cfg, gauge)
         step_health = StepHealth(reward_fn, echo)
         trainer = trainer_cls(
             model=model, reward_funcs=[reward_fn], args=build_args(cfg, cpu),

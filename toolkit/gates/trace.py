@@ -180,17 +180,14 @@ class Tracer:
 
     def trainer_class(self):
         def build():
-            from trl import GRPOTrainer
-
-            from skillos.training.prompt_cap import capped
-            from skillos.training.rollouts import rollout_trainer
-
             if self.trainer == "selector":
                 from skillos.training.selector_trainer import _classes
 
                 return _classes()[1]
             if self.trainer == "curator":
-                return rollout_trainer(self.cfg.training.rollout_concurrency, None, capped(GRPOTrainer))
+                from skillos.training.trainer import trainer_class
+
+                return trainer_class(self.cfg)
             return None
         return self.cached("trainer_class", build)
 
