@@ -95,10 +95,12 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
     def gen_progress(split):
         return (lambda done, total: progress("generate", split, done, total, "")) if progress else None
 
-    held_out = load_games(cfg, cfg.env.split, cfg.env.n_games, gen_progress(cfg.env.split))
+    split, n = game_sets(cfg)["held_out"]
+    held_out = load_games(cfg, split, n, gen_progress(split))
     train = []
-    if any(learns(arm) for arm in cfg.eval.arms) and cfg.env.n_train_games:
-        train = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games, gen_progress(cfg.env.train_split))
+    split, n = game_sets(cfg)["train"]
+    if any(learns(arm) for arm in cfg.eval.arms) and n:
+        train = load_games(cfg, split, n, gen_progress(split))
     overlap = {g.content_hash for g in train} & {g.content_hash for g in held_out}
     if overlap:
         raise SkillosError(f"{len(overlap)} held-out games also appear in {cfg.env.train_split}; refusing to run")
@@ -207,6 +209,12 @@ def executor_fingerprint(cfg: Config) -> str:
     return (f"executor={e.backend} model={e.model} reasoning={e.reasoning_effort} "
             f"max_tokens={e.max_tokens} history={e.history_length} max_steps={cfg.env.max_steps} "
             f"top_k={cfg.retrieval.top_k}")
+
+
+def game_sets(cfg: Config) -> dict:
+    """The (split, number of games) a launch loads for its held-out and train games: the one place
+    eval, optimize (held_out is its sealed test) and the gates' trace read them from."""
+    return {"held_out": (cfg.env.split, cfg.env.n_games), "train": (cfg.env.train_split, cfg.env.n_train_games)}
 
 
 def arm_settings(cfg: Config) -> dict:

@@ -3,9 +3,12 @@ share — the task set, the repeats, the seed, the prompt and tool-schema hashes
 snapshot — and a comparison of rows whose pins differ is refused with a one-line reason.
 
 Success over repeats is reported as pass@k (at least one of k plays succeeds) and pass^k (all k
-succeed) with the unbiased estimators over n measured plays with c successes:
-pass@k = 1 - C(n-c, k) / C(n, k), pass^k = C(c, k) / C(n, k). A task with fewer than k measured
-plays is unmeasured for that k: kept out of the mean and counted.
+succeed) with the unbiased estimators over n plays with c successes:
+pass@k = 1 - C(n-c, k) / C(n, k), pass^k = C(c, k) / C(n, k), in two labelled forms: the
+protocol's (SkillGate's frozen protocol counts an errored play in the denominator as a failure;
+frozen-protocol comparisons use this form) and measured-only (errored plays left out; a task with
+fewer than k measured plays is left out and counted). Paired statistics on success stay on
+measured pairs (unmeasured is reported beside them, never scored).
 """
 
 from __future__ import annotations
@@ -91,21 +94,47 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
+PROTOCOL_FORM = ("SkillGate protocol: every play counts; an errored (unmeasured) play is a failure in the "
+                 "denominator")
+MEASURED_FORM = ("measured plays only: errored plays left out; a task with fewer than k measured plays is left "
+                 "out and counted")
+
+
 def pass_metrics(rows: list[dict], k: int) -> dict:
-    """pass@k and pass^k over each game's repeats (rows: game_id, success True/False/None)."""
+    """pass@k and pass^k over each game's repeats (rows: game_id, success True/False/None), in
+    both forms, each labelled: `protocol` (SkillGate's frozen protocol: n = every play, an errored
+    play a failure; what frozen-protocol comparisons use) and `measured_only` (errored plays left
+    out, so a task with fewer than k measured plays is left out and counted)."""
     plays: dict[str, list] = {}
     for r in rows:
         plays.setdefault(r["game_id"], []).append(r["success"])
-    usable, unmeasured_tasks = {}, []
-    for game, outcomes in plays.items():
-        measured = [bool(o) for o in outcomes if o is not None]
-        (usable.__setitem__(game, measured) if len(measured) >= k else unmeasured_tasks.append(game))
-    unmeasured_plays = sum(o is None for outs in plays.values() for o in outs)
+    errored = sum(o is None for outs in plays.values() for o in outs)
+    protocol = _pass_form({g: [o is True for o in outs] for g, outs in plays.items()}, k, len(plays))
+    measured = _pass_form({g: [bool(o) for o in outs if o is not None] for g, outs in plays.items()}, k, len(plays))
+    return {"k": k, "protocol": {**protocol, "form": PROTOCOL_FORM, "errored_plays_as_failures": errored},
+            "measured_only": {**measured, "form": MEASURED_FORM, "unmeasured_plays": errored}}
+
+
+def _pass_form(outcomes: dict, k: int, of_tasks: int) -> dict:
+    usable = {g: o for g, o in outcomes.items() if len(o) >= k}
+    left_out = of_tasks - len(usable)
     if not usable:
-        return {"k": k, "pass_at_k": None, "pass_hat_k": None, "tasks": 0, "of_tasks": len(plays),
-                "unmeasured_tasks": len(unmeasured_tasks), "unmeasured_plays": unmeasured_plays,
-                "reason": f"no task has {k} measured plays"}
-    at = [pass_at_k(len(m), sum(m), k) for m in usable.values()]
-    hat = [pass_hat_k(len(m), sum(m), k) for m in usable.values()]
-    return {"k": k, "pass_at_k": sum(at) / len(at), "pass_hat_k": sum(hat) / len(hat), "tasks": len(usable),
-            "of_tasks": len(plays), "unmeasured_tasks": len(unmeasured_tasks), "unmeasured_plays": unmeasured_plays}
+        return {"pass_at_k": None, "pass_hat_k": None, "tasks": 0, "of_tasks": of_tasks, "tasks_left_out": left_out,
+                "reason": f"no task has {k} plays in this form"}
+    at = [pass_at_k(len(o), sum(o), k) for o in usable.values()]
+    hat = [pass_hat_k(len(o), sum(o), k) for o in usable.values()]
+    return {"pass_at_k": sum(at) / len(at), "pass_hat_k": sum(hat) / len(hat), "tasks": len(usable),
+            "of_tasks": of_tasks, "tasks_left_out": left_out}
+
+
+def pass_comparison(control: list[dict], treatment: list[dict]) -> list[dict]:
+    """Two arms' pass@k / pass^k in the protocol's form (the frozen protocol's comparison), k = 1..
+    the fewest repeats either arm played."""
+    out = []
+    for k, (a, b) in enumerate(zip(control, treatment), start=1):
+        pa, pb = a["protocol"], b["protocol"]
+        diff = {m: (pb[m] - pa[m]) if pa[m] is not None and pb[m] is not None else None
+                for m in ("pass_at_k", "pass_hat_k")}
+        out.append({"k": k, "form": PROTOCOL_FORM, "control": {m: pa[m] for m in diff},
+                    "treatment": {m: pb[m] for m in diff}, "difference": diff})
+    return out

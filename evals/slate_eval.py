@@ -18,8 +18,8 @@ from pathlib import Path
 from skillos.config import Config, relative_to_config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
-from skillos.evals.envs.slate import (READ_TOOL, SLATE_INSTRUCTIONS, SlateRetriever, build_slate, freeze,
-                                      load_frozen, render_metrics, selection_metrics, tool_schemas)
+from skillos.evals.envs.slate import (SlateRetriever, build_slate, freeze, load_frozen, render_metrics,
+                                      selection_metrics)
 from skillos.repo import SkillRepo
 from skillos.repo.store import write_atomic
 
@@ -60,12 +60,14 @@ def _make_executor(backend_cfg):
 
 
 def run_pins(cfg: Config, games, snapshot_hash: str) -> protocol.EvalSpec:
-    from skillos.evals.backends.llm_executor import SYSTEM
+    """The pins of a run. The prompt and tool-schema hashes are of the bytes the slate executor
+    sends, rendered by the functions that send them (`slate_executor.sent_templates`, `tools_sent`)."""
+    from skillos.evals.backends.slate_executor import sent_templates, tools_sent
 
     return protocol.EvalSpec(
         task_set=protocol.task_set_hash(games), repeats=cfg.skillgate.repeats, seed=cfg.env.seed,
-        prompt_hash=protocol.digest([SYSTEM, SLATE_INSTRUCTIONS, READ_TOOL]),
-        tool_schema_hash=protocol.digest(tool_schemas()), snapshot_hash=snapshot_hash)
+        prompt_hash=protocol.digest(sent_templates()),
+        tool_schema_hash=protocol.digest(tools_sent()), snapshot_hash=snapshot_hash)
 
 
 def config_pins(cfg: Config, games) -> dict:
@@ -143,6 +145,8 @@ def summarize(rows: list[dict], alpha: float, power: float, n_boot: int) -> dict
         report["arms"][arm] = {"selection": selection_metrics(arm_rows),
                                "pass": [protocol.pass_metrics(arm_rows, k) for k in range(1, repeats + 1)]}
     control = arms[0] if arms else None
+    report["pass_comparisons"] = [{"control": control, "treatment": arm, "pass": protocol.pass_comparison(
+        report["arms"][control]["pass"], report["arms"][arm]["pass"])} for arm in arms[1:]]
     for arm in arms[1:]:
         for metric, value in (("success", lambda r: r["success"]),
                               ("oracle_read", lambda r: None if r["success"] is None else "oracle" in r["read_roles"])):

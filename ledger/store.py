@@ -374,8 +374,19 @@ class Ledger:
         """One candidate of a skillos optimize run (columns of the candidates table)."""
         return self._insert("candidates", run_id=run_id, **fields)
 
+    def sealed(self, experiment: str, hashes) -> set:
+        """Which of these content hashes were already read as a sealed test of `experiment`."""
+        hashes = list(hashes)
+        found = set()
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i:i + 500]
+            rows = self.db.execute(f"SELECT split_hash FROM seals WHERE experiment = ? AND split_hash IN "
+                                   f"({','.join('?' * len(chunk))})", (experiment, *chunk)).fetchall()
+            found |= {r[0] for r in rows}
+        return found
+
     def read_sealed(self, experiment: str, split_hash: str, reason: str, output: str, actor: str,
-                    override: str | None = None) -> int:
+                    override: str | None = None, command: str = "optimize", record_override: bool = True) -> int:
         """Record one read of a sealed split. A second read of the same split (same experiment
         name, same content hash) is refused, from any process or output folder, unless a person
         overrides it with a reason: the override is recorded (and counted as a process failure)."""
@@ -396,8 +407,8 @@ class Ledger:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        if before:  # the override, as every override is: with its reason, as a process failure
-            self.add_override(5, "sealed-split", f"optimize: read {experiment!r} test split again: "
+        if before and record_override:  # the override, as every override is: with its reason, as a process failure
+            self.add_override(5, "sealed-split", f"{command}: read {experiment!r} test split again: "
                               f"{override}", actor)
         return seal
 

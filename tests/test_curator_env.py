@@ -134,9 +134,47 @@ def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):
     assert "invalid operation" in text and "Task 2 of 3:" in text
     rollout = finish(env)  # the curator quits: position 3 is played with the repo frozen
     assert len(rollout.positions) == 3 and all(p is not None for p in rollout.positions)
-    assert (rollout.ops_valid, rollout.ops_total) == (2, 5)
+    assert (rollout.ops_valid, rollout.ops_total) == (2, 6)  # 5 ops, and the turn that made no call
     assert rollout.repo_words > 0 and rollout.input_words > rollout.repo_words
     assert env.curate_and_advance([]) == "The rollout is over: every task has been played."
+
+
+def test_r_fc_counts_a_turn_with_no_parseable_call_as_a_measured_invalid_call(setup):
+    """A curator that never calls the tool scores r_fc 0, measured; one that calls at every turn
+    is not penalised; only an outage (a position lost) is unmeasured, and r_fc is not its place."""
+    from skillos.training.env import CuratorEnv, finish
+
+    setup, pool = setup
+    group = build_groups(pool, 3, 1, seed=0)[0]
+    silent = CuratorEnv(setup)
+    silent.reset(**group.row())  # the curator's first turn had no (parseable) tool call
+    r = reward(finish(silent), 3)
+    assert r.r_fc == 0.0 and r.total is not None  # measured: 0 valid of 1 call, not "nothing to measure"
+    assert r.total == pytest.approx(r.r_task + 0.05 * r.r_comp)
+    diligent = CuratorEnv(setup)
+    diligent.reset(**group.row())
+    diligent.curate_and_advance([{"op": "insert", "skill_name": "a", "content": "A skill\nbody"}])
+    diligent.curate_and_advance([{"op": "delete", "skill_name": "a"}])
+    assert reward(finish(diligent), 3).r_fc == 1.0  # every turn called: no penalty for stopping at the end
+
+
+def test_an_eval_curator_reply_with_no_call_on_the_training_surface_is_an_invalid_operation(monkeypatch):
+    from skillos.config import CuratorConfig
+    from skillos.evals.backends import llm_curator
+    from skillos.evals.backends.chat import ChatResult
+    from skillos.repo import SkillRepo
+
+    class Chat:
+        def chat(self, messages, tools=None):
+            return ChatResult("nothing to change")
+
+    monkeypatch.setattr(llm_curator, "make_chat", lambda config: Chat())
+    traj = type("T", (), {"won": True, "unmeasured_reason": None, "steps": [], "task": "t", "retrieved": []})()
+    trained = llm_curator.LLMCurator(CuratorConfig(backend="openai", model="m", tools="curate_and_advance"))
+    applied = trained.curate(traj, SkillRepo(None))
+    assert [a.ok for a in applied] == [False] and trained.unmeasured_calls == 0  # measured, invalid
+    paper = llm_curator.LLMCurator(CuratorConfig(backend="openai", model="m", tools="paper"))
+    assert paper.curate(traj, SkillRepo(None)) == []  # the paper's surface: "call none if nothing should change"
 
 
 def test_a_rollout_refuses_games_outside_the_training_pool(setup):

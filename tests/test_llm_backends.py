@@ -121,13 +121,16 @@ def test_eval_with_an_openai_executor_pointed_at_the_server(tmp_path, game_cache
     with ScriptedLLM() as server:
         data["executor"] = {"backend": "openai", "model": "Qwen/Qwen3-8B", "base_url": server.openai_url,
                             "reasoning_effort": "medium", "max_tokens": 4096, "history_length": 3,
+                            "temperature": 0.6, "top_p": 0.95, "top_k": 20,  # the model card's (gate 1)
                             "timeout_s": 5.0}
         config = tmp_path / "llm.yaml"
         config.write_text(yaml.safe_dump(data))
         result = run_cli("eval", config, "--n-games", 4, "--n-train-games", 4, "--json",
                          "--out", tmp_path / "run", env={"OPENAI_API_KEY": "test-key"})
         calls = len(server.calls)
+        body = server.calls[-1]["body"]
     assert result.returncode == 0, result.stderr[-2000:]
+    assert (body["temperature"], body["top_p"], body["top_k"], body["reasoning_effort"]) == (0.6, 0.95, 20, "medium")
     report = json.loads(result.stdout)
     for arm in report["arms"].values():
         assert arm["attempted"] == 4 and arm["measured"] == 4 and arm["actions"] > 0

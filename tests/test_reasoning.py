@@ -275,8 +275,11 @@ def test_the_paper_reasoning_config_passes_its_own_reference_table(canaries_pass
     assert result.returncode == 0, result.stderr[-2000:]
     checks = {c["check"]: c for c in json.loads(result.stdout)["results"]}
     assert checks["reference"]["seen"] == "skillos-paper-reasoning/reasoning"
-    for key in ("training.group_size", "env.reasoning.min_group_size", "env.max_steps", "training.max_steps"):
+    for key in ("training.group_size", "env.reasoning.min_group_size", "training.max_steps",
+                "executor.temperature", "executor.top_p", "executor.top_k"):
         assert checks[f"table.{key}"]["status"] == "PASS", checks[f"table.{key}"]
+    # one turn per problem is how the environment plays, not a setting: no row to approve
+    assert "table.env.max_steps" not in checks
     assert checks["completion-length"]["status"] == "PASS"  # 12 x 4096
 
 

@@ -82,6 +82,39 @@ def test_utilities_clean_oracle_against_first_oracle():
         u(["heat"], "heat", "task-mask-only")
 
 
+def test_clean_oracle_counts_only_reads_of_skills_on_the_slate():
+    u = credit.selection_utility
+    slate = ["heat", "cool", "notes"]
+    # a garbled name is no read of a skill: the trajectory read exactly one skill, the oracle
+    assert u(["heat-then-plac", "heat"], "heat", "clean-oracle", slate) == 1.0
+    assert u(["heat-then-plac", "heat"], "heat", "clean-oracle") == 0.0  # what counting every name gave
+    assert u(["heat", "heat"], "heat", "clean-oracle", slate) == 1.0  # one skill, read twice
+    assert u(["nothing-real"], "heat", "clean-oracle", slate) == 0.0  # no skill read at all
+    assert u(["cool", "heat"], "heat", "clean-oracle", slate) == 0.0
+    from skillos.evals.envs.slate import clean_oracle
+
+    assert clean_oracle([None, "oracle"]) and not clean_oracle([None]) and not clean_oracle(["oracle", "misleading"])
+
+
+def test_first_oracle_credits_the_first_oracle_reads_span_only(tokenizer):
+    cool = READ.replace("heat-then-place", "cool-then-place")
+    ids, (r_reason, _, r_cool, _, r_heat, _, r_again) = _encode(tokenizer, REASON, "\n", cool, "\n", READ, "\n", READ)
+    pieces = credit.token_bytes(tokenizer, ids)
+    first = credit.credit_mask(pieces, None, "first-oracle", "heat-then-place")
+    assert [i for i, m in enumerate(first) if m] == list(range(*r_heat))  # not the reasoning, not cool, not the 2nd
+    method = credit.credit_mask(pieces, None, "clean-oracle", "heat-then-place")
+    assert method == credit.selection_mask(pieces)  # the method credits every selection span
+    assert sum(credit.credit_mask(pieces, None, "first-oracle", "look-then-place")) == 0  # never read: nothing
+    # the advantage: the first oracle read gets coef x selector; the other spans get neither stream
+    sel = torch.tensor([credit.selection_mask(pieces)])
+    loss = torch.ones_like(sel)
+    adv = credit.token_advantages(torch.tensor([1.0]), torch.tensor([0.5]), sel, loss, "first-oracle", 2.0,
+                                  torch.tensor([first]))[0]
+    assert all(adv[i] == 1.0 for i in range(*r_heat))
+    assert all(adv[i] == 0.0 for i in [*range(*r_reason), *range(*r_cool), *range(*r_again)])
+    assert all(adv[i] == 1.0 for i in range(len(ids)) if not sel[0, i])  # task tokens: the outcome
+
+
 def test_group_advantages_by_hand():
     nan = float("nan")
     values = torch.tensor([1.0, 0.0, 0.0, 0.0, nan, nan, 1.0, nan, 0.0])

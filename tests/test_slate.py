@@ -118,11 +118,35 @@ def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators():
     assert protocol.pass_at_k(4, 2, 2) == pytest.approx(5 / 6)
     assert protocol.pass_hat_k(4, 2, 2) == pytest.approx(1 / 6)
     rows = [{"game_id": "a", "success": s} for s in (True, False, True, False)]
-    rows += [{"game_id": "b", "success": s} for s in (True, None, None, None)]  # 1 measured play
+    rows += [{"game_id": "b", "success": s} for s in (True, None, None, None)]  # 1 measured play, 3 errors
     m = protocol.pass_metrics(rows, 2)
-    assert m["pass_at_k"] == pytest.approx(5 / 6) and m["pass_hat_k"] == pytest.approx(1 / 6)
-    assert (m["tasks"], m["of_tasks"], m["unmeasured_tasks"], m["unmeasured_plays"]) == (1, 2, 1, 3)
-    assert protocol.pass_metrics(rows, 1)["pass_at_k"] == pytest.approx((0.5 + 1.0) / 2)
+    measured, proto = m["measured_only"], m["protocol"]
+    assert measured["pass_at_k"] == pytest.approx(5 / 6) and measured["pass_hat_k"] == pytest.approx(1 / 6)
+    assert (measured["tasks"], measured["of_tasks"], measured["tasks_left_out"], measured["unmeasured_plays"]) \
+        == (1, 2, 1, 3)
+    # the protocol's form: b's errored plays are failures, so b is 1 win in 4 plays
+    b_at, b_hat = protocol.pass_at_k(4, 1, 2), protocol.pass_hat_k(4, 1, 2)
+    assert b_at == pytest.approx(0.5) and b_hat == 0
+    assert proto["pass_at_k"] == pytest.approx((5 / 6 + b_at) / 2) and proto["pass_hat_k"] == pytest.approx(1 / 12)
+    assert (proto["tasks"], proto["errored_plays_as_failures"]) == (2, 3)
+    assert "failure" in proto["form"] and "left out" in measured["form"]
+    assert protocol.pass_metrics(rows, 1)["measured_only"]["pass_at_k"] == pytest.approx((0.5 + 1.0) / 2)
+    assert protocol.pass_metrics(rows, 1)["protocol"]["pass_at_k"] == pytest.approx((0.5 + 0.25) / 2)
+
+
+def test_frozen_protocol_comparisons_use_the_protocol_form():
+    """An arm that errors more is not flattered: its errors are failures in the comparison."""
+    control = [{"arm": "a", "game_id": g, "repeat": r, "success": True, "pins": {}, "reads": ["o"],
+                "read_roles": ["oracle"]} for g in ("x", "y") for r in range(2)]
+    errors = [{**row, "arm": "b", "success": None if row["game_id"] == "y" else True} for row in control]
+    from skillos.evals.slate_eval import summarize
+
+    report = summarize(control + errors, 0.05, 0.8, 200)
+    comp = report["pass_comparisons"][0]["pass"][0]
+    assert comp["k"] == 1 and "failure" in comp["form"]
+    assert comp["control"]["pass_at_k"] == 1.0 and comp["treatment"]["pass_at_k"] == 0.5
+    measured = report["arms"]["b"]["pass"][0]["measured_only"]
+    assert measured["pass_at_k"] == 1.0  # measured-only would have shown no loss
 
 
 def test_a_comparison_across_different_pins_is_refused_in_one_line(tmp_path):
@@ -204,6 +228,35 @@ def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(t
     assert "repeats: spec 1 vs this config 3" in refused.detail and "snapshot_hash: spec" in refused.detail
 
 
+def test_the_prompt_pin_is_the_hash_of_what_the_slate_executor_sends(monkeypatch):
+    """Changing the system prompt the slate executor sends (envs/slate.py's SYSTEM), its
+    instructions or a template changes the run's prompt pin; the ALFWorld executor's prompt,
+    which the slate executor never sends, does not."""
+    from types import SimpleNamespace
+
+    from skillos.evals import slate_eval
+    from skillos.evals.backends import llm_executor, slate_executor
+    from skillos.evals.envs import slate
+
+    cfg = cfgmod.load(CPU)
+    games = [SimpleNamespace(content_hash="h1")]
+    pin = slate_eval.run_pins(cfg, games, "snap").prompt_hash
+    monkeypatch.setattr(llm_executor, "SYSTEM", "another ALFWorld executor prompt")
+    assert slate_eval.run_pins(cfg, games, "snap").prompt_hash == pin
+    monkeypatch.setattr(slate, "SYSTEM", slate.SYSTEM + " Read at most one skill.")
+    from skillos.evals.backends.chat import ChatResult
+
+    sent = []
+    chat = SimpleNamespace(chat=lambda messages, tools=None: sent.append(messages[0]["content"]) or ChatResult(
+        "", [{"name": "act", "arguments": {"command": "look"}}], completion_tokens=3))
+    slate_executor.SlateEpisode(SimpleNamespace(chat=chat), "task", []).act("You are in a room.", ["look"])
+    assert sent == [slate.SYSTEM]  # the executor sends the changed prompt ...
+    changed = slate_eval.run_pins(cfg, games, "snap").prompt_hash
+    assert changed != pin  # ... and the pin moves with it
+    monkeypatch.setattr(slate, "step_result", lambda obs, won, admissible: obs)  # a template the model reads
+    assert slate_eval.run_pins(cfg, games, "snap").prompt_hash not in (pin, changed)
+
+
 def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch, slate_setup):
     """A scripted model behind the real OpenAI SDK reads the oracle, then acts: the episode
     records the read with its token position and the runner plays the action on the real game."""
@@ -248,3 +301,7 @@ def test_the_gpu_config_passes_the_static_gates(canaries_passed):
     assert report.failed == []
     by_name = {r.check: r for r in report.results}
     assert by_name["skillgate-slate"].status == "PASS" and by_name["skillgate-credit"].status == "PASS"
+    # diffed against SkillGate's table, not the SkillOS curator's
+    assert by_name["reference"].seen == "skillgate/alfworld"
+    assert by_name["table.skillgate.selector_credit"].status == "PASS"
+    assert not any(c.startswith("table.reward.") or c == "table.retrieval.top_k" for c in by_name)

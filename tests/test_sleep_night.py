@@ -104,6 +104,31 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
     assert status(home)["proposals"][0]["adopted_at"] == meta["adopted_at"]
 
 
+def test_a_later_night_never_rereads_a_sealed_test_task_without_unseal(world, tmp_path):
+    """The test tasks a night read are sealed in the ledger by content hash: a later night (even
+    with a fresh sleep home, so nothing on disk remembers) leaves them out; --unseal reads them
+    again and records the person's override once."""
+    make, skill, home = world
+    with ScriptedLLM(follows_the_skill) as server:
+        first = skillos.sleep(make(server), echo=lambda _: None)
+        assert first["test"]["read"] == 5 and first["test"]["sealed_left_out"] == 0
+        with Ledger() as ledger:
+            assert len(ledger.rows("seals")) == 5
+            assert {r["experiment"] for r in ledger.rows("seals")} == {"sleep:status-notes"}
+        again = skillos.sleep(make(server, home=str(tmp_path / "elsewhere")), echo=lambda _: None)
+        assert again["accepted"] == 1 and again["test"]["read"] == 0 and again["test"]["sealed_left_out"] == 5
+        assert again["test"]["verdict"].startswith("not reportable") and "--unseal" in again["test"]["verdict"]
+        assert again["budget"]["calls"] == first["budget"]["calls"] - 2 * 5  # no seed-test, no best-test replay
+        unsealed = skillos.sleep(make(server, home=str(tmp_path / "third")), echo=lambda _: None,
+                                 unseal="re-measure after the judge fix")
+        assert unsealed["test"]["read"] == 5 and unsealed["test"]["comparison"]["b"] == 5
+    with Ledger() as ledger:
+        assert len(ledger.rows("seals")) == 10
+        overrides = ledger.rows("overrides")
+        assert len(overrides) == 1 and "re-measure after the judge fix" in overrides[0]["reason"]
+        assert overrides[0]["reason"].startswith("sleep night:")
+
+
 def test_a_rejected_candidate_is_remembered_across_nights(world):
     make, skill, home = world
     with ScriptedLLM(ignores_the_skill) as server:

@@ -17,17 +17,19 @@ SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
 
 
 def test_grpo_config_from_the_paper_config_matches_table_4():
-    from trl import GRPOConfig
-
-    from skillos.training.trainer import grpo_kwargs
+    from skillos.training.trainer import build_args
 
     cfg = cfgmod.load(PAPER)
-    args = GRPOConfig(**grpo_kwargs(cfg, cpu=True))
+    args = build_args(cfg, cpu=True)
+    assert args.max_prompt_length == 16384  # skillos's field: TRL 1.16's GRPOConfig has none
     table = load("skillos-paper/alfworld").values
     for key in ("learning_rate", "num_generations", "beta", "temperature", "max_steps"):
         assert getattr(args, key) == table[f"training.{key}"], key
-    assert args.per_device_train_batch_size * args.gradient_accumulation_steps * cfg.compute.num_processes \
-        == table["effective_batch_size"]
+    completions = args.per_device_train_batch_size * args.gradient_accumulation_steps * cfg.compute.num_processes
+    # Table 4's batch is read as prompts (32 x 8 completions); this config declares its 4 prompts x 8
+    assert completions // args.num_generations == cfg.divergences["prompts_per_step"]["value"] == 4
+    assert load("skillos-paper/alfworld").batch == {**load("skillos-paper/alfworld").batch, "size": 32,
+                                                      "means": "prompts"}
     assert args.max_completion_length == cfg.training.group_size * 4096  # the whole multi-turn rollout
     assert args.max_tool_calling_iterations == cfg.training.group_size - 1
     assert args.loss_type == "grpo" and getattr(args.lr_scheduler_type, "value", None) == "constant"
@@ -151,7 +153,9 @@ def test_the_reward_function_judges_contents_and_neutralises_unmeasured_rollouts
         judged = len(server.calls)
     step = fn.history[0]
     assert judged == 1  # one inserted content, one verdict
-    assert step["r_fc"] == [1.0, None] and step["r_task"][1] is None
+    # played: 1 valid op, then a turn with no call (the rollout stopped at position 2 of 3): 1/2;
+    # lost: its one turn made no call: 0 of 1, measured (its total is still the group's mean)
+    assert step["r_fc"] == [0.5, 0.0] and step["r_task"][1] is None
     assert totals[1] == totals[0]  # the lost rollout takes its group's mean: zero advantage
     assert "1 unmeasured rollouts neutralised" in lines[0] and "of 2 over 2 rollouts" in lines[0]
 
@@ -180,3 +184,38 @@ def test_a_killed_run_resumes_from_its_newest_complete_checkpoint(tmp_path, game
     assert "resuming from checkpoints/cpu-smoke/checkpoint-1" in again.stderr
     assert sum(line.startswith("reward health:") for line in again.stderr.splitlines()) == 1  # step 2 only
     assert (archive / "checkpoint-2" / "skillos-curator.json").is_file()
+
+
+def test_prompts_longer_than_max_prompt_length_are_cut_to_their_last_tokens():
+    """training.max_prompt_length, applied: the trainer class cuts every tokenized prompt (TRL
+    1.16 would have passed it whole), and counts the prompts it cut."""
+    from skillos.errors import SkillosError
+    from skillos.training.prompt_cap import PromptCap, cap_ids, capped
+
+    assert cap_ids([1, 2, 3, 4, 5], 3) == ([3, 4, 5], True) and cap_ids([1, 2], 3) == ([1, 2], False)
+    assert cap_ids([1, 2, 3], None) == ([1, 2, 3], False)
+
+    class Base:  # TRL's method, as the trainer class calls it
+        def __init__(self, limit):
+            self.args, self.model, self._metrics = type("A", (), {"max_prompt_length": limit})(), \
+                type("M", (), {"training": True})(), {"train": {"prompts/truncated": []}, "eval": {}}
+
+        def _tokenize_prompts(self, prompts):
+            return [list(range(n)) for n in prompts], None, {}
+
+    trainer = capped(Base)(4)
+    ids, _, _ = trainer._tokenize_prompts([10, 3])
+    assert ids == [[6, 7, 8, 9], [0, 1, 2]] and trainer.truncated_prompts == 1
+    assert trainer._metrics["train"]["prompts/truncated"] == [0.5]
+    assert capped(Base)(None)._tokenize_prompts([10])[0] == [list(range(10))]
+    assert issubclass(capped(Base), PromptCap)
+
+    class Changed:
+        def _tokenize_prompts(self, prompts, images):
+            pass
+
+    with pytest.raises(SkillosError, match="_tokenize_prompts"):
+        capped(Changed)
+    from trl import GRPOTrainer
+
+    assert list(__import__("inspect").signature(GRPOTrainer._tokenize_prompts).parameters) == ["self", "prompts"]

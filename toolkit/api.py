@@ -38,12 +38,13 @@ def load(path: str | Path, sets: list[str] | tuple = ()) -> Config:
 
 
 def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | None = None,
-          ledger=None) -> Report:
+          ledger=None, trace: bool = False) -> Report:
     """The launch gates on a config, recorded nowhere: the report, or GateRefused carrying it
-    when a check failed (gate 6 reads the ledger when the config names a fix)."""
+    when a check failed (gate 6 reads the ledger when the config names a fix). `trace` (and
+    `dry_run`) also trace every gated key to what its consumer receives (`report.trace`)."""
     cfg = _config(config)
     with _ledger(ledger, needed=cfg.experiment.fixes_failure is not None) as book:
-        report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo)
+        report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo, trace=trace)
     return gates.refuse_on_failure(report, "check")
 
 
@@ -138,14 +139,16 @@ def evaluate_slate(config: Config | str | Path, *, out: str | Path, checkpoints:
 
 
 def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_file=None,
-          echo: Echo | None = None, ledger=None) -> dict:
+          echo: Echo | None = None, ledger=None, unseal: str | None = None) -> dict:
     """One night of `skillos sleep` for `cfg.sleep.skill`: replay mined (or reviewed, `tasks_file`)
-    tasks, gate candidates, stage a proposal a person adopts. The launch gates run first."""
+    tasks, gate candidates, stage a proposal a person adopts. The launch gates run first. Test
+    tasks an earlier night read are sealed in the ledger and left out unless `unseal` gives a
+    person's reason (recorded as an override)."""
     from skillos.training.sleep import run_night
 
     cfg, echo = _config(config), echo or _quiet
     return run_night(cfg, gate=lambda c, book: gates.enforce(c, "sleep night", book, overrides, echo=echo),
-                     ledger=ledger, tasks_file=tasks_file, echo=echo)
+                     ledger=ledger, tasks_file=tasks_file, echo=echo, unseal=unseal)
 
 
 def train(config: Config | str | Path, *, backend: str | None = None, overrides: dict | None = None,

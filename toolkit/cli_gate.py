@@ -19,19 +19,32 @@ def gate_check(
     dry_run: bool = typer.Option(False, "--dry-run", help="Also run the checks that execute code: "
                                  "tool surface, reward arithmetic, a few real rollouts, the task "
                                  "distribution, split hashes, free disk."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    trace: bool = typer.Option(False, "--trace", help="Also show, for every config key a check read, where "
+                               "it goes and what arrives there (the trainer's arguments, the backend's "
+                               "request or sampling call, the prompt, the retrieval call), built without "
+                               "running anything; a key checked but not applied FAILs. The dry-run traces too."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output (with --trace: a \"trace\" list "
+                                 "of {key, value, consumer, arrived, applied, detail})."),
     set_: List[str] = typer.Option([], "--set", help=SET_HELP),
 ):
     """PASS / WARN / FAIL / SKIP per check, with its gate, key, seen and expected values.
 
     Exit 0: nothing failed; 1: a check failed; 2: the config is unreadable. Static checks take
-    well under a second and import nothing heavy.
+    well under a second and import nothing heavy (--trace builds the trainer's arguments: trl).
     """
     from skillos import api
 
     try:
-        report = api.check(load_config(config, set_), dry_run=dry_run, echo=None if as_json else typer.echo)
+        report = api.check(load_config(config, set_), dry_run=dry_run, echo=None if as_json else typer.echo,
+                           trace=trace)
     except api.GateRefused as refused:
         report = refused.report
-    print_json(report.to_dict()) if as_json else typer.echo(f"{config}: {report.summary()}")
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        if trace and report.trace is not None:
+            typer.echo("trace: key = value -> consumer: what arrives")
+            for row in report.trace:
+                typer.echo("  " + row.line())
+        typer.echo(f"{config}: {report.summary()}")
     raise typer.Exit(report.exit_code)

@@ -36,9 +36,17 @@ def _render(report: dict, as_json: bool) -> None:
     for arm, data in report["arms"].items():
         typer.echo(render_metrics(arm, data["selection"]))
         for p in data["pass"]:
-            shown = "unmeasured" if p["pass_at_k"] is None else f"{p['pass_at_k']:.2f} / {p['pass_hat_k']:.2f}"
-            typer.echo(f"  pass@{p['k']} / pass^{p['k']}: {shown} over {p['tasks']} of {p['of_tasks']} tasks "
-                       f"({p['unmeasured_tasks']} tasks, {p['unmeasured_plays']} plays unmeasured)")
+            for form, label in (("protocol", "protocol (errored plays count as failures)"),
+                                ("measured_only", "measured-only")):
+                f = p[form]
+                shown = "unmeasured" if f["pass_at_k"] is None else f"{f['pass_at_k']:.2f} / {f['pass_hat_k']:.2f}"
+                typer.echo(f"  pass@{p['k']} / pass^{p['k']}, {label}: {shown} over {f['tasks']} of "
+                           f"{f['of_tasks']} tasks ({f['tasks_left_out']} left out)")
+    for c in report.get("pass_comparisons", []):
+        for p in c["pass"]:
+            d = p["difference"]["pass_at_k"]
+            typer.echo(f"{c['treatment']} vs {c['control']} pass@{p['k']} (protocol form): "
+                       + ("unmeasured" if d is None else f"{d:+.2f}"))
     for c in report["comparisons"]:
         diff = "unmeasured" if c["difference"] is None else f"{c['difference']:+.2f}"
         typer.echo(f"{c['treatment']} vs {c['control']} on {c['metric']}: {diff} over {c['n_paired']} pairs "

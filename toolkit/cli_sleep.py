@@ -112,10 +112,14 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
                                            "spend nothing."),
               override: List[str] = typer.Option([], "--override", help='CHECK="reason": launch despite a failing '
                                                  "gate check (recorded in the ledger)."),
+              unseal: Optional[str] = typer.Option(None, "--unseal", help="A person's reason to read test tasks "
+                                                   "an earlier night already read as the test (recorded in the "
+                                                   "ledger as an override)."),
               set_: List[str] = typer.Option([], "--set", help=SET_HELP),
               as_json: bool = JSON):
     """One night: harvest, mine, replay current vs candidate, gate on validation, read the sealed
-    test once, stage a proposal. Never writes the live skill."""
+    test once, stage a proposal. Never writes the live skill. A test task one night read is sealed
+    in the ledger by its content hash: later nights leave it out unless --unseal gives a reason."""
     from skillos import api, gates
     from skillos.training.sleep.night import plan_night
 
@@ -134,7 +138,7 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 
         _emit(plan, as_json, lines)
         return
-    report = api.sleep(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err)
+    report = api.sleep(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err, unseal=unseal)
 
     def lines(r):
         for c in r["candidates"]:

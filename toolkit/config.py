@@ -90,20 +90,39 @@ class EnvConfig:
     reasoning: ReasoningEnvConfig = field(default_factory=ReasoningEnvConfig)
 
 
+# reasoning_effort: `on` / `none` switch Qwen3-style thinking through the chat template (hf, vllm);
+# `low` / `medium` / `high` (and `none`) are the API's field (openai) or a thinking budget (anthropic).
+REASONING_EFFORTS = ("none", "on", "low", "medium", "high")
+API_EFFORTS = ("low", "medium", "high")
+TEMPLATE_BACKENDS = ("hf", "vllm")  # decoding through the model's own chat template and sampler
+ANTHROPIC_THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}  # budget_tokens per effort
+
+
 @dataclass
 class BackendConfig:
     backend: str = "heuristic"
     model: str | None = None
     base_url: str | None = None  # an OpenAI-compatible endpoint (vllm serve, OpenRouter, ...)
     api_key_env: str | None = None  # the environment variable holding the key (never the key)
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    reasoning_effort: str | None = None  # none | low | medium | high
-    max_tokens: int | None = None
+    temperature: float | None = field(default=None, metadata={
+        "help": "sampling temperature, sent to every backend's request or sampler; None: the server's default"})
+    top_p: float | None = field(default=None, metadata={"help": "nucleus sampling; None: the server's default"})
+    top_k: int | None = field(default=None, metadata={
+        "help": "top-k sampling (vLLM, hf, Anthropic, OpenAI-compatible servers; the OpenAI API has none)"})
+    reasoning_effort: str | bool | None = field(default=None, metadata={
+        "help": "hf/vllm: on | none (Qwen3-style enable_thinking through the chat template); "
+                "openai: low | medium | high | none (the API's field); anthropic: low | medium | high "
+                "(an extended-thinking budget of 1024 / 4096 / 16384 tokens) | none"})
+    max_tokens: int | None = field(default=None, metadata={
+        "help": "tokens one reply may generate (reasoning included); None: the backend's default"})
     history_length: int | None = None  # action/observation pairs shown to an LLM executor
     timeout_s: float = 120.0  # per request; the SDK retries 429 / 5xx / timeouts
     max_retries: int = 2
+
+    def __post_init__(self):
+        # YAML 1.1 reads a bare `on` / `off` as a boolean: the switch the setting means
+        if isinstance(self.reasoning_effort, bool):
+            self.reasoning_effort = "on" if self.reasoning_effort else "none"
 
 
 @dataclass
@@ -253,13 +272,15 @@ class SkillGateConfig:
     slate_repo: str | None = None  # skill folder slates are drawn from (relative to the config)
     n_misleading: int = 2
     n_irrelevant: int = 1
-    selector_credit: str = "off"  # off | task-mask-only (coef exactly 0) | first-oracle | clean-oracle
+    selector_credit: str | bool = "off"  # off | task-mask-only (coef exactly 0) | first-oracle | clean-oracle
     selector_coef: float = 1.0
     max_tool_calls: int = 6  # reads + actions in one training rollout
     eval_spec: str | None = None  # the frozen eval protocol (evals/protocol.py), relative to the config
     repeats: int = 1  # plays of each held-out game per arm (pass@k / pass^k)
 
     def __post_init__(self):
+        if self.selector_credit is False:  # YAML 1.1 reads a bare `off` as a boolean
+            self.selector_credit = "off"
         _choice(self.trainer, TRAINERS, "skillgate.trainer")
         _choice(self.selector_credit, SELECTOR_CREDITS, "skillgate.selector_credit")
         for key in ("n_misleading", "n_irrelevant", "max_tool_calls", "repeats"):
@@ -397,6 +418,8 @@ def _check_type(value, hint, where):
         kind = typing.get_origin(kind) or kind
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
+        if kind is float and isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+            return float(value)  # YAML 1.1 reads `1e-6` (no dot) as a string
         if isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
             return value
     names = " or ".join("null" if k is type(None) else (typing.get_origin(k) or k).__name__
@@ -404,13 +427,61 @@ def _check_type(value, hint, where):
     raise ConfigError(f"{where}: expected {names}, got {value!r}")
 
 
+_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def _choice(value, allowed, where):
     if value not in allowed:
         raise ConfigError(f"{where}: {value!r} is not one of {', '.join(allowed)}")
 
 
+DECODING_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer")
+
+
+def decoding_problem(section: str, b: BackendConfig) -> str | None:
+    """Why backend `b.backend` cannot carry this section's decoding settings as configured (one
+    line, naming the key and the fix), else None. A setting a backend would drop or the API would
+    reject on every call is refused here, before anything runs, never sent and lost."""
+    effort = b.reasoning_effort
+    if effort is not None and effort not in REASONING_EFFORTS:
+        return f"{section}.reasoning_effort: {effort!r} is not one of {', '.join(REASONING_EFFORTS)}"
+    if b.backend in (None, "heuristic"):
+        return None
+    if b.backend in TEMPLATE_BACKENDS:
+        if effort in API_EFFORTS:
+            return (f"{section}.reasoning_effort: {effort!r} has no meaning for backend {b.backend}: Qwen3-style "
+                    "thinking is on or off through the chat template (enable_thinking); use on or none")
+        if b.temperature == 0 and (b.top_p is not None or b.top_k is not None):
+            return (f"{section}.top_p / top_k: temperature 0 is greedy decoding on backend {b.backend}, which "
+                    "ignores them; unset them or set a temperature above 0")
+    elif effort == "on":
+        return (f"{section}.reasoning_effort: 'on' is the hf / vllm chat-template switch; backend {b.backend} "
+                f"takes {', '.join(API_EFFORTS)} or none")
+    if b.backend == "openai" and b.top_k is not None and not b.base_url:
+        return (f"{section}.top_k: the OpenAI API has no top_k and rejects the request; unset it, or set "
+                f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
+    if b.backend == "anthropic" and effort in API_EFFORTS:
+        budget = ANTHROPIC_THINKING_BUDGET[effort]
+        if b.temperature not in (None, 1.0) or b.top_k is not None or (b.top_p is not None and b.top_p < 0.95):
+            return (f"{section}: extended thinking (reasoning_effort {effort}) takes no temperature other than 1, "
+                    "no top_k and top_p only in [0.95, 1] (the API rejects the request); unset them or set "
+                    "reasoning_effort none")
+        if b.max_tokens is not None and b.max_tokens <= budget:
+            return (f"{section}.max_tokens: {b.max_tokens} leaves no room for reasoning_effort {effort}'s thinking "
+                    f"budget of {budget} tokens; raise it above {budget}")
+    return None
+
+
+def check_decoding(cfg: Config) -> None:
+    for section in DECODING_SECTIONS:
+        problem = decoding_problem(section, _get(cfg, section))
+        if problem:
+            raise ConfigError(problem)
+
+
 def validate(cfg: Config) -> Config:
     check_bounds(cfg)
+    check_decoding(cfg)
     _choice(cfg.env.name, ENVS, "env.name")
     _choice(cfg.env.split, SPLITS, "env.split")
     _choice(cfg.env.train_split, SPLITS, "env.train_split")
@@ -464,6 +535,10 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"eval.max_error_rate: a share in [0, 1), got {cfg.eval.max_error_rate}")
     if cfg.compute.num_processes < 1:
         raise ConfigError(f"compute.num_processes: at least 1, got {cfg.compute.num_processes}")
+    low, high = cfg.env.reasoning.min_group_size, cfg.training.group_size
+    if low is not None and high is not None and low > high:
+        raise ConfigError(f"env.reasoning.min_group_size: {low} is above training.group_size {high} (|G| is drawn "
+                          "from min_group_size to group_size)")
     if cfg.training.rollout_concurrency is not None and cfg.training.rollout_concurrency < 1:
         raise ConfigError(f"training.rollout_concurrency: at least 1 (or unset: every rollout of the step), "
                           f"got {cfg.training.rollout_concurrency}")

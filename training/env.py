@@ -130,10 +130,17 @@ def make_setup(cfg, games, gauge=None) -> Setup:
 
 
 def finish(env: CuratorEnv) -> Rollout:
-    """Play every position the curator did not reach, with the repo frozen; the rollout's record."""
+    """Play every position the curator did not reach, with the repo frozen; the rollout's record.
+
+    A rollout that stops before its last position stopped on a curator turn with no parseable
+    call to curate_and_advance (TRL ends the loop on a turn without a tool call, and a call it
+    could not parse or run never reached the environment): that turn is one measured invalid
+    operation, so r_fc counts it as 0, never as a missing value. Only an outage is unmeasured."""
     state = env._state
     if state is None:
         raise ValueError("no rollout in progress")
+    if len(state.positions) < len(state.game_ids):
+        state.ops_total += 1  # the turn with no parseable call: invalid, and measured
     while len(state.positions) < len(state.game_ids):
         env._advance()
     words = sum(len(s.text.split()) for s in state.repo.skills)

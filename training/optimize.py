@@ -310,7 +310,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
 
     from skillos.evals import stats
     from skillos.evals.envs.registry import environment
-    from skillos.evals.experiment import arm_settings, check_out, load_games, record_experiment
+    from skillos.evals.experiment import arm_settings, check_out, game_sets, load_games, record_experiment
     from skillos.evals.report import arm_summary
     from skillos.evals.runner import run_arm
 
@@ -318,9 +318,9 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     seed = preflight(cfg)
     out = Path(out)
     state = _resume_state(cfg, out) if check_out(out, resume) else None
-    train = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+    train = load_games(cfg, *game_sets(cfg)["train"])
     validation = load_games(cfg, o.validation_split, o.n_validation)
-    test_games = load_games(cfg, cfg.env.split, cfg.env.n_games)
+    test_games = load_games(cfg, *game_sets(cfg)["held_out"])
     hashes = [{g.content_hash for g in games} for games in (train, validation, test_games)]
     if hashes[0] & hashes[1] or hashes[0] & hashes[2] or hashes[1] & hashes[2]:
         raise SkillosError("optimize: the train, validation and test splits share games; refusing to run")

@@ -23,3 +23,19 @@ def trainer_for(cfg):
 
 def train(cfg, ledger, echo=print, **kwargs) -> dict:
     return trainer_for(cfg)(cfg, ledger, echo=echo, **kwargs)
+
+
+# The arguments each trainer is built with (GRPOConfig / SFTConfig / DPOConfig and skillos's
+# subclasses), as (class, keyword arguments) from the function the trainer itself builds them
+# with: what the trainer receives, read by `skillos gate check --trace` without training anything.
+ARGS = {
+    "curator": "skillos.training.trainer:args_spec",
+    "selector": "skillos.training.selector_trainer:args_spec",
+    "selector-bc": "skillos.training.selector_baselines:bc_args_spec",
+    "selector-dpo": "skillos.training.selector_baselines:dpo_args_spec",
+}
+
+
+def args_spec(cfg, cpu: bool, out) -> tuple:
+    module, _, name = ARGS[cfg.skillgate.trainer].partition(":")
+    return getattr(importlib.import_module(module), name)(cfg, cpu, out)

@@ -85,6 +85,31 @@ def _common(cfg: Config, cpu: bool) -> dict:
     return kwargs
 
 
+def args_spec(cfg: Config, cpu: bool, kind: str) -> tuple:
+    """(class, keyword arguments) of the SFT (bc) or DPO arguments of a baseline run."""
+    if kind == "bc":
+        from trl import SFTConfig
+
+        return SFTConfig, {**_common(cfg, cpu), "completion_only_loss": True}
+    from trl import DPOConfig
+
+    return DPOConfig, {**_common(cfg, cpu), **({"beta": cfg.training.beta} if cfg.training.beta is not None else {})}
+
+
+def build_args(cfg: Config, cpu: bool, kind: str, extra: dict | None = None):
+    """The SFT (bc) or DPO arguments of a baseline run (what `skillos gate check --trace` reads)."""
+    cls, kwargs = args_spec(cfg, cpu, kind)
+    return cls(**{**kwargs, **(extra or {})})
+
+
+def bc_args_spec(cfg: Config, cpu: bool, out=None) -> tuple:
+    return args_spec(cfg, cpu, "bc")
+
+
+def dpo_args_spec(cfg: Config, cpu: bool, out=None) -> tuple:
+    return args_spec(cfg, cpu, "dpo")
+
+
 def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     import torch
     from datasets import Dataset
@@ -92,6 +117,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
 
     from skillos.evals.envs.slate import make_slate_setup
     from skillos.evals.experiment import load_games, record_experiment
+    from skillos.training.prompt_cap import cap_text
     from skillos.training.tiny_model import resolve
     from skillos.training.trainer import _archive_callback, _lora, _step, is_main_process, output_dir
 
@@ -104,6 +130,8 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(model)
     ids = [g.id for g in games]
     rows = bc_dataset(setup, ids, tokenizer) if kind == "bc" else dpo_pairs(setup, ids, tokenizer)
+    for row in rows:  # training.max_prompt_length, applied (SFTConfig / DPOConfig have no prompt cap)
+        row["prompt"] = cap_text(tokenizer, row["prompt"], cfg.training.max_prompt_length)
     (out / f"{kind}_dataset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     echo(f"{kind}: {len(rows)} examples from {len(ids)} slates")
     if not is_main_process():
@@ -115,16 +143,15 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     callbacks = [_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)]
     try:
         if kind == "bc":
-            from trl import SFTConfig, SFTTrainer
+            from trl import SFTTrainer
 
-            args = SFTConfig(**_common(cfg, cpu), completion_only_loss=True)
+            args = build_args(cfg, cpu, kind)
             trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                                  peft_config=_lora(cfg), callbacks=callbacks)
         else:
-            from trl import DPOConfig, DPOTrainer
+            from trl import DPOTrainer
 
-            beta = {"beta": cfg.training.beta} if cfg.training.beta is not None else {}
-            args = DPOConfig(**_common(cfg, cpu), **beta)
+            args = build_args(cfg, cpu, kind)
             trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                                  peft_config=_lora(cfg), callbacks=callbacks)
         result = trainer.train()

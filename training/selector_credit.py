@@ -4,14 +4,18 @@ Two credit streams in one GRPO loss. Task (action) tokens get the ordinary group
 outcome advantage. Selection spans — the `<skill_reasoning>` block and each `read_skill` tool
 call — get a separate advantage, group-normalised from a selection utility:
 
-* clean-oracle (the method): 1 when the trajectory reads exactly one skill and it is the oracle;
+* clean-oracle (the method): 1 when the trajectory reads exactly one skill of the slate and it is
+  the oracle (a name not on the slate is no read of a skill: it is left out, not counted);
 * first-oracle (the ablation): 1 when the oracle is among the reads, whatever else was read;
 * 0 otherwise; None (unmeasured) when the episode could not be measured.
 
 Variants: `off` leaves TRL's advantage untouched (one scalar per completion, every token);
 `task-mask-only` masks the selection spans out of the outcome advantage and gives them nothing
-(coefficient exactly 0, the control); the two oracle variants add coef x selector advantage on
-the spans. Spans never include tool-result tokens (TRL's tool_mask 0) or padding.
+(coefficient exactly 0, the control); clean-oracle adds coef x selector advantage on every
+selection span; first-oracle adds it on the span of the first read of the oracle only (its other
+selection spans, like every span, are out of the outcome advantage; a trajectory that never read
+the oracle has no span to credit). Spans never include tool-result tokens (TRL's tool_mask 0) or
+padding.
 
 Spans are found on the bytes each token decodes to, so a tag split over several tokens, or a
 token straddling a tag's edge, is still covered: a token is in a span when its bytes overlap it.
@@ -105,15 +109,35 @@ def selection_mask(pieces: list[bytes], tool_mask: list[int] | None = None) -> l
     return mask
 
 
-def selection_utility(reads: list[str] | None, oracle: str | None, variant: str) -> float | None:
-    """The utility of one trajectory's reads; None when unmeasured (no record or no oracle)."""
+def selection_utility(reads: list[str] | None, oracle: str | None, variant: str,
+                      on_slate=None) -> float | None:
+    """The utility of one trajectory's reads; None when unmeasured (no record or no oracle).
+    `on_slate`: the slate's skill names; a read of any other name is left out (clean-oracle counts
+    only reads of skills on the slate)."""
     if reads is None or oracle is None:
         return None
+    if on_slate is not None:
+        reads = [r for r in reads if r in set(on_slate)]
     if variant == "clean-oracle":
-        return 1.0 if list(reads) == [oracle] else 0.0
+        return 1.0 if reads and set(reads) == {oracle} else 0.0
     if variant == "first-oracle":
         return 1.0 if oracle in reads else 0.0
     raise ValueError(f"selection_utility: variant {variant!r} has no utility")
+
+
+def credit_mask(pieces: list[bytes], tool_mask: list[int] | None, variant: str, oracle: str | None) -> list[int]:
+    """Where a trajectory's selector advantage lands: every selection span (clean-oracle), or the
+    span of the first read of the oracle only (first-oracle: nothing when the oracle was never read)."""
+    if variant != "first-oracle":
+        return selection_mask(pieces, tool_mask)
+    mask = [0] * len(pieces)
+    first = next((r for r in locate_reads(pieces) if oracle is not None and r["name"] == oracle), None)
+    if first is not None:
+        for i in range(first["token_start"], first["token_end"]):
+            mask[i] = 1
+    if tool_mask is not None:
+        mask = [m * int(t) for m, t in zip(mask, tool_mask)]
+    return mask
 
 
 def group_advantages(values, group_size: int, scale: bool = True):
@@ -134,9 +158,10 @@ def group_advantages(values, group_size: int, scale: bool = True):
     return centred.reshape(-1)
 
 
-def token_advantages(outcome, selector, sel_mask, loss_mask, variant: str, coef: float):
+def token_advantages(outcome, selector, sel_mask, loss_mask, variant: str, coef: float, credit=None):
     """(B, T) per-token advantages. outcome, selector: (B,); sel_mask, loss_mask: (B, T) of 0/1
-    (loss_mask: completion tokens the model wrote, i.e. completion_mask * tool_mask)."""
+    (loss_mask: completion tokens the model wrote, i.e. completion_mask * tool_mask). `credit`
+    (B, T): where the selector advantage lands (`credit_mask`; default every selection span)."""
     import torch
 
     loss_mask = loss_mask.to(outcome.dtype)
@@ -144,7 +169,8 @@ def token_advantages(outcome, selector, sel_mask, loss_mask, variant: str, coef:
         return outcome.unsqueeze(1) * loss_mask
     sel = sel_mask.to(outcome.dtype) * loss_mask  # never a tool result or padding
     action = loss_mask - sel
+    credited = sel if credit is None else credit.to(outcome.dtype) * sel
     coef = 0.0 if variant == "task-mask-only" else coef
     if variant not in VARIANTS:
         raise ValueError(f"token_advantages: unknown variant {variant!r}")
-    return outcome.unsqueeze(1) * action + coef * selector.unsqueeze(1) * sel + torch.zeros_like(sel)
+    return outcome.unsqueeze(1) * action + coef * selector.unsqueeze(1) * credited + torch.zeros_like(sel)

@@ -36,11 +36,13 @@ def __getattr__(name: str):
 
 @functools.cache
 def _classes():
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
+
+    from skillos.training.prompt_cap import capped, config_class
 
     @dataclass
-    class SelectorGRPOConfig(GRPOConfig):
-        """GRPOConfig plus the selector-credit knobs."""
+    class SelectorGRPOConfig(config_class()):
+        """GRPOConfig (with skillos's max_prompt_length) plus the selector-credit knobs."""
 
         selector_credit: str = field(default="clean-oracle", metadata={
             "help": "off | task-mask-only (selection spans get no advantage) | first-oracle | clean-oracle"})
@@ -54,7 +56,7 @@ def _classes():
             if self.selector_credit not in credit.VARIANTS:
                 raise ValueError(f"selector_credit {self.selector_credit!r} is not one of {credit.VARIANTS}")
 
-    class SelectorGRPOTrainer(GRPOTrainer):
+    class SelectorGRPOTrainer(capped(GRPOTrainer)):
         """GRPO with a second, token-local credit stream on the selection spans."""
 
         def _generate_and_score_completions(self, inputs):
@@ -65,14 +67,17 @@ def _classes():
             ids, completion_mask = out["completion_ids"], out["completion_mask"]
             tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
             loss_mask = completion_mask * tool_mask
-            rows, masks, utilities = [], [], []
+            rows, masks, credits, utilities = [], [], [], []
             for b in range(ids.size(0)):
                 pieces = credit.token_bytes(self.processing_class, ids[b].tolist())
                 masks.append(credit.selection_mask(pieces, tool_mask[b].tolist()))
                 record = episode_record(self.environments[b]) if self.environments else {"success": None}
+                credits.append(credit.credit_mask(pieces, tool_mask[b].tolist(), args.selector_credit,
+                                                  record.get("oracle")))
                 reads = record.get("reads") if record["success"] is not None else None
                 utility = (None if args.selector_credit in ("off", "task-mask-only")
-                           else credit.selection_utility(reads, record.get("oracle"), args.selector_credit))
+                           else credit.selection_utility(reads, record.get("oracle"), args.selector_credit,
+                                                         record.get("slate")))
                 utilities.append(float("nan") if utility is None else utility)
                 located = credit.locate_reads(pieces)
                 rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
@@ -94,7 +99,8 @@ def _classes():
                 for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
                     row.update(outcome_advantage=outcome, selector_advantage=sel)
                 out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
-                                                            args.selector_credit, args.selector_coef)
+                                                            args.selector_credit, args.selector_coef,
+                                                            torch.tensor(credits, device=ids.device))
             self._log_selection(rows)
             return out
 
@@ -158,6 +164,16 @@ def selector_kwargs(cfg: Config, cpu: bool, out: Path) -> dict:
     return kwargs
 
 
+def args_spec(cfg: Config, cpu: bool, out: Path) -> tuple:
+    return _classes()[0], selector_kwargs(cfg, cpu, out)
+
+
+def build_args(cfg: Config, cpu: bool, out: Path, extra: dict | None = None):
+    """The selector trainer's arguments (what `skillos gate check --trace` reads)."""
+    cls, kwargs = args_spec(cfg, cpu, out)
+    return cls(**{**kwargs, **(extra or {})})
+
+
 def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
     """Format warm-up for the tiny model: a reasoning block and one read_skill call, half on the
     oracle and half on a misleading skill, so a group starts with reads of both kinds."""
@@ -206,9 +222,9 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
                                   seed=cfg.training.seed)
     reward = SlateReward(echo, signal, cfg.training.num_generations or 1, cfg.training.seed or 0)
     try:
-        config_cls, trainer_cls = _classes()
+        trainer_cls = _classes()[1]
         trainer = trainer_cls(
-            model=model, reward_funcs=[reward], args=config_cls(**selector_kwargs(cfg, cpu, out)),
+            model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(SlateEnv, setup),
             callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])

@@ -25,9 +25,10 @@ from skillos.config import Config
 from skillos.errors import SkillosError
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 
-# TrainingConfig fields that are skillos's own, not GRPOConfig arguments.
+# TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
+# argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
-            "max_prompt_length", "rollout_concurrency"}  # TRL 1.x caps prompts by the model, not a config field
+            "rollout_concurrency"}
 WARMUP_STEPS = 240
 WARMUP_INPUTS = 6
 
@@ -47,6 +48,31 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
     if cpu:
         kwargs.update(use_cpu=True, bf16=False)
     return kwargs
+
+
+def args_spec(cfg: Config, cpu: bool, out: Path | None = None) -> tuple:
+    """(class, keyword arguments) of the GRPO arguments the trainer is built with."""
+    from skillos.training.prompt_cap import config_class
+
+    return config_class(), grpo_kwargs(cfg, cpu)
+
+
+def build_args(cfg: Config, cpu: bool, out: Path | None = None, extra: dict | None = None):
+    """The GRPO arguments the trainer is built with (what `skillos gate check --trace` reads;
+    `extra` adds arguments, e.g. use_cpu to build a GPU launch's arguments on a CPU machine)."""
+    cls, kwargs = args_spec(cfg, cpu, out)
+    return cls(**{**kwargs, **(extra or {})})
+
+
+def trainer_class(cfg: Config, gauge=None):
+    """The GRPOTrainer subclass a curator run is built with: every rollout in flight
+    (training/rollouts.py) and prompts cut to training.max_prompt_length (training/prompt_cap.py)."""
+    from trl import GRPOTrainer
+
+    from skillos.training.prompt_cap import capped
+    from skillos.training.rollouts import rollout_trainer
+
+    return rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer))
 
 
 def output_dir(cfg: Config) -> Path:
@@ -263,12 +289,10 @@ def finished_checkpoint(cfg: Config) -> str | None:
 
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
-    from trl import GRPOConfig, GRPOTrainer
-
     from skillos.evals.experiment import load_games, record_experiment
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
-    from skillos.training.rollouts import InFlight, rollout_trainer
+    from skillos.training.rollouts import InFlight
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
@@ -288,10 +312,10 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     try:
         from datasets import Dataset
 
-        trainer_cls = rollout_trainer(cfg.training.rollout_concurrency, gauge, GRPOTrainer)
+        trainer_cls = trainer_class(cfg, gauge)
         step_health = StepHealth(reward_fn, echo)
         trainer = trainer_cls(
-            model=model, reward_funcs=[reward_fn], args=GRPOConfig(**grpo_kwargs(cfg, cpu)),
+            model=model, reward_funcs=[reward_fn], args=build_args(cfg, cpu),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
             environment_factory=partial(CuratorEnv, setup),
             callbacks=[step_health.callback(), _archive_callback(cfg, ledger, run_id, echo)])

@@ -1,14 +1,17 @@
 """Anthropic's messages API through the anthropic SDK, behind the same chat interface.
 
 System messages become the `system` parameter; OpenAI-style tool specs become Anthropic tools;
-reasoning_effort turns extended thinking on with a budget inside max_tokens."""
+reasoning_effort (low / medium / high) turns extended thinking on with a budget of 1024 / 4096 /
+16384 tokens inside max_tokens; settings the API rejects with thinking on (a temperature other
+than 1, top_k, top_p below 0.95, a max_tokens at or below the budget) are refused by the config
+(`skillos.config.decoding_problem`), never sent."""
 
 from __future__ import annotations
 
+from skillos.config import ANTHROPIC_THINKING_BUDGET as THINKING_BUDGET  # the schema owns it
 from skillos.evals.backends.chat import BackendError, ChatResult, api_key
 
-THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
-DEFAULT_MAX_TOKENS = 4096
+DEFAULT_MAX_TOKENS = 4096  # a reply's tokens when max_tokens is unset (plus the thinking budget, if on)
 
 
 class AnthropicChat:
@@ -22,26 +25,7 @@ class AnthropicChat:
                                           timeout=config.timeout_s, max_retries=config.max_retries)
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
-        c = self.config
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        turns = _turns([m for m in messages if m["role"] != "system"])
-        kwargs = {"model": self.model, "messages": turns,
-                  "max_tokens": c.max_tokens or DEFAULT_MAX_TOKENS}
-        if system:
-            kwargs["system"] = system
-        # this SDK version takes sampling settings only in the request body
-        sampling = {k: v for k, v in (("temperature", c.temperature), ("top_p", c.top_p),
-                                      ("top_k", c.top_k)) if v is not None}
-        if sampling:
-            kwargs["extra_body"] = sampling
-        budget = THINKING_BUDGET.get(c.reasoning_effort or "none")
-        if budget:
-            kwargs["thinking"] = {"type": "enabled",
-                                  "budget_tokens": min(budget, kwargs["max_tokens"] - 1)}
-        if tools:
-            kwargs["tools"] = [{"name": t["function"]["name"],
-                                "description": t["function"].get("description", ""),
-                                "input_schema": t["function"]["parameters"]} for t in tools]
+        kwargs = request_kwargs(self.config, messages, tools)
         try:
             response = self.client.messages.create(**kwargs)
         except (self._anthropic.AnthropicError, ValueError, TypeError, AttributeError, KeyError) as exc:
@@ -50,6 +34,45 @@ class AnthropicChat:
             return _result(response)
         except Exception as exc:  # noqa: BLE001 - a 200 with HTML, an empty body, a wrong shape
             raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
+
+
+def request_kwargs(config, messages: list[dict], tools: list[dict] | None = None) -> dict:
+    """The arguments of one `messages.create` call: what the API receives (`chat` sends exactly
+    this; `skillos gate check --trace` reads it)."""
+    c = config
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    budget = THINKING_BUDGET.get(c.reasoning_effort or "none")
+    kwargs = {"model": c.model, "messages": _turns([m for m in messages if m["role"] != "system"]),
+              "max_tokens": c.max_tokens or DEFAULT_MAX_TOKENS + (budget or 0)}
+    if system:
+        kwargs["system"] = system
+    # this SDK version takes sampling settings only in the request body
+    sampling = {k: v for k, v in (("temperature", c.temperature), ("top_p", c.top_p),
+                                  ("top_k", c.top_k)) if v is not None}
+    if sampling:
+        kwargs["extra_body"] = sampling
+    if budget:
+        kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    if tools:
+        kwargs["tools"] = [{"name": t["function"]["name"],
+                            "description": t["function"].get("description", ""),
+                            "input_schema": t["function"]["parameters"]} for t in tools]
+    return kwargs
+
+
+def sent(config) -> dict:
+    """Decoding key -> (where it arrives, the value that arrives, in the config's terms)."""
+    kw = request_kwargs(config, [{"role": "user", "content": "probe"}])
+    body = kw.get("extra_body", {})
+    budget = (kw.get("thinking") or {}).get("budget_tokens")
+    effort = next((e for e, b in THINKING_BUDGET.items() if b == budget), None) if budget else \
+        ("none" if config.reasoning_effort == "none" else None)
+    out = {"model": ("anthropic messages.create(model=)", kw["model"]),
+           "max_tokens": ("anthropic messages.create(max_tokens=)", kw["max_tokens"]),
+           "reasoning_effort": (f"anthropic messages.create(thinking={kw.get('thinking')})", effort)}
+    for key in ("temperature", "top_p", "top_k"):
+        out[key] = (f"anthropic messages.create request body.{key}", body.get(key))
+    return out
 
 
 def _result(response) -> ChatResult:

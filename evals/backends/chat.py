@@ -57,6 +57,11 @@ def make_chat(config) -> ChatBackend:
     """A chat backend from an executor / curator / judge config section."""
     if not config.model:
         raise SkillosError(f"backend {config.backend!r} needs a model name (model: ...)")
+    from skillos.config import decoding_problem
+
+    problem = decoding_problem(config.backend, config)  # a section built in code skipped the config's check
+    if problem:
+        raise SkillosError(problem)
     if config.backend == "openai":
         from skillos.evals.backends.openai_chat import OpenAIChat
 
@@ -74,6 +79,19 @@ def make_chat(config) -> ChatBackend:
 
         return VLLMChat(config)
     raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(MODEL_BACKENDS)}")
+
+
+SENT = {"openai": "openai_chat", "anthropic": "anthropic_chat", "hf": "hf_chat", "vllm": "vllm_chat"}
+
+
+def sent(config) -> dict:
+    """What a backend's request or sampling call receives from a config section, built by the
+    same functions the call uses, without sending anything or loading a model: decoding key ->
+    (where it arrives, the value that arrives, in the config's terms). Empty for heuristic."""
+    import importlib
+
+    module = SENT.get(config.backend)
+    return importlib.import_module(f"skillos.evals.backends.{module}").sent(config) if module else {}
 
 
 def parse_generated(text: str) -> ChatResult:

@@ -55,6 +55,7 @@ class HFChat:
         self.config = config
         self.model = config.model
         self.net, self.tokenizer, self.path = load_weights(config.model)
+        check_thinking_switch(self.tokenizer.chat_template, config)
         if torch.cuda.is_available():
             self.net.to("cuda")
         self._lock = threading.Lock()
@@ -62,14 +63,9 @@ class HFChat:
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
         c = self.config
         prompt = self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
-                                                    tokenize=False)
+                                                    tokenize=False, **template_kwargs(c))
         inputs = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(self.net.device)
-        sample = (c.temperature if c.temperature is not None else 1.0) > 0
-        kwargs = dict(max_new_tokens=c.max_tokens or DEFAULT_MAX_TOKENS, do_sample=sample,
-                      max_time=c.timeout_s, pad_token_id=self.tokenizer.pad_token_id)
-        if sample:
-            kwargs.update({k: v for k, v in (("temperature", c.temperature), ("top_p", c.top_p),
-                                             ("top_k", c.top_k)) if v is not None})
+        kwargs = generation_kwargs(c, self.tokenizer.pad_token_id)
         start = time.monotonic()
         with self._lock, self._torch.no_grad():
             try:
@@ -83,6 +79,49 @@ class HFChat:
         result = parse_generated(self.tokenizer.decode(new, skip_special_tokens=True))
         result.prompt_tokens, result.completion_tokens = int(inputs["input_ids"].shape[1]), len(new)
         return result
+
+
+def template_kwargs(config) -> dict:
+    """What the chat template receives besides the messages: Qwen3-style `enable_thinking`
+    from reasoning_effort (on -> True, none -> False; unset: the template's own default)."""
+    effort = config.reasoning_effort
+    return {} if effort is None else {"enable_thinking": effort != "none"}
+
+
+def check_thinking_switch(chat_template, config) -> None:
+    """A reasoning_effort the model's chat template cannot honour is refused in one line, never
+    passed to a template that ignores it."""
+    if template_kwargs(config) and "enable_thinking" not in str(chat_template or ""):
+        raise SkillosError(f"model {config.model!r}: reasoning_effort {config.reasoning_effort} needs a chat template "
+                           "with Qwen3's enable_thinking switch, and this model's has none; unset reasoning_effort")
+
+
+def generation_kwargs(config, pad_token_id=None) -> dict:
+    """The `generate` arguments of one reply (what the sampler receives): max_tokens as
+    max_new_tokens; temperature, top_p and top_k when sampling (temperature 0 is greedy)."""
+    c = config
+    sample = (c.temperature if c.temperature is not None else 1.0) > 0
+    kwargs = dict(max_new_tokens=c.max_tokens or DEFAULT_MAX_TOKENS, do_sample=sample,
+                  max_time=c.timeout_s, pad_token_id=pad_token_id)
+    if sample:
+        kwargs.update({k: v for k, v in (("temperature", c.temperature), ("top_p", c.top_p),
+                                         ("top_k", c.top_k)) if v is not None})
+    return kwargs
+
+
+def sent(config) -> dict:
+    """Decoding key -> (where it arrives, the value that arrives, in the config's terms)."""
+    gen, template = generation_kwargs(config), template_kwargs(config)
+    thinking = template.get("enable_thinking")
+    out = {"model": ("transformers from_pretrained(model)", config.model),
+           "max_tokens": ("transformers generate(max_new_tokens=)", gen["max_new_tokens"]),
+           "reasoning_effort": (f"chat template apply_chat_template(enable_thinking={thinking})",
+                                None if thinking is None else "on" if thinking else "none")}
+    for key in ("temperature", "top_p", "top_k"):
+        out[key] = (f"transformers generate({key}=)" if gen["do_sample"] else
+                    "transformers generate(do_sample=False): greedy", gen.get(key) if gen["do_sample"] else
+                    (0.0 if key == "temperature" else None))
+    return out
 
 
 def adapter_base(path: str) -> str | None:

@@ -15,7 +15,7 @@ A failed call edits nothing and is counted (`unmeasured_calls`), never turned in
 from __future__ import annotations
 
 from skillos.evals.backends.chat import BackendError, make_chat
-from skillos.evals.curation import (CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, TOOL_SURFACES, apply_op,
+from skillos.evals.curation import (CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, TOOL_SURFACES, Applied, apply_op,
                                     check_surface, curator_input, ops_from_tool_calls)
 
 DEFAULT_HORIZON = 10  # the paper's |G|
@@ -47,6 +47,10 @@ class LLMCurator:
             self._messages = []  # the conversation lost a turn: the next game starts afresh
             return []
         applied, calls = [], []
+        if self.tools == "curate_and_advance" and not reply.tool_calls:
+            # the surface asks for a call every game (an empty list to change nothing): a reply with
+            # no call is a measured invalid operation, as in training, not a missing value
+            applied.append(Applied(False, "- no curate_and_advance call in the reply: one invalid operation"))
         for call in reply.tool_calls:
             if not isinstance(call, dict):
                 call = {"name": None, "arguments": call}

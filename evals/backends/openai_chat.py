@@ -27,20 +27,9 @@ class OpenAIChat:
                                     timeout=config.timeout_s, max_retries=config.max_retries)
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
-        c = self.config
-        kwargs = {"model": self.model, "messages": [_wire(m) for m in messages]}
-        for key, value in (("temperature", c.temperature), ("top_p", c.top_p),
-                           ("max_tokens", c.max_tokens), ("reasoning_effort", c.reasoning_effort)):
-            if value is not None:
-                kwargs[key] = value
-        if c.top_k is not None:  # not an OpenAI parameter; vLLM and others read it from the body
-            kwargs["extra_body"] = {"top_k": c.top_k}
-        if tools:  # the API takes name, description and parameters only
-            kwargs["tools"] = [{"type": "function", "function": {k: v for k, v in t["function"].items()
-                                                                  if k != "return"}} for t in tools]
-        extra = kwargs.pop("extra_body", {})
+        body = request_body(self.config, messages, tools)
         try:
-            response = self.client.post("/chat/completions", body={**kwargs, **extra}, cast_to=self._httpx.Response)
+            response = self.client.post("/chat/completions", body=body, cast_to=self._httpx.Response)
             payload = response.json()
         except self._openai.OpenAIError as exc:
             raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
@@ -52,6 +41,29 @@ class OpenAIChat:
             raise
         except Exception as exc:  # noqa: BLE001 - JSON of the wrong shape: a failed call, not a crash
             raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
+
+
+def request_body(config, messages: list[dict], tools: list[dict] | None = None) -> dict:
+    """The JSON body of one chat-completions request: what the endpoint receives (`chat` posts
+    exactly this; `skillos gate check --trace` reads it). Decoding settings that are set go in
+    the API's own fields; `top_k` is not an OpenAI parameter, so it goes in the body only for a
+    `base_url` server that reads it (vLLM, OpenRouter): the config refuses it for the OpenAI API."""
+    c = config
+    body = {"model": c.model, "messages": [_wire(m) for m in messages]}
+    for key in ("temperature", "top_p", "max_tokens", "reasoning_effort", "top_k"):
+        if getattr(c, key) is not None:
+            body[key] = getattr(c, key)
+    if tools:  # the API takes name, description and parameters only
+        body["tools"] = [{"type": "function", "function": {k: v for k, v in t["function"].items()
+                                                           if k != "return"}} for t in tools]
+    return body
+
+
+def sent(config) -> dict:
+    """Decoding key -> (where it arrives, the value that arrives), for one probe request."""
+    body = request_body(config, [{"role": "user", "content": "probe"}])
+    return {key: (f"openai POST /chat/completions body.{key}", body.get(key))
+            for key in ("model", "temperature", "top_p", "top_k", "max_tokens", "reasoning_effort")}
 
 
 def _result(payload) -> ChatResult:

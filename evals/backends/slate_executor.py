@@ -14,10 +14,40 @@ from __future__ import annotations
 from typing import Sequence
 
 from skillos.evals.backends.llm_executor import LLMExecutor, parse_action
-from skillos.evals.envs.slate import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, Read, first_input, listing,
-                                      step_result, tool_schemas)
+from skillos.evals.envs import slate
+from skillos.evals.envs.slate import READ_TOOL, Read
 
 MAX_READS_PER_STEP = 2
+
+
+def opening(slate_text: str, observation: str, admissible) -> list[dict]:
+    """The first messages of an episode, exactly as sent: the selector system prompt
+    (`envs/slate.py:SYSTEM`, read at send time), the instructions and the first input."""
+    return [{"role": "system", "content": slate.SYSTEM},
+            {"role": "user", "content": slate.SLATE_INSTRUCTIONS + "\n\n" + slate.first_input(slate_text, observation,
+                                                                                        admissible)}]
+
+
+def read_result(skill, name: str) -> str:
+    """What a read_skill call returns to the model (the skill, or why it cannot be read)."""
+    return f"{skill.name}: {skill.description}\n{skill.body}".strip() if skill else f"error: {name!r} is not on the slate"
+
+
+def sent_templates() -> dict:
+    """Every fixed byte the executor sends, rendered by the functions that send them with
+    placeholders where a game's text goes: the eval protocol's prompt pin hashes this, so a change
+    to the system prompt, the instructions or any template changes the pin."""
+    from types import SimpleNamespace
+
+    skill = SimpleNamespace(name="{skill}", description="{description}", body="{body}")
+    return {"opening": opening(slate.listing([skill]), "{observation}", ["{action}"]),
+            "step_result": slate.step_result("{observation}", False, ["{action}"]),
+            "read_result": [read_result(skill, "{skill}"), read_result(None, "{name}")]}
+
+
+def tools_sent() -> list[dict]:
+    """The tool schemas every call sends (what the protocol's tool-schema pin hashes)."""
+    return slate.tool_schemas()
 
 
 class SlateExecutor(LLMExecutor):
@@ -29,7 +59,7 @@ class SlateEpisode:
     def __init__(self, executor, task, skills):
         self.executor, self.task, self.skills = executor, task, list(skills)
         self.by_name = {s.name: s for s in self.skills}
-        self.tools = tool_schemas()
+        self.tools = tools_sent()
         self.messages: list[dict] = []
         self.reads: list[Read] = []
         self.completion_tokens = 0
@@ -39,11 +69,10 @@ class SlateEpisode:
 
     def act(self, observation: str, admissible: Sequence[str]) -> str:
         if not self.messages:
-            self.messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": (
-                SLATE_INSTRUCTIONS + "\n\n" + first_input(listing(self.skills), observation, admissible))}]
+            self.messages = opening(slate.listing(self.skills), observation, admissible)
         elif self.pending_act is not None:
             self.messages.append({"role": "tool", "tool_call_id": self.pending_act, "name": "act",
-                                  "content": step_result(observation, False, admissible)})
+                                  "content": slate.step_result(observation, False, admissible)})
         self.pending_act = None
         reads_now = 0
         while True:
@@ -63,9 +92,7 @@ class SlateEpisode:
             for cid, call in zip(ids, reads):
                 name = str(call["arguments"].get("name", ""))
                 self.reads.append(Read(name, None, len(self.reads), start, self.completion_tokens))
-                skill = self.by_name.get(name)
-                result = (f"{skill.name}: {skill.description}\n{skill.body}".strip() if skill
-                          else f"error: {name!r} is not on the slate")
+                result = read_result(self.by_name.get(name), name)
                 self.messages.append({"role": "tool", "tool_call_id": cid, "name": READ_TOOL, "content": result})
             if reads:
                 self.selection_tokens += tokens

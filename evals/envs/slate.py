@@ -279,7 +279,7 @@ def episode_record(env: SlateEnv) -> dict:
         return {"success": None, "unmeasured_reason": "no episode", "reads": [], "oracle": None}
     return {"success": ep.won, "unmeasured_reason": ep.unmeasured_reason,
             "reads": [r.name for r in ep.reads], "read_roles": [r.role for r in ep.reads],
-            "oracle": ep.slate.oracle, "steps": len(ep.steps)}
+            "oracle": ep.slate.oracle, "slate": list(ep.slate.order), "steps": len(ep.steps)}
 
 
 def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
@@ -304,6 +304,13 @@ def _rate(numerator: int, denominator: int) -> dict:
             "of": denominator, **({} if denominator else {"reason": "no measured episodes"})}
 
 
+def clean_oracle(roles) -> bool:
+    """Exactly one skill of the slate read, and it is the oracle: reads of names not on the slate
+    (role None) are no reads of a skill and are left out."""
+    on_slate = [r for r in roles if r is not None]
+    return bool(on_slate) and all(r == "oracle" for r in on_slate)
+
+
 def selection_metrics(rows: list[dict]) -> dict:
     """Per-arm selection metrics over episode rows (`success`, `reads`, `read_roles`, and
     optionally `selection_tokens` / `completion_tokens`), each with its denominator. Unmeasured
@@ -318,7 +325,7 @@ def selection_metrics(rows: list[dict]) -> dict:
         "episodes": len(rows), "measured": n, "unmeasured": len(rows) - n,
         "success": _rate(sum(bool(r["success"]) for r in measured), n),
         "oracle_read": _rate(sum("oracle" in r["read_roles"] for r in measured), n),
-        "clean_oracle_read": _rate(sum(r["read_roles"] == ["oracle"] for r in measured), n),
+        "clean_oracle_read": _rate(sum(clean_oracle(r["read_roles"]) for r in measured), n),
         "misleading_read": _rate(sum("misleading" in r["read_roles"] for r in measured), n),
         "no_read": _rate(sum(not r["reads"] for r in measured), n),
         "reads_per_episode": {"value": reads / n if n else None, "n": reads, "of": n},

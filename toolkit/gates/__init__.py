@@ -50,13 +50,15 @@ def refuse_on_failure(report: Report, command: str, detail: dict | None = None) 
 
 def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
           before_dry_run: Callable[[set], None] | None = None,
-          overridden: set | None = None, command: str | None = None) -> Report:
+          overridden: set | None = None, command: str | None = None, trace: bool = False) -> Report:
     """Run every static check (and the dry-run checks) on a loaded config.
 
     `before_dry_run(names)` is called with every check name once the static checks have run
     and before any code is executed (enforce validates --override names there). With
     `overridden` (the checks a person overrode), a static FAIL outside it refuses before any
-    code runs: the dry-run checks, which play games, are skipped."""
+    code runs: the dry-run checks, which play games, are skipped. With `trace` (and always with
+    the dry-run, so at every launch) every key a check read is traced to what its consumer
+    receives (gates/trace.py): a key checked but not applied is a FAIL of check `trace`."""
     from skillos.gates import dryrun, learning, scale, static  # noqa: F401 - register the checks
 
     ref = None
@@ -72,14 +74,22 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     if dry_run:
         if before_dry_run:
             before_dry_run({r.check for r in results} | {c.__name__.replace("_", "-")
-                                                         for c in core.DRY_RUN + last})
+                                                         for c in core.DRY_RUN + last} | {"trace"})
         if overridden is not None and any(r.status == "FAIL" and r.check not in overridden
                                           for r in results):
             dry_run = False  # refused already: no game is played to find more
         else:
             results += run_checks(ctx, core.DRY_RUN)
     results += run_checks(ctx, last)
-    return Report(results, dry_run, str(cfg.source or ""))
+    rows = None
+    if trace or dry_run:
+        from skillos.gates import trace as tracing
+
+        rows = tracing.trace(ctx, results)
+        for result in tracing.results_of(rows):
+            ctx.echo(result.line())
+            results.append(result)
+    return Report(results, dry_run, str(cfg.source or ""), rows)
 
 
 def parse_overrides(values: list[str]) -> dict[str, str]:

@@ -42,6 +42,7 @@ class Result:
     incident: str = ""  # what the check prevents
     detail: str = ""
     overridden: str | None = None  # the override's reason, when a person overrode a FAIL
+    reads: tuple = ()  # other config keys the check read besides `key` (traced by gate check --trace)
 
     @property
     def gate(self) -> int:
@@ -62,7 +63,7 @@ class Result:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data["gates"] = list(self.gates)
+        data["gates"], data["reads"] = list(self.gates), list(self.reads)
         return data
 
 
@@ -79,6 +80,7 @@ class Report:
     results: list[Result]
     dry_run: bool
     config: str = ""
+    trace: list | None = None  # gates/trace.Row per gated key, when traced
 
     @property
     def failed(self) -> list[Result]:
@@ -99,8 +101,11 @@ class Report:
                 f"{c['FAIL']} fail, {c['SKIP']} skip")
 
     def to_dict(self) -> dict:
-        return {"config": self.config, "dry_run": self.dry_run, "counts": self.counts(),
+        data = {"config": self.config, "dry_run": self.dry_run, "counts": self.counts(),
                 "exit_code": self.exit_code, "results": [r.to_dict() for r in self.results]}
+        if self.trace is not None:
+            data["trace"] = [row.to_dict() for row in self.trace]
+        return data
 
 
 @dataclass

@@ -127,6 +127,9 @@ def top_k_used(ctx: Context) -> Result:
     from skillos.evals.runner import play
     from skillos.repo import Retriever, SkillRepo
 
+    if ctx.training and ctx.cfg.skillgate.trainer != "curator":
+        return Result("top-k-used", (1,), "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the "
+                      "slate is the protocol; retrieval plays no part")
     settings = arm_settings(ctx.cfg)
     repo = SkillRepo(None)
     for i in range(settings["top_k"] + 3):

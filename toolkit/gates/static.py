@@ -13,9 +13,13 @@ from skillos.gates.core import Context, Result, same, static, training_only
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
-DERIVED = ("effective_batch_size", "max_response_length")
-TRAINING_ONLY = ("training.", "reward.", "judge.", "effective_batch_size", "max_response_length",
-                 "env.reasoning.min_group_size")
+DERIVED = ("prompts_per_step", "completions_per_step", "max_response_length")
+TRAINING_ONLY = ("training.", "reward.", "judge.", "prompts_per_step", "completions_per_step",
+                 "max_response_length", "env.reasoning.min_group_size", "skillgate.")
+DECODING = ("temperature", "top_p", "top_k")
+# What the server samples with when a model backend's decoding is left unset.
+SERVER_DEFAULTS = {"vllm": "vLLM's T 1.0, top_p 1, no top_k", "hf": "transformers' T 1.0, top_p 1, top_k 50",
+                   "openai": "the endpoint's defaults", "anthropic": "the API's defaults"}
 MIN_REASONING_TOKENS = 4096
 MIN_JUDGE_TOKENS = 1024
 MAX_ERROR_RATE = 0.02
@@ -23,8 +27,13 @@ MAX_CONTROL_AGE_DAYS = 7.0
 ASSUMED_DISCORDANCE = 0.3
 
 INCIDENTS = {
-    "effective_batch_size": "a batch silently different from the paper's (per-device x "
-                            "accumulation x processes) changed the optimization being reproduced",
+    "prompts_per_step": "a batch silently different from the paper's (per-device x accumulation x "
+                        "processes, read as prompts or as completions) changed the optimization being reproduced",
+    "completions_per_step": "a batch silently different from the paper's (per-device x accumulation x "
+                            "processes, read as prompts or as completions) changed the optimization being reproduced",
+    "executor.temperature": "an executor sampled with the server's defaults (T 1.0) instead of its model card's",
+    "executor.top_p": "an executor sampled with the server's defaults (top_p 1) instead of its model card's",
+    "executor.top_k": "an executor sampled with the server's defaults (no top_k) instead of its model card's",
     "retrieval.top_k": "the executor saw a different number of skills than the paper's top-5",
     "env.max_steps": "a default of 10 steps biased long tasks low",
     "executor.history_length": "an executor shown a different history is a different executor",
@@ -44,13 +53,55 @@ def get(cfg, key: str):
 from skillos.config import effective_batch  # noqa: E402,F401 - derived in config.py; imported from here too
 
 
+def completions_per_step(cfg) -> int | None:
+    """Completions in one optimizer step: per-device batch x accumulation x processes (TRL counts
+    completions in per_device_train_batch_size)."""
+    return effective_batch(cfg)
+
+
+def prompts_per_step(cfg) -> float | None:
+    """GRPO groups (prompts) in one optimizer step: completions / num_generations."""
+    done, g = effective_batch(cfg), cfg.training.num_generations
+    if done is None or not g:
+        return None
+    return done // g if done % g == 0 else done / g
+
+
+def derived(cfg, key: str):
+    return {"prompts_per_step": prompts_per_step, "completions_per_step": completions_per_step}[key](cfg)
+
+
+def judge_used(cfg) -> bool:
+    """The judge scores r_cnt only in curator training with lambda_cnt > 0."""
+    return cfg.training.is_set() and cfg.skillgate.trainer == "curator" and bool(cfg.reward.lambda_cnt) \
+        and cfg.judge.backend is not None
+
+
 def _applies(ctx: Context, key: str) -> str | None:
     """None if the table row applies to this config, else why it does not."""
     if key.startswith(TRAINING_ONLY) and not ctx.training:
         return "not a training config (no training section)"
     if key == "executor.history_length" and not ctx.llm_executor:
         return "the heuristic executor has no prompt history"
+    section, _, leaf = key.rpartition(".")
+    if leaf in DECODING and section == "executor" and not ctx.llm_executor:
+        return "the heuristic executor samples nothing"
+    if leaf in DECODING and section == "judge" and not judge_used(ctx.cfg):
+        return "no judge scores this run (r_cnt off, no judge backend, or not curator training)"
+    if key == "skillgate.selector_credit" and ctx.cfg.skillgate.trainer != "selector":
+        return f"skillgate.trainer {ctx.cfg.skillgate.trainer} has no selector credit"
     return None
+
+
+GRPO_TRAINERS = ("curator", "selector")
+
+
+def not_grpo(ctx: Context, check: str, gates: tuple) -> Result | None:
+    """A SKIP for a GRPO-only check on an SFT / DPO baseline (no groups, no generations)."""
+    if ctx.cfg.skillgate.trainer in GRPO_TRAINERS:
+        return None
+    return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer} is not GRPO: no "
+                  "generations, groups or GRPO loss")
 
 
 @static
@@ -83,20 +134,56 @@ def table(ctx: Context) -> list[Result]:
         check = f"table.{key}"
         why_not = _applies(ctx, key)
         if why_not or expected is None:
-            out.append(Result(check, (1,), "SKIP", key, None if why_not else get(ctx.cfg, key),
+            out.append(Result(check, (1,), "SKIP", key, None if why_not else _seen(ctx.cfg, key),
                               expected, detail=why_not or "not applicable in the reference"))
             continue
-        seen = effective_batch(ctx.cfg) if key == "effective_batch_size" else get(ctx.cfg, key)
-        detail = ""
-        if key == "effective_batch_size":
-            t = ctx.cfg.training
-            detail = (f"{t.per_device_train_batch_size} per device x "
-                      f"{t.gradient_accumulation_steps} accumulation x "
-                      f"{ctx.cfg.compute.num_processes} processes")
+        seen = _seen(ctx.cfg, key)
+        detail = "" if ctx.reference.source_of(key) == ctx.reference.source else \
+            f"source: {ctx.reference.source_of(key)}"
         ok = seen is not None and same(seen, expected)
         out.append(ctx.expect(check, (1,), key, seen, expected, ok,
                               INCIDENTS.get(key, TABLE_INCIDENT), detail))
     return out
+
+
+def _seen(cfg, key: str):
+    return derived(cfg, key) if key in ("prompts_per_step", "completions_per_step") else get(cfg, key)
+
+
+def batch_line(prompts, completions, g) -> str:
+    def show(x):
+        return "unset" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
+    return f"{show(prompts)} prompts x {show(g)} = {show(completions)} completions per step"
+
+
+@static
+@training_only(1, 3)
+def batch(ctx: Context) -> Result:
+    """Prompts per step and completions per step, for the config and the reference; the quantity
+    the reference's "batch" means is diffed (a config that reads it otherwise declares it)."""
+    check, gates = "batch", (1, 3)
+    cfg, t = ctx.cfg, ctx.cfg.training
+    if not_grpo(ctx, check, gates):
+        return not_grpo(ctx, check, gates)
+    prompts, completions = prompts_per_step(cfg), completions_per_step(cfg)
+    config_line = (f"config: {batch_line(prompts, completions, t.num_generations)} ({t.per_device_train_batch_size} "
+                   f"per device x {t.gradient_accumulation_steps} accumulation x {cfg.compute.num_processes} processes)")
+    b = ctx.reference.batch if ctx.reference else None
+    if b is None:
+        return Result(check, gates, "PASS", "prompts_per_step", prompts, None,
+                      detail=f"{config_line}; the reference states no batch"
+                      + (f" ({ctx.reference.name})" if ctx.reference else ""))
+    g = ctx.reference.values.get("training.num_generations") or t.num_generations
+    ref_prompts = b["size"] if b["means"] == "prompts" else (b["size"] / g if g else None)
+    ref_completions = b["size"] * g if b["means"] == "prompts" and g else b["size"] if b["means"] == "completions" else None
+    key = f"{b['means']}_per_step"
+    seen, expected = (prompts, b["size"])
+    if b["means"] == "completions":
+        seen = completions
+    detail = (f"{config_line}; reference: {batch_line(ref_prompts, ref_completions, g)} (its batch {b['size']} means "
+              f"{b['means']} per step; source: {b['source'].strip()})")
+    return ctx.expect(check, gates, key, seen, expected, seen is not None and same(seen, expected),
+                      INCIDENTS[key], detail)
 
 
 @static
@@ -104,14 +191,19 @@ def table(ctx: Context) -> list[Result]:
 def completion_length(ctx: Context) -> Result:
     check, gates = "completion-length", (1, 3)
     t = ctx.cfg.training
+    if ctx.cfg.skillgate.trainer != "curator":
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: one task per "
+                      "rollout, no |G| curator turns to hold")
     turn = (ctx.reference.values.get("max_response_length") if ctx.reference else None) or 4096
     need = (t.group_size or 0) * turn
     seen = t.max_completion_length
     ok = seen is not None and t.group_size is not None and seen >= need
-    return ctx.expect(check, gates, "training.max_completion_length", seen,
-                      f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
-                      "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
-                      "~3 of 10 positions")
+    result = ctx.expect(check, gates, "training.max_completion_length", seen,
+                        f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
+                        "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
+                        "~3 of 10 positions")
+    result.reads = ("training.group_size",)
+    return result
 
 
 @static
@@ -141,13 +233,17 @@ def deepspeed_accumulation(ctx: Context) -> Result:
 @training_only(1)
 def generation_batch(ctx: Context) -> Result:
     check, gates = "generation-batch", (1,)
+    if not_grpo(ctx, check, gates):
+        return not_grpo(ctx, check, gates)
     t = ctx.cfg.training
     seen, g = t.generation_batch_size, t.num_generations
     ok = seen is not None and bool(g) and seen % g == 0
-    return ctx.expect(check, gates, "training.generation_batch_size", seen,
-                      f"set, a multiple of num_generations ({g})", ok,
-                      "TRL derives it silently, and a size that does not divide into groups "
-                      "splits a GRPO group across batches")
+    result = ctx.expect(check, gates, "training.generation_batch_size", seen,
+                        f"set, a multiple of num_generations ({g})", ok,
+                        "TRL derives it silently, and a size that does not divide into groups "
+                        "splits a GRPO group across batches")
+    result.reads = ("training.num_generations",)
+    return result
 
 
 @static
@@ -158,6 +254,9 @@ def loss_and_schedule(ctx: Context) -> list[Result]:
     out = []
     for check, key in (("loss-type", "training.loss_type"),
                        ("lr-scheduler", "training.lr_scheduler_type")):
+        if check == "loss-type" and not_grpo(ctx, check, (1,)):
+            out.append(not_grpo(ctx, check, (1,)))
+            continue
         seen, default = get(ctx.cfg, key), TRL_DEFAULTS[key]
         out.append(ctx.expect(check, (1,), key, seen, f"set explicitly, not TRL's default {default!r}",
                               seen is not None and seen != default,
@@ -234,7 +333,7 @@ def executor_reasoning(ctx: Context) -> list[Result]:
     on = e.reasoning_effort not in (None, "none")
     return [
         ctx.expect(names[0], (1,), "executor.reasoning_effort", e.reasoning_effort,
-                   "low, medium or high (reasoning on, as the paper)", on,
+                   "on (hf, vllm), low, medium or high (reasoning on, as the paper)", on,
                    "an executor without reasoning is a weaker executor than the paper's"),
         ctx.expect(names[1], (1,), "executor.max_tokens", e.max_tokens,
                    f">= {MIN_REASONING_TOKENS}" if on else "set",
@@ -244,9 +343,42 @@ def executor_reasoning(ctx: Context) -> list[Result]:
 
 
 @static
+def decoding(ctx: Context) -> list[Result]:
+    """Every model backend this config uses samples with settings the config chose: left unset,
+    the server's defaults apply (vLLM: T 1.0, top_p 1, no top_k), which no model card recommends."""
+    cfg, out = ctx.cfg, []
+    sections = [("executor", cfg.executor, ctx.llm_executor)]
+    sections.append(("judge", cfg.judge, judge_used(cfg)))
+    learns = any(a == "closed_loop" or str(a).startswith("curator:") for a in cfg.eval.arms)
+    sections.append(("curator", cfg.curator, cfg.curator.backend != "heuristic" and learns))
+    for name, section, used in sections:
+        check = f"decoding-{name}"
+        if not used:
+            out.append(Result(check, (1,), "SKIP", detail=f"no model {name} in this run"))
+            continue
+        unset = [k for k in DECODING if getattr(section, k) is None]
+        seen = {k: getattr(section, k) for k in DECODING}
+        reads = (f"{name}.top_p", f"{name}.top_k")
+        if len(unset) == len(DECODING):
+            out.append(Result(check, (1,), "WARN", f"{name}.temperature", None, "set (the model card's)",
+                              f"the {name} sampled with {SERVER_DEFAULTS.get(section.backend, 'the server defaults')}",
+                              f"{name}.temperature, top_p and top_k are unset: the {section.backend} backend samples "
+                              f"with {SERVER_DEFAULTS.get(section.backend, 'its defaults')}; set the model card's",
+                              reads=reads))
+        else:
+            out.append(Result(check, (1,), "PASS", f"{name}.temperature", seen, "set",
+                              detail=f"{section.backend} samples with {seen}"
+                              + (f" ({', '.join(unset)} at the server's default)" if unset else ""), reads=reads))
+    return out
+
+
+@static
 @training_only(2)
 def judge(ctx: Context) -> Result:
     check, gates = "judge", (2,)
+    if ctx.cfg.skillgate.trainer != "curator":
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the reward is the "
+                      "game outcome; no judge")
     lam = ctx.cfg.reward.lambda_cnt
     if not lam:
         return Result(check, gates, "SKIP", "reward.lambda_cnt", lam, None,
@@ -256,11 +388,13 @@ def judge(ctx: Context) -> Result:
                                  ("judge.model unset", j.model is None),
                                  (f"judge.max_tokens {j.max_tokens} < {MIN_JUDGE_TOKENS}",
                                   j.max_tokens is None or j.max_tokens < MIN_JUDGE_TOKENS)) if bad]
-    return ctx.expect(check, gates, "judge.max_tokens" if j.backend else "judge.backend",
-                      j.max_tokens if j.backend else j.backend,
-                      f"a wired judge with max_tokens >= {MIN_JUDGE_TOKENS}", not problems,
-                      f"lambda_cnt {lam:g} > 0 with an unwired or truncated judge scores every "
-                      "skill's content as unmeasured or 0", "; ".join(problems))
+    result = ctx.expect(check, gates, "judge.max_tokens" if j.backend else "judge.backend",
+                        j.max_tokens if j.backend else j.backend,
+                        f"a wired judge with max_tokens >= {MIN_JUDGE_TOKENS}", not problems,
+                        f"lambda_cnt {lam:g} > 0 with an unwired or truncated judge scores every "
+                        "skill's content as unmeasured or 0", "; ".join(problems))
+    result.reads = ("judge.model", "reward.lambda_cnt")
+    return result
 
 
 @static

@@ -215,9 +215,12 @@ def _rate(summary: dict) -> str:
     return f"{summary['successes']}/{summary['measured']} measured of {summary['attempted']}"
 
 
-def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
+def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: str | None = None) -> dict:
     """Run one night for `cfg.sleep.skill`. Returns the report; stages a proposal folder only when
     a candidate passed the gate and the night ran to its end (not stopped by a cap or an outage).
+    The sealed test is sealed in the ledger task by task (content hash, under the experiment's
+    name): a task one night read as the test is left out of every later night's test unless a
+    person passes `unseal` (a reason, recorded as an override).
 
     `gate(cfg, ledger)` runs the launch gates (raising to refuse) once the ledger is open and
     before any model call: `skillos.sleep` passes `gates.enforce` (training sits below gates)."""
@@ -225,7 +228,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
     from skillos.evals.backends.chat import make_chat
     from skillos.evals.experiment import record_experiment
     from skillos.ledger import Ledger
-    from skillos.training.optimize import CalibrationFailed, RejectedMemory, SealedSplit, _report, calibrate, \
+    from skillos.training.optimize import CalibrationFailed, RejectedMemory, _report, calibrate, \
         edits_allowed
 
     from skillos.repo import parse_skill
@@ -343,8 +346,13 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
                                [line_key(x) for x in lines])
             if accepted:
                 tried = _candidates_on_test(home, len(candidates))
-                final = SealedSplit(splits["test"], night_dir / "test.sealed").read(
-                    f"night {night_id}: seed vs best after {len(candidates)} candidates ({tried} over all nights)")
+                why = f"night {night_id}: seed vs best after {len(candidates)} candidates ({tried} over all nights)"
+                final, left_out = read_test(ledger, cfg.experiment.name, splits["test"], night_dir, why, unseal)
+                if left_out:
+                    echo(f"sealed test: {len(left_out)} of {len(splits['test'])} task(s) were read as the test by an "
+                         "earlier night and are left out (--unseal \"reason\" reads them again)")
+                if not final:
+                    raise _TestSpent(len(left_out))
                 seed_test = booleans(play(seed_text, final, "seed-test"))
                 best_test = booleans(play(incumbent, final, "best-test"))
                 comparison = stats.compare(seed_test, best_test, names=("best", "seed"), alpha=cfg.eval.alpha,
@@ -352,7 +360,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
                 full = _report(cfg, comparison, tried, accepted, aa, _summary({k: _O(v) for k, v in seed_test.items()}),
                                _summary({k: _O(v) for k, v in best_test.items()}), 1, night_dir)
                 test = {k: full[k] for k in ("verdict", "comparison", "p_corrected", "seed", "best")}
-                test["candidates_corrected_for"] = tried
+                test.update(candidates_corrected_for=tried, read=len(final), sealed_left_out=len(left_out))
         except BudgetExhausted as exc:
             status, stop = "stopped", str(exc)
         except Outage as exc:
@@ -361,6 +369,10 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
             status, stop = "refused", str(exc)
         except _NoTasks:
             status, stop = "no-tasks", _no_tasks_reason(source)
+        except _TestSpent as exc:
+            test = {"verdict": f"not reportable: all {exc.args[0]} test task(s) were read as the test by an earlier "
+                               "night (sealed in the ledger); a person may read them again with --unseal \"reason\"",
+                    "read": 0, "sealed_left_out": exc.args[0], "comparison": None}
         report = {"night": night_id, "status": status, "stopped_because": stop, "skill": str(skill_path),
                   "tasks": {k: len(v) for k, v in splits.items()}, "harvest_sessions": source.get("sessions"),
                   "source": source, "calibration": aa.to_dict() if aa else None, "candidates": candidates,
@@ -398,6 +410,34 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
 
 class _NoTasks(Exception):
     pass
+
+
+class _TestSpent(Exception):
+    """Every test task was read as the test by an earlier night."""
+
+
+def read_test(ledger, experiment: str, tasks: list, night_dir: Path, why: str, unseal: str | None):
+    """Read the night's sealed test once: (tasks read now, tasks left out because an earlier night
+    read them as the test). Each task read is sealed in the ledger by its content hash (like
+    optimize's split, under the experiment's name), so no later night, process or home folder
+    reads it again; with `unseal` (a person's reason) the sealed ones are read again and the
+    override is recorded as a process failure. This night's own seal file refuses a second read."""
+    from skillos.ledger.store import actor
+    from skillos.training.optimize import SealedSplit
+
+    read_before = ledger.sealed(experiment, [t.id for t in tasks])
+    fresh = [t for t in tasks if unseal or t.id not in read_before]
+    left_out = [t for t in tasks if t not in fresh]
+    if not fresh:
+        return [], left_out
+    SealedSplit(fresh, night_dir / "test.sealed").read(why)
+    who, overridden = actor(), False
+    for t in fresh:
+        again = t.id in read_before
+        ledger.read_sealed(experiment, t.id, why, str(night_dir.resolve()), who, unseal if again else None,
+                           command="sleep night", record_override=again and not overridden)
+        overridden = overridden or again  # one override row for the person's one decision
+    return fresh, left_out
 
 
 def _no_tasks_reason(source: dict) -> str:

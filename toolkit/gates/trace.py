@@ -1,0 +1,686 @@
+"""Where every setting a gate approves goes, and what arrives there (`skillos gate check --trace`).
+
+A gate that PASSes a value the code never reads approves nothing: `training.max_prompt_length`
+passed the Table-4 diff while TRL 1.16's GRPOConfig dropped it, and `executor.reasoning_effort`
+passed while the vllm and hf backends never read it. The trace takes every config key a check
+read (the keys of the results that did not SKIP; a derived quantity brings the keys it is made
+of) and, for each, builds the real object that key configures without running it: the trainer's
+arguments (`GRPOConfig` and skillos's subclasses, `SFTConfig`, `DPOConfig`), the `LoraConfig`,
+the launch plan, each model backend's request body or sampling parameters
+(`evals.backends.chat.sent`), the executor's prompt, the retrieval call of a scripted play, the
+reward function on scripted rollouts, the environment's group sizes. Each row says `key, value,
+consumer, arrived, applied`. A key a check approved that no consumer receives is a FAIL,
+"checked but not applied"; a consumer that cannot be built on this machine (an extra not
+installed) is a WARN, unverified.
+
+Consumers are looked up by key pattern (`RESOLVERS`), so a key a new check reads is traced, or
+FAILs as having no consumer, without anyone listing it here first.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from skillos.gates.core import Context, Result, same
+
+INCIDENT = "a setting the gate approved never reached the code it configures (checked but not applied)"
+# derived quantities -> the config keys they are made of
+DERIVED = {
+    "prompts_per_step": ("training.per_device_train_batch_size", "training.gradient_accumulation_steps",
+                         "compute.num_processes", "training.num_generations"),
+    "completions_per_step": ("training.per_device_train_batch_size", "training.gradient_accumulation_steps",
+                             "compute.num_processes"),
+}
+BACKEND_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer")
+BACKEND_FIELDS = ("model", "temperature", "top_p", "top_k", "max_tokens", "reasoning_effort")
+UNSET = object()
+
+
+@dataclass
+class Row:
+    key: str
+    value: object
+    consumer: str
+    applied: bool | None  # None: the consumer could not be built here (detail says why)
+    arrived: object = None
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["value"], data["arrived"] = _plain(self.value), _plain(self.arrived)
+        return data
+
+    def line(self) -> str:
+        mark = {True: "applied", False: "NOT APPLIED", None: "unverified"}[self.applied]
+        text = f"{mark:<11} {self.key} = {_show(self.value)} -> {self.consumer}: {_show(self.arrived)}"
+        return text + (f" · {self.detail}" if self.detail else "")
+
+
+def _plain(value):
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(map(str, value)) if isinstance(value, (set, frozenset)) else list(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def _show(value) -> str:
+    value = _plain(value)
+    return "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _equal(a, b) -> bool:
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return set(a) == set(b) and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return sorted(map(str, a)) == sorted(map(str, b))
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b  # exact: `same` matches model names by their last part only
+    return same(a, b)
+
+
+def _section(cfg, dotted: str):
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def _get(cfg, key: str):
+    value = cfg
+    for part in key.split("."):
+        if not hasattr(value, "__dataclass_fields__") or part not in value.__dataclass_fields__:
+            return UNSET
+        value = getattr(value, part)
+    return UNSET if hasattr(value, "__dataclass_fields__") else value
+
+
+# -- which keys ---------------------------------------------------------------------------------
+def gated_keys(cfg, results: list[Result]) -> list[str]:
+    """Every config key a check read and did not SKIP, in order; derived quantities with the keys
+    they are made of. Keys that are not config keys (a file, `tools`, an extra) are left out."""
+    keys: dict = {}
+    for r in results:
+        if r.status == "SKIP":
+            continue
+        for key in (r.key, *r.reads):
+            if key in DERIVED:
+                keys[key] = None
+                keys.update(dict.fromkeys(DERIVED[key]))
+            elif key and _get(cfg, key) is not UNSET:
+                keys[key] = None
+    return list(keys)
+
+
+# -- the objects, built once per trace ------------------------------------------------------------
+class Tracer:
+    """Builds each consumer object once, without running it."""
+
+    def __init__(self, ctx: Context):
+        self.ctx, self.cfg = ctx, ctx.cfg
+        self._cache: dict = {}
+        self.refused: str | None = None  # why the trainer's arguments class refused the config's values
+
+    def cached(self, name: str, build):
+        if name not in self._cache:
+            try:
+                self._cache[name] = (build(), None)
+            except ImportError as exc:
+                self._cache[name] = (None, f"not built here: {exc} (install the extra that provides it)")
+        value, missing = self._cache[name]
+        if missing:
+            raise _Unverified(missing)
+        return value
+
+    @property
+    def trainer(self) -> str:
+        return self.cfg.skillgate.trainer
+
+    @property
+    def gpu(self) -> bool:
+        """Whether the launch this config describes runs on GPUs (compute.gpu names them)."""
+        return bool(self.cfg.compute.gpu)
+
+    def args(self):
+        """The trainer's arguments object, as `skillos train` builds it for this config (a GPU
+        launch traced on a machine without one is built with use_cpu added, nothing else). If the
+        arguments class refuses the values (TRL's own checks), the object is filled field by field
+        without them, so each key still shows what it was passed, and `refused` says why."""
+        def build():
+            from skillos.config import training_output_dir
+            from skillos.training.registry import args_spec
+
+            cls, kwargs = args_spec(self.cfg, not self.gpu, training_output_dir(self.cfg))
+            try:
+                with warnings.catch_warnings():  # transformers' deprecation notes are not the config's
+                    warnings.simplefilter("ignore", FutureWarning)
+                    return cls(**kwargs)
+            except ValueError as exc:
+                if self.gpu and "gpu" in str(exc).lower():
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", FutureWarning)
+                            return cls(**kwargs, use_cpu=True)
+                    except ValueError as again:
+                        exc = again
+                self.refused = f"{cls.__name__} refuses these arguments: {exc}"[:400]
+                return _unvalidated(cls, kwargs)
+        return self.cached("args", build)
+
+    def trainer_class(self):
+        def build():
+            if self.trainer == "selector":
+                from skillos.training.selector_trainer import _classes
+
+                return _classes()[1]
+            if self.trainer == "curator":
+                from skillos.training.trainer import trainer_class
+
+                return trainer_class(self.cfg)
+            return None
+        return self.cached("trainer_class", build)
+
+    def launch_processes(self) -> tuple[int, str]:
+        def build():
+            from skillos.training.launch import plan
+
+            p = plan(self.cfg, str(self.cfg.source or "config.yaml"))
+            command = p["command"]
+            n = int(command[command.index("--num_processes") + 1]) if "--num_processes" in command else 1
+            where = f"the {p['backend']} launch ({' '.join(map(str, command[:4]))} ...)"
+            return n, where
+        return self.cached("launch", build)
+
+    def sent(self, section: str) -> dict:
+        def build():
+            from skillos.evals.backends.chat import sent
+
+            return sent(_section(self.cfg, section))
+        return self.cached(f"sent:{section}", build)
+
+
+class _Unverified(Exception):
+    pass
+
+
+def _unvalidated(cls, kwargs: dict):
+    """An instance of dataclass `cls` with its defaults and `kwargs`, its __post_init__ not run."""
+    import dataclasses
+
+    obj = cls.__new__(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in kwargs:
+            value = kwargs[f.name]
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            value = None
+        object.__setattr__(obj, f.name, value)
+    return obj
+
+
+# -- resolvers: key pattern -> (consumer, arrived) or a Row ---------------------------------------
+RESOLVERS: list = []
+
+
+def resolver(pattern: str):
+    def wrap(fn):
+        RESOLVERS.append((re.compile(pattern), fn))
+        return fn
+    return wrap
+
+
+def _row(key, value, consumer, arrived, detail="", applied=None) -> Row:
+    if value is None and applied is None:  # unset: the consumer's own default applies, shown as arrived
+        return Row(key, value, consumer, True, arrived, "unset: the consumer's default" + (f"; {detail}" if detail
+                                                                                          else ""))
+    if applied is None:
+        applied = _equal(value, arrived)
+    return Row(key, value, consumer, applied, arrived, detail)
+
+
+def _not_used(key, value, consumer_why: str) -> Row:
+    """No consumer: applied only when nothing was set (an unset key has nothing to apply)."""
+    if value is None:
+        return Row(key, value, "none", True, None, f"unset; {consumer_why}")
+    return Row(key, value, "none", False, None, f"{consumer_why}; the value reaches no code")
+
+
+# training.* ------------------------------------------------------------------------------------
+
+@resolver(r"^training\.lora$")
+def _lora(t: Tracer, key, value):
+    if value is None:
+        return Row(key, value, "GRPOTrainer(peft_config=None)", True, None, "full fine-tuning")
+
+    def build():
+        from skillos.training.trainer import _lora as lora_config
+
+        return lora_config(t.cfg)
+    lora = t.cached("lora", build)
+    arrived = {k: getattr(lora, k, UNSET) for k in value}
+    arrived = {k: (None if v is UNSET else v) for k, v in arrived.items()}
+    return _row(key, value, "peft LoraConfig (the trainer's peft_config)", arrived)
+
+
+@resolver(r"^training\.model$")
+def _model(t: Tracer, key, value):
+    consumer = {"curator": "GRPOTrainer(model=)", "selector": "SelectorGRPOTrainer(model=)",
+                "selector-bc": "SFTTrainer(model=)", "selector-dpo": "DPOTrainer(model=)"}[t.trainer]
+    return _row(key, value, consumer + " via tiny_model.resolve (weights read where they are, never downloaded)",
+                value, "read as configured; resolved to a local folder at launch")
+
+
+@resolver(r"^training\.group_size$")
+def _group_size(t: Tracer, key, value):
+    if t.trainer != "curator":
+        return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
+    args = t.args()
+    from skillos.evals.envs.registry import environment
+
+    low, high = environment(t.cfg).group_sizes(t.cfg)
+    arrived = args.max_tool_calling_iterations + 1
+    ok = _equal(value, arrived) and _equal(value, high)
+    return _row(key, value, "CuratorEnv rows (|G| games per rollout) and GRPOConfig.max_tool_calling_iterations + 1",
+                arrived, f"groups of {low}-{high} tasks; TRL allows {args.max_tool_calling_iterations} tool calls",
+                applied=ok)
+
+
+@resolver(r"^training\.max_prompt_length$")
+def _max_prompt_length(t: Tracer, key, value):
+    args = t.args()
+    if t.trainer in ("selector-bc", "selector-dpo"):
+        return _row(key, value, "selector_baselines: every row's prompt cut by prompt_cap.cap_text",
+                    t.cfg.training.max_prompt_length, f"and {type(args).__name__}.max_length "
+                    f"{getattr(args, 'max_length', None)} (prompt + completion)")
+    from skillos.training.prompt_cap import PromptCap
+
+    cls = t.trainer_class()
+    arrived = getattr(args, "max_prompt_length", None)
+    capped = cls is not None and issubclass(cls, PromptCap)
+    return _row(key, value, f"{type(args).__name__}.max_prompt_length, cut by PromptCap._tokenize_prompts "
+                "(TRL 1.16's GRPOConfig has no such field)", arrived,
+                "" if capped else "the trainer class does not cut prompts", applied=capped and _equal(value, arrived))
+
+
+@resolver(r"^training\.rollout_concurrency$")
+def _rollout_concurrency(t: Tracer, key, value):
+    return _row(key, value, "training/rollouts.rollout_trainer(concurrency=)", value,
+                "read as configured when the trainer class is built")
+
+
+@resolver(r"^training\.resume_from_checkpoint$")
+def _resume(t: Tracer, key, value):
+    return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/trainer.fit", value,
+                "read as configured by fit()")
+
+
+@resolver(r"^training\.checkpoint_gb$")
+def _checkpoint_gb(t: Tracer, key, value):
+    return _row(key, value, "the gates' disk check (a planning input, not a trainer setting)", value)
+
+
+@resolver(r"^training\.(?P<name>\w+)$")
+def _training_field(t: Tracer, key, value, name):
+    args = t.args()
+    cls = type(args).__name__
+    if name == "output_dir":
+        from skillos.config import training_output_dir
+
+        return _row(key, value, f"{cls}.output_dir", args.output_dir, applied=_equal(str(training_output_dir(t.cfg)),
+                                                                                    args.output_dir))
+    if not hasattr(args, name):
+        if t.trainer in ("selector-bc", "selector-dpo") and name == "max_completion_length":
+            arrived = getattr(args, "max_length", None)
+            mp = t.cfg.training.max_prompt_length
+            return _row(key, value, f"{cls}.max_length (max_prompt_length + max_completion_length)", arrived,
+                        applied=value is None or (mp is not None and _equal(arrived, mp + value)))
+        return _not_used(key, value, f"{cls} (skillgate.trainer {t.trainer}) has no {name}")
+    return _row(key, value, f"{cls}.{name}", getattr(args, name))
+
+
+# derived batch quantities and the launch -------------------------------------------------------
+@resolver(r"^compute\.num_processes$")
+def _num_processes(t: Tracer, key, value):
+    n, where = t.launch_processes()
+    return _row(key, value, f"{where}: --num_processes", n)
+
+
+@resolver(r"^(prompts|completions)_per_step$")
+def _per_step(t: Tracer, key, value):
+    from skillos.gates.static import derived
+
+    value = derived(t.cfg, key)
+    args = t.args()
+    n, _ = t.launch_processes()
+    completions = args.per_device_train_batch_size * args.gradient_accumulation_steps * n
+    g = getattr(args, "num_generations", None)
+    arrived = completions if key == "completions_per_step" else (completions / g if g else None)
+    return _row(key, value, f"{type(args).__name__}.per_device_train_batch_size x gradient_accumulation_steps x "
+                "launch processes" + (" / num_generations" if key == "prompts_per_step" else ""), arrived,
+                f"{args.per_device_train_batch_size} x {args.gradient_accumulation_steps} x {n}")
+
+
+# skillgate ---------------------------------------------------------------------------------------
+@resolver(r"^skillgate\.trainer$")
+def _trainer(t: Tracer, key, value):
+    from skillos.training.registry import TRAINERS, trainer_for
+
+    fn = trainer_for(t.cfg)
+    arrived = f"{fn.__module__}:{fn.__name__}"
+    target = TRAINERS.get(value, "")
+    return _row(key, value, "training/registry.trainer_for: what skillos train runs", arrived,
+                applied=arrived == (target if ":" in target else f"{target}:train"))
+
+
+@resolver(r"^skillgate\.(?P<name>selector_credit|selector_coef)$")
+def _selector(t: Tracer, key, value, name):
+    if t.trainer != "selector":
+        return _not_used(key, value, f"skillgate.trainer {t.trainer} has no selector credit")
+    args = t.args()
+    return _row(key, value, f"{type(args).__name__}.{name}", getattr(args, name, None))
+
+
+@resolver(r"^skillgate\.slate_repo$")
+def _slate_repo(t: Tracer, key, value):
+    from skillos.config import relative_to_config
+    from skillos.evals.envs.slate import make_slate_setup
+
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = make_slate_setup(t.cfg, [], tmp)
+    return _row(key, value, "evals/envs/slate.make_slate_setup: the slate skill folder loaded",
+                str(setup.repo.root), applied=Path(setup.repo.root) == relative_to_config(t.cfg, value))
+
+
+@resolver(r"^skillgate\.eval_spec$")
+def _eval_spec(t: Tracer, key, value):
+    return _row(key, value, "evals/slate_eval.run and the eval-pins check: the frozen protocol compared", value,
+                "read as configured")
+
+
+# backends ------------------------------------------------------------------------------------------
+@resolver(r"^(?P<section>executor|curator|judge|optimize\.optimizer|sleep\.model|sleep\.optimizer)\."
+          r"(?P<name>model|temperature|top_p|top_k|max_tokens|reasoning_effort)$")
+def _backend_field(t: Tracer, key, value, section, name):
+    b = _section(t.cfg, section)
+    if b.backend in (None, "heuristic"):
+        return _not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
+    where, arrived = t.sent(section)[name]
+    if name == "reasoning_effort" and value is not None and b.backend in ("hf", "vllm"):
+        template = _local_template(b.model)
+        if template is not None and "enable_thinking" not in template:
+            return Row(key, value, where, False, arrived, "the model's chat template has no enable_thinking switch "
+                       "(the backend refuses it at start): unset reasoning_effort or use a Qwen3-style template")
+        return _row(key, value, where, arrived, "" if template is not None else
+                    "the model's chat template is not on this machine: its switch is checked when the backend starts")
+    return _row(key, value, where, arrived)
+
+
+def _local_template(model: str | None) -> str | None:
+    """The chat template of a model already on this machine (a folder, the built tiny model, the
+    hub cache), read without loading or building anything; None when it is not here."""
+    import json
+
+    from skillos.evals.backends.tiny_model import TINY_NAME, models_dir
+
+    if not model:
+        return None
+    folder = models_dir() / TINY_NAME if model == TINY_NAME else Path(model).expanduser()
+    files = [folder / "chat_template.jinja", folder / "tokenizer_config.json"]
+    if not folder.is_dir() and model.count("/") == 1:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            files = [Path(f) for f in (try_to_load_from_cache(model, "chat_template.jinja"),
+                                       try_to_load_from_cache(model, "tokenizer_config.json")) if isinstance(f, str)]
+        except ImportError:
+            return None
+    for f in files:
+        if f.is_file():
+            text = f.read_text(encoding="utf-8", errors="replace")
+            return text if f.suffix == ".jinja" else str(json.loads(text).get("chat_template") or "")
+    return None
+
+
+@resolver(r"^(?P<section>executor|curator|judge|optimize\.optimizer|sleep\.model|sleep\.optimizer)\.backend$")
+def _backend(t: Tracer, key, value, section):
+    from skillos.evals.backends.chat import SENT
+
+    if value in (None, "heuristic"):
+        return _not_used(key, value, "no model backend")
+    return _row(key, value, "evals/backends/chat.make_chat: the backend class built", value if value in SENT else None)
+
+
+@resolver(r"^executor\.history_length$")
+def _history(t: Tracer, key, value):
+    cfg = t.cfg
+    if cfg.executor.backend == "heuristic":
+        return _not_used(key, value, "the heuristic executor has no prompt history")
+    if t.trainer != "curator" and cfg.training.is_set():
+        return _not_used(key, value, "the slate executor (SkillGate) keeps its whole conversation")
+    if cfg.env.name != "household":
+        return _not_used(key, value, f"the {cfg.env.name} executor answers in one turn with no history")
+    from skillos.evals.backends.llm_executor import LLMEpisode
+
+    class _Executor:  # the episode reads only its executor's config to render a prompt
+        config = cfg.executor
+
+    episode = LLMEpisode(_Executor(), "probe task", [])
+    episode.history = [(f"probe-action-{i}", f"observation {i}") for i in range(50)]
+    shown = len(re.findall(r"^> probe-action-\d+$", episode.prompt("now", ["look"]), re.M))
+    return _row(key, value, "evals/backends/llm_executor.LLMEpisode.prompt: action/observation pairs shown",
+                shown, "of 50 in the episode", applied=_equal(value or 0, shown))
+
+
+# environment, retrieval, eval -----------------------------------------------------------------------
+def _scripted_play(t: Tracer):
+    def build():
+        from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
+        from skillos.evals.experiment import arm_settings
+        from skillos.evals.runner import play
+        from skillos.repo import Retriever, SkillRepo
+
+        settings = arm_settings(t.cfg)
+        repo = SkillRepo(None)
+        for i in range(settings["top_k"] + 3):
+            repo.insert(f"probe-skill-{i}", f"How to take the mug, variant {i}.")
+        calls: list = []
+
+        class Recording(Retriever):
+            def search(self, query, k):
+                calls.append(k)
+                return super().search(query, k)
+
+        class Executor:
+            name, seen = "probe", []
+
+            def new_episode(self, task, skills):
+                self.seen.append(len(skills))
+                return self
+
+            def act(self, observation, admissible):
+                return "look"
+
+        executor = Executor()
+        retriever = Recording(repo, t.cfg.retrieval.mode)
+        traj = play(ScriptedEnv(win_action=None), executor, retriever, ScriptedGame("probe"),
+                    settings["max_steps"], settings["top_k"])
+        return {"k": calls[0] if calls else None, "skills": executor.seen[0] if executor.seen else None,
+                "mode": retriever.mode, "steps": len(traj.steps)}
+    return t.cached("play", build)
+
+
+@resolver(r"^retrieval\.top_k$")
+def _top_k(t: Tracer, key, value):
+    if t.cfg.training.is_set() and t.trainer != "curator":
+        return _not_used(key, value, "the slate is the protocol: SkillGate plays no retrieval")
+    p = _scripted_play(t)
+    return _row(key, value, "the retrieval call of every game (runner.play -> Retriever.search k)", p["k"],
+                f"the executor received {p['skills']} skills")
+
+
+@resolver(r"^retrieval\.mode$")
+def _mode(t: Tracer, key, value):
+    p = _scripted_play(t)
+    return _row(key, value, "Retriever(repo, mode) of every game", p["mode"])
+
+
+@resolver(r"^env\.max_steps$")
+def _max_steps(t: Tracer, key, value):
+    cfg = t.cfg
+    if cfg.training.is_set() and t.trainer != "curator":
+        from skillos.evals.envs.slate import make_slate_setup
+
+        with tempfile.TemporaryDirectory() as tmp:
+            setup = make_slate_setup(cfg, [], tmp)
+        return _row(key, value, "SlateSetup.max_steps (actions per slate episode)", setup.max_steps)
+    p = _scripted_play(t)
+    return _row(key, value, "runner.play(max_steps) via experiment.arm_settings: actions played before the "
+                "game is cut", p["steps"], "a scripted game that never ends, played to the cap")
+
+
+@resolver(r"^env\.(?P<name>n_games|split|n_train_games|train_split)$")
+def _game_sets(t: Tracer, key, value, name):
+    from skillos.evals.experiment import game_sets
+
+    which = "held_out" if name in ("n_games", "split") else "train"
+    split, n = game_sets(t.cfg)[which]
+    return _row(key, value, f"load_games(cfg, split, n) of the {which.replace('_', '-')} games (eval, optimize, "
+                "the dry-run)", n if name.startswith("n_") else split)
+
+
+@resolver(r"^env\.reasoning\.min_group_size$")
+def _min_group(t: Tracer, key, value):
+    from skillos.evals.envs.registry import environment
+
+    low, high = environment(t.cfg).group_sizes(t.cfg)
+    return _row(key, value, "environment.group_sizes: the smallest |G| a training group is drawn with", low,
+                f"groups of {low}-{high}")
+
+
+@resolver(r"^eval\.max_error_rate$")
+def _error_rate(t: Tracer, key, value):
+    from skillos.evals.experiment import arm_settings
+
+    return _row(key, value, "runner.run_arm(max_error_rate) via experiment.arm_settings",
+                arm_settings(t.cfg)["max_error_rate"])
+
+
+@resolver(r"^eval\.control\.(?P<name>arm|max_age_days)$")
+def _control(t: Tracer, key, value, name):
+    where = ("the eval's comparisons (every arm against it) and compare's control"
+             if name == "arm" else "evals/compare.control_problems: a control older than this is stale")
+    return _row(key, value, where, getattr(t.cfg.eval.control, name), "read as configured")
+
+
+@resolver(r"^reward\.lambda_(?P<term>fc|cnt|comp)$")
+def _reward(t: Tracer, key, value, term):
+    if t.trainer != "curator":
+        return _not_used(key, value, f"skillgate.trainer {t.trainer}: the reward is the game outcome")
+    weights = _reward_probe(t)
+    return _row(key, value, "training/trainer.RewardFunction: the weight of r_" + term +
+                " in the reward of a scripted rollout scoring 1 on that term only", weights[term])
+
+
+def _reward_probe(t: Tracer) -> dict:
+    """Each weight as the real reward function applies it: three scripted rollouts that score
+    0 on r_task and 1 on exactly one other term; each total is that term's weight."""
+    def build():
+        from skillos.training.env import CuratorEnv, _State
+        from skillos.training.trainer import RewardFunction
+
+        class Judge:
+            def judge(self, text):
+                return True
+
+        def env(ops_valid=0, ops_total=0, contents=(), input_words=0):
+            e = CuratorEnv.__new__(CuratorEnv)
+            e._state = _State(["p1", "p2", "p3"], "probe", positions=[True, False, False], ops_valid=ops_valid,
+                              ops_total=ops_total, contents=list(contents), input_words=input_words, calls=2)
+            return e
+        envs = [env(1, 1), env(contents=["a skill"]), env(input_words=10)]
+        completions = [[{"role": "assistant", "content": ""}] for _ in envs]
+        totals = RewardFunction(t.cfg, Judge(), lambda _line: None)(
+            [[{"role": "user", "content": "probe"}]] * 3, completions, environments=envs, group=[0, 1, 2])
+        return dict(zip(("fc", "cnt", "comp"), totals))
+    return t.cached("reward", build)
+
+
+# the gates' own inputs -------------------------------------------------------------------------
+@resolver(r"^(reference|experiment\.\w+|compute\.(watchdog|step_minutes|max_checkpoint_gap_minutes|num_machines|"
+          r"machine_rank|main_process_ip|main_process_port|vllm_server_gpus|gpu|deepspeed_config))$")
+def _direct(t: Tracer, key, value):
+    consumer = {
+        "reference": "the gates: the table every row is diffed against",
+        "compute.watchdog": "skillos.api: every launch runs under the watchdog when true (gate 7)",
+        "compute.deepspeed_config": "the accelerate launch (--deepspeed_config_file)",
+    }.get(key, "the gates and the launch plan: a planning input read as configured")
+    if key.startswith("experiment."):
+        consumer = "the gates (mde, fix, optimize-power) and the ledger's experiment record: read as configured"
+    return _row(key, value, consumer, _get(t.cfg, key))
+
+
+# -- the trace ---------------------------------------------------------------------------------------
+def trace(ctx: Context, results: list[Result]) -> list[Row]:
+    tracer, rows = Tracer(ctx), []
+    for key in gated_keys(ctx.cfg, results):
+        value = _get(ctx.cfg, key) if key not in DERIVED else None
+        rows.append(_resolve(tracer, key, value))
+    if tracer.refused:
+        rows.append(Row("training", None, "the trainer's arguments", False, None, tracer.refused))
+    return rows
+
+
+def _resolve(tracer: Tracer, key: str, value) -> Row:
+    for pattern, fn in RESOLVERS:
+        match = pattern.match(key)
+        if match:
+            try:
+                return fn(tracer, key, value, **match.groupdict())
+            except _Unverified as exc:
+                return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None, str(exc))
+            except ImportError as exc:
+                return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None,
+                           f"not built here: {exc} (install the extra that provides it)")
+            except Exception as exc:  # noqa: BLE001 - a consumer that cannot be built has not received it
+                return Row(key, value, fn.__name__.strip("_").replace("_", " "), False, None,
+                           f"the consumer could not be built: {type(exc).__name__}: {exc}"[:300])
+    return Row(key, value, "none", False, None, "no consumer known for this key: a gate reads it, no code is "
+               "traced receiving it")
+
+
+def results_of(rows: list[Row]) -> list[Result]:
+    """The trace as check results: one FAIL per key checked but not applied, one WARN per key
+    whose consumer could not be built here, and a PASS line with the count."""
+    out = []
+    for row in rows:
+        if row.applied is False and row.key == "training":
+            out.append(Result("trace", (1,), "FAIL", "training", None, "arguments the trainer accepts",
+                              "a launch that dies building its trainer after the gates passed",
+                              f"{row.detail}; the launch would stop there"))
+        elif row.applied is False:
+            out.append(Result("trace", (1,), "FAIL", row.key, _plain(row.value), f"received by {row.consumer}",
+                              INCIDENT, f"checked but not applied: {row.consumer} got {_show(row.arrived)}"
+                              + (f" ({row.detail})" if row.detail else "")))
+        elif row.applied is None:
+            out.append(Result("trace", (1,), "WARN", row.key, _plain(row.value), "a consumer built here", INCIDENT,
+                              f"unverified: {row.detail}"))
+    applied = sum(r.applied is True for r in rows)
+    out.append(Result("trace", (1,), "PASS" if applied == len(rows) else "FAIL" if any(
+        r.applied is False for r in rows) else "WARN", "gated keys", f"{applied} of {len(rows)} applied",
+        f"{len(rows)} of {len(rows)}", INCIDENT,
+        "every key a check read traced to the object it configures (gate check --trace lists them)"))
+    return out
