@@ -41,6 +41,7 @@ class GameRow:
     curator_failed_calls: int = 0
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
+    grading_timeouts: int = 0  # answers graded wrong because grading passed its time bound
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # keys this version does not know: kept, not dropped
 
@@ -80,6 +81,7 @@ class ArmSummary:
     curator_failure_rate: float | None = None  # None when the arm made no curator call
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
+    grading_timeouts: int = 0  # games graded wrong because grading passed its time bound
 
     def to_dict(self) -> dict:
         return asdict(self)

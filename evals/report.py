@@ -36,6 +36,7 @@ def arm_summary(rows: list[dict]) -> dict:
         coercion_rate=coerced / actions if actions else None,
         final_repo_size=rows[-1]["repo_size"] if rows else 0,
         by_task_type=dict(sorted(by_type.items())),
+        grading_timeouts=sum(r.get("grading_timeouts", 0) for r in rows),
         **curation_summary(rows),
     ).to_dict()
 
@@ -134,6 +135,10 @@ def render(result: dict, console) -> None:
                      f"{s.get('curator_refused_ops', 0)}/{s.get('curator_refused_ops', 0) + s.get('curator_applied_ops', 0)}",
                      str(s["final_repo_size"]))
     console.print(arms)
+    for arm, s in result["arms"].items():
+        if s.get("grading_timeouts"):
+            console.print(f"{arm}: {s['grading_timeouts']} answer(s) graded wrong because grading passed its "
+                          "time bound (counted in the successes' denominator)")
     types = sorted({t for s in result["arms"].values() for t in s["by_task_type"]})
     by_type = Table(title="By task type (successes/measured)")
     by_type.add_column("task type")

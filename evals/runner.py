@@ -50,6 +50,7 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
         episode = executor.new_episode(env.task or game.task, [h.skill for h in hits])
         for _ in range(max_steps):
             obs = take_action(env, obs, episode.act(obs.text, obs.admissible), traj.steps)
+            traj.grading_timeouts += bool(getattr(obs, "grading_timeout", False))
             if obs.won:
                 break
         traj.won = obs.won
@@ -83,7 +84,8 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
     return GameRow(arm=arm, phase=phase, game_id=traj.game_id, task_type=traj.task_type, task=traj.task,
                    success=traj.won, steps=len(traj.steps), coerced_actions=traj.coerced,
                    skills_retrieved=traj.retrieved, repo_size=repo_size, unmeasured=traj.won is None,
-                   unmeasured_reason=redact_text(traj.unmeasured_reason), **(curation or {})).to_dict()
+                   unmeasured_reason=redact_text(traj.unmeasured_reason), grading_timeouts=traj.grading_timeouts,
+                   **(curation or {})).to_dict()
 
 
 PROGRESS = ".progress.json"  # in a curated repo's folder: how many games it has curated

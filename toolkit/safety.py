@@ -211,3 +211,179 @@ def json_text(data, indent: int | None = 1) -> str:
         return obj
 
     return redact_text(json.dumps(clean(data), indent=indent, default=str, allow_nan=False))
+
+
+class CallTimeout(Exception):
+    """A call to a bounded worker did not finish within its time (the worker was killed)."""
+
+
+class WorkerFailed(Exception):
+    """A bounded worker died or answered something that is not a result (a crash, not a timeout)."""
+
+
+class CallFailed(Exception):
+    """The function raised in its worker (the worker lives on); the message names the exception."""
+
+
+class BoundedWorkers:
+    """Calls of one function (`"package.module:function"`, JSON-able arguments and result) in
+    worker processes, each call bounded in wall time from any thread.
+
+    A worker thread cannot use SIGALRM (only the main thread may set it), and a thread cannot be
+    stopped; a process can. A call that passes `timeout_s` kills its worker and raises
+    `CallTimeout`; the next call starts a fresh one. A worker that dies raises `WorkerFailed`;
+    an exception inside the function raises `CallFailed`. Up to `size` workers serve concurrent
+    threads (a caller waits for a free one; that wait is not part of its bound). Each worker
+    dies with this process, runs under a memory cap (`memory_bytes`), and is started by the
+    interpreter running this one (`python -c`), so no `__main__` is re-imported."""
+
+    START_TIMEOUT_S = 120.0  # importing the function's library (sympy, ...) on a loaded machine
+
+    def __init__(self, target: str, size: int | None = None, memory_bytes: int | None = 2 << 30):
+        import threading
+
+        self.target = target
+        self.size = size or max(1, min(4, os.cpu_count() or 1))
+        self.memory_bytes = memory_bytes
+        self._idle: list = []
+        self._count = 0
+        self._cond = threading.Condition()
+
+    def call(self, *args, timeout_s: float):
+        worker = self._take()
+        try:
+            result = worker.call(list(args), timeout_s)
+        except CallFailed:
+            self._give(worker)
+            raise
+        except BaseException:
+            worker.kill()
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+        self._give(worker)
+        return result
+
+    def _give(self, worker) -> None:
+        with self._cond:
+            self._idle.append(worker)
+            self._cond.notify()
+
+    def _take(self):
+        with self._cond:
+            while not self._idle and self._count >= self.size:
+                self._cond.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._count += 1
+        try:
+            return _Worker(self.target, self.memory_bytes, self.START_TIMEOUT_S)
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def close(self) -> None:
+        with self._cond:
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+        for worker in idle:
+            worker.kill()
+
+
+class _Worker:
+    def __init__(self, target: str, memory_bytes: int | None, start_timeout_s: float):
+        import subprocess
+
+        code = (f"from skillos.safety import serve_worker; serve_worker({target!r}, {os.getpid()}, "
+                f"{memory_bytes!r})")
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+        self.buf = b""
+        try:
+            ready = self._line(time.monotonic() + start_timeout_s)
+        except CallTimeout:
+            self.kill()
+            raise WorkerFailed(f"a worker for {target} did not start in {start_timeout_s:.0f} s") from None
+        if ready != b"ready":
+            self.kill()
+            raise WorkerFailed(f"a worker for {target} could not start: {ready[:200].decode(errors='replace')}")
+
+    def call(self, args: list, timeout_s: float):
+        import json
+
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.proc.stdin.write(json.dumps(args).encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            raise WorkerFailed("the worker is gone") from None
+        reply = json.loads(self._line(deadline))
+        if "error" in reply:
+            raise CallFailed(reply["error"])
+        return reply["result"]
+
+    def _line(self, deadline: float) -> bytes:
+        import select
+
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CallTimeout()
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise WorkerFailed("the worker died")
+                self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def serve_worker(target: str, parent_pid: int, memory_bytes: int | None) -> None:
+    """The worker's loop (BoundedWorkers): one JSON list of arguments a line in, one JSON
+    {"result"} or {"error"} a line out. Anything the function prints goes to stderr."""
+    import importlib
+    import json
+
+    die_with_parent(parent_pid)
+    if memory_bytes:
+        import resource
+
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        except (ValueError, OSError):
+            pass
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints cannot corrupt the replies
+    try:
+        module, name = target.split(":")
+        fn = getattr(importlib.import_module(module), name)
+    except Exception as exc:  # noqa: BLE001 - reported to the caller as a failed start
+        out.write(f"cannot load {target}: {type(exc).__name__}: {exc}".encode()[:500] + b"\n")
+        out.flush()
+        return
+    out.write(b"ready\n")
+    out.flush()
+    for line in sys.stdin.buffer:
+        try:
+            reply = {"result": fn(*json.loads(line))}
+        except MemoryError:
+            reply = {"error": "out of memory"}
+        except Exception as exc:  # noqa: BLE001 - the caller decides what a failed call means
+            reply = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        out.write(json.dumps(reply, default=str).encode() + b"\n")
+        out.flush()
