@@ -59,6 +59,177 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
         raise SkillosError(f"{path}: not UTF-8 text") from None
 
 
+MAX_LINE_BYTES = 64 << 20  # one JSON line of a run folder, a transcript or a task file
+MAX_JSONL_BYTES = 2 << 30  # one JSONL file read at most this far (a long agent session is ~100 MB)
+MAX_DOC_BYTES = 64 << 20  # one JSON document: report.json, state.json, proposal.json, a dataset file
+MAX_JSON_DEPTH = 100  # nesting levels of one JSON value (a 200,000-deep line is skipped, not recursed)
+
+
+def open_regular(path: str | Path, what: str = "file"):
+    """A binary file object for a regular file, opened without blocking; a folder, FIFO, socket
+    or device (`/dev/zero`) is a one-line SkillosError, checked again on the open file (a FIFO
+    swapped in after the stat cannot block the read)."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise SkillosError(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise SkillosError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise SkillosError(f"{path}: is a folder, expected a {what}")
+    if not stat.S_ISREG(info.st_mode):
+        raise SkillosError(f"{path}: not a regular file (a pipe or device?); expected a {what}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SkillosError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SkillosError(f"{path}: not a regular file (a pipe or device?); expected a {what}")
+    return os.fdopen(fd, "rb")
+
+
+def json_depth_ok(value, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a parsed JSON value nests at most `limit` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return True
+
+
+def parse_json(data: bytes | str, max_depth: int = MAX_JSON_DEPTH):
+    """json.loads that refuses nesting deeper than `max_depth` (ValueError, never a RecursionError
+    later in whatever walks the value)."""
+    import json
+
+    if isinstance(data, bytes):
+        opens = data.count(b"[") + data.count(b"{")
+    else:
+        opens = data.count("[") + data.count("{")
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise ValueError(f"nested more than {max_depth} levels") from None
+    if opens > max_depth and not json_depth_ok(value, max_depth):
+        raise ValueError(f"nested more than {max_depth} levels")
+    return value
+
+
+class Skips:
+    """What a bounded reader skipped: counts by reason, and the first few places (file:line)."""
+
+    def __init__(self, keep: int = 20):
+        from collections import Counter
+
+        self.counts = Counter()
+        self.places: list[str] = []
+        self.keep = keep
+
+    def add(self, reason: str, where: str) -> None:
+        self.counts[reason] += 1
+        if len(self.places) < self.keep:
+            self.places.append(f"{where}: {reason}")
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def summary(self) -> str:
+        return ", ".join(f"{n} {reason}" for reason, n in sorted(self.counts.items()))
+
+
+def jsonl_records(path: str | Path, what: str = "JSONL file", skips: Skips | None = None, *,
+                  max_line_bytes: int = MAX_LINE_BYTES, max_bytes: int = MAX_JSONL_BYTES,
+                  max_depth: int = MAX_JSON_DEPTH, objects_only: bool = True):
+    """(line number, text, record) of every JSON line of a regular file, read in bounded chunks:
+    a line longer than `max_line_bytes`, nested deeper than `max_depth`, that does not parse, is
+    not UTF-8 (repaired, still read) or is not an object is skipped and counted in `skips`
+    (reason: line-too-long, too-deep, unparseable-line, partial-last-line, not-an-object), never
+    held whole in memory nor recursed. Reading stops at `max_bytes` (counted: file-truncated).
+    A folder, FIFO or device is a one-line SkillosError (open_regular)."""
+    skips = skips if skips is not None else Skips()
+    name = Path(path).name
+    with open_regular(path, what) as fh:
+        pending, number, read, dropping = bytearray(), 0, 0, False
+
+        def line_of(raw: bytes, last: bool):
+            nonlocal number, dropping
+            number += 1
+            if dropping:  # the tail of a line already counted as too long
+                dropping = False
+                return
+            if len(raw) > max_line_bytes:
+                skips.add("line-too-long", f"{name} line {number}")
+            elif raw.strip():
+                yield from _one_record(bytes(raw), number, name, skips, max_depth, objects_only, last)
+
+        while True:
+            chunk = fh.read(1 << 20) if read < max_bytes else b""
+            read += len(chunk)
+            if not chunk:
+                if pending.strip() or dropping:
+                    yield from line_of(pending, last=True)
+                if read >= max_bytes:
+                    skips.add("file-truncated", f"{name}: read stopped at {max_bytes} bytes")
+                return
+            parts = chunk.split(b"\n")
+            if not dropping:
+                pending += parts[0]
+            if len(parts) > 1:
+                yield from line_of(pending, last=False)
+                for middle in parts[1:-1]:
+                    yield from line_of(middle, last=False)
+                pending = bytearray(parts[-1])
+            if len(pending) > max_line_bytes and not dropping:
+                number_now = number + 1
+                skips.add("line-too-long", f"{name} line {number_now}")
+                dropping, pending = True, bytearray()
+            elif dropping and len(parts) == 1:
+                pending = bytearray()
+
+
+def _one_record(raw: bytes, number: int, name: str, skips: Skips, max_depth: int, objects_only: bool, last: bool):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        skips.add("repaired-utf8", f"{name} line {number}")
+    try:
+        record = parse_json(text, max_depth)
+    except ValueError as exc:
+        deep = "nested" in str(exc)
+        skips.add("too-deep" if deep else "partial-last-line" if last else "unparseable-line", f"{name} line {number}")
+        return
+    if objects_only and not isinstance(record, dict):
+        skips.add("not-an-object", f"{name} line {number}")
+        return
+    yield number, text, record
+
+
+def read_json_file(path: str | Path, what: str = "JSON file", limit: int = MAX_DOC_BYTES,
+                   max_depth: int = MAX_JSON_DEPTH, expect: type | None = dict):
+    """One JSON document from a regular file of at most `limit` bytes; anything else (missing,
+    a FIFO, too big, not JSON, too deep, not the expected type) is a one-line SkillosError
+    naming the file."""
+    text = read_text(path, limit, what)
+    try:
+        value = parse_json(text, max_depth)
+    except ValueError as exc:
+        raise SkillosError(f"{path}: damaged {what} ({str(exc).splitlines()[0][:120]})") from None
+    if expect is not None and not isinstance(value, expect):
+        raise SkillosError(f"{path}: damaged {what} (a JSON {type(value).__name__}, expected an object)")
+    return value
+
+
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that counts aliases and refuses a key given twice in one mapping."""
 
