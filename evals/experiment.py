@@ -278,15 +278,11 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
 
 
 def _read_rows(path: Path) -> list[dict]:
-    """JSONL rows; a last line cut off by a kill is dropped (its game is played again)."""
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(GameRow.from_dict(json.loads(line)).to_dict())  # old rows read too
-            except (ValueError, TypeError):
-                break
-    return rows
+    """JSONL rows (old rows read too); a last line cut off by a kill is dropped (its game is
+    played again), any other damaged line is a one-line error (records.read_game_rows)."""
+    from skillos.evals.records import read_game_rows
+
+    return read_game_rows(path)
 
 
 def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | None = None,

@@ -58,16 +58,12 @@ def _train_curation(out: Path, arms: list) -> dict:
     """Per arm, the curator's counts over its train games (curation.jsonl)."""
     import json
 
+    from skillos.evals.records import read_game_rows
+
     rows: dict = {arm: [] for arm in arms}
-    path = Path(out) / "curation.jsonl"
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("arm") in rows:
-                rows[r["arm"]].append(r)
+    for r in read_game_rows(Path(out) / "curation.jsonl", "curation rows"):
+        if r.get("arm") in rows:
+            rows[r["arm"]].append(r)
     return {arm: curation_summary(arm_rows) for arm, arm_rows in rows.items() if arm_rows}
 
 

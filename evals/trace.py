@@ -58,12 +58,11 @@ def prune(path: Path, keep: set) -> None:
         return
     from skillos.repo.store import write_atomic
 
+    from skillos import safety
+
     kept = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            trace = json.loads(line)
-        except ValueError:
-            continue  # cut off by a kill: its game is played again
+    # a line cut off by a kill (or damaged) is dropped: its game is played again
+    for _, line, trace in safety.jsonl_records(path, "trajectory file"):
         game = (trace.get("arm"), trace.get("phase"), trace.get("game_id"))
         if game in keep:
             kept[game] = line

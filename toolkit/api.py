@@ -189,8 +189,8 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
 
 # -- helpers ------------------------------------------------------------------------------------
 def _config(config) -> Config:
-    if isinstance(config, Config):
-        return config
+    if isinstance(config, Config):  # checked again: a notebook may have changed it since it loaded
+        return cfgmod.revalidate(config)
     if isinstance(config, (str, Path)):
         return cfgmod.load(config)
     raise SkillosError(f"expected a Config or a path to a config file, got {type(config).__name__}")
