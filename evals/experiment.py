@@ -230,12 +230,29 @@ def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
     return used
 
 
+def finished_report(out: Path) -> dict | None:
+    """The report of a run in `out` that finished (report.json, and every arm's ledger record
+    written before it), else None; a damaged report.json is a one-line error."""
+    from skillos import safety
+
+    if not (out / "report.json").exists():
+        return None
+    report = safety.read_json_file(out / "report.json", "eval report")
+    if not isinstance(report.get("arms"), dict) or not isinstance(report.get("comparisons"), list):
+        raise SkillosError(f"{out / 'report.json'}: damaged eval report (no arms or comparisons); move it away "
+                           "to resume the run, or choose another --out")
+    return report
+
+
 def same_config(out: Path, cfg: Config) -> bool:
     """Whether the run in `out` was made with this config (its config.yaml, as written): what a
     resume must check before it continues another run's rows."""
+    from skillos import safety
+
     try:
-        recorded = yaml.safe_load((out / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError):
+        recorded = safety.load_yaml(safety.read_text(out / "config.yaml", safety.MAX_CONFIG_BYTES, "config.yaml"),
+                                    str(out / "config.yaml"))
+    except SkillosError:
         return False
     return recorded == yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 

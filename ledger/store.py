@@ -25,7 +25,7 @@ from skillos.secrets import redact, redact_text
 APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
           "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates", "seals")
-CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes")
+CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes", "candidates")
 
 MIGRATIONS = {
     1: """
@@ -362,6 +362,11 @@ class Ledger:
     def add_candidate(self, run_id: int, **fields) -> int:
         """One candidate of a skillos optimize run (columns of the candidates table)."""
         return self._insert("candidates", run_id=run_id, **fields)
+
+    def seal_reads(self, experiment: str, split_hash: str) -> list[dict]:
+        """The recorded reads of a sealed split (experiment name, content hash), oldest first."""
+        return [dict(r) for r in self.db.execute("SELECT * FROM seals WHERE experiment = ? AND split_hash = ? "
+                                                 "ORDER BY id", (experiment, split_hash))]
 
     def read_sealed(self, experiment: str, split_hash: str, reason: str, output: str, actor: str,
                     override: str | None = None) -> int:

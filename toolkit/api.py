@@ -60,7 +60,17 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
     if resume and out is None:
         raise SkillosError("--resume needs the --out folder of the run to continue")
     out = Path(out) if out else default_out_dir(cfg)
-    check_out(out, resume, overwrite)  # before the gates spend time
+    used = check_out(out, resume, overwrite)  # before the gates spend time
+    if resume and used:
+        from skillos.evals.experiment import finished_report, same_config
+
+        if not same_config(out, cfg):  # known now: refused before the gates' dry run plays a game
+            raise SkillosError(f"{out}: its config.yaml differs from this config; resume with the same config "
+                               "(and the same --n-games), or choose another --out")
+        done = finished_report(out)
+        if done is not None:  # a finished run resumed: nothing to play, and nothing new in the ledger
+            echo(f"{out}: this run already finished; nothing played, nothing recorded (its report.json)")
+            return done
     with _ledger(ledger) as book:
         gates.enforce(cfg, command, book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):
@@ -117,9 +127,11 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
     if resume and out is None:
         raise SkillosError("--resume needs the --out folder of the run to continue")
     out = Path(out) if out else default_out_dir(cfg)
-    check_out(out, resume)
+    used = check_out(out, resume)
     optimizing.preflight(cfg)  # bad splits or seed skills: refused before the gates play anything
     with _ledger(ledger) as book:
+        # a resume that cannot continue, or a sealed split already read: refused before any game
+        optimizing.precheck(cfg, out, book, resume and used, unseal)
         gates.enforce(cfg, "optimize", book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):
             return optimizing.run(cfg, out, book, echo=echo, resume=resume, unseal=unseal)

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from skillos.cli_common import SET_HELP, load_config
+from skillos.cli_common import SET_HELP, load_config, print_json
 
 app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
                   "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
@@ -21,11 +21,13 @@ CONFIG = typer.Option(None, "--config", help="A config with a sleep: section (de
 
 
 def _emit(data, as_json: bool, lines) -> None:
+    from skillos.secrets import redact_text
+
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+        print_json(data)  # the one redacting printer of every command
     else:
         for line in lines(data):
-            typer.echo(line)
+            typer.echo(redact_text(line))
 
 
 def _err(line: str) -> None:
@@ -134,6 +136,12 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 
         _emit(plan, as_json, lines)
         return
+    import signal
+
+    def terminated(signum, frame):  # kill PID: the night ends as aborted in the ledger, not "running"
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     report = api.sleep(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err)
 
     def lines(r):
@@ -153,27 +161,48 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or its name under proposals/)."),
               skill: Optional[Path] = typer.Option(None, "--skill", help="The live skill folder to install into "
                                                    "(default: the one the night improved)."),
+              undo: bool = typer.Option(False, "--undo", help="Put the backup back (also finishes undoing an adopt "
+                                        "that crashed between its writes)."),
               config: Optional[Path] = CONFIG, as_json: bool = JSON):
-    """Back up the live skill and install the proposal atomically (a person's step)."""
+    """Back up the live skill and install the proposal atomically (a person's step). An adopt that
+    crashed between its writes is completed by running it again, or undone with --undo."""
     from skillos.training.sleep.stage import adopt, sleep_home
 
     cfg = _load(config)
-    meta = adopt(proposal, sleep_home(cfg.sleep), skill)
-    _emit(meta, as_json, lambda m: [f"adopted into {m['adopted_into']}; backup: {m['backup']}"])
+    meta = adopt(proposal, sleep_home(cfg.sleep), skill, undo=undo)
+    if undo:
+        _emit(meta, as_json, lambda m: [f"undone: {m['skill']} restored from {m['restored_from']}"])
+    else:
+        _emit(meta, as_json, lambda m: [f"{'completed an interrupted adopt: ' if m.get('completed') else ''}adopted "
+                                        f"into {m['adopted_into']}; backup: {m['backup']}"])
 
 
 @app.command("status")
 def status_cmd(config: Optional[Path] = CONFIG, as_json: bool = JSON):
     """Nights and proposals, adopted or not."""
-    from skillos.training.sleep.stage import sleep_home, status
+    from skillos.ledger.store import default_path
+    from skillos.training.sleep.stage import recover_nights, sleep_home, status
 
-    data = status(sleep_home(_load(config).sleep))
+    home = sleep_home(_load(config).sleep)
+    if default_path().is_file():  # a night killed mid-run is recorded as aborted when next looked at
+        from skillos.ledger import Ledger
+
+        with Ledger() as ledger:
+            recover_nights(home, ledger)
+    else:
+        recover_nights(home)
+    data = status(home)
 
     def lines(d):
         for n in d["nights"]:
             yield f"night {n['night']} [{n['status']}]: {n['verdict']}"
         for p in d["proposals"]:
-            yield f"proposal {p['path']}: " + (f"adopted {p['adopted_at']}" if p["adopted_at"] else "not adopted")
+            if p.get("damaged"):
+                yield f"proposal {p['path']}: {p['damaged']}"
+                continue
+            yield f"proposal {p['path']}: " + (f"adopted {p['adopted_at']}" if p["adopted_at"] else "not adopted") + \
+                (" (an adopt crashed between its writes: rerun adopt to complete it, or --undo)"
+                 if p.get("unfinished_adopt") else "")
         if not d["nights"] and not d["proposals"]:
             yield f"no nights yet under {d['home']}"
 

@@ -252,7 +252,9 @@ class Source:
             data["gate_results"] = [g for g in ledger.rows("gate_results")
                                     if g["experiment_id"] == exp_id or g["run_id"] in run_ids]
             data["overrides"] = [o for o in ledger.rows("overrides") if o["experiment_id"] == exp_id]
-            data["candidates"] = [c for c in ledger.rows("candidates") if c["run_id"] in run_ids]
+            data["candidates"] = [self._guard(problems, f"candidate #{c.get('id')}",
+                                              lambda: ledger._current("candidates", c), c)
+                                  for c in ledger.rows("candidates") if c["run_id"] in run_ids]
             data["failures"] = self._guard(problems, "failures", lambda: [
                 f for f in ledger.failures() if f["experiment_id"] == exp_id or f["run_id"] in run_ids], [])
             from skillos.ledger.postmortem import postmortem

@@ -15,14 +15,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.safety import RunLock
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
 from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, Caller, Outage,
                                            Outcome, Replayer, estimate_tokens, system_prompt)
-from skillos.training.sleep.stage import (END, learned_lines, outside_block, read_live_skill, sleep_home, stamp,
-                                          with_learned, write_proposal)
+from skillos.training.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
+                                          recover_nights, sleep_home, stamp, with_learned, write_proposal)
 
 MODEL_BACKENDS = ("openai", "anthropic", "hf", "vllm")
 
@@ -240,9 +242,11 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
     judge = make_chat(cfg.judge) if cfg.judge.backend else None
     proposer = (HeuristicProposer() if s.optimizer.backend == "heuristic"
                 else LLMProposer(s.optimizer, s.edit_anywhere))
-    own, run_id, ended = ledger is None, None, False
+    own, run_id, ended, lock = ledger is None, None, False, None
     ledger = Ledger() if own else ledger
     try:
+        for night in recover_nights(home, ledger):  # nights killed before: recorded as aborted
+            echo(f"night {night} was killed mid-run: recorded as aborted")
         gate(cfg, ledger)
         tasks, source = gather(cfg, tasks_file, home)
         splits = assign_splits(tasks, s.validation_share, s.test_share)
@@ -252,6 +256,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
             night_id += "x"
             night_dir = home / "nights" / night_id
         night_dir.mkdir(parents=True)
+        lock = RunLock(night_dir).acquire()  # held while the night runs: a dead holder means it was killed
         (night_dir / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
         name = skill_path.parent.name
         echo(f"night {night_id}: {len(tasks)} tasks ({', '.join(f'{len(v)} {k}' for k, v in splits.items())}) "
@@ -259,6 +264,10 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
         experiment = record_experiment(ledger, cfg)
         run_id = ledger.start_run(experiment, "sleep-night", config={**cfg.to_dict(), "night": night_id},
                                   seed=cfg.env.seed)
+        from skillos.files import write_atomic as _write
+
+        _write(night_dir / NIGHT, json.dumps({"night": night_id, "run_id": run_id, "experiment_id": experiment,
+                                              "skill": str(skill_path), "pid": os.getpid(), "started_at": stamp()}))
         caller = Caller(budget, s.max_consecutive_errors)
         replayer = Replayer(caller, chat, model.max_tokens, judge)
         memory = RejectedMemory(home / "rejected.json")
@@ -388,10 +397,24 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
             raise CalibrationFailed(stop)
         return report
     except BaseException as exc:
-        if run_id is not None and not ended:  # a crash or ^C: the run says so instead of "running" forever
-            ledger.end_run(run_id, "crashed", f"{type(exc).__name__}: {exc}")
+        if run_id is not None and not ended:  # a crash, ^C or SIGTERM: the run says so, not "running" forever
+            killed = isinstance(exc, (KeyboardInterrupt, SystemExit))
+            why = f"{type(exc).__name__}: {exc}"[:500]
+            ledger.end_run(run_id, "aborted" if killed else "crashed", why)
+            try:
+                from skillos.files import write_atomic as _write
+
+                _write(night_dir / "report.json", json.dumps({
+                    "night": night_id, "status": "aborted" if killed else "crashed", "stopped_because": why,
+                    "verdict": f"{'aborted' if killed else 'crashed'} ({why}); nothing staged", "skill": str(skill_path),
+                    "proposal": None,
+                    "run_id": run_id, "candidates": [], "accepted": 0}, indent=1))
+            except OSError:
+                pass
         raise
     finally:
+        if lock is not None:
+            lock.release()
         if own:
             ledger.close()
 

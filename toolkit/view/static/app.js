@@ -223,7 +223,7 @@ function candidatesTable(cands) {
     const arith = c.mean_difference === null || c.mean_difference === undefined ? "too little measured" :
       `mean ${signed(c.mean_difference)} ${isNum(c.mean_difference) && isNum(c.threshold) ? (c.mean_difference > c.threshold ? ">" : "≤") : "vs"} threshold ${signed(c.threshold)}` +
       (c.se !== null && c.se !== undefined ? ` (SE ${fixed(c.se, 3)})` : "");
-    return `<tr data-candidate="${i + 1}">` + td(num(c.candidate || i + 1)) + td(num(c.epoch)) + td(num(c.step)) + td(esc(edits)) +
+    return `<tr data-candidate="${i + 1}" class="${c.valid === false ? "invalidated" : ""}">` + td(num(c.candidate || i + 1)) + td(num(c.epoch)) + td(num(c.step)) + td(esc(edits)) +
       td(`<b class="${c.verdict === "accept" ? "won" : c.verdict === "reject" ? "lost" : "unmeasured"}">${esc(c.verdict)}</b>`, "", "verdict") +
       td(esc(c.mode)) + td(arith, "", "arith") + td(`${pct(c.incumbent_rate)} → ${pct(c.candidate_rate)}`) +
       td(`${num(c.n_paired)} / ${num(c.n_tasks)}, ${num(c.n_unmeasured)} unmeasured`, "", "n") +
