@@ -87,6 +87,10 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     executor = config.get("executor") or {}
     model = f"{executor.get('backend', 'unknown')}/{executor.get('model') or 'none'}"
 
+    from skillos.secrets import redact
+
+    rows = [redact(r) for r in rows]  # a key written into a run file by hand stays out of the log
+    traces = {k: redact(t) for k, t in traces.items()}
     samples, scored, won = [], 0, 0
     for row in rows:
         trace = traces.get((row.get("arm"), phase, row.get("game_id")))

@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 from skillos.errors import SkillosError
+from skillos.secrets import redact_text
 from skillos.view.data import Source
 
 ASSETS = ("index.html", "app.js", "style.css")
@@ -92,7 +93,7 @@ def make_handler(source: Source):
                 return self._send(200, asset(name), TYPES[Path(name).suffix])
             if url.path == "/api/doc":
                 key = parse_qs(url.query).get("key", ["experiments"])[0]
-                body = json.dumps(safe_doc(source, key), default=str).encode()
+                body = redact_text(json.dumps(safe_doc(source, key), default=str)).encode()
                 return self._send(200, body, "application/json")
             self._send(404, b"not found", "text/plain")
 
@@ -140,7 +141,7 @@ def export(source: Source, out: Path) -> dict:
         for index, key in enumerate(dict.fromkeys(source.keys())):
             doc = safe_doc(source, key)
             problems += len(doc.get("problems", []))
-            text = json.dumps(doc, default=str)
+            text = redact_text(json.dumps(doc, default=str))  # a key planted in a run file stays out
             (tmp / f"{data_file(index)}.json").write_text(text)
             # the same document as a script, for file:// where fetch() is refused; "</" escaped
             # so a skill's text cannot close the script
