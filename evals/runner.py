@@ -89,6 +89,7 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
 
 
 PROGRESS = ".progress.json"  # in a curated repo's folder: how many games it has curated
+CURATED = ".curated"  # in a curated repo's folder: the content hash of every game it curated on, a line each
 
 
 def curation_progress(repo_dir: Path) -> dict:
@@ -132,7 +133,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
         if finished is None:
             curation = None
             if curator is not None and repo is not None:
-                curation = _curate(curator, traj, repo)
+                curation = _curate(curator, traj, repo, getattr(games[index], "content_hash", None))
             finished = row(arm, traj, len(repo) if repo is not None else 0, phase, curation)
             if fh:
                 fh.write(redact_text(json.dumps(finished)) + "\n")
@@ -215,7 +216,7 @@ class _EnvPool:
             self.free.put(env)
 
 
-def _curate(curator, traj, repo: SkillRepo) -> dict:
+def _curate(curator, traj, repo: SkillRepo, content_hash: str | None = None) -> dict:
     """Curate after one game, keep what the curator changed on the game's trace, and return its
     counts. A curator that raises (a malformed reply its backend let through, a bug in a plugin)
     is a failed call, counted: never the end of the arm."""
@@ -231,6 +232,9 @@ def _curate(curator, traj, repo: SkillRepo) -> dict:
     except Exception:  # noqa: BLE001 - counted below as a failed curator call
         results, raised = [], 1
     if marker is not None:
+        if content_hash:  # what the repo learned from: a sweep refuses to score it on these games
+            with open(repo.root / CURATED, "a", encoding="utf-8") as fh:
+                fh.write(content_hash + "\n")
         write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))
     traj.curation = repo_changes(before, repo)
     applied = sum(bool(getattr(r, "ok", False)) for r in results)

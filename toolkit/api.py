@@ -97,6 +97,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     runs = {}
     for target in targets:
         cfg = sweeping.sweep_config(base, list(repos), executor, list(checkpoints), target)
+        sweeping.check_not_curated_on(cfg, list(repos))  # before the gates play a game
         where = out / target if len(targets) > 1 else out
         result = evaluate(cfg, out=where, overrides=overrides, resume=resume, overwrite=overwrite,
                           progress=progress, echo=echo, ledger=ledger, command="sweep")
@@ -185,7 +186,7 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
 
 
 def compare(config: Config | str | Path | None, runs: list, *, control: str | None = None,
-            family: str | None = None, echo: Echo | None = None, ledger=None) -> dict:
+            family: str | None = None, experiment=None, echo: Echo | None = None, ledger=None) -> dict:
     """Recorded runs (ids or arm names) against a control, from the ledger: alpha, power,
     bootstrap and the control's max age come from the config (default: the schema's). The
     static gates run first; every arm carries its verdict from `evals.stats.verdicts`."""
@@ -196,7 +197,7 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
     with _ledger(ledger) as book:
         return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
                             power=cfg.eval.power, max_age_days=cfg.eval.control.max_age_days,
-                            n_boot=cfg.eval.bootstrap, family=family)
+                            n_boot=cfg.eval.bootstrap, family=family, experiment=experiment)
 
 
 # -- helpers ------------------------------------------------------------------------------------
