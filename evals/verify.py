@@ -14,7 +14,7 @@ from pathlib import Path
 from skillos.evals import stats
 from skillos.ledger.store import Ledger, LedgerError
 
-METRICS = ("success_rate",)
+from skillos.ledger.taxonomy import MEASURED_METRICS as METRICS  # noqa: E402 - one list, the ledger's
 
 
 def run_outcomes(ledger: Ledger, run_id: int) -> dict:

@@ -516,6 +516,9 @@ class Ledger:
         """A fix names the failure, the metric it should move, which way and by how much, and
         the run before it; `verify-fix` later compares that run with one after."""
         self._row("failures", failure_id)
+        if metric not in taxonomy.MEASURED_METRICS:  # a fix must move a number that is measured
+            raise LedgerError(f"metric {metric!r} is not measured by any run, so no verify-fix could check it; "
+                              f"measured metrics: {', '.join(taxonomy.MEASURED_METRICS)}")
         _choice(direction, ("up", "down"), "direction")
         if before_run_id is not None:
             self._row("runs", before_run_id)

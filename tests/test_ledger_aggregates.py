@@ -37,7 +37,7 @@ def populate(path) -> tuple[Ledger, dict]:
     ledger.set_failure_status(ids[9], "fixed", "and fixed")
     ledger.correct("failures", ids[10], "status", "a status without a value")  # status None
     ledger.correct("failures", ids[11], "conclusion", "noted", value="a conclusion")
-    ledger.add_fix(ids[6], "retry", "success", "up", before_run_id=run)
+    ledger.add_fix(ids[6], "retry", "success_rate", "up", before_run_id=run)
     ledger.add_override(3, "positions", "debug run", "person", exp)
     # older records: the since scope cuts, and the timeline interleaves, by date
     ledger.db.execute("UPDATE failures SET created_at = '2026-01-0' || (id % 9 + 1) || 'T00:00:00+00:00' "

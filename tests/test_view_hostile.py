@@ -143,7 +143,7 @@ def world(tmp_path_factory):
         ledger.add_override(5, payload(1), payload(2), payload(3), experiment_id=exp)
         ledger.add_candidate(run, edits=json.dumps([payload(4)]), verdict=payload(5), diff=payload(0))
         fid = ledger.add_failure(payload(1), "process", detected_by="agent", experiment_id=exp)
-        ledger.add_fix(fid, payload(2), payload(3), "up", 0.1, before_run_id=run)
+        ledger.add_fix(fid, payload(2), "success_rate", "up", 0.1, before_run_id=run)
         ledger.correct("experiments", exp, "conclusion", payload(4), value=payload(5))
         other = ledger.add_experiment("leaves")  # every column that is not an id or a link: a payload
         outside_run = ledger.start_run(other, arm="a", config={"output": str(outside)})  # not under --runs

@@ -71,6 +71,10 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         if done is not None:  # a finished run resumed: nothing to play, and nothing new in the ledger
             echo(f"{out}: this run already finished; nothing played, nothing recorded (its report.json)")
             return done
+        from skillos.evals.records import read_game_rows
+
+        for name in ("games.jsonl", "curation.jsonl"):  # damaged or newer rows: refused before the gates
+            read_game_rows(out / name)
     with _ledger(ledger) as book:
         gates.enforce(cfg, command, book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):

@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from skillos.cli_common import SET_HELP, ProgressBars, echo_err, load_config, print_json, resumable
+from skillos.cli_common import SET_HELP, ProgressBars, console, echo_err, load_config, print_json, resumable
 from skillos.cli_gate import gate_app
 from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
@@ -48,8 +48,8 @@ OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the overr
 RESUME_HELP = "Continue the run in --out: finished work is not done again."
 OVERWRITE_HELP = "Delete what is in --out and start over."
 
-out = Console()
-err = Console(stderr=True)
+out = console()
+err = console(stderr=True)
 
 
 def _lines(lines: list[str]) -> None:

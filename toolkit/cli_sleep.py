@@ -60,11 +60,14 @@ def harvest_cmd(config: Optional[Path] = CONFIG, source: List[str] = SOURCE, pro
                 subagents: Optional[bool] = SUBAGENTS, as_json: bool = JSON):
     """Read Claude Code and Codex sessions (read-only, offline, secrets redacted) into a digest;
     print the counts per source and what was skipped and why."""
+    from skillos.safety import Ticker
     from skillos.training.sleep.harvest import harvest
+    from skillos.training.sleep.night import sleep_section
     from skillos.training.sleep.stage import sleep_home
 
     cfg = _load(config, source, project, since, max_sessions, subagents)
-    summary = harvest(cfg.sleep, sleep_home(cfg.sleep)).summary()
+    summary = harvest(sleep_section(cfg), sleep_home(cfg.sleep),
+                      progress=Ticker(_err, "harvest: transcript files read")).summary()
 
     def lines(d):
         if not d["counts"]:
@@ -229,9 +232,13 @@ def schedule_cmd(config: Path = typer.Argument(..., help="The night's config."),
         raise SkillosError(f"{config}: no such config file")
     home = Path(os.environ.get("SKILLOS_HOME") or default_path().parent).resolve()
     log = home / "sleep" / "cron.log"
-    line = (f"{int(minute)} {int(hour)} * * * cd {shlex.quote(str(Path.cwd()))} && SKILLOS_HOME={shlex.quote(str(home))} "
-            f"{shlex.quote(sys.executable)} -m skillos sleep night {shlex.quote(str(config))} --json "
-            f">> {shlex.quote(str(log))} 2>&1")
+    command = (f"cd {shlex.quote(str(Path.cwd()))} && SKILLOS_HOME={shlex.quote(str(home))} "
+               f"{shlex.quote(sys.executable)} -m skillos sleep night {shlex.quote(str(config))} --json "
+               f">> {shlex.quote(str(log))} 2>&1")
+    if "\n" in command or "\r" in command:
+        raise SkillosError("a path of the cron line holds a line break; cron cannot run it")
+    # cron turns an unescaped % into a newline (and feeds the rest to stdin): every % is escaped
+    line = f"{int(minute)} {int(hour)} * * * " + command.replace("%", "\\%")
     installed = False
     if install:
         current = subprocess.run(["crontab", "-l"], capture_output=True, text=True)

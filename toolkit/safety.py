@@ -558,3 +558,31 @@ def serve_worker(target: str, parent_pid: int, memory_bytes: int | None) -> None
             reply = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         out.write(json.dumps(reply, default=str).encode() + b"\n")
         out.flush()
+
+
+class Ticker:
+    """Progress of one long phase as plain lines: the first, then one each time another 10% is
+    done or 10 s have passed, and the last; `echo` gets each line whole (a pipe, CI and an
+    agent's shell read lines, not a bar). Calls with done=None (an unknown total) print on time
+    only."""
+
+    def __init__(self, echo, label: str, total: int | None = None, every_s: float = 10.0, clock=time.monotonic):
+        self.echo, self.label, self.total, self.every_s, self.clock = echo, label, total, every_s, clock
+        self.start = self.last_time = clock()
+        self.last_done: int | None = None
+
+    def __call__(self, done: int | None = None, total: int | None = None, extra: str = "") -> None:
+        if self.echo is None:
+            return
+        total = self.total if total is None else total
+        self.total = total
+        now = self.clock()
+        step = max(1, -(-(total or 0) // 10))  # a tenth, rounded up: a line per 10% at most
+        due = (self.last_done is None or now - self.last_time >= self.every_s
+               or (done is not None and total and (done >= total or done // step != self.last_done // step)))
+        if not due or (done is not None and done == self.last_done and now - self.last_time < self.every_s):
+            return
+        self.last_done, self.last_time = (done if done is not None else self.last_done or 0), now
+        count = "" if done is None else (f"{done}/{total}" if total else f"{done}")
+        elapsed = f"{now - self.start:.0f} s"
+        self.echo(f"{self.label}: {count}{' · ' if count else ''}{elapsed}" + (f" · {extra}" if extra else ""))

@@ -357,15 +357,25 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None) -> dict
     executor, settings, env = domain.make_executor(cfg.executor), arm_settings(cfg), domain.make_env(pool)
 
     def play(repo, games, label, curator=None) -> list[dict]:
+        from skillos.safety import Ticker
+
+        tick, played = Ticker(echo, f"{label}: games played", len(games)), []
+        tick(0)
+
+        def one_more(row):
+            played.append(row)
+            tick(len(played))
+
         return run_arm(label, games, env=env, make_env=lambda: domain.make_env(pool), executor=executor,
                        repo=repo, curator=curator, concurrency=cfg.eval.concurrency if curator is None else 1,
-                       wave_size=1, retrieval_mode=cfg.retrieval.mode, **settings)
+                       wave_size=1, retrieval_mode=cfg.retrieval.mode, on_game=one_more, **settings)
 
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}
 
     gate_args = (o.gate.mode, o.gate.k, o.gate.max_unmeasured)
     if state is None:
+        echo(f"A/A calibration: the seed skills twice on the {len(validation)} validation tasks, before any candidate")
         first = outcomes(play(seed, validation, "seed"))
         aa = calibrate(first, outcomes(play(seed.copy(), validation, "seed-copy")), *gate_args)
         run_id = None

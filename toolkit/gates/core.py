@@ -42,6 +42,7 @@ class Result:
     incident: str = ""  # what the check prevents
     detail: str = ""
     overridden: str | None = None  # the override's reason, when a person overrode a FAIL
+    values: dict = field(default_factory=dict)  # the numbers behind the line, for --json (e.g. the MDE)
 
     @property
     def gate(self) -> int:
@@ -99,8 +100,9 @@ class Report:
                 f"{c['FAIL']} fail, {c['SKIP']} skip")
 
     def to_dict(self) -> dict:
+        mde = next((r.values for r in self.results if r.check == "mde" and r.values), None)
         return {"config": self.config, "dry_run": self.dry_run, "counts": self.counts(),
-                "exit_code": self.exit_code, "results": [r.to_dict() for r in self.results]}
+                "exit_code": self.exit_code, "mde": mde, "results": [r.to_dict() for r in self.results]}
 
 
 @dataclass

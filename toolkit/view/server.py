@@ -120,7 +120,7 @@ def data_file(index: int) -> str:
     return f"data/d{index}"
 
 
-def export(source: Source, out: Path) -> dict:
+def export(source: Source, out: Path, echo=None) -> dict:
     """Write every page's document and the page itself to `out` (replaced whole: written to a
     temporary folder first, then renamed into place). Returns {"pages": n, "problems": m}."""
     out = Path(out)
@@ -137,8 +137,13 @@ def export(source: Source, out: Path) -> dict:
         (tmp / "static" / "export.js").write_text("window.SKILLOS_STATIC = true;\n")
         page = asset("index.html").replace(b"<!--static-->", b'<script src="static/export.js"></script>')
         (tmp / "index.html").write_bytes(page)
+        from skillos.safety import Ticker
+
         manifest, problems = {}, 0
-        for index, key in enumerate(dict.fromkeys(source.keys())):
+        keys = list(dict.fromkeys(source.keys()))
+        tick = Ticker(echo, "view --export: pages written", len(keys))
+        for index, key in enumerate(keys):
+            tick(index)
             doc = safe_doc(source, key)
             problems += len(doc.get("problems", []))
             text = redact_text(json.dumps(doc, default=str))  # a key planted in a run file stays out
@@ -148,6 +153,7 @@ def export(source: Source, out: Path) -> dict:
             script = text.replace("</", "<\\/")
             (tmp / f"{data_file(index)}.js").write_text(f"window.SKILLOS_DOCS[{json.dumps(key)}] = {script};\n")
             manifest[key] = data_file(index)
+        tick(len(keys))
         (tmp / "data" / "manifest.js").write_text(f"window.SKILLOS_MANIFEST = {json.dumps(manifest)};\n")
         (tmp / "data" / "manifest.json").write_text(json.dumps(manifest))
         (tmp / EXPORT_MARK).write_text("written by skillos view --export\n")

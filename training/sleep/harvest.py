@@ -297,7 +297,7 @@ def _files(s, sources, skipped: Counter):
             yield "codex-archive", path
 
 
-def harvest(s, home: Path | None = None) -> Harvest:
+def harvest(s, home: Path | None = None, progress=None) -> Harvest:
     """Read every session the `sleep` config section `s` names; write a digest under
     `home/digests/` when `home` is given. Nothing is read over the network or written elsewhere."""
     sources = list(s.sources)
@@ -308,7 +308,10 @@ def harvest(s, home: Path | None = None) -> Harvest:
     skipped, repaired = Counter(), Counter()
     counts, errors = {}, []
     sessions, seen = [], set()
-    for source, path in _files(s, sources, skipped):
+    files = list(_files(s, sources, skipped))
+    for done, (source, path) in enumerate(files):
+        if progress:
+            progress(done, len(files))
         c = counts.setdefault(source, {"files": 0, "sessions": 0, "user_turns": 0, "assistant_turns": 0})
         c["files"] += 1
         try:
@@ -339,6 +342,8 @@ def harvest(s, home: Path | None = None) -> Harvest:
             skipped["no-user-turn"] += 1
             continue
         sessions.append(redact_session(session))
+    if progress:
+        progress(len(files), len(files))
     sessions.sort(key=lambda x: (x.started or "", x.id), reverse=True)
     if len(sessions) > s.max_sessions:
         skipped["over-max-sessions"] += len(sessions) - s.max_sessions

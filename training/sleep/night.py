@@ -21,8 +21,9 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.safety import RunLock
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
-from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, Caller, Outage,
-                                           Outcome, Replayer, estimate_tokens, system_prompt)
+from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
+                                           Outage, Outcome, Replayer, SkillFollower, estimate_tokens,
+                                           system_prompt)
 from skillos.training.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
                                           recover_nights, sleep_home, stamp, with_learned, write_proposal)
 
@@ -34,9 +35,10 @@ def preflight(cfg) -> tuple[Path, str]:
     s = cfg.sleep
     if not s.skill:
         raise SkillosError("sleep.skill: name the live skill folder a night improves (it holds SKILL.md)")
-    if s.model.backend not in MODEL_BACKENDS:
+    if s.model.backend not in MODEL_BACKENDS and not _offline(s.model):
         raise SkillosError(f"sleep.model.backend: a night replays tasks with a model backend "
-                           f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r}")
+                           f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r} (the offline example uses "
+                           f"backend heuristic with model {OFFLINE_WRITER}: training/configs/sleep-example/)")
     if s.optimizer.backend not in ("heuristic", *MODEL_BACKENDS):
         raise SkillosError(f"sleep.optimizer.backend: heuristic or one of {', '.join(MODEL_BACKENDS)}")
     from skillos.evals.stats import GATE_MODES
@@ -61,18 +63,41 @@ def preflight(cfg) -> tuple[Path, str]:
     return read_live_skill(relative_to_config(cfg, s.skill))
 
 
-def gather(cfg, tasks_file=None, home: Path | None = None) -> tuple[list[Task], dict]:
-    """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`)."""
+def _offline(model) -> bool:
+    return model.backend == "heuristic" and model.model == OFFLINE_WRITER
+
+
+def _chat(model):
+    from skillos.evals.backends.chat import make_chat
+
+    return SkillFollower() if _offline(model) else make_chat(model)
+
+
+def sleep_section(cfg):
+    """cfg.sleep with its transcript folders resolved beside the config file (~ expanded)."""
+    from skillos.config import relative_to_config
+
+    s = cfg.sleep
+    return dataclasses.replace(s, **{k: str(relative_to_config(cfg, Path(getattr(s, k)).expanduser()))
+                                     for k in ("claude_dir", "codex_dir")})
+
+
+def gather(cfg, tasks_file=None, home: Path | None = None, echo=None) -> tuple[list[Task], dict]:
+    """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`).
+    Relative transcript folders resolve beside the config file, like every input it names."""
+    from skillos.config import relative_to_config
+    from skillos.safety import Ticker
     from skillos.training.sleep.harvest import harvest
 
     path = tasks_file or cfg.sleep.tasks
     if path:
-        from skillos.config import relative_to_config
-
         tasks = load_tasks(relative_to_config(cfg, path))
         return tasks, {"source": f"reviewed task file {path}", "sessions": None, "mined": None}
-    h = harvest(cfg.sleep, home)
+    h = harvest(sleep_section(cfg), home, progress=Ticker(echo, "harvest: transcript files read") if echo else None)
     tasks, counts = mine(h.sessions, judge=cfg.judge.backend is not None)
+    if echo:
+        echo(f"mine: {len(tasks)} checkable tasks from {len(h.sessions)} sessions "
+             f"({counts.get('candidates', 0)} candidates; dropped {counts.get('dropped') or 'none'})")
     return tasks, {"source": "mined", "sessions": len(h.sessions), "harvest": h.summary(), "mined": counts}
 
 
@@ -238,7 +263,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
     s, home = cfg.sleep, sleep_home(cfg.sleep)
     budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)  # the wall clock starts here
     model = _model(s)
-    chat = make_chat(model)  # a missing key or model is refused before the gates run
+    chat = _chat(model)  # a missing key or model is refused before the gates run
     judge = make_chat(cfg.judge) if cfg.judge.backend else None
     proposer = (HeuristicProposer() if s.optimizer.backend == "heuristic"
                 else LLMProposer(s.optimizer, s.edit_anywhere))
@@ -248,7 +273,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
         for night in recover_nights(home, ledger):  # nights killed before: recorded as aborted
             echo(f"night {night} was killed mid-run: recorded as aborted")
         gate(cfg, ledger)
-        tasks, source = gather(cfg, tasks_file, home)
+        tasks, source = gather(cfg, tasks_file, home, echo)
         splits = assign_splits(tasks, s.validation_share, s.test_share)
         night_id = stamp()
         night_dir = home / "nights" / night_id
@@ -276,9 +301,12 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
         outcomes_log = night_dir / "outcomes.jsonl"
 
         def play(text: str, ts: list, arm: str) -> dict:
-            out = {}
+            from skillos.safety import Ticker
+
+            out, tick = {}, Ticker(echo, f"{arm}: tasks replayed", len(ts))
             try:
                 for t in ts:
+                    tick(len(out))
                     try:
                         out[t.id] = replayer.run(t, text, name)
                     except Outage as exc:  # the call that tipped it was made and failed: unmeasured
@@ -289,6 +317,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
                             with open(outcomes_log, "a", encoding="utf-8") as fh:
                                 fh.write(json.dumps({"arm": arm, "task": t.id, **out[t.id].to_dict()}) + "\n")
             finally:  # an arm cut short by a cap is recorded with what it measured
+                tick(len(out))
                 if ts:
                     ledger.add_eval(run_id, arm, _summary(out), str(outcomes_log), None)
             return out
