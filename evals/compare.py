@@ -109,18 +109,20 @@ def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None, p
 
 
 def run_identity(run: dict) -> tuple | None:
-    """What makes two ledger runs one measurement: the arm and the per-game file (path and
-    content hash) of its newest valid eval. A run recorded twice is one member of a family."""
+    """What makes two ledger runs one measurement: the arm and the per-game file of its newest
+    valid eval (its path; its content hash when it has no path). A run recorded twice (resumed,
+    re-recorded) is one member of a family: its newest record stands for it."""
     import os
 
     evals = [e for e in run["evals"] if e["valid"]]
     if not evals:
         return None
     e = evals[-1]
-    path = os.path.realpath(e["jsonl_path"]) if e["jsonl_path"] else None
-    if path is None and not e["jsonl_sha256"]:
-        return ("run", run["id"])
-    return (e["arm"] or run["arm"], path, e["jsonl_sha256"])
+    if e["jsonl_path"]:
+        return (e["arm"] or run["arm"], os.path.realpath(e["jsonl_path"]))
+    if e["jsonl_sha256"]:
+        return (e["arm"] or run["arm"], e["jsonl_sha256"])
+    return ("run", run["id"])
 
 
 def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
@@ -131,7 +133,7 @@ def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
     experiments = experiments or {ledger.run(r)["experiment_id"] for r in run_ids}
     family, seen = list(run_ids), {run_identity(ledger.run(r)) for r in run_ids} | {
         run_identity(ledger.run(control_id))}
-    for row in ledger.rows("runs"):
+    for row in reversed(ledger.rows("runs")):  # newest first: a measurement's newest record stands for it
         run = ledger.run(row["id"])
         if run["experiment_id"] in experiments and run["arm"] != control_arm and run["id"] != control_id \
                 and any(e["valid"] for e in run["evals"]):

@@ -231,9 +231,11 @@ def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
 
 
 def finished_report(out: Path) -> dict | None:
-    """The report of a run in `out` that finished (report.json, and every arm's ledger record
-    written before it), else None; a damaged report.json is a one-line error."""
+    """The report of a run in `out` that finished: report.json (written after every arm's ledger
+    record) whose arms' attempted games are all in games.jsonl; else None (the resume plays what
+    is missing). A damaged report.json is a one-line error."""
     from skillos import safety
+    from skillos.evals.records import read_game_rows
 
     if not (out / "report.json").exists():
         return None
@@ -241,6 +243,11 @@ def finished_report(out: Path) -> dict | None:
     if not isinstance(report.get("arms"), dict) or not isinstance(report.get("comparisons"), list):
         raise SkillosError(f"{out / 'report.json'}: damaged eval report (no arms or comparisons); move it away "
                            "to resume the run, or choose another --out")
+    rows = read_game_rows(out / "games.jsonl")
+    for arm, summary in report["arms"].items():
+        played = {r["game_id"] for r in rows if r.get("arm") == arm and r.get("phase", "eval") == "eval"}
+        if not isinstance(summary, dict) or summary.get("attempted") != len(played):
+            return None  # rows lost since the report: not finished, the resume plays them again
     return report
 
 

@@ -93,11 +93,22 @@ CURATED = ".curated"  # in a curated repo's folder: the content hash of every ga
 
 
 def curation_progress(repo_dir: Path) -> dict:
-    """{"curated": n, "state": "idle" | "curating"}; a missing file is a repo that curated nothing."""
-    try:
-        return json.loads((Path(repo_dir) / PROGRESS).read_text())
-    except (OSError, ValueError):
+    """{"curated": n, "state": "idle" | "curating"}; a missing file is a repo that curated nothing.
+    A marker that is not one (damaged, a FIFO, the wrong shape) reads as a repo mid-curation, so a
+    resume restarts that arm instead of trusting it."""
+    from skillos import safety
+
+    path = Path(repo_dir) / PROGRESS
+    if not path.exists() and not path.is_symlink():
         return {"curated": 0, "state": "idle"}
+    try:
+        data = safety.read_json_file(path, "curation progress marker", 1 << 16)
+    except SkillosError:
+        return {"curated": -1, "state": "damaged"}
+    if not isinstance(data.get("curated"), int) or isinstance(data.get("curated"), bool) or \
+            data.get("state") not in ("idle", "curating"):
+        return {"curated": -1, "state": "damaged"}
+    return data
 
 
 def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, curator=None,

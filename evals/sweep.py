@@ -148,8 +148,10 @@ def _marker(folder: str) -> dict:
 
     from skillos.evals.curation import SURFACE_FILE
 
+    from skillos.safety import read_json_file
+
     marker = Path(folder) / SURFACE_FILE
-    return json.loads(marker.read_text()) if marker.is_file() else {}
+    return read_json_file(marker, "curator checkpoint marker", 1 << 16) if marker.is_file() else {}
 
 
 def _trained_surface(folder: str) -> str | None:

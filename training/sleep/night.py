@@ -261,7 +261,6 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
     skill_path, seed_text = preflight(cfg)
     cfg = _named(cfg, skill_path.parent.name)
     s, home = cfg.sleep, sleep_home(cfg.sleep)
-    budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)  # the wall clock starts here
     model = _model(s)
     chat = _chat(model)  # a missing key or model is refused before the gates run
     judge = make_chat(cfg.judge) if cfg.judge.backend else None
@@ -274,6 +273,8 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print) -> dict:
             echo(f"night {night} was killed mid-run: recorded as aborted")
         gate(cfg, ledger)
         tasks, source = gather(cfg, tasks_file, home, echo)
+        # the night's wall clock starts here: the gates and the harvest are not its spending
+        budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)
         splits = assign_splits(tasks, s.validation_share, s.test_share)
         night_id = stamp()
         night_dir = home / "nights" / night_id
