@@ -83,6 +83,7 @@ def test_view_export_and_watch_say_how_far_they_are(tmp_path):
     assert sum(line.startswith("watch: next look in") for line in said) == 3
 
 
+@pytest.mark.slow  # builds the tiny model and trains it: ~30 s on 2 shared cores
 def test_the_warm_up_says_how_far_it_is(tmp_path):
     pytest.importorskip("transformers")
     from skillos.evals.curation import TOOL_SURFACES
