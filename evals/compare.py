@@ -50,17 +50,79 @@ def family_experiments(ledger: Ledger, family: str) -> set[int]:
     return found
 
 
-def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None) -> int:
-    """A run id, or an arm name: that arm's newest run with a valid eval (within `experiments`)."""
+def run_env(run: dict) -> str | None:
+    """The environment a run was measured on (its config snapshot's env.name)."""
+    import json
+
+    try:
+        env = (json.loads(run.get("config_json") or "{}").get("env") or {}).get("name")
+    except (ValueError, AttributeError):
+        return None
+    return env if isinstance(env, str) else None
+
+
+def experiment_scope(ledger: Ledger, experiment) -> set[int]:
+    """`--experiment`: an experiment id (#3 or 3), or a name (every experiment of that name)."""
+    text = str(experiment).strip()
+    if text.lstrip("#").isdigit():
+        return {ledger._row("experiments", int(text.lstrip("#")))["id"]}
+    return family_experiments(ledger, text)
+
+
+def _describe(ledger: Ledger, exp_id) -> str:
+    try:
+        return f"#{exp_id} {ledger._row('experiments', exp_id)['name']}"
+    except LedgerError:
+        return f"#{exp_id}"
+
+
+def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None, prefer: set[int] | None = None,
+                chosen: bool = False) -> int:
+    """A run id, or an arm name: that arm's newest run with a valid eval (within `experiments`).
+
+    An arm name measured in more than one experiment is ambiguous: the newest run in `prefer`
+    (the compared runs' experiments, for a control) is taken; otherwise the name is refused,
+    naming the experiments and environments it was found in, unless the scope was chosen
+    (`chosen`: --family or --experiment)."""
     if str(ref).isdigit():
         return int(ref)
+    found = []
     for row in reversed(ledger.rows("runs")):
         run = ledger.run(row["id"])
         if run["arm"] == ref and any(e["valid"] for e in run["evals"]) and \
                 (experiments is None or run["experiment_id"] in experiments):
-            return run["id"]
-    scope = "" if experiments is None else " in that family"
-    raise LedgerError(f"no measured run of arm {ref!r}{scope} in the ledger")
+            found.append(run)
+    if not found:
+        scope = "" if experiments is None else " in the chosen experiments"
+        raise LedgerError(f"no measured run of arm {ref!r}{scope} in the ledger")
+    if prefer:
+        preferred = [r for r in found if r["experiment_id"] in prefer]
+        if preferred:
+            return preferred[0]["id"]
+    where = list(dict.fromkeys(r["experiment_id"] for r in found))
+    if len(where) > 1 and not chosen:
+        places = "; ".join(f"{_describe(ledger, e)} ({', '.join(sorted({str(run_env(r)) for r in found if r['experiment_id'] == e}))}, "
+                           f"newest run #{next(r['id'] for r in found if r['experiment_id'] == e)})" for e in where[:6])
+        raise LedgerError(f"arm {ref!r} was measured in {len(where)} experiments: {places}; choose one with "
+                          f"--experiment ID (or --family NAME), or pass a run id")
+    return found[0]["id"]
+
+
+def run_identity(run: dict) -> tuple | None:
+    """What makes two ledger runs one measurement: the arm and the per-game file of its newest
+    valid eval (its path; its content hash when it has no path). A run recorded twice (resumed,
+    re-recorded) is one member of a family: its newest record stands for it."""
+    import os
+
+    evals = [e for e in run["evals"] if e["valid"]]
+    if not evals:
+        return None
+    e = evals[-1]
+    if e["jsonl_path"]:
+        return (e["arm"] or run["arm"], os.path.realpath(e["jsonl_path"]))
+    if e["jsonl_sha256"]:
+        return (e["arm"] or run["arm"], e["jsonl_sha256"])
+    return ("run", run["id"])
 
 
 def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
@@ -69,24 +131,38 @@ def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
     except the control's arm."""
     control_arm = ledger.run(control_id)["arm"]
     experiments = experiments or {ledger.run(r)["experiment_id"] for r in run_ids}
-    family = set(run_ids)
-    for row in ledger.rows("runs"):
+    family, seen = list(run_ids), {run_identity(ledger.run(r)) for r in run_ids} | {
+        run_identity(ledger.run(control_id))}
+    for row in reversed(ledger.rows("runs")):  # newest first: a measurement's newest record stands for it
         run = ledger.run(row["id"])
         if run["experiment_id"] in experiments and run["arm"] != control_arm and run["id"] != control_id \
                 and any(e["valid"] for e in run["evals"]):
-            family.add(run["id"])
-    return sorted(family)
+            identity = run_identity(run)
+            if identity in seen:  # the same measurement recorded again: not a second member
+                continue
+            seen.add(identity)
+            family.append(run["id"])
+    return sorted(set(family))
 
 
 def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, power: float,
                  max_age_days: float, n_boot: int, family: str | None = None,
-                 now: dt.datetime | None = None) -> dict:
+                 now: dt.datetime | None = None, experiment=None) -> dict:
     """Runs (ids, or arm names: the newest measured run of each) against a control; the
-    settings are a config's (eval.alpha, eval.power, eval.control.max_age_days, eval.bootstrap)."""
+    settings are a config's (eval.alpha, eval.power, eval.control.max_age_days, eval.bootstrap).
+    `experiment` (an id or a name) chooses where arm names are looked up; an arm name found in
+    several experiments without it is refused. Every arm and the control name the experiment
+    and environment they were taken from."""
     now = now or dt.datetime.now(dt.timezone.utc)
     experiments = family_experiments(ledger, family) if family else None
-    run_ids = [resolve_run(ledger, r, experiments) for r in run_ids]
-    control_id = resolve_run(ledger, control_id, experiments)
+    if experiment is not None:
+        chosen = experiment_scope(ledger, experiment)
+        experiments = chosen if experiments is None else experiments & chosen
+        if not experiments:
+            raise LedgerError(f"--experiment {experiment!r} is not in the family {family!r}")
+    run_ids = [resolve_run(ledger, r, experiments, chosen=experiments is not None) for r in run_ids]
+    compared = {ledger.run(r)["experiment_id"] for r in run_ids}
+    control_id = resolve_run(ledger, control_id, experiments, prefer=compared, chosen=experiments is not None)
     if control_id in run_ids:
         raise LedgerError(f"run #{control_id} is the control; compare other runs against it")
     control = ledger.run(control_id)
@@ -121,16 +197,22 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
                 "successes": sum(bool(r["success"]) for r in on_common),
                 "coerced_actions": sum(r.get("coerced_actions", 0) for r in on_common)}
 
+    def origin(run: dict) -> dict:
+        exp = run["experiment_id"]
+        name = ledger._row("experiments", exp)["name"] if exp is not None else None
+        return {"experiment_id": exp, "experiment": name, "env": run_env(run)}
+
     arms = []
     for r in run_ids:
         run, verdict = ledger.run(r), decided[r]
         comp = comparisons[r].to_dict()
-        comp.update(p_holm=verdict.p_adjusted, p_bh=bh[r] if comp["p_value"] is not None else None)
-        arms.append({"run_id": r, "arm": run["arm"], "experiment_id": run["experiment_id"],
+        comp.update(p_adjusted=verdict.p_adjusted, p_holm=verdict.p_adjusted,
+                    p_bh=bh[r] if comp["p_value"] is not None else None)
+        arms.append({"run_id": r, "arm": run["arm"], **origin(run), "p_adjusted": verdict.p_adjusted,
                      "denominators": denominators(rows[r]), "comparison": comp,
                      "verdict": verdict.to_dict(), "improvement": verdict.word == "improvement",
                      "why_not": [] if verdict.word == "improvement" else verdict.reasons})
-    return {"control": {"run_id": control_id, "arm": control["arm"],
+    return {"control": {"run_id": control_id, "arm": control["arm"], **origin(control),
                         "age_days": round(_age_days(control, now), 2),
                         "executor_fingerprint": control.get("executor_fingerprint"),
                         "denominators": denominators(control_rows)},

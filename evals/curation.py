@@ -189,7 +189,9 @@ def check_surface(model: str | None, tools: str) -> None:
 
     from skillos.errors import SkillosError
 
-    trained = json.loads(marker.read_text()).get("tools")
+    from skillos.safety import read_json_file
+
+    trained = read_json_file(marker, "curator checkpoint marker", 1 << 16).get("tools")
     if trained and trained != tools:
         raise SkillosError(f"curator {model}: trained on the {trained} tool surface, configured with "
                            f"curator.tools: {tools}; set curator.tools: {trained}")

@@ -238,12 +238,36 @@ def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
     return used
 
 
+def finished_report(out: Path) -> dict | None:
+    """The report of a run in `out` that finished: report.json (written after every arm's ledger
+    record) whose arms' attempted games are all in games.jsonl; else None (the resume plays what
+    is missing). A damaged report.json is a one-line error."""
+    from skillos import safety
+    from skillos.evals.records import read_game_rows
+
+    if not (out / "report.json").exists():
+        return None
+    report = safety.read_json_file(out / "report.json", "eval report")
+    if not isinstance(report.get("arms"), dict) or not isinstance(report.get("comparisons"), list):
+        raise SkillosError(f"{out / 'report.json'}: damaged eval report (no arms or comparisons); move it away "
+                           "to resume the run, or choose another --out")
+    rows = read_game_rows(out / "games.jsonl")
+    for arm, summary in report["arms"].items():
+        played = {r["game_id"] for r in rows if r.get("arm") == arm and r.get("phase", "eval") == "eval"}
+        if not isinstance(summary, dict) or summary.get("attempted") != len(played):
+            return None  # rows lost since the report: not finished, the resume plays them again
+    return report
+
+
 def same_config(out: Path, cfg: Config) -> bool:
     """Whether the run in `out` was made with this config (its config.yaml, as written): what a
     resume must check before it continues another run's rows."""
+    from skillos import safety
+
     try:
-        recorded = yaml.safe_load((out / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError):
+        recorded = safety.load_yaml(safety.read_text(out / "config.yaml", safety.MAX_CONFIG_BYTES, "config.yaml"),
+                                    str(out / "config.yaml"))
+    except SkillosError:
         return False
     return recorded == yaml.safe_load(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
@@ -286,15 +310,11 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
 
 
 def _read_rows(path: Path) -> list[dict]:
-    """JSONL rows; a last line cut off by a kill is dropped (its game is played again)."""
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(GameRow.from_dict(json.loads(line)).to_dict())  # old rows read too
-            except (ValueError, TypeError):
-                break
-    return rows
+    """JSONL rows (old rows read too); a last line cut off by a kill is dropped (its game is
+    played again), any other damaged line is a one-line error (records.read_game_rows)."""
+    from skillos.evals.records import read_game_rows
+
+    return read_game_rows(path)
 
 
 def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | None = None,

@@ -14,6 +14,49 @@ from dataclasses import asdict, dataclass, field
 SCHEMA_VERSION = 1  # of a games.jsonl / curation.jsonl row
 
 
+def check_schema(data: dict, where: str, current: int = SCHEMA_VERSION) -> None:
+    """A record written by a newer skillos (a schema_version above `current`, or not a number) is
+    refused in one line: read as this version, its new fields would be silently wrong."""
+    from skillos.errors import SkillosError
+
+    version = data.get("schema_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise SkillosError(f"{where}: schema_version {version!r} is not a version number; the record is damaged")
+    if version > current:
+        raise SkillosError(f"{where}: schema_version {version} is newer than this skillos reads ({current}); "
+                           "upgrade skillos to read it")
+
+
+def read_game_rows(path, what: str = "per-game rows") -> list[dict]:
+    """The rows of a games.jsonl / curation.jsonl a run wrote, trusted only if whole: a last line
+    cut off by a kill is dropped (its game is played again); any other damaged line (not JSON, too
+    long or deep, not a row, a newer schema, fields of the wrong type) is a one-line error naming
+    the file and line, never a row read wrong."""
+    from pathlib import Path
+
+    from skillos import safety
+    from skillos.errors import SkillosError
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows, skips = [], safety.Skips()
+    for number, _, data in safety.jsonl_records(path, what, skips):
+        where = f"{path} line {number}"
+        check_schema(data, where)
+        for key, kinds in (("arm", (str,)), ("game_id", (str,)), ("success", (bool, type(None))),
+                           ("steps", (int,)), ("coerced_actions", (int,))):
+            if key in data and not isinstance(data[key], kinds) or (key in ("arm", "game_id", "success") and key not in data):
+                raise SkillosError(f"{where}: damaged row ({key} is {data.get(key)!r}); move the line away or "
+                                   "rerun without --resume")
+        rows.append(GameRow.from_dict(data).to_dict())
+    damaged = {k: n for k, n in skips.counts.items() if k not in ("partial-last-line", "repaired-utf8")}
+    if damaged:
+        first = next(p for p in skips.places if not p.endswith(("partial-last-line", "repaired-utf8")))
+        raise SkillosError(f"{path}: damaged ({first}); move the line away or rerun without --resume")
+    return rows
+
+
 def _known(cls, data: dict) -> dict:
     names = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in data.items() if k in names}
@@ -41,6 +84,7 @@ class GameRow:
     curator_failed_calls: int = 0
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
+    grading_timeouts: int = 0  # answers graded wrong because grading passed its time bound
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # keys this version does not know: kept, not dropped
 
@@ -80,6 +124,7 @@ class ArmSummary:
     curator_failure_rate: float | None = None  # None when the arm made no curator call
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
+    grading_timeouts: int = 0  # games graded wrong because grading passed its time bound
 
     def to_dict(self) -> dict:
         return asdict(self)

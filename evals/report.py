@@ -36,6 +36,7 @@ def arm_summary(rows: list[dict]) -> dict:
         coercion_rate=coerced / actions if actions else None,
         final_repo_size=rows[-1]["repo_size"] if rows else 0,
         by_task_type=dict(sorted(by_type.items())),
+        grading_timeouts=sum(r.get("grading_timeouts", 0) for r in rows),
         **curation_summary(rows),
     ).to_dict()
 
@@ -57,16 +58,12 @@ def _train_curation(out: Path, arms: list) -> dict:
     """Per arm, the curator's counts over its train games (curation.jsonl)."""
     import json
 
+    from skillos.evals.records import read_game_rows
+
     rows: dict = {arm: [] for arm in arms}
-    path = Path(out) / "curation.jsonl"
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("arm") in rows:
-                rows[r["arm"]].append(r)
+    for r in read_game_rows(Path(out) / "curation.jsonl", "curation rows"):
+        if r.get("arm") in rows:
+            rows[r["arm"]].append(r)
     return {arm: curation_summary(arm_rows) for arm, arm_rows in rows.items() if arm_rows}
 
 
@@ -134,6 +131,10 @@ def render(result: dict, console) -> None:
                      f"{s.get('curator_refused_ops', 0)}/{s.get('curator_refused_ops', 0) + s.get('curator_applied_ops', 0)}",
                      str(s["final_repo_size"]))
     console.print(arms)
+    for arm, s in result["arms"].items():
+        if s.get("grading_timeouts"):
+            console.print(f"{arm}: {s['grading_timeouts']} answer(s) graded wrong because grading passed its "
+                          "time bound (counted in the successes' denominator)")
     types = sorted({t for s in result["arms"].values() for t in s["by_task_type"]})
     by_type = Table(title="By task type (successes/measured)")
     by_type.add_column("task type")

@@ -50,6 +50,7 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
         episode = executor.new_episode(env.task or game.task, [h.skill for h in hits])
         for _ in range(max_steps):
             obs = take_action(env, obs, episode.act(obs.text, obs.admissible), traj.steps)
+            traj.grading_timeouts += bool(getattr(obs, "grading_timeout", False))
             if obs.won:
                 break
         traj.won = obs.won
@@ -83,18 +84,31 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
     return GameRow(arm=arm, phase=phase, game_id=traj.game_id, task_type=traj.task_type, task=traj.task,
                    success=traj.won, steps=len(traj.steps), coerced_actions=traj.coerced,
                    skills_retrieved=traj.retrieved, repo_size=repo_size, unmeasured=traj.won is None,
-                   unmeasured_reason=redact_text(traj.unmeasured_reason), **(curation or {})).to_dict()
+                   unmeasured_reason=redact_text(traj.unmeasured_reason), grading_timeouts=traj.grading_timeouts,
+                   **(curation or {})).to_dict()
 
 
 PROGRESS = ".progress.json"  # in a curated repo's folder: how many games it has curated
+CURATED = ".curated"  # in a curated repo's folder: the content hash of every game it curated on, a line each
 
 
 def curation_progress(repo_dir: Path) -> dict:
-    """{"curated": n, "state": "idle" | "curating"}; a missing file is a repo that curated nothing."""
-    try:
-        return json.loads((Path(repo_dir) / PROGRESS).read_text())
-    except (OSError, ValueError):
+    """{"curated": n, "state": "idle" | "curating"}; a missing file is a repo that curated nothing.
+    A marker that is not one (damaged, a FIFO, the wrong shape) reads as a repo mid-curation, so a
+    resume restarts that arm instead of trusting it."""
+    from skillos import safety
+
+    path = Path(repo_dir) / PROGRESS
+    if not path.exists() and not path.is_symlink():
         return {"curated": 0, "state": "idle"}
+    try:
+        data = safety.read_json_file(path, "curation progress marker", 1 << 16)
+    except SkillosError:
+        return {"curated": -1, "state": "damaged"}
+    if not isinstance(data.get("curated"), int) or isinstance(data.get("curated"), bool) or \
+            data.get("state") not in ("idle", "curating"):
+        return {"curated": -1, "state": "damaged"}
+    return data
 
 
 def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, curator=None,
@@ -130,7 +144,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
         if finished is None:
             curation = None
             if curator is not None and repo is not None:
-                curation = _curate(curator, traj, repo)
+                curation = _curate(curator, traj, repo, getattr(games[index], "content_hash", None))
             finished = row(arm, traj, len(repo) if repo is not None else 0, phase, curation)
             if fh:
                 fh.write(redact_text(json.dumps(finished)) + "\n")
@@ -213,7 +227,7 @@ class _EnvPool:
             self.free.put(env)
 
 
-def _curate(curator, traj, repo: SkillRepo) -> dict:
+def _curate(curator, traj, repo: SkillRepo, content_hash: str | None = None) -> dict:
     """Curate after one game, keep what the curator changed on the game's trace, and return its
     counts. A curator that raises (a malformed reply its backend let through, a bug in a plugin)
     is a failed call, counted: never the end of the arm."""
@@ -229,6 +243,9 @@ def _curate(curator, traj, repo: SkillRepo) -> dict:
     except Exception:  # noqa: BLE001 - counted below as a failed curator call
         results, raised = [], 1
     if marker is not None:
+        if content_hash:  # what the repo learned from: a sweep refuses to score it on these games
+            with open(repo.root / CURATED, "a", encoding="utf-8") as fh:
+                fh.write(content_hash + "\n")
         write_atomic(marker, json.dumps({"curated": curated + 1, "state": "idle"}))
     traj.curation = repo_changes(before, repo)
     applied = sum(bool(getattr(r, "ok", False)) for r in results)

@@ -162,9 +162,14 @@ def compare_runs(run_a: str | Path, run_b: str | Path, alpha: float, power: floa
     rows = []
     for where in (run_a, run_b):
         path = Path(where) / ROWS
+        from skillos import safety
+
+        skips = safety.Skips()
         try:
-            loaded = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        except (OSError, ValueError) as exc:
-            raise SkillosError(f"{path}: not a slate eval run ({type(exc).__name__})") from None
+            loaded = [r for _, _, r in safety.jsonl_records(path, "slate eval rows", skips)]
+        except SkillosError as exc:
+            raise SkillosError(f"{path}: not a slate eval run ({exc})") from None
+        if skips:
+            raise SkillosError(f"{path}: damaged ({skips.places[0]})")
         rows += [{**r, "arm": f"{Path(where).name}:{r['arm']}"} for r in loaded]
     return summarize(rows, alpha, power, n_boot)

@@ -66,6 +66,14 @@ def adjust(pvalues: list[float], method: str = "holm") -> list[float]:
     return [float(p) for p in multipletests(pvalues, method=method)[1]]
 
 
+CI_VS_EXACT = ("the bootstrap CI excludes 0 but the exact McNemar test does not reject at alpha {alpha:g} "
+               "(b/c = {b}/{c}): the percentile CI is too narrow with few discordant pairs; the exact test decides")
+
+
+def ci_excludes_zero(low, high) -> bool:
+    return low is not None and high is not None and (low > 0 or high < 0)
+
+
 @dataclass
 class Comparison:
     treatment: str
@@ -118,6 +126,8 @@ def compare(control: dict, treatment: dict, *, names=("treatment", "control"), a
         note = "no discordant pairs: the MDE cannot be estimated from this run"
     else:
         effect = mde(n, (b + c) / n, alpha, power)
+    if ci_excludes_zero(low, high) and p >= alpha:
+        note = "; ".join(x for x in (note, CI_VS_EXACT.format(alpha=alpha, b=b, c=c)) if x)
     return Comparison(**base, control_rate=float(x.mean()), treatment_rate=float(y.mean()),
                       difference=float(y.mean() - x.mean()), b=b, c=c, p_value=p,
                       ci_low=low, ci_high=high, mde=effect, significant=p < alpha, note=note)

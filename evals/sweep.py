@@ -86,13 +86,72 @@ def _names(folders, flag: str) -> dict:
     return names
 
 
+def curated_on(folder: str | Path) -> tuple[set, str]:
+    """The content hashes of the games a skill repo was curated on, and where that was read:
+    its `.curated` list (written as a learning arm curates), else the rows of the run it came
+    from (RUN/repo-ARM: the arm's rows in RUN/games.jsonl and RUN/curation.jsonl, hashed by
+    regenerating RUN's games from RUN/config.yaml). Empty: no record of any."""
+    from skillos import safety
+    from skillos.evals.runner import CURATED
+
+    folder = Path(folder)
+    if (folder / CURATED).is_file():
+        text = safety.read_text(folder / CURATED, 64 << 20, "curated-games list")
+        return {line.strip() for line in text.splitlines() if line.strip()}, str(folder / CURATED)
+    run, arm = folder.parent, folder.name[5:] if folder.name.startswith("repo-") else None
+    if arm is None or not (run / "config.yaml").is_file():
+        return set(), ""
+    from skillos.config import from_dict
+    from skillos.evals.experiment import load_games
+    from skillos.evals.records import read_game_rows
+
+    try:
+        cfg = from_dict(safety.load_yaml(safety.read_text(run / "config.yaml", safety.MAX_CONFIG_BYTES,
+                                                           "config.yaml"), str(run / "config.yaml")))
+        ids = {(r.get("phase", "eval"), r["game_id"]) for name in ("games.jsonl", "curation.jsonl")
+               for r in read_game_rows(run / name) if r.get("arm") == arm}
+        if not ids:
+            return set(), ""
+        hashes = set()
+        for phase, split, n in (("eval", cfg.env.split, cfg.env.n_games),
+                                ("train", cfg.env.train_split, cfg.env.n_train_games)):
+            if any(p == phase for p, _ in ids) and n:
+                hashes |= {g.content_hash for g in load_games(cfg, split, n) if (phase, g.id) in ids}
+        return hashes, f"{run} (arm {arm}'s rows)"
+    except (SkillosError, KeyError, TypeError, ValueError):
+        return set(), ""
+
+
+def check_not_curated_on(cfg: Config, repos: list) -> None:
+    """Refuse a --repo curated on any of the held-out games this sweep scores it on: its lift
+    there is memory of the answers, not transfer."""
+    if not repos:
+        return
+    from skillos.evals.experiment import load_games
+
+    held_out = None
+    for folder in repos:
+        hashes, where = curated_on(folder)
+        if not hashes:
+            continue
+        if held_out is None:
+            held_out = {g.content_hash for g in load_games(cfg, cfg.env.split, cfg.env.n_games)}
+        overlap = hashes & held_out
+        if overlap:
+            raise SkillosError(f"--repo {folder}: curated on {len(overlap)} of the {len(held_out)} held-out games this "
+                               f"sweep scores it on (content hashes, from {where}); score it on games it never saw "
+                               f"(another env.split or env.seed), or sweep a repo curated elsewhere")
+
+
 def _marker(folder: str) -> dict:
     import json
 
     from skillos.evals.curation import SURFACE_FILE
 
+    from skillos.safety import read_json_file
+
     marker = Path(folder) / SURFACE_FILE
-    return json.loads(marker.read_text()) if marker.is_file() else {}
+    return read_json_file(marker, "curator checkpoint marker", 1 << 16) if marker.is_file() else {}
 
 
 def _trained_surface(folder: str) -> str | None:
@@ -119,13 +178,28 @@ def summarize(result: dict, sources: dict | None = None) -> dict:
         rows.append({"repo": name, "step": step_of(name, i), "target_env": target, "source_env": source,
                      "transfer": None if source is None else source != target, **{k: comp[k] for k in (
             "treatment_rate", "control_rate", "difference", "ci_low", "ci_high", "p_value", "b", "c",
-            "p_adjusted", "mde", "n_paired", "n_dropped", "significant", "verdict")}})
+            "p_adjusted", "mde", "n_paired", "n_dropped", "significant", "verdict")},
+            "note": _note(comp, result)})
     rows.sort(key=lambda r: r["step"])
     measured = [r for r in rows if r["treatment_rate"] is not None]
     best = max(measured, key=lambda r: r["treatment_rate"]) if measured else None
     return {"rows": rows, "best": best and best["repo"],
             "caveat": SELECTION_CAVEAT.format(n=len(rows)),
             "last_is_best": bool(best) and best is measured[-1]}
+
+
+def _note(comp: dict, result: dict) -> str:
+    """The comparison's note, and whether its CI excludes 0 while the family-corrected exact test
+    does not reject (a CI read alone would claim what the test does not)."""
+    from skillos.evals.stats import ci_excludes_zero
+
+    note = comp.get("note") or ""
+    p_adj, alpha = comp.get("p_adjusted"), comp.get("alpha")
+    if ci_excludes_zero(comp.get("ci_low"), comp.get("ci_high")) and p_adj is not None and alpha is not None \
+            and p_adj >= alpha and "bootstrap CI excludes 0" not in note:
+        note = "; ".join(x for x in (note, f"the bootstrap CI excludes 0 but the family-corrected exact test "
+                                           f"does not reject (p adjusted {p_adj:.3g} >= alpha {alpha:g})") if x)
+    return note
 
 
 def sources_of(cfg: Config) -> dict:

@@ -50,6 +50,34 @@ def trace_row(arm: str, phase: str, traj: Trajectory) -> dict:
     }
 
 
+def damage(trace: dict) -> str | None:
+    """What is wrong with a trace row's shape (None: nothing): a reader trusts no row that fails."""
+    def text(v):
+        return v is None or isinstance(v, str)
+
+    for key in ("arm", "phase", "game_id"):
+        if not isinstance(trace.get(key), str):
+            return f"{key} is {trace.get(key)!r}"
+    if trace.get("success") not in (True, False, None):
+        return f"success is {trace.get('success')!r}"
+    for key in ("task", "intro", "unmeasured_reason", "task_type"):
+        if not text(trace.get(key)):
+            return f"{key} is not text"
+    for key, fields in (("steps", {"action": str, "observation": str}), ("retrieved", {"skill": str}),
+                        ("curation", {})):
+        items = trace.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            return f"{key} is not a list of objects"
+        for i in items:
+            for name, kind in fields.items():
+                if not isinstance(i.get(name), kind):
+                    return f"a {key} entry's {name} is {i.get(name)!r}"
+            if key == "retrieved" and i.get("score") is not None and (
+                    isinstance(i["score"], bool) or not isinstance(i["score"], (int, float))):
+                return f"a retrieved score is {i['score']!r}"
+    return None
+
+
 def prune(path: Path, keep: set) -> None:
     """Keep the traces of the games in `keep` ((arm, phase, game_id)), the last of each: what a
     resume does, so a restarted arm's old games and a line cut off by a kill do not linger."""
@@ -58,12 +86,11 @@ def prune(path: Path, keep: set) -> None:
         return
     from skillos.repo.store import write_atomic
 
+    from skillos import safety
+
     kept = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            trace = json.loads(line)
-        except ValueError:
-            continue  # cut off by a kill: its game is played again
+    # a line cut off by a kill (or damaged) is dropped: its game is played again
+    for _, line, trace in safety.jsonl_records(path, "trajectory file"):
         game = (trace.get("arm"), trace.get("phase"), trace.get("game_id"))
         if game in keep:
             kept[game] = line

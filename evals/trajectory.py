@@ -31,6 +31,7 @@ class Trajectory:
     scores: list[float] = field(default_factory=list)  # retrieval score of each retrieved skill
     curation: list[dict] = field(default_factory=list)  # the curator's operations after the game
     reads: list = field(default_factory=list)  # read_skill calls of a slate episode (evals/envs/slate.py)
+    grading_timeouts: int = 0  # answers graded wrong because their parse passed the grader's time bound
 
     @property
     def coerced(self) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from skillos.evals import stats
 from skillos.ledger.store import Ledger, LedgerError
 
-METRICS = ("success_rate",)
+from skillos.ledger.taxonomy import MEASURED_METRICS as METRICS  # noqa: E402 - one list, the ledger's
 
 
 def run_outcomes(ledger: Ledger, run_id: int) -> dict:
@@ -33,10 +33,22 @@ def run_rows(ledger: Ledger, run_id: int) -> dict:
     path = Path(ev["jsonl_path"] or "")
     if not path.is_file():
         raise LedgerError(f"run #{run_id}: per-game file {path} is missing")
-    data = path.read_bytes()
-    if ev["jsonl_sha256"] and hashlib.sha256(data).hexdigest() != ev["jsonl_sha256"]:
-        raise LedgerError(f"run #{run_id}: {path} changed since it was recorded (sha256 differs)")
-    rows = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+    from skillos import safety
+    from skillos.errors import SkillosError
+    from skillos.evals.records import read_game_rows
+
+    try:
+        with safety.open_regular(path, "per-game file") as fh:
+            digest = hashlib.sha256()
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        if ev["jsonl_sha256"] and digest.hexdigest() != ev["jsonl_sha256"]:
+            raise LedgerError(f"run #{run_id}: {path} changed since it was recorded (sha256 differs)")
+        rows = read_game_rows(path)
+    except LedgerError:
+        raise
+    except SkillosError as exc:
+        raise LedgerError(f"run #{run_id}: {exc}") from None
     return {r["game_id"]: r for r in rows
             if r.get("arm") == (ev["arm"] or run["arm"]) and r.get("phase", "eval") == "eval"}
 

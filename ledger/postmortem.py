@@ -70,11 +70,13 @@ def postmortem(ledger: Ledger, experiment_id: int | None = None, run_id: int | N
         failures = _failures(ledger, condition, args)
         stats = failure_counts(ledger, condition, args)
         goal = ledger.goal()
-    return render(ledger.path, title, goal, experiments, runs, failures, stats, gates, overrides)
+        ids = {f["id"] for f in failures}
+        fixes = [ledger.fix(row["id"]) for row in ledger.rows("fixes") if row["failure_id"] in ids]
+    return render(ledger.path, title, goal, experiments, runs, failures, stats, gates, overrides, fixes)
 
 
 def render(path, title: str, goal: dict | None, experiments: list, runs: list, failures: list,
-           stats: dict, gates: list, overrides: list) -> str:
+           stats: dict, gates: list, overrides: list, fixes: list = ()) -> str:
     """The markdown; `failures` need FAILURE_COLUMNS, `stats` is failure_stats' dict."""
     out = [f"# Postmortem: {title}", "",
            f"Generated from the ledger at `{path}`: every line below is a record, not a recollection.",
@@ -134,6 +136,19 @@ def render(path, title: str, goal: dict | None, experiments: list, runs: list, f
         out += ["", "Failures by the gate that would have caught them: "
                 + ", ".join(f"gate {g}: {n}" for g, n in sorted(caught.items()))]
 
+    out += ["", "## Fixes and their verification", ""]
+    for x in fixes:
+        expected = "" if x.get("expected_size") is None else f" by {x['expected_size']:g}"
+        verdict = x.get("verdict") or "not verified yet"
+        after = f", after run #{x['after_run_id']}" if x.get("after_run_id") else ""
+        out.append(f"- fix #{x['id']} for failure #{x['failure_id']}: {x['description']} ({x['metric']} should go "
+                   f"{x['direction']}{expected}; before run #{x['before_run_id']}{after}): **{verdict}**"
+                   + (f": {x['detail']}" if x.get("detail") else "")
+                   + ("" if x.get("valid", True) else f" [INVALID: {x.get('invalid_reason')}]"))
+    if not fixes:
+        out.append("None recorded." if not failures else
+                   "None recorded: no failure in this scope has a fix (skillos ledger fixes add, then verify-fix).")
+
     out += ["", "## Overrides", ""]
     out += [f"- gate {o['gate']} {o['check_name']}, by {o['actor']}: {o['reason']}" for o in overrides] \
         or ["None."]
@@ -141,6 +156,8 @@ def render(path, title: str, goal: dict | None, experiments: list, runs: list, f
     out += ["", "## Open items", ""]
     open_items = [f"- failure #{f['id']} is {f['status']}: {f['what']}" for f in failures
                   if f["valid"] and f["status"] != "verified"]
+    open_items += [f"- fix #{x['id']} has not been verified (skillos ledger verify-fix {x['id']} --after RUN)"
+                   for x in fixes if not x.get("verdict") and x.get("valid", True)]
     open_items += [f"- run #{r['id']} has no end recorded (still running, or lost)" for r in runs
                    if not r["ended_at"]]
     out += open_items or ["None."]

@@ -26,7 +26,7 @@ APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
           "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates", "seals",
           "canaries")
-CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes")
+CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes", "candidates")
 
 MIGRATIONS = {
     1: """
@@ -385,6 +385,11 @@ class Ledger:
             found |= {r[0] for r in rows}
         return found
 
+    def seal_reads(self, experiment: str, split_hash: str) -> list[dict]:
+        """The recorded reads of a sealed split (experiment name, content hash), oldest first."""
+        return [dict(r) for r in self.db.execute("SELECT * FROM seals WHERE experiment = ? AND split_hash = ? "
+                                                 "ORDER BY id", (experiment, split_hash))]
+
     def read_sealed(self, experiment: str, split_hash: str, reason: str, output: str, actor: str,
                     override: str | None = None, command: str = "optimize", record_override: bool = True) -> int:
         """Record one read of a sealed split. A second read of the same split (same experiment
@@ -562,6 +567,9 @@ class Ledger:
         """A fix names the failure, the metric it should move, which way and by how much, and
         the run before it; `verify-fix` later compares that run with one after."""
         self._row("failures", failure_id)
+        if metric not in taxonomy.MEASURED_METRICS:  # a fix must move a number that is measured
+            raise LedgerError(f"metric {metric!r} is not measured by any run, so no verify-fix could check it; "
+                              f"measured metrics: {', '.join(taxonomy.MEASURED_METRICS)}")
         _choice(direction, ("up", "down"), "direction")
         if before_run_id is not None:
             self._row("runs", before_run_id)

@@ -36,3 +36,5 @@ MODES = {
 DETECTORS = ("gate", "watchdog", "person", "agent", "toolkit")
 STATUSES = ("open", "fixed", "verified")
 KINDS = ("scientific", "operational")
+# what a fix may promise to move: numbers a run measures and `ledger verify-fix` can compare
+MEASURED_METRICS = ("success_rate",)

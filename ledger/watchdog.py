@@ -83,6 +83,9 @@ class SystemProbes:
         return 100.0 * (1 - (idle - last[0]) / (total - last[1]))
 
 
+HEARTBEAT_S = 10.0  # the longest a running watch stays silent
+
+
 class Watchdog:
     def __init__(self, config: WatchConfig, probes=None, clock: Callable[[], float] = time.monotonic,
                  ledger=None, echo: Callable[[str], None] = print):
@@ -158,8 +161,24 @@ class Watchdog:
             if any(a.kind == "box-idle" for a in self.tick()):
                 break
             ticks += 1
-            sleep(interval_s)
+            self.echo(self.status(ticks))
+            if max_ticks is not None and ticks >= max_ticks:
+                break
+            waited = 0.0
+            while waited < interval_s:  # a line at least every 10 s: a quiet watch is not a dead one
+                chunk = min(HEARTBEAT_S, interval_s - waited)
+                sleep(chunk)
+                waited += chunk
+                if waited < interval_s:
+                    self.echo(f"watch: next look in {interval_s - waited:.0f} s ({len(self.alarms)} alarm(s) so far)")
         return self.alarms
+
+    def status(self, looks: int) -> str:
+        """One line: what the last look saw."""
+        alive = self.job_alive()
+        sizes = ", ".join(f"{p}: {'missing' if self._sizes[p] is None else self._sizes[p]} B" for p in self.config.paths)
+        return (f"watch: look {looks}: job {'alive' if alive else 'ended' if self.config.pids else 'not given'}"
+                + (f"; {sizes}" if sizes else "") + f"; {len(self.alarms)} alarm(s)")
 
 
 @contextmanager

@@ -37,7 +37,7 @@ def populate(path) -> tuple[Ledger, dict]:
     ledger.set_failure_status(ids[9], "fixed", "and fixed")
     ledger.correct("failures", ids[10], "status", "a status without a value")  # status None
     ledger.correct("failures", ids[11], "conclusion", "noted", value="a conclusion")
-    ledger.add_fix(ids[6], "retry", "success", "up", before_run_id=run)
+    ledger.add_fix(ids[6], "retry", "success_rate", "up", before_run_id=run)
     ledger.add_override(3, "positions", "debug run", "person", exp)
     # older records: the since scope cuts, and the timeline interleaves, by date
     ledger.db.execute("UPDATE failures SET created_at = '2026-01-0' || (id % 9 + 1) || 'T00:00:00+00:00' "
@@ -71,8 +71,9 @@ def test_sql_counts_and_postmortems_equal_the_per_row_ones(tmp_path):
         title, experiments, runs, (condition, args), gates, overrides = pm._scope(ledger, **scope)
         failures = per_row_failures(ledger, **scope)
         assert json.dumps(failure_counts(ledger, condition, args)) == json.dumps(failure_stats(failures)), scope
+        fixes = [ledger.fix(r["id"]) for r in ledger.rows("fixes") if r["failure_id"] in {f["id"] for f in failures}]
         before = pm.render(ledger.path, title, ledger.goal(), experiments, runs, failures, failure_stats(failures),
-                           gates, overrides)
+                           gates, overrides, fixes)
         assert pm.postmortem(ledger, **scope) == before, scope
     assert "0 failures (0 retracted or invalid" in pm.postmortem(ledger, since="2999-01-01")
     ledger.close()

@@ -17,8 +17,8 @@ def test_batched_failures_equal_one_read_per_failure(tmp_path):
         ledger.correct("failures", ids[4], "restore", "it was")
         ledger.correct("failures", ids[5], "invalidate", "duplicate")
         run = ledger.start_run(exp, "train")
-        ledger.add_fix(ids[6], "retry the call", "success", "up", before_run_id=run)
-        ledger.add_fix(ids[6], "and again", "success", "up", before_run_id=run)
+        ledger.add_fix(ids[6], "retry the call", "success_rate", "up", before_run_id=run)
+        ledger.add_fix(ids[6], "and again", "success_rate", "up", before_run_id=run)
         for filters in ({}, {"category": "harness-bug"}, {"status": "fixed"}, {"text": "thing 1"},
                         {"experiment_id": exp}, {"category": "near-miss", "experiment_id": exp}):
             got = ledger.failures(**filters)

@@ -26,7 +26,8 @@ GRADES = [
     ("math", r"\frac{\sqrt{3}}{2}", r"$\boxed{\frac{\sqrt{3}}{2}}$", True),
     ("math", r"2\sqrt{2}", r"\boxed{\sqrt{8}}", True),
     ("math", r"x^2+2x+1", r"\boxed{(x+1)^2}", True),
-    ("math", r"\frac{1}{2}", r"first \boxed{\frac{1}{3}}, then finally \boxed{\frac{1}{2}}", True),
+    # two boxes a separator apart are one answer, as math-verify joins them: {1/3, 1/2} is not 1/2
+    ("math", r"\frac{1}{2}", r"first \boxed{\frac{1}{3}}, then finally \boxed{\frac{1}{2}}", False),
     ("math", r"\frac{1}{2}", r"\boxed{\frac{1}{2}} hmm, no: \boxed{\frac{1}{3}}", False),
     ("math", r"-\frac{7}{3}", r"\boxed{-\frac{7}{3}}", True),
     ("math", r"-\frac{7}{3}", r"\boxed{\frac{7}{3}}", False),

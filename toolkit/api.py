@@ -61,7 +61,21 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
     if resume and out is None:
         raise SkillosError("--resume needs the --out folder of the run to continue")
     out = Path(out) if out else default_out_dir(cfg)
-    check_out(out, resume, overwrite)  # before the gates spend time
+    used = check_out(out, resume, overwrite)  # before the gates spend time
+    if resume and used:
+        from skillos.evals.experiment import finished_report, same_config
+
+        if not same_config(out, cfg):  # known now: refused before the gates' dry run plays a game
+            raise SkillosError(f"{out}: its config.yaml differs from this config; resume with the same config "
+                               "(and the same --n-games), or choose another --out")
+        done = finished_report(out)
+        if done is not None:  # a finished run resumed: nothing to play, and nothing new in the ledger
+            echo(f"{out}: this run already finished; nothing played, nothing recorded (its report.json)")
+            return done
+        from skillos.evals.records import read_game_rows
+
+        for name in ("games.jsonl", "curation.jsonl"):  # damaged or newer rows: refused before the gates
+            read_game_rows(out / name)
     with _ledger(ledger) as book:
         gates.enforce(cfg, command, book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):
@@ -88,6 +102,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     runs = {}
     for target in targets:
         cfg = sweeping.sweep_config(base, list(repos), executor, list(checkpoints), target)
+        sweeping.check_not_curated_on(cfg, list(repos))  # before the gates play a game
         where = out / target if len(targets) > 1 else out
         result = evaluate(cfg, out=where, overrides=overrides, resume=resume, overwrite=overwrite,
                           progress=progress, echo=echo, ledger=ledger, command="sweep")
@@ -118,9 +133,11 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
     if resume and out is None:
         raise SkillosError("--resume needs the --out folder of the run to continue")
     out = Path(out) if out else default_out_dir(cfg)
-    check_out(out, resume)
+    used = check_out(out, resume)
     optimizing.preflight(cfg)  # bad splits or seed skills: refused before the gates play anything
     with _ledger(ledger) as book:
+        # a resume that cannot continue, or a sealed split already read: refused before any game
+        optimizing.precheck(cfg, out, book, resume and used, unseal)
         gates.enforce(cfg, "optimize", book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):
             return optimizing.run(cfg, out, book, echo=echo, resume=resume, unseal=unseal)
@@ -176,7 +193,7 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
 
 
 def compare(config: Config | str | Path | None, runs: list, *, control: str | None = None,
-            family: str | None = None, echo: Echo | None = None, ledger=None) -> dict:
+            family: str | None = None, experiment=None, echo: Echo | None = None, ledger=None) -> dict:
     """Recorded runs (ids or arm names) against a control, from the ledger: alpha, power,
     bootstrap and the control's max age come from the config (default: the schema's). The
     static gates run first; every arm carries its verdict from `evals.stats.verdicts`."""
@@ -187,7 +204,7 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
     with _ledger(ledger) as book:
         return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
                             power=cfg.eval.power, max_age_days=cfg.eval.control.max_age_days,
-                            n_boot=cfg.eval.bootstrap, family=family)
+                            n_boot=cfg.eval.bootstrap, family=family, experiment=experiment)
 
 
 def canary(trainer: str, *, quick: bool = False, out: str | Path | None = None, echo: Echo | None = None,
@@ -205,8 +222,8 @@ def canary(trainer: str, *, quick: bool = False, out: str | Path | None = None, 
 
 # -- helpers ------------------------------------------------------------------------------------
 def _config(config) -> Config:
-    if isinstance(config, Config):
-        return config
+    if isinstance(config, Config):  # checked again: a notebook may have changed it since it loaded
+        return cfgmod.revalidate(config)
     if isinstance(config, (str, Path)):
         return cfgmod.load(config)
     raise SkillosError(f"expected a Config or a path to a config file, got {type(config).__name__}")

@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from skillos.cli_common import SET_HELP, ProgressBars, echo_err, load_config, print_json, resumable
+from skillos.cli_common import SET_HELP, ProgressBars, console, echo_err, load_config, print_json, resumable
 from skillos.cli_gate import gate_app
 from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
@@ -48,8 +48,8 @@ OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the overr
 RESUME_HELP = "Continue the run in --out: finished work is not done again."
 OVERWRITE_HELP = "Delete what is in --out and start over."
 
-out = Console()
-err = Console(stderr=True)
+out = console()
+err = console(stderr=True)
 
 
 def _lines(lines: list[str]) -> None:
@@ -186,6 +186,9 @@ def compare_cmd(
                                           "name (default: eval.control)."),
     family: Optional[str] = typer.Option(None, "--family", help="Experiment name whose every measured "
                                          "run forms the family (default: the compared runs' experiments)."),
+    experiment: Optional[str] = typer.Option(None, "--experiment", help="Look arm names up in this experiment "
+                                             "(an id, or a name); an arm name measured in several experiments "
+                                             "is refused without it."),
     config: Optional[Path] = typer.Option(None, "--config", help="Take alpha, power, bootstrap and "
                                           "eval.control.max_age_days from this config."),
     alpha: Optional[float] = typer.Option(None, help="Set eval.alpha (family-wise significance level)."),
@@ -207,7 +210,7 @@ def compare_cmd(
     sets = list(set_) + ([f"eval.alpha={alpha}"] if alpha is not None else []) + (
         [f"eval.control.max_age_days={max_age_days}"] if max_age_days is not None else [])
     cfg = load_config(config, sets) if config else cfgmod.with_sets(cfgmod.validate(cfgmod.Config()), sets)
-    result = api.compare(cfg, list(runs), control=control, family=family)
+    result = api.compare(cfg, list(runs), control=control, family=family, experiment=experiment)
     print_json(result) if as_json else _lines(compare_lines(result))
 
 

@@ -13,7 +13,21 @@ import typer
 from rich.console import Console
 
 SET_HELP = "KEY=VALUE: set a config key, e.g. --set env.n_games=6 (repeatable; validated as the file)."
-err = Console(stderr=True)
+WIDE = 400  # columns off a terminal: rich would cut table cells at 80 in a pipe
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console; off a terminal (a pipe, a file, CI) as wide as the lines are (never cut at
+    80 columns) unless COLUMNS says otherwise."""
+    import os
+
+    plain = Console(stderr=stderr)
+    if plain.is_terminal or os.environ.get("COLUMNS"):
+        return plain
+    return Console(stderr=stderr, width=WIDE)
+
+
+err = console(stderr=True)
 
 
 def print_json(data) -> None:
@@ -52,17 +66,21 @@ def resumable(out_dir: Path):
 
 class PlainProgress:
     """Progress as plain lines, for a stderr that is not a terminal (pipes, CI, an agent's
-    shell): a bar there collapses to `━━ … 0:…`. One line per ~10% and at the end of each phase."""
+    shell): a bar there collapses to `━━ … 0:…`. One line per ~10% or per 10 s, and at the end of
+    each phase."""
 
     def __init__(self):
         self.shown: dict = {}
 
     def __call__(self, arm, phase, done, total, live=""):
+        import time
+
         label = f"generating {phase} games" if arm == "generate" else f"{arm} · {phase} games"
         step = max(1, total // 10)
-        last = self.shown.get((arm, phase), -1)
-        if done == total or done // step != last // step or last < 0:
-            self.shown[(arm, phase)] = done
+        last, when = self.shown.get((arm, phase), (-1, 0.0))
+        now = time.monotonic()
+        if done == total or done // step != last // step or last < 0 or (done != last and now - when >= 10):
+            self.shown[(arm, phase)] = (done, now)
             typer.echo(f"{label}: {done}/{total}" + (f" · {live}" if live else ""), err=True)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -24,6 +23,8 @@ def export_inspect(
 
     result = export_run(run_dir, out, phase)
     if as_json:
-        sys.stdout.write(json.dumps(result, indent=1) + "\n")
+        from skillos.cli_common import print_json
+
+        print_json(result)  # the one redacting printer
     else:
         typer.echo(f"wrote {result['samples']} samples ({result['unscored']} unmeasured, unscored) to {result['out']}")

@@ -33,13 +33,15 @@ def _ledger():
 
 
 def _emit(data, as_json: bool, lines) -> None:
-    if as_json:
-        from skillos.safety import json_text
+    from skillos.secrets import redact_text
 
-        sys.stdout.write(json_text(data) + "\n")  # no Infinity/NaN tokens, no secrets
+    if as_json:
+        from skillos.cli_common import print_json
+
+        print_json(data)  # the one redacting printer: no Infinity/NaN tokens, no secrets
     else:
         for line in lines(data):
-            typer.echo(line)
+            typer.echo(redact_text(line))
 
 
 def _failure_line(f: dict) -> str:
@@ -171,7 +173,8 @@ def experiments_add(name: str = typer.Option(...), hypothesis: str = typer.Optio
 def fixes_add(
     failure: int = typer.Option(..., help="The failure this fixes."),
     description: str = typer.Option(..., help="What the fix changes."),
-    metric: str = typer.Option("success_rate", help="The number the fix should move."),
+    metric: str = typer.Option("success_rate", help="The number the fix should move: a measured metric "
+                               "(success_rate)."),
     direction: str = typer.Option("up", help="up or down"),
     expected: Optional[float] = typer.Option(None, help="Expected size of the move (0.1 = 10 pts)."),
     before: int = typer.Option(..., help="The run before the fix."),
@@ -228,12 +231,14 @@ def export(table: str, fmt: str = typer.Option("jsonl", "--format", help="jsonl 
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    from skillos.secrets import redact_text
+
     if out:
         from skillos.repo.store import write_atomic
 
-        write_atomic(out, buffer.getvalue())
+        write_atomic(out, buffer.getvalue())  # redacts
     else:
-        sys.stdout.write(buffer.getvalue())
+        sys.stdout.write(redact_text(buffer.getvalue()))
 
 
 @app.command("stats")

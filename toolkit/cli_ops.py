@@ -41,7 +41,9 @@ def postmortem_cmd(
         write_atomic(out_file, text)
         typer.echo(f"postmortem written to {out_file}")
     else:
-        sys.stdout.write(text)
+        from skillos.secrets import redact_text
+
+        sys.stdout.write(redact_text(text))
 
 
 def watch(

@@ -21,7 +21,8 @@ def _ci(k: dict) -> str:
 def compare_lines(result: dict) -> list[str]:
     c, lines = result["control"], []
     d = c["denominators"]
-    lines.append(f"control run #{c['run_id']} ({c['arm']}, {c['age_days']:.1f} days old, max "
+    lines.append(f"control run #{c['run_id']} ({c['arm']} of experiment #{c.get('experiment_id')} "
+                 f"{c.get('experiment')}, env {c.get('env')}; {c['age_days']:.1f} days old, max "
                  f"{result['max_age_days']:g}): {d['successes']}/{d['measured']} measured of "
                  f"{d['attempted']} common games ({d['unmeasured']} unmeasured, "
                  f"{d['coerced_actions']} coerced actions)")
@@ -31,7 +32,8 @@ def compare_lines(result: dict) -> list[str]:
     for arm in result["arms"]:
         d, k = arm["denominators"], arm["comparison"]
         mde = "unmeasured" if k["mde"] is None else f"{100 * k['mde']:.1f} pts"
-        lines.append(f"run #{arm['run_id']} ({arm['arm']}): {d['successes']}/{d['measured']} measured "
+        lines.append(f"run #{arm['run_id']} ({arm['arm']} of experiment #{arm.get('experiment_id')} "
+                     f"{arm.get('experiment')}, env {arm.get('env')}): {d['successes']}/{d['measured']} measured "
                      f"of {d['attempted']} ({d['unmeasured']} unmeasured, {d['coerced_actions']} "
                      f"coerced); paired n={k['n_paired']} (dropped {k['n_dropped']}); diff "
                      f"{_pts(k['difference'])}, 95% CI {_ci(k)}; b/c {k['b']}/{k['c']}; McNemar p {_p(k['p_value'])}, "
@@ -46,6 +48,8 @@ def sweep_lines(summary: dict) -> list[str]:
         mde = "unmeasured" if r["mde"] is None else f"{100 * r['mde']:.1f} pts"
         lines.append(f"step {r['step']:>6} {r['repo']}: {_pts(r['difference'])} (MDE {mde}, "
                      f"paired n={r['n_paired']}): {r['verdict']['line']}")
+        if r.get("note"):
+            lines.append(f"  note: {r['note']}")
     if summary["best"]:
         lines.append(f"best of held-out: {summary['best']} — {summary['caveat']}")
     lines.append(f"lift vs step: {summary['png']}")

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from skillos.cli_common import SET_HELP, load_config
+from skillos.cli_common import SET_HELP, load_config, print_json
 
 app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
                   "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
@@ -21,11 +21,13 @@ CONFIG = typer.Option(None, "--config", help="A config with a sleep: section (de
 
 
 def _emit(data, as_json: bool, lines) -> None:
+    from skillos.secrets import redact_text
+
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+        print_json(data)  # the one redacting printer of every command
     else:
         for line in lines(data):
-            typer.echo(line)
+            typer.echo(redact_text(line))
 
 
 def _err(line: str) -> None:
@@ -58,11 +60,14 @@ def harvest_cmd(config: Optional[Path] = CONFIG, source: List[str] = SOURCE, pro
                 subagents: Optional[bool] = SUBAGENTS, as_json: bool = JSON):
     """Read Claude Code and Codex sessions (read-only, offline, secrets redacted) into a digest;
     print the counts per source and what was skipped and why."""
+    from skillos.safety import Ticker
     from skillos.training.sleep.harvest import harvest
+    from skillos.training.sleep.night import sleep_section
     from skillos.training.sleep.stage import sleep_home
 
     cfg = _load(config, source, project, since, max_sessions, subagents)
-    summary = harvest(cfg.sleep, sleep_home(cfg.sleep)).summary()
+    summary = harvest(sleep_section(cfg), sleep_home(cfg.sleep),
+                      progress=Ticker(_err, "harvest: transcript files read")).summary()
 
     def lines(d):
         if not d["counts"]:
@@ -138,6 +143,12 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 
         _emit(plan, as_json, lines)
         return
+    import signal
+
+    def terminated(signum, frame):  # kill PID: the night ends as aborted in the ledger, not "running"
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     report = api.sleep(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err, unseal=unseal)
 
     def lines(r):
@@ -157,27 +168,48 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or its name under proposals/)."),
               skill: Optional[Path] = typer.Option(None, "--skill", help="The live skill folder to install into "
                                                    "(default: the one the night improved)."),
+              undo: bool = typer.Option(False, "--undo", help="Put the backup back (also finishes undoing an adopt "
+                                        "that crashed between its writes)."),
               config: Optional[Path] = CONFIG, as_json: bool = JSON):
-    """Back up the live skill and install the proposal atomically (a person's step)."""
+    """Back up the live skill and install the proposal atomically (a person's step). An adopt that
+    crashed between its writes is completed by running it again, or undone with --undo."""
     from skillos.training.sleep.stage import adopt, sleep_home
 
     cfg = _load(config)
-    meta = adopt(proposal, sleep_home(cfg.sleep), skill)
-    _emit(meta, as_json, lambda m: [f"adopted into {m['adopted_into']}; backup: {m['backup']}"])
+    meta = adopt(proposal, sleep_home(cfg.sleep), skill, undo=undo)
+    if undo:
+        _emit(meta, as_json, lambda m: [f"undone: {m['skill']} restored from {m['restored_from']}"])
+    else:
+        _emit(meta, as_json, lambda m: [f"{'completed an interrupted adopt: ' if m.get('completed') else ''}adopted "
+                                        f"into {m['adopted_into']}; backup: {m['backup']}"])
 
 
 @app.command("status")
 def status_cmd(config: Optional[Path] = CONFIG, as_json: bool = JSON):
     """Nights and proposals, adopted or not."""
-    from skillos.training.sleep.stage import sleep_home, status
+    from skillos.ledger.store import default_path
+    from skillos.training.sleep.stage import recover_nights, sleep_home, status
 
-    data = status(sleep_home(_load(config).sleep))
+    home = sleep_home(_load(config).sleep)
+    if default_path().is_file():  # a night killed mid-run is recorded as aborted when next looked at
+        from skillos.ledger import Ledger
+
+        with Ledger() as ledger:
+            recover_nights(home, ledger)
+    else:
+        recover_nights(home)
+    data = status(home)
 
     def lines(d):
         for n in d["nights"]:
             yield f"night {n['night']} [{n['status']}]: {n['verdict']}"
         for p in d["proposals"]:
-            yield f"proposal {p['path']}: " + (f"adopted {p['adopted_at']}" if p["adopted_at"] else "not adopted")
+            if p.get("damaged"):
+                yield f"proposal {p['path']}: {p['damaged']}"
+                continue
+            yield f"proposal {p['path']}: " + (f"adopted {p['adopted_at']}" if p["adopted_at"] else "not adopted") + \
+                (" (an adopt crashed between its writes: rerun adopt to complete it, or --undo)"
+                 if p.get("unfinished_adopt") else "")
         if not d["nights"] and not d["proposals"]:
             yield f"no nights yet under {d['home']}"
 
@@ -204,9 +236,13 @@ def schedule_cmd(config: Path = typer.Argument(..., help="The night's config."),
         raise SkillosError(f"{config}: no such config file")
     home = Path(os.environ.get("SKILLOS_HOME") or default_path().parent).resolve()
     log = home / "sleep" / "cron.log"
-    line = (f"{int(minute)} {int(hour)} * * * cd {shlex.quote(str(Path.cwd()))} && SKILLOS_HOME={shlex.quote(str(home))} "
-            f"{shlex.quote(sys.executable)} -m skillos sleep night {shlex.quote(str(config))} --json "
-            f">> {shlex.quote(str(log))} 2>&1")
+    command = (f"cd {shlex.quote(str(Path.cwd()))} && SKILLOS_HOME={shlex.quote(str(home))} "
+               f"{shlex.quote(sys.executable)} -m skillos sleep night {shlex.quote(str(config))} --json "
+               f">> {shlex.quote(str(log))} 2>&1")
+    if "\n" in command or "\r" in command:
+        raise SkillosError("a path of the cron line holds a line break; cron cannot run it")
+    # cron turns an unescaped % into a newline (and feeds the rest to stdin): every % is escaped
+    line = f"{int(minute)} {int(hour)} * * * " + command.replace("%", "\\%")
     installed = False
     if install:
         current = subprocess.run(["crontab", "-l"], capture_output=True, text=True)

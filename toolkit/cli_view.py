@@ -25,7 +25,7 @@ def view(
     from skillos import view as viewer
 
     if export_dir is not None:
-        result = viewer.export_site(export_dir, home, runs)
+        result = viewer.export_site(export_dir, home, runs, echo=lambda line: typer.echo(line, err=True))
         typer.echo(f"wrote {result['pages']} pages to {result['out']} (open {result['out']}/index.html); "
                    f"{result['problems']} problems shown on them")
         return

@@ -77,8 +77,14 @@ class RejectedMemory:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else None
         self.items: list[Rejected] = []
-        if self.path and self.path.is_file():
-            self.items = [Rejected(**r) for r in json.loads(self.path.read_text())]
+        if self.path and (self.path.is_file() or self.path.is_symlink() or self.path.exists()):
+            self.items = read_rejected(self.path)
+
+    def keep(self, before) -> None:
+        """Keep only the rejections of steps `before(epoch, step)` says a resumed run has saved."""
+        self.items = [r for r in self.items if before(r.epoch, r.step)]
+        if self.path:
+            write_atomic(self.path, json.dumps([asdict(r) for r in self.items], indent=1))
 
     def add(self, edit: str, verdict: GateVerdict, incumbent: dict, candidate: dict, epoch: int, step: int,
             keys: list | None = None) -> None:
@@ -101,6 +107,23 @@ class RejectedMemory:
         return "\n".join(lines)
 
 
+def read_rejected(path: Path) -> list[Rejected]:
+    """rejected.json, whole or a one-line error (never a traceback, never half of it)."""
+    from skillos.safety import read_json_file
+
+    data = read_json_file(path, "rejected-edit memory", expect=list)
+    names = {f for f in Rejected.__dataclass_fields__}
+    items = []
+    for i, r in enumerate(data):
+        if not isinstance(r, dict) or not {"edit", "verdict"} <= set(r) or set(r) - names \
+                or not all(isinstance(r.get(k, []), list) for k in ("broke", "fixed", "keys")) \
+                or not all(isinstance(r.get(k, 0), int) and not isinstance(r.get(k, 0), bool) for k in ("epoch", "step")):
+            raise SkillosError(f"{path}: damaged rejected-edit memory (entry {i + 1}); move it away to start the "
+                               "memory over, or rerun without --resume")
+        items.append(Rejected(**r))
+    return items
+
+
 class SealedSplit:
     """The test split: `read()` once, at the end. The seal is kept in the ledger, keyed by the
     experiment's name and the split's content hash, so no rerun, new output folder or other
@@ -118,6 +141,21 @@ class SealedSplit:
     @property
     def sealed(self) -> bool:
         return not self.seal.exists()
+
+    def check_unread(self) -> None:
+        """Refuse now, before any compute, a split this run could not read at its end: its seal
+        file exists, or the ledger has a read of it and no person's --unseal was given."""
+        if self.seal.exists():
+            raise SkillosError(f"the sealed test split was already read ({self.seal.read_text(errors='replace').strip()[:200]}); "
+                               "a second read would make it a validation split")
+        if self.ledger is not None and not (self.override or "").strip():
+            reads = self.ledger.seal_reads(self.experiment, self.content_hash)
+            if reads:
+                first = reads[0]
+                raise SkillosError(
+                    f"the sealed test split of {self.experiment!r} (content {self.content_hash[:12]}) was already "
+                    f"read {len(reads)} time(s), first at {first['created_at']} into {first['output']}; refused "
+                    "before any game is played. A person may override with --unseal \"reason\" (recorded)")
 
     def read(self, why: str) -> list:
         import os
@@ -317,38 +355,55 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     o = cfg.optimize
     seed = preflight(cfg)
     out = Path(out)
-    state = _resume_state(cfg, out) if check_out(out, resume) else None
+    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
+    total = o.epochs * steps_per_epoch
+    # every refusal that needs no game is made before any game is generated or played
+    state = _resume_state(cfg, out, ledger, total, steps_per_epoch) if check_out(out, resume) else None
     train = load_games(cfg, *game_sets(cfg)["train"])
     validation = load_games(cfg, o.validation_split, o.n_validation)
     test_games = load_games(cfg, *game_sets(cfg)["held_out"])
     hashes = [{g.content_hash for g in games} for games in (train, validation, test_games)]
     if hashes[0] & hashes[1] or hashes[0] & hashes[2] or hashes[1] & hashes[2]:
         raise SkillosError("optimize: the train, validation and test splits share games; refusing to run")
+    if len(train) != cfg.env.n_train_games:
+        raise SkillosError(f"optimize: env.n_train_games is {cfg.env.n_train_games} but the split has {len(train)}")
+    test = SealedSplit(test_games, out / "test.sealed", ledger, cfg.experiment.name, unseal)
+    test.check_unread()  # a split the ledger has sealed: refused now, not after the whole run
+    if state is not None:
+        _check_state_games(out, state, validation)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-    test = SealedSplit(test_games, out / "test.sealed", ledger, cfg.experiment.name, unseal)
     domain, pool = environment(cfg), train + validation + test_games
     executor, settings, env = domain.make_executor(cfg.executor), arm_settings(cfg), domain.make_env(pool)
 
     def play(repo, games, label, curator=None) -> list[dict]:
+        from skillos.safety import Ticker
+
+        tick, played = Ticker(echo, f"{label}: games played", len(games)), []
+        tick(0)
+
+        def one_more(row):
+            played.append(row)
+            tick(len(played))
+
         return run_arm(label, games, env=env, make_env=lambda: domain.make_env(pool), executor=executor,
                        repo=repo, curator=curator, concurrency=cfg.eval.concurrency if curator is None else 1,
-                       wave_size=1, retrieval_mode=cfg.retrieval.mode, **settings)
+                       wave_size=1, retrieval_mode=cfg.retrieval.mode, on_game=one_more, **settings)
 
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}
 
     gate_args = (o.gate.mode, o.gate.k, o.gate.max_unmeasured)
-    steps_per_epoch = max(1, math.ceil(len(train) / o.minibatch_size))
-    total = o.epochs * steps_per_epoch
     if state is None:
+        echo(f"A/A calibration: the seed skills twice on the {len(validation)} validation tasks, before any candidate")
         first = outcomes(play(seed, validation, "seed"))
         aa = calibrate(first, outcomes(play(seed.copy(), validation, "seed-copy")), *gate_args)
         run_id = None
         if ledger is not None:
             run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict(),
                                       seed=cfg.env.seed)
-        state = {"next": 0, "tried": 0, "accepted": 0, "run_id": run_id, "seed_validation": first,
+        state = {"schema_version": STATE_VERSION, "next": 0, "tried": 0, "accepted": 0, "run_id": run_id,
+                 "seed_validation": first,
                  "incumbent_validation": first, "calibration": aa.to_dict()}
         incumbent = seed
     else:
@@ -465,12 +520,20 @@ def _save_state(out: Path, incumbent: SkillRepo, state: dict) -> None:
     incumbent.copy(staged)
     shutil.rmtree(out / "incumbent", ignore_errors=True)
     staged.rename(out / "incumbent")
-    write_atomic(out / "state.json", json.dumps(state, indent=1))
+    write_atomic(out / "state.json", json.dumps({**state, "schema_version": STATE_VERSION}, indent=1))
 
 
-def _resume_state(cfg, out: Path) -> dict | None:
+STATE_VERSION = 1  # of state.json
+
+
+def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_per_epoch: int = 1,
+                  write: bool = True) -> dict | None:
     """The saved state of the killed run in `out` (None: it died before its first step, and
-    starts over); refuses a folder of another config or a finished run."""
+    starts over); refuses a folder of another config or a finished run, and, in one line, state
+    that does not match itself, its history, its rejected memory, its incumbent or the ledger
+    (counts, indexes, types). A candidate logged after the last saved state is dropped from the
+    history, the memory and the ledger (invalidated there, with the reason): its step is played
+    again."""
     from skillos.evals.experiment import same_config
 
     if not same_config(out, cfg):
@@ -478,17 +541,129 @@ def _resume_state(cfg, out: Path) -> dict | None:
                            "with the same config, or choose another --out")
     if (out / "report.json").exists() or (out / "test.sealed").exists():
         raise SkillosError(f"{out}: this optimize run already read its sealed test split; nothing to resume")
-    if not (out / "state.json").is_file():
+    if not (out / "state.json").exists():
         for name in ("history.jsonl", "rejected.json"):
-            (out / name).unlink(missing_ok=True)
+            if write:
+                (out / name).unlink(missing_ok=True)
         return None
-    state = json.loads((out / "state.json").read_text())
+    from skillos import safety
+    from skillos.evals.records import check_schema
+
+    where = out / "state.json"
+    state = safety.read_json_file(where, "optimize state")
+
+    def bad(what: str) -> SkillosError:
+        return SkillosError(f"{where}: {what}; the run cannot be continued as it is: rerun without --resume "
+                            "into another --out")
+
+    check_schema(state, str(where), STATE_VERSION)
+    ints = {k: state.get(k) for k in ("next", "tried", "accepted")}
+    for k, v in ints.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise bad(f"{k} is {v!r}, not a count")
+    if total is not None and ints["next"] > total:
+        raise bad(f"next step {ints['next']} is past the run's {total} steps")
+    if ints["tried"] > ints["next"] or ints["accepted"] > ints["tried"]:
+        raise bad(f"{ints['tried']} candidates tried and {ints['accepted']} accepted in {ints['next']} steps "
+                  "do not add up")
+    run_id = state.get("run_id")
+    if run_id is not None and (isinstance(run_id, bool) or not isinstance(run_id, int)):
+        raise bad(f"run_id is {run_id!r}")
+    for k in ("seed_validation", "incumbent_validation"):
+        v = state.get(k)
+        if not isinstance(v, dict) or not all(isinstance(t, str) and x in (True, False, None) for t, x in v.items()):
+            raise bad(f"{k} is not a map of task ids to outcomes")
+    if set(state["seed_validation"]) != set(state["incumbent_validation"]):
+        raise bad("the seed's and the incumbent's validation tasks differ")
+    try:
+        GateVerdict(**state.get("calibration"))
+    except (TypeError, ValueError):
+        raise bad("calibration is not a gate verdict") from None
+    try:
+        SkillRepo.load(out / "incumbent")
+    except Exception as exc:  # noqa: BLE001 - any unreadable incumbent is one line
+        raise bad(f"its incumbent skills cannot be read ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})") from None
+    if not (out / "incumbent").is_dir():
+        raise bad("its incumbent/ folder is missing")
+
     history = out / "history.jsonl"  # a candidate logged after the last saved state is played again
+    kept = []
     if history.exists():
-        kept = [line for line in history.read_text().splitlines()
-                if line.strip() and json.loads(line)["candidate"] <= state["tried"]]
-        history.write_text("".join(line + "\n" for line in kept))
+        skips = safety.Skips()
+        for number, line, entry in safety.jsonl_records(history, "optimize history", skips):
+            c = entry.get("candidate")
+            if isinstance(c, bool) or not isinstance(c, int) or not isinstance(entry.get("verdict"), str):
+                raise SkillosError(f"{history} line {number}: damaged history entry (candidate {c!r}); rerun "
+                                   "without --resume into another --out")
+            if c <= ints["tried"]:
+                kept.append((c, entry, line))
+        damaged = [p for p in skips.places if not p.endswith(("partial-last-line", "repaired-utf8"))]
+        if damaged:
+            raise SkillosError(f"{history}: damaged ({damaged[0]}); rerun without --resume into another --out")
+    if [c for c, _, _ in kept] != list(range(1, ints["tried"] + 1)):
+        raise bad(f"it says {ints['tried']} candidates were tried; history.jsonl holds candidates "
+                  f"{[c for c, _, _ in kept][:10]}")
+    if sum(e["verdict"] == "accept" for _, e, _ in kept) != ints["accepted"]:
+        raise bad(f"it says {ints['accepted']} accepted; history.jsonl accepts "
+                  f"{sum(e['verdict'] == 'accept' for _, e, _ in kept)}")
+    memory = RejectedMemory(out / "rejected.json" if write else None)
+    if not write and (out / "rejected.json").exists():
+        memory.items = read_rejected(out / "rejected.json")  # damaged: a one-line error
+    memory.keep(lambda epoch, step: epoch * steps_per_epoch + step < ints["next"])
+    rejected = sum(e["verdict"] != "accept" for _, e, _ in kept)
+    if len(memory.items) != rejected:
+        raise bad(f"rejected.json holds {len(memory.items)} rejected edits; history.jsonl rejects {rejected}")
+    if ledger is not None:
+        _match_ledger(ledger, cfg, run_id, ints["tried"], bad, write)
+    if write:
+        write_atomic(history, "".join(line + "\n" for _, _, line in kept))
     return state
+
+
+def _match_ledger(ledger, cfg, run_id, tried: int, bad, write: bool = True) -> None:
+    """The ledger's run and candidates against the saved state: the run exists, belongs to this
+    experiment and did not finish; it holds at least the saved candidates, and the ones recorded
+    after the last saved state are invalidated (their step is played again)."""
+    if run_id is None:
+        raise bad("it has no ledger run, but a ledger is in use (the run was made without one)")
+    row = ledger.db.execute("SELECT r.id, r.status, e.name FROM runs r LEFT JOIN experiments e "
+                            "ON e.id = r.experiment_id WHERE r.id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise bad(f"its ledger run #{run_id} is not in {ledger.path}")
+    if row["name"] != cfg.experiment.name:
+        raise bad(f"its ledger run #{run_id} belongs to experiment {row['name']!r}, not {cfg.experiment.name!r}")
+    if row["status"] == "finished":
+        raise bad(f"its ledger run #{run_id} is finished")
+    candidates = [dict(c) for c in ledger.db.execute("SELECT id FROM candidates WHERE run_id = ? ORDER BY id",
+                                                     (run_id,))]
+    valid = [c for c in candidates if ledger._current("candidates", c)["valid"]]
+    if len(valid) < tried:
+        raise bad(f"it says {tried} candidates were tried; the ledger's run #{run_id} records {len(valid)}")
+    for c in valid[tried:] if write else ():
+        ledger.correct("candidates", c["id"], "invalidate",
+                       "recorded after the last saved state of a killed optimize run; its step was played again")
+
+
+def _check_state_games(out: Path, state: dict, validation: list) -> None:
+    """The saved validation outcomes name exactly this run's validation tasks."""
+    ids = {g.id for g in validation}
+    if set(state["incumbent_validation"]) != ids:
+        raise SkillosError(f"{out / 'state.json'}: its validation outcomes name {len(state['incumbent_validation'])} "
+                           f"tasks, not this run's {len(ids)} validation tasks; rerun without --resume into another --out")
+
+
+def precheck(cfg, out: Path, ledger, resume: bool, unseal: str | None) -> None:
+    """Every refusal known before compute, made before the gates play anything: a resume whose
+    state does not match (read, nothing changed), a sealed test split the ledger says was read."""
+    from skillos.evals.experiment import load_games
+
+    o = cfg.optimize
+    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
+    if resume:
+        _resume_state(cfg, out, ledger, o.epochs * steps_per_epoch, steps_per_epoch, write=False)
+    if ledger is not None and not (unseal or "").strip() and not (resume and (out / "test.sealed").exists()):
+        SealedSplit(load_games(cfg, cfg.env.split, cfg.env.n_games), out / "test.sealed", ledger,
+                    cfg.experiment.name, unseal).check_unread()
 
 
 def preflight(cfg) -> SkillRepo:

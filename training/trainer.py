@@ -348,7 +348,7 @@ def _warm(model: str, out: Path, setup, rows: list[dict], echo) -> str:
                   for row in rows[:WARMUP_INPUTS]]
         system = rows[0]["prompt"][0]["content"]  # the environment's curator instructions
         warm_up(model, curator_examples(inputs, system), TOOL_SURFACES["curate_and_advance"], target,
-                steps=WARMUP_STEPS)
+                steps=WARMUP_STEPS, echo=echo)
     return str(target.resolve())  # adapters record their base by this path: absolute, so they load from anywhere
 
 

@@ -18,9 +18,12 @@ from pathlib import Path
 
 
 def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | None, out_dir: str | Path,
-            steps: int = 240, learning_rate: float = 3e-3, seed: int = 0) -> str:
+            steps: int = 240, learning_rate: float = 3e-3, seed: int = 0, echo=None) -> str:
     """Fine-tune `model` on conversations whose last message is the assistant turn to learn;
-    write the result (weights and tokenizer) to `out_dir` and return its path."""
+    write the result (weights and tokenizer) to `out_dir` and return its path. `echo` gets a
+    progress line per 10% of the steps or per 10 s, with the loss."""
+    from skillos.safety import Ticker
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -33,12 +36,15 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(net.parameters(), lr=learning_rate)
     net.train()
+    tick = Ticker(echo, "warm-up: supervised steps", steps)
+    tick(0)
     for step in range(steps):
         ids, labels = examples[step % len(examples)]
         loss = net(input_ids=ids, labels=labels).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+        tick(step + 1, extra=f"loss {loss.item():.3f}")
     net.eval()
     out = Path(out_dir)
     net.save_pretrained(out)

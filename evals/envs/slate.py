@@ -152,8 +152,10 @@ def load_frozen(out_dir: str | Path) -> tuple[SkillRepo, dict[str, Slate], dict]
     """A frozen snapshot back: its skills, its slates by game id, its manifest."""
     out = Path(out_dir)
     try:
-        manifest = json.loads((out / MANIFEST).read_text())
-    except (OSError, ValueError) as exc:
+        from skillos.safety import read_json_file
+
+        manifest = read_json_file(out / MANIFEST, "slate manifest")
+    except (OSError, ValueError, SkillosError) as exc:
         raise SkillosError(f"{out / MANIFEST}: not a frozen slate snapshot ({exc})") from None
     repo = SkillRepo.load(out / "skills")
     slates = {gid: Slate(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})

@@ -1,6 +1,7 @@
 """`skillos gate check` (static) on each shipped config against its 1 s target.
 
-Run by hand: `python tests/benchmarks/bench_gate_check.py`. Times the whole command (interpreter
+Run by hand: `python tests/benchmarks/bench_gate_check.py [CONFIG...] [--repeats N]` (default: every
+shipped config, best of 5). Times the whole command (interpreter
 start, imports, config load, every static check) as a subprocess, best of 5, and the checks
 alone in-process; prints each as a ratio of the target.
 """
@@ -15,9 +16,9 @@ TARGET_S = 1.0
 CONFIGS = [ROOT / "evals/configs/quickstart.yaml", *sorted((ROOT / "training/configs").glob("*.yaml"))]
 
 
-def command_wall(path: Path) -> float:
+def command_wall(path: Path, repeats: int = 5) -> float:
     best = float("inf")
-    for _ in range(5):
+    for _ in range(repeats):
         t = time.perf_counter()
         subprocess.run([sys.executable, "-m", "skillos", "gate", "check", str(path)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
@@ -36,8 +37,11 @@ def checks_only(path: Path) -> float:
 
 
 def main():
-    for path in CONFIGS:
-        wall, inner = command_wall(path), checks_only(path)
+    args = sys.argv[1:]
+    repeats = int(args[args.index("--repeats") + 1]) if "--repeats" in args else 5
+    paths = [Path(a) for i, a in enumerate(args) if a != "--repeats" and (i == 0 or args[i - 1] != "--repeats")]
+    for path in paths or CONFIGS:
+        wall, inner = command_wall(path, repeats), checks_only(path)
         print(f"{path.name:28s} command {wall:5.2f} s = {wall / TARGET_S:.2f} of {TARGET_S:.0f} s; "
               f"checks alone {1000 * inner:6.1f} ms = {inner / TARGET_S:.3f} of {TARGET_S:.0f} s")
 

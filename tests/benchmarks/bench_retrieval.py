@@ -11,6 +11,7 @@ import hashlib
 import math
 import random
 import statistics
+import sys
 import time
 
 from rank_bm25 import BM25Okapi
@@ -52,10 +53,12 @@ def p50(fn, repeats: int) -> float:
 
 def main():
     rng = random.Random(int.from_bytes(hashlib.sha256(b"bench-retrieval").digest()[:8], "big"))
-    for n, target in ((1000, 1.0), (10000, 5.0)):
+    sizes = [int(a) for a in sys.argv[1:]] or [1000, 10000]  # `bench_retrieval.py 200`: a quick run
+    for n in sizes:
+        target = 1.0 if n <= 1000 else 5.0
         repo = corpus(n, rng)
-        retriever = Retriever(repo)
-        retriever.search(TASKS[0])
+        retriever = Retriever(repo, "bm25")
+        retriever.search(TASKS[0], 5)
         queries = iter(TASKS * 1000)
         new = p50(lambda: retriever.search(next(queries), 5), 200)
         skills = repo.skills

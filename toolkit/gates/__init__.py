@@ -103,6 +103,9 @@ def parse_overrides(values: list[str]) -> dict[str, str]:
     return out
 
 
+STATIC_ONLY = ("sleep night",)  # launches gated by the static checks only
+
+
 def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo: Callable[[str], None] = print) -> Report:
     """Gate a launch: run the checks, record them, apply overrides, refuse on a FAIL."""
@@ -116,8 +119,11 @@ def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
                 raise SkillosError(f"--override {name}: no such check"
                                    f"{did_you_mean(name, names, list_allowed=False)}")
 
-    report = check(cfg, dry_run=True, ledger=ledger, before_dry_run=known, overridden=set(overrides),
-                   command=command)
+    # A sleep night replays mined tasks, not env games: the dry-run checks play the config's env
+    # (and generate its games on a first run: minutes) and say nothing about a night, whose own
+    # A/A calibration runs before any candidate. Its gates are the static ones.
+    report = check(cfg, dry_run=command not in STATIC_ONLY, ledger=ledger, before_dry_run=known,
+                   overridden=set(overrides), command=command)
     experiment = record_experiment(ledger, cfg)
     who = actor()
     for r in report.results:

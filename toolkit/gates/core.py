@@ -43,6 +43,7 @@ class Result:
     detail: str = ""
     overridden: str | None = None  # the override's reason, when a person overrode a FAIL
     reads: tuple = ()  # other config keys the check read besides `key` (traced by gate check --trace)
+    values: dict = field(default_factory=dict)  # the numbers behind the line, for --json (e.g. the MDE)
 
     @property
     def gate(self) -> int:
@@ -101,8 +102,9 @@ class Report:
                 f"{c['FAIL']} fail, {c['SKIP']} skip")
 
     def to_dict(self) -> dict:
+        mde = next((r.values for r in self.results if r.check == "mde" and r.values), None)
         data = {"config": self.config, "dry_run": self.dry_run, "counts": self.counts(),
-                "exit_code": self.exit_code, "results": [r.to_dict() for r in self.results]}
+                "exit_code": self.exit_code, "mde": mde, "results": [r.to_dict() for r in self.results]}
         if self.trace is not None:
             data["trace"] = [row.to_dict() for row in self.trace]
         return data

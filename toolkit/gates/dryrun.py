@@ -64,15 +64,9 @@ def _games(ctx: Context, split: str, n: int):
 def _generation_progress(ctx: Context, split: str):
     """A first run generates its games here (a minute or more): say so, every ~10%, instead of
     going silent before the first check line."""
-    shown = {"at": -1}
+    from skillos.safety import Ticker
 
-    def progress(done: int, total: int) -> None:
-        step = max(1, total // 10)
-        if done == total or done // step != shown["at"] // step:
-            shown["at"] = done
-            ctx.echo(f"  generating {split} games for the dry-run: {done}/{total}")
-
-    return progress
+    return Ticker(ctx.echo, f"  generating {split} games for the dry-run")  # per 10% or per 10 s
 def curator_training(fn):
     """A check of the curator's training rollouts: another trainer (skillgate.trainer) has its
     own dry-run checks below, so here it is a SKIP that says so."""

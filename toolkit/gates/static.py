@@ -429,17 +429,20 @@ def mde(ctx: Context) -> Result:
              "set experiment.expected_discordance from a pilot")
     planned = stats.mde(n, d, ctx.cfg.eval.alpha, ctx.cfg.eval.power)
     incident = "an improvement claimed below what the sample could detect"
+    values = {"mde": planned, "n": n, "discordance": d, "discordance_assumed": not e.expected_discordance,
+              "alpha": ctx.cfg.eval.alpha, "power": ctx.cfg.eval.power, "expected_effect": e.expected_effect}
     if e.expected_effect is None:
         return Result(check, gates, "WARN", "experiment.expected_effect", None, "<= MDE", incident,
                       f"the hypothesis claims no effect size; at n={n} the MDE at "
-                      f"{ctx.cfg.eval.power:.0%} power is {100 * planned:.1f} pts ({basis})")
+                      f"{ctx.cfg.eval.power:.0%} power is {100 * planned:.1f} pts ({basis})", values=values)
     needed = stats.n_for_effect(e.expected_effect, d, ctx.cfg.eval.alpha, ctx.cfg.eval.power)
+    values["n_needed"] = needed
     detail = (f"MDE at n={n}: {100 * planned:.1f} pts vs the claimed "
               f"{100 * e.expected_effect:.1f} pts ({basis})")
     if planned <= e.expected_effect:
-        return Result(check, gates, "PASS", "env.n_games", n, f">= {needed}", incident, detail)
+        return Result(check, gates, "PASS", "env.n_games", n, f">= {needed}", incident, detail, values=values)
     return Result(check, gates, "WARN", "env.n_games", n, f">= {needed}", incident,
-                  f"{detail}; {needed} paired games are needed")
+                  f"{detail}; {needed} paired games are needed", values=values)
 
 
 @static

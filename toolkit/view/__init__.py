@@ -24,6 +24,7 @@ def serve(home: Path | None = None, runs: Path | None = None, host: str = "127.0
         server.server_close()
 
 
-def export_site(out: Path, home: Path | None = None, runs: Path | None = None) -> dict:
-    """Every page as a static site in `out` (HTML + JSON) that opens from disk."""
-    return export(Source(home, runs), out)
+def export_site(out: Path, home: Path | None = None, runs: Path | None = None, echo=None) -> dict:
+    """Every page as a static site in `out` (HTML + JSON) that opens from disk; `echo` gets a
+    progress line per 10% of the pages or per 10 s."""
+    return export(Source(home, runs), out, echo)

@@ -7,6 +7,11 @@ answers /api/doc?key=KEY and `--export` writes every document to disk. Nothing h
 A document never fails as a whole because of one bad record: a JSONL line cut off by a kill, a
 ledger row that does not parse, a missing folder become entries of the document's `problems`
 list, which every page shows at its top.
+
+Only files under the run folders it was given are read: a run folder is one found under RUNS
+(or named by the ledger and lying under RUNS), every file read must resolve inside its run
+folder (a symlink out of it is a problem, not a read), names taken from a key (an arm) are
+plain names, and every read is the FIFO-safe, size-capped one of skillos.safety.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from skillos import safety
 from skillos.errors import SkillosError
 
 ROW_FILES = (("train", "curation.jsonl"), ("eval", "games.jsonl"))
@@ -32,36 +38,58 @@ def split_key(key: str) -> list[str]:
     return [unquote(p) for p in key.split("/")]
 
 
-def read_jsonl(path: Path, problems: list) -> list[dict]:
-    """Rows of a JSONL file; a line that does not parse is a problem (named with its line and
-    whether it is a partial last line), never a crash and never silently dropped."""
+SKIP_WORDS = {"partial-last-line": "partial last line (a run in progress or killed mid-write)",
+              "unparseable-line": "not a JSON object", "not-an-object": "not a JSON object",
+              "line-too-long": f"a line longer than {safety.MAX_LINE_BYTES} bytes, skipped",
+              "too-deep": f"nested deeper than {safety.MAX_JSON_DEPTH} levels, skipped",
+              "repaired-utf8": "not UTF-8 (read with replacements)",
+              "file-truncated": "read stopped at the size cap"}
+
+
+def inside(folder: Path, path: Path) -> bool:
+    """Whether `path`, with every symlink resolved, lies inside `folder` (resolved)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        problems.append(f"{path.name}: cannot read ({exc.strerror})")
+        path.resolve().relative_to(folder.resolve())
+        return True
+    except (ValueError, OSError, RuntimeError):
+        return False
+
+
+def plain_name(name: str) -> bool:
+    """A name taken from a URL that may become one path component: no separator, no NUL, not . or .."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0")
+
+
+def read_jsonl(path: Path, problems: list, folder: Path | None = None) -> list[dict]:
+    """Rows of a JSONL file, read bounded; a line that does not parse, is too long or too deep is
+    a problem (named with its line and whether it is a partial last line), never a crash and
+    never silently dropped. A file outside `folder` (through a symlink) is not read."""
+    if folder is not None and not inside(folder, path):
+        problems.append(f"{path.name}: points outside the run folder; not read")
         return []
-    rows, lines = [], text.split("\n")
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError("not an object")
-            rows.append(row)
-        except ValueError:
-            last = number == len(lines)  # no newline after it: a write cut off or in progress
-            what = "partial last line (a run in progress or killed mid-write)" if last else "not a JSON object"
-            problems.append(f"{path.name} line {number}: {what}: {line[:80]!r}")
+    skips = safety.Skips(keep=50)
+    try:
+        rows = [row for _, _, row in safety.jsonl_records(path, path.name, skips)]
+    except SkillosError as exc:
+        problems.append(str(exc))
+        return []
+    for place in skips.places:
+        where, _, reason = place.rpartition(": ")
+        problems.append(f"{where}: {SKIP_WORDS.get(reason, reason)}")
+    if skips.total() > len(skips.places):
+        problems.append(f"{path.name}: {skips.total() - len(skips.places)} more lines skipped ({skips.summary()})")
     return rows
 
 
-def read_json(path: Path, problems: list):
-    if not path.exists():
+def read_json(path: Path, problems: list, folder: Path | None = None):
+    if not path.exists() and not path.is_symlink():
+        return None
+    if folder is not None and not inside(folder, path):
+        problems.append(f"{path.name}: points outside the run folder; not read")
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return safety.read_json_file(path, path.name, expect=None)
+    except SkillosError as exc:
         problems.append(f"{path.name}: does not parse ({exc})")
         return None
 
@@ -74,6 +102,7 @@ class Source:
         self.home = Path(home or os.environ.get("SKILLOS_HOME") or ".skillos")
         self.runs = Path(runs or "runs")
         self.ledger_path = self.home / "ledger.db"
+        self._folders: tuple[float, dict] | None = None
 
     # -- plumbing -------------------------------------------------------------------------
     def _ledger(self, problems: list):
@@ -94,13 +123,16 @@ class Source:
             return default
 
     def run_folders(self) -> dict:
-        """run id -> folder: folders under RUNS with run files, and outputs the ledger names."""
+        """run id -> folder: folders under RUNS with run files, and outputs the ledger names that
+        lie under RUNS. A folder reached through a symlink that leads out of RUNS is left out."""
         found = {}
         if self.runs.is_dir():  # up to three levels down: never a walk through checkpoint trees
             for depth in ("", "*/", "*/*/", "*/*/*/"):
                 for marker in RUN_MARKERS:
                     for path in sorted(self.runs.glob(depth + marker)):
                         folder = path.parent
+                        if not inside(self.runs, folder):
+                            continue
                         rid = folder.relative_to(self.runs).as_posix()
                         found.setdefault(folder.resolve(), self.runs.resolve().name if rid == "." else rid)
         problems: list = []
@@ -108,7 +140,9 @@ class Source:
         if ledger is not None:
             for row in self._guard(problems, "runs", lambda: ledger.rows("runs"), []):
                 output = self._guard(problems, "run config", lambda: _output(row))  # shown by its page
-                if output and Path(output).is_dir() and Path(output).resolve() not in found:
+                if not isinstance(output, str) or not output or "\0" in output:
+                    continue
+                if Path(output).is_dir() and inside(self.runs, Path(output)) and Path(output).resolve() not in found:
                     found[Path(output).resolve()] = Path(output).name or "run"
             ledger.close()
         by_id, taken = {}, set()
@@ -209,7 +243,7 @@ class Source:
                     outputs.append(run["rid"])
             run_ids = [r["id"] for r in data["runs"]]
             for rid in outputs:
-                report = read_json(folders[rid] / "report.json", problems)
+                report = read_json(folders[rid] / "report.json", problems, folders[rid])
                 if isinstance(report, dict):
                     data["reports"].append({"rid": rid, "comparisons": report.get("comparisons", []),
                                             "family_correction": report.get("family_correction"),
@@ -218,7 +252,9 @@ class Source:
             data["gate_results"] = [g for g in ledger.rows("gate_results")
                                     if g["experiment_id"] == exp_id or g["run_id"] in run_ids]
             data["overrides"] = [o for o in ledger.rows("overrides") if o["experiment_id"] == exp_id]
-            data["candidates"] = [c for c in ledger.rows("candidates") if c["run_id"] in run_ids]
+            data["candidates"] = [self._guard(problems, f"candidate #{c.get('id')}",
+                                              lambda: ledger._current("candidates", c), c)
+                                  for c in ledger.rows("candidates") if c["run_id"] in run_ids]
             data["failures"] = self._guard(problems, "failures", lambda: [
                 f for f in ledger.failures() if f["experiment_id"] == exp_id or f["run_id"] in run_ids], [])
             from skillos.ledger.postmortem import postmortem
@@ -247,19 +283,20 @@ class Source:
         data["path"] = str(folder)
         for phase, name in ROW_FILES:
             if (folder / name).exists():
-                for row in read_jsonl(folder / name, problems):
+                for row in read_jsonl(folder / name, problems, folder):
                     row.setdefault("phase", phase)
                     data["rows"].append(row)
         data["arms"] = sorted({str(r.get("arm")) for r in data["rows"]})
-        data["learning_arms"] = sorted({str(r.get("arm")) for r in data["rows"] if r.get("phase") == "train"}
-                                       | {p.name[5:] for p in folder.glob("repo-*") if p.is_dir()})
+        data["learning_arms"] = sorted(a for a in ({str(r.get("arm")) for r in data["rows"] if r.get("phase") == "train"}
+                                                   | {p.name[5:] for p in folder.glob("repo-*") if p.is_dir()})
+                                       if plain_name(a))
         if (folder / TRACES).exists():
             data["traced"] = sorted({make_key(t.get("arm"), t.get("phase"), t.get("game_id"))
-                                     for t in read_jsonl(folder / TRACES, problems)})
-        data["report"] = read_json(folder / "report.json", problems)
-        data["sweep"] = read_json(folder / "sweep.json", problems)
+                                     for t in read_jsonl(folder / TRACES, problems, folder)})
+        data["report"] = read_json(folder / "report.json", problems, folder)
+        data["sweep"] = read_json(folder / "sweep.json", problems, folder)
         if (folder / "history.jsonl").exists():
-            data["history"] = read_jsonl(folder / "history.jsonl", problems)
+            data["history"] = read_jsonl(folder / "history.jsonl", problems, folder)
         ledger = self._ledger([]) if self.ledger_path.exists() else None
         if ledger is not None:
             for row in self._guard(problems, "ledger runs", lambda: ledger.rows("runs"), []):
@@ -279,11 +316,11 @@ class Source:
         if folder is None:
             return data
         name = dict(ROW_FILES).get(phase, "games.jsonl")
-        for row in read_jsonl(folder / name, problems) if (folder / name).exists() else []:
+        for row in read_jsonl(folder / name, problems, folder) if (folder / name).exists() else []:
             if row.get("arm") == arm and row.get("game_id") == game_id:
                 data["row"] = row
         if (folder / TRACES).exists():
-            for trace in read_jsonl(folder / TRACES, problems):
+            for trace in read_jsonl(folder / TRACES, problems, folder):
                 if (trace.get("arm"), trace.get("phase"), trace.get("game_id")) == (arm, phase, game_id):
                     data["trace"] = trace  # the last one: a resumed game was played again
         if data["trace"] is None:
@@ -301,9 +338,12 @@ class Source:
         folder = self._folder(rid, problems)
         if folder is None:
             return data
+        if not plain_name(arm):
+            problems.append(f"{arm!r} is not an arm name")
+            return data
         if (folder / TRACES).exists():
             last = {}
-            for trace in read_jsonl(folder / TRACES, problems):
+            for trace in read_jsonl(folder / TRACES, problems, folder):
                 if trace.get("arm") == arm:
                     last[(trace.get("phase"), trace.get("game_id"))] = trace
             order = {"train": 0, "eval": 1}
@@ -313,12 +353,15 @@ class Source:
         else:
             problems.append(f"no {TRACES} in this run: only the repo as it is now is shown")
         repo_dir = folder / f"repo-{arm}"
-        if repo_dir.is_dir():
+        if repo_dir.is_dir() and inside(folder, repo_dir):
             for path in sorted(repo_dir.glob("*/SKILL.md")):
+                if not inside(folder, path):
+                    problems.append(f"{path.parent.name}/SKILL.md: points outside the run folder; not read")
+                    continue
                 try:
-                    data["final"][path.parent.name] = path.read_text(encoding="utf-8", errors="replace")
-                except OSError as exc:
-                    problems.append(f"{path}: cannot read ({exc.strerror})")
+                    data["final"][path.parent.name] = safety.read_text(path, safety.MAX_SKILL_BYTES, "SKILL.md")
+                except SkillosError as exc:
+                    problems.append(str(exc))
         return data
 
     def failures(self) -> dict:

@@ -62,16 +62,35 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     rows = read_jsonl(rows_path, problems)
     if not rows:
         raise SkillosError(f"{rows_path}: no games recorded" + (f" ({problems[0]})" if problems else ""))
+    from skillos import safety
+    from skillos.evals.records import check_schema
+    from skillos.evals.trace import damage
+
+    for number, row in enumerate(rows, 1):
+        check_schema(row, f"{rows_path} row {number}")
+        if row.get("success") not in (True, False, None) or not isinstance(row.get("game_id"), str):
+            raise SkillosError(f"{rows_path} row {number}: damaged row (success {row.get('success')!r}, game_id "
+                               f"{row.get('game_id')!r})")
     traces = {}
     if (run_dir / TRACES).exists():
         for t in read_jsonl(run_dir / TRACES, problems):
+            wrong = damage(t)
+            if wrong:
+                raise SkillosError(f"{run_dir / TRACES}: damaged trace of game {str(t.get('game_id'))[:60]!r} "
+                                   f"({wrong}); move the line away and export again")
             traces[(t.get("arm"), t.get("phase"), t.get("game_id"))] = t  # the last one wins (a resume)
     config = {}
     if (run_dir / "config.yaml").exists():
-        config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+        config = safety.load_yaml(safety.read_text(run_dir / "config.yaml", safety.MAX_CONFIG_BYTES, "config.yaml"),
+                                  str(run_dir / "config.yaml")) or {}
+        config = config if isinstance(config, dict) else {}
     executor = config.get("executor") or {}
     model = f"{executor.get('backend', 'unknown')}/{executor.get('model') or 'none'}"
 
+    from skillos.secrets import redact
+
+    rows = [redact(r) for r in rows]  # a key written into a run file by hand stays out of the log
+    traces = {k: redact(t) for k, t in traces.items()}
     samples, scored, won = [], 0, 0
     for row in rows:
         trace = traces.get((row.get("arm"), phase, row.get("game_id")))

@@ -109,24 +109,21 @@ def intent_skip(text: str) -> str | None:
 
 
 def _lines(path: Path, skipped: Counter, repaired: Counter, source: str):
-    """(raw text, record) per JSON line; a line that does not parse is counted and skipped."""
-    for raw in path.read_bytes().splitlines():
-        if not raw.strip():
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            line = raw.decode("utf-8", errors="replace")
-            repaired[source] += 1
-        try:
-            record = json.loads(line)
-        except ValueError:
-            skipped["unparseable-line"] += 1
-            continue
-        if isinstance(record, dict):
+    """(raw text, record) per JSON line, read bounded (skillos.safety.jsonl_records): a line that
+    does not parse, is not an object, is longer than MAX_LINE_BYTES or nested deeper than
+    MAX_JSON_DEPTH is counted by its reason and skipped, never held whole or recursed."""
+    from skillos import safety
+
+    skips = safety.Skips(keep=0)
+    try:
+        for _, line, record in safety.jsonl_records(path, "transcript", skips):
             yield line, record
-        else:
-            skipped["unparseable-line"] += 1
+    finally:
+        for reason, n in skips.counts.items():
+            if reason == "repaired-utf8":
+                repaired[source] += n
+            else:
+                skipped["unparseable-line" if reason in ("not-an-object", "partial-last-line") else reason] += n
 
 
 def _text_of(content) -> str:
@@ -300,7 +297,7 @@ def _files(s, sources, skipped: Counter):
             yield "codex-archive", path
 
 
-def harvest(s, home: Path | None = None) -> Harvest:
+def harvest(s, home: Path | None = None, progress=None) -> Harvest:
     """Read every session the `sleep` config section `s` names; write a digest under
     `home/digests/` when `home` is given. Nothing is read over the network or written elsewhere."""
     sources = list(s.sources)
@@ -311,7 +308,10 @@ def harvest(s, home: Path | None = None) -> Harvest:
     skipped, repaired = Counter(), Counter()
     counts, errors = {}, []
     sessions, seen = [], set()
-    for source, path in _files(s, sources, skipped):
+    files = list(_files(s, sources, skipped))
+    for done, (source, path) in enumerate(files):
+        if progress:
+            progress(done, len(files))
         c = counts.setdefault(source, {"files": 0, "sessions": 0, "user_turns": 0, "assistant_turns": 0})
         c["files"] += 1
         try:
@@ -320,6 +320,10 @@ def harvest(s, home: Path | None = None) -> Harvest:
         except OSError as exc:
             skipped["unreadable-file"] += 1
             errors.append(f"{path}: {exc.strerror or exc}")
+            continue
+        except SkillosError as exc:  # a FIFO, a device or a folder named like a transcript
+            skipped["not-a-regular-file"] += 1
+            errors.append(str(exc))
             continue
         if session is None:
             continue
@@ -338,6 +342,8 @@ def harvest(s, home: Path | None = None) -> Harvest:
             skipped["no-user-turn"] += 1
             continue
         sessions.append(redact_session(session))
+    if progress:
+        progress(len(files), len(files))
     sessions.sort(key=lambda x: (x.started or "", x.id), reverse=True)
     if len(sessions) > s.max_sessions:
         skipped["over-max-sessions"] += len(sessions) - s.max_sessions
@@ -365,5 +371,15 @@ def write_digest(h: Harvest, home: Path) -> Path:
 
 
 def read_digest(path: Path) -> list[Session]:
-    rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [Session.from_dict(r) for r in rows if "summary" not in r]
+    """The sessions of a digest harvest wrote; a damaged line is a one-line error."""
+    from skillos import safety
+
+    skips = safety.Skips()
+    rows = [r for _, _, r in safety.jsonl_records(path, "harvest digest", skips)]
+    if skips:
+        raise SkillosError(f"{path}: damaged digest ({skips.places[0]}); run skillos sleep harvest again")
+    try:
+        return [Session.from_dict(r) for r in rows if "summary" not in r]
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise SkillosError(f"{path}: damaged digest ({type(exc).__name__}: {exc}); "
+                           "run skillos sleep harvest again") from None

@@ -161,20 +161,14 @@ def assign_splits(tasks: list[Task], validation_share: float, test_share: float)
 
 def load_tasks(path: str | Path) -> list[Task]:
     """A reviewed task file: JSONL, one {"prompt", "checks", optional "sessions", "skill"} a line."""
+    from skillos import safety
+
     path = Path(path).expanduser()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SkillosError(f"{path}: cannot read the task file ({exc})") from None
+    skips = safety.Skips()
     tasks, seen = [], set()
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    # bounded: a FIFO or device is refused, a line too long or too deep is not read whole
+    for n, _, row in safety.jsonl_records(path, "task file", skips, objects_only=False):
         where = f"{path} line {n}"
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise SkillosError(f"{where}: not a JSON object") from None
         if not isinstance(row, dict) or not str(row.get("prompt") or "").strip():
             raise SkillosError(f"{where}: a task needs a non-empty 'prompt'")
         checks = validate_checks(row.get("checks"), where)
@@ -183,6 +177,11 @@ def load_tasks(path: str | Path) -> list[Task]:
             raise SkillosError(f"{where}: the same prompt as an earlier task")
         seen.add(tid)
         tasks.append(Task(tid, row["prompt"], checks, "reviewed", list(row.get("sessions") or []), row.get("skill")))
+    if skips:  # a damaged line is an error, never a task quietly left out
+        words = {"unparseable-line": "not a JSON object", "partial-last-line": "not a JSON object"}
+        place, _, reason = skips.places[0].rpartition(": ")
+        raise SkillosError(f"{path}{place[len(path.name):]}: {words.get(reason, reason)} "
+                           f"({skips.summary()}); fix the task file")
     if not tasks:
         raise SkillosError(f"{path}: no tasks")
     return tasks

@@ -15,14 +15,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.safety import RunLock
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
-from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, Caller, Outage,
-                                           Outcome, Replayer, estimate_tokens, system_prompt)
-from skillos.training.sleep.stage import (END, learned_lines, outside_block, read_live_skill, sleep_home, stamp,
-                                          with_learned, write_proposal)
+from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
+                                           Outage, Outcome, Replayer, SkillFollower, estimate_tokens,
+                                           system_prompt)
+from skillos.training.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
+                                          recover_nights, sleep_home, stamp, with_learned, write_proposal)
 
 MODEL_BACKENDS = ("openai", "anthropic", "hf", "vllm")
 
@@ -32,9 +35,10 @@ def preflight(cfg) -> tuple[Path, str]:
     s = cfg.sleep
     if not s.skill:
         raise SkillosError("sleep.skill: name the live skill folder a night improves (it holds SKILL.md)")
-    if s.model.backend not in MODEL_BACKENDS:
+    if s.model.backend not in MODEL_BACKENDS and not _offline(s.model):
         raise SkillosError(f"sleep.model.backend: a night replays tasks with a model backend "
-                           f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r}")
+                           f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r} (the offline example uses "
+                           f"backend heuristic with model {OFFLINE_WRITER}: training/configs/sleep-example/)")
     if s.optimizer.backend not in ("heuristic", *MODEL_BACKENDS):
         raise SkillosError(f"sleep.optimizer.backend: heuristic or one of {', '.join(MODEL_BACKENDS)}")
     from skillos.evals.stats import GATE_MODES
@@ -59,18 +63,41 @@ def preflight(cfg) -> tuple[Path, str]:
     return read_live_skill(relative_to_config(cfg, s.skill))
 
 
-def gather(cfg, tasks_file=None, home: Path | None = None) -> tuple[list[Task], dict]:
-    """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`)."""
+def _offline(model) -> bool:
+    return model.backend == "heuristic" and model.model == OFFLINE_WRITER
+
+
+def _chat(model):
+    from skillos.evals.backends.chat import make_chat
+
+    return SkillFollower() if _offline(model) else make_chat(model)
+
+
+def sleep_section(cfg):
+    """cfg.sleep with its transcript folders resolved beside the config file (~ expanded)."""
+    from skillos.config import relative_to_config
+
+    s = cfg.sleep
+    return dataclasses.replace(s, **{k: str(relative_to_config(cfg, Path(getattr(s, k)).expanduser()))
+                                     for k in ("claude_dir", "codex_dir")})
+
+
+def gather(cfg, tasks_file=None, home: Path | None = None, echo=None) -> tuple[list[Task], dict]:
+    """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`).
+    Relative transcript folders resolve beside the config file, like every input it names."""
+    from skillos.config import relative_to_config
+    from skillos.safety import Ticker
     from skillos.training.sleep.harvest import harvest
 
     path = tasks_file or cfg.sleep.tasks
     if path:
-        from skillos.config import relative_to_config
-
         tasks = load_tasks(relative_to_config(cfg, path))
         return tasks, {"source": f"reviewed task file {path}", "sessions": None, "mined": None}
-    h = harvest(cfg.sleep, home)
+    h = harvest(sleep_section(cfg), home, progress=Ticker(echo, "harvest: transcript files read") if echo else None)
     tasks, counts = mine(h.sessions, judge=cfg.judge.backend is not None)
+    if echo:
+        echo(f"mine: {len(tasks)} checkable tasks from {len(h.sessions)} sessions "
+             f"({counts.get('candidates', 0)} candidates; dropped {counts.get('dropped') or 'none'})")
     return tasks, {"source": "mined", "sessions": len(h.sessions), "harvest": h.summary(), "mined": counts}
 
 
@@ -237,17 +264,20 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
     skill_path, seed_text = preflight(cfg)
     cfg = _named(cfg, skill_path.parent.name)
     s, home = cfg.sleep, sleep_home(cfg.sleep)
-    budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)  # the wall clock starts here
     model = _model(s)
-    chat = make_chat(model)  # a missing key or model is refused before the gates run
+    chat = _chat(model)  # a missing key or model is refused before the gates run
     judge = make_chat(cfg.judge) if cfg.judge.backend else None
     proposer = (HeuristicProposer() if s.optimizer.backend == "heuristic"
                 else LLMProposer(s.optimizer, s.edit_anywhere))
-    own, run_id, ended = ledger is None, None, False
+    own, run_id, ended, lock = ledger is None, None, False, None
     ledger = Ledger() if own else ledger
     try:
+        for night in recover_nights(home, ledger):  # nights killed before: recorded as aborted
+            echo(f"night {night} was killed mid-run: recorded as aborted")
         gate(cfg, ledger)
-        tasks, source = gather(cfg, tasks_file, home)
+        tasks, source = gather(cfg, tasks_file, home, echo)
+        # the night's wall clock starts here: the gates and the harvest are not its spending
+        budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)
         splits = assign_splits(tasks, s.validation_share, s.test_share)
         night_id = stamp()
         night_dir = home / "nights" / night_id
@@ -255,6 +285,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
             night_id += "x"
             night_dir = home / "nights" / night_id
         night_dir.mkdir(parents=True)
+        lock = RunLock(night_dir).acquire()  # held while the night runs: a dead holder means it was killed
         (night_dir / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
         name = skill_path.parent.name
         echo(f"night {night_id}: {len(tasks)} tasks ({', '.join(f'{len(v)} {k}' for k, v in splits.items())}) "
@@ -262,6 +293,10 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
         experiment = record_experiment(ledger, cfg)
         run_id = ledger.start_run(experiment, "sleep-night", config={**cfg.to_dict(), "night": night_id},
                                   seed=cfg.env.seed)
+        from skillos.files import write_atomic as _write
+
+        _write(night_dir / NIGHT, json.dumps({"night": night_id, "run_id": run_id, "experiment_id": experiment,
+                                              "skill": str(skill_path), "pid": os.getpid(), "started_at": stamp()}))
         caller = Caller(budget, s.max_consecutive_errors)
         replayer = Replayer(caller, chat, model.max_tokens, judge)
         memory = RejectedMemory(home / "rejected.json")
@@ -270,9 +305,12 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
         outcomes_log = night_dir / "outcomes.jsonl"
 
         def play(text: str, ts: list, arm: str) -> dict:
-            out = {}
+            from skillos.safety import Ticker
+
+            out, tick = {}, Ticker(echo, f"{arm}: tasks replayed", len(ts))
             try:
                 for t in ts:
+                    tick(len(out))
                     try:
                         out[t.id] = replayer.run(t, text, name)
                     except Outage as exc:  # the call that tipped it was made and failed: unmeasured
@@ -283,6 +321,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
                             with open(outcomes_log, "a", encoding="utf-8") as fh:
                                 fh.write(json.dumps({"arm": arm, "task": t.id, **out[t.id].to_dict()}) + "\n")
             finally:  # an arm cut short by a cap is recorded with what it measured
+                tick(len(out))
                 if ts:
                     ledger.add_eval(run_id, arm, _summary(out), str(outcomes_log), None)
             return out
@@ -400,10 +439,24 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
             raise CalibrationFailed(stop)
         return report
     except BaseException as exc:
-        if run_id is not None and not ended:  # a crash or ^C: the run says so instead of "running" forever
-            ledger.end_run(run_id, "crashed", f"{type(exc).__name__}: {exc}")
+        if run_id is not None and not ended:  # a crash, ^C or SIGTERM: the run says so, not "running" forever
+            killed = isinstance(exc, (KeyboardInterrupt, SystemExit))
+            why = f"{type(exc).__name__}: {exc}"[:500]
+            ledger.end_run(run_id, "aborted" if killed else "crashed", why)
+            try:
+                from skillos.files import write_atomic as _write
+
+                _write(night_dir / "report.json", json.dumps({
+                    "night": night_id, "status": "aborted" if killed else "crashed", "stopped_because": why,
+                    "verdict": f"{'aborted' if killed else 'crashed'} ({why}); nothing staged", "skill": str(skill_path),
+                    "proposal": None,
+                    "run_id": run_id, "candidates": [], "accepted": 0}, indent=1))
+            except OSError:
+                pass
         raise
     finally:
+        if lock is not None:
+            lock.release()
         if own:
             ledger.close()
 

@@ -180,3 +180,39 @@ class Replayer:
         messages = [{"role": "user", "content": JUDGE_PROMPT.format(rubric=rubric, prompt=prompt, answer=answer)}]
         reply = self.caller.call(self.judge, messages, self.judge_max_tokens)
         return None if reply is None else parse_verdict(reply.text)
+
+
+OFFLINE_WRITER = "skill-follower"  # sleep.model {backend: heuristic, model: skill-follower}
+
+
+class SkillFollower:
+    """The no-model writer of the shipped offline example (`sleep.model: {backend: heuristic,
+    model: skill-follower}`): it answers every request with a short generic reply and does exactly
+    what the loaded skill's lines say, in the shapes the heuristic proposer writes them (include
+    `X`, a `## X` section, use the `X` tool, keep within N words). A skill that says nothing useful
+    leaves its answers failing their checks; one that learned the right lines passes them. It shows
+    the loop (replay, gate, stage) offline and in seconds; it says nothing about a model."""
+
+    model = OFFLINE_WRITER
+    _INCLUDE = re.compile(r"include `([^`]+)` in the answer", re.I)
+    _SECTION = re.compile(r"include a `#+\s*([^`]+)` section", re.I)
+    _TOOL = re.compile(r"use the `([^`]+)` tool", re.I)
+    _WITHIN = re.compile(r"keep the answer within (\d+)-(\d+|any) (words|lines|chars)", re.I)
+
+    def chat(self, messages: list[dict], tools: list[dict] | None = None):
+        from skillos.evals.backends.chat import ChatResult
+
+        skill = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        request = messages[-1]["content"] if messages else ""
+        lines = [f"Done: {request.strip().splitlines()[0][:80] if request.strip() else 'the request'}."]
+        lines += [m.group(1) for m in self._INCLUDE.finditer(skill)]
+        for m in self._SECTION.finditer(skill):
+            lines += [f"## {m.group(1).strip()}", "- see above"]
+        calls = [{"name": m.group(1), "arguments": {}} for m in self._TOOL.finditer(skill)
+                 if tools and any(t["function"]["name"] == m.group(1) for t in tools)]
+        text = "\n".join(lines)
+        within = self._WITHIN.search(skill)
+        if within and within.group(2) != "any" and within.group(3).lower() == "words":
+            text = " ".join(text.split()[:int(within.group(2))])
+        words = len(" ".join(m["content"] for m in messages).split())
+        return ChatResult(text, calls, prompt_tokens=words, completion_tokens=len(text.split()))

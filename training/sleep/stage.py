@@ -119,46 +119,177 @@ def render_report(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def adopt(proposal: str | Path, home: Path, skill: str | Path | None = None) -> dict:
-    """Back up the live skill, then install the proposal's SKILL.md atomically."""
-    from skillos.repo import parse_skill
-    from skillos.repo.store import write_atomic
+JOURNAL = "adopt.journal.json"  # in a proposal folder while an adopt (or an undo) is between its writes
+PROPOSAL_KEYS = {"night": str, "skill": str, "live_sha256": str, "proposed_sha256": str}
 
+
+def _proposal_folder(proposal: str | Path, home: Path) -> Path:
     folder = Path(proposal).expanduser()
     if not folder.is_dir() and (home / "proposals" / str(proposal)).is_dir():
         folder = home / "proposals" / str(proposal)
-    meta_path = folder / "proposal.json"
-    if not meta_path.is_file() or not (folder / "SKILL.md").is_file():
+    if not (folder / "proposal.json").exists() or not (folder / "SKILL.md").is_file():
         raise SkillosError(f"{folder}: not a sleep proposal (no proposal.json and SKILL.md)")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("adopted_at"):
-        raise SkillosError(f"{folder}: already adopted at {meta['adopted_at']} (backup {meta.get('backup')})")
-    target = Path(skill).expanduser() if skill else Path(meta["skill"])
-    target = target / "SKILL.md" if target.is_dir() or target.suffix != ".md" else target
+    return folder
+
+
+def read_proposal(folder: Path) -> dict:
+    """proposal.json, whole and of the right shape, or a one-line error."""
+    from skillos.safety import read_json_file
+
+    meta = read_json_file(folder / "proposal.json", "sleep proposal")
+    for key, kind in PROPOSAL_KEYS.items():
+        if not isinstance(meta.get(key), kind):
+            raise SkillosError(f"{folder / 'proposal.json'}: damaged sleep proposal ({key} is {meta.get(key)!r}); "
+                               "run a new night")
+    return meta
+
+
+def _text(path: Path, what: str) -> str:
+    from skillos.safety import MAX_SKILL_BYTES, read_text
+
+    return read_text(path, MAX_SKILL_BYTES, what)
+
+
+def adopt(proposal: str | Path, home: Path, skill: str | Path | None = None, undo: bool = False) -> dict:
+    """Back up the live skill, then install the proposal's SKILL.md atomically.
+
+    Its writes (backup, skill, proposal.json) are journaled in the proposal folder first, so an
+    adopt that crashed between them is completed by running it again, or undone with `undo`
+    (the backup put back, when the live skill is still the proposal's). A live skill changed by
+    anyone else in between is refused, never overwritten."""
+    from skillos.repo import parse_skill
+    from skillos.repo.store import write_atomic
+    from skillos.safety import read_json_file
+
+    folder = _proposal_folder(proposal, home)
+    meta_path, journal_path = folder / "proposal.json", folder / JOURNAL
+    meta = read_proposal(folder)
+    journal = read_json_file(journal_path, "adopt journal") if journal_path.exists() else None
+    if journal is not None and not all(isinstance(journal.get(k), str) for k in ("target", "backup")):
+        raise SkillosError(f"{journal_path}: damaged adopt journal; compare {meta['skill']} with its backups "
+                           f"under {home / 'backups'} by hand")
+    if undo:
+        return _undo(folder, meta, journal, home)
+    if meta.get("adopted_at") and journal is None:
+        raise SkillosError(f"{folder}: already adopted at {meta['adopted_at']} (backup {meta.get('backup')}); "
+                           "undo with --undo")
+    new = _text(folder / "SKILL.md", "proposed SKILL.md")
+    if sha(new) != meta["proposed_sha256"]:
+        raise SkillosError(f"{folder / 'SKILL.md'}: differs from what night {meta['night']} proposed (sha256); "
+                           "run a new night")
+    parse_skill(new, str(folder / "SKILL.md"))
+    if journal is not None:  # a crashed adopt: finish what it started
+        target, backup = Path(journal["target"]), Path(journal["backup"])
+    else:
+        target = Path(skill).expanduser() if skill else Path(meta["skill"])
+        target = target / "SKILL.md" if target.is_dir() or target.suffix != ".md" else target
+        backup = home / "backups" / f"{target.parent.name}-{stamp()}-{meta['night']}" / "SKILL.md"
     if not target.is_file():
         raise SkillosError(f"--skill: {target} is not a live SKILL.md")
-    live = target.read_text(encoding="utf-8")
-    if sha(live) != meta["live_sha256"]:
+    live = _text(target, "live SKILL.md")
+    if sha(live) not in (meta["live_sha256"], meta["proposed_sha256"] if journal is not None else None):
         raise SkillosError(f"{target}: the live skill changed since night {meta['night']} read it; "
                            "run a new night instead of adopting a stale proposal")
-    new = (folder / "SKILL.md").read_text(encoding="utf-8")
-    parse_skill(new, str(folder / "SKILL.md"))
-    backup = home / "backups" / f"{target.parent.name}-{stamp()}-{meta['night']}" / "SKILL.md"
-    write_atomic(backup, live)
-    write_atomic(target, new)
-    meta.update(adopted_at=stamp(), backup=str(backup), adopted_into=str(target))
+    if journal is None:
+        write_atomic(journal_path, json.dumps({"target": str(target), "backup": str(backup), "started_at": stamp()}))
+    if sha(live) == meta["live_sha256"]:
+        write_atomic(backup, live)
+        write_atomic(target, new)
+    elif not backup.is_file():  # installed, but the backup is gone: nothing to undo with
+        raise SkillosError(f"{backup}: the backup of a crashed adopt is missing; the live skill holds the proposal")
+    meta.update(adopted_at=stamp(), backup=str(backup), adopted_into=str(target), completed=journal is not None)
+    meta.pop("undone_at", None)
     write_atomic(meta_path, json.dumps(meta, indent=1))
+    journal_path.unlink(missing_ok=True)
+    return meta
+
+
+def _undo(folder: Path, meta: dict, journal: dict | None, home: Path) -> dict:
+    from skillos.repo.store import write_atomic
+
+    source = journal or ({"target": meta.get("adopted_into"), "backup": meta.get("backup")}
+                         if meta.get("adopted_at") else None)
+    if not source or not source.get("target"):
+        raise SkillosError(f"{folder}: not adopted, nothing to undo")
+    target, backup = Path(source["target"]), Path(source["backup"] or "")
+    live = _text(target, "live SKILL.md") if target.is_file() else None
+    if live is not None and sha(live) == meta["live_sha256"]:
+        pass  # the install never happened (or was undone): only the records change
+    elif live is None or sha(live) != meta["proposed_sha256"]:
+        raise SkillosError(f"{target}: the live skill is neither the proposal nor what the night read; "
+                           "it changed since: restore it by hand from the backups under " + str(home / "backups"))
+    elif not backup.is_file():
+        raise SkillosError(f"{backup}: the backup is missing; cannot undo")
+    else:
+        write_atomic(target, _text(backup, "backup SKILL.md"))
+    meta.update(adopted_at=None, undone_at=stamp(), restored_from=str(backup))
+    write_atomic(folder / "proposal.json", json.dumps(meta, indent=1))
+    (folder / JOURNAL).unlink(missing_ok=True)
     return meta
 
 
 def status(home: Path) -> dict:
+    """Nights (a damaged report shown as damaged, a killed night as aborted) and proposals."""
+    from skillos.safety import read_json_file
+
     nights = []
     for report in sorted((home / "nights").glob("*/report.json")):
-        r = json.loads(report.read_text())
+        try:
+            r = read_json_file(report, "night report")
+        except SkillosError as exc:
+            r = {"night": report.parent.name, "status": "damaged", "verdict": str(exc)}
         nights.append({k: r.get(k) for k in ("night", "status", "verdict", "skill", "proposal", "tasks", "budget")})
     proposals = []
     for meta in sorted((home / "proposals").glob("*/proposal.json")):
-        m = json.loads(meta.read_text())
+        try:
+            m = read_proposal(meta.parent)
+        except SkillosError as exc:
+            proposals.append({"path": str(meta.parent), "night": None, "skill": None, "adopted_at": None,
+                              "backup": None, "damaged": str(exc)})
+            continue
         proposals.append({"path": str(meta.parent), "night": m["night"], "skill": m["skill"],
-                          "adopted_at": m.get("adopted_at"), "backup": m.get("backup")})
+                          "adopted_at": m.get("adopted_at"), "backup": m.get("backup"),
+                          "unfinished_adopt": (meta.parent / JOURNAL).exists()})
     return {"home": str(home), "nights": nights, "proposals": proposals}
+
+
+NIGHT = "night.json"  # written when a night starts: its ledger run, so a killed night can be closed
+
+
+def recover_nights(home: Path, ledger=None) -> list[str]:
+    """Nights that were killed mid-run (no report.json, nobody holding their folder's lock): each
+    gets a report saying it was aborted, and its ledger run ends as aborted. Returns their ids."""
+    from skillos.files import write_atomic
+    from skillos.safety import RunLock, read_json_file
+
+    found = []
+    for folder in sorted((home / "nights").glob("*/")) if (home / "nights").is_dir() else []:
+        if (folder / "report.json").exists():
+            continue
+        lock = RunLock(folder, wait_s=0)
+        try:
+            lock.acquire()
+        except SkillosError:
+            continue  # a night still running
+        try:
+            try:
+                started = read_json_file(folder / NIGHT, "night record") if (folder / NIGHT).exists() else {}
+            except SkillosError:
+                started = {}
+            run_id = started.get("run_id") if isinstance(started.get("run_id"), int) else None
+            why = ("aborted: the night was killed mid-run (no report was written); nothing staged, "
+                   "its sealed test (if read) stays read")
+            write_atomic(folder / "report.json", json.dumps({
+                "night": folder.name, "status": "aborted", "stopped_because": "killed mid-run", "verdict": why,
+                "skill": started.get("skill"), "proposal": None, "run_id": run_id,
+                "experiment_id": started.get("experiment_id"), "candidates": [], "accepted": 0}, indent=1))
+            if ledger is not None and run_id is not None:
+                ledger.end_run(run_id, "aborted", why)
+                experiment = started.get("experiment_id")
+                if isinstance(experiment, int):
+                    ledger.correct("experiments", experiment, "status", f"night {folder.name} aborted",
+                                   value="aborted")
+            found.append(folder.name)
+        finally:
+            lock.release()
+    return found

@@ -113,19 +113,33 @@ HUB = {
 DATASETS = ("generated",) + tuple(HUB)
 
 
+MAX_DATASET_BYTES = 1 << 30  # a local .json / .csv problem file (DeepMath-103K's files are ~100 MB)
+
+
 def read_rows(path: Path, columns) -> list[dict]:
+    """The rows of one local dataset file, read bounded: a FIFO or device is refused, a .json or
+    .csv over MAX_DATASET_BYTES is refused before it is read, and a .jsonl line that is damaged,
+    too long or nested too deep is a one-line error naming it (SkillosError)."""
+    from skillos import safety
+
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
+        safety.open_regular(path, "dataset file").close()
         names = pq.read_schema(path).names
         return pq.read_table(path, columns=[c for c in columns if c in names] or None).to_pylist()
-    text = path.read_text(encoding="utf-8")
     if path.suffix == ".csv":
-        return list(csv.DictReader(text.splitlines()))
+        return list(csv.DictReader(safety.read_text(path, MAX_DATASET_BYTES, "dataset file").splitlines()))
     if path.suffix == ".json":
-        data = json.loads(text)
-        return data if isinstance(data, list) else data.get("data") or data.get("rows") or []
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = safety.read_json_file(path, "dataset file", MAX_DATASET_BYTES, expect=None)
+        rows = data if isinstance(data, list) else (data.get("data") or data.get("rows") or []) \
+            if isinstance(data, dict) else []
+        return [r for r in rows if isinstance(r, dict)]
+    skips = safety.Skips()
+    rows = [row for _, _, row in safety.jsonl_records(path, "dataset file", skips)]
+    if skips:
+        raise SkillosError(f"{path}: {skips.places[0]} ({skips.summary()})")
+    return rows
 
 
 def load_hub(name: str, data_dir: Path, n: int, seed: int, choice_seed: int) -> list[Problem]:
@@ -145,7 +159,7 @@ def load_hub(name: str, data_dir: Path, n: int, seed: int, choice_seed: int) -> 
     for path in files:
         try:
             found = read_rows(path, wanted)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, SkillosError) as exc:
             raise SkillosError(f"dataset {name}: cannot read {path} ({exc})") from None
         missing = [c for c in spec.columns.values() if found and c not in found[0]]
         if missing:

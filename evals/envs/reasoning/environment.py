@@ -22,6 +22,7 @@ class Observation:
     text: str
     admissible: tuple  # always empty: the answer is free text
     won: bool
+    grading_timeout: bool = False  # the answer's parse passed the grader's time bound: wrong, counted
 
 
 class ReasoningEnv:
@@ -46,9 +47,12 @@ class ReasoningEnv:
         result = grade(p.grading, p.answer, reply)
         if result.extracted is None:
             feedback = "No final answer could be extracted (graded wrong)."
+        elif result.timed_out:
+            feedback = (f"Final answer read: {result.extracted}. Grading it passed the time bound "
+                        "(graded wrong).")
         else:
             feedback = f"Final answer read: {result.extracted}. " + ("Correct." if result.correct else "Incorrect.")
-        return Observation(feedback, (), result.correct)
+        return Observation(feedback, (), result.correct, result.timed_out)
 
 
 class Reasoning:

@@ -14,20 +14,35 @@ function esc(v) {
     c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
 const NA = '<span class="muted">n/a</span>';
-function pct(x) { return x === null || x === undefined ? NA : (100 * x).toFixed(1) + "%"; }
-function pts(x) { return x === null || x === undefined ? NA : (x >= 0 ? "+" : "") + (100 * x).toFixed(1) + " pts"; }
+// Every value comes from a file or a ledger row that anyone could have written: each formatter
+// takes any type, formats a finite number, and shows anything else as escaped text.
+function isNum(x) { return typeof x === "number" && isFinite(x); }
+function other(x) { return x === null || x === undefined || x === "" ? NA : esc(typeof x === "object" ? JSON.stringify(x) : x); }
+function pct(x) { return isNum(x) ? (100 * x).toFixed(1) + "%" : other(x); }
+function pts(x) { return isNum(x) ? (x >= 0 ? "+" : "") + (100 * x).toFixed(1) + " pts" : other(x); }
 function num(x, digits) {
-  if (x === null || x === undefined || x === "") return NA;
-  if (typeof x !== "number") return esc(x);
+  if (!isNum(x)) return other(x);
   return digits === undefined ? String(x) : x.toPrecision(digits).replace(/\.?0+$/, "");
 }
-function pval(x) { return x === null || x === undefined ? NA : x.toPrecision(3); }
+function pval(x) { return isNum(x) ? x.toPrecision(3) : other(x); }
+function fixed(x, d) { return isNum(x) ? x.toFixed(d) : other(x); }
+function arr(x) { return Array.isArray(x) ? x : (x === null || x === undefined ? [] : [x]); }
+function obj(x) { return x && typeof x === "object" && !Array.isArray(x) ? x : {}; }
+function str(x) { return x === null || x === undefined ? "" : typeof x === "object" ? JSON.stringify(x) : String(x); }
+function ident(x) { return "#" + esc(str(x)); }  // a ledger row id
+function utc(seconds) {
+  if (!isNum(seconds)) return other(seconds);
+  const d = new Date(seconds * 1000);
+  return isNaN(d.getTime()) ? other(seconds) : esc(d.toISOString().slice(0, 19).replace("T", " "));
+}
 function outcome(success) {
   if (success === true) return '<span class="won">won</span>';
   if (success === false) return '<span class="lost">lost</span>';
   return '<span class="unmeasured">unmeasured</span>';
 }
-function key(...parts) { return parts.map(p => encodeURIComponent(String(p))).join("/"); }
+// a page key as the server and the export write it (Python's quote(safe="")): ! ' ( ) * encoded too
+function enc(p) { return encodeURIComponent(str(p)).replace(/[!'()*]/g, c => "%" + c.charCodeAt(0).toString(16).toUpperCase()); }
+function key(...parts) { return parts.map(enc).join("/"); }
 const NUMERIC = new Set(["#", "n", "n runs", "n paired", "n dropped", "attempted", "measured", "unmeasured", "coerced",
   "won", "actions", "control rate", "treatment rate", "difference", "b / c", "p", "p adjusted", "p adjusted (family)",
   "95% CI", "MDE", "steps", "skills", "admissible", "step", "lift", "rate (of measured)"]);
@@ -38,7 +53,7 @@ function table(headers, rows, attrs) {
 }
 function td(html, cls, k) { return `<td class="${cls || ""}"${k ? ` data-k="${k}"` : ""}>${html}</td>`; }
 function problems(doc) {
-  const list = doc.problems || [];
+  const list = arr(doc.problems);
   if (!list.length) return "";
   return `<div class="problems" id="problems"><b>${list.length} problem${list.length > 1 ? "s" : ""} reading this page:</b><ul>` +
     list.map(p => `<li>${esc(p)}</li>`).join("") + "</ul></div>";
@@ -48,7 +63,7 @@ function details(summary, html) { return `<details><summary>${summary}</summary>
 
 // -- a small markdown renderer for SKILL.md (front matter, headings, lists, paragraphs) --------
 function markdown(text) {
-  let body = text || "", front = "";
+  let body = str(text), front = "";
   const m = body.match(/^---\n([\s\S]*?)\n---\n?/);
   if (m) { front = m[1]; body = body.slice(m[0].length); }
   let html = front ? `<dl class="kv">${front.split("\n").filter(l => l.includes(":")).map(l => {
@@ -76,7 +91,7 @@ function markdown(text) {
 
 // -- a line diff (longest common subsequence; skill files are short) ---------------------------
 function diffLines(a, b) {
-  const x = (a || "").split("\n"), y = (b || "").split("\n");
+  const x = str(a).split("\n"), y = str(b).split("\n");
   if (!a) return y.map(l => ["+", l]);
   if (!b) return x.map(l => ["-", l]);
   const n = x.length, m = y.length, L = [];
@@ -99,7 +114,7 @@ function diffHtml(lines) {
     `<span class="${t === "+" ? "add" : t === "-" ? "del" : "ctx"}">${esc(t + " " + l)}</span>`).join("")}</pre>`;
 }
 function unifiedDiffHtml(text) {  // a diff already made (optimize candidates)
-  return `<pre class="diff">${(text || "").split("\n").map(l =>
+  return `<pre class="diff">${str(text).split("\n").map(l =>
     `<span class="${/^\+(?!\+\+)/.test(l) ? "add" : /^-(?!--)/.test(l) ? "del" : "ctx"}">${esc(l)}</span>`).join("")}</pre>`;
 }
 
@@ -131,19 +146,19 @@ pages.experiments = (doc) => {
   const s = state.experiments = state.experiments || {evidence: false};
   const goal = doc.goal ? `<p>Project goal: <b>${esc(doc.goal.text)}</b> <span class="muted">(set by ${esc(doc.goal.set_by)})</span></p>`
     : '<p class="muted">No project goal set (a person sets it: skillos ledger goal TEXT --person).</p>';
-  const exps = doc.experiments.filter(e => !s.evidence || e.valid);
-  const rows = exps.map(e => `<tr class="${e.valid ? "" : "invalidated"}" data-id="${e.id}">` +
+  const exps = arr(doc.experiments).filter(e => !s.evidence || e.valid);
+  const rows = exps.map(e => `<tr class="${e.valid ? "" : "invalidated"}" data-id="${esc(e.id)}">` +
     td(link(key("experiment", e.id), "#" + e.id)) + td(esc(e.name)) + td(esc(e.hypothesis)) +
     td(esc(e.status), "", "status") + td(esc(e.conclusion || "")) +
     td(e.valid ? "" : `<span class="badge invalid">invalidated</span> ${esc(e.invalid_reason)}`, "flag", "flag") +
     td(num(e.n_runs), "num") + td(esc(e.created_at)) + "</tr>");
-  const runs = doc.runs.map(r => "<tr>" + td(link(key("run", r.id), r.id)) + td(esc(r.kind)) + td(esc(r.path)) +
-    td(r.modified ? esc(new Date(r.modified * 1000).toISOString().slice(0, 19).replace("T", " ")) : "") + "</tr>");
+  const runs = arr(doc.runs).map(r => "<tr>" + td(link(key("run", r.id), r.id)) + td(esc(r.kind)) + td(esc(r.path)) +
+    td(r.modified ? utc(r.modified) : "") + "</tr>");
   return `<h1>Experiments</h1>${goal}
     <div class="filters"><label><input type="checkbox" id="evidence" ${s.evidence ? "checked" : ""}> evidence only (hide invalidated)</label>
-    <span class="muted">${exps.length} of ${doc.experiments.length} shown · ledger ${esc(doc.ledger)}</span></div>
+    <span class="muted">${exps.length} of ${arr(doc.experiments).length} shown · ledger ${esc(doc.ledger)}</span></div>
     ${table(["id", "name", "hypothesis", "status", "conclusion", "validity", "n runs", "created"], rows, 'id="experiments"')}
-    <h2>Run folders</h2>${doc.runs.length ? table(["run", "kind", "folder", "last change (UTC)"], runs, 'id="runs"') : '<p class="muted">No run folders found.</p>'}`;
+    <h2>Run folders</h2>${arr(doc.runs).length ? table(["run", "kind", "folder", "last change (UTC)"], runs, 'id="runs"') : '<p class="muted">No run folders found.</p>'}`;
 };
 pages.experiments.bind = () => {
   const box = document.getElementById("evidence");
@@ -156,7 +171,7 @@ function evalCells(ev) {
     td(num(ev.successes), "num", "won") + td(num(ev.actions), "num", "actions");
 }
 function comparisonsTable(comps, family, id) {
-  const rows = comps.map(c => `<tr data-treatment="${esc(c.treatment)}">` + td(esc(c.treatment)) + td(esc(c.control)) +
+  const rows = arr(comps).map(c => `<tr data-treatment="${esc(c.treatment)}">` + td(esc(c.treatment)) + td(esc(c.control)) +
     td(num(c.n_paired), "num", "n_paired") + td(num(c.n_dropped), "num", "n_dropped") +
     td(pct(c.control_rate), "num", "control_rate") + td(pct(c.treatment_rate), "num", "treatment_rate") +
     td(pts(c.difference), "num", "difference") + td(`${num(c.b)} / ${num(c.c)}`, "num", "bc") +
@@ -170,21 +185,21 @@ pages.experiment = (doc) => {
   const e = doc.experiment;
   if (!e) return `<h1>Experiment ${esc(doc.id)}</h1>`;
   const flag = e.valid ? "" : `<p><span class="badge invalid" id="invalidated">invalidated</span> ${esc(e.invalid_reason)} — not evidence.</p>`;
-  const runs = doc.runs.map(r => {
-    const evs = r.evals.length ? r.evals : [{}];
-    return evs.map(ev => `<tr data-run="${r.id}" data-arm="${esc(ev.arm || r.arm)}">` + td("#" + r.id) + td(esc(ev.arm || r.arm)) +
+  const runs = arr(doc.runs).map(r => {
+    const evs = arr(r.evals).length ? arr(r.evals) : [{}];
+    return evs.map(ev => `<tr data-run="${esc(r.id)}" data-arm="${esc(ev.arm || r.arm)}">` + td(ident(r.id)) + td(esc(ev.arm || r.arm)) +
       td(esc(r.status)) + evalCells(ev) + td(r.rid ? link(key("run", r.rid), r.rid) : '<span class="muted">missing</span>') +
-      td(esc(r.executor_fingerprint), "", "fingerprint") + td(esc((r.git_commit || "").slice(0, 10)) + (r.git_dirty ? " (dirty)" : "")) +
+      td(esc(r.executor_fingerprint), "", "fingerprint") + td(esc(str(r.git_commit).slice(0, 10)) + (r.git_dirty ? " (dirty)" : "")) +
       td(esc(r.started_at) + " → " + esc(r.ended_at || "…")) + "</tr>").join("");
   });
-  const configs = doc.runs.map(r => details(`run #${r.id} (${esc(r.arm)}) config`, pre(JSON.stringify(r.config, null, 1)))).join("");
-  const reports = doc.reports.map(rep => `<h3>${link(key("run", rep.rid), rep.rid)}: vs control ${esc(rep.control)}</h3>` +
+  const configs = arr(doc.runs).map(r => details(`run ${ident(r.id)} (${esc(r.arm)}) config`, pre(JSON.stringify(r.config, null, 1)))).join("");
+  const reports = arr(doc.reports).map(rep => `<h3>${link(key("run", rep.rid), rep.rid)}: vs control ${esc(rep.control)}</h3>` +
     comparisonsTable(rep.comparisons, rep.family_correction, "comparisons")).join("");
-  const gates = doc.gate_results.map(g => `<tr class="${g.status === "FAIL" ? "lost" : ""}">` + td(num(g.gate)) + td(esc(g.check_name)) +
+  const gates = arr(doc.gate_results).map(g => `<tr class="${g.status === "FAIL" ? "lost" : ""}">` + td(num(g.gate)) + td(esc(g.check_name)) +
     td(esc(g.status), "", "status") + td(esc(g.config_key)) + td(esc(g.seen)) + td(esc(g.expected)) + "</tr>");
-  const overrides = doc.overrides.map(o => "<tr>" + td(num(o.gate)) + td(esc(o.check_name)) + td(esc(o.reason)) + td(esc(o.actor)) + td(esc(o.created_at)) + "</tr>");
+  const overrides = arr(doc.overrides).map(o => "<tr>" + td(num(o.gate)) + td(esc(o.check_name)) + td(esc(o.reason)) + td(esc(o.actor)) + td(esc(o.created_at)) + "</tr>");
   const counts = {};
-  doc.gate_results.forEach(g => { counts[g.status] = (counts[g.status] || 0) + 1; });
+  arr(doc.gate_results).forEach(g => { counts[str(g.status)] = (counts[str(g.status)] || 0) + 1; });
   return `<h1>Experiment #${esc(e.id)} ${esc(e.name)}</h1>${flag}
     <dl class="kv"><dt>hypothesis</dt><dd>${esc(e.hypothesis)}</dd><dt>success metric</dt><dd>${esc(e.success_metric)}</dd>
     <dt>status</dt><dd id="status">${esc(e.status)}</dd><dt>conclusion</dt><dd>${esc(e.conclusion || "(none)")}</dd>
@@ -193,7 +208,7 @@ pages.experiment = (doc) => {
     ${table(["run", "arm", "status", "attempted", "measured", "unmeasured", "coerced", "won", "actions", "folder", "executor fingerprint", "commit", "time"], runs, 'id="runs"')}
     ${configs}
     <h2>Comparisons</h2>${reports || '<p class="muted">No report.json (the run has not finished).</p>'}
-    ${doc.candidates.length ? "<h2>Optimize candidates</h2>" + candidatesTable(doc.candidates) : ""}
+    ${arr(doc.candidates).length ? "<h2>Optimize candidates</h2>" + candidatesTable(arr(doc.candidates)) : ""}
     <h2>Gate results</h2><p class="muted">${Object.entries(counts).map(([k, v]) => `${esc(k)} ${v}`).join(" · ")}</p>
     ${table(["gate", "check", "status", "config key", "seen", "expected"], gates, 'id="gates"')}
     <h2>Overrides</h2>${overrides.length ? table(["gate", "check", "reason", "by", "when"], overrides, 'id="overrides"') : '<p class="muted">None.</p>'}
@@ -202,13 +217,13 @@ pages.experiment = (doc) => {
 };
 
 function candidatesTable(cands) {
-  const rows = cands.map((c, i) => {
-    const edits = Array.isArray(c.edits) ? c.edits.join("; ") : (() => { try { return JSON.parse(c.edits).join("; "); } catch (e) { return c.edits; } })();
-    const fixed = x => x === null || x === undefined ? "n/a" : (x >= 0 ? "+" : "") + x.toFixed(3);
+  const rows = arr(cands).map((c, i) => {
+    const edits = Array.isArray(c.edits) ? c.edits.map(str).join("; ") : (() => { try { return arr(JSON.parse(c.edits)).map(str).join("; "); } catch (e) { return str(c.edits); } })();
+    const signed = x => isNum(x) ? (x >= 0 ? "+" : "") + x.toFixed(3) : other(x);
     const arith = c.mean_difference === null || c.mean_difference === undefined ? "too little measured" :
-      `mean ${fixed(c.mean_difference)} ${c.mean_difference > c.threshold ? ">" : "≤"} threshold ${fixed(c.threshold)}` +
-      (c.se !== null && c.se !== undefined ? ` (SE ${c.se.toFixed(3)})` : "");
-    return `<tr data-candidate="${i + 1}">` + td(num(c.candidate || i + 1)) + td(num(c.epoch)) + td(num(c.step)) + td(esc(edits)) +
+      `mean ${signed(c.mean_difference)} ${isNum(c.mean_difference) && isNum(c.threshold) ? (c.mean_difference > c.threshold ? ">" : "≤") : "vs"} threshold ${signed(c.threshold)}` +
+      (c.se !== null && c.se !== undefined ? ` (SE ${fixed(c.se, 3)})` : "");
+    return `<tr data-candidate="${i + 1}" class="${c.valid === false ? "invalidated" : ""}">` + td(num(c.candidate || i + 1)) + td(num(c.epoch)) + td(num(c.step)) + td(esc(edits)) +
       td(`<b class="${c.verdict === "accept" ? "won" : c.verdict === "reject" ? "lost" : "unmeasured"}">${esc(c.verdict)}</b>`, "", "verdict") +
       td(esc(c.mode)) + td(arith, "", "arith") + td(`${pct(c.incumbent_rate)} → ${pct(c.candidate_rate)}`) +
       td(`${num(c.n_paired)} / ${num(c.n_tasks)}, ${num(c.n_unmeasured)} unmeasured`, "", "n") +
@@ -218,26 +233,26 @@ function candidatesTable(cands) {
 }
 function failuresTable(list) {
   if (!list || !list.length) return '<p class="muted">None.</p>';
-  const rows = list.map(f => `<tr class="${f.valid ? "" : "invalidated"}">` + td("#" + f.id) + td(esc(f.status)) + td(esc(f.category)) +
-    td(esc(f.kind)) + td(esc((f.modes || []).join(", "))) + td(esc(f.what)) + td(esc(f.detected_by)) + td(esc(f.gate || "")) +
+  const rows = arr(list).map(f => `<tr class="${f.valid ? "" : "invalidated"}">` + td(ident(f.id)) + td(esc(f.status)) + td(esc(f.category)) +
+    td(esc(f.kind)) + td(esc(arr(f.modes).map(str).join(", "))) + td(esc(f.what)) + td(esc(f.detected_by)) + td(esc(f.gate || "")) +
     td(f.valid ? "" : `<span class="badge invalid">${esc(f.invalid_reason)}</span>`, "flag") + "</tr>");
   return table(["id", "status", "category", "kind", "modes", "what", "detected by", "gate", "validity"], rows, 'id="failures"');
 }
 
 function armCounts(rows) {
   const arms = {};
-  for (const r of rows) {
-    const k = r.arm + "|" + r.phase;
+  for (const r of arr(rows)) {
+    const k = JSON.stringify([str(r.arm), str(r.phase)]);
     const a = arms[k] = arms[k] || {arm: r.arm, phase: r.phase, attempted: 0, measured: 0, unmeasured: 0, coerced: 0, won: 0};
     a.attempted++;
     if (r.unmeasured || r.success === null || r.success === undefined) a.unmeasured++; else a.measured++;
     if (r.success === true) a.won++;
-    a.coerced += r.coerced_actions || 0;
+    a.coerced += isNum(r.coerced_actions) ? r.coerced_actions : 0;
   }
   return Object.values(arms);
 }
 function sweepChart(rows) {
-  const pts_ = rows.filter(r => r.difference !== null && r.difference !== undefined);
+  const pts_ = arr(rows).filter(r => [r.step, r.difference, r.ci_low, r.ci_high].every(isNum));
   if (!pts_.length) return '<p class="muted">No repo measured against the control yet.</p>';
   const W = 640, H = 300, L = 60, R = 20, T = 20, B = 40;
   const xs = pts_.map(r => r.step), lo = Math.min(0, ...pts_.map(r => r.ci_low)), hi = Math.max(0, ...pts_.map(r => r.ci_high));
@@ -253,17 +268,17 @@ function sweepChart(rows) {
     const x = X(r.step);
     svg += `<line x1="${x}" x2="${x}" y1="${Y(r.ci_low)}" y2="${Y(r.ci_high)}" stroke="#2458a6"/>` +
       `<line x1="${x - 4}" x2="${x + 4}" y1="${Y(r.ci_low)}" y2="${Y(r.ci_low)}" stroke="#2458a6"/><line x1="${x - 4}" x2="${x + 4}" y1="${Y(r.ci_high)}" y2="${Y(r.ci_high)}" stroke="#2458a6"/>` +
-      `<circle class="point" cx="${x}" cy="${Y(r.difference)}" r="4" fill="#2458a6" data-step="${r.step}" data-lift="${r.difference}"><title>${esc(r.repo)}: ${(100 * r.difference).toFixed(1)} pts</title></circle>` +
+      `<circle class="point" cx="${x}" cy="${Y(r.difference)}" r="4" fill="#2458a6" data-step="${esc(r.step)}" data-lift="${esc(r.difference)}"><title>${esc(r.repo)}: ${(100 * r.difference).toFixed(1)} pts</title></circle>` +
       `<text x="${x}" y="${H - B + 14}" text-anchor="middle">${esc(r.step)}</text>`;
     path += (i ? "L" : "M") + x + " " + Y(r.difference);
   });
   return svg + `<path d="${path}" fill="none" stroke="#2458a6" stroke-opacity=".5"/></svg>`;
 }
 function optimizeReport(r) {
-  const arms = ["seed", "best"].filter(a => r[a]).map(a => `<tr data-arm="${a}">` + td(a) + td(num(r[a].attempted), "num", "attempted") +
+  const arms = ["seed", "best"].filter(a => r[a] && typeof r[a] === "object").map(a => `<tr data-arm="${a}">` + td(a) + td(num(r[a].attempted), "num", "attempted") +
     td(num(r[a].measured), "num", "measured") + td(num(r[a].unmeasured), "num", "unmeasured") + td(num(r[a].coerced_actions), "num", "coerced") +
     td(num(r[a].successes), "num", "won") + td(pct(r[a].success_rate), "num", "rate") + "</tr>");
-  const cal = r.calibration || {};
+  const cal = obj(r.calibration);
   return `<h2>Optimize report (the sealed test, read once)</h2>
     <dl class="kv" id="optimize-report"><dt>verdict</dt><dd>${esc(r.verdict)}</dd><dt>candidates tried</dt><dd>${num(r.candidates_tried)}, ${num(r.accepted)} accepted</dd>
     <dt>gate</dt><dd>${esc(r.gate)}</dd><dt>A/A calibration</dt><dd>${esc(cal.verdict)}: ${esc(cal.reason)}</dd>
@@ -274,41 +289,42 @@ function optimizeReport(r) {
 }
 pages.run = (doc) => {
   const s = state["run:" + doc.id] = state["run:" + doc.id] || {arm: "", phase: "", task_type: "", outcome: "", reason: ""};
-  const traced = new Set(doc.traced);
-  const counts = armCounts(doc.rows).map(a => `<tr data-arm="${esc(a.arm)}" data-phase="${esc(a.phase)}">` + td(esc(a.arm)) + td(esc(a.phase)) +
-    td(a.attempted, "num", "attempted") + td(a.measured, "num", "measured") + td(a.unmeasured, "num", "unmeasured") +
-    td(a.coerced, "num", "coerced") + td(a.won, "num", "won") + td(a.measured ? pct(a.won / a.measured) : NA, "num", "rate") + "</tr>");
+  const traced = new Set(arr(doc.traced));
+  const rowsOf = arr(doc.rows);
+  const counts = armCounts(rowsOf).map(a => `<tr data-arm="${esc(a.arm)}" data-phase="${esc(a.phase)}">` + td(esc(a.arm)) + td(esc(a.phase)) +
+    td(num(a.attempted), "num", "attempted") + td(num(a.measured), "num", "measured") + td(num(a.unmeasured), "num", "unmeasured") +
+    td(num(a.coerced), "num", "coerced") + td(num(a.won), "num", "won") + td(a.measured ? pct(a.won / a.measured) : NA, "num", "rate") + "</tr>");
   const opts = (name, values) => `<label>${name} <select id="f-${name.replace(" ", "_")}"><option value="">all</option>` +
-    [...new Set(values)].sort().map(v => `<option ${s[name.replace(" ", "_")] === String(v) ? "selected" : ""}>${esc(v)}</option>`).join("") + "</select></label>";
-  const shown = doc.rows.filter(r => (!s.arm || r.arm === s.arm) && (!s.phase || r.phase === s.phase) &&
-    (!s.task_type || r.task_type === s.task_type) &&
+    [...new Set(values.map(str))].sort().map(v => `<option ${s[name.replace(" ", "_")] === v ? "selected" : ""}>${esc(v)}</option>`).join("") + "</select></label>";
+  const shown = rowsOf.filter(r => (!s.arm || str(r.arm) === s.arm) && (!s.phase || str(r.phase) === s.phase) &&
+    (!s.task_type || str(r.task_type) === s.task_type) &&
     (!s.outcome || s.outcome === (r.success === true ? "won" : r.success === false ? "lost" : "unmeasured")) &&
     (!s.reason || String(r.unmeasured_reason || "").toLowerCase().includes(s.reason.toLowerCase())));
   const games = shown.map(r => `<tr data-game="${esc(r.game_id)}" data-arm="${esc(r.arm)}">` +
     td(link(key("game", doc.id, r.arm, r.phase, r.game_id), r.game_id) + (traced.has(key(r.arm, r.phase, r.game_id)) ? "" : ' <span class="muted">(no trajectory)</span>')) +
     td(esc(r.arm)) + td(esc(r.phase)) + td(esc(r.task_type)) + td(esc(r.task)) + td(outcome(r.success), "", "outcome") +
-    td(num(r.steps), "num") + td(num(r.coerced_actions), "num") + td(num((r.skills_retrieved || []).length), "num") +
+    td(num(r.steps), "num") + td(num(r.coerced_actions), "num") + td(num(arr(r.skills_retrieved).length), "num") +
     td(esc(r.unmeasured_reason || "")) + "</tr>");
-  const rep = doc.report && doc.report.comparisons ? `<h2>Comparisons (report.json)</h2>${comparisonsTable(doc.report.comparisons, doc.report.family_correction, "comparisons")}` : "";
-  const sweep = doc.sweep ? `<h2>Sweep: lift vs step</h2>${sweepChart(doc.sweep.rows || [])}
+  const rep = doc.report && Array.isArray(doc.report.comparisons) ? `<h2>Comparisons (report.json)</h2>${comparisonsTable(doc.report.comparisons, doc.report.family_correction, "comparisons")}` : "";
+  const sweep = doc.sweep && typeof doc.sweep === "object" ? `<h2>Sweep: lift vs step</h2>${sweepChart(arr(doc.sweep.rows))}
     ${table(["repo", "step", "treatment rate", "control rate", "lift", "95% CI", "p", "p adjusted", "MDE", "n paired", "n dropped"],
-      (doc.sweep.rows || []).map(r => `<tr data-step="${esc(r.step)}">` + td(esc(r.repo)) + td(num(r.step), "num") + td(pct(r.treatment_rate), "num") + td(pct(r.control_rate), "num") +
+      arr(doc.sweep.rows).map(r => `<tr data-step="${esc(r.step)}">` + td(esc(r.repo)) + td(num(r.step), "num") + td(pct(r.treatment_rate), "num") + td(pct(r.control_rate), "num") +
         td(pts(r.difference), "num", "difference") + td(`[${pts(r.ci_low)}, ${pts(r.ci_high)}]`, "num", "ci") + td(pval(r.p_value), "num") + td(pval(r.p_adjusted), "num") +
         td(pts(r.mde).replace("+", ""), "num") + td(num(r.n_paired), "num") + td(num(r.n_dropped), "num") + "</tr>"), 'id="sweep"')}
     <p class="muted">${esc(doc.sweep.caveat || "")} Best: ${esc(doc.sweep.best)}.</p>` : "";
-  const history = doc.history.length ? `<h2>Optimize candidates (history.jsonl)</h2>${candidatesTable(doc.history)}` : "";
+  const history = arr(doc.history).length ? `<h2>Optimize candidates (history.jsonl)</h2>${candidatesTable(arr(doc.history))}` : "";
   const optimize = doc.report && doc.report.verdict ? optimizeReport(doc.report) : "";
-  const repos = doc.learning_arms.map(a => link(key("repo", doc.id, a), `skill repo of ${a}`)).join(" · ");
-  const ledgerRuns = doc.ledger_runs.map(r => link(key("experiment", r.experiment_id), `run #${r.id} (experiment #${r.experiment_id}, ${r.status})`)).join(" · ");
+  const repos = arr(doc.learning_arms).map(a => link(key("repo", doc.id, a), `skill repo of ${str(a)}`)).join(" · ");
+  const ledgerRuns = arr(doc.ledger_runs).map(r => link(key("experiment", r.experiment_id), `run #${str(r.id)} (experiment #${str(r.experiment_id)}, ${str(r.status)})`)).join(" · ");
   return `<h1>Run ${esc(doc.id)}</h1><p class="muted">${esc(doc.path)}</p>
     <p>${ledgerRuns || '<span class="muted">no ledger run names this folder</span>'}</p><p>${repos}</p>
     ${counts.length ? `<h2>Arms (counted from the rows so far)</h2>
     ${table(["arm", "phase", "attempted", "measured", "unmeasured", "coerced", "won", "rate (of measured)"], counts, 'id="arms"')}` : ""}
     ${rep}${sweep}${history}${optimize}
-    ${doc.rows.length ? `<h2>Games</h2><div class="filters">${opts("arm", doc.rows.map(r => r.arm))}${opts("phase", doc.rows.map(r => r.phase))}
-      ${opts("task type", doc.rows.map(r => r.task_type))}${opts("outcome", ["won", "lost", "unmeasured"])}
+    ${rowsOf.length ? `<h2>Games</h2><div class="filters">${opts("arm", rowsOf.map(r => r.arm))}${opts("phase", rowsOf.map(r => r.phase))}
+      ${opts("task type", rowsOf.map(r => r.task_type))}${opts("outcome", ["won", "lost", "unmeasured"])}
       <label>unmeasured reason <input id="f-reason" value="${esc(s.reason)}" placeholder="contains…"></label>
-      <span class="muted" id="shown">${shown.length} of ${doc.rows.length} games</span></div>
+      <span class="muted" id="shown">${shown.length} of ${rowsOf.length} games</span></div>
     ${table(["game", "arm", "phase", "task type", "task", "outcome", "steps", "coerced", "skills", "unmeasured reason"], games, 'id="games"')}` : ""}`;
 };
 pages.run.bind = (doc) => {
@@ -322,21 +338,21 @@ pages.run.bind = (doc) => {
 };
 
 pages.game = (doc) => {
-  const t = doc.trace || {}, r = doc.row || {};
+  const t = obj(doc.trace), r = obj(doc.row);
   const success = doc.trace ? t.success : r.success;
-  const retrieved = t.retrieved || (r.skills_retrieved || []).map(n => ({skill: n, score: null}));
-  const skills = retrieved.length ? `<ol id="retrieved">${retrieved.map(h => `<li><b>${esc(h.skill)}</b> <span class="muted">score</span> <span class="score">${h.score === null || h.score === undefined ? "n/a" : h.score.toFixed(3)}</span></li>`).join("")}</ol>`
+  const retrieved = (t.retrieved ? arr(t.retrieved) : arr(r.skills_retrieved).map(n => ({skill: n, score: null}))).map(obj);
+  const skills = retrieved.length ? `<ol id="retrieved">${retrieved.map(h => `<li><b>${esc(h.skill)}</b> <span class="muted">score</span> <span class="score">${h.score === null || h.score === undefined ? "n/a" : fixed(h.score, 3)}</span></li>`).join("")}</ol>`
     : '<p class="muted" id="retrieved">No skills retrieved.</p>';
-  const steps = (t.steps || []).map((st, i) => `<tr class="${st.coerced ? "coerced" : ""}">` + td(i + 1, "num") +
+  const steps = arr(t.steps).map(obj).map((st, i) => `<tr class="${st.coerced ? "coerced" : ""}">` + td(i + 1, "num") +
     td(esc(st.action) + (st.coerced ? ` <span class="badge unmeasured">coerced</span> <span class="muted">executor typed: ${esc(st.proposed)}</span>` : "")) +
     td(esc(st.observation)) + td(num(st.admissible), "num", "admissible") + "</tr>");
-  const ops = (t.curation || []).map(o => "<tr>" + td(esc(o.op)) + td(esc(o.skill)) + td(o.markdown ? details("SKILL.md after", `<div class="skill">${markdown(o.markdown)}</div>`) : "") + "</tr>");
-  const learning = doc.phase === "train" || (t.curation || []).length;
+  const ops = arr(t.curation).map(obj).map(o => "<tr>" + td(esc(o.op)) + td(esc(o.skill)) + td(o.markdown ? details("SKILL.md after", `<div class="skill">${markdown(str(o.markdown))}</div>`) : "") + "</tr>");
+  const learning = doc.phase === "train" || arr(t.curation).length;
   return `<h1>Game ${esc(doc.game_id)}</h1><p>${link(key("run", doc.run), "run " + doc.run)} · arm <b>${esc(doc.arm)}</b> · ${esc(doc.phase)} games</p>
     <dl class="kv"><dt>task</dt><dd id="task">${esc(t.task || r.task)}</dd><dt>task type</dt><dd>${esc(t.task_type || r.task_type)}</dd>
     <dt>outcome</dt><dd id="outcome">${outcome(success)}</dd>
     ${(t.unmeasured_reason || r.unmeasured_reason) ? `<dt>unmeasured reason</dt><dd>${esc(t.unmeasured_reason || r.unmeasured_reason)}</dd>` : ""}
-    <dt>steps</dt><dd>${num(r.steps !== undefined ? r.steps : (t.steps || []).length)}, ${num(r.coerced_actions)} coerced</dd><dt>repo size</dt><dd>${num(r.repo_size)}</dd></dl>
+    <dt>steps</dt><dd>${num(r.steps !== undefined ? r.steps : arr(t.steps).length)}, ${num(r.coerced_actions)} coerced</dd><dt>repo size</dt><dd>${num(r.repo_size)}</dd></dl>
     <h2>Skills retrieved</h2>${skills}
     ${t.intro ? `<h2>Intro</h2>${pre(t.intro)}` : ""}
     <h2>Steps</h2>${steps.length ? table(["#", "action", "observation", "admissible"], steps, 'id="steps"') : '<p class="muted">No steps recorded.</p>'}
@@ -344,31 +360,32 @@ pages.game = (doc) => {
 };
 
 function snapshots(events) {  // repo after each game, replayed from the curator's operations
-  const snaps = [{label: "empty", skills: {}}];
-  let cur = {};
-  for (const e of events) {
-    cur = Object.assign({}, cur);
-    for (const o of e.ops || []) { if (o.markdown === null || o.op === "delete") delete cur[o.skill]; else cur[o.skill] = o.markdown; }
-    snaps.push({label: `after ${e.phase} ${e.game_id}`, skills: cur, ops: e.ops || []});
+  const snaps = [{label: "empty", skills: {}}];  // skills: name -> markdown (Object.fromEntries: no prototype keys)
+  let cur = new Map();
+  for (const e of arr(events).map(obj)) {
+    cur = new Map(cur);
+    for (const o of arr(e.ops).map(obj)) { if (o.markdown === null || o.op === "delete") cur.delete(str(o.skill)); else cur.set(str(o.skill), str(o.markdown)); }
+    snaps.push({label: `after ${str(e.phase)} ${str(e.game_id)}`, skills: Object.fromEntries(cur), ops: arr(e.ops)});
   }
   return snaps;
 }
 pages.repo = (doc) => {
-  const snaps = snapshots(doc.events);
-  if (!doc.events.length) snaps.push({label: "on disk now", skills: doc.final});
+  const events = arr(doc.events), final = obj(doc.final);
+  const snaps = snapshots(events);
+  if (!events.length) snaps.push({label: "on disk now", skills: final});
   const s = state["repo:" + doc.run + doc.arm] = state["repo:" + doc.run + doc.arm] || {};
   const at = Math.min(s.at === undefined ? snaps.length - 1 : s.at, snaps.length - 1);
   const from = Math.min(s.from === undefined ? Math.max(0, at - 1) : s.from, snaps.length - 1);
   const select = (id, v) => `<select id="${id}">${snaps.map((sn, i) => `<option value="${i}" ${i === v ? "selected" : ""}>${i}: ${esc(sn.label)} (${Object.keys(sn.skills).length} skills)</option>`).join("")}</select>`;
   const A = snaps[from].skills, Bs = snaps[at].skills;
   const changed = [...new Set([...Object.keys(A), ...Object.keys(Bs)])].sort().filter(n => A[n] !== Bs[n]);
-  const diffs = changed.map(n => `<h3>${esc(n)} <span class="muted">${!A[n] ? "added" : !Bs[n] ? "deleted" : "changed"}</span></h3>${diffHtml(diffLines(A[n], Bs[n]))}`).join("");
-  const skills = Object.keys(Bs).sort().map(n => details(esc(n), `<div class="skill">${markdown(Bs[n])}</div>`)).join("");
+  const diffs = changed.map(n => `<h3>${esc(n)} <span class="muted">${!A[n] ? "added" : !Bs[n] ? "deleted" : "changed"}</span></h3>${diffHtml(diffLines(str(A[n]), str(Bs[n])))}`).join("");
+  const skills = Object.keys(Bs).sort().map(n => details(esc(n), `<div class="skill">${markdown(str(Bs[n]))}</div>`)).join("");
   const last = snaps[snaps.length - 1].skills;
-  const drift = doc.events.length && Object.keys(doc.final).length &&
-    (Object.keys(doc.final).length !== Object.keys(last).length || Object.keys(doc.final).some(n => doc.final[n].trim() !== (last[n] || "").trim()))
+  const drift = events.length && Object.keys(final).length &&
+    (Object.keys(final).length !== Object.keys(last).length || Object.keys(final).some(n => str(final[n]).trim() !== str(last[n]).trim()))
     ? '<p class="problems">The repo on disk differs from the replayed history (edited by hand, or a run in progress).</p>' : "";
-  return `<h1>Skill repo of ${esc(doc.arm)}</h1><p>${link(key("run", doc.run), "run " + doc.run)} · ${doc.events.length} games curated · ${Object.keys(doc.final).length} skills on disk now</p>${drift}
+  return `<h1>Skill repo of ${esc(doc.arm)}</h1><p>${link(key("run", doc.run), "run " + str(doc.run))} · ${events.length} games curated · ${Object.keys(final).length} skills on disk now</p>${drift}
     <div class="filters"><label>snapshot ${select("at", at)}</label><label>diff from ${select("from", from)}</label></div>
     <div class="cols"><div><h2>Diff: ${changed.length} skills changed</h2><div id="diff">${diffs || '<p class="muted">No change.</p>'}</div></div>
     <div><h2 id="snapshot-size">${Object.keys(Bs).length} skills at snapshot ${at}</h2>${skills}</div></div>`;
@@ -381,13 +398,13 @@ pages.repo.bind = (doc) => {
 };
 
 pages.failures = (doc) => {
-  const st = doc.stats || {};
-  const counter = (obj, id) => obj && Object.keys(obj).length ? table(["", "n"], Object.entries(obj).map(([k, v]) => `<tr data-name="${esc(k)}">` + td(esc(k)) + td(v, "num", "n") + "</tr>"), `id="${id}"`) : '<p class="muted">None.</p>';
-  const fixes = doc.fixes.map(f => "<tr>" + td("#" + f.id) + td("#" + f.failure_id) + td(esc(f.description)) + td(esc(f.metric)) + td(esc(f.direction)) +
-    td(num(f.expected_size)) + td(f.before_run_id ? "#" + f.before_run_id : "") + td(f.after_run_id ? "#" + f.after_run_id : "") +
+  const st = obj(doc.stats);
+  const counter = (o, id) => Object.keys(obj(o)).length ? table(["", "n"], Object.entries(obj(o)).map(([k, v]) => `<tr data-name="${esc(k)}">` + td(esc(k)) + td(num(v), "num", "n") + "</tr>"), `id="${id}"`) : '<p class="muted">None.</p>';
+  const fixes = arr(doc.fixes).map(f => "<tr>" + td(ident(f.id)) + td(ident(f.failure_id)) + td(esc(f.description)) + td(esc(f.metric)) + td(esc(f.direction)) +
+    td(num(f.expected_size)) + td(f.before_run_id ? ident(f.before_run_id) : "") + td(f.after_run_id ? ident(f.after_run_id) : "") +
     td(`<b class="${f.verdict === "verified" ? "won" : f.verdict ? "lost" : "muted"}">${esc(f.verdict || "not verified yet")}</b>`, "", "verdict") + td(esc(f.detail || "")) + "</tr>");
   return `<h1>Failures</h1><p>${num(st.failures)} valid failures, ${num(st.retracted_or_invalid)} retracted or invalid;
-    documented ${num(st.documented && st.documented.n)} of ${num(st.documented && st.documented.of)}.</p>
+    documented ${num(obj(st.documented).n)} of ${num(obj(st.documented).of)}.</p>
     <div class="cols"><div><h2>By category</h2>${counter(st.by_category, "by-category")}</div><div><h2>By mode</h2>${counter(st.by_mode, "by-mode")}</div>
     <div><h2>By status</h2>${counter(st.by_status, "by-status")}</div></div>
     <h2>All failures</h2>${failuresTable(doc.failures)}
@@ -404,7 +421,7 @@ function route() {
 function docKeyOf(parts) { return parts.length === 1 && parts[0] === "" ? "experiments" : key(...parts); }
 function rerender() {
   const doc = current.doc, app = document.getElementById("app");
-  const page = pages[doc.kind];
+  const page = Object.prototype.hasOwnProperty.call(pages, doc.kind) ? pages[doc.kind] : null;
   let html;
   try {
     html = problems(doc) + (page ? page(doc) : `<h1>${esc(doc.kind === "missing" ? "No such page" : "Error")}</h1>`);
