@@ -55,7 +55,7 @@ def test_dpo_pairs_prefer_the_oracle_over_each_misleading_skill(built):
 
     setup, ids, tokenizer = built
     rows = dpo_pairs(setup, ids, tokenizer)
-    assert len(rows) == sum(len(setup.slates[i].misleading) for i in ids) == 10  # 5 misleading per slate
+    assert len(rows) == sum(len(setup.slates[i].misleading) for i in ids) == 6  # 3 misleading per slate
     for row in rows:
         slate = setup.slates[row["game_id"]]
         assert _read_names(tokenizer, row["chosen"]) == [slate.oracle]
@@ -72,7 +72,7 @@ def test_dpo_pairs_each_gold_read_with_at_most_five_misleading_ones(tmp_path, ga
     from skillos.training.selector_baselines import DPO_REJECTED, dpo_pairs
     from skillos.training.tiny_model import build
 
-    cfg = cfgmod.with_sets(cfgmod.load(CPU), ["skillgate.n_misleading=7", "skillgate.n_irrelevant=3"])
+    cfg = cfgmod.with_sets(cfgmod.load(CPU), ["skillgate.slate_size=10", "skillgate.n_misleading=7", "skillgate.n_irrelevant=2"])
     games = load_games(cfg, "train", 1)
     setup = make_slate_setup(cfg, games, tmp_path)
     slate = setup.slates[games[0].id]
@@ -93,5 +93,5 @@ def test_one_baseline_step_on_cpu(tmp_path, game_cache, trainer):
     result = run_cli("train", config, "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)
-    assert len(summary["checkpoints"]) == 1 and summary["examples"] == (6 if trainer == "selector-bc" else 30)
+    assert len(summary["checkpoints"]) == 1 and summary["examples"] == (6 if trainer == "selector-bc" else 18)
     assert summary["train_loss"] == summary["train_loss"]  # a number, not NaN
