@@ -114,7 +114,8 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
                     "success": traj.won, "unmeasured_reason": traj.unmeasured_reason,
                     "reads": reads, "read_roles": [slate.role(n) for n in reads],
                     "read_positions": [[r.token_start, r.token_end] for r in traj.reads],
-                    "oracle": slate.oracle, "steps": len(traj.steps), "coerced_actions": traj.coerced,
+                    "oracle": slate.oracle, "selects": backend.backend != "heuristic",
+                    "steps": len(traj.steps), "coerced_actions": traj.coerced,
                     "completion_tokens": getattr(episode, "completion_tokens", None),
                     "selection_tokens": getattr(episode, "selection_tokens", None), "pins": pins})
         echo(render_metrics(arm, selection_metrics([r for r in rows if r["arm"] == arm])))
@@ -145,7 +146,8 @@ def summarize(rows: list[dict], alpha: float, power: float, n_boot: int) -> dict
         report["arms"][control]["pass"], report["arms"][arm]["pass"])} for arm in arms[1:]]
     for arm in arms[1:]:
         for metric, value in (("success", lambda r: r["success"]),
-                              ("oracle_read", lambda r: None if r["success"] is None else "oracle" in r["read_roles"])):
+                              ("oracle_read", lambda r: None if r["success"] is None or r.get("selects") is False
+                               else "oracle" in r["read_roles"])):
             c = {f"{r['game_id']}#{r['repeat']}": value(r) for r in by_arm[control]}
             t = {f"{r['game_id']}#{r['repeat']}": value(r) for r in by_arm[arm]}
             result = stats.compare(c, t, names=(arm, control), alpha=alpha, power=power, n_boot=n_boot)

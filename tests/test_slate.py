@@ -62,7 +62,7 @@ def test_every_task_type_gets_a_16_skill_slate_with_all_four_categories():
     from skillos.evals.envs.alfworld.scenes import TASK_TYPES
     from skillos.evals.envs.slate_skills import TELLTALE, relevant_to, telltale_words
 
-    cfg = cfgmod.load(CPU)
+    cfg = cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
     assert (cfg.skillgate.slate_size, cfg.skillgate.n_relevant) == (16, 5)
     repo, slates = build_slates(cfg, [_Game(f"g{i}", t) for i, t in enumerate(TASK_TYPES)])
     assert set(TELLTALE) == set(TASK_TYPES) == {s.task_type for s in slates}
@@ -239,7 +239,7 @@ def test_no_skill_shows_no_slate_and_hybrid_twins_hide_the_oracle(slate_setup):
     assert hidden.read_skill(slate.oracle).startswith("error:")
     hidden.read_skill(slate.misleading[0])
     record = episode_record(hidden)
-    assert record["read_roles"] == [None, "misleading"] and len(record["slate"]) == 15
+    assert record["read_roles"] == [None, "misleading"] and len(record["slate"]) == len(slate.order) - 1
 
 
 def test_selection_metrics_carry_denominators_and_keep_unmeasured_out():
@@ -265,6 +265,23 @@ def test_selection_metrics_carry_denominators_and_keep_unmeasured_out():
     assert m["selection_token_share"]["value"] == 30 / 200
     empty = selection_metrics([{"success": None, "reads": [], "read_roles": []}])
     assert empty["success"]["value"] is None and empty["success"]["reason"]
+
+
+def test_an_executor_that_is_handed_every_skill_has_no_selection_to_measure():
+    """The CPU executor gets every body of the slate: its rows say so (`selects: False`), and its
+    read rates are unmeasured with the reason, not "no read 100%"; success is still measured."""
+    from skillos.evals.slate_eval import summarize
+
+    rows = [{"arm": arm, "game_id": g, "repeat": 0, "success": g == "x", "reads": [], "read_roles": [],
+             "selects": arm == "model", "pins": {}} for arm in ("cpu", "model") for g in ("x", "y")]
+    m = selection_metrics(rows[:2])
+    assert m["success"] == {"value": 0.5, "n": 1, "of": 2}
+    assert m["no_read"]["value"] is None and "chooses none" in m["no_read"]["reason"]
+    assert all(v["value"] is None for v in m["first_read"].values())
+    assert selection_metrics(rows[2:])["no_read"]["value"] == 1.0
+    report = summarize(rows, 0.05, 0.8, 200)
+    oracle = next(c for c in report["comparisons"] if c["metric"] == "oracle_read")
+    assert oracle["n_paired"] == 0 and oracle["difference"] is None  # nothing to pair against
 
 
 def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators():
@@ -382,6 +399,33 @@ def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(t
     assert "repeats: spec 1 vs this config 3" in refused.detail and "snapshot_hash: spec" in refused.detail
 
 
+PROTOCOL = ROOT / "evals" / "configs" / "skillgate-protocol.yaml"
+
+
+def test_the_shipped_protocol_is_the_methods_size_and_pins_everything():
+    """134 held-out games x 3 plays on 16-skill slates, with a spec file that pins every key (the
+    static gate reads it)."""
+    from skillos import gates
+
+    cfg = cfgmod.load(PROTOCOL)
+    assert (cfg.env.n_games, cfg.skillgate.repeats, cfg.env.seed, cfg.skillgate.slate_size) == (134, 3, 0, 16)
+    spec = protocol.load_spec(PROTOCOL.parent / cfg.skillgate.eval_spec)
+    assert (spec.repeats, spec.seed) == (cfg.skillgate.repeats, cfg.env.seed)
+    by_name = {r.check: r for r in gates.check(cfg).results}
+    assert by_name["eval-protocol"].status == "PASS"
+
+
+@pytest.mark.slow
+def test_the_shipped_protocol_spec_is_what_its_config_plays(tmp_path, game_cache):
+    """The frozen pins equal those of the 134 games and slates the config would play today
+    (generating the games takes ~1-2 min on 2 cores)."""
+    from skillos.gates.core import Context
+    from skillos.gates.dryrun import eval_pins
+
+    result = eval_pins(Context(cfgmod.load(PROTOCOL), base_dir=PROTOCOL.parent))
+    assert result.status == "PASS", result.detail
+
+
 def test_the_prompt_pin_is_the_hash_of_what_the_slate_executor_sends(monkeypatch):
     """Changing the system prompt the slate executor sends (envs/slate.py's SYSTEM), its
     instructions or a template changes the run's prompt pin; the ALFWorld executor's prompt,
@@ -448,14 +492,37 @@ def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch,
     assert sent[:4] == ["system", "user", "assistant", "tool"]  # the read was answered before acting
 
 
-def test_the_gpu_config_passes_the_static_gates(canaries_passed):
+GPU_PROFILES = sorted((ROOT / "training" / "configs").glob("selector-gpu-*.yaml"))
+
+
+def test_there_is_one_gpu_config_per_profile():
+    profiles = {cfgmod.load(p).skillgate.selector_credit: p.name for p in GPU_PROFILES}
+    assert set(profiles) == set(cfgmod.SELECTOR_CREDITS) and len(GPU_PROFILES) == len(cfgmod.SELECTOR_CREDITS)
+    assert all(name == f"selector-gpu-{p.replace('_', '-')}.yaml" for p, name in profiles.items())
+
+
+@pytest.mark.parametrize("path", GPU_PROFILES, ids=[p.stem for p in GPU_PROFILES])
+def test_each_profiles_gpu_config_passes_the_static_gates(path, canaries_passed):
     from skillos import gates
 
-    report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-lora.yaml"))
-    assert report.failed == []
+    cfg = cfgmod.load(path)
+    report = gates.check(cfg)
+    assert report.failed == [], [r.line() for r in report.failed]
     by_name = {r.check: r for r in report.results}
     assert by_name["skillgate-slate"].status == "PASS" and by_name["skillgate-credit"].status == "PASS"
-    # diffed against SkillGate's table, not the SkillOS curator's
+    # diffed against SkillGate's table, not the SkillOS curator's: the method's 16-skill slates
     assert by_name["reference"].seen == "skillgate/alfworld"
-    assert by_name["table.skillgate.selector_credit"].status == "PASS"
+    assert by_name["table.skillgate.slate_size"].status == "PASS"
+    credit_row = by_name["table.skillgate.selector_credit"]
+    assert credit_row.status == ("PASS" if cfg.skillgate.selector_credit == "clean-oracle" else "WARN")
+    assert (cfg.skillgate.selector_credit == "clean-oracle") != ("skillgate.selector_credit" in cfg.divergences)
     assert not any(c.startswith("table.reward.") or c == "table.retrieval.top_k" for c in by_name)
+    assert cfg.skillgate.init == "oracle-warmup"  # every arm starts from the same SFT model
+
+
+def test_a_fresh_ledger_refuses_the_gpu_configs_until_their_canary_passed():
+    from skillos import gates
+
+    report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-hybrid-slate.yaml"))
+    assert [r.check for r in report.failed] == ["recipe-learns"]
+    assert "selector:hybrid_slate" in report.failed[0].line()

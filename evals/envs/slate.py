@@ -442,9 +442,12 @@ def selection_metrics(rows: list[dict]) -> dict:
     episodes that read a skill of each category (oracle / relevant / misleading / irrelevant) at
     all, read nothing, and what their first read was (`first_read`: the categories, off_slate,
     no_read; they sum to the measured episodes). Unmeasured episodes are out of every rate and
-    counted."""
+    counted. Rows with `selects: False` (an executor handed every skill's body, such as the CPU
+    one, which chooses nothing to read) leave every selection rate unmeasured, with the reason."""
     measured = [r for r in rows if r.get("success") is not None]
     n = len(measured)
+    if any(r.get("selects") is False for r in measured):
+        return _no_selection(rows, measured)
     reads = sum(len(r["reads"]) for r in measured)
     counted = [r for r in measured if r.get("completion_tokens")]
     sel_tokens = sum(r.get("selection_tokens") or 0 for r in counted)
@@ -464,6 +467,19 @@ def selection_metrics(rows: list[dict]) -> dict:
                                   "n": sel_tokens, "of": all_tokens,
                                   **({} if all_tokens else {"reason": "no token counts recorded"})},
     }
+
+
+NO_SELECTION = "this executor is handed every skill of the slate and chooses none: it makes no selection to measure"
+SELECTION_RATES = ("oracle_read", "clean_oracle_read", "relevant_read", "misleading_read", "irrelevant_read",
+                   "no_read", "reads_per_episode", "selection_token_share")
+
+
+def _no_selection(rows: list[dict], measured: list[dict]) -> dict:
+    n = len(measured)
+    none = {"value": None, "n": 0, "of": n, "reason": NO_SELECTION}
+    return {"episodes": len(rows), "measured": n, "unmeasured": len(rows) - n,
+            "success": _rate(sum(bool(r["success"]) for r in measured), n),
+            **{k: dict(none) for k in SELECTION_RATES}, "first_read": {c: dict(none) for c in FIRST_READ}}
 
 
 def render_metrics(arm: str, m: dict) -> str:
