@@ -87,7 +87,7 @@ def test_one_baseline_step_on_cpu(tmp_path, game_cache, trainer):
     data = yaml.safe_load(CPU.read_text())
     data["skillgate"].update(trainer=trainer, selector_credit="off", slate_repo=str(CPU.parent / "slates/household"))
     data["training"].update(max_steps=1, output_dir=str(tmp_path / "out"))
-    data["divergences"] = {"skillgate.trainer": {"value": trainer, "reason": "a SkillGate baseline arm"}}
+    data["divergences"]["skillgate.trainer"] = {"value": trainer, "reason": "a SkillGate baseline arm"}
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(data))
     result = run_cli("train", config, "--json", cwd=tmp_path)
