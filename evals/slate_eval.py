@@ -18,9 +18,8 @@ from pathlib import Path
 from skillos.config import Config, relative_to_config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
-from skillos.evals.envs.slate import (SlateRetriever, build_slate, freeze, load_frozen, render_metrics,
+from skillos.evals.envs.slate import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
                                       selection_metrics)
-from skillos.repo import SkillRepo
 from skillos.repo.store import write_atomic
 
 ROWS, REPORT, SPEC = "slate_games.jsonl", "slate_report.json", "eval_spec.yaml"
@@ -74,10 +73,8 @@ def config_pins(cfg: Config, games) -> dict:
     """The pins a slate eval of `cfg` on `games` would run under (nothing is written)."""
     from skillos.evals.envs.slate import manifest_of
 
-    g = cfg.skillgate
-    source = SkillRepo.load(relative_to_config(cfg, g.slate_repo))
-    slates = [build_slate(source, x, g.n_misleading, g.n_irrelevant, cfg.env.seed) for x in games]
-    return run_pins(cfg, games, manifest_of(source, slates)["snapshot_hash"]).pins()
+    repo, slates = build_slates(cfg, games)
+    return run_pins(cfg, games, manifest_of(repo, slates)["snapshot_hash"]).pins()
 
 
 def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | None, echo, gate) -> dict:
@@ -94,9 +91,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     if (out / REPORT).exists():
         raise SkillosError(f"{out}: already holds a slate report; evaluate into a new folder")
     games = load_games(cfg, cfg.env.split, cfg.env.n_games)
-    source = SkillRepo.load(relative_to_config(cfg, g.slate_repo))
-    manifest = freeze(source, [build_slate(source, x, g.n_misleading, g.n_irrelevant, cfg.env.seed)
-                               for x in games], out / "slate")
+    manifest = freeze(*build_slates(cfg, games), out / "slate")
     repo, slates, _ = load_frozen(out / "slate")  # play from the snapshot, not the source folder
     pins = run_pins(cfg, games, manifest["snapshot_hash"]).pins()
     if g.eval_spec:
@@ -119,7 +114,8 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
                     "success": traj.won, "unmeasured_reason": traj.unmeasured_reason,
                     "reads": reads, "read_roles": [slate.role(n) for n in reads],
                     "read_positions": [[r.token_start, r.token_end] for r in traj.reads],
-                    "oracle": slate.oracle, "steps": len(traj.steps), "coerced_actions": traj.coerced,
+                    "oracle": slate.oracle, "selects": backend.backend != "heuristic",
+                    "steps": len(traj.steps), "coerced_actions": traj.coerced,
                     "completion_tokens": getattr(episode, "completion_tokens", None),
                     "selection_tokens": getattr(episode, "selection_tokens", None), "pins": pins})
         echo(render_metrics(arm, selection_metrics([r for r in rows if r["arm"] == arm])))
@@ -127,6 +123,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     protocol.write_spec(protocol.EvalSpec(**pins), out / SPEC)  # freeze it with skillgate.eval_spec
     report = summarize(rows, cfg.eval.alpha, cfg.eval.power, cfg.eval.bootstrap)
     report["snapshot"] = str(out / "slate")
+    report["slates"] = manifest["composition"]  # how many skills of each category every slate held
     write_atomic(out / REPORT, json.dumps(report, indent=1))
     return report
 
@@ -149,7 +146,8 @@ def summarize(rows: list[dict], alpha: float, power: float, n_boot: int) -> dict
         report["arms"][control]["pass"], report["arms"][arm]["pass"])} for arm in arms[1:]]
     for arm in arms[1:]:
         for metric, value in (("success", lambda r: r["success"]),
-                              ("oracle_read", lambda r: None if r["success"] is None else "oracle" in r["read_roles"])):
+                              ("oracle_read", lambda r: None if r["success"] is None or r.get("selects") is False
+                               else "oracle" in r["read_roles"])):
             c = {f"{r['game_id']}#{r['repeat']}": value(r) for r in by_arm[control]}
             t = {f"{r['game_id']}#{r['repeat']}": value(r) for r in by_arm[arm]}
             result = stats.compare(c, t, names=(arm, control), alpha=alpha, power=power, n_boot=n_boot)

@@ -52,14 +52,14 @@ def canaries_passed(skillos_home):
     """A ledger whose trainers have all passed their learning canaries for the current code, as
     if `skillos canary curator` and `skillos canary selector` had run (GPU configs pass
     gate 6's recipe-learns check with it; tests/test_canary.py tests the check itself)."""
+    from skillos.config import SELECTOR_CREDITS
     from skillos.ledger import Ledger
     from skillos.training import canary
 
     skillos_home.mkdir(parents=True, exist_ok=True)
     with Ledger(skillos_home / "ledger.db") as ledger:
         for key, name in (("curator", "curator"), ("optimize", "optimize"),
-                          *((f"selector:{v}", "selector") for v in ("first-oracle", "clean-oracle", "off",
-                                                                    "task-mask-only"))):
+                          *((f"selector:{v}", "selector") for v in SELECTOR_CREDITS)):
             control = {"b": 1, "c": 1, "p": 1.0, "verdict": "not detected"}
             ledger.add_canary(None, {"trainer": key, "metric": "m", "n": 20, "before": 0.2, "after": 0.8,
                                      "b": 12, "c": 0, "p": 0.0005, "verdict": "improvement", "control": control,

@@ -14,7 +14,7 @@ from skillos.training import canary as canaries
 
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
 CPU_SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
-SELECTOR_GPU = ROOT / "training" / "configs" / "selector-gpu-lora.yaml"
+SELECTOR_GPU = ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml"
 
 
 def outcomes(wins: int, n: int = 20, start: int = 0) -> dict:

@@ -55,7 +55,7 @@ def test_dpo_pairs_prefer_the_oracle_over_each_misleading_skill(built):
 
     setup, ids, tokenizer = built
     rows = dpo_pairs(setup, ids, tokenizer)
-    assert len(rows) == sum(len(setup.slates[i].misleading) for i in ids) == 4
+    assert len(rows) == sum(len(setup.slates[i].misleading) for i in ids) == 6  # 3 misleading per slate
     for row in rows:
         slate = setup.slates[row["game_id"]]
         assert _read_names(tokenizer, row["chosen"]) == [slate.oracle]
@@ -64,17 +64,34 @@ def test_dpo_pairs_prefer_the_oracle_over_each_misleading_skill(built):
     assert len({r["prompt"] for r in rows}) == len(ids)
 
 
+def test_dpo_pairs_each_gold_read_with_at_most_five_misleading_ones(tmp_path, game_cache):
+    from transformers import AutoTokenizer
+
+    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.experiment import load_games
+    from skillos.training.selector_baselines import DPO_REJECTED, dpo_pairs
+    from skillos.training.tiny_model import build
+
+    cfg = cfgmod.with_sets(cfgmod.load(CPU), ["skillgate.slate_size=10", "skillgate.n_misleading=7", "skillgate.n_irrelevant=2"])
+    games = load_games(cfg, "train", 1)
+    setup = make_slate_setup(cfg, games, tmp_path)
+    slate = setup.slates[games[0].id]
+    rows = dpo_pairs(setup, [games[0].id], AutoTokenizer.from_pretrained(build()))
+    assert len(slate.misleading) == 7 and DPO_REJECTED == 5 and len(rows) == 5
+    assert [r["rejected_read"] for r in rows] == [n for n in slate.order if n in slate.misleading][:5]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["selector-bc", "selector-dpo"])
 def test_one_baseline_step_on_cpu(tmp_path, game_cache, trainer):
     data = yaml.safe_load(CPU.read_text())
     data["skillgate"].update(trainer=trainer, selector_credit="off", slate_repo=str(CPU.parent / "slates/household"))
     data["training"].update(max_steps=1, output_dir=str(tmp_path / "out"))
-    data["divergences"] = {"skillgate.trainer": {"value": trainer, "reason": "a SkillGate baseline arm"}}
+    data["divergences"]["skillgate.trainer"] = {"value": trainer, "reason": "a SkillGate baseline arm"}
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(data))
     result = run_cli("train", config, "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)
-    assert len(summary["checkpoints"]) == 1 and summary["examples"] == (6 if trainer == "selector-bc" else 12)
+    assert len(summary["checkpoints"]) == 1 and summary["examples"] == (6 if trainer == "selector-bc" else 18)
     assert summary["train_loss"] == summary["train_loss"]  # a number, not NaN

@@ -1,5 +1,6 @@
 """SkillGate's credit arithmetic and span masks, on real token ids of the tiny model's tokenizer
-and against tensors computed by hand."""
+and against tensors computed by hand: every profile (no_skill, mixed_task_reward,
+mixed_separated, hybrid_slate, task-mask-only, first-oracle, clean-oracle)."""
 
 import math
 
@@ -78,8 +79,11 @@ def test_utilities_clean_oracle_against_first_oracle():
     assert u(["cool", "heat"], "heat", "first-oracle") == 1.0  # the ablation credits it
     assert u([], "heat", "clean-oracle") == 0.0 and u([], "heat", "first-oracle") == 0.0
     assert u(None, "heat", "clean-oracle") is None and u(["heat"], None, "first-oracle") is None
-    with pytest.raises(ValueError):
-        u(["heat"], "heat", "task-mask-only")
+    assert u(["cool", "heat"], "heat", "mixed_separated") == 0.0  # its behaviour utility is clean-oracle's
+    assert u(["heat"], "heat", "mixed_separated") == 1.0
+    for none in ("task-mask-only", "hybrid_slate", "mixed_task_reward"):
+        with pytest.raises(ValueError):
+            u(["heat"], "heat", none)
 
 
 def test_clean_oracle_counts_only_reads_of_skills_on_the_slate():
@@ -147,5 +151,73 @@ def test_token_advantages_by_hand_for_each_variant():
     assert torch.equal(method, torch.tensor([[0.25, 0.25, 0, 0, 1.0, 0], [-1.0, -0.25, 0, -1.0, -1.0, -1.0]]))
     control = credit.token_advantages(outcome, selector, sel, loss, "task-mask-only", 2.0)
     assert torch.equal(control, torch.tensor([[0.0, 0, 0, 0, 1.0, 0], [-1.0, 0, 0, -1.0, -1.0, -1.0]]))
-    off = credit.token_advantages(outcome, selector, sel, loss, "off", 2.0)
-    assert torch.equal(off, outcome.unsqueeze(1) * loss.float())
+    for outcome_only in ("mixed_task_reward", "no_skill"):  # TRL's advantage on every written token
+        off = credit.token_advantages(outcome, selector, sel, loss, outcome_only, 2.0)
+        assert torch.equal(off, torch.tensor([[1.0, 1.0, 0, 0, 1.0, 0], [-1.0, -1.0, 0, -1.0, -1.0, -1.0]]))
+    # the separated profiles land their own selector advantage on the spans exactly as the method
+    for separated in ("mixed_separated", "hybrid_slate"):
+        got = credit.token_advantages(outcome, selector, sel, loss, separated, 0.5)
+        assert torch.equal(got, torch.tensor([[0.25, 0.25, 0, 0, 1.0, 0], [-1.0, -0.25, 0, -1.0, -1.0, -1.0]]))
+    with pytest.raises(ValueError):
+        credit.token_advantages(outcome, selector, sel, loss, "off", 2.0)  # the config maps the old name
+
+
+def test_the_profiles_are_the_config_schemas():
+    from skillos import config
+
+    assert credit.VARIANTS == config.SELECTOR_CREDITS
+    assert set(credit.OUTCOME_ONLY) | set(credit.CREDITED) | {"task-mask-only"} == set(credit.VARIANTS)
+    assert config.SkillGateConfig(selector_credit="off").selector_credit == "mixed_task_reward"
+    assert config.SkillGateConfig(selector_credit=False).selector_credit == "mixed_task_reward"  # YAML's bare off
+
+
+def test_mixed_separated_stratifies_the_behaviour_advantage_by_outcome_by_hand():
+    nan = float("nan")
+    # utility (clean-oracle read) and outcome (won) of 3 groups of 4
+    values = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    outcomes = torch.tensor([1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, nan, 1.0])
+    adv = credit.stratified_advantages(values, outcomes, 4)
+    # group 1: each outcome stratum {1, 0}: mean 0.5, unbiased std sqrt(0.5)
+    # group 2: the winner is alone in its stratum (0); the losers all read nothing: mean 0, std 0 -> 0
+    # group 3: member 2 unmeasured (0); the winners {1, 0, 1}: mean 2/3, std sqrt(1/3)
+    h, t = 0.5 / (math.sqrt(0.5) + 1e-4), math.sqrt(1 / 3) + 1e-4
+    expected = torch.tensor([h, -h, h, -h, 0.0, 0.0, 0.0, 0.0, (1 / 3) / t, (-2 / 3) / t, 0.0, (1 / 3) / t])
+    assert torch.allclose(adv, expected, atol=1e-6)
+    unscaled = credit.stratified_advantages(values, outcomes, 4, scale=False)
+    assert torch.allclose(unscaled, torch.tensor([0.5, -0.5, 0.5, -0.5, 0, 0, 0, 0, 1 / 3, -2 / 3, 0, 1 / 3]), atol=1e-6)
+    # against the method's group normalisation: group 2's losers are not pushed down for the
+    # winner's read, because the outcome already told them apart
+    method = credit.group_advantages(values, 4, scale=False)
+    assert torch.allclose(method[4:8], torch.tensor([0.75, -0.25, -0.25, -0.25]))
+    assert torch.equal(credit.stratified_advantages(torch.full((4,), nan), torch.ones(4), 4), torch.zeros(4))
+
+
+def test_hybrid_slate_pairs_twins_and_credits_the_paired_regret_by_hand():
+    records = [{"with_oracle": True, "game_id": "a"}, {"with_oracle": False, "game_id": "a"},
+               {"with_oracle": True, "game_id": "a"}, {"with_oracle": False, "game_id": "a"},
+               {"with_oracle": True, "game_id": "b"}, {"with_oracle": False, "game_id": "c"},  # other games
+               {"with_oracle": False, "game_id": "d"}, {"with_oracle": True, "game_id": "d"}]  # twin first
+    twins = credit.pair_twins(records)
+    assert twins == [1, None, 3, None, None, None, None, None]
+    outcomes = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0])
+    # pair (0, 1): with the oracle it won, without it lost: +1; pair (2, 3): -1; the rest 0
+    assert torch.equal(credit.paired_regret(outcomes, twins), torch.tensor([1.0, 0, -1.0, 0, 0, 0, 0, 0]))
+    outcomes[3] = float("nan")  # an unmeasured twin: no regret
+    assert torch.equal(credit.paired_regret(outcomes, twins), torch.tensor([1.0, 0, 0, 0, 0, 0, 0, 0]))
+
+
+def test_selector_advantages_dispatch_each_profile_by_hand():
+    u = torch.tensor([1.0, 0.0, 0.0, 0.0])  # utilities of one group
+    o = torch.tensor([1.0, 0.0, 1.0, 0.0])  # outcomes
+    twins = [1, None, 3, None]
+    s = math.sqrt(1 / 4) + 1e-4  # the group's unbiased std of {1, 0, 0, 0} is 0.5
+    assert torch.allclose(credit.selector_advantages("clean-oracle", u, o, 4),
+                          torch.tensor([0.75, -0.25, -0.25, -0.25]) / s)
+    assert torch.allclose(credit.selector_advantages("first-oracle", u, o, 4),
+                          torch.tensor([0.75, -0.25, -0.25, -0.25]) / s)
+    # strata: won {0, 2} with utilities {1, 0}; lost {1, 3} with {0, 0}
+    h = 0.5 / (math.sqrt(0.5) + 1e-4)
+    assert torch.allclose(credit.selector_advantages("mixed_separated", u, o, 4), torch.tensor([h, 0.0, -h, 0.0]))
+    assert torch.equal(credit.selector_advantages("hybrid_slate", u, o, 4, twins), torch.tensor([1.0, 0, 1.0, 0]))
+    for none in ("no_skill", "mixed_task_reward", "task-mask-only"):
+        assert torch.equal(credit.selector_advantages(none, u, o, 4), torch.zeros(4))

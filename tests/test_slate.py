@@ -13,8 +13,9 @@ from conftest import ROOT, run_cli
 from skillos import config as cfgmod
 from skillos.errors import SkillosError
 from skillos.evals import protocol
-from skillos.evals.envs.slate import (SlateEnv, build_slate, episode_record, freeze, load_frozen,
-                                      make_slate_setup, missing_oracles, selection_metrics)
+from skillos.evals.envs.slate import (SlateEnv, build_slate, build_slates, composition, episode_record, freeze,
+                                      load_frozen, make_slate_setup, missing_oracles, selection_metrics,
+                                      with_misleading)
 from skillos.repo import SkillRepo
 
 SLATES = ROOT / "training" / "configs" / "slates" / "household"
@@ -26,19 +27,124 @@ class _Game:
         self.id, self.task_type = gid, task_type
 
 
+def _built(n_misleading=5):
+    return with_misleading(SkillRepo.load(SLATES), n_misleading)
+
+
 def test_a_slate_has_one_oracle_and_is_the_same_every_time():
-    repo = SkillRepo.load(SLATES)
+    repo = _built()
     game = _Game("train-0007", "pick_heat_then_place_in_recep")
-    slate = build_slate(repo, game, 2, 1, seed=0)
-    assert slate.oracle == "heat-then-place"
-    assert len(slate.misleading) == 2 and "heat-then-place" not in slate.misleading
-    assert all(repo.get(n).extra.get("metadata") for n in slate.misleading)  # plausible: task skills
-    assert len(slate.irrelevant) == 1 and not repo.get(slate.irrelevant[0]).extra
-    assert sorted(slate.order) == sorted((slate.oracle, *slate.misleading, *slate.irrelevant))
-    assert build_slate(repo, game, 2, 1, seed=0) == slate
-    others = {build_slate(repo, game, 2, 1, seed=s).order for s in range(6)}
+    slate = build_slate(repo, game, 5, 5, 5, seed=0)
+    assert slate.oracle == "heat-then-place" and len(slate.order) == 16
+    assert slate.counts() == {"oracle": 1, "relevant": 5, "misleading": 5, "irrelevant": 5}
+    assert sorted(slate.order) == sorted((slate.oracle, *slate.relevant, *slate.misleading, *slate.irrelevant))
+    assert build_slate(repo, game, 5, 5, 5, seed=0) == slate
+    others = {build_slate(repo, game, 5, 5, 5, seed=s).order for s in range(6)}
     assert len(others) > 1  # the seed moves the draw and the order
     assert slate.role("heat-then-place") == "oracle" and slate.role("nope") is None
+    assert {slate.role(n) for n in slate.order} == {"oracle", "relevant", "misleading", "irrelevant"}
+    assert slate.without_oracle().order == tuple(n for n in slate.order if n != "heat-then-place")
+
+
+# One task sentence of each type, as ALFWorld writes them.
+TASKS = {"pick_heat_then_place_in_recep": "heat some egg and put it in diningtable",
+         "pick_cool_then_place_in_recep": "cool some pan and put it in stoveburner",
+         "pick_clean_then_place_in_recep": "clean some apple and put it in sidetable",
+         "look_at_obj_in_light": "look at bowl under the desklamp",
+         "pick_two_obj_and_place": "put two saltshaker in drawer",
+         "pick_and_place_simple": "put a keychain in sofa"}
+
+
+def test_every_task_type_gets_a_16_skill_slate_with_all_four_categories():
+    """The method's slates from the shipped folder: for every task type 1 oracle, 5 relevant,
+    5 misleading built from the oracle whose names and descriptions hide the task type's
+    tell-tale words and whose bodies differ from it, 5 irrelevant."""
+    from skillos.evals.envs.alfworld.scenes import TASK_TYPES
+    from skillos.evals.envs.slate_skills import TELLTALE, relevant_to, telltale_words
+
+    cfg = cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
+    assert (cfg.skillgate.slate_size, cfg.skillgate.n_relevant) == (16, 5)
+    repo, slates = build_slates(cfg, [_Game(f"g{i}", t) for i, t in enumerate(TASK_TYPES)])
+    assert set(TELLTALE) == set(TASK_TYPES) == {s.task_type for s in slates}
+    for slate in slates:
+        oracle = repo.get(slate.oracle)
+        assert len(slate.order) == 16 == len(set(slate.order)), slate.task_type
+        assert slate.counts() == {"oracle": 1, "relevant": 5, "misleading": 5, "irrelevant": 5}
+        assert telltale_words(f"{oracle.name} {oracle.description}", slate.task_type)  # the oracle's name tells
+        bodies = set()
+        for name in slate.misleading:
+            skill = repo.get(name)
+            meta = skill.extra["metadata"]
+            assert meta["misleading_for"] == slate.task_type and meta["derived_from"] == slate.oracle
+            assert telltale_words(f"{skill.name} {skill.description}", slate.task_type) == [], name
+            assert skill.body.strip() != oracle.body.strip()
+            bodies.add(skill.body)
+        assert len(bodies) == 5  # five different mutations
+        assert all(slate.task_type in relevant_to(repo.get(n)) for n in slate.relevant)
+        assert all(not repo.get(n).extra for n in slate.irrelevant)
+    assert composition(slates)["total"] == {"oracle": 6, "relevant": 30, "misleading": 30, "irrelevant": 30}
+
+
+def test_the_telltale_check_catches_inflections_and_nothing_else():
+    from skillos.evals.envs.slate_skills import telltale_words
+
+    assert telltale_words("Reheat? No: heated leftovers, heating", "pick_heat_then_place_in_recep") == ["heat"]
+    assert telltale_words("lamps-in-a-room", "look_at_obj_in_light") == ["lamp"]
+    assert telltale_words("A lightweight split-list of literature", "look_at_obj_in_light") == []
+    assert telltale_words("theater, school, network", "pick_heat_then_place_in_recep") == []
+
+
+def _guidance(task, skills):
+    from skillos.evals.backends.heuristic import reading
+    from skillos.evals.envs.alfworld.text import parse_goal
+
+    g = reading.guidance(parse_goal(task), task, skills)
+    return {"said": g.said, "tool": g.tool, "avoid": g.avoid, "first": g.transform_first, "places": g.places}
+
+
+def test_misleading_bodies_mislead_the_cpu_executor_and_the_others_do_not():
+    """What the reading executor takes from each skill alone (reading.guidance): the oracle's
+    tool and order; each misleading skill a wrong tool, a wrong order, the right tool avoided or
+    wrong places to look; relevant and irrelevant skills say nothing that changes its play."""
+    from skillos.evals.envs.slate import category_pools
+
+    repo = _built(7)
+    kinds = set()
+    for task_type, task in TASKS.items():
+        pools = category_pools(repo, task_type)
+        (oracle,) = pools["oracle"]
+        right = _guidance(task, [repo.get(oracle)])
+        nothing = _guidance(task, [])
+        assert right["first"] and not right["avoid"] and not right["places"]
+        if task_type in ("pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep",
+                         "pick_clean_then_place_in_recep"):
+            assert right["said"] and right["tool"] in ("microwave", "fridge", "sinkbasin")
+        assert len(pools["misleading"]) == 7
+        for name in pools["misleading"]:
+            wrong = _guidance(task, [repo.get(name)])
+            assert wrong != right, name
+            changed = [k for k in right if wrong[k] != right[k]]
+            kinds.update(changed)
+            if "tool" in changed and wrong["tool"]:
+                assert "wrong-tool" in repo.get(name).extra["metadata"]["mutation"]
+        for name in pools["relevant"] + pools["irrelevant"]:
+            assert _guidance(task, [repo.get(name)]) == nothing, name
+    assert kinds >= {"tool", "avoid", "first", "places", "said"}
+
+
+def test_a_folder_that_cannot_fill_the_slate_is_a_one_line_error(tmp_path):
+    folder = tmp_path / "slate"
+    shutil.copytree(SLATES, folder)
+    for name in ("keep-count", "finish-at-the-named-receptacle", "read-the-task-sentence"):
+        shutil.rmtree(folder / name)
+    repo = with_misleading(SkillRepo.load(folder), 5)
+    with pytest.raises(SkillosError) as err:
+        build_slate(repo, _Game("g1", "pick_two_obj_and_place"), 5, 5, 5, 0)
+    assert "5 relevant skills needed for pick_two_obj_and_place" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(SkillosError, match="only 7 misleading variants"):
+        with_misleading(SkillRepo.load(SLATES), 8)
+    with pytest.raises(cfgmod.ConfigError, match="slate_size: 8 cannot hold"):
+        cfgmod.SkillGateConfig(slate_size=8, n_misleading=5, n_irrelevant=5)
 
 
 def test_a_repo_without_the_oracle_is_refused(tmp_path):
@@ -49,22 +155,35 @@ def test_a_repo_without_the_oracle_is_refused(tmp_path):
     assert missing_oracles(repo, ["pick_heat_then_place_in_recep", "pick_and_place_simple"]) == \
         ["pick_heat_then_place_in_recep"]
     with pytest.raises(SkillosError, match="no skill .* has metadata.task_type 'pick_heat_then_place_in_recep'"):
-        build_slate(repo, _Game("g1", "pick_heat_then_place_in_recep"), 2, 1, 0)
+        build_slate(with_misleading(repo, 2), _Game("g1", "pick_heat_then_place_in_recep"), 0, 2, 1, 0)
+
+
+def test_the_canary_keeps_its_four_skill_slates():
+    cfg = cfgmod.load(ROOT / "training" / "configs" / "canary-selector.yaml")
+    repo, (slate,) = build_slates(cfg, [_Game("g", "pick_cool_then_place_in_recep")])
+    assert slate.counts() == {"oracle": 1, "relevant": 0, "misleading": 2, "irrelevant": 1}
 
 
 def test_the_snapshot_is_frozen_with_a_manifest(tmp_path):
-    repo = SkillRepo.load(SLATES)
-    slates = [build_slate(repo, _Game(f"g{i}", t), 2, 1, 0)
+    repo = _built()
+    slates = [build_slate(repo, _Game(f"g{i}", t), 5, 5, 5, 0)
               for i, t in enumerate(["pick_and_place_simple", "pick_cool_then_place_in_recep"])]
     manifest = freeze(repo, slates, tmp_path / "a")
-    again = freeze(repo, slates, tmp_path / "b")
-    assert manifest["snapshot_hash"] == again["snapshot_hash"]
+    again = freeze(_built(), slates, tmp_path / "b")
+    assert manifest["snapshot_hash"] == again["snapshot_hash"]  # the built misleading skills are deterministic
     frozen, by_game, loaded = load_frozen(tmp_path / "a")
     assert by_game["g1"] == slates[1] and loaded["snapshot_hash"] == manifest["snapshot_hash"]
     assert sorted(s.name for s in frozen.skills) == sorted(manifest["files"])
+    # the snapshot holds the built misleading skills, and the manifest says what they are
+    built = [n for n in slates[1].misleading]
+    assert all(frozen.get(n).body == repo.get(n).body for n in built)
+    assert manifest["misleading"][built[0]]["derived_from"] == "cool-then-place"
+    assert manifest["composition"] == {"slates": 2, "size": 16, "total": {"oracle": 2, "relevant": 10,
+                                       "misleading": 10, "irrelevant": 10},
+                                       "per_slate": {"oracle": 1, "relevant": 5, "misleading": 5, "irrelevant": 5}}
     edited = SkillRepo.load(SLATES).copy()
-    edited.update("pick-and-place", body="Changed.")
-    assert freeze(edited, slates, tmp_path / "c")["snapshot_hash"] != manifest["snapshot_hash"]
+    edited.update("cool-then-place", body=edited.get("cool-then-place").body + "\n4. Done.")
+    assert freeze(with_misleading(edited, 5), slates, tmp_path / "c")["snapshot_hash"] != manifest["snapshot_hash"]
 
 
 @pytest.fixture(scope="module")
@@ -88,12 +207,39 @@ def test_the_environment_records_every_read_and_plays_the_real_game(slate_setup)
     assert env.read_skill("not-a-skill").startswith("error:")
     admissible = env._episode.obs.admissible
     assert "Admissible actions:" in env.act(admissible[0])
+    env.read_skill(slate.relevant[0])
     record = episode_record(env)
-    assert record["reads"] == [slate.oracle, slate.misleading[0], "not-a-skill"]
-    assert record["read_roles"] == ["oracle", "misleading", None]
-    assert record["success"] is False and record["steps"] == 1
+    assert record["reads"] == [slate.oracle, slate.misleading[0], "not-a-skill", slate.relevant[0]]
+    assert record["read_roles"] == ["oracle", "misleading", None, "relevant"]
+    assert record["success"] is False and record["steps"] == 1 and record["with_oracle"]
     with pytest.raises(KeyError):
         SlateEnv(setup).reset(game_id="valid_unseen-0000")
+
+
+def test_no_skill_shows_no_slate_and_hybrid_twins_hide_the_oracle(slate_setup):
+    import dataclasses
+    import itertools
+
+    setup, games = slate_setup
+    slate = setup.slates[games[0].id]
+    bare = dataclasses.replace(setup, no_slate=True, slots=itertools.count())
+    env = SlateEnv(bare)
+    first = env.reset(game_id=games[0].id)
+    assert not any(name in first for name in slate.order) and "No skills are available." in first
+    assert env.read_skill(slate.oracle).startswith("error: there is no slate")
+    record = episode_record(env)
+    assert record["read_roles"] == [None] and record["slate"] == [] and not record["with_oracle"]
+
+    paired = dataclasses.replace(setup, paired=True, slots=itertools.count())
+    shown, hidden = SlateEnv(paired), SlateEnv(paired)  # TRL's pool instances 0 and 1 of every batch
+    assert (shown.with_oracle, hidden.with_oracle, SlateEnv(paired).with_oracle) == (True, False, True)
+    with_text, without_text = shown.reset(game_id=games[0].id), hidden.reset(game_id=games[0].id)
+    assert f"- {slate.oracle}:" in with_text and f"- {slate.oracle}:" not in without_text
+    assert all(f"- {n}:" in without_text for n in slate.order if n != slate.oracle)
+    assert hidden.read_skill(slate.oracle).startswith("error:")
+    hidden.read_skill(slate.misleading[0])
+    record = episode_record(hidden)
+    assert record["read_roles"] == [None, "misleading"] and len(record["slate"]) == len(slate.order) - 1
 
 
 def test_selection_metrics_carry_denominators_and_keep_unmeasured_out():
@@ -107,10 +253,35 @@ def test_selection_metrics_carry_denominators_and_keep_unmeasured_out():
     assert m["success"] == {"value": 1 / 3, "n": 1, "of": 3}
     assert m["oracle_read"]["n"] == 2 and m["clean_oracle_read"]["n"] == 1
     assert m["misleading_read"]["n"] == 1 and m["no_read"]["n"] == 1
+    assert m["relevant_read"] == {"value": 0.0, "n": 0, "of": 3} and m["irrelevant_read"]["n"] == 0
+    first = {c: v["n"] for c, v in m["first_read"].items()}
+    assert first == {"oracle": 1, "relevant": 0, "misleading": 1, "irrelevant": 0, "off_slate": 0, "no_read": 1}
+    more = selection_metrics(rows + [{"success": True, "reads": ["x", "r"], "read_roles": [None, "relevant"]},
+                                     {"success": False, "reads": ["i"], "read_roles": ["irrelevant"]}])
+    first = {c: v["n"] for c, v in more["first_read"].items()}
+    assert first["off_slate"] == 1 and first["irrelevant"] == 1 and sum(first.values()) == more["measured"] == 5
+    assert more["relevant_read"]["n"] == 1 and more["irrelevant_read"]["n"] == 1
     assert m["reads_per_episode"] == {"value": 1.0, "n": 3, "of": 3}
     assert m["selection_token_share"]["value"] == 30 / 200
     empty = selection_metrics([{"success": None, "reads": [], "read_roles": []}])
     assert empty["success"]["value"] is None and empty["success"]["reason"]
+
+
+def test_an_executor_that_is_handed_every_skill_has_no_selection_to_measure():
+    """The CPU executor gets every body of the slate: its rows say so (`selects: False`), and its
+    read rates are unmeasured with the reason, not "no read 100%"; success is still measured."""
+    from skillos.evals.slate_eval import summarize
+
+    rows = [{"arm": arm, "game_id": g, "repeat": 0, "success": g == "x", "reads": [], "read_roles": [],
+             "selects": arm == "model", "pins": {}} for arm in ("cpu", "model") for g in ("x", "y")]
+    m = selection_metrics(rows[:2])
+    assert m["success"] == {"value": 0.5, "n": 1, "of": 2}
+    assert m["no_read"]["value"] is None and "chooses none" in m["no_read"]["reason"]
+    assert all(v["value"] is None for v in m["first_read"].values())
+    assert selection_metrics(rows[2:])["no_read"]["value"] == 1.0
+    report = summarize(rows, 0.05, 0.8, 200)
+    oracle = next(c for c in report["comparisons"] if c["metric"] == "oracle_read")
+    assert oracle["n_paired"] == 0 and oracle["difference"] is None  # nothing to pair against
 
 
 def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators():
@@ -222,10 +393,37 @@ def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(t
     cfg.skillgate.eval_spec = str(tmp_path / "spec.yaml")
     assert eval_pins(Context(cfg, base_dir=tmp_path)).status == "PASS"
     cfg.skillgate.repeats = 3
-    cfg.skillgate.n_misleading = 1  # another slate: another snapshot
+    cfg.skillgate.n_misleading, cfg.skillgate.n_irrelevant = 4, 6  # another slate: another snapshot
     refused = eval_pins(Context(cfg, base_dir=tmp_path))
     assert refused.status == "FAIL"
     assert "repeats: spec 1 vs this config 3" in refused.detail and "snapshot_hash: spec" in refused.detail
+
+
+PROTOCOL = ROOT / "evals" / "configs" / "skillgate-protocol.yaml"
+
+
+def test_the_shipped_protocol_is_the_methods_size_and_pins_everything():
+    """134 held-out games x 3 plays on 16-skill slates, with a spec file that pins every key (the
+    static gate reads it)."""
+    from skillos import gates
+
+    cfg = cfgmod.load(PROTOCOL)
+    assert (cfg.env.n_games, cfg.skillgate.repeats, cfg.env.seed, cfg.skillgate.slate_size) == (134, 3, 0, 16)
+    spec = protocol.load_spec(PROTOCOL.parent / cfg.skillgate.eval_spec)
+    assert (spec.repeats, spec.seed) == (cfg.skillgate.repeats, cfg.env.seed)
+    by_name = {r.check: r for r in gates.check(cfg).results}
+    assert by_name["eval-protocol"].status == "PASS"
+
+
+@pytest.mark.slow
+def test_the_shipped_protocol_spec_is_what_its_config_plays(tmp_path, game_cache):
+    """The frozen pins equal those of the 134 games and slates the config would play today
+    (generating the games takes ~1-2 min on 2 cores)."""
+    from skillos.gates.core import Context
+    from skillos.gates.dryrun import eval_pins
+
+    result = eval_pins(Context(cfgmod.load(PROTOCOL), base_dir=PROTOCOL.parent))
+    assert result.status == "PASS", result.detail
 
 
 def test_the_prompt_pin_is_the_hash_of_what_the_slate_executor_sends(monkeypatch):
@@ -294,14 +492,37 @@ def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch,
     assert sent[:4] == ["system", "user", "assistant", "tool"]  # the read was answered before acting
 
 
-def test_the_gpu_config_passes_the_static_gates(canaries_passed):
+GPU_PROFILES = sorted((ROOT / "training" / "configs").glob("selector-gpu-*.yaml"))
+
+
+def test_there_is_one_gpu_config_per_profile():
+    profiles = {cfgmod.load(p).skillgate.selector_credit: p.name for p in GPU_PROFILES}
+    assert set(profiles) == set(cfgmod.SELECTOR_CREDITS) and len(GPU_PROFILES) == len(cfgmod.SELECTOR_CREDITS)
+    assert all(name == f"selector-gpu-{p.replace('_', '-')}.yaml" for p, name in profiles.items())
+
+
+@pytest.mark.parametrize("path", GPU_PROFILES, ids=[p.stem for p in GPU_PROFILES])
+def test_each_profiles_gpu_config_passes_the_static_gates(path, canaries_passed):
     from skillos import gates
 
-    report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-lora.yaml"))
-    assert report.failed == []
+    cfg = cfgmod.load(path)
+    report = gates.check(cfg)
+    assert report.failed == [], [r.line() for r in report.failed]
     by_name = {r.check: r for r in report.results}
     assert by_name["skillgate-slate"].status == "PASS" and by_name["skillgate-credit"].status == "PASS"
-    # diffed against SkillGate's table, not the SkillOS curator's
+    # diffed against SkillGate's table, not the SkillOS curator's: the method's 16-skill slates
     assert by_name["reference"].seen == "skillgate/alfworld"
-    assert by_name["table.skillgate.selector_credit"].status == "PASS"
+    assert by_name["table.skillgate.slate_size"].status == "PASS"
+    credit_row = by_name["table.skillgate.selector_credit"]
+    assert credit_row.status == ("PASS" if cfg.skillgate.selector_credit == "clean-oracle" else "WARN")
+    assert (cfg.skillgate.selector_credit == "clean-oracle") != ("skillgate.selector_credit" in cfg.divergences)
     assert not any(c.startswith("table.reward.") or c == "table.retrieval.top_k" for c in by_name)
+    assert cfg.skillgate.init == "oracle-warmup"  # every arm starts from the same SFT model
+
+
+def test_a_fresh_ledger_refuses_the_gpu_configs_until_their_canary_passed():
+    from skillos import gates
+
+    report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-hybrid-slate.yaml"))
+    assert [r.check for r in report.failed] == ["recipe-learns"]
+    assert "selector:hybrid_slate" in report.failed[0].line()

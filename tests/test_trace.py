@@ -9,9 +9,10 @@ import pytest
 from conftest import ROOT, run_cli
 from skillos import config, gates
 
-SHIPPED = sorted([*(ROOT / "training" / "configs").glob("*.yaml"), *(ROOT / "evals" / "configs").glob("*.yaml")])
+SHIPPED = sorted(p for p in [*(ROOT / "training" / "configs").glob("*.yaml"), *(ROOT / "evals" / "configs").glob("*.yaml")]
+                 if not p.name.endswith(".spec.yaml"))  # a frozen eval spec is pins, not a config
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
-SELECTOR = ROOT / "training" / "configs" / "selector-gpu-lora.yaml"
+SELECTOR = ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml"
 
 # A value each string key can be changed to (still a valid config)
 OTHER = {"on": "none", "Qwen/Qwen3-8B": "Qwen/Qwen3-4B", "Qwen/Qwen3-32B": "Qwen/Qwen3-14B", "grpo": "dr_grpo",
@@ -88,7 +89,8 @@ def test_the_sft_and_dpo_baselines_trace_to_their_own_arguments(trainer, args_cl
     arrives (the prompt cap through the rows' prompts, the rest through their arguments)."""
     cfg = config.with_sets(config.load(ROOT / "training" / "configs" / "selector-cpu.yaml"), [
         f"skillgate.trainer={trainer}", "skillgate.selector_credit=off",  # YAML's bare off: the string
-        f'divergences={{skillgate.trainer: {{value: {trainer}, reason: "a SkillGate baseline arm"}}}}'])
+        f'divergences={{skillgate.trainer: {{value: {trainer}, reason: "a SkillGate baseline arm"}}, '
+        'skillgate.slate_size: {value: 8, reason: "the CPU config\'s 8-skill slates"}}'])
     rows, report = trace(cfg)
     assert report.exit_code == 0, [r.line() for r in report.failed]
     assert all(row.applied for row in rows.values()), [row.line() for row in rows.values() if not row.applied]

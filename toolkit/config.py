@@ -260,32 +260,56 @@ class OptimizeConfig:
     gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
 
 
-SELECTOR_CREDITS = ("off", "task-mask-only", "first-oracle", "clean-oracle")
+# SkillGate's training profiles (training/selector_credit.py says what each does to the loss).
+SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
+                    "first-oracle", "clean-oracle")
+SELECTOR_INITS = ("base", "sft", "oracle-warmup")  # where selector GRPO starts (training/selector_sft.py)
 TRAINERS = ("curator", "selector", "selector-bc", "selector-dpo")  # training/registry.py
 
 
 @dataclass
 class SkillGateConfig:
     """SkillGate: the executor learns which skill of a slate to read (evals/envs/slate.py,
-    training/selector_trainer.py). `trainer` is what `skillos train` runs (training/registry.py)."""
+    training/selector_trainer.py). `trainer` is what `skillos train` runs (training/registry.py).
+    A slate holds `slate_size` skills: the oracle, `n_misleading` built from it, `n_irrelevant`,
+    and relevant ones for the rest (`n_relevant`)."""
     trainer: str = "curator"  # curator | selector (GRPO + selector credit) | selector-bc | selector-dpo
     slate_repo: str | None = None  # skill folder slates are drawn from (relative to the config)
-    n_misleading: int = 2
-    n_irrelevant: int = 1
-    selector_credit: str | bool = "off"  # off | task-mask-only (coef exactly 0) | first-oracle | clean-oracle
+    slate_size: int = 16  # the method's slates
+    n_misleading: int = 5  # mutated oracles; DPO pairs each gold read with (up to 5 of) these
+    n_irrelevant: int = 5
+    # no_skill | mixed_task_reward (outcome only; `off` is its old name) | mixed_separated |
+    # hybrid_slate | task-mask-only (coef exactly 0) | first-oracle | clean-oracle (the method)
+    selector_credit: str | bool = "mixed_task_reward"
     selector_coef: float = 1.0
+    init: str = "base"  # base | sft (a teacher's selection turns) | oracle-warmup (the gold reads)
+    teacher: BackendConfig = field(default_factory=BackendConfig)  # init sft: any model backend
+    sft_steps: int = 60  # SFTTrainer steps of the sft / oracle-warmup start
+    sft_learning_rate: float = 1.0e-5
     max_tool_calls: int = 6  # reads + actions in one training rollout
     eval_spec: str | None = None  # the frozen eval protocol (evals/protocol.py), relative to the config
     repeats: int = 1  # plays of each held-out game per arm (pass@k / pass^k)
 
+    @property
+    def n_relevant(self) -> int:
+        return self.slate_size - 1 - self.n_misleading - self.n_irrelevant
+
     def __post_init__(self):
-        if self.selector_credit is False:  # YAML 1.1 reads a bare `off` as a boolean
-            self.selector_credit = "off"
+        if self.selector_credit in (False, "off"):  # the old name; YAML 1.1 reads a bare `off` as False
+            self.selector_credit = "mixed_task_reward"
         _choice(self.trainer, TRAINERS, "skillgate.trainer")
         _choice(self.selector_credit, SELECTOR_CREDITS, "skillgate.selector_credit")
-        for key in ("n_misleading", "n_irrelevant", "max_tool_calls", "repeats"):
-            if getattr(self, key) < (1 if key in ("max_tool_calls", "repeats") else 0):
+        _choice(self.init, SELECTOR_INITS, "skillgate.init")
+        for key in ("slate_size", "n_misleading", "n_irrelevant", "max_tool_calls", "repeats", "sft_steps"):
+            if getattr(self, key) < (1 if key in ("slate_size", "max_tool_calls", "repeats", "sft_steps") else 0):
                 raise ConfigError(f"skillgate.{key}: too small, got {getattr(self, key)}")
+        if self.n_relevant < 0:
+            raise ConfigError(f"skillgate.slate_size: {self.slate_size} cannot hold the oracle, n_misleading "
+                              f"{self.n_misleading} and n_irrelevant {self.n_irrelevant}; raise it to at least "
+                              f"{1 + self.n_misleading + self.n_irrelevant}")
+        if self.init == "sft" and self.teacher.backend in (None, "heuristic"):
+            raise ConfigError("skillgate.init: sft clones a teacher's selection turns, so skillgate.teacher needs a "
+                              "model backend (openai, anthropic, hf, vllm); oracle-warmup clones the gold reads")
 
 
 @dataclass

@@ -4,8 +4,8 @@
   the executor's first turn, then a reasoning block naming the oracle and one read_skill call
   of the oracle; loss on the completion only;
 * DPO of gold-read over misleading-read (`selector-dpo`, TRL's DPOTrainer): the same prompt,
-  chosen = reading the oracle, rejected = reading a misleading skill; one pair per misleading
-  skill on the slate.
+  chosen = reading the oracle, rejected = reading a misleading skill; each gold read is paired
+  with up to `DPO_REJECTED` (5, as the method does) misleading skills of its slate.
 
 Examples are rendered with the model's chat template and the tool schemas TRL builds from
 SlateEnv, so the baselines learn the exact prompt and surface the selector trains and is
@@ -22,9 +22,10 @@ from skillos.evals.envs.slate import (READ_TOOL, REASONING_CLOSE, REASONING_OPEN
                                       SlateEnv, tool_schemas)
 
 SURFACE = "read_skill,act"
+DPO_REJECTED = 5  # misleading reads each gold read is preferred over (the method's pairing)
 
 
-def _prompt_messages(setup, game_id: str) -> list[dict]:
+def prompt_messages(setup, game_id: str) -> list[dict]:
     text = SlateEnv(setup).reset(game_id=game_id)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text}]
 
@@ -50,20 +51,21 @@ def bc_dataset(setup, game_ids: list[str], tokenizer) -> list[dict]:
     rows = []
     for game_id in game_ids:
         slate = setup.slates[game_id]
-        prompt, completion = _render(tokenizer, _prompt_messages(setup, game_id) + [read_completion(slate.oracle)], tools)
+        prompt, completion = _render(tokenizer, prompt_messages(setup, game_id) + [read_completion(slate.oracle)], tools)
         rows.append({"prompt": prompt, "completion": completion, "game_id": game_id, "read": slate.oracle})
     return rows
 
 
 def dpo_pairs(setup, game_ids: list[str], tokenizer) -> list[dict]:
-    """Preference rows: reading the oracle (chosen) over reading each misleading skill (rejected)."""
+    """Preference rows: reading the oracle (chosen) over reading each of up to DPO_REJECTED
+    misleading skills of its slate, in the slate's order (rejected)."""
     tools = tool_schemas()
     rows = []
     for game_id in game_ids:
         slate = setup.slates[game_id]
-        messages = _prompt_messages(setup, game_id)
+        messages = prompt_messages(setup, game_id)
         prompt, chosen = _render(tokenizer, messages + [read_completion(slate.oracle)], tools)
-        for wrong in slate.misleading:
+        for wrong in [n for n in slate.order if slate.role(n) == "misleading"][:DPO_REJECTED]:
             _, rejected = _render(tokenizer, messages + [read_completion(wrong)], tools)
             rows.append({"prompt": prompt, "chosen": chosen, "rejected": rejected, "game_id": game_id,
                          "chosen_read": slate.oracle, "rejected_read": wrong})

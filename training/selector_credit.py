@@ -2,20 +2,36 @@
 
 Two credit streams in one GRPO loss. Task (action) tokens get the ordinary group-normalised
 outcome advantage. Selection spans — the `<skill_reasoning>` block and each `read_skill` tool
-call — get a separate advantage, group-normalised from a selection utility:
+call — get a separate advantage from selection evidence within the rollout group:
 
-* clean-oracle (the method): 1 when the trajectory reads exactly one skill of the slate and it is
-  the oracle (a name not on the slate is no read of a skill: it is left out, not counted);
-* first-oracle (the ablation): 1 when the oracle is among the reads, whatever else was read;
+* clean-oracle utility (the method): 1 when the trajectory reads exactly one skill of the slate
+  and it is the oracle (a name not on the slate is no read of a skill: it is left out);
+* first-oracle utility (the ablation): 1 when the oracle is among the reads, whatever else;
 * 0 otherwise; None (unmeasured) when the episode could not be measured.
 
-Variants: `off` leaves TRL's advantage untouched (one scalar per completion, every token);
-`task-mask-only` masks the selection spans out of the outcome advantage and gives them nothing
-(coefficient exactly 0, the control); clean-oracle adds coef x selector advantage on every
-selection span; first-oracle adds it on the span of the first read of the oracle only (its other
-selection spans, like every span, are out of the outcome advantage; a trajectory that never read
-the oracle has no span to credit). Spans never include tool-result tokens (TRL's tool_mask 0) or
-padding.
+The profiles (`skillgate.selector_credit`), as the method's authors compare them:
+
+* `no_skill`: GRPO with no slate (the environment shows none); TRL's advantage untouched.
+* `mixed_task_reward` (`off` before): the mixed slate, outcome reward only; TRL's advantage
+  untouched (one scalar per completion, on every token, selection spans included).
+* `task-mask-only`: the selection spans are masked out of the outcome advantage and get
+  nothing (coefficient exactly 0): the control.
+* `first-oracle`: coef x the group-normalised first-oracle utility on the span of the first read
+  of the oracle only (a trajectory that never read it has no span to credit).
+* `clean-oracle` (the method): coef x the group-normalised clean-oracle utility on every
+  selection span.
+* `mixed_separated`: the behaviour advantage, separated from the outcome and stratified by it:
+  the clean-oracle utility minus the mean over the group's members *with the same outcome*
+  (divided by that stratum's std + EPS), so a selection is credited only for what it did beyond
+  what the outcome already rewards; a stratum of one measured member gets 0 (`stratified_advantages`).
+* `hybrid_slate`: paired regret between slates with and without the oracle. Rollouts come in
+  pairs on one task (the environment shows the slate to the even member, its twin without the
+  oracle to the odd one); the member with the oracle gets the regret r(with) - r(without) on its
+  selection spans (what choosing from a slate that holds the oracle earned over the same task
+  without it), its twin gets 0 there; unmeasured or unpaired members get 0 (`paired_regret`).
+
+In every profile but the two outcome-only ones the selection spans are out of the outcome
+advantage. Spans never include tool-result tokens (TRL's tool_mask 0) or padding.
 
 Spans are found on the bytes each token decodes to, so a tag split over several tokens, or a
 token straddling a tag's edge, is still covered: a token is in a span when its bytes overlap it.
@@ -28,7 +44,11 @@ import re
 
 READ_CALL = re.compile(rb"<tool_call>\s*\{\s*\"name\"\s*:\s*\"read_skill\".*?</tool_call>", re.DOTALL)
 REASONING = re.compile(rb"<skill_reasoning>.*?</skill_reasoning>", re.DOTALL)
-VARIANTS = ("off", "task-mask-only", "first-oracle", "clean-oracle")
+VARIANTS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
+            "first-oracle", "clean-oracle")  # the config schema's SELECTOR_CREDITS, in its order
+OUTCOME_ONLY = ("no_skill", "mixed_task_reward")  # TRL's advantage untouched
+CREDITED = ("mixed_separated", "hybrid_slate", "first-oracle", "clean-oracle")  # coef x selector on spans
+UTILITY = {"clean-oracle": "clean-oracle", "first-oracle": "first-oracle", "mixed_separated": "clean-oracle"}
 EPS = 1e-4  # TRL's std guard
 
 
@@ -118,9 +138,10 @@ def selection_utility(reads: list[str] | None, oracle: str | None, variant: str,
         return None
     if on_slate is not None:
         reads = [r for r in reads if r in set(on_slate)]
-    if variant == "clean-oracle":
+    kind = UTILITY.get(variant)
+    if kind == "clean-oracle":
         return 1.0 if reads and set(reads) == {oracle} else 0.0
-    if variant == "first-oracle":
+    if kind == "first-oracle":
         return 1.0 if oracle in reads else 0.0
     raise ValueError(f"selection_utility: variant {variant!r} has no utility")
 
@@ -158,6 +179,69 @@ def group_advantages(values, group_size: int, scale: bool = True):
     return centred.reshape(-1)
 
 
+def stratified_advantages(values, outcomes, group_size: int, scale: bool = True):
+    """mixed_separated's behaviour advantage: each value minus the mean over the measured members
+    of its group with the same outcome (divided by that stratum's unbiased std + EPS when
+    `scale`). values, outcomes: (B,) with NaN for unmeasured. An unmeasured member (either
+    value), and every member of a stratum with one measured member, gets exactly 0."""
+    import torch
+
+    values, outcomes = values.view(-1, group_size), outcomes.view(-1, group_size)
+    measured = ~torch.isnan(values) & ~torch.isnan(outcomes)
+    same = (outcomes.unsqueeze(2) == outcomes.unsqueeze(1)) & measured.unsqueeze(1) & measured.unsqueeze(2)
+    filled = torch.where(measured, values, torch.zeros_like(values))
+    count = same.sum(dim=2)
+    mean = (same * filled.unsqueeze(1)).sum(dim=2) / count.clamp(min=1)
+    centred = torch.where(measured & (count > 1), filled - mean, torch.zeros_like(filled))
+    if scale:
+        sq = (same * (filled.unsqueeze(1) - mean.unsqueeze(2)) ** 2).sum(dim=2)
+        centred = centred / ((sq / (count - 1).clamp(min=1)).sqrt() + EPS)
+    return centred.reshape(-1)
+
+
+def pair_twins(records: list[dict]) -> list[int | None]:
+    """hybrid_slate's pairs, (2k, 2k+1) in the batch as the environments alternate: for a rollout
+    with the oracle shown, the index of its twin (the next rollout, on the same game, without
+    it); None for twins and for rollouts whose neighbour is not their twin."""
+    twins: list[int | None] = [None] * len(records)
+    for i in range(0, len(records) - 1, 2):
+        a, b = records[i], records[i + 1]
+        if a.get("with_oracle") and not b.get("with_oracle") and a.get("game_id") == b.get("game_id"):
+            twins[i] = i + 1
+    return twins
+
+
+def paired_regret(outcomes, twins: list[int | None]):
+    """hybrid_slate's selector advantage: for a rollout with the oracle and a twin without it,
+    its outcome minus the twin's; 0 for twins, unpaired rollouts and any pair with an
+    unmeasured member. outcomes: (B,) with NaN for unmeasured."""
+    import torch
+
+    out = torch.zeros_like(outcomes)
+    for i, j in enumerate(twins):
+        if j is not None and not torch.isnan(outcomes[i]) and not torch.isnan(outcomes[j]):
+            out[i] = outcomes[i] - outcomes[j]
+    return out
+
+
+def selector_advantages(variant: str, utilities, outcomes, group_size: int, twins=None):
+    """(B,) selector advantage of each rollout under `variant`: the group-normalised utility
+    (clean-oracle, first-oracle), the outcome-stratified one (mixed_separated), the paired regret
+    (hybrid_slate, with `twins` from `pair_twins`), or 0 (the outcome-only profiles and
+    task-mask-only). utilities, outcomes: (B,) with NaN for unmeasured."""
+    import torch
+
+    if variant in ("clean-oracle", "first-oracle"):
+        return group_advantages(utilities, group_size)
+    if variant == "mixed_separated":
+        return stratified_advantages(utilities, outcomes, group_size)
+    if variant == "hybrid_slate":
+        return paired_regret(outcomes, twins or [None] * len(outcomes))
+    if variant not in VARIANTS:
+        raise ValueError(f"selector_advantages: unknown variant {variant!r}")
+    return torch.zeros_like(outcomes)
+
+
 def token_advantages(outcome, selector, sel_mask, loss_mask, variant: str, coef: float, credit=None):
     """(B, T) per-token advantages. outcome, selector: (B,); sel_mask, loss_mask: (B, T) of 0/1
     (loss_mask: completion tokens the model wrote, i.e. completion_mask * tool_mask). `credit`
@@ -165,7 +249,7 @@ def token_advantages(outcome, selector, sel_mask, loss_mask, variant: str, coef:
     import torch
 
     loss_mask = loss_mask.to(outcome.dtype)
-    if variant == "off":
+    if variant in OUTCOME_ONLY:
         return outcome.unsqueeze(1) * loss_mask
     sel = sel_mask.to(outcome.dtype) * loss_mask  # never a tool result or padding
     action = loss_mask - sel

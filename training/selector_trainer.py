@@ -5,9 +5,11 @@ a skill slate (`SlateEnv`: `read_skill`, `act`) and learns which skill to read.
 `_generate_and_score_completions` has computed the ordinary group-normalised outcome advantage
 (one number per completion), it replaces it with per-token advantages — TRL's `_compute_loss`
 takes a (B, T) advantage as it is — built by training/selector_credit.py: the outcome advantage
-on action tokens, `selector_coef` x the group-normalised selection utility on the selection spans.
-`selector_credit: off` leaves TRL's advantage untouched. Every read is logged with its token
-span to OUTPUT_DIR/selection.jsonl.
+on action tokens, `selector_coef` x the profile's selector advantage on the selection spans
+(training/selector_credit.py says what each profile computes). The outcome-only profiles
+(`no_skill`, `mixed_task_reward`) leave TRL's advantage untouched. Every read is logged with its
+token span to OUTPUT_DIR/selection.jsonl. `skillgate.init` says where GRPO starts: the base
+model, or an SFT on a teacher's selection turns or on the gold reads (training/selector_sft.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from functools import partial
 from pathlib import Path
 
 from skillos.config import Config
-from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, episode_record
+from skillos.evals.envs.slate import (NO_SKILL_INSTRUCTIONS, READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv,
+                                      episode_record)
 from skillos.training import selector_credit as credit
 
 SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on
@@ -45,7 +48,8 @@ def _classes():
         """GRPOConfig (with skillos's max_prompt_length) plus the selector-credit knobs."""
 
         selector_credit: str = field(default="clean-oracle", metadata={
-            "help": "off | task-mask-only (selection spans get no advantage) | first-oracle | clean-oracle"})
+            "help": "no_skill | mixed_task_reward (outcome only) | mixed_separated | hybrid_slate | task-mask-only "
+                    "(selection spans get no advantage) | first-oracle | clean-oracle"})
         selector_coef: float = field(default=1.0, metadata={
             "help": "Weight of the selector advantage on selection-span tokens."})
         selection_log: str | None = field(default=None, metadata={
@@ -67,39 +71,49 @@ def _classes():
             ids, completion_mask = out["completion_ids"], out["completion_mask"]
             tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
             loss_mask = completion_mask * tool_mask
-            rows, masks, credits, utilities = [], [], [], []
+            variant = args.selector_credit
+            rows, masks, credits, utilities, outcomes, records = [], [], [], [], [], []
             for b in range(ids.size(0)):
                 pieces = credit.token_bytes(self.processing_class, ids[b].tolist())
                 masks.append(credit.selection_mask(pieces, tool_mask[b].tolist()))
                 record = episode_record(self.environments[b]) if self.environments else {"success": None}
-                credits.append(credit.credit_mask(pieces, tool_mask[b].tolist(), args.selector_credit,
-                                                  record.get("oracle")))
+                records.append(record)
+                credits.append(credit.credit_mask(pieces, tool_mask[b].tolist(), variant, record.get("oracle")))
                 reads = record.get("reads") if record["success"] is not None else None
-                utility = (None if args.selector_credit in ("off", "task-mask-only")
-                           else credit.selection_utility(reads, record.get("oracle"), args.selector_credit,
-                                                         record.get("slate")))
+                utility = (credit.selection_utility(reads, record.get("oracle"), variant, record.get("slate"))
+                           if variant in credit.UTILITY else None)
                 utilities.append(float("nan") if utility is None else utility)
+                outcomes.append(float("nan") if record["success"] is None else float(record["success"]))
                 located = credit.locate_reads(pieces)
                 rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
                              "selection_tokens": int((torch.tensor(masks[-1]) * loss_mask[b].cpu()).sum()),
                              "read_spans": located})
             sel_mask = torch.tensor(masks, device=ids.device)
-            if args.selector_credit != "off":
+            if variant not in credit.OUTCOME_ONLY:
                 if getattr(self, "signal", "real") == "shuffled":  # a canary's negative control
                     from skillos.training.trainer import shuffled_within_groups
 
                     blocks = [i // self.num_generations for i in range(len(utilities))]
-                    utilities = shuffled_within_groups(utilities, blocks, f"{args.seed}|{self.state.global_step}")
+                    key = f"{args.seed}|{self.state.global_step}"
+                    utilities = shuffled_within_groups(utilities, blocks, key)
+                    outcomes = shuffled_within_groups(outcomes, blocks, key + "|outcome")
                 # Groups may span processes: normalise over the gathered batch, keep this process's rows.
+                # hybrid_slate's pairs are neighbours in this process's batch: its regret is local.
                 local = torch.tensor(utilities, device=ids.device)
-                gathered = self.accelerator.gather(local)
-                selector = credit.group_advantages(gathered, self.num_generations)
-                start = self.accelerator.process_index * len(local)
-                selector = selector[start:start + len(local)]
+                local_outcomes = torch.tensor(outcomes, device=ids.device)
+                if variant == "hybrid_slate":
+                    selector = credit.selector_advantages(variant, local, local_outcomes, self.num_generations,
+                                                          credit.pair_twins(records))
+                else:
+                    gathered = credit.selector_advantages(
+                        variant, self.accelerator.gather(local), self.accelerator.gather(local_outcomes),
+                        self.num_generations)
+                    start = self.accelerator.process_index * len(local)
+                    selector = gathered[start:start + len(local)]
                 for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
                     row.update(outcome_advantage=outcome, selector_advantage=sel)
                 out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
-                                                            args.selector_credit, args.selector_coef,
+                                                            variant, args.selector_coef,
                                                             torch.tensor(credits, device=ids.device))
             self._log_selection(rows)
             return out
@@ -148,9 +162,24 @@ class SlateReward:
         return rewards
 
 
+def instructions(cfg: Config) -> str:
+    """What the first user turn opens with: the slate's instructions, or no_skill's."""
+    return NO_SKILL_INSTRUCTIONS if cfg.skillgate.selector_credit == "no_skill" else SLATE_INSTRUCTIONS
+
+
+def environment_factory(setup):
+    """TRL's environment_factory: SlateEnvs numbered from 0 in the order TRL makes them, so pool
+    instance k (rollout k of every batch) alternates hybrid_slate's slate and its twin whatever
+    environments were made before (the SFT start's, the dry-run's)."""
+    import dataclasses
+    import itertools
+
+    return partial(SlateEnv, dataclasses.replace(setup, slots=itertools.count()))
+
+
 def dataset_rows(cfg: Config, games) -> list[dict]:
     prompt = [{"role": "system", "content": SYSTEM},
-              {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n"}]
+              {"role": "user", "content": instructions(cfg) + "\n\n"}]
     return [{"prompt": prompt, "game_id": g.id} for g in games]
 
 
@@ -211,8 +240,12 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     setup = make_slate_setup(cfg, games, out)
     rows = dataset_rows(cfg, games)
-    model = resolve(cfg.training.model)
-    if warmup and cfg.training.model == TINY_NAME:
+    model, init = resolve(cfg.training.model), None
+    if cfg.skillgate.init != "base":  # the method's start: an SFT model (training/selector_sft.py)
+        from skillos.training.selector_sft import start
+
+        model, init = start(cfg, setup, [g.id for g in games], model, out, echo, cpu)
+    elif warmup and cfg.training.model == TINY_NAME:
         model = _warm(model, out, setup, rows, echo)
     if not is_main_process():
         ledger = None
@@ -226,7 +259,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         trainer = trainer_cls(
             model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
             train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
-            environment_factory=partial(SlateEnv, setup),
+            environment_factory=environment_factory(setup),
             callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
         trainer.signal = signal
     except BaseException as exc:
@@ -234,8 +267,11 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
     fit(trainer, cfg, out, ledger, run_id, echo)
+    from skillos.evals.envs.slate import composition
+
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
-            "slate": str(out / "slate")}
+            "slate": str(out / "slate"), "slates": composition(list(setup.slates.values())),
+            "profile": cfg.skillgate.selector_credit, "init": init or {"init": "base", "model": model}}
 
 
 def _warm(model: str, out: Path, setup, rows, echo) -> str:

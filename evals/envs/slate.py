@@ -1,12 +1,17 @@
-"""The skill slate (SkillGate): each task comes with a few skills — one oracle, some misleading
-(plausible but for another task type), some irrelevant — and the executor decides what to read.
+"""The skill slate (SkillGate): each task comes with `skillgate.slate_size` skills (16 by default,
+as the method's slates) in four categories — one oracle, relevant ones (helpful, not the one the
+task needs), misleading ones (plausible for the task, wrong in their body) and irrelevant ones —
+and the executor decides what to read (evals/envs/slate_skills.py says what each category is).
 
 A slate is built deterministically from a skill folder and the task: the oracle is the skill
-whose `metadata.task_type` is the task's; misleading skills are other task-typed skills and
-irrelevant ones carry no task type, both drawn and shown in an order seeded by hashlib from
-(seed, game id). A run freezes its slates (`freeze`): the skill files are copied into a
-snapshot folder and a manifest records every slate and every file's hash, so the eval protocol
-can pin the snapshot (evals/protocol.py).
+whose `metadata.task_type` is the task's; relevant skills list the task type under
+`metadata.relevant_to`; misleading skills are built from the oracle by mutating its body
+(`with_misleading`: wrong order, wrong receptacle, wrong tool) under names that do not give
+them away; irrelevant ones carry neither. Each category is drawn, and the slate shown, in an
+order seeded by hashlib from (seed, game id). A run freezes its slates (`freeze`): the skill
+files (the built misleading ones included) are copied into a snapshot folder and a manifest
+records every slate, every file's hash and the categories' counts, so the eval protocol can pin
+the snapshot (evals/protocol.py).
 
 The executor sees only the names and descriptions (`slate_listing`) and reads a skill with
 `read_skill(name)`. Training and evaluation play the same episode: `SlateEnv` is the TRL
@@ -20,14 +25,17 @@ training/selector_credit.py gives each its token positions.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.repo import SkillRepo
 from skillos.repo.retrieval import Hit
 from skillos.repo.store import write_atomic
+
+from skillos.evals.envs.slate_skills import CATEGORIES, misleading_for, misleading_skills, relevant_to
 
 READ_TOOL = "read_skill"
 REASONING_OPEN, REASONING_CLOSE = "<skill_reasoning>", "</skill_reasoning>"
@@ -36,6 +44,10 @@ SLATE_INSTRUCTIONS = (
     "Before acting you may read skills from the slate below. Think about which one fits the task "
     f"inside {REASONING_OPEN}...{REASONING_CLOSE}, then call read_skill(name) for the skill you "
     "choose (reading the wrong skill can mislead you), then play with act(command).")
+# The no_skill profile: GRPO on the same games with no slate (the read tool answers that none is
+# there), the method's no-skill baseline.
+NO_SKILL_INSTRUCTIONS = "There are no skills to read for this task. Play with act(command)."
+NO_SLATE = "No skills are available."
 
 
 SYSTEM = ("You are an agent in a household text game. You choose which skill to read, then play "
@@ -61,15 +73,24 @@ class Slate:
     misleading: tuple
     irrelevant: tuple
     order: tuple  # the names in the order the executor sees them
+    relevant: tuple = ()
 
     def role(self, name: str) -> str | None:
+        """The category of `name` on this slate (CATEGORIES), None for a name not on it."""
         if name == self.oracle:
             return "oracle"
-        if name in self.misleading:
-            return "misleading"
-        if name in self.irrelevant:
-            return "irrelevant"
+        for category in ("relevant", "misleading", "irrelevant"):
+            if name in getattr(self, category):
+                return category
         return None
+
+    def without_oracle(self) -> "Slate":
+        """The same slate with the oracle left out (hybrid_slate's paired twin)."""
+        return replace(self, order=tuple(n for n in self.order if n != self.oracle))
+
+    def counts(self) -> dict:
+        return {"oracle": int(self.oracle in self.order), "relevant": len(self.relevant),
+                "misleading": len(self.misleading), "irrelevant": len(self.irrelevant)}
 
 
 @dataclass
@@ -96,18 +117,91 @@ def _ranked(names, *parts) -> list[str]:
     return sorted(names, key=key)
 
 
-def build_slate(repo: SkillRepo, game, n_misleading: int, n_irrelevant: int, seed: int) -> Slate:
-    oracles = [s.name for s in repo.skills if task_type_of(s) == game.task_type]
-    if not oracles:
+def category_pools(repo: SkillRepo, task_type: str) -> dict[str, list[str]]:
+    """The names each category of a `task_type` slate is drawn from (the repo must already hold
+    the built misleading skills: `with_misleading`)."""
+    pools: dict[str, list[str]] = {c: [] for c in CATEGORIES}
+    for skill in repo.skills:
+        if task_type_of(skill) == task_type:
+            pools["oracle"].append(skill.name)
+        elif misleading_for(skill) is not None:
+            if misleading_for(skill) == task_type:
+                pools["misleading"].append(skill.name)
+        elif task_type in relevant_to(skill):
+            pools["relevant"].append(skill.name)
+        elif task_type_of(skill) is None and not relevant_to(skill):
+            pools["irrelevant"].append(skill.name)
+    return pools
+
+
+def build_slate(repo: SkillRepo, game, n_relevant: int, n_misleading: int, n_irrelevant: int, seed: int) -> Slate:
+    """One game's slate: the oracle and `n_*` skills of each other category, drawn and ordered by
+    hashlib from (seed, game id). `repo` holds the built misleading skills (`with_misleading`)."""
+    pools = category_pools(repo, game.task_type)
+    if not pools["oracle"]:
         raise SkillosError(f"slate for game {game.id}: no skill in {repo.root} has metadata.task_type "
                            f"{game.task_type!r} (a slate needs an oracle)")
-    oracle = _ranked(oracles, seed, game.id, "oracle")[0]
-    typed = [s.name for s in repo.skills if task_type_of(s) not in (None, game.task_type)]
-    untyped = [s.name for s in repo.skills if task_type_of(s) is None]
-    misleading = tuple(_ranked(typed, seed, game.id, "misleading")[:n_misleading])
-    irrelevant = tuple(_ranked(untyped, seed, game.id, "irrelevant")[:n_irrelevant])
-    order = tuple(_ranked((oracle, *misleading, *irrelevant), seed, game.id, "order"))
-    return Slate(game.id, game.task_type, oracle, misleading, irrelevant, order)
+    for category, n in (("relevant", n_relevant), ("misleading", n_misleading), ("irrelevant", n_irrelevant)):
+        if len(pools[category]) < n:
+            where = {"relevant": "skills listing it under metadata.relevant_to",
+                     "misleading": "misleading skills built from its oracle",
+                     "irrelevant": "skills with no task_type and no relevant_to"}[category]
+            raise SkillosError(f"slate for game {game.id}: {n} {category} skills needed for {game.task_type}, "
+                               f"{repo.root} has {len(pools[category])} ({where}); add skills or change the "
+                               "skillgate slate sizes")
+    oracle = _ranked(pools["oracle"], seed, game.id, "oracle")[0]
+    relevant = tuple(_ranked(pools["relevant"], seed, game.id, "relevant")[:n_relevant])
+    misleading = tuple(_ranked(pools["misleading"], seed, game.id, "misleading")[:n_misleading])
+    irrelevant = tuple(_ranked(pools["irrelevant"], seed, game.id, "irrelevant")[:n_irrelevant])
+    order = tuple(_ranked((oracle, *relevant, *misleading, *irrelevant), seed, game.id, "order"))
+    return Slate(game.id, game.task_type, oracle, misleading, irrelevant, order, relevant)
+
+
+def with_misleading(repo: SkillRepo, n_misleading: int) -> SkillRepo:
+    """A copy of `repo` (same root, nothing written) holding, for every task type it has an
+    oracle for, `n_misleading` misleading skills built from that oracle (slate_skills.py). A
+    built name that is already a skill of the folder is a one-line error."""
+    built = []
+    for task_type in sorted({t for s in repo.skills if (t := task_type_of(s))}):
+        oracle = sorted(s.name for s in repo.skills if task_type_of(s) == task_type)[0]
+        built += misleading_skills(repo.get(oracle), task_type, n_misleading)
+    clash = next((s.name for s in built if s.name in repo), None)
+    if clash:
+        raise SkillosError(f"slate: {repo.root} has a skill named {clash!r}, the name of a built misleading skill; "
+                           "rename it")
+    out = SkillRepo(None, repo.skills + built)
+    out.root = repo.root
+    return out
+
+
+def slate_sizes(cfg) -> tuple[int, int, int]:
+    """(relevant, misleading, irrelevant) of the config's slates."""
+    g = cfg.skillgate
+    return g.n_relevant, g.n_misleading, g.n_irrelevant
+
+
+def build_slates(cfg, games, source: SkillRepo | None = None) -> tuple[SkillRepo, list[Slate]]:
+    """The config's slates for `games` and the repo they are drawn from (the slate folder plus
+    the built misleading skills)."""
+    from skillos.config import relative_to_config
+
+    g = cfg.skillgate
+    if source is None:
+        if not g.slate_repo:
+            raise SkillosError("skillgate.slate_repo: a slate needs a skill folder")
+        source = SkillRepo.load(relative_to_config(cfg, g.slate_repo))
+    repo = with_misleading(source, g.n_misleading)
+    return repo, [build_slate(repo, game, *slate_sizes(cfg), cfg.env.seed) for game in games]
+
+
+def composition(slates) -> dict:
+    """What a report says of its slates: how many, their sizes, and each category's count per
+    slate and in total."""
+    per = [s.counts() for s in slates]
+    sizes = sorted({len(s.order) for s in slates})
+    return {"slates": len(per), "size": sizes[0] if len(sizes) == 1 else sizes,
+            "per_slate": per[0] if per and all(p == per[0] for p in per) else None,
+            "total": {c: sum(p[c] for p in per) for c in CATEGORIES}}
 
 
 def missing_oracles(repo: SkillRepo, task_types) -> list[str]:
@@ -133,8 +227,10 @@ def manifest_of(repo: SkillRepo, slates: list[Slate]) -> dict:
     slate_rows = {s.game_id: {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(s).items()}
                   for s in slates}
     digest = hashlib.sha256(json.dumps({"files": files, "slates": slate_rows}, sort_keys=True).encode())
+    built = {name: (repo.get(name).extra.get("metadata") or {}) for name in names
+             if misleading_for(repo.get(name)) is not None}
     return {"source": str(repo.root), "snapshot_hash": digest.hexdigest()[:16], "files": files,
-            "slates": slate_rows}
+            "slates": slate_rows, "composition": composition(slates), "misleading": built}
 
 
 def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path) -> dict:
@@ -160,6 +256,7 @@ def load_frozen(out_dir: str | Path) -> tuple[SkillRepo, dict[str, Slate], dict]
     repo = SkillRepo.load(out / "skills")
     slates = {gid: Slate(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})
               for gid, row in manifest["slates"].items()}
+    manifest.setdefault("composition", composition(list(slates.values())))
     return repo, slates, manifest
 
 
@@ -177,19 +274,26 @@ class SlateRetriever:
 
 @dataclass
 class SlateSetup:
-    """What every rollout of a selector run shares: the frozen slates, their skills, the games."""
+    """What every rollout of a selector run shares: the frozen slates, their skills, the games.
+    `no_slate` (the no_skill profile): the executor plays with no slate. `paired` (hybrid_slate):
+    environments alternate by their place in the batch (TRL hands pool instance k to rollout k
+    of every batch): even ones show the slate, odd ones its twin without the oracle."""
 
     games: dict  # game id -> Game (train split only)
     repo: SkillRepo
     slates: dict  # game id -> Slate
     make_env: object  # () -> a fresh game env
     max_steps: int = 30
+    no_slate: bool = False
+    paired: bool = False
+    slots: object = field(default_factory=itertools.count)  # each SlateEnv's place in TRL's pool
 
 
 @dataclass
 class _Episode:
     game: object
-    slate: Slate
+    slate: Slate  # the slate as built (its oracle, its categories)
+    shown: tuple = ()  # the names the executor sees (none for no_skill, no oracle for a hybrid twin)
     obs: object = None
     reads: list = field(default_factory=list)
     steps: list = field(default_factory=list)
@@ -204,6 +308,12 @@ class SlateEnv:
         self._setup = setup
         self._env = setup.make_env()
         self._episode: _Episode | None = None
+        self._slot = next(setup.slots)
+
+    @property
+    def with_oracle(self) -> bool:
+        """Whether this environment shows the oracle (False: a hybrid_slate twin, or no slate)."""
+        return not self._setup.no_slate and not (self._setup.paired and self._slot % 2)
 
     def reset(self, **row) -> str:
         from skillos.evals.runner import ENGINE_LOCK
@@ -212,7 +322,8 @@ class SlateEnv:
         if game_id not in self._setup.games:  # the held-out split is never in the setup
             raise KeyError(f"game {game_id!r} is not in the training pool")
         game, slate = self._setup.games[game_id], self._setup.slates[game_id]
-        self._episode = ep = _Episode(game, slate)
+        shown = () if self._setup.no_slate else slate.order if self.with_oracle else slate.without_oracle().order
+        self._episode = ep = _Episode(game, slate, shown)
         try:
             with ENGINE_LOCK:
                 self._env.load(game.path)
@@ -220,7 +331,8 @@ class SlateEnv:
         except Exception as exc:  # noqa: BLE001 - an env that fails is unmeasured, not a loss
             ep.won, ep.unmeasured_reason = None, f"{type(exc).__name__}: {exc}"[:300]
             return "error: the game could not be loaded"
-        return first_input(slate_listing(slate, self._setup.repo), ep.obs.text, ep.obs.admissible)
+        listing_text = listing([self._setup.repo.get(n) for n in shown]) if shown else NO_SLATE
+        return first_input(listing_text, ep.obs.text, ep.obs.admissible)
 
     def read_skill(self, name: str) -> str:
         """Read one skill of the slate.
@@ -234,8 +346,11 @@ class SlateEnv:
         ep = self._episode
         if ep is None:
             return "error: no episode in progress (reset was not called)"
-        ep.reads.append(Read(name, ep.slate.role(name), len(ep.reads)))
-        if name not in ep.slate.order:
+        shown = name in ep.shown
+        ep.reads.append(Read(name, ep.slate.role(name) if shown else None, len(ep.reads)))
+        if not ep.shown:
+            return "error: there is no slate for this task"
+        if not shown:
             return f"error: {name!r} is not on the slate"
         skill = self._setup.repo.get(name)
         return f"{skill.name}: {skill.description}\n{skill.body}".strip()
@@ -279,24 +394,26 @@ def episode_record(env: SlateEnv) -> dict:
     ep = env._episode
     if ep is None:
         return {"success": None, "unmeasured_reason": "no episode", "reads": [], "oracle": None}
-    return {"success": ep.won, "unmeasured_reason": ep.unmeasured_reason,
+    return {"success": ep.won, "unmeasured_reason": ep.unmeasured_reason, "game_id": ep.game.id,
             "reads": [r.name for r in ep.reads], "read_roles": [r.role for r in ep.reads],
-            "oracle": ep.slate.oracle, "slate": list(ep.slate.order), "steps": len(ep.steps)}
+            "oracle": ep.slate.oracle, "slate": list(ep.shown), "with_oracle": env.with_oracle,
+            "steps": len(ep.steps)}
 
 
 def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
-    """Build and freeze a run's slates (into out_dir/slate) from `skillgate.slate_repo`."""
-    from skillos.config import relative_to_config
+    """Build and freeze a run's slates (into out_dir/slate) from `skillgate.slate_repo`; the
+    profile (`skillgate.selector_credit`) says whether rollouts see no slate (no_skill) or
+    alternate with the oracle's twin (hybrid_slate)."""
     from skillos.evals.envs.alfworld.env import AlfworldEnv
 
     g = cfg.skillgate
     if not g.slate_repo:
         raise SkillosError("skillgate.slate_repo: the selector trainer needs a slate skill folder")
-    repo = SkillRepo.load(relative_to_config(cfg, g.slate_repo))
-    slates = [build_slate(repo, game, g.n_misleading, g.n_irrelevant, cfg.env.seed) for game in games]
+    repo, slates = build_slates(cfg, games)
     freeze(repo, slates, Path(out_dir) / "slate")
     return SlateSetup({x.id: x for x in games}, repo, {s.game_id: s for s in slates},
-                      lambda: AlfworldEnv(fast=True), cfg.env.max_steps)
+                      lambda: AlfworldEnv(fast=True), cfg.env.max_steps,
+                      no_slate=g.selector_credit == "no_skill", paired=g.selector_credit == "hybrid_slate")
 
 
 # -- selection metrics ------------------------------------------------------------------------
@@ -313,12 +430,26 @@ def clean_oracle(roles) -> bool:
     return bool(on_slate) and all(r == "oracle" for r in on_slate)
 
 
+FIRST_READ = (*CATEGORIES, "off_slate", "no_read")
+
+
+def first_read(roles) -> str:
+    """The category of an episode's first read (`off_slate`: a name not on the slate; `no_read`)."""
+    return "no_read" if not roles else roles[0] or "off_slate"
+
+
 def selection_metrics(rows: list[dict]) -> dict:
     """Per-arm selection metrics over episode rows (`success`, `reads`, `read_roles`, and
-    optionally `selection_tokens` / `completion_tokens`), each with its denominator. Unmeasured
-    episodes are out of every rate and counted."""
+    optionally `selection_tokens` / `completion_tokens`), each with its denominator: the share of
+    episodes that read a skill of each category (oracle / relevant / misleading / irrelevant) at
+    all, read nothing, and what their first read was (`first_read`: the categories, off_slate,
+    no_read; they sum to the measured episodes). Unmeasured episodes are out of every rate and
+    counted. Rows with `selects: False` (an executor handed every skill's body, such as the CPU
+    one, which chooses nothing to read) leave every selection rate unmeasured, with the reason."""
     measured = [r for r in rows if r.get("success") is not None]
     n = len(measured)
+    if any(r.get("selects") is False for r in measured):
+        return _no_selection(rows, measured)
     reads = sum(len(r["reads"]) for r in measured)
     counted = [r for r in measured if r.get("completion_tokens")]
     sel_tokens = sum(r.get("selection_tokens") or 0 for r in counted)
@@ -328,13 +459,29 @@ def selection_metrics(rows: list[dict]) -> dict:
         "success": _rate(sum(bool(r["success"]) for r in measured), n),
         "oracle_read": _rate(sum("oracle" in r["read_roles"] for r in measured), n),
         "clean_oracle_read": _rate(sum(clean_oracle(r["read_roles"]) for r in measured), n),
+        "relevant_read": _rate(sum("relevant" in r["read_roles"] for r in measured), n),
         "misleading_read": _rate(sum("misleading" in r["read_roles"] for r in measured), n),
+        "irrelevant_read": _rate(sum("irrelevant" in r["read_roles"] for r in measured), n),
         "no_read": _rate(sum(not r["reads"] for r in measured), n),
+        "first_read": {c: _rate(sum(first_read(r["read_roles"]) == c for r in measured), n) for c in FIRST_READ},
         "reads_per_episode": {"value": reads / n if n else None, "n": reads, "of": n},
         "selection_token_share": {"value": sel_tokens / all_tokens if all_tokens else None,
                                   "n": sel_tokens, "of": all_tokens,
                                   **({} if all_tokens else {"reason": "no token counts recorded"})},
     }
+
+
+NO_SELECTION = "this executor is handed every skill of the slate and chooses none: it makes no selection to measure"
+SELECTION_RATES = ("oracle_read", "clean_oracle_read", "relevant_read", "misleading_read", "irrelevant_read",
+                   "no_read", "reads_per_episode", "selection_token_share")
+
+
+def _no_selection(rows: list[dict], measured: list[dict]) -> dict:
+    n = len(measured)
+    none = {"value": None, "n": 0, "of": n, "reason": NO_SELECTION}
+    return {"episodes": len(rows), "measured": n, "unmeasured": len(rows) - n,
+            "success": _rate(sum(bool(r["success"]) for r in measured), n),
+            **{k: dict(none) for k in SELECTION_RATES}, "first_read": {c: dict(none) for c in FIRST_READ}}
 
 
 def render_metrics(arm: str, m: dict) -> str:
@@ -344,6 +491,7 @@ def render_metrics(arm: str, m: dict) -> str:
     rpe = m["reads_per_episode"]
     share = m["selection_token_share"]
     return (f"{arm}: success {pct(m['success'])}; oracle read {pct(m['oracle_read'])}; "
-            f"misleading read {pct(m['misleading_read'])}; no read {pct(m['no_read'])}; reads/episode "
+            f"relevant read {pct(m['relevant_read'])}; misleading read {pct(m['misleading_read'])}; "
+            f"irrelevant read {pct(m['irrelevant_read'])}; no read {pct(m['no_read'])}; reads/episode "
             f"{'unmeasured' if rpe['value'] is None else format(rpe['value'], '.2f')} ({rpe['n']}/{rpe['of']}); "
             f"selection-token share {pct(share)}; unmeasured {m['unmeasured']} of {m['episodes']}")

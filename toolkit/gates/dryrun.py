@@ -387,8 +387,9 @@ def _seed(ctx: Context) -> int:
 @training_only(2, 3)
 def selector_rollouts(ctx: Context) -> Result:
     """Real slate rollouts on the train pool through the tools TRL will publish: reads of the
-    oracle and a misleading skill are recorded with their roles, an action steps the real game,
-    the episode is measured, and a held-out game is refused."""
+    oracle and a misleading skill are recorded with their roles (no role where the profile shows
+    no oracle: no_skill's empty slate, hybrid_slate's twin), an action steps the real game, the
+    episode is measured, and a held-out game is refused."""
     check, gates, cfg = "selector-rollouts", (2, 3), ctx.cfg
     if cfg.skillgate.trainer == "curator":
         return Result(check, gates, "SKIP", detail="skillgate.trainer curator")
@@ -410,14 +411,14 @@ def selector_rollouts(ctx: Context) -> Result:
         env.reset(game_id=game.id)
         slate = setup.slates[game.id]
         env.read_skill(slate.oracle)
-        env.read_skill((slate.misleading or slate.irrelevant)[0])
+        env.read_skill(next(iter(slate.misleading + slate.irrelevant + slate.relevant), slate.oracle))
         env.act(env._episode.obs.admissible[0])
         record = episode_record(env)
         if record["success"] is None:
             problems.append(f"{game.id} unmeasured: {record['unmeasured_reason']}")
-        if record["read_roles"][:1] != ["oracle"] or len(record["reads"]) != 2:
+        if record["read_roles"][:1] != ["oracle" if env.with_oracle else None] or len(record["reads"]) != 2:
             problems.append(f"{game.id}: reads recorded as {record['read_roles']}")
-        lines.append(f"{game.id}: {len(slate.order)} skills, reads {record['read_roles']}")
+        lines.append(f"{game.id}: {len(record['slate'])} of {len(slate.order)} skills shown, reads {record['read_roles']}")
     held_out = _games(ctx, cfg.env.split, cfg.env.n_games)[0]
     try:
         SlateEnv(setup).reset(game_id=held_out.id)

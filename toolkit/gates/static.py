@@ -567,20 +567,22 @@ def extras(ctx: Context) -> list[Result]:
 # -- SkillGate (issue 17): the selector trainer's slate and credit, the frozen eval protocol ------
 @static
 def skillgate_slate(ctx: Context) -> Result:
-    """Selector credit needs a slate whose every task type has an oracle skill."""
-    from skillos.errors import SkillError
+    """Selector training needs a slate folder that fills the configured slate for every task type:
+    an oracle, and enough relevant, misleading (built from the oracle) and irrelevant skills."""
+    from skillos.errors import SkillError, SkillosError
     from skillos.evals.envs.alfworld.scenes import TASK_TYPES
-    from skillos.evals.envs.slate import missing_oracles
+    from skillos.evals.envs.slate import category_pools, missing_oracles, with_misleading
     from skillos.repo import SkillRepo
 
     check, gates, g = "skillgate-slate", (2,), ctx.cfg.skillgate
-    if g.trainer == "curator" and g.selector_credit == "off":
-        return Result(check, gates, "SKIP", detail="no selector training (skillgate.trainer curator, credit off)")
+    if g.trainer == "curator" and g.selector_credit == "mixed_task_reward":
+        return Result(check, gates, "SKIP", detail="no selector training (skillgate.trainer curator)")
     incident = "selector credit without an oracle on the slate credits no read at all"
     if not g.slate_repo:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", None, "a slate skill folder", incident,
                       f"skillgate.selector_credit {g.selector_credit} / trainer {g.trainer} needs a slate")
     path = ctx.path(g.slate_repo)
+    want = f"{g.slate_size}-skill slates for every task type"
     try:
         repo = SkillRepo.load(path)
     except (SkillError, OSError) as exc:
@@ -588,25 +590,45 @@ def skillgate_slate(ctx: Context) -> Result:
                       incident, f"cannot load it: {exc}")
     missing = missing_oracles(repo, TASK_TYPES)
     if missing:
-        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), "an oracle for every task type",
+        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want,
                       incident, f"no skill has metadata.task_type {', '.join(missing)}: a slate with no oracle")
-    return Result(check, gates, "PASS", "skillgate.slate_repo", str(path), "an oracle for every task type")
+    try:
+        built = with_misleading(repo, g.n_misleading)
+    except SkillosError as exc:
+        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident, str(exc))
+    needed = {"relevant": g.n_relevant, "misleading": g.n_misleading, "irrelevant": g.n_irrelevant}
+    short = [f"{t}: {len(pool)} {c} of {needed[c]}" for t in TASK_TYPES
+             for c, pool in category_pools(built, t).items() if c in needed and len(pool) < needed[c]]
+    if short:
+        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident,
+                      "the folder cannot fill the slates (" + "; ".join(short) + ")")
+    return Result(check, gates, "PASS", "skillgate.slate_repo", str(path), want, detail=(
+        f"per slate: 1 oracle, {g.n_relevant} relevant, {g.n_misleading} misleading, {g.n_irrelevant} irrelevant"))
 
 
 @static
 def skillgate_credit(ctx: Context) -> Result:
+    from skillos.training.selector_credit import CREDITED
+
     check, gates, g = "skillgate-credit", (1,), ctx.cfg.skillgate
-    if g.selector_credit == "off":
-        return Result(check, gates, "SKIP", "skillgate.selector_credit", "off", detail="selector credit off")
+    if g.trainer != "selector" and g.selector_credit == "mixed_task_reward":
+        return Result(check, gates, "SKIP", "skillgate.selector_credit", g.selector_credit,
+                      detail=f"skillgate.trainer {g.trainer}: no selector credit")
     incident = "a credit variant that silently did something else than its name"
-    problem = ("the selector trainer is not selected (skillgate.trainer), so the credit would be ignored"
+    generations = ctx.cfg.training.num_generations
+    problem = ("the selector trainer is not selected (skillgate.trainer), so the profile would be ignored"
                if g.trainer != "selector" else
                "task-mask-only is the control: selector_coef must be exactly 0"
                if g.selector_credit == "task-mask-only" and g.selector_coef != 0 else
-               "an oracle variant needs selector_coef > 0 (0 is task-mask-only)"
-               if g.selector_credit != "task-mask-only" and g.selector_coef <= 0 else "")
+               f"{g.selector_credit} credits the selection spans: selector_coef must be > 0 (0 is task-mask-only)"
+               if g.selector_credit in CREDITED and g.selector_coef <= 0 else
+               f"hybrid_slate pairs each rollout with its twin without the oracle: training.num_generations must "
+               f"be even, got {generations}"
+               if g.selector_credit == "hybrid_slate" and generations is not None and generations % 2 else "")
+    detail = problem or ("outcome only: TRL's advantage on every token, selector_coef unused"
+                         if g.selector_credit not in CREDITED + ("task-mask-only",) else "")
     return Result(check, gates, "FAIL" if problem else "PASS", "skillgate.selector_coef", g.selector_coef,
-                  f"{g.selector_credit} with trainer selector", incident, problem)
+                  f"{g.selector_credit} with trainer selector", incident, detail)
 
 
 @static

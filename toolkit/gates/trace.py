@@ -394,6 +394,16 @@ def _selector(t: Tracer, key, value, name):
     return _row(key, value, f"{type(args).__name__}.{name}", getattr(args, name, None))
 
 
+@resolver(r"^skillgate\.slate_size$")
+def _slate_size(t: Tracer, key, value):
+    from skillos.evals.envs.slate import slate_sizes
+
+    sizes = slate_sizes(t.cfg)
+    return _row(key, value, "evals/envs/slate.build_slates: the oracle + slate_sizes (relevant, misleading, "
+                "irrelevant) drawn per slate", 1 + sum(sizes), f"{sizes[0]} relevant, {sizes[1]} misleading, "
+                f"{sizes[2]} irrelevant")
+
+
 @resolver(r"^skillgate\.slate_repo$")
 def _slate_repo(t: Tracer, key, value):
     from skillos.config import relative_to_config

@@ -3,8 +3,8 @@
 SlateEnv) on a miniature the tiny CPU model can learn.
 
 The miniature, and why. The executor being trained reads one skill from a slate of four (one
-oracle, two misleading, one irrelevant, from the shipped household slate folder) for heat and
-cool tasks; the slate's order is seeded per game, so a position tells nothing and only the task
+oracle, two misleading skills built from it, one irrelevant, from the shipped household slate
+folder) for heat and cool tasks; the slate's order is seeded per game, so a position tells nothing and only the task
 sentence can. The tiny model starts from a supervised warm-up that reads every slate member
 equally often (the format, and a chance rate of 1/4 for the oracle: a warm start, not a
 teacher). Each episode ends after the read (env.max_steps 1), so the outcome reward is 0 for
@@ -64,8 +64,7 @@ class SelectorCanary:
             echo(f"canary selector: after {folder} {_rate(runs[signal])}")
         return Measured(self.metric, before, runs["real"], runs["shuffled"], detail={
             "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
-            "slate_size": 1 + cfg.skillgate.n_misleading + cfg.skillgate.n_irrelevant,
-            "chance": 1 / (1 + cfg.skillgate.n_misleading + cfg.skillgate.n_irrelevant), "reads": chosen})
+            "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen})
 
 
 def warm_start(cfg, games, out: Path) -> str:

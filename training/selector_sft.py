@@ -1,0 +1,153 @@
+"""Where selector GRPO starts (`skillgate.init`), as the method starts it: not from the base model
+but from an SFT model.
+
+* `base`: GRPO from `training.model` (the tiny CPU model gets its format warm-up);
+* `oracle-warmup`: SFT on the gold reads: each training slate's first turn, then a reasoning
+  block naming the oracle and one `read_skill` call of it (the rows `selector-bc` clones);
+* `sft`: SFT on a teacher's selection turns: `skillgate.teacher` (any configured model backend)
+  plays each training slate's first turn through the same prompt and tool schemas; a turn whose
+  first read is the oracle is kept in the teacher's own words (its reasoning and its call), every
+  other turn is dropped and counted by why (no read, a read off the slate, a relevant,
+  misleading or irrelevant first read, a failed call), so the start clones what the teacher got
+  right, never what misled it.
+
+The SFT is TRL's SFTTrainer (`completion_only_loss`: the loss is on the selection turn only) for
+`skillgate.sft_steps` steps at `skillgate.sft_learning_rate`; the rest of its arguments come from
+`training.*` as the baselines' do. With a LoRA config the adapter is merged into the weights, so
+GRPO trains a fresh adapter on the SFT model. The start is written to OUTPUT_DIR/sft-start (and
+its rows to OUTPUT_DIR/sft_start.jsonl); a rerun reuses a finished one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from skillos.config import Config
+from skillos.errors import SkillosError
+from skillos.evals.envs.slate import READ_TOOL
+
+START = "sft-start"
+
+
+def gold_turns(setup, game_ids: list[str]) -> list[dict]:
+    """oracle-warmup's rows: each slate's first turn -> reading its oracle."""
+    from skillos.training.selector_baselines import prompt_messages, read_completion
+
+    return [{"game_id": gid, "messages": prompt_messages(setup, gid) + [read_completion(setup.slates[gid].oracle)],
+             "read": setup.slates[gid].oracle, "role": "oracle", "source": "gold"} for gid in game_ids]
+
+
+def teacher_turns(setup, game_ids: list[str], chat) -> tuple[list[dict], dict]:
+    """sft's rows from a teacher (`chat`: a ChatBackend) and the turns dropped, by reason."""
+    from skillos.evals.backends.chat import BackendError
+    from skillos.evals.envs.slate import tool_schemas
+    from skillos.training.selector_baselines import prompt_messages
+
+    rows, dropped = [], {}
+    tools = tool_schemas()
+    for gid in game_ids:
+        slate, messages = setup.slates[gid], prompt_messages(setup, gid)
+        try:
+            reply = chat.chat(messages, tools=tools)
+        except BackendError as exc:
+            reason = f"call failed ({type(exc).__name__})"
+            dropped[reason] = dropped.get(reason, 0) + 1
+            continue
+        reads = [c for c in reply.tool_calls if c.get("name") == READ_TOOL and isinstance(c.get("arguments"), dict)]
+        first = reads[0]["arguments"].get("name") if reads else None
+        role = slate.role(first) if first is not None else None
+        if role != "oracle":
+            reason = "no read" if first is None else f"first read {role or 'off the slate'}"
+            dropped[reason] = dropped.get(reason, 0) + 1
+            continue
+        turn = {"role": "assistant", "content": reply.text or "",
+                "tool_calls": [{"type": "function", "function": {"name": READ_TOOL, "arguments": {"name": first}}}]}
+        rows.append({"game_id": gid, "messages": messages + [turn], "read": first, "role": role, "source": "teacher"})
+    return rows, dropped
+
+
+def collect(cfg: Config, setup, game_ids: list[str], chat=None) -> tuple[list[dict], dict]:
+    """The start's rows for `skillgate.init` (the teacher from `skillgate.teacher` unless given)."""
+    if cfg.skillgate.init == "oracle-warmup":
+        return gold_turns(setup, game_ids), {}
+    if cfg.skillgate.init != "sft":
+        raise ValueError(f"skillgate.init {cfg.skillgate.init!r} has no SFT start")
+    if chat is None:
+        from skillos.evals.backends.chat import make_chat
+
+        chat = make_chat(cfg.skillgate.teacher)
+    return teacher_turns(setup, game_ids, chat)
+
+
+def sft_args(cfg: Config, cpu: bool, out: Path):
+    """The SFTConfig of the start: the baselines' arguments from `training.*`, with the start's
+    own steps and learning rate, nothing saved but the final model."""
+    from trl import SFTConfig
+
+    from skillos.training.selector_baselines import _common
+
+    kwargs = {k: v for k, v in _common(cfg, cpu).items() if k not in ("save_steps", "save_total_limit")}
+    kwargs.update(output_dir=str(out / "sft-run"), max_steps=cfg.skillgate.sft_steps,
+                  learning_rate=cfg.skillgate.sft_learning_rate, save_strategy="no", completion_only_loss=True)
+    return SFTConfig(**kwargs)
+
+
+def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, chat=None) -> tuple[str, dict]:
+    """Train the start from `model` and return (its folder, a summary: rows, dropped turns, losses)."""
+    target = out / START
+    summary_path = out / "sft_start.json"
+    if (target / "config.json").is_file() and summary_path.is_file():
+        echo(f"init {cfg.skillgate.init}: reusing {target}")
+        return str(target.resolve()), json.loads(summary_path.read_text())
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from skillos.evals.envs.slate import tool_schemas
+    from skillos.repo.store import write_atomic
+    from skillos.training.prompt_cap import cap_text
+    from skillos.training.selector_baselines import _render
+    from skillos.training.trainer import _lora
+
+    rows, dropped = collect(cfg, setup, game_ids, chat)
+    if not rows:
+        raise SkillosError(f"skillgate.init {cfg.skillgate.init}: no selection turn to learn from "
+                           f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init oracle-warmup or another "
+                           "teacher")
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tools = tool_schemas()
+    for row in rows:
+        prompt, completion = _render(tokenizer, row.pop("messages"), tools)
+        row.update(prompt=cap_text(tokenizer, prompt, cfg.training.max_prompt_length), completion=completion)
+    write_atomic(out / "sft_start.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    echo(f"init {cfg.skillgate.init}: SFT on {len(rows)} selection turns from {len(game_ids)} slates"
+         + (f" (dropped: {dropped})" if dropped else "") + f", {cfg.skillgate.sft_steps} steps")
+    from trl import SFTTrainer
+
+    trainer = SFTTrainer(model=model, args=sft_args(cfg, cpu, out), processing_class=tokenizer,
+                         train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]}
+                                                          for r in rows]), peft_config=_lora(cfg))
+    result = trainer.train()
+    net = trainer.model
+    if hasattr(net, "merge_and_unload"):  # a LoRA start: GRPO trains its own adapter on the merged weights
+        net = net.merge_and_unload()
+    net.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    summary = {"init": cfg.skillgate.init, "rows": len(rows), "slates": len(game_ids), "dropped": dropped,
+               "reads": {r["read"]: sum(x["read"] == r["read"] for x in rows) for r in rows},
+               "train_loss": result.training_loss,
+               "losses": [h["loss"] for h in trainer.state.log_history if "loss" in h], "model": str(target)}
+    write_atomic(summary_path, json.dumps(summary, indent=1))
+    del trainer, net  # the GPU holds the GRPO model next
+    _free_memory()
+    return str(target.resolve()), summary
+
+
+def _free_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
