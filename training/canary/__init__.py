@@ -9,7 +9,7 @@ permuted within each group): it must not show an improvement. A canary passes wh
 model's verdict is "improvement" and the control's is not; one that cannot fail proves nothing.
 
 Each canary is recorded in the ledger (an experiment `canary-NAME`, one run, a `canaries` row)
-with the code hash of the trainer files it exercised. Gate 1's `recipe-learns` check refuses a
+with the code hash of the trainer files it exercised. Gate 6's `recipe-learns` check refuses a
 launch that spends GPUs unless a passing canary exists for the current code of its trainer.
 
 Canaries plug in here by name; each module's CANARY has `name`, `metric`, `files` (the code it
