@@ -147,3 +147,23 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
         assert row["quick"] == 1 and row["code_hash"] == data["code_hash"]
         assert ledger.passing_canary("curator", data["code_hash"]) is None  # quick vouches for nothing
     assert "reward health" in result.stderr and "policy entropy" in result.stderr
+
+
+def test_a_profile_without_selection_credit_is_vouched_for_by_the_methods_canary(skillos_home):
+    cfg = config.with_sets(config.load(SELECTOR_GPU), ["skillgate.selector_credit=task-mask-only",
+                                                        "skillgate.selector_coef=0.0"])
+    refused = recipe(gates.check(cfg))
+    assert refused.status == "FAIL" and "skillos canary selector --credit clean-oracle" in refused.detail
+    record_passing(skillos_home, "selector:clean-oracle", "selector")
+    passed = recipe(gates.check(cfg))
+    assert passed.status == "PASS" and "task-mask-only gives the selection no credit" in passed.detail
+    # a profile with a credit of its own needs its own canary
+    hybrid = config.with_sets(config.load(SELECTOR_GPU), ["skillgate.selector_credit=hybrid_slate"])
+    assert "skillos canary selector --credit hybrid_slate" in recipe(gates.check(hybrid)).detail
+
+
+def test_a_credit_the_canary_cannot_check_is_one_line():
+    result = run_cli("canary", "selector", "--credit", "task-mask-only")
+    assert result.returncode == 2 and "no variant 'task-mask-only'" in result.stderr and "Traceback" not in result.stderr
+    result = run_cli("canary", "curator", "--credit", "clean-oracle")
+    assert result.returncode == 2 and "it has none" in result.stderr

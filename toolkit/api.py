@@ -207,8 +207,8 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
                             n_boot=cfg.eval.bootstrap, family=family, experiment=experiment)
 
 
-def canary(trainer: str, *, quick: bool = False, out: str | Path | None = None, echo: Echo | None = None,
-           ledger=None) -> dict:
+def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out: str | Path | None = None,
+           echo: Echo | None = None, ledger=None) -> dict:
     """The learning canary of `trainer` (curator, selector, optimize): trained before/after on
     held-out tasks beside a negative control, judged by evals/stats.py and recorded in the ledger
     with the code hash it vouches for. Returns the result (`passed`: improvement and a control
@@ -217,7 +217,7 @@ def canary(trainer: str, *, quick: bool = False, out: str | Path | None = None, 
     from skillos.training import canary as canaries
 
     with _ledger(ledger) as book:
-        return canaries.run(trainer, quick=quick, out=out, ledger=book, echo=echo or _quiet)
+        return canaries.run(trainer, variant=credit, quick=quick, out=out, ledger=book, echo=echo or _quiet)
 
 
 # -- helpers ------------------------------------------------------------------------------------

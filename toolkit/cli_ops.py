@@ -100,6 +100,8 @@ def canary_cmd(
     trainer: str = typer.Argument(..., help="curator | selector | optimize: the trainer to check."),
     quick: bool = typer.Option(False, "--quick", help="The few-minute size (CI's slow suite); a GPU launch "
                                "needs a canary passed at the default size."),
+    credit: Optional[str] = typer.Option(None, "--credit", help="selector only: the credit profile to check "
+                                         "(default clean-oracle, the method's); a GPU launch needs its profile's."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/canary-NAME-TIME)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ):
@@ -107,14 +109,14 @@ def canary_cmd(
     held-out tasks, beside a negative control with the signal destroyed.
 
     Recorded in the ledger with the code hash of the files it exercised; a launch that spends
-    GPUs needs a passing canary for the current code (gate 1, recipe-learns). Exit 0: passed;
+    GPUs needs a passing canary for the current code (gate 6, recipe-learns). Exit 0: passed;
     1: it did not learn, or its negative control did.
     """
     from skillos import api
     from skillos.cli_common import echo_err
     from skillos.training.canary import line
 
-    result = api.canary(trainer, quick=quick, out=out_dir, echo=echo_err)
+    result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, echo=echo_err)
     print_json(result) if as_json else typer.echo(line(result))
     raise typer.Exit(0 if result["passed"] else 1)
 

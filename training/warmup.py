@@ -18,10 +18,12 @@ from pathlib import Path
 
 
 def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | None, out_dir: str | Path,
-            steps: int = 240, learning_rate: float = 3e-3, seed: int = 0, echo=None) -> str:
+            steps: int = 240, learning_rate: float = 3e-3, seed: int = 0, echo=None, decay: bool = False) -> str:
     """Fine-tune `model` on conversations whose last message is the assistant turn to learn;
     write the result (weights and tokenizer) to `out_dir` and return its path. `echo` gets a
-    progress line per 10% of the steps or per 10 s, with the loss."""
+    progress line per 10% of the steps or per 10 s, with the loss. `decay`: the rate falls linearly
+    to 0 over the steps, so the last steps settle instead of jumping (the canaries' warm starts are
+    sampled at temperature 1, where a noisy last step garbles the format)."""
     from skillos.safety import Ticker
 
     import torch
@@ -35,6 +37,7 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
     examples = [_example(tokenizer, conv, tools) for conv in conversations]
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(net.parameters(), lr=learning_rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, (lambda s: 1 - s / steps) if decay else (lambda s: 1.0))
     net.train()
     tick = Ticker(echo, "warm-up: supervised steps", steps)
     tick(0)
@@ -43,6 +46,7 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
         loss = net(input_ids=ids, labels=labels).loss
         loss.backward()
         optimizer.step()
+        schedule.step()
         optimizer.zero_grad()
         tick(step + 1, extra=f"loss {loss.item():.3f}")
     net.eval()

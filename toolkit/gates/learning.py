@@ -21,6 +21,9 @@ def recipe_learns(ctx: Context) -> Result:
     if not cfg.compute.spends_gpus:
         return Result(check, GATES, "SKIP", detail="compute is the local CPU (no GPU is spent)")
     key = trainer_key(cfg)
+    credit = cfg.skillgate.selector_credit if cfg.skillgate.trainer == "selector" else None
+    vouched = (f" (profile {credit} gives the selection no credit of its own: the method's canary on the same "
+               "code vouches for it)") if credit and key != f"selector:{credit}" else ""
     name = key.split(":")[0]
     if name not in CANARIES:
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a trainer with a learning canary", INCIDENT,
@@ -28,13 +31,13 @@ def recipe_learns(ctx: Context) -> Result:
                       "that it learns")
     digest = code_hash(canary(name).files)
     found = _passing(ctx, key, digest)
-    command = f"skillos canary {name}" + (f"  (credit {key.split(':', 1)[1]})" if ":" in key else "")
+    command = f"skillos canary {name}" + (f" --credit {key.split(':', 1)[1]}" if ":" in key else "")
     if found is None:
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, f"a passing canary for code {digest}", INCIDENT,
                       f"the ledger holds no passing canary of {key} for the current code ({digest}); run "
                       f"`{command}` (~30 min on 2 CPU cores), then launch again")
     return Result(check, GATES, "PASS", "skillgate.trainer", key, f"a passing canary for code {digest}", INCIDENT,
-                  f"canary #{found['id']} passed for code {digest} on {found['created_at'][:10]}: {found['metric']} "
+                  f"canary #{found['id']}{vouched} passed for code {digest} on {found['created_at'][:10]}: {found['metric']} "
                   f"{found['before_rate']:.0%} -> {found['after_rate']:.0%}, b/c {found['b']}/{found['c']}; "
                   f"control b/c {found['control_b']}/{found['control_c']} ({found['control_verdict']})")
 

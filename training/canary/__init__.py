@@ -13,7 +13,9 @@ with the code hash of the trainer files it exercised. Gate 6's `recipe-learns` c
 launch that spends GPUs unless a passing canary exists for the current code of its trainer.
 
 Canaries plug in here by name; each module's CANARY has `name`, `metric`, `files` (the code it
-exercises, hashed) and `measure(out, quick, echo) -> Measured`.
+exercises, hashed), `variants` (the settings it can check apart, e.g. the selector's credit
+profiles; empty for one that has none), `key(variant)` (what the ledger and the gate call the
+trainer it vouches for) and `measure(out, quick, echo, variant) -> Measured`.
 """
 
 from __future__ import annotations
@@ -82,9 +84,15 @@ def judge(measured: Measured) -> dict:
     return out
 
 
-def run(name: str, *, quick: bool = False, out: str | Path | None = None, ledger=None, echo=print) -> dict:
-    """Run canary `name` and record it; the result `skillos canary --json` prints."""
+def run(name: str, *, variant: str | None = None, quick: bool = False, out: str | Path | None = None, ledger=None,
+        echo=print) -> dict:
+    """Run canary `name` (at `variant`, for a canary that has them) and record it; the result
+    `skillos canary --json` prints."""
     chosen = canary(name)
+    if variant is not None and variant not in chosen.variants:
+        raise SkillosError(f"canary {name}: no variant {variant!r}; "
+                           + (f"choose one of {', '.join(chosen.variants)}" if chosen.variants else "it has none"))
+    key = chosen.key(variant)
     started = time.perf_counter()
     folder = Path(out) if out else Path("runs") / f"canary-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -92,13 +100,13 @@ def run(name: str, *, quick: bool = False, out: str | Path | None = None, ledger
     run_id = None
     if ledger is not None:
         experiment = ledger.find_or_add_experiment(
-            f"canary-{chosen.trainer}", digest, hypothesis=f"{chosen.trainer}: training moves {chosen.metric} "
+            f"canary-{key}", digest, hypothesis=f"{key}: training moves {chosen.metric} "
             "on held-out tasks; the same training with the signal destroyed does not",
             success_metric=f"{chosen.metric} (paired, exact McNemar) vs before training")
-        run_id = ledger.start_run(experiment, "canary", config={"canary": name, "quick": quick,
+        run_id = ledger.start_run(experiment, "canary", config={"canary": name, "variant": variant, "quick": quick,
                                                               "code_hash": digest, "files": list(chosen.files)})
     try:
-        measured = chosen.measure(folder, quick, echo)
+        measured = chosen.measure(folder, quick, echo, variant)
     except BaseException as exc:
         if ledger is not None:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
@@ -108,7 +116,7 @@ def run(name: str, *, quick: bool = False, out: str | Path | None = None, ledger
     trained, control = judged["trained"], judged["control"]
     c = trained["comparison"]
     result = {
-        "trainer": chosen.trainer, "metric": measured.metric, "n": c.n_paired,
+        "trainer": key, "metric": measured.metric, "n": c.n_paired,
         "before": c.control_rate, "after": c.treatment_rate, "b": c.b, "c": c.c, "p": c.p_value,
         "verdict": trained["verdict"].label,
         "control": {"b": control["comparison"].b, "c": control["comparison"].c,
@@ -143,8 +151,12 @@ def line(result: dict) -> str:
 
 def trainer_key(cfg) -> str:
     """Which canary vouches for the trainer a config launches ("selector:clean-oracle": the
-    selector's canary is per credit variant)."""
+    selector's canary is per credit profile; a profile with no selection credit of its own is
+    vouched for by the method's, see selector.VOUCHED_BY_METHOD)."""
     trainer = cfg.skillgate.trainer
     if trainer == "selector":
-        return f"selector:{cfg.skillgate.selector_credit}"
+        from skillos.training.canary.selector import VOUCHED_BY_METHOD
+
+        credit = cfg.skillgate.selector_credit
+        return f"selector:{VOUCHED_BY_METHOD.get(credit, credit)}"
     return trainer

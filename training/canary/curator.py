@@ -40,7 +40,11 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 
 
 class CuratorCanary:
-    name = trainer = "curator"
+    name = "curator"
+    variants = ()
+
+    def key(self, variant: str | None = None) -> str:
+        return self.name
     metric = "executor success at position 2 with the curator's sampled skill"
     files = ("training/trainer.py", "training/rollouts.py", "training/env.py", "training/reward.py",
              "training/groups.py", "training/warmup.py", "evals/curation.py", "evals/runner.py",
@@ -48,7 +52,7 @@ class CuratorCanary:
              "evals/backends/hf_chat.py", "evals/backends/chat.py", "training/canary/__init__.py",
              "training/canary/curator.py")
 
-    def measure(self, out: Path, quick: bool, echo) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
         from skillos import config as cfgmod
         from skillos.evals.experiment import load_games
         from skillos.training.trainer import train
@@ -103,7 +107,7 @@ def warm_start(cfg, games, folder: Path) -> str:
                                           {"id": f"call_{len(conversations)}", "type": "function", "function": call}]}])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
-            steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0)
+            steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True)
     return str(folder.resolve())
 
 

@@ -27,13 +27,17 @@ QUICK = ["env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "opt
 
 
 class OptimizeCanary:
-    name = trainer = "optimize"
+    name = "optimize"
+    variants = ()
+
+    def key(self, variant: str | None = None) -> str:
+        return self.name
     metric = "executor success on the sealed test split, seed skills vs best"
     files = ("training/optimize.py", "evals/stats.py", "evals/runner.py", "evals/backends/heuristic/curator.py",
              "evals/backends/heuristic/notes.py", "evals/backends/heuristic/executor.py",
              "evals/backends/heuristic/reading.py", "training/canary/__init__.py", "training/canary/optimize.py")
 
-    def measure(self, out: Path, quick: bool, echo) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
         from skillos import config as cfgmod
         from skillos.training.optimize import run
 

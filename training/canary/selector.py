@@ -24,6 +24,12 @@ from pathlib import Path
 from skillos.training.canary import Measured
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
+# Profiles that give the selection spans no credit of their own by design: the two controls and
+# the baseline the method improves on (the outcome reward on every token; the miniature's outcome
+# is 0). Their canary could only fail; what one can check of them is the trainer code they share
+# with the method, so the method's canary (clean-oracle) on the same code vouches for them.
+VOUCHED_BY_METHOD = {"no_skill": "clean-oracle", "task-mask-only": "clean-oracle",
+                     "mixed_task_reward": "clean-oracle"}
 QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=60",
          "canary.warmup_groups=2"]
 
@@ -36,17 +42,25 @@ class SelectorCanary:
              "evals/backends/chat.py", "training/canary/__init__.py", "training/canary/selector.py")
 
     @property
-    def trainer(self) -> str:
+    def variants(self) -> tuple:
+        """The credit profiles a selector canary can check (`skillos canary selector --credit`)."""
+        from skillos.config import SELECTOR_CREDITS
+
+        return tuple(c for c in SELECTOR_CREDITS if c not in VOUCHED_BY_METHOD)
+
+    def key(self, variant: str | None = None) -> str:
         from skillos import config as cfgmod
 
-        return f"selector:{cfgmod.load(CONFIG).skillgate.selector_credit}"
+        return f"selector:{variant or cfgmod.load(CONFIG).skillgate.selector_credit}"
 
-    def measure(self, out: Path, quick: bool, echo) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
         from skillos import config as cfgmod
         from skillos.evals.experiment import load_games
         from skillos.training.selector_trainer import train
 
-        cfg = cfgmod.load(CONFIG, sets=[f"training.output_dir={out / 'trained'}"] + (QUICK if quick else []))
+        sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else [])
+        sets += [f"skillgate.selector_credit={variant}"] if variant else []
+        cfg = cfgmod.load(CONFIG, sets=sets)
         cfg = cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
         train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
         held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
@@ -88,7 +102,7 @@ def warm_start(cfg, games, out: Path) -> str:
                                                    "function": call}]}])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, tool_schemas(), folder, steps=cfg.canary.warmup_steps,
-            learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0)
+            learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True)
     return str(folder.resolve())
 
 
