@@ -119,3 +119,10 @@ def test_every_json_a_command_prints_goes_through_the_redacting_printer(tmp_path
     outputs += [p.read_text() for p in digests]
     for out in outputs:
         assert not leaked(out, SHAPED[0]), out[:2000]
+
+
+def test_sk_inside_a_word_before_a_line_break_is_not_a_split_key():
+    # skill names hold "sk-" inside a word; a frontmatter line break after one is not a split key
+    text = "name: read-the-task-sentence\ndescription: Read the task\nname: put-the-desk\n  lamp-on-the-table-first"
+    assert redact_text(text) == text
+    assert redact_text("key: sk-abcdefgh\n  ijklmnopqrstuvwx") == "key: [redacted]"

@@ -199,8 +199,10 @@ _STARTS: dict = {}  # secrets -> the regex of a key's start followed by a line b
 def _starts(secrets: list) -> re.Pattern:
     key = tuple(secrets)
     if key not in _STARTS:
-        heads = [r"sk-", r"hf_", r"gh[pousr]_", r"AKIA", r"xox[abpr]-", r"Bearer\s+"]
-        heads += [re.escape(v[:4]) for v in secrets]
+        # a key broken over lines starts a token: `read-the-task-sentence` then a line break is a
+        # skill name ending a frontmatter line, not `sk-...` split in two
+        shapes = r"(?<![A-Za-z0-9])(?:sk-|hf_|gh[pousr]_|AKIA|xox[abpr]-|Bearer\s+)"
+        heads = [shapes] + [re.escape(v[:4]) for v in secrets]  # a registered key is found anywhere
         _STARTS.clear()
         _STARTS[key] = re.compile(r"(?:" + "|".join(heads) + r")[A-Za-z0-9_\-+/=.~]{0,200}(?=" + _BREAK.pattern + ")")
     return _STARTS[key]
