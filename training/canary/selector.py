@@ -2,18 +2,21 @@
 (training/selector_trainer.py: the SelectorGRPOTrainer, its span masks and credit arithmetic,
 SlateEnv) on a miniature the tiny CPU model can learn.
 
-The miniature, and why. The executor being trained reads one skill from a slate of four (one
+The miniature, and why. The executor being trained reads one skill from a slate of four (the
 oracle, two misleading skills built from it, one irrelevant, from the shipped household slate
-folder) for heat and cool tasks; the slate's order is seeded per game, so a position tells nothing and only the task
-sentence can. The tiny model starts from a supervised warm-up that reads every slate member
-equally often (the format, and a chance rate of 1/4 for the oracle: a warm start, not a
-teacher). Each episode ends after the read (env.max_steps 1), so the outcome reward is 0 for
-every rollout and carries nothing: the only learning signal is the selector credit on the
-selection spans. The metric, declared here: the oracle-read rate of the first read_skill call
-(sampled at the training temperature, a seed fixed per game) on held-out games (valid_unseen)
-before vs after training. The negative control trains
-the same way from the same warm start with the selection utilities (and rewards) permuted
-within each group.
+folder) on heat tasks; the slate's order is seeded per game, so a position tells nothing. One
+task type, because the tiny model (0.4M parameters, a character-level vocabulary) does not read
+the task sentence: what it can learn is which name to write, and with one task type the
+oracle's name is learnable without reading the task (with heat and cool together the best it
+could do would be 1/2). It starts from a supervised warm-up that reads every slate member
+equally often (1,200 steps with a decaying rate: at 400 the names came out garbled at
+temperature 1 and GRPO collapsed to no read at all, measured), a chance rate of 1/4 for the
+oracle: a warm start, not a teacher. Each episode ends after the read (env.max_steps 1), so
+the outcome reward is 0 for every rollout and carries nothing: the only learning signal is the
+selector credit on the selection spans. The metric, declared here: the oracle-read rate of the
+first read_skill call (sampled at the training temperature, a seed fixed per game) on held-out
+games (valid_unseen) before vs after training. The negative control trains the same way from
+the same warm start with the selection utilities (and rewards) permuted within each group.
 """
 
 from __future__ import annotations
