@@ -30,9 +30,9 @@ MAX_YAML_ALIASES = 100  # anchors are handy in configs; a hundred uses is far be
 MAX_YAML_NODES = 100_000  # nodes after alias expansion: what a consumer would materialise
 
 
-def read_text(path: str | Path, limit: int, what: str = "file") -> str:
-    """UTF-8 text of a regular file no larger than `limit` bytes; else a one-line SkillosError."""
-    path = Path(path)
+def _regular_stat(path: Path, what: str):
+    """The stat of a regular file; a missing path, a folder, a FIFO or a device is a one-line
+    SkillosError naming it."""
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -43,6 +43,13 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
         raise SkillosError(f"{path}: is a folder, expected a {what}")
     if not stat.S_ISREG(info.st_mode):
         raise SkillosError(f"{path}: not a regular file (a pipe or device?); expected a {what}")
+    return info
+
+
+def read_text(path: str | Path, limit: int, what: str = "file") -> str:
+    """UTF-8 text of a regular file no larger than `limit` bytes; else a one-line SkillosError."""
+    path = Path(path)
+    info = _regular_stat(path, what)
     if info.st_size > limit:
         raise SkillosError(f"{path}: {info.st_size} bytes; a {what} may be at most {limit} bytes")
     try:  # O_NONBLOCK: a FIFO swapped in after the stat still cannot block the read
@@ -70,16 +77,7 @@ def open_regular(path: str | Path, what: str = "file"):
     or device (`/dev/zero`) is a one-line SkillosError, checked again on the open file (a FIFO
     swapped in after the stat cannot block the read)."""
     path = Path(path)
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise SkillosError(f"{path}: no such {what}") from None
-    except OSError as exc:
-        raise SkillosError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise SkillosError(f"{path}: is a folder, expected a {what}")
-    if not stat.S_ISREG(info.st_mode):
-        raise SkillosError(f"{path}: not a regular file (a pipe or device?); expected a {what}")
+    info = _regular_stat(path, what)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
