@@ -77,7 +77,7 @@ def open_regular(path: str | Path, what: str = "file"):
     or device (`/dev/zero`) is a one-line SkillosError, checked again on the open file (a FIFO
     swapped in after the stat cannot block the read)."""
     path = Path(path)
-    info = _regular_stat(path, what)
+    _regular_stat(path, what)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
