@@ -20,9 +20,11 @@ trainer it vouches for) and `measure(out, quick, echo, variant) -> Measured`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +108,8 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
         run_id = ledger.start_run(experiment, "canary", config={"canary": name, "variant": variant, "quick": quick,
                                                               "code_hash": digest, "files": list(chosen.files)})
     try:
-        measured = chosen.measure(folder, quick, echo, variant)
+        with contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the result's
+            measured = chosen.measure(folder, quick, echo, variant)
     except BaseException as exc:
         if ledger is not None:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
