@@ -51,6 +51,16 @@ class Measured:
     detail: dict = field(default_factory=dict)
 
 
+class Canary:
+    """What every canary shares: no variants unless it says so, and the ledger names it by its name."""
+
+    name = ""
+    variants: tuple = ()
+
+    def key(self, variant: str | None = None) -> str:
+        return self.name
+
+
 def canary(name: str):
     """The canary of a trainer name (a one-line error for an unknown one)."""
     if name not in CANARIES:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import Measured
+from skillos.training.canary import Canary, Measured
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
@@ -39,12 +39,8 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
          "canary.warmup_groups=2"]
 
 
-class CuratorCanary:
+class CuratorCanary(Canary):
     name = "curator"
-    variants = ()
-
-    def key(self, variant: str | None = None) -> str:
-        return self.name
     metric = "executor success at position 2 with the curator's sampled skill"
     files = ("training/trainer.py", "training/rollouts.py", "training/env.py", "training/reward.py",
              "training/groups.py", "training/warmup.py", "evals/curation.py", "evals/runner.py",

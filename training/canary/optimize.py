@@ -19,19 +19,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillos.training.canary import Measured
+from skillos.training.canary import Canary, Measured
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "optimize-quickstart.yaml"
 QUICK = ["env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "optimize.epochs=1",
          "optimize.minibatch_size=3"]
 
 
-class OptimizeCanary:
+class OptimizeCanary(Canary):
     name = "optimize"
-    variants = ()
-
-    def key(self, variant: str | None = None) -> str:
-        return self.name
     metric = "executor success on the sealed test split, seed skills vs best"
     files = ("training/optimize.py", "evals/stats.py", "evals/runner.py", "evals/backends/heuristic/curator.py",
              "evals/backends/heuristic/notes.py", "evals/backends/heuristic/executor.py",

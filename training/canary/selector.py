@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import Measured
+from skillos.training.canary import Canary, Measured
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -37,7 +37,7 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
          "canary.warmup_groups=2"]
 
 
-class SelectorCanary:
+class SelectorCanary(Canary):
     name = "selector"
     metric = "oracle read (the first read_skill call, sampled)"
     files = ("training/selector_trainer.py", "training/selector_credit.py", "training/trainer.py",
