@@ -6,7 +6,7 @@ rollout → reflect → propose → gate → update loop builds on them.
   schedule (SkillOpt: 4 → 2, cosine).
 * The acceptance gate is `skillos.evals.stats.gate` (paired k·SE by default; SkillOpt's strict
   rule for comparison; indecisive when too much of the validation split was unmeasured).
-* `calibrate`: an A/A test before any spending. The gate judges two copies of the seed skill;
+* `calibrate` (in `candidates`, with the loop optimize and sleep share): an A/A test before any spending. The gate judges two copies of the seed skill;
   a gate that accepts a copy over itself would accept noise, so the run refuses to start.
 * `RejectedMemory`: every rejected edit with what it broke and what it fixed, kept across
   epochs (SkillOpt clears it each epoch) and shown to the optimizer as steering.
@@ -24,8 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
-from skillos.evals.stats import GateVerdict, gate
+from skillos.evals.stats import GateVerdict
 from skillos.repo import SkillRepo
+from skillos.training.candidates import (CalibrationFailed, Candidate, Standing, broke, calibrate,  # noqa: F401
+                                         calibrated, fixed, run_candidates)
 from skillos.files import write_atomic
 from skillos.safety import json_text
 
@@ -42,21 +44,6 @@ def edits_allowed(step: int, total_steps: int, start: int, end: int, schedule: s
     t = min(max(step, 0), total_steps - 1) / (total_steps - 1)
     weight = (1 + math.cos(math.pi * t)) / 2 if schedule == "cosine" else 1 - t
     return max(1, round(end + (start - end) * weight))
-
-
-class CalibrationFailed(SkillosError):
-    """The gate accepted the seed skill over an identical copy: it would accept noise."""
-
-
-def calibrate(first: dict, second: dict, mode: str, k: float, max_unmeasured: float) -> GateVerdict:
-    """A/A: `first` and `second` are the validation outcomes (task id -> True/False/None) of two
-    copies of the seed skill. Returns the gate's verdict, which must not be accept."""
-    verdict = gate(first, second, mode, k, max_unmeasured)
-    if verdict.verdict == "accept":
-        raise CalibrationFailed(f"A/A calibration: the {mode} gate accepted a copy of the seed skill over "
-                                f"itself ({verdict.reason}); it would accept noise. Raise optimize.gate.k, "
-                                "use the paired mode, or validate on more tasks")
-    return verdict
 
 
 @dataclass
@@ -88,9 +75,8 @@ class RejectedMemory:
 
     def add(self, edit: str, verdict: GateVerdict, incumbent: dict, candidate: dict, epoch: int, step: int,
             keys: list | None = None) -> None:
-        broke = sorted(t for t in incumbent if incumbent[t] is True and candidate.get(t) is False)
-        fixed = sorted(t for t in incumbent if incumbent[t] is False and candidate.get(t) is True)
-        self.items.append(Rejected(edit, verdict.verdict, broke, fixed, epoch, step, list(keys or [])))
+        self.items.append(Rejected(edit, verdict.verdict, broke(incumbent, candidate), fixed(incumbent, candidate),
+                                   epoch, step, list(keys or [])))
         if self.path:
 
             write_atomic(self.path, json.dumps([asdict(r) for r in self.items], indent=1))
@@ -396,8 +382,8 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     gate_args = (o.gate.mode, o.gate.k, o.gate.max_unmeasured)
     if state is None:
         echo(f"A/A calibration: the seed skills twice on the {len(validation)} validation tasks, before any candidate")
-        first = outcomes(play(seed, validation, "seed"))
-        aa = calibrate(first, outcomes(play(seed.copy(), validation, "seed-copy")), *gate_args)
+        first, aa = calibrated(lambda: outcomes(play(seed, validation, "seed")),
+                               lambda: outcomes(play(seed.copy(), validation, "seed-copy")), gate_args)
         run_id = None
         if ledger is not None:
             run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict(),
@@ -414,53 +400,65 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     echo(f"A/A calibration: the {o.gate.mode} gate judged the seed against a copy of itself: {aa.verdict} "
          f"({aa.reason})")
     echo(acceptance_plan(cfg, aa))  # before any candidate is played
-    run_id, incumbent_val = state["run_id"], state["incumbent_validation"]
+    run_id = state["run_id"]
     proposer, memory = make_proposer(o.optimizer), RejectedMemory(out / "rejected.json")
-    tried, accepted = state["tried"], state["accepted"]
-    for g in range(state["next"], total):
+    standing = Standing(incumbent, state["incumbent_validation"], state["tried"], state["accepted"])
+
+    def propose(g: int, now: Standing) -> Candidate | None:
         epoch, step = divmod(g, steps_per_epoch)
         order = list(train)
         random.Random(f"skillos-optimize|{cfg.env.seed}|{epoch}").shuffle(order)
         batch = order[step * o.minibatch_size:(step + 1) * o.minibatch_size]
         budget = edits_allowed(g, total, o.max_edits, o.min_edits, o.schedule)
         collect = _Collect()
-        play(incumbent, batch, "minibatch", collect)
-        seen, judged_incumbent = collect.trajectories, incumbent_val
+        play(now.skill, batch, "minibatch", collect)
+        seen = collect.trajectories
         if signal == "shuffled":
             seen, _, _ = destroyed(seen, {}, {}, f"{cfg.env.seed}|{g}|minibatch")
-        edits = proposer.propose(incumbent, seen, memory, budget)[:budget]
+        edits = proposer.propose(now.skill, seen, memory, budget)[:budget]
         if not edits:
             echo(f"epoch {epoch} step {step}: no edit proposed (budget {budget})")
-        else:
-            candidate = apply_edits(incumbent, edits)
-            candidate_val = judged_candidate = outcomes(play(candidate, validation, f"candidate-{g + 1}"))
-            if signal == "shuffled":
-                _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
-                                                                  f"{cfg.env.seed}|{g}|gate")
-            verdict = stats.gate(judged_incumbent, judged_candidate, *gate_args)
-            tried += 1
-            paired = stats.compare(incumbent_val, candidate_val, names=("candidate", "incumbent"),
-                                   alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-            entry = {"epoch": epoch, "step": step, "candidate": tried, "budget": budget,
-                     "edits": [e.summary() for e in edits], "diff": "".join(e.diff(incumbent) for e in edits),
-                     **verdict.to_dict(), "incumbent_rate": paired.control_rate,
-                     "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
-            with open(out / "history.jsonl", "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(entry) + "\n")
-            if ledger is not None:
-                ledger.add_candidate(run_id, **{k: entry[k] for k in (
-                    "epoch", "step", "diff", "verdict", "mode", "incumbent_rate", "candidate_rate",
-                    "mean_difference", "se", "threshold", "ci_low", "ci_high", "n_tasks", "n_paired",
-                    "n_unmeasured")}, edits=json.dumps(entry["edits"]))
-            echo(f"epoch {epoch} step {step}: candidate {tried} ({'; '.join(entry['edits'])}): "
-                 f"{verdict.verdict}: {verdict.reason}")
-            if verdict.verdict == "accept":
-                incumbent, incumbent_val, accepted = candidate, candidate_val, accepted + 1
-            else:
-                memory.add("; ".join(entry["edits"]), verdict, incumbent_val, candidate_val, epoch, step,
-                           [e.key() for e in edits])
-        _save_state(out, incumbent, {**state, "next": g + 1, "tried": tried, "accepted": accepted,
-                                     "incumbent_validation": incumbent_val})
+            return None
+        return Candidate(apply_edits(now.skill, edits), [e.summary() for e in edits], [e.key() for e in edits],
+                         epoch, step, detail={"g": g, "budget": budget, "edits": edits})
+
+    def evaluate(candidate: Candidate) -> dict:
+        return outcomes(play(candidate.skill, validation, f"candidate-{candidate.detail['g'] + 1}"))
+
+    def judge(g: int, incumbent_val: dict, candidate_val: dict) -> GateVerdict:
+        judged_incumbent, judged_candidate = incumbent_val, candidate_val
+        if signal == "shuffled":
+            _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
+                                                              f"{cfg.env.seed}|{g}|gate")
+        return stats.gate(judged_incumbent, judged_candidate, *gate_args)
+
+    def record(candidate: Candidate, verdict: GateVerdict, now: Standing, candidate_val: dict) -> dict:
+        # the paired numbers are the real outcomes even under a shuffled signal: only the gate is blinded
+        paired = stats.compare(now.validation, candidate_val, names=("candidate", "incumbent"),
+                               alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
+        entry = {"epoch": candidate.epoch, "step": candidate.step, "candidate": now.tried,
+                 "budget": candidate.detail["budget"], "edits": candidate.edits,
+                 "diff": "".join(e.diff(now.skill) for e in candidate.detail["edits"]),
+                 **verdict.to_dict(), "incumbent_rate": paired.control_rate,
+                 "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
+        with open(out / "history.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        if ledger is not None:
+            ledger.add_candidate(run_id, **{k: entry[k] for k in (
+                "epoch", "step", "diff", "verdict", "mode", "incumbent_rate", "candidate_rate",
+                "mean_difference", "se", "threshold", "ci_low", "ci_high", "n_tasks", "n_paired",
+                "n_unmeasured")}, edits=json.dumps(entry["edits"]))
+        echo(f"epoch {candidate.epoch} step {candidate.step}: candidate {now.tried} ({'; '.join(entry['edits'])}): "
+             f"{verdict.verdict}: {verdict.reason}")
+        return entry
+
+    def save(g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
+        _save_state(out, now.skill, {**state, "next": g + 1, "tried": now.tried, "accepted": now.accepted,
+                                     "incumbent_validation": now.validation})
+
+    run_candidates(range(state["next"], total), standing, memory, propose=propose, evaluate=evaluate,
+                   judge=judge, record=record, after_step=save)
+    incumbent, tried, accepted = standing.skill, standing.tried, standing.accepted
 
     (out / "best_skill").mkdir(exist_ok=True)  # even when the best is an empty seed
     incumbent.copy(out / "best_skill")

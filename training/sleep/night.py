@@ -255,8 +255,9 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
     from skillos.evals.backends.chat import make_chat
     from skillos.evals.experiment import record_experiment
     from skillos.ledger import Ledger
-    from skillos.training.optimize import CalibrationFailed, RejectedMemory, _report, calibrate, \
-        edits_allowed
+    from skillos.training.candidates import CalibrationFailed, Candidate, Standing, broke, calibrated, \
+        run_candidates
+    from skillos.training.optimize import RejectedMemory, _report, edits_allowed
 
     from skillos.repo import parse_skill
     from skillos.repo.skill import SkillError
@@ -329,63 +330,76 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
         def booleans(outcomes: dict) -> dict:
             return {k: o.success for k, o in outcomes.items()}
 
-        status, stop, candidates, accepted, aa, test = "finished", None, [], 0, None, None
-        incumbent = seed_text
+        status, stop, aa, test = "finished", None, None, None
+        standing = Standing(seed_text, {})  # read after a stop mid-step: what was accepted before it
+
+        def propose(step: int, now: Standing) -> Candidate | None:
+            budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
+            train = play(now.skill, splits["train"], f"train-{step}")
+            failing = [(t, train[t.id]) for t in splits["train"] if train[t.id].success is False]
+            candidate, lines = proposer.propose(now.skill, failing, memory, budget, caller)
+            if not lines:
+                echo(f"step {step}: no edit proposed ({len(failing)} failed train tasks, budget {budget})")
+                return None
+            if not s.edit_anywhere and outside_block(candidate) != outside_block(now.skill):
+                raise SkillosError("internal: an edit reached outside the learned block")  # never expected
+            try:
+                parse_skill(candidate)
+            except SkillError as exc:  # a proposal a person could not adopt is no candidate
+                echo(f"step {step}: the proposed skill does not validate ({exc}); no candidate")
+                return None
+            return Candidate(candidate, lines, [line_key(x) for x in lines], night_no, step,
+                             detail={"budget": budget, "failing": failing})
+
+        def evaluate(candidate: Candidate) -> dict:
+            return booleans(play(candidate.skill, splits["validation"], f"candidate-{candidate.step}"))
+
+        def judge(step: int, incumbent_val: dict, cand_val: dict):
+            verdict = stats.gate(incumbent_val, cand_val, *gate_args)
+            lost = broke(incumbent_val, cand_val)
+            if verdict.verdict == "accept" and s.no_regress and lost:
+                verdict = dataclasses.replace(verdict, verdict="reject",
+                                              reason=f"{verdict.reason}; no_regress: it broke {len(lost)} task(s)")
+            return verdict
+
+        def record(candidate: Candidate, verdict, now: Standing, cand_val: dict) -> dict:
+            step, lines, failing, incumbent_val = candidate.step, candidate.edits, candidate.detail["failing"], \
+                now.validation
+            from_tasks = [t.id for t, _ in failing]
+            sessions = sorted({x for t, _ in failing for x in t.sessions})
+            entry = {"step": step, "budget": candidate.detail["budget"], "edits": lines, "from_tasks": from_tasks,
+                     "sessions": sessions, **verdict.to_dict(),
+                     "incumbent": _rate(_summary({k: _O(v) for k, v in incumbent_val.items()})),
+                     "candidate": _rate(_summary({k: _O(v) for k, v in cand_val.items()})),
+                     "broke": broke(incumbent_val, cand_val)}
+            with open(night_dir / "history.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(entry) + "\n")
+            paired = stats.compare(incumbent_val, cand_val, names=("candidate", "incumbent"), alpha=cfg.eval.alpha,
+                                   power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
+            ledger.add_candidate(run_id, epoch=night_no, step=step, diff="\n".join(f"+{x}" for x in lines),
+                                 verdict=verdict.verdict, mode=verdict.mode, incumbent_rate=paired.control_rate,
+                                 candidate_rate=paired.treatment_rate, mean_difference=verdict.mean_difference,
+                                 se=verdict.se, threshold=verdict.threshold, ci_low=paired.ci_low,
+                                 ci_high=paired.ci_high, n_tasks=verdict.n_tasks, n_paired=verdict.n_paired,
+                                 n_unmeasured=verdict.n_unmeasured,
+                                 edits=json.dumps({"lines": lines, "from_tasks": from_tasks, "sessions": sessions,
+                                                   "night": night_id}))
+            echo(f"step {step}: {len(lines)} line(s) from {len(failing)} failed train tasks: {verdict.verdict}: "
+                 f"{verdict.reason}")
+            return entry
+
         try:
             if not tasks:
                 raise _NoTasks()
-            incumbent_val = booleans(play(incumbent, splits["validation"], "incumbent-validation"))
-            aa = calibrate(incumbent_val, booleans(play(incumbent, splits["validation"], "incumbent-copy")), *gate_args)
+            standing.validation, aa = calibrated(
+                lambda: booleans(play(seed_text, splits["validation"], "incumbent-validation")),
+                lambda: booleans(play(seed_text, splits["validation"], "incumbent-copy")), gate_args)
             echo(f"A/A calibration: {aa.verdict} ({aa.reason})")
-            for step in range(s.steps):
-                budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
-                train = play(incumbent, splits["train"], f"train-{step}")
-                failing = [(t, train[t.id]) for t in splits["train"] if train[t.id].success is False]
-                candidate, lines = proposer.propose(incumbent, failing, memory, budget, caller)
-                if not lines:
-                    echo(f"step {step}: no edit proposed ({len(failing)} failed train tasks, budget {budget})")
-                    continue
-                if not s.edit_anywhere and outside_block(candidate) != outside_block(incumbent):
-                    raise SkillosError("internal: an edit reached outside the learned block")  # never expected
-                try:
-                    parse_skill(candidate)
-                except SkillError as exc:  # a proposal a person could not adopt is no candidate
-                    echo(f"step {step}: the proposed skill does not validate ({exc}); no candidate")
-                    continue
-                cand_val = booleans(play(candidate, splits["validation"], f"candidate-{step}"))
-                verdict = stats.gate(incumbent_val, cand_val, *gate_args)
-                broke = sorted(t for t in incumbent_val if incumbent_val[t] is True and cand_val.get(t) is False)
-                if verdict.verdict == "accept" and s.no_regress and broke:
-                    verdict = dataclasses.replace(verdict, verdict="reject",
-                                                  reason=f"{verdict.reason}; no_regress: it broke {len(broke)} task(s)")
-                from_tasks = [t.id for t, _ in failing]
-                sessions = sorted({x for t, _ in failing for x in t.sessions})
-                entry = {"step": step, "budget": budget, "edits": lines, "from_tasks": from_tasks, "sessions": sessions,
-                         **verdict.to_dict(), "incumbent": _rate(_summary({k: _O(v) for k, v in incumbent_val.items()})),
-                         "candidate": _rate(_summary({k: _O(v) for k, v in cand_val.items()})), "broke": broke}
-                candidates.append(entry)
-                with open(night_dir / "history.jsonl", "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(entry) + "\n")
-                paired = stats.compare(incumbent_val, cand_val, names=("candidate", "incumbent"), alpha=cfg.eval.alpha,
-                                       power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-                ledger.add_candidate(run_id, epoch=night_no, step=step, diff="\n".join(f"+{x}" for x in lines),
-                                     verdict=verdict.verdict, mode=verdict.mode, incumbent_rate=paired.control_rate,
-                                     candidate_rate=paired.treatment_rate, mean_difference=verdict.mean_difference,
-                                     se=verdict.se, threshold=verdict.threshold, ci_low=paired.ci_low,
-                                     ci_high=paired.ci_high, n_tasks=verdict.n_tasks, n_paired=verdict.n_paired,
-                                     n_unmeasured=verdict.n_unmeasured,
-                                     edits=json.dumps({"lines": lines, "from_tasks": from_tasks, "sessions": sessions,
-                                                       "night": night_id}))
-                echo(f"step {step}: {len(lines)} line(s) from {len(failing)} failed train tasks: {verdict.verdict}: "
-                     f"{verdict.reason}")
-                if verdict.verdict == "accept":
-                    incumbent, incumbent_val, accepted = candidate, cand_val, accepted + 1
-                else:
-                    memory.add("; ".join(lines), verdict, incumbent_val, cand_val, night_no, step,
-                               [line_key(x) for x in lines])
-            if accepted:
-                tried = _candidates_on_test(home, len(candidates))
-                why = f"night {night_id}: seed vs best after {len(candidates)} candidates ({tried} over all nights)"
+            run_candidates(range(s.steps), standing, memory, propose=propose, evaluate=evaluate, judge=judge,
+                           record=record)
+            if standing.accepted:
+                tried = _candidates_on_test(home, standing.tried)
+                why = f"night {night_id}: seed vs best after {standing.tried} candidates ({tried} over all nights)"
                 final, left_out = read_test(ledger, cfg.experiment.name, splits["test"], night_dir, why, unseal)
                 if left_out:
                     echo(f"sealed test: {len(left_out)} of {len(splits['test'])} task(s) were read as the test by an "
@@ -393,10 +407,11 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
                 if not final:
                     raise _TestSpent(len(left_out))
                 seed_test = booleans(play(seed_text, final, "seed-test"))
-                best_test = booleans(play(incumbent, final, "best-test"))
+                best_test = booleans(play(standing.skill, final, "best-test"))
                 comparison = stats.compare(seed_test, best_test, names=("best", "seed"), alpha=cfg.eval.alpha,
                                            power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-                full = _report(cfg, comparison, tried, accepted, aa, _summary({k: _O(v) for k, v in seed_test.items()}),
+                full = _report(cfg, comparison, tried, standing.accepted, aa,
+                               _summary({k: _O(v) for k, v in seed_test.items()}),
                                _summary({k: _O(v) for k, v in best_test.items()}), 1, night_dir)
                 test = {k: full[k] for k in ("verdict", "comparison", "p_corrected", "seed", "best")}
                 test.update(candidates_corrected_for=tried, read=len(final), sealed_left_out=len(left_out))
@@ -412,6 +427,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
             test = {"verdict": f"not reportable: all {exc.args[0]} test task(s) were read as the test by an earlier "
                                "night (sealed in the ledger); a person may read them again with --unseal \"reason\"",
                     "read": 0, "sealed_left_out": exc.args[0], "comparison": None}
+        incumbent, accepted, candidates = standing.skill, standing.accepted, standing.history
         report = {"night": night_id, "status": status, "stopped_because": stop, "skill": str(skill_path),
                   "tasks": {k: len(v) for k, v in splits.items()}, "harvest_sessions": source.get("sessions"),
                   "source": source, "calibration": aa.to_dict() if aa else None, "candidates": candidates,

@@ -1,0 +1,81 @@
+"""One candidate loop: `skillos optimize` and a sleep night both call `training/candidates.py`'s
+`run_candidates` and neither writes its own propose → gate → accept loop again."""
+
+import ast
+import inspect
+from pathlib import Path
+
+from skillos.evals.stats import GateVerdict
+from skillos.training import candidates, optimize
+from skillos.training.sleep import night
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / "training" / "candidates.py"
+
+
+def _calls(tree: ast.AST) -> set:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            names.add(f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None)
+    return names
+
+
+def test_optimize_and_night_call_the_shared_loop():
+    for module in (optimize, night):
+        tree = ast.parse(inspect.getsource(module))
+        assert "run_candidates" in _calls(tree), f"{module.__name__} does not call the shared candidate loop"
+
+
+def test_neither_writes_its_own_propose_gate_loop():
+    """A loop that both proposes and gates, or a `memory.add` of a rejection, in optimize.py or
+    night.py would be a second copy of the shared loop."""
+    for path in (ROOT / "training" / "optimize.py", ROOT / "training" / "sleep" / "night.py"):
+        tree = ast.parse(path.read_text())
+        for loop in (n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))):
+            assert not {"propose", "gate"} <= _calls(loop), f"{path.name}:{loop.lineno} is its own candidate loop"
+        assert "memory.add(" not in path.read_text(), f"{path.name} remembers rejections itself"
+        assert "calibrate" not in _calls(tree), f"{path.name} calibrates itself, not through candidates.calibrated"
+
+
+def test_the_loop_is_defined_once():
+    hits = [p for p in (ROOT / "training").rglob("*.py") if "def run_candidates(" in p.read_text()]
+    assert hits == [SHARED]
+    assert 'verdict.verdict == "accept"' in SHARED.read_text()
+
+
+class _Memory:
+    def __init__(self):
+        self.added = []
+
+    def add(self, *args):
+        self.added.append(args)
+
+
+def _verdict(word: str) -> GateVerdict:
+    return GateVerdict(verdict=word, reason="", mode="paired", n_tasks=1, n_paired=1, n_unmeasured=0,
+                       mean_difference=None, se=None, threshold=None)
+
+
+def test_the_loop_accepts_remembers_counts_and_skips():
+    """Step 0 proposes nothing, step 1 is rejected, step 2 accepted: tried counts the two, the
+    rejected one is remembered against the incumbent it lost to, after_step sees every step."""
+    memory, seen = _Memory(), []
+    standing = candidates.Standing("seed", {"a": True})
+
+    def propose(step, now):
+        return None if step == 0 else candidates.Candidate(f"skill-{step}", [f"edit {step}"], [f"k{step}"], 7, step)
+
+    verdicts = {1: "reject", 2: "accept"}
+    result = candidates.run_candidates(
+        range(3), standing, memory, propose=propose, evaluate=lambda c: {"a": c.skill == "skill-2"},
+        judge=lambda step, inc, cand: _verdict(verdicts[step]),
+        record=lambda c, v, now, val: (now.tried, c.step, v.verdict),
+        after_step=lambda step, now: seen.append((step, now.skill)))
+    assert result is standing
+    assert (standing.skill, standing.validation, standing.tried, standing.accepted) == ("skill-2", {"a": True}, 2, 1)
+    assert standing.history == [(1, 1, "reject"), (2, 2, "accept")]
+    assert [(a[0], a[2], a[3], a[4], a[5], a[6]) for a in memory.added] == [
+        ("edit 1", {"a": True}, {"a": False}, 7, 1, ["k1"])]
+    assert seen == [(0, "seed"), (1, "seed"), (2, "skill-2")]
