@@ -6,8 +6,9 @@ rollout → reflect → propose → gate → update loop builds on them.
   schedule (SkillOpt: 4 → 2, cosine).
 * The acceptance gate is `skillos.evals.stats.gate` (paired k·SE by default; SkillOpt's strict
   rule for comparison; indecisive when too much of the validation split was unmeasured).
-* `calibrate` (in `candidates`, with the loop optimize and sleep share): an A/A test before any spending. The gate judges two copies of the seed skill;
-  a gate that accepts a copy over itself would accept noise, so the run refuses to start.
+* `calibrate` (in `candidates`, with the loop optimize and sleep share): an A/A test before any
+  spending. The gate judges two copies of the seed skill; a gate that accepts a copy over itself
+  would accept noise, so the run refuses to start.
 * `RejectedMemory`: every rejected edit with what it broke and what it fixed, kept across
   epochs (SkillOpt clears it each epoch) and shown to the optimizer as steering.
 * `SealedSplit`: the test split, read once at the end for the final report; a second read
