@@ -14,7 +14,8 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from skillos.cli_common import SET_HELP, ProgressBars, console, echo_err, load_config, print_json, resumable
+from skillos.cli_common import (JSON, OUT, OVERRIDE, OVERWRITE, RESUME, SET, ProgressBars, console, echo_err, emit,
+                                load_config, resumable)
 from skillos.cli_gate import gate_app
 from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
@@ -43,18 +44,9 @@ app.add_typer(slate_app, name="slate")
 # Every command that spends compute: each API call runs the launch gates first
 # (tests/test_launch_gates.py and tests/test_api.py check that each one refuses a failing config).
 LAUNCHERS = ("eval", "quickstart", "sweep", "train", "optimize")
-OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the override and its reason '
-                 "are recorded in the ledger as a process failure (repeatable).")
-RESUME_HELP = "Continue the run in --out: finished work is not done again."
-OVERWRITE_HELP = "Delete what is in --out and start over."
 
 out = console()
 err = console(stderr=True)
-
-
-def _lines(lines: list[str]) -> None:
-    for line in lines:
-        typer.echo(line)
 
 
 def _overrides(values: List[str]) -> dict:
@@ -64,9 +56,28 @@ def _overrides(values: List[str]) -> dict:
 
 
 def _show_eval(result: dict, as_json: bool) -> None:
-    from skillos.evals.report import render
+    from skillos.cli_render import eval_tables
 
-    print_json(result) if as_json else render(result, out)
+    emit(result, as_json, show=lambda r: eval_tables(r, out))
+
+
+def _on_stderr(lines: list[str], soft_wrap: bool) -> None:
+    for line in lines:
+        err.print(line, markup=False, highlight=False, soft_wrap=soft_wrap)  # agents grep these
+
+
+def _evaluate(cfg, out_dir: Optional[Path], override: List[str], resume: bool, overwrite: bool, as_json: bool,
+              **command) -> None:
+    """What `eval` and `quickstart` share once the config is loaded: the run, under progress
+    bars and a Ctrl-C that prints how to resume, then the report."""
+    from skillos import api
+    from skillos.evals.experiment import default_out_dir
+
+    out_dir = out_dir or default_out_dir(cfg)
+    with resumable(out_dir), ProgressBars() as bars:
+        result = api.evaluate(cfg, out=out_dir, overrides=_overrides(override), resume=resume,
+                              overwrite=overwrite, progress=bars, echo=echo_err, **command)
+    _show_eval(result, as_json)
 
 
 @app.command("eval")
@@ -74,38 +85,29 @@ def eval_cmd(
     config: Path = typer.Argument(..., help="Experiment config (YAML)."),
     n_games: Optional[int] = typer.Option(None, help="Set env.n_games (held-out games per arm)."),
     n_train_games: Optional[int] = typer.Option(None, help="Set env.n_train_games."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-TIME)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
-    resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    out_dir: Optional[Path] = OUT,
+    as_json: bool = JSON,
+    override: List[str] = OVERRIDE,
+    set_: List[str] = SET,
+    resume: bool = RESUME,
+    overwrite: bool = OVERWRITE,
 ):
     """Run every arm of CONFIG on the same held-out games and print the paired comparison.
 
     The launch gates run first (static and dry-run) and refuse a failing config."""
-    from skillos import api
-
-    from skillos.evals.experiment import default_out_dir
-
-    cfg = load_config(config, set_, n_games, n_train_games)
-    out_dir = out_dir or default_out_dir(cfg)
-    with resumable(out_dir), ProgressBars() as bars:
-        result = api.evaluate(cfg, out=out_dir, overrides=_overrides(override), resume=resume,
-                              overwrite=overwrite, progress=bars, echo=echo_err)
-    _show_eval(result, as_json)
+    _evaluate(load_config(config, set_, n_games, n_train_games), out_dir, override, resume, overwrite, as_json)
 
 
 @app.command("quickstart")
 def quickstart(
     n_games: Optional[int] = typer.Option(None, help="Held-out games per arm (default 60)."),
     n_train_games: Optional[int] = typer.Option(None, help="Train games to curate from (default 60)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/quickstart-TIME)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
-    resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    out_dir: Optional[Path] = OUT,
+    as_json: bool = JSON,
+    override: List[str] = OVERRIDE,
+    set_: List[str] = SET,
+    resume: bool = RESUME,
+    overwrite: bool = OVERWRITE,
 ):
     """The main job: no_memory vs closed_loop on held-out ALFWorld games, no API key, CPU only.
 
@@ -115,17 +117,9 @@ def quickstart(
     bootstrap 95% CI, the minimum detectable effect and the verdict. Same as `skillos eval` on
     evals/configs/quickstart.yaml, launch gates included.
     """
-    from skillos import api
-
     with resources.as_file(resources.files("skillos.evals") / "configs" / "quickstart.yaml") as path:
         cfg = load_config(path, set_, n_games, n_train_games)
-    from skillos.evals.experiment import default_out_dir
-
-    out_dir = out_dir or default_out_dir(cfg)
-    with resumable(out_dir), ProgressBars() as bars:
-        result = api.evaluate(cfg, out=out_dir, overrides=_overrides(override), resume=resume,
-                              overwrite=overwrite, progress=bars, echo=echo_err, command="quickstart")
-    _show_eval(result, as_json)
+    _evaluate(cfg, out_dir, override, resume, overwrite, as_json, command="quickstart")
 
 
 @app.command("sweep")
@@ -141,12 +135,12 @@ def sweep_cmd(
     n_games: Optional[int] = typer.Option(None, help="Set env.n_games."),
     n_train_games: Optional[int] = typer.Option(None, help="Set env.n_train_games (the gates check "
                                                 "the held-out games against them)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-sweep-TIME)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
-    resume: bool = typer.Option(False, "--resume", help=RESUME_HELP),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
+    out_dir: Optional[Path] = OUT,
+    as_json: bool = JSON,
+    override: List[str] = OVERRIDE,
+    set_: List[str] = SET,
+    resume: bool = RESUME,
+    overwrite: bool = OVERWRITE,
     env: List[str] = typer.Option([], "--env", help="A target environment (household, reasoning) to "
                                   "evaluate on, with its own control in the same sweep; repeat it for "
                                   "both directions of a cross-domain transfer, Holm-corrected together."),
@@ -166,15 +160,10 @@ def sweep_cmd(
                            envs=list(env), out=out_dir, overrides=_overrides(override), resume=resume,
                            overwrite=overwrite, progress=bars, echo=echo_err)
     if "transfer" in result:  # both directions of a cross-domain sweep, one family
-        if as_json:
-            print_json(result)
-        else:
-            for line in transfer_lines(result["transfer"]):
-                err.print(line, markup=False, highlight=False, soft_wrap=True)  # agents grep these
+        emit(result, as_json, show=lambda r: _on_stderr(transfer_lines(r["transfer"]), soft_wrap=True))
         return
-    if not as_json:
-        for line in sweep_lines(result["sweep"]):
-            err.print(line, markup=False, highlight=False)
+    if not as_json:  # the sweep's table on stderr, above the eval report on stdout
+        _on_stderr(sweep_lines(result["sweep"]), soft_wrap=False)
     _show_eval(result, as_json)
 
 
@@ -194,8 +183,8 @@ def compare_cmd(
     alpha: Optional[float] = typer.Option(None, help="Set eval.alpha (family-wise significance level)."),
     max_age_days: Optional[float] = typer.Option(None, help="Set eval.control.max_age_days: an older "
                                                  "control is stale (gate 4)."),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    set_: List[str] = SET,
+    as_json: bool = JSON,
 ):
     """Arms vs a control from the ledger: paired on common games, Holm over the whole family.
 
@@ -211,7 +200,7 @@ def compare_cmd(
         [f"eval.control.max_age_days={max_age_days}"] if max_age_days is not None else [])
     cfg = load_config(config, sets) if config else cfgmod.with_sets(cfgmod.validate(cfgmod.Config()), sets)
     result = api.compare(cfg, list(runs), control=control, family=family, experiment=experiment)
-    print_json(result) if as_json else _lines(compare_lines(result))
+    emit(result, as_json, compare_lines)
 
 
 @app.command("train")
@@ -221,9 +210,9 @@ def train_cmd(
                                           "accelerate or modal."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the static gates and print the launch "
                                  "it would make; train nothing."),
-    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary (or the plan) as JSON."),
+    override: List[str] = OVERRIDE,
+    set_: List[str] = SET,
+    as_json: bool = JSON,
 ):
     """Train the curator with GRPO (SkillOS Algorithm 1) on the real ALFWorld engine.
 
@@ -231,8 +220,7 @@ def train_cmd(
     prints the reward-health line; every checkpoint is archived and recorded in the ledger; a
     rerun resumes from the newest complete checkpoint in training.output_dir."""
     from skillos import api
-    from skillos.cli_render import train_lines
-    from skillos.training.launch import render
+    from skillos.cli_render import launch_lines, train_lines
 
     cfg = load_config(config, list(set_) + ([f"compute.backend={backend}"] if backend else []))
     overrides = _overrides(override)
@@ -242,14 +230,11 @@ def train_cmd(
             plan, report = result["plan"], result["gates"]
         except api.GateRefused as refused:
             plan, report = refused.detail["plan"], refused.report
-        if as_json:
-            print_json({"plan": plan, "gates": report.to_dict()})
-        else:
-            typer.echo(render(plan))
-            typer.echo(f"{config}: {report.summary()}")
+        emit({"plan": plan, "gates": report.to_dict()}, as_json,
+             lambda _: launch_lines(plan) + [f"{config}: {report.summary()}"])
         raise typer.Exit(report.exit_code)
     summary = api.train(cfg, overrides=overrides, echo=echo_err)
-    print_json(summary) if as_json else _lines(train_lines(summary))
+    emit(summary, as_json, train_lines)
     raise typer.Exit(summary["returncode"])
 
 
@@ -257,12 +242,11 @@ def train_cmd(
 def optimize_cmd(
     config: Path = typer.Argument(..., help="Config with an optimize section, e.g. "
                                   "training/configs/optimize-quickstart.yaml."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/NAME-TIME)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    override: List[str] = typer.Option([], "--override", help=OVERRIDE_HELP),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
-    resume: bool = typer.Option(False, "--resume", help="Continue the killed run in --out: its "
-                                "incumbent, history and rejected memory."),
+    out_dir: Optional[Path] = OUT,
+    as_json: bool = JSON,
+    override: List[str] = OVERRIDE,
+    set_: List[str] = SET,
+    resume: bool = RESUME,
     unseal: Optional[str] = typer.Option(None, "--unseal", help='"reason": read a test split the '
                                          "ledger has sealed for this experiment (a person's call; recorded)."),
 ):
@@ -280,7 +264,7 @@ def optimize_cmd(
 
     report = api.optimize(load_config(config, set_), out=out_dir, overrides=_overrides(override),
                           resume=resume, unseal=unseal, echo=echo_err)
-    print_json(report) if as_json else _lines(optimize_lines(report))
+    emit(report, as_json, optimize_lines)
 
 
 for _name, _command in OPS_COMMANDS.items():  # postmortem, watch, doctor: read-only, no API call

@@ -1,5 +1,6 @@
-"""What every CLI module shares: JSON on stdout, one-line progress on stderr, loading a config
-with --set, the progress bars of a run."""
+"""What every CLI module shares: `emit` (the one way a command prints its result), the options
+several commands take (defined once here), one-line progress on stderr, loading a config with
+--set, the progress bars of a run."""
 
 from __future__ import annotations
 
@@ -7,12 +8,26 @@ import contextlib
 import shlex
 import sys
 from pathlib import Path
-from typing import List
+from typing import Any, Callable, Iterable, List
 
 import typer
 from rich.console import Console
 
 SET_HELP = "KEY=VALUE: set a config key, e.g. --set env.n_games=6 (repeatable; validated as the file)."
+OVERRIDE_HELP = ('CHECK="reason": launch despite a failing gate check; the override and its reason '
+                 "are recorded in the ledger as a process failure (repeatable).")
+
+# The options several commands share, defined once (typer reads an Option object as a default
+# and never mutates it, so one object serves every command).
+JSON = typer.Option(False, "--json", help="Machine-readable output: the result as JSON on stdout.")
+SET = typer.Option([], "--set", help=SET_HELP)
+OVERRIDE = typer.Option([], "--override", help=OVERRIDE_HELP)
+OUT = typer.Option(None, "--out", help="Output folder (default: a new one under runs/, named after the "
+                   "experiment and the time).")
+NEW_OUT = typer.Option(..., "--out", help="A new folder for the rows, snapshot and report.")
+OUT_FILE = typer.Option(None, "--out", help="Write the markdown here.")
+RESUME = typer.Option(False, "--resume", help="Continue the run in --out: finished work is not done again.")
+OVERWRITE = typer.Option(False, "--overwrite", help="Delete what is in --out and start over.")
 WIDE = 400  # columns off a terminal: rich would cut table cells at 80 in a pipe
 
 
@@ -30,10 +45,23 @@ def console(stderr: bool = False) -> Console:
 err = console(stderr=True)
 
 
-def print_json(data) -> None:
-    from skillos.safety import json_text
+def emit(data, as_json: bool, lines: Callable[[Any], Iterable[str]] | None = None, *,
+         show: Callable[[Any], None] | None = None) -> None:
+    """The one way a command prints its result. With --json: `data` as JSON on stdout through
+    the redacting printer (no Infinity/NaN tokens, no secrets). Else `show(data)` for a renderer
+    that draws itself (rich tables), or each of `lines(data)` as one unwrapped line (agents grep
+    them), redacted too: a key in a reason or a path must not reach a terminal either."""
+    if as_json:
+        from skillos.safety import json_text
 
-    sys.stdout.write(json_text(data) + "\n")  # no Infinity/NaN tokens, no secrets
+        sys.stdout.write(json_text(data) + "\n")
+    elif show is not None:
+        show(data)
+    elif lines is not None:
+        from skillos.secrets import redact_text
+
+        for line in lines(data):
+            typer.echo(redact_text(line))
 
 
 def echo_err(line: str) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from skillos.cli_common import JSON, emit
+
 app = typer.Typer(help="Export runs to other tools' formats.", no_args_is_help=True)
 
 
@@ -15,16 +17,11 @@ def export_inspect(
     run_dir: Path = typer.Argument(..., help="A run folder (games.jsonl, trajectories.jsonl)."),
     out: Path = typer.Argument(..., help="The eval log to write (.eval or .json)."),
     phase: str = typer.Option("eval", help="eval (held-out games) or train."),
-    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    as_json: bool = JSON,
 ):
     """A run's games as an inspect_ai eval log, one sample per game (`inspect view` opens it);
     unmeasured games are unscored. Needs the inspect extra (pip install skillos[inspect])."""
+    from skillos.cli_render import export_lines
     from skillos.view.inspect_log import export_run
 
-    result = export_run(run_dir, out, phase)
-    if as_json:
-        from skillos.cli_common import print_json
-
-        print_json(result)  # the one redacting printer
-    else:
-        typer.echo(f"wrote {result['samples']} samples ({result['unscored']} unmeasured, unscored) to {result['out']}")
+    emit(export_run(run_dir, out, phase), as_json, export_lines)

@@ -7,7 +7,7 @@ from typing import List
 
 import typer
 
-from skillos.cli_common import SET_HELP, load_config, print_json
+from skillos.cli_common import JSON, SET, emit, load_config
 
 gate_app = typer.Typer(help="The seven launch gates: check a config before spending compute.",
                        no_args_is_help=True)
@@ -22,10 +22,10 @@ def gate_check(
     trace: bool = typer.Option(False, "--trace", help="Also show, for every config key a check read, where "
                                "it goes and what arrives there (the trainer's arguments, the backend's "
                                "request or sampling call, the prompt, the retrieval call), built without "
-                               "running anything; a key checked but not applied FAILs. The dry-run traces too."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output (with --trace: a \"trace\" list "
-                                 "of {key, value, consumer, arrived, applied, detail})."),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
+                               "running anything; a key checked but not applied FAILs. The dry-run traces too "
+                               "(with --json: a \"trace\" list of {key, value, consumer, arrived, applied, detail})."),
+    as_json: bool = JSON,
+    set_: List[str] = SET,
 ):
     """PASS / WARN / FAIL / SKIP per check, with its gate, key, seen and expected values.
 
@@ -33,18 +33,12 @@ def gate_check(
     well under a second and import nothing heavy (--trace builds the trainer's arguments: trl).
     """
     from skillos import api
+    from skillos.cli_render import gate_lines
 
     try:
         report = api.check(load_config(config, set_), dry_run=dry_run, echo=None if as_json else typer.echo,
                            trace=trace)
     except api.GateRefused as refused:
         report = refused.report
-    if as_json:
-        print_json(report.to_dict())
-    else:
-        if trace and report.trace is not None:
-            typer.echo("trace: key = value -> consumer: what arrives")
-            for row in report.trace:
-                typer.echo("  " + row.line())
-        typer.echo(f"{config}: {report.summary()}")
+    emit(report.to_dict(), as_json, lambda _: gate_lines(report, config, trace))
     raise typer.Exit(report.exit_code)

@@ -12,6 +12,9 @@ from typing import List, Optional
 
 import typer
 
+from skillos.cli_common import JSON, emit
+from skillos.cli_render import (experiment_detail_lines, experiment_line, failure_detail_lines, failure_line,
+                                failure_stats_lines, failures_page_lines, taxonomy_lines)
 from skillos.errors import SkillosError
 
 app = typer.Typer(help="The ledger: experiments, runs, evals, failures, overrides "
@@ -23,31 +26,10 @@ app.add_typer(experiments_app, name="experiments")
 fixes_app = typer.Typer(help="Fixes and their verification (gate 6).", no_args_is_help=True)
 app.add_typer(fixes_app, name="fixes")
 
-JSON = typer.Option(False, "--json", help="Machine-readable output.")
-
-
 def _ledger():
     from skillos.ledger import Ledger
 
     return Ledger()
-
-
-def _emit(data, as_json: bool, lines) -> None:
-    from skillos.secrets import redact_text
-
-    if as_json:
-        from skillos.cli_common import print_json
-
-        print_json(data)  # the one redacting printer: no Infinity/NaN tokens, no secrets
-    else:
-        for line in lines(data):
-            typer.echo(redact_text(line))
-
-
-def _failure_line(f: dict) -> str:
-    flag = "" if f["valid"] else f"  [{f['invalid_reason']}]"
-    modes = f" ({', '.join(f['modes'])})" if f["modes"] else ""
-    return f"#{f['id']} [{f['status']}] {f['category']}/{f['kind']}{modes}: {f['what']}{flag}"
 
 
 @failures_app.command("add")
@@ -69,7 +51,7 @@ def failures_add(
     with _ledger() as ledger:
         fid = ledger.add_failure(what, category, mode, kind, cost_gpu_hours, cost_wall_hours,
                                  detected_by, gate, experiment, run)
-        _emit(ledger.failure(fid), as_json, lambda f: [_failure_line(f)])
+        emit(ledger.failure(fid), as_json, lambda f: [failure_line(f)])
 
 
 @failures_app.command("list")
@@ -82,31 +64,21 @@ def failures_list(category: Optional[str] = None, status: Optional[str] = None,
     """
     with _ledger() as ledger:
         page = ledger.failures_page(limit or None, category=category, status=status)
-
-    def lines(p):
-        if not p["of"]:
-            return ["no failures recorded" if not (category or status) else "no failure matches"]
-        cut = f" (the newest; --limit 0 shows all)" if p["shown"] < p["of"] else ""
-        return [_failure_line(f) for f in p["failures"]] + [f"{p['shown']} of {p['of']} failures shown{cut}"]
-
-    _emit(page, as_json, lines)
+    emit(page, as_json, lambda p: failures_page_lines(p, filtered=bool(category or status)))
 
 
 @failures_app.command("show")
 def failures_show(failure_id: int, as_json: bool = JSON):
     """One failure with its modes, fixes and corrections."""
     with _ledger() as ledger:
-        _emit(ledger.failure(failure_id), as_json,
-              lambda f: [_failure_line(f)] + [f"  {k}: {v}" for k, v in f.items()
-                                              if k not in ("what", "corrections", "token")])
+        emit(ledger.failure(failure_id), as_json, failure_detail_lines)
 
 
 @failures_app.command("search")
 def failures_search(text: str, as_json: bool = JSON):
     """Failures whose description contains TEXT."""
     with _ledger() as ledger:
-        _emit(ledger.failures(text=text), as_json,
-              lambda rows: [_failure_line(f) for f in rows] or ["no match"])
+        emit(ledger.failures(text=text), as_json, lambda rows: [failure_line(f) for f in rows] or ["no match"])
 
 
 @failures_app.command("set-status")
@@ -115,12 +87,7 @@ def failures_set_status(failure_id: int, status: str,
     """Mark a failure open, fixed or verified (a correction row; history is kept)."""
     with _ledger() as ledger:
         ledger.set_failure_status(failure_id, status, reason)
-        typer.echo(_failure_line(ledger.failure(failure_id)))
-
-
-def _experiment_line(e: dict) -> str:
-    flag = "" if e["valid"] else f"  [INVALID: {e['invalid_reason']}]"
-    return f"#{e['id']} {e['name']} [{e['status']}] config {e['config_hash']}{flag}"
+        emit(ledger.failure(failure_id), False, lambda f: [failure_line(f)])
 
 
 @experiments_app.command("list")
@@ -129,25 +96,14 @@ def experiments_list(as_json: bool = JSON,
     """Experiments, with their valid flag."""
     with _ledger() as ledger:
         rows = ledger.evidence() if evidence else ledger.experiments()
-        _emit(rows, as_json, lambda rs: [_experiment_line(e) for e in rs] or ["no experiments"])
+        emit(rows, as_json, lambda rs: [experiment_line(e) for e in rs] or ["no experiments"])
 
 
 @experiments_app.command("show")
 def experiments_show(experiment: str = typer.Argument(..., help="Experiment id or name."), as_json: bool = JSON):
     """One experiment with its runs and their evals."""
     with _ledger() as ledger:
-        experiment_id = ledger.resolve_experiment(experiment)
-        def lines(e):
-            out = [_experiment_line(e), f"  hypothesis: {e['hypothesis']}"]
-            for r in e["runs"]:
-                out.append(f"  run #{r['id']} arm {r['arm']} [{r['status']}] seed {r['seed']} "
-                           f"commit {(r['git_commit'] or 'n/a')[:10]}{' dirty' if r['git_dirty'] else ''}")
-                for ev in r["evals"]:
-                    out.append(f"    eval #{ev['id']}: {ev['successes']}/{ev['n_measured']} measured "
-                               f"of {ev['n_attempted']} attempted, {ev['n_unmeasured']} unmeasured")
-            return out
-
-        _emit(ledger.experiment(experiment_id), as_json, lines)
+        emit(ledger.experiment(ledger.resolve_experiment(experiment)), as_json, experiment_detail_lines)
 
 
 @experiments_app.command("conclude")
@@ -157,7 +113,7 @@ def experiments_conclude(experiment_id: int, text: str = typer.Option(..., "--te
     with _ledger() as ledger:
         ledger.correct("experiments", experiment_id, "conclusion", "concluded", value=text)
         ledger.correct("experiments", experiment_id, "status", "concluded", value="concluded")
-        typer.echo(_experiment_line(ledger.experiment(experiment_id)))
+        emit(ledger.experiment(experiment_id), False, lambda e: [experiment_line(e)])
 
 
 @experiments_app.command("add")
@@ -166,7 +122,7 @@ def experiments_add(name: str = typer.Option(...), hypothesis: str = typer.Optio
     """Register an experiment before running it."""
     with _ledger() as ledger:
         eid = ledger.add_experiment(name, hypothesis, success_metric)
-        _emit(ledger.experiment(eid), as_json, lambda e: [_experiment_line(e)])
+        emit(ledger.experiment(eid), as_json, lambda e: [experiment_line(e)])
 
 
 @fixes_app.command("add")
@@ -183,8 +139,8 @@ def fixes_add(
     """Record a fix and what it should move; verify it later with `ledger verify-fix`."""
     with _ledger() as ledger:
         fid = ledger.add_fix(failure, description, metric, direction, expected, before)
-        _emit(ledger.fix(fid), as_json, lambda f: [f"fix #{f['id']} for failure #{f['failure_id']}: "
-                                                   f"{f['metric']} should go {f['direction']}"])
+        emit(ledger.fix(fid), as_json, lambda f: [f"fix #{f['id']} for failure #{f['failure_id']}: "
+                                                  f"{f['metric']} should go {f['direction']}"])
 
 
 @app.command("verify-fix")
@@ -201,7 +157,7 @@ def verify_fix(fix_id: int, after: int = typer.Option(..., help="The run after t
     with _ledger() as ledger:
         result = verify(ledger, fix_id, after, alpha=settings.alpha, power=settings.power,
                         n_boot=settings.bootstrap)
-    _emit(result, as_json, lambda r: [r["detail"]])
+    emit(result, as_json, lambda r: [r["detail"]])
     if not result["verified"]:
         raise typer.Exit(1)
 
@@ -213,7 +169,7 @@ def invalidate(table: str = typer.Argument(..., help="experiments, runs, evals, 
     """Mark a record invalid (a correction row): gates and reports stop treating it as evidence."""
     with _ledger() as ledger:
         ledger.correct(table, row_id, "invalidate", reason)
-        typer.echo(f"{table} #{row_id} invalidated: {reason}")
+        emit(reason, False, lambda why: [f"{table} #{row_id} invalidated: {why}"])
 
 
 @app.command("export")
@@ -248,21 +204,7 @@ def stats(as_json: bool = JSON):
 
     with _ledger() as ledger:
         data = failure_counts(ledger)
-
-    def lines(d):
-        out = [f"failures: {d['failures']} (retracted or invalid, not counted: {d['retracted_or_invalid']})"]
-        out += [f"  {c}: {n}" for c, n in d["by_category"].items()]
-        out.append("by mode:")
-        out += [f"  {m}: {n}" for m, n in d["by_mode"].items()] or ["  (none tagged)"]
-        c = d["cost"]
-        out.append(f"cost: {c['gpu_hours']:.1f} GPU-h (on {c['gpu_hours_measured_on']} of {c['of']}), "
-                   f"{c['wall_hours']:.1f} wall-h (on {c['wall_hours_measured_on']} of {c['of']})")
-        doc = d["documented"]
-        share = "n/a" if doc["share"] is None else f"{doc['share']:.0%}"
-        out.append(f"documented: {doc['n']}/{doc['of']} ({share}): {doc['definition']}")
-        return out
-
-    _emit(data, as_json, lines)
+    emit(data, as_json, failure_stats_lines)
 
 
 @app.command("modes")
@@ -271,8 +213,7 @@ def modes(as_json: bool = JSON):
     from skillos.ledger import taxonomy
 
     data = {"categories": taxonomy.CATEGORIES, "modes": taxonomy.MODES}
-    _emit(data, as_json, lambda d: ["categories:"] + [f"  {k}: {v}" for k, v in d["categories"].items()]
-          + ["modes:"] + [f"  {k}: {v}" for k, v in d["modes"].items()])
+    emit(data, as_json, taxonomy_lines)
 
 
 @app.command("goal")
@@ -283,4 +224,4 @@ def goal(text: Optional[str] = typer.Argument(None, help="New goal (a person set
     with _ledger() as ledger:
         if text is not None:
             ledger.set_goal(text, "person" if person else "agent")
-        _emit(ledger.goal(), as_json, lambda g: [g["text"] if g else "no goal set"])
+        emit(ledger.goal(), as_json, lambda g: [g["text"] if g else "no goal set"])

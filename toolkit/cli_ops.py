@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from skillos.cli_common import SET_HELP, load_config, print_json
+from skillos.cli_common import JSON, OUT, OUT_FILE, SET, emit, load_config
 from skillos.errors import SkillosError
 
 
@@ -17,7 +17,7 @@ def postmortem_cmd(
     experiment: Optional[str] = typer.Argument(None, help="Experiment id or name (default: everything)."),
     run: Optional[int] = typer.Option(None, help="One run instead of an experiment."),
     since: Optional[str] = typer.Option(None, help="Only records since this date (YYYY-MM-DD)."),
-    out_file: Optional[Path] = typer.Option(None, "--out", help="Write the markdown here."),
+    out_file: Optional[Path] = OUT_FILE,
 ):
     """A markdown postmortem generated from the ledger.
 
@@ -39,7 +39,7 @@ def postmortem_cmd(
         text = postmortem(ledger, experiment_id, run, since)
     if out_file:
         write_atomic(out_file, text)
-        typer.echo(f"postmortem written to {out_file}")
+        emit(out_file, False, lambda f: [f"postmortem written to {f}"])
     else:
         from skillos.secrets import redact_text
 
@@ -71,28 +71,25 @@ def watch(
     with Ledger() as ledger:
         alarms = Watchdog(config, ledger=ledger, echo=typer.echo).run(interval, max_ticks)
     recorded = sum(a.kind != "process-exited" for a in alarms)
-    typer.echo(f"watch ended: {len(alarms)} alarm(s), {recorded} recorded as failures in {ledger.path}")
+    emit(alarms, False,
+         lambda a: [f"watch ended: {len(a)} alarm(s), {recorded} recorded as failures in {ledger.path}"])
 
 
 def doctor_cmd(
     config: Optional[Path] = typer.Option(None, "--config", help="Also check this config's backends: keys "
                                           "present, endpoint answering, model listed or weights found."),
-    set_: List[str] = typer.Option([], "--set", help=SET_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    set_: List[str] = SET,
+    as_json: bool = JSON,
 ):
     """Is this machine ready? Extras, the ALFWorld engine and cached games, the ledger, disk, GPU,
     npx for the skill bundles, and (with --config) the backends; each with what to do about it.
     Exit 1 if anything needed is broken."""
     from skillos import doctor
+    from skillos.cli_render import doctor_lines
 
     checks = doctor.run(load_config(config, set_) if config else None)
     failed = [c for c in checks if c.status == "fail"]
-    if as_json:
-        print_json({"ready": not failed, "checks": [c.to_dict() for c in checks]})
-    else:
-        for check in checks:
-            typer.echo(check.line())
-        typer.echo(f"{len(checks)} checks: {len(checks) - len(failed)} ok or optional, {len(failed)} failed")
+    emit({"ready": not failed, "checks": [c.to_dict() for c in checks]}, as_json, lambda _: doctor_lines(checks))
     raise typer.Exit(1 if failed else 0)
 
 
@@ -102,8 +99,8 @@ def canary_cmd(
                                "needs a canary passed at the default size."),
     credit: Optional[str] = typer.Option(None, "--credit", help="selector only: the credit profile to check "
                                          "(default clean-oracle, the method's); a GPU launch needs its profile's."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/canary-NAME-TIME)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    out_dir: Optional[Path] = OUT,
+    as_json: bool = JSON,
 ):
     """Does the trainer learn? Its own code on a learnable CPU miniature, before vs after on
     held-out tasks, beside a negative control with the signal destroyed.
@@ -117,7 +114,7 @@ def canary_cmd(
     from skillos.training.canary import line
 
     result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, echo=echo_err)
-    print_json(result) if as_json else typer.echo(line(result))
+    emit(result, as_json, lambda r: [line(r)])
     raise typer.Exit(0 if result["passed"] else 1)
 
 

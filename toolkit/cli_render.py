@@ -1,5 +1,7 @@
-"""Text renderings of the library's reports for the CLI: one line per fact, unwrapped (agents
-grep them). Every verdict word comes from `evals.stats.verdicts`; nothing here decides a claim."""
+"""Every terminal rendering of the CLI: the library's reports as one line per fact, unwrapped
+(agents grep them), and the eval report's rich tables. A command passes one of these to
+`cli_common.emit`; --json skips them. Every verdict word comes from `evals.stats.verdicts`;
+nothing here decides a claim."""
 
 from __future__ import annotations
 
@@ -85,3 +87,264 @@ def train_lines(summary: dict) -> list[str]:
         return [f"{summary['backend']} launch exited {summary['returncode']}"]
     return [f"trained {len(summary['steps'])} steps; checkpoints: "
             f"{', '.join(summary['checkpoints']) or 'none'}"]
+
+
+def _pct(x):
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def eval_tables(result: dict, console) -> None:
+    """An eval's (or sweep's) report as rich tables for people; agents read the same dict with --json."""
+    from rich.table import Table
+
+    env = result["env"]
+    console.print(f"[bold]{result['experiment']}[/bold]  held-out {env['split']} "
+                  f"({env['n_games']} games, seed {env['seed']}, max {env['max_steps']} steps); "
+                  f"curation on {env['n_train_games']} {env['train_split']} games")
+    if "held_out_from" in env:
+        console.print(f"{env['name']}: held-out from {env['held_out_from']}; train from {env['train_from']}")
+    arms = Table(title="Arms (success on measured games)")
+    for col in ("arm", "success", "measured/attempted", "unmeasured", "coerced", "curator failed",
+                "ops refused", "skills"):
+        arms.add_column(col)
+    for arm, s in result["arms"].items():
+        arms.add_row(arm, f"{s['successes']}/{s['measured']} ({_pct(s['success_rate'])})",
+                     f"{s['measured']}/{s['attempted']}", str(s["unmeasured"]),
+                     f"{s['coerced_actions']}/{s['actions']}",
+                     f"{s.get('curator_failed_calls', 0)}/{s.get('curator_calls', 0)} calls",
+                     f"{s.get('curator_refused_ops', 0)}/{s.get('curator_refused_ops', 0) + s.get('curator_applied_ops', 0)}",
+                     str(s["final_repo_size"]))
+    console.print(arms)
+    for arm, s in result["arms"].items():
+        if s.get("grading_timeouts"):
+            console.print(f"{arm}: {s['grading_timeouts']} answer(s) graded wrong because grading passed its "
+                          "time bound (counted in the successes' denominator)")
+    types = sorted({t for s in result["arms"].values() for t in s["by_task_type"]})
+    by_type = Table(title="By task type (successes/measured)")
+    by_type.add_column("task type")
+    for arm in result["arms"]:
+        by_type.add_column(arm)
+    for t in types:
+        cells = []
+        for s in result["arms"].values():
+            c = s["by_task_type"].get(t, {"successes": 0, "measured": 0})
+            cells.append(f"{c['successes']}/{c['measured']}")
+        by_type.add_row(t, *cells)
+    console.print(by_type)
+    for c in result["comparisons"]:
+        comp = Table(title=f"{c['treatment']} vs {c['control']} (paired, same games)")
+        comp.add_column("statistic")
+        comp.add_column("value")
+        if c["p_value"] is None:
+            comp.add_row("verdict", c["verdict"]["line"])
+            console.print(comp)
+            continue
+        comp.add_row("paired games", f"{c['n_paired']} (dropped as unmeasured: {c['n_dropped']})")
+        comp.add_row("success", f"{_pct(c['treatment_rate'])} vs {_pct(c['control_rate'])}")
+        comp.add_row("difference", f"{100 * c['difference']:+.1f} pts")
+        comp.add_row("95% CI (paired bootstrap)",
+                     f"[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}] pts")
+        comp.add_row("discordant b / c", f"{c['b']} / {c['c']}")
+        comp.add_row("McNemar p (exact)", f"{c['p_value']:.2g}")
+        v = c["verdict"]
+        comp.add_row("Holm-adjusted p", f"{c['p_adjusted']:.2g} (family {v['family']}, size {v['family_size']})")
+        mde = f"{100 * c['mde']:.1f} pts" if c["mde"] is not None else f"n/a ({c['note']})"
+        comp.add_row(f"MDE at {c['power']:.0%} power", mde)
+        comp.add_row("verdict", v["line"])
+        console.print(comp)
+    console.print("b: games only the arm won; c: games only the control won. "
+                  f"Per-game rows: {result['output_dir']}/games.jsonl")
+
+
+def launch_lines(p: dict) -> list[str]:
+    """The launch `train --dry-run` would make, with its step plan."""
+    import shlex
+
+    from skillos.training.plan import StepPlan
+
+    lines = [f"launch: {p['backend']}"]
+    for key, value in p.items():
+        if key in ("backend", "command", "step_plan"):
+            continue
+        lines.append(f"  {key}: {value}")
+    lines.append(f"  command: {shlex.join(p['command'])}")
+    if "step_plan" in p:
+        lines += StepPlan(**p["step_plan"]).lines()
+    return lines
+
+
+def gate_lines(report, config, trace: bool) -> list[str]:
+    """`gate check`: the trace table (with --trace), then the one-line summary."""
+    lines = []
+    if trace and report.trace is not None:
+        lines.append("trace: key = value -> consumer: what arrives")
+        lines += ["  " + row.line() for row in report.trace]
+    return lines + [f"{config}: {report.summary()}"]
+
+
+def doctor_lines(checks: list) -> list[str]:
+    failed = [c for c in checks if c.status == "fail"]
+    return [c.line() for c in checks] + [f"{len(checks)} checks: {len(checks) - len(failed)} ok or optional, "
+                                          f"{len(failed)} failed"]
+
+
+def search_lines(hits: list[dict]) -> list[str]:
+    return [f"{h['score']:7.3f}  {h['name']}  {h['description']}" for h in hits] or ["no skill matches"]
+
+
+def export_lines(result: dict) -> list[str]:
+    return [f"wrote {result['samples']} samples ({result['unscored']} unmeasured, unscored) to {result['out']}"]
+
+
+def site_lines(result: dict) -> list[str]:
+    """`view --export`: where the static site went."""
+    return [f"wrote {result['pages']} pages to {result['out']} (open {result['out']}/index.html); "
+            f"{result['problems']} problems shown on them"]
+
+
+def slate_lines(report: dict) -> list[str]:
+    """A slate eval or comparison: selection metrics and pass@k per arm, then the comparisons."""
+    from skillos.evals.envs.slate import render_metrics
+
+    lines = []
+    for arm, data in report["arms"].items():
+        lines.append(render_metrics(arm, data["selection"]))
+        for p in data["pass"]:
+            for form, label in (("protocol", "protocol (errored plays count as failures)"),
+                                ("measured_only", "measured-only")):
+                f = p[form]
+                shown = "unmeasured" if f["pass_at_k"] is None else f"{f['pass_at_k']:.2f} / {f['pass_hat_k']:.2f}"
+                lines.append(f"  pass@{p['k']} / pass^{p['k']}, {label}: {shown} over {f['tasks']} of "
+                             f"{f['of_tasks']} tasks ({f['tasks_left_out']} left out)")
+    for c in report.get("pass_comparisons", []):
+        for p in c["pass"]:
+            d = p["difference"]["pass_at_k"]
+            lines.append(f"{c['treatment']} vs {c['control']} pass@{p['k']} (protocol form): "
+                         + ("unmeasured" if d is None else f"{d:+.2f}"))
+    for c in report["comparisons"]:
+        diff = "unmeasured" if c["difference"] is None else f"{c['difference']:+.2f}"
+        lines.append(f"{c['treatment']} vs {c['control']} on {c['metric']}: {diff} over {c['n_paired']} pairs "
+                     f"({c['n_dropped']} dropped), b/c {c['b']}/{c['c']}, p {c['p_value']}, MDE {c['mde']}")
+    return lines
+
+
+# -- ledger ------------------------------------------------------------------------------------
+def failure_line(f: dict) -> str:
+    flag = "" if f["valid"] else f"  [{f['invalid_reason']}]"
+    modes = f" ({', '.join(f['modes'])})" if f["modes"] else ""
+    return f"#{f['id']} [{f['status']}] {f['category']}/{f['kind']}{modes}: {f['what']}{flag}"
+
+
+def failures_page_lines(p: dict, filtered: bool) -> list[str]:
+    if not p["of"]:
+        return ["no failures recorded" if not filtered else "no failure matches"]
+    cut = f" (the newest; --limit 0 shows all)" if p["shown"] < p["of"] else ""
+    return [failure_line(f) for f in p["failures"]] + [f"{p['shown']} of {p['of']} failures shown{cut}"]
+
+
+def failure_detail_lines(f: dict) -> list[str]:
+    return [failure_line(f)] + [f"  {k}: {v}" for k, v in f.items() if k not in ("what", "corrections", "token")]
+
+
+def experiment_line(e: dict) -> str:
+    flag = "" if e["valid"] else f"  [INVALID: {e['invalid_reason']}]"
+    return f"#{e['id']} {e['name']} [{e['status']}] config {e['config_hash']}{flag}"
+
+
+def experiment_detail_lines(e: dict) -> list[str]:
+    out = [experiment_line(e), f"  hypothesis: {e['hypothesis']}"]
+    for r in e["runs"]:
+        out.append(f"  run #{r['id']} arm {r['arm']} [{r['status']}] seed {r['seed']} "
+                   f"commit {(r['git_commit'] or 'n/a')[:10]}{' dirty' if r['git_dirty'] else ''}")
+        for ev in r["evals"]:
+            out.append(f"    eval #{ev['id']}: {ev['successes']}/{ev['n_measured']} measured "
+                       f"of {ev['n_attempted']} attempted, {ev['n_unmeasured']} unmeasured")
+    return out
+
+
+def failure_stats_lines(d: dict) -> list[str]:
+    out = [f"failures: {d['failures']} (retracted or invalid, not counted: {d['retracted_or_invalid']})"]
+    out += [f"  {c}: {n}" for c, n in d["by_category"].items()]
+    out.append("by mode:")
+    out += [f"  {m}: {n}" for m, n in d["by_mode"].items()] or ["  (none tagged)"]
+    c = d["cost"]
+    out.append(f"cost: {c['gpu_hours']:.1f} GPU-h (on {c['gpu_hours_measured_on']} of {c['of']}), "
+               f"{c['wall_hours']:.1f} wall-h (on {c['wall_hours_measured_on']} of {c['of']})")
+    doc = d["documented"]
+    share = "n/a" if doc["share"] is None else f"{doc['share']:.0%}"
+    out.append(f"documented: {doc['n']}/{doc['of']} ({share}): {doc['definition']}")
+    return out
+
+
+def taxonomy_lines(d: dict) -> list[str]:
+    return (["categories:"] + [f"  {k}: {v}" for k, v in d["categories"].items()]
+            + ["modes:"] + [f"  {k}: {v}" for k, v in d["modes"].items()])
+
+
+# -- sleep -------------------------------------------------------------------------------------
+def harvest_lines(d: dict, sleep) -> list[str]:
+    """`sleep harvest`; `sleep` is the config's sleep section (where no transcript was found)."""
+    lines = []
+    if not d["counts"]:
+        lines.append(f"no transcripts found under {sleep.claude_dir} or {sleep.codex_dir} "
+                     f"(sources: {', '.join(sleep.sources)})")
+    for src, c in d["counts"].items():
+        lines.append(f"{src}: {c['sessions']} sessions kept of {c['files']} files; {c['user_turns']} user and "
+                     f"{c['assistant_turns']} assistant turns")
+    for reason, n in d["skipped"].items():
+        lines.append(f"skipped {n}: {reason} ({d['skip_reasons'][reason]})")
+    return lines + [f"digest: {d['digest']}"]
+
+
+def mined_lines(d: dict) -> list[str]:
+    import json
+
+    lines = [f"{len(d['tasks'])} tasks ({', '.join(f'{n} {k}' for k, n in d['splits'].items())}) from "
+             f"{d['source']}" + (f", {d['sessions']} sessions" if d["sessions"] is not None else "")]
+    if d["mined"]:
+        lines.append(f"candidates {d['mined']['candidates']}; dropped: {d['mined']['dropped'] or 'none'}")
+    for t in d["tasks"]:
+        lines.append(f"[{t['split']}] {t['why']}: {t['prompt'][:80]} | checks: {json.dumps(t['checks'])[:100]}")
+    return lines
+
+
+def night_plan_lines(p: dict) -> list[str]:
+    w, c = p["worst_case"], p["caps"]
+    return [f"skill {p['skill']}; model {p['model']}; optimizer {p['optimizer']}; {p['steps']} steps",
+            f"tasks: {', '.join(f'{n} {k}' for k, n in p['tasks'].items())} ({p['source']})",
+            (f"worst case: {w['calls']} calls, {w['tokens']} tokens, {w['minutes']:g} minutes; caps "
+             f"{c['max_calls']} calls, {c['max_tokens']} tokens, {c['max_minutes']:g} minutes"
+             + (f"; binding: {', '.join(p['caps_that_bind'])}" if p["caps_that_bind"] else "")),
+            "dry run: nothing was spent"]
+
+
+def night_lines(r: dict) -> list[str]:
+    lines = [(f"step {c['step']}: {c['verdict']}: {c['reason']} (incumbent {c['incumbent']}, candidate "
+              f"{c['candidate']}; {c['n_unmeasured']} of {c['n_tasks']} unmeasured)") for c in r["candidates"]]
+    b = r["budget"]
+    lines.append(f"budget: {b['calls']}/{b['max_calls']} calls, {b['tokens']}/{b['max_tokens']} tokens")
+    lines.append(f"verdict: {r['verdict']}")
+    if r["proposal"]:
+        lines.append(f"proposal: {r['proposal']} (adopt with: skillos sleep adopt {r['proposal']})")
+    return lines
+
+
+def adopt_lines(m: dict, undo: bool) -> list[str]:
+    if undo:
+        return [f"undone: {m['skill']} restored from {m['restored_from']}"]
+    return [f"{'completed an interrupted adopt: ' if m.get('completed') else ''}adopted "
+            f"into {m['adopted_into']}; backup: {m['backup']}"]
+
+
+def sleep_status_lines(d: dict) -> list[str]:
+    lines = [f"night {n['night']} [{n['status']}]: {n['verdict']}" for n in d["nights"]]
+    for p in d["proposals"]:
+        if p.get("damaged"):
+            lines.append(f"proposal {p['path']}: {p['damaged']}")
+            continue
+        lines.append(f"proposal {p['path']}: " + (f"adopted {p['adopted_at']}" if p["adopted_at"] else "not adopted")
+                     + (" (an adopt crashed between its writes: rerun adopt to complete it, or --undo)"
+                        if p.get("unfinished_adopt") else ""))
+    if not d["nights"] and not d["proposals"]:
+        lines.append(f"no nights yet under {d['home']}")
+    return lines

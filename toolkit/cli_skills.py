@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from skillos.cli_common import print_json
+from skillos.cli_common import JSON, emit
 from skillos.errors import SkillosError
 
 skills_app = typer.Typer(help="Validate and search skill repos (folders of NAME/SKILL.md).",
@@ -20,11 +20,9 @@ def skills_validate(path: Path = typer.Argument(..., help="A SKILL.md file or a 
     from skillos.repo import validate_path
 
     problems = validate_path(path)
-    for problem in problems:
-        typer.echo(problem)
+    emit(problems, False, lambda ps: ps or [f"{path}: valid"])
     if problems:
         raise typer.Exit(1)
-    typer.echo(f"{path}: valid")
 
 
 @skills_app.command("export")
@@ -48,7 +46,8 @@ def skills_export(
     if not len(skills):
         raise SkillosError(f"{repo}: no skills to export")
     skills.copy(out / "skills")  # SKILL.md with single-line name and description: what the skills CLI parses
-    typer.echo(f"exported {len(skills)} skills to {out / 'skills'}; install with: npx skills add {out}")
+    emit(skills, False,
+         lambda s: [f"exported {len(s)} skills to {out / 'skills'}; install with: npx skills add {out}"])
 
 
 @skills_app.command("search")
@@ -58,9 +57,10 @@ def skills_search(
     k: Optional[int] = typer.Option(None, "-k", help="How many skills to return (default: retrieval.top_k)."),
     mode: Optional[str] = typer.Option(None, help="bm25, or shuffled (k random skills: a control); "
                                        "default: retrieval.mode."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JSON,
 ):
     """Top-k skills for a query, by BM25 over name + description + body."""
+    from skillos.cli_render import search_lines
     from skillos.config import RetrievalConfig
     from skillos.repo import SkillRepo, retrieve
 
@@ -71,11 +71,5 @@ def skills_search(
     if mode not in ("bm25", "shuffled"):
         raise SkillosError(f"--mode {mode!r}: choose bm25 or shuffled")
     hits = retrieve(SkillRepo.load(folder), query, k, mode)
-    if as_json:
-        print_json([{"name": h.skill.name, "score": h.score, "description": h.skill.description}
-                     for h in hits])
-        return
-    if not hits:
-        typer.echo("no skill matches")
-    for h in hits:
-        typer.echo(f"{h.score:7.3f}  {h.skill.name}  {h.skill.description}")
+    emit([{"name": h.skill.name, "score": h.score, "description": h.skill.description} for h in hits], as_json,
+         search_lines)

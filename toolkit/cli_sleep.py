@@ -3,7 +3,6 @@ command parses, calls one library function in skillos.training.sleep, and render
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -11,23 +10,13 @@ from typing import List, Optional
 
 import typer
 
-from skillos.cli_common import SET_HELP, load_config, print_json
+from skillos import cli_render as render
+from skillos.cli_common import JSON, OVERRIDE, SET, emit, load_config
 
 app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
                   "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
 
-JSON = typer.Option(False, "--json", help="Machine-readable output.")
 CONFIG = typer.Option(None, "--config", help="A config with a sleep: section (default: the defaults).")
-
-
-def _emit(data, as_json: bool, lines) -> None:
-    from skillos.secrets import redact_text
-
-    if as_json:
-        print_json(data)  # the one redacting printer of every command
-    else:
-        for line in lines(data):
-            typer.echo(redact_text(line))
 
 
 def _err(line: str) -> None:
@@ -68,19 +57,7 @@ def harvest_cmd(config: Optional[Path] = CONFIG, source: List[str] = SOURCE, pro
     cfg = _load(config, source, project, since, max_sessions, subagents)
     summary = harvest(sleep_section(cfg), sleep_home(cfg.sleep),
                       progress=Ticker(_err, "harvest: transcript files read")).summary()
-
-    def lines(d):
-        if not d["counts"]:
-            yield (f"no transcripts found under {cfg.sleep.claude_dir} or {cfg.sleep.codex_dir} "
-                   f"(sources: {', '.join(cfg.sleep.sources)})")
-        for src, c in d["counts"].items():
-            yield (f"{src}: {c['sessions']} sessions kept of {c['files']} files; {c['user_turns']} user and "
-                   f"{c['assistant_turns']} assistant turns")
-        for reason, n in d["skipped"].items():
-            yield f"skipped {n}: {reason} ({d['skip_reasons'][reason]})"
-        yield f"digest: {d['digest']}"
-
-    _emit(summary, as_json, lines)
+    emit(summary, as_json, lambda d: render.harvest_lines(d, cfg.sleep))
 
 
 @app.command("mine")
@@ -98,16 +75,7 @@ def mine_cmd(config: Optional[Path] = CONFIG, tasks: Optional[Path] = typer.Opti
     splits = assign_splits(found, cfg.sleep.validation_share, cfg.sleep.test_share)
     data = {"source": info["source"], "sessions": info["sessions"], "mined": info["mined"],
             "splits": {k: len(v) for k, v in splits.items()}, "tasks": [t.to_dict() for t in found]}
-
-    def lines(d):
-        yield (f"{len(d['tasks'])} tasks ({', '.join(f'{n} {k}' for k, n in d['splits'].items())}) from "
-               f"{d['source']}" + (f", {d['sessions']} sessions" if d["sessions"] is not None else ""))
-        if d["mined"]:
-            yield f"candidates {d['mined']['candidates']}; dropped: {d['mined']['dropped'] or 'none'}"
-        for t in d["tasks"]:
-            yield f"[{t['split']}] {t['why']}: {t['prompt'][:80]} | checks: {json.dumps(t['checks'])[:100]}"
-
-    _emit(data, as_json, lines)
+    emit(data, as_json, render.mined_lines)
 
 
 @app.command("night")
@@ -115,12 +83,11 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
               tasks: Optional[Path] = typer.Option(None, "--tasks", help="A reviewed task file instead of mining."),
               dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its worst-case cost; "
                                            "spend nothing."),
-              override: List[str] = typer.Option([], "--override", help='CHECK="reason": launch despite a failing '
-                                                 "gate check (recorded in the ledger)."),
+              override: List[str] = OVERRIDE,
               unseal: Optional[str] = typer.Option(None, "--unseal", help="A person's reason to read test tasks "
                                                    "an earlier night already read as the test (recorded in the "
                                                    "ledger as an override)."),
-              set_: List[str] = typer.Option([], "--set", help=SET_HELP),
+              set_: List[str] = SET,
               as_json: bool = JSON):
     """One night: harvest, mine, replay current vs candidate, gate on validation, read the sealed
     test once, stage a proposal. Never writes the live skill. A test task one night read is sealed
@@ -131,17 +98,7 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
     cfg = load_config(config, set_)
     if dry_run:
         plan = plan_night(cfg, tasks)
-
-        def lines(p):
-            w, c = p["worst_case"], p["caps"]
-            yield f"skill {p['skill']}; model {p['model']}; optimizer {p['optimizer']}; {p['steps']} steps"
-            yield f"tasks: {', '.join(f'{n} {k}' for k, n in p['tasks'].items())} ({p['source']})"
-            yield (f"worst case: {w['calls']} calls, {w['tokens']} tokens, {w['minutes']:g} minutes; caps "
-                   f"{c['max_calls']} calls, {c['max_tokens']} tokens, {c['max_minutes']:g} minutes"
-                   + (f"; binding: {', '.join(p['caps_that_bind'])}" if p["caps_that_bind"] else ""))
-            yield "dry run: nothing was spent"
-
-        _emit(plan, as_json, lines)
+        emit(plan, as_json, render.night_plan_lines)
         return
     import signal
 
@@ -150,18 +107,7 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 
     signal.signal(signal.SIGTERM, terminated)
     report = api.sleep(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err, unseal=unseal)
-
-    def lines(r):
-        for c in r["candidates"]:
-            yield (f"step {c['step']}: {c['verdict']}: {c['reason']} (incumbent {c['incumbent']}, candidate "
-                   f"{c['candidate']}; {c['n_unmeasured']} of {c['n_tasks']} unmeasured)")
-        b = r["budget"]
-        yield f"budget: {b['calls']}/{b['max_calls']} calls, {b['tokens']}/{b['max_tokens']} tokens"
-        yield f"verdict: {r['verdict']}"
-        if r["proposal"]:
-            yield f"proposal: {r['proposal']} (adopt with: skillos sleep adopt {r['proposal']})"
-
-    _emit(report, as_json, lines)
+    emit(report, as_json, render.night_lines)
 
 
 @app.command("adopt")
@@ -177,11 +123,7 @@ def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or i
 
     cfg = _load(config)
     meta = adopt(proposal, sleep_home(cfg.sleep), skill, undo=undo)
-    if undo:
-        _emit(meta, as_json, lambda m: [f"undone: {m['skill']} restored from {m['restored_from']}"])
-    else:
-        _emit(meta, as_json, lambda m: [f"{'completed an interrupted adopt: ' if m.get('completed') else ''}adopted "
-                                        f"into {m['adopted_into']}; backup: {m['backup']}"])
+    emit(meta, as_json, lambda m: render.adopt_lines(m, undo))
 
 
 @app.command("status")
@@ -199,21 +141,7 @@ def status_cmd(config: Optional[Path] = CONFIG, as_json: bool = JSON):
     else:
         recover_nights(home)
     data = status(home)
-
-    def lines(d):
-        for n in d["nights"]:
-            yield f"night {n['night']} [{n['status']}]: {n['verdict']}"
-        for p in d["proposals"]:
-            if p.get("damaged"):
-                yield f"proposal {p['path']}: {p['damaged']}"
-                continue
-            yield f"proposal {p['path']}: " + (f"adopted {p['adopted_at']}" if p["adopted_at"] else "not adopted") + \
-                (" (an adopt crashed between its writes: rerun adopt to complete it, or --undo)"
-                 if p.get("unfinished_adopt") else "")
-        if not d["nights"] and not d["proposals"]:
-            yield f"no nights yet under {d['home']}"
-
-    _emit(data, as_json, lines)
+    emit(data, as_json, render.sleep_status_lines)
 
 
 @app.command("schedule")
@@ -254,5 +182,5 @@ def schedule_cmd(config: Path = typer.Argument(..., help="The night's config."),
             if done.returncode != 0:
                 raise SkillosError(f"crontab: {done.stderr.strip() or 'could not install the line'}")
         installed = True
-    _emit({"cron": line, "installed": installed}, as_json,
+    emit({"cron": line, "installed": installed}, as_json,
           lambda d: [d["cron"]] + (["installed in your crontab"] if d["installed"] else []))

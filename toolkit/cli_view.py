@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from skillos.cli_common import emit
+
 app = typer.Typer(help="A local, read-only web page over the ledger and run folders.",
                   invoke_without_command=True)
 
@@ -23,11 +25,11 @@ def view(
     """Experiments, arms with their statistics, every game's trajectory and retrieved skills, skill
     repos as they evolved, sweeps, optimize candidates, failures. Never writes to the ledger."""
     from skillos import view as viewer
+    from skillos.cli_render import site_lines
 
     if export_dir is not None:
         result = viewer.export_site(export_dir, home, runs, echo=lambda line: typer.echo(line, err=True))
-        typer.echo(f"wrote {result['pages']} pages to {result['out']} (open {result['out']}/index.html); "
-                   f"{result['problems']} problems shown on them")
+        emit(result, False, site_lines)
         return
     try:
         viewer.serve(home, runs, host, port, on_ready=lambda url: typer.echo(f"skillos view: {url} (Ctrl-C to stop)", err=True))

@@ -7,7 +7,6 @@ CONFIG`, which trains without running them again.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 
@@ -76,20 +75,6 @@ def _launch_plan(cfg: Config, config_path: str) -> dict:
             "ledger": f"{MODAL_CHECKPOINTS}/.skillos/ledger.db (on the volume)",
             "timeout_hours": MODAL_TIMEOUT_HOURS,
             "command": inner + ["-m", "skillos.training.launch", f"{MODAL_CONFIG}/{Path(config_path).name}"]}
-
-
-def render(p: dict) -> str:
-    from skillos.training.plan import StepPlan
-
-    lines = [f"launch: {p['backend']}"]
-    for key, value in p.items():
-        if key in ("backend", "command", "step_plan"):
-            continue
-        lines.append(f"  {key}: {value}")
-    lines.append(f"  command: {shlex.join(p['command'])}")
-    if "step_plan" in p:
-        lines += StepPlan(**p["step_plan"]).lines()
-    return "\n".join(lines)
 
 
 def launch(cfg: Config, p: dict, ledger, echo) -> dict:
