@@ -76,8 +76,14 @@ def harvest_cmd(config: Optional[Path] = CONFIG, source: List[str] = SOURCE, pro
         for src, c in d["counts"].items():
             yield (f"{src}: {c['sessions']} sessions kept of {c['files']} files; {c['user_turns']} user and "
                    f"{c['assistant_turns']} assistant turns")
+        for src, versions in d["versions"].items():
+            yield f"{src} versions (sessions): " + ", ".join(f"{v} {n}" for v, n in versions.items())
+        for src, signals in d["corrections"].items():
+            yield f"{src} correction signals on requests: " + ", ".join(f"{k} {n}" for k, n in signals.items())
         for reason, n in d["skipped"].items():
             yield f"skipped {n}: {reason} ({d['skip_reasons'][reason]})"
+        for src, kinds in d["record_types"].items():
+            yield f"{src} records read as no turn: " + ", ".join(f"{k} {n}" for k, n in kinds.items())
         yield f"digest: {d['digest']}"
 
     _emit(summary, as_json, lines)
