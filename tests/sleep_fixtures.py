@@ -152,3 +152,64 @@ def build_corrections(root: Path, token: str = "TL;DR:", n: int = len(REQUESTS))
          .user(f"No, you forgot the summary line: start with `{token}`")
          .assistant(f"{token} fixed").write(root))
     return REQUESTS[:n]
+
+
+def build_real_shapes(root: Path) -> dict:
+    """Sessions in the shapes Claude Code 2.1.x and Codex Desktop 0.104 write (sleep.md): progress
+    and system records, interruption markers, a rejected tool call, a task notification, command
+    wrappers, attributionSkill; Codex copies whose text differs from the event's (sanitized), a
+    developer message listing skills, a RolloutItem newer than the reader and a malformed line.
+    Returns what each tool logged as the user's requests."""
+    c = Claude("r1")
+    c.user("Refactor the parser into two modules")
+    c.records.append({"type": "progress", "data": {"type": "hook_progress"}, "timestamp": _ts(1)})
+    c.assistant("Splitting it.", tools=[("Edit", {"file_path": "parse.py"})])
+    c._base("user", [{"type": "tool_result", "tool_use_id": "toolu_0", "is_error": True,
+                      "content": "The user doesn't want to proceed with this tool use. The tool use was rejected."}],
+            toolUseResult="User rejected tool use")
+    c.user("[Request interrupted by user for tool use]")
+    c.user("Keep the tokenizer where it is, only move the AST")
+    c.assistant("Moved the AST.")
+    c.records[-1]["attributionSkill"] = "refactor"
+    c.user("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>")
+    c.user("<command-name>/review</command-name>\n<command-message>review</command-message>")
+    c.user("<local-command-stdout>ok</local-command-stdout>")
+    c.user("Now write the tests")
+    c.assistant("Writing tests.")
+    c.user([{"type": "text", "text": "[Request interrupted by user]"}])
+    c.records.append({"type": "system", "subtype": "compact_boundary", "timestamp": _ts(30)})
+    c.records.append({"type": "queue-operation", "operation": "enqueue", "timestamp": _ts(31)})
+    for rec in c.records:
+        rec["version"] = "2.1.39"
+    c.write(root)
+
+    sid, cwd, day = "019a-desk", CWD, 26
+    skills_text = ("# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\n## Skills\nThese skills are discovered at "
+                   "startup from multiple local sources.\n- release-notes: Write release notes. (file: /h/.codex/"
+                   "skills/release-notes/SKILL.md)\n- skill-creator: Create skills. (file: /h/.codex/skills/.system/"
+                   "skill-creator/SKILL.md)\n</INSTRUCTIONS>")
+    recs = [{"timestamp": _ts(0, day), "type": "session_meta", "payload": {
+                "id": sid, "cwd": cwd, "originator": "Codex Desktop", "cli_version": "0.104.0",
+                "base_instructions": {"text": "You are Codex."}, "git": {"branch": "main"}}},
+            {"timestamp": _ts(1, day), "type": "response_item", "payload": {
+                "type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions>"}]}},
+            {"timestamp": _ts(1, day), "type": "response_item", "payload": {
+                "type": "message", "role": "user", "content": [{"type": "input_text", "text": skills_text}]}},
+            {"timestamp": _ts(1, day), "type": "turn_context", "payload": {"turn_id": "t0", "cwd": cwd, "effort": "high"}}]
+    asks = ["Fix the flaky login test", "Bump the version to 2.0", "Fix the flaky login test"]
+    for i, ask in enumerate(asks):
+        t = _ts(10 + 5 * i, day)
+        recs += [{"timestamp": t, "type": "response_item", "payload": {  # sanitized: not equal to the event
+                     "type": "message", "role": "user", "content": [{"type": "input_text", "text": f"[sanitized {i}]"}]}},
+                 {"timestamp": t, "type": "event_msg", "payload": {"type": "user_message", "message": ask,
+                                                                   "images": [], "local_images": []}},
+                 {"timestamp": t, "type": "response_item", "payload": {
+                     "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"done {i}"}]}},
+                 {"timestamp": t, "type": "event_msg", "payload": {"type": "agent_message", "message": f"Done {i}."}}]
+    recs += [{"timestamp": _ts(40, day), "type": "world_state", "payload": {"snapshot": {}}},
+             {"timestamp": _ts(41, day), "type": "brand_new_item", "payload": {"x": 1}},
+             {"timestamp": _ts(42, day), "type": "event_msg", "payload": {"type": "user_message", "message": 42}}]
+    _write(root / ".codex" / "sessions" / "2026" / "11" / f"{day:02d}" / f"rollout-2026-11-{day:02d}T09-00-00-{sid}.jsonl",
+           recs)
+    return {"claude": ["Refactor the parser into two modules", "Keep the tokenizer where it is, only move the AST",
+                       "Now write the tests"], "codex": asks}

@@ -91,3 +91,39 @@ def test_a_skill_invoked_for_similar_requests_is_mined(tmp_path):
     assert [(t.why, t.skill, t.checks) for t in tasks] == [("skill", "release-notes",
                                                            [{"rule": "section", "value": "Fixes"}])] * 2
     assert counts["dropped"] == {"skill-used-once": 1}
+
+
+def test_requests_are_counted_as_each_tool_logs_them(tmp_path):
+    from sleep_fixtures import build_real_shapes
+
+    logged = build_real_shapes(tmp_path)
+    h = harvest(_cfg(tmp_path))
+    summary = h.summary()
+    by_source = {s.source: s for s in h.sessions}
+    for source, asks in logged.items():
+        assert [t.text for t in by_source[source].turns if t.role == "user"] == asks
+        assert h.counts[source]["user_turns"] == len(asks)
+    claude = by_source["claude"]
+    # the rejected edit and the interruption mark the request they stopped, not a request of their own
+    assert [t.corrections for t in claude.turns if t.role == "user"] == [
+        ["rejected-tool-use", "interrupted"], [], ["interrupted"]]
+    assert h.skipped["interruption-marker"] == 2 and claude.skills == ["refactor"] and claude.version == "2.1.39"
+    codex = by_source["codex"]
+    assert [t.text for t in codex.turns if t.role == "assistant"] == ["Done 0.", "Done 1.", "Done 2."]
+    assert codex.skills_listed == ["release-notes", "skill-creator"] and codex.version == "0.104.0"
+    assert h.skipped["schema-mismatch"] == 1
+    assert summary["versions"] == {"claude": {"2.1.39": 1}, "codex": {"0.104.0": 1}}
+    assert summary["corrections"] == {"claude": {"interrupted": 2, "rejected-tool-use": 1}}
+    assert summary["record_types"]["claude"] == {"progress": 1, "system": 1, "queue-operation": 1}
+    assert summary["record_types"]["codex"]["brand_new_item"] == 1
+
+
+def test_an_interrupted_request_is_mined_as_corrected(tmp_path):
+    from sleep_fixtures import Claude
+
+    (Claude("i1").user("Write the changelog for 3.0").assistant("Writing.", tools=[("Write", {"file_path": "C.md"})])
+     .user("[Request interrupted by user for tool use]")
+     .user("Put it under a `## 3.0` heading").assistant("Done").write(tmp_path))
+    tasks, _ = mine(harvest(_cfg(tmp_path)).sessions)
+    assert [(t.prompt, t.why, t.checks) for t in tasks] == [
+        ("Write the changelog for 3.0", "corrected", [{"rule": "section", "value": "3.0"}])]

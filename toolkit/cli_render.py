@@ -291,8 +291,14 @@ def harvest_lines(d: dict, sleep) -> list[str]:
     for src, c in d["counts"].items():
         lines.append(f"{src}: {c['sessions']} sessions kept of {c['files']} files; {c['user_turns']} user and "
                      f"{c['assistant_turns']} assistant turns")
+    for src, versions in d["versions"].items():
+        lines.append(f"{src} versions (sessions): " + ", ".join(f"{v} {n}" for v, n in versions.items()))
+    for src, signals in d["corrections"].items():
+        lines.append(f"{src} correction signals on requests: " + ", ".join(f"{k} {n}" for k, n in signals.items()))
     for reason, n in d["skipped"].items():
         lines.append(f"skipped {n}: {reason} ({d['skip_reasons'][reason]})")
+    for src, kinds in d["record_types"].items():
+        lines.append(f"{src} records read as no turn: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
     return lines + [f"digest: {d['digest']}"]
 
 

@@ -4,9 +4,18 @@ rollouts and the Codex desktop archive, into one list of `Session`s of user and 
 What is not a user intent is skipped and counted by reason: slash commands, `<...>` system
 wrappers, pasted-text stubs, compaction summaries, sub-agent sessions (unless asked), Codex's
 second copy of each turn, and every session skillos itself started (a replay carries
-`REPLAY_MARKER`, so a night can never learn from its own replays). Lines that do not parse (a
-truncated last line) are skipped; bytes that are not UTF-8 are replaced and the line kept. Every
-text is redacted with the ledger's redaction before it is kept.
+`REPLAY_MARKER`, so a night can never learn from its own replays).
+
+A request is what each tool itself logs as one. Codex: the `user_message` events (its
+`response_item` user messages are a second copy of each, plus injected context, and are not
+paired by text: sanitized logs differ in text). Claude Code: the user's own words, not its
+interruption markers, tool results, task notifications or command wrappers; an interruption or a
+rejected tool use is kept as a correction signal on the request it interrupted, which the miner
+reads. Record types and versions a reader does not know are counted, never a crash; Codex lines
+are checked against the shape of Codex's own `RolloutLine` type (CODEX_LINE).
+
+Lines that do not parse (a truncated last line) are skipped; bytes that are not UTF-8 are
+replaced and the line kept. Every text is redacted with the ledger's redaction before it is kept.
 """
 
 from __future__ import annotations
@@ -40,7 +49,26 @@ SKIP_REASONS = {
     "over-max-sessions": "older than the --max-sessions most recent sessions",
     "no-user-turn": "a session with no user request left",
     "unreadable-file": "a transcript file that could not be read (its error is in the harvest's errors)",
+    "interruption-marker": "Claude Code's '[Request interrupted by user]' marker: a correction signal, not a request",
+    "schema-mismatch": "a Codex line whose shape is not Codex's RolloutLine (see harvest.CODEX_LINE)",
 }
+# Claude Code writes these as the user's text when the user stops the agent.
+_INTERRUPTED = re.compile(r"^\s*\[Request interrupted by user[^\]]*\]\s*$")
+# ...and this as the tool result when the user rejects a tool call.
+_REJECTED = re.compile(r"^\s*The user doesn'?t want to (proceed with|take) this tool use")
+# Codex's RolloutLine (codex-rs/protocol/src/protocol.rs): {timestamp, ordinal?, type, payload}, `type` the
+# snake_case tag of RolloutItem. The schema `codex-write-rollout-line-schema` generates from that type
+# needs cargo and crates.io to build; this is the part of it the harvest reads: the envelope, and the
+# fields of the two payloads a request or a reply comes from.
+CODEX_LINE = {
+    "item_types": ("session_meta", "response_item", "compacted", "turn_context", "event_msg",
+                   "inter_agent_communication", "inter_agent_communication_metadata", "world_state"),
+    "payload_fields": {("event_msg", "user_message"): {"message": str}, ("event_msg", "agent_message"): {"message": str},
+                       ("response_item", "message"): {"role": str, "content": list}},
+}
+# Codex lists the skills it found in its instructions: "- name: description (file: path)".
+_CODEX_SKILLS = re.compile(r"^## Skills\s*$(.*?)(?=^#{1,2} |\Z)", re.M | re.S)
+_CODEX_SKILL_LINE = re.compile(r"^- ([\w.:-]+): .*\(file: [^)]*SKILL\.md\)\s*$", re.M)
 _WRAPPER = re.compile(r"^\s*(<[A-Za-z][\w-]*>|Caveat: The messages below were generated|# AGENTS\.md instructions)")
 _PASTED = re.compile(r"^\s*\[Pasted text #\d+[^\]]*\]\s*$")
 _COMPACTION = "This session is being continued from a previous conversation"
@@ -51,8 +79,11 @@ class Turn:
     role: str  # user | assistant
     text: str
     tools: list = field(default_factory=list)  # tool names the assistant called in this turn
-    skills: list = field(default_factory=list)  # skills it invoked (Claude Code's Skill tool)
+    skills: list = field(default_factory=list)  # skills it invoked (Skill tool, attributionSkill)
     timestamp: str | None = None
+    # user turn: the user stopped the agent on it ("interrupted") or refused a tool call it made
+    # ("rejected-tool-use"): the request was not done right, whatever the user typed next
+    corrections: list = field(default_factory=list)
 
 
 @dataclass
@@ -63,6 +94,8 @@ class Session:
     project: str | None = None  # the working directory
     started: str | None = None  # ISO timestamp of the first record
     turns: list = field(default_factory=list)
+    version: str | None = None  # the tool's version that wrote it (Claude Code `version`, Codex `cli_version`)
+    skills_listed: list = field(default_factory=list)  # skills the tool told the model it has (Codex)
 
     @property
     def skills(self) -> list[str]:
@@ -85,13 +118,26 @@ class Harvest:
     repaired: dict  # lines kept after replacing bytes that were not UTF-8, per source
     digest: str | None = None
     errors: list = field(default_factory=list)  # files that could not be read, with the error
+    record_types: dict = field(default_factory=dict)  # source -> {record type: lines} read as no turn
 
     def summary(self) -> dict:
+        kept = self.sessions
         return {"counts": self.counts, "skipped": self.skipped,
                 "skip_reasons": {k: SKIP_REASONS[k] for k in self.skipped},
-                "repaired_non_utf8_lines": self.repaired, "sessions": len(self.sessions), "errors": self.errors,
-                "skills_invoked": dict(Counter(s for x in self.sessions for s in x.skills)),
-                "digest": self.digest}
+                "repaired_non_utf8_lines": self.repaired, "sessions": len(kept), "errors": self.errors,
+                "skills_invoked": dict(Counter(s for x in kept for s in x.skills)),
+                "skills_listed": dict(Counter(s for x in kept for s in x.skills_listed)),
+                "versions": _per_source(kept, lambda x: [x.version or "unknown"]),
+                "corrections": _per_source(kept, lambda x: [c for t in x.turns for c in t.corrections]),
+                "record_types": self.record_types, "digest": self.digest}
+
+
+def _per_source(sessions, values) -> dict:
+    out: dict = {}
+    for x in sessions:
+        for v in values(x):
+            out.setdefault(x.source, Counter())[v] += 1
+    return {k: dict(sorted(c.items())) for k, c in sorted(out.items())}
 
 
 def intent_skip(text: str) -> str | None:
@@ -156,8 +202,28 @@ def _add_assistant(turns: list, text: str, tools=(), skills=(), ts=None) -> None
 
 
 # -- Claude Code ---------------------------------------------------------------------------------
-def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool = False) -> Session | None:
+def _correct_last_request(turns: list, signal: str) -> None:
+    """Mark the latest request as corrected by `signal` (once per kind)."""
+    last = next((t for t in reversed(turns) if t.role == "user"), None)
+    if last is not None and signal not in last.corrections:
+        last.corrections.append(signal)
+
+
+def _tool_result_signal(rec: dict, content: list) -> str | None:
+    """A user record carrying tool results: did the user reject the call, or stop the agent?"""
+    texts = [_text_of(b.get("content")) if b.get("type") == "tool_result" else str(b.get("text") or "")
+             for b in content if isinstance(b, dict)]
+    if any(_INTERRUPTED.match(t) for t in texts):
+        return "interrupted"
+    if str(rec.get("toolUseResult") or "").startswith("User rejected") or any(_REJECTED.match(t) for t in texts):
+        return "rejected-tool-use"
+    return None
+
+
+def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool = False,
+                types: Counter | None = None) -> Session | None:
     session = Session("claude", path.stem, str(path))
+    types = Counter() if types is None else types
     for line, rec in _lines(path, skipped, repaired, "claude"):
         if REPLAY_MARKER in line:
             skipped["skillos-replay"] += 1
@@ -165,6 +231,7 @@ def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool
         kind, ts = rec.get("type"), rec.get("timestamp")
         if kind not in ("user", "assistant") or not isinstance(rec.get("message"), dict):
             skipped["other-record"] += 1
+            types[str(kind)] += 1
             continue
         if rec.get("isSidechain") and not subagents:  # a sub-agent's records inside the main file
             skipped["subagent-record"] += 1
@@ -172,6 +239,7 @@ def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool
         session.id = rec.get("sessionId") or session.id
         session.project = session.project or rec.get("cwd")
         session.started = session.started or ts
+        session.version = session.version or (str(rec["version"]) if rec.get("version") else None)
         content = rec["message"].get("content")
         if kind == "user":
             if rec.get("isCompactSummary"):
@@ -180,39 +248,104 @@ def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool
                 skipped["system-wrapper"] += 1
             elif isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
                                                    for b in content):
-                continue  # tool output fed back to the model, however deeply nested: not a request
+                # tool output fed back to the model, however deeply nested: not a request, but a
+                # rejected call or an interruption there says the request went wrong
+                signal = _tool_result_signal(rec, content)
+                if signal:
+                    _correct_last_request(session.turns, signal)
+            elif _INTERRUPTED.match(_text_of(content)):
+                skipped["interruption-marker"] += 1
+                _correct_last_request(session.turns, "interrupted")
             else:
                 _add_user(session, _text_of(content), ts, skipped, session.turns)
             continue
         blocks = content if isinstance(content, list) else [{"type": "text", "text": _text_of(content)}]
         uses = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
         skills = [str((b.get("input") or {}).get("skill")) for b in uses
-                  if b.get("name") == "Skill" and (b.get("input") or {}).get("skill")]
+                  if b.get("name") == "Skill" and isinstance(b.get("input"), dict) and b["input"].get("skill")]
+        if isinstance(rec.get("attributionSkill"), str) and rec["attributionSkill"]:  # newer Claude Code
+            skills.append(rec["attributionSkill"])
         _add_assistant(session.turns, _text_of(blocks), [str(b.get("name")) for b in uses], skills, ts)
     return session
 
 
 # -- Codex (CLI rollouts and the desktop archive) ---------------------------------------------------
-def read_codex(path: Path, source: str, skipped: Counter, repaired: Counter) -> Session | None:
-    """Each turn is logged twice (a response_item message and an event_msg): a turn equal to the
-    last one of its role with no turn of the other role between them is the second copy. A user
-    who repeats a request has had an answer in between, so real repeats are kept."""
-    session = Session(source, path.stem, str(path))
-    last = {"user": None, "assistant": None}
+def codex_line_problem(rec: dict) -> str | None:
+    """Why a line is not Codex's RolloutLine (CODEX_LINE), or None. The desktop archive's lines
+    (`{timestamp, payload}`, no `type`) and the oldest rollouts' flat records (no `payload`) are
+    checked by the fields the harvest reads only."""
+    enveloped = "type" in rec and "payload" in rec
+    if enveloped and not isinstance(rec.get("timestamp"), str):
+        return "no timestamp string"
+    if "payload" in rec and not isinstance(rec["payload"], dict):
+        return "payload is not an object"
+    payload = rec["payload"] if "payload" in rec else rec
+    item = rec.get("type") if enveloped else ("event_msg" if payload.get("type") in ("user_message", "agent_message")
+                                              else "response_item")
+    for name, kind in CODEX_LINE["payload_fields"].get((item, payload.get("type")), {}).items():
+        if not isinstance(payload.get(name), kind):
+            return f"{payload.get('type')}.{name} is not a {kind.__name__}"
+    return None
+
+
+def _codex_records(path: Path, source: str, skipped: Counter, repaired: Counter, types: Counter):
+    """(line, record, payload, kind) of the lines that are RolloutLines; the rest counted."""
     for line, rec in _lines(path, skipped, repaired, source):
+        if codex_line_problem(rec):
+            skipped["schema-mismatch"] += 1
+            continue
+        if "payload" in rec and "type" in rec and rec["type"] not in CODEX_LINE["item_types"]:
+            skipped["other-record"] += 1  # a RolloutItem newer than this reader
+            types[str(rec["type"])] += 1
+            continue
+        payload = rec["payload"] if "payload" in rec else rec
+        kind = rec["type"] if rec.get("type") == "session_meta" else payload.get("type") or rec.get("type")
+        yield line, rec, payload, kind
+
+
+def _listed_skills(text: str) -> list[str]:
+    return [m.group(1) for block in _CODEX_SKILLS.findall(text or "") for m in _CODEX_SKILL_LINE.finditer(block)]
+
+
+def read_codex(path: Path, source: str, skipped: Counter, repaired: Counter,
+               types: Counter | None = None) -> Session | None:
+    """Codex logs each turn twice: the model's view (a `response_item` message) and the user's
+    (an `event_msg`: `user_message`, `agent_message`). When a file has the events, they are the
+    turns and every `response_item` message of that role is a copy or injected context; a file
+    without them (older versions) is read from its messages. Structure, not equal text: the two
+    copies differ once a log is sanitized or truncated."""
+    session = Session(source, path.stem, str(path))
+    types = Counter() if types is None else types
+    records = []
+    for line, rec, payload, kind in _codex_records(path, source, skipped, repaired, types):
         if REPLAY_MARKER in line:
             skipped["skillos-replay"] += 1
             return None
-        payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else rec
-        kind, ts = payload.get("type") or rec.get("type"), rec.get("timestamp") or payload.get("timestamp")
+        records.append((rec, payload, kind))
+    has_event = {"user": any(k == "user_message" for _, _, k in records),
+                 "assistant": any(k == "agent_message" for _, _, k in records)}
+    for rec, payload, kind in records:
+        ts = rec.get("timestamp") or payload.get("timestamp")
         session.started = session.started or ts
         session.project = session.project or payload.get("cwd")
-        if rec.get("type") == "session_meta" or kind == "session_meta":
+        if kind == "session_meta":
             session.id = str(payload.get("id") or session.id)
+            session.version = session.version or (str(payload["cli_version"]) if payload.get("cli_version") else None)
+            instructions = payload.get("base_instructions") or payload.get("instructions")
+            instructions = instructions.get("text") if isinstance(instructions, dict) else instructions
+            session.skills_listed += _listed_skills(instructions if isinstance(instructions, str) else "")
             continue
         role, text, tools = None, "", []
-        if kind == "message" and payload.get("role") in ("user", "assistant"):
-            role, text = payload["role"], _text_of(payload.get("content"))
+        if kind == "message" and payload.get("role") in ("user", "assistant", "developer"):
+            text = _text_of(payload.get("content"))
+            session.skills_listed += [s for s in _listed_skills(text) if s not in session.skills_listed]
+            if payload["role"] == "developer":
+                skipped["system-wrapper"] += 1
+                continue
+            role = payload["role"]
+            if has_event[role]:  # the event is the turn; this is its copy or injected context
+                skipped["system-wrapper" if role == "user" and intent_skip(text) else "duplicate-codex-turn"] += 1
+                continue
         elif kind == "user_message":
             role, text = "user", str(payload.get("message") or "")
         elif kind == "agent_message":
@@ -223,25 +356,17 @@ def read_codex(path: Path, source: str, skipped: Counter, repaired: Counter) -> 
             tools = ["exec_command"]
         else:
             skipped["other-record"] += 1
+            types[str(kind)] += 1
             continue
         if tools:
             if session.turns and session.turns[-1].role == "assistant":
                 session.turns[-1].tools += tools
             else:
                 _add_assistant(session.turns, "", tools, (), ts)
-            continue
-        norm, prev = " ".join(text.split()), last[role]
-        other = last["assistant" if role == "user" else "user"]
-        if norm and prev and prev[0] == norm and (other is None or other[1] < prev[1]):
-            skipped["duplicate-codex-turn"] += 1
-            continue
-        before = len(session.turns)
-        if role == "user":
+        elif role == "user":
             _add_user(session, text, ts, skipped, session.turns)
         else:
             _add_assistant(session.turns, text, (), (), ts)
-        if len(session.turns) > before or role == "assistant":
-            last[role] = (norm, len(session.turns) - 1)
     return session
 
 
@@ -308,6 +433,7 @@ def harvest(s, home: Path | None = None, progress=None) -> Harvest:
     skipped, repaired = Counter(), Counter()
     counts, errors = {}, []
     sessions, seen = [], set()
+    types: dict[str, Counter] = {}
     files = list(_files(s, sources, skipped))
     for done, (source, path) in enumerate(files):
         if progress:
@@ -315,8 +441,9 @@ def harvest(s, home: Path | None = None, progress=None) -> Harvest:
         c = counts.setdefault(source, {"files": 0, "sessions": 0, "user_turns": 0, "assistant_turns": 0})
         c["files"] += 1
         try:
-            session = (read_claude(path, skipped, repaired, s.subagents) if source == "claude"
-                       else read_codex(path, source, skipped, repaired))
+            kinds = types.setdefault(source, Counter())
+            session = (read_claude(path, skipped, repaired, s.subagents, kinds) if source == "claude"
+                       else read_codex(path, source, skipped, repaired, kinds))
         except OSError as exc:
             skipped["unreadable-file"] += 1
             errors.append(f"{path}: {exc.strerror or exc}")
@@ -353,7 +480,8 @@ def harvest(s, home: Path | None = None, progress=None) -> Harvest:
         c["sessions"] += 1
         c["user_turns"] += sum(t.role == "user" for t in session.turns)
         c["assistant_turns"] += sum(t.role == "assistant" for t in session.turns)
-    result = Harvest(sessions, counts, dict(sorted(skipped.items())), dict(repaired), errors=errors)
+    result = Harvest(sessions, counts, dict(sorted(skipped.items())), dict(repaired), errors=errors,
+                     record_types={k: dict(v.most_common()) for k, v in sorted(types.items()) if v})
     if home is not None:
         result.digest = str(write_digest(result, Path(home)))
     return result

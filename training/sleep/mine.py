@@ -1,5 +1,6 @@
 """Mine checkable tasks from harvested sessions: requests the user repeated or rephrased, said
-were wrong, or made of a skill. Each task carries the checks its outcome is judged by: rules
+were wrong (in words, or by stopping the agent or rejecting its tool call: the harvest's
+correction signals), or made of a skill. Each task carries the checks its outcome is judged by: rules
 (contains, not_contains, regex, section, length, tool, no_refusal) or a rubric for the judge.
 A task with no check is dropped and counted. Tasks are split train / validation / sealed test
 by content hash, so a task lands in the same split every night and the splits are disjoint.
@@ -129,7 +130,9 @@ def mine(sessions, judge: bool = False) -> tuple[list[Task], dict]:
             skill = skills[0] if skills else None
             if not answered:
                 continue
-            if _CORRECTION.match(reply):
+            # the user stopped the agent or refused its tool call on this request: what they typed
+            # next is their correction, whatever words it starts with
+            if _CORRECTION.match(reply) or turns[a].corrections:
                 checks = checks_from_feedback(reply)
                 if not checks and judge:
                     checks = [{"rule": "rubric", "rubric": f"The answer does what was asked and what the user's "
