@@ -111,6 +111,19 @@ def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cach
     for step in (1, 2):
         marker = json.loads((archive / f"checkpoint-{step}" / "skillos-curator.json").read_text())
         assert marker == {"tools": "curate_and_advance", "step": step, "env": "household"}
+    # training.report_to's default: event files in the run folder that TensorBoard's own reader reads,
+    # with the reward per step and its components beside TRL's numbers
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = sorted((tmp_path / "checkpoints" / "cpu-smoke" / "runs").glob("*/events.out.tfevents.*"))
+    assert len(events) == 1
+    board = EventAccumulator(str(events[0].parent))
+    board.Reload()
+    scalars = board.Tags()["scalars"]
+    for tag in ("train/reward", "train/reward/r_task", "train/health/positions_measured_median", "train/kl", "train/entropy"):
+        assert tag in scalars, (tag, scalars)
+    assert [e.step for e in board.Scalars("train/reward")] == [1, 2]
+    assert [e.step for e in board.Scalars("train/reward/r_task")] == [1, 2]
     db = sqlite3.connect(skillos_home / "ledger.db")
     assert [r[0] for r in db.execute("SELECT step FROM checkpoints ORDER BY step")] == [1, 2]
     assert db.execute("SELECT status FROM runs WHERE id = ?", (summary["run_id"],)).fetchone()[0] == "finished"

@@ -27,7 +27,8 @@ from skillos.config import Config
 from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
 
-__all__ = ["GateRefused", "canary", "check", "compare", "evaluate", "load", "evaluate_slate", "optimize", "sleep", "sweep", "train"]
+__all__ = ["GateRefused", "canary", "check", "compare", "evaluate", "import_runs", "load", "evaluate_slate", "optimize",
+           "sleep", "sweep", "train"]
 
 Echo = Callable[[str], None]
 
@@ -231,6 +232,28 @@ def _config(config) -> Config:
 
 def _quiet(_line: str) -> None:
     return None
+
+
+def import_runs(files: list, *, experiment: str, mapping: str | Path | None = None, env: str | None = None,
+                ledger=None, **columns) -> dict:
+    """Per-game result files written by other tools (JSONL, inspect_ai logs) recorded as runs of
+    `experiment`, one per arm, marked imported (evals/imported.py).
+
+    Args:
+        files: the result files.
+        experiment: the experiment name to record them under (`compare(..., family=experiment)`).
+        mapping: a mapping file; `columns` (game, success, arm, arms, scorer) override it.
+        env: the environment the games were played in, for the record.
+    Returns:
+        {experiment_id, experiment, import, sources: {path: sha256}, runs: [{run_id, arm, denominators}]}.
+    Raises:
+        SkillosError: a file that cannot be read as mapped, with its name and line.
+    """
+    from skillos.evals.imported import Mapping, import_results
+
+    rules = Mapping.load(mapping, **columns)
+    with _ledger(ledger) as book:
+        return import_results(book, files, experiment, rules, book.path.parent, env)
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ from skillos.cli_common import (JSON, OUT, OVERRIDE, OVERWRITE, RESUME, SET, Pro
 from skillos.cli_gate import gate_app
 from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
+from skillos.cli_import import import_cmd
 from skillos.cli_ops import OPS_COMMANDS
 from skillos.cli_skills import skills_app
 from skillos.cli_slate import app as slate_app
@@ -269,6 +270,7 @@ def optimize_cmd(
 
 for _name, _command in OPS_COMMANDS.items():  # postmortem, watch, doctor: read-only, no API call
     app.command(_name)(_command)
+app.command("import")(import_cmd)  # other tools' per-game results as ledger runs
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm: GPU only
 # The environment variable an API backend reads its key from when api_key_env names none.
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 COMPUTE_BACKENDS = ("local", "accelerate", "modal")
+REPORT_TO = ("tensorboard", "trackio", "wandb", "none")  # TRL / transformers logging integrations
 CURATOR_TOOLS = ("paper", "curate_and_advance")
 RETRIEVAL_MODES = ("bm25", "shuffled")
 ARMS = ("no_memory", "closed_loop", "static_repo", "shuffled")
@@ -178,9 +179,19 @@ class TrainingConfig:
     # rollout of the step; 1: TRL's own one-at-a-time loop.
     rollout_concurrency: int | None = None
     vllm_server_base_url: str | None = None  # vllm_mode server: where `trl vllm-serve` listens
+    report_to: str | list = field(default="tensorboard", metadata={
+        "help": "where the step logs go (TRL's integrations): tensorboard (event files under "
+                "OUTPUT_DIR/runs/, read by `tensorboard --logdir OUTPUT_DIR`), trackio, wandb, or none; "
+                "a list for several. Nothing leaves the machine unless a remote one is named."})
 
     def is_set(self) -> bool:
-        return any(v is not None for v in dataclasses.asdict(self).values())
+        """Whether the config trains: any field set away from its default."""
+        return any(getattr(self, f.name) != (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+                   for f in dataclasses.fields(self))
+
+    def __post_init__(self):
+        for name in [self.report_to] if isinstance(self.report_to, str) else self.report_to or []:
+            _choice(name, REPORT_TO, "training.report_to")
 
 
 @dataclass

@@ -79,7 +79,8 @@ def _common(cfg: Config, cpu: bool) -> dict:
     keys = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps",
             "save_steps", "save_total_limit", "lr_scheduler_type", "seed", "gradient_checkpointing", "bf16")
     kwargs = {k: getattr(t, k) for k in keys if getattr(t, k) is not None}
-    kwargs.update(output_dir=str(output_dir(cfg)), logging_steps=1, report_to="none", save_strategy="steps")
+    kwargs.update(output_dir=str(output_dir(cfg)), logging_steps=1, report_to=cfg.training.report_to,
+                  save_strategy="steps")
     if t.max_prompt_length and t.max_completion_length:
         kwargs["max_length"] = t.max_prompt_length + t.max_completion_length
     if cpu:

@@ -42,7 +42,7 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         output_dir=str(output_dir(cfg)),
         # |G| positions: reset plays the first, each curate_and_advance call one more.
         max_tool_calling_iterations=(t.group_size or 1) - 1,
-        logging_steps=1, report_to="none", save_strategy="steps",
+        logging_steps=1, save_strategy="steps",
         remove_unused_columns=False,  # reset(**row) needs game_ids and task_type
     )
     if cpu:
@@ -175,6 +175,7 @@ class RewardFunction:
                 for k, r, total, g, env in zip(keys, rollouts, totals, given, environments)]
         self.history.append({**asdict(line), "line": text, "mean_reward": sum(totals) / len(totals),
                              "r_fc": [r.r_fc for r in rewards], "r_task": [r.r_task for r in rewards],
+                             "r_cnt": [r.r_cnt for r in rewards], "r_comp": [r.r_comp for r in rewards],
                              "rollouts": rows})
         return given
 
@@ -213,8 +214,39 @@ class StepHealth:
                     owner.reward_fn.history[-1].update(phase=stats, entropy=entropy)
                 shown = f"{entropy:.3f}" if entropy is not None else "unmeasured (TRL logged none this step)"
                 owner.echo(f"{line}; policy entropy {shown}; {phase_line(stats)}")
+                if owner.reward_fn.history:
+                    log_step_metrics(owner.trainer, owner.reward_fn.history[-1], stats)
 
         return _StepHealth()
+
+
+def step_metrics(step: dict, phase: dict | None = None) -> dict:
+    """The reward components and the reward-health numbers of one step (a RewardFunction history
+    entry), by the names the step logs give them; a number with nothing measured is left out
+    (TensorBoard shows a gap), never logged as 0."""
+    def mean(values):
+        measured = [v for v in values or [] if v is not None]
+        return sum(measured) / len(measured) if measured else None
+
+    values = {"reward/mean": step.get("mean_reward"), "reward/r_task": mean(step.get("r_task")),
+              "reward/r_fc": mean(step.get("r_fc")), "reward/r_cnt": mean(step.get("r_cnt")),
+              "reward/r_comp": mean(step.get("r_comp")), "health/task_share": step.get("task_share"),
+              "health/positions_measured_median": step.get("measured_median"),
+              "health/unmeasured_rollouts": step.get("neutralised"),
+              "health/coerced_actions": step.get("coerced_actions")}
+    for key in ("in_flight_mean", "in_flight_max", "rollout_share"):
+        values[f"health/{key}"] = (phase or {}).get(key)
+    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def log_step_metrics(trainer, step: dict, phase: dict | None = None) -> None:
+    """Into TRL's per-step metrics, so they reach every `training.report_to` beside TRL's own
+    (reward, KL, entropy): GRPOTrainer.log averages and flushes them at the step's log."""
+    metrics = getattr(trainer, "_metrics", None)
+    if metrics is None:
+        return
+    for key, value in step_metrics(step, phase).items():
+        metrics["train"][key].append(value)
 
 
 def policy_entropy(trainer) -> float | None:
@@ -236,6 +268,7 @@ def guarded(cfg: Config, echo, body) -> dict:
     `body(out, cpu)` trains and returns the summary."""
     import torch
 
+    check_report_to(cfg)
     cpu = not torch.cuda.is_available()
     out = output_dir(cfg)
     if out.exists() and not out.is_dir():
@@ -252,6 +285,24 @@ def guarded(cfg: Config, echo, body) -> dict:
 
     with RunLock(out):  # one training run per output folder
         return body(out, cpu)
+
+
+# what each logging integration imports, and the extra that installs it
+_REPORTERS = {"tensorboard": ("tensorboard", "skillos[train]"), "trackio": ("trackio", "trackio"),
+              "wandb": ("wandb", "wandb")}
+
+
+def check_report_to(cfg: Config) -> None:
+    """A `training.report_to` whose package is missing is a one-line error before any model
+    loads (transformers would raise mid-setup)."""
+    import importlib.util
+
+    names = [cfg.training.report_to] if isinstance(cfg.training.report_to, str) else cfg.training.report_to
+    for name in names or []:
+        module, install = _REPORTERS.get(name, (None, None))
+        if module and importlib.util.find_spec(module) is None:
+            raise SkillosError(f"training.report_to: {name} is not installed (pip install {install}); "
+                               "or set training.report_to=none")
 
 
 def archived(out: Path) -> list[str]:

@@ -1,0 +1,208 @@
+"""`skillos import`: per-game results written by other tools become ledger runs, so `compare`
+and `--family` re-test them with the same statistics as skillos's own runs.
+
+Two inputs:
+* JSONL, one object a line, read through a column mapping (`Mapping`): a game id, a success
+  value, and the arm, either a column of each row ("long": one row per game and arm), one success
+  column per arm ("wide": `arms: {column: arm}`), or, with neither, the file's name (one file
+  per arm, e.g. `eval_arms/no_memory.jsonl`);
+* inspect_ai `.eval` / `.json` logs, read with inspect_ai's own reader: a sample is a game (its
+  `metadata.game_id`, else its id), its arm `metadata.arm`, else the log's model; success is the
+  score of the named scorer (the only one when there is one).
+
+Success values are read strictly: true/false, 1/0, C/I (inspect's CORRECT/INCORRECT), won/lost,
+success/failure, pass/fail; null or a missing field is unmeasured (a game attempted with no
+outcome), never a failure; anything else is a one-line error naming the file and line. A game
+listed twice for one arm is an error, never a choice. Games one arm has and another lacks are
+not guessed: each run keeps exactly the games its file lists, and `compare` counts and prints the
+games it could not pair.
+
+Each arm becomes one run of the experiment named on the command line, with its games written in
+skillos's row format under $SKILLOS_HOME/imports/<hash>/ (the ledger keeps each file's sha256),
+its config marking it imported with the source files and their hashes, and one executor
+fingerprint per import (`imported:<hash>`): the arms of one import were measured together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from skillos.errors import SkillosError
+
+_TRUE = {"true", "1", "1.0", "c", "correct", "won", "win", "success", "succeeded", "pass", "passed", "yes"}
+_FALSE = {"false", "0", "0.0", "i", "incorrect", "lost", "loss", "failure", "failed", "fail", "no"}
+
+
+@dataclass
+class Mapping:
+    """Which field of a JSONL row holds what (a mapping file has the same keys)."""
+
+    game: str = "game_id"
+    success: str = "success"
+    arm: str | None = "arm"  # the arm's column; a file with no such column is one arm (its name)
+    arms: dict = field(default_factory=dict)  # wide rows: {success column: arm name}
+    scorer: str | None = None  # inspect logs: the scorer whose value is success
+
+    @classmethod
+    def load(cls, path: str | Path | None, **flags) -> "Mapping":
+        """The mapping file (YAML or JSON with these keys), then the flags that are set."""
+        data: dict = {}
+        if path is not None:
+            from skillos import safety
+
+            text = safety.read_text(Path(path), safety.MAX_CONFIG_BYTES, "mapping file")
+            data = safety.load_yaml(text, str(path)) or {}
+            if not isinstance(data, dict):
+                raise SkillosError(f"{path}: a mapping file is a YAML mapping of {', '.join(cls.__dataclass_fields__)}")
+            unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+            if unknown:
+                raise SkillosError(f"{path}: unknown mapping key {unknown[0]!r}; keys: {', '.join(cls.__dataclass_fields__)}")
+        data.update({k: v for k, v in flags.items() if v is not None})
+        mapping = cls(**data)
+        if not isinstance(mapping.arms, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                         for k, v in mapping.arms.items()):
+            raise SkillosError("mapping 'arms': a mapping of success column -> arm name")
+        return mapping
+
+
+def success_value(value, where: str) -> bool | None:
+    """A success field read strictly (see the module docstring); None: unmeasured."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+        if word in ("", "null", "none", "n/a", "na"):
+            return None
+    raise SkillosError(f"{where}: success value {value!r} is not a success or a failure "
+                       "(true/false, 1/0, C/I, won/lost, pass/fail; null for unmeasured)")
+
+
+def _jsonl_games(path: Path, mapping: Mapping) -> dict:
+    """arm -> {game id: success} of one JSONL file."""
+    from skillos import safety
+
+    skips = safety.Skips()
+    games: dict = {}
+    for number, _, row in safety.jsonl_records(path, "result file", skips, objects_only=False):
+        where = f"{path} line {number}"
+        if not isinstance(row, dict):
+            raise SkillosError(f"{where}: not a JSON object")
+        if mapping.game not in row or row[mapping.game] in (None, ""):
+            raise SkillosError(f"{where}: no game id (column {mapping.game!r}; map another with --game-col)")
+        game = str(row[mapping.game])
+        if mapping.arms:
+            cells = {arm: row.get(column) for column, arm in mapping.arms.items()}
+        else:
+            arm = str(row[mapping.arm]) if mapping.arm and row.get(mapping.arm) not in (None, "") else path.stem
+            if mapping.success not in row:
+                raise SkillosError(f"{where}: no success field (column {mapping.success!r}; map another with "
+                                   "--success-col; null means unmeasured)")
+            cells = {arm: row[mapping.success]}
+        for arm, value in cells.items():
+            outcomes = games.setdefault(arm, {})
+            if game in outcomes:
+                raise SkillosError(f"{where}: game {game!r} appears twice for arm {arm!r}")
+            outcomes[game] = success_value(value, where)
+    if skips:
+        raise SkillosError(f"{path}: damaged ({skips.places[0]})")
+    return games
+
+
+def _inspect_games(path: Path, mapping: Mapping) -> dict:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise SkillosError("importing an inspect_ai log needs inspect_ai: pip install 'skillos[inspect]'") from None
+    try:
+        log = read_eval_log(str(path))
+    except Exception as exc:  # inspect_ai's reader raises many types for a file that is not a log
+        raise SkillosError(f"{path}: not an inspect_ai eval log ({type(exc).__name__}: {str(exc)[:200]})") from None
+    games: dict = {}
+    for sample in log.samples or []:
+        where = f"{path} sample {sample.id!r} epoch {sample.epoch}"
+        meta = sample.metadata or {}
+        arm = str(meta.get("arm") or log.eval.model)
+        game = str(meta.get("game_id") or sample.id) + (f"#epoch{sample.epoch}" if sample.epoch != 1 else "")
+        scores = sample.scores or {}
+        if mapping.scorer:
+            score = scores.get(mapping.scorer)
+        elif len(scores) > 1:
+            raise SkillosError(f"{where}: scored by {', '.join(sorted(scores))}; choose one with --scorer")
+        else:
+            score = next(iter(scores.values()), None)
+        outcomes = games.setdefault(arm, {})
+        if game in outcomes:
+            raise SkillosError(f"{where}: game {game!r} appears twice for arm {arm!r}")
+        outcomes[game] = None if score is None else success_value(score.value, where)
+    return games
+
+
+def read_results(paths, mapping: Mapping) -> dict:
+    """arm -> {game id: success} over every file; an arm's game in two files is an error."""
+    merged: dict = {}
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise SkillosError(f"{path}: no such file")
+        read = _inspect_games if path.suffix in (".eval", ".json") else _jsonl_games
+        for arm, outcomes in read(path, mapping).items():
+            known = merged.setdefault(arm, {})
+            twice = sorted(set(known) & set(outcomes))
+            if twice:
+                raise SkillosError(f"{path}: game {twice[0]!r} of arm {arm!r} is also in an earlier file")
+            known.update(outcomes)
+    if not merged:
+        raise SkillosError("no games in the given files")
+    return merged
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path, env: str | None = None) -> dict:
+    """Record every arm of `paths` as a finished run of experiment `experiment` (created, or the
+    newest of that name); returns {experiment_id, source, runs: [{run_id, arm, denominators}]}."""
+    from skillos.config import EXPERIMENT_NAME
+    from skillos.evals.records import GameRow
+    from skillos.repo.store import write_atomic
+
+    if not EXPERIMENT_NAME.fullmatch(experiment or ""):
+        raise SkillosError(f"--experiment {experiment!r}: letters, digits, '.', '_' and '-' (a name to compare by)")
+    results = read_results(paths, mapping)
+    sources = {str(Path(p).resolve()): _sha256(Path(p)) for p in paths}
+    stamp = hashlib.sha256(json.dumps(sorted(sources.items())).encode()).hexdigest()[:12]
+    folder = Path(home) / "imports" / stamp
+    exp = ledger.find_or_add_experiment(experiment, f"imported:{stamp}",
+                                        hypothesis="imported per-game results, re-tested by skillos",
+                                        success_metric="success rate per arm (paired, exact McNemar)")
+    runs = []
+    for arm, outcomes in sorted(results.items()):
+        rows = [GameRow(arm=arm, game_id=g, success=s, unmeasured_reason=None if s is not None else
+                        "the source recorded no outcome").to_dict() for g, s in sorted(outcomes.items())]
+        path = folder / f"{hashlib.sha256(arm.encode()).hexdigest()[:8]}.jsonl"
+        write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+        config = {"imported": {"sources": sources, "mapping": asdict(mapping)}, "env": {"name": env},
+                  "arm": arm}
+        run_id = ledger.start_run(exp, arm, config=config, executor_fingerprint=f"imported:{stamp}")
+        measured = [s for s in outcomes.values() if s is not None]
+        summary = {"attempted": len(outcomes), "measured": len(measured), "unmeasured": len(outcomes) - len(measured),
+                   "successes": sum(measured), "coerced_actions": 0, "actions": 0}
+        ledger.add_eval(run_id, arm, summary, str(path.resolve()), _sha256(path))
+        ledger.end_run(run_id, "finished", f"imported from {len(sources)} file(s), {stamp}")
+        runs.append({"run_id": run_id, "arm": arm, "denominators": summary})
+    return {"experiment_id": exp, "experiment": experiment, "import": stamp, "sources": sources, "runs": runs}

@@ -1,0 +1,106 @@
+"""skillos import: other tools' per-game files become ledger runs that compare re-tests, with the
+exact p-values a person computes by hand, unpaired games counted and bad values refused."""
+
+import json
+import sqlite3
+
+import pytest
+from conftest import run_cli
+
+GAMES = [f"task-{i:02d}" for i in range(40)]
+# by hand: the control wins the first 15 games; the treatment wins those too, plus 9 more (b=9),
+# and loses 2 of the control's wins (c=2): exact McNemar p = 2 * P(X <= 2 | n=11, 1/2)
+CONTROL = {g: i < 15 for i, g in enumerate(GAMES)}
+TREATMENT = {g: (i < 15 and i not in (3, 7)) or 15 <= i < 24 for i, g in enumerate(GAMES)}
+P_BY_HAND = 2 * (1 + 11 + 55) / 2 ** 11
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _compare(env, family="other-tool"):
+    result = run_cli("compare", "treated", "--control", "base", "--family", family, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_long_rows_mapped_by_flags_are_re_tested_exactly(tmp_path, skillos_home):
+    rows = [{"id": g, "condition": "base", "outcome": "C" if CONTROL[g] else "I"} for g in GAMES]
+    rows += [{"id": g, "condition": "treated", "outcome": TREATMENT[g]} for g in GAMES]
+    src = _write(tmp_path / "results.jsonl", rows)
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    done = run_cli("import", src, "--experiment", "other-tool", "--game-col", "id", "--arm-col", "condition",
+                   "--success-col", "outcome", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    recorded = json.loads(done.stdout)
+    assert {r["arm"]: r["denominators"]["successes"] for r in recorded["runs"]} == {"base": 15, "treated": 22}
+    arm = _compare(env)["arms"][0]
+    assert (arm["comparison"]["b"], arm["comparison"]["c"]) == (9, 2)
+    assert arm["comparison"]["p_value"] == pytest.approx(P_BY_HAND)
+    assert arm["denominators"]["attempted"] == 40
+    db = sqlite3.connect(skillos_home / "ledger.db")
+    configs = [json.loads(c) for (c,) in db.execute("SELECT config_json FROM runs")]
+    assert all(c["imported"]["sources"] == {str(src.resolve()): recorded["sources"][str(src.resolve())]}
+               for c in configs)
+
+
+def test_one_file_per_arm_with_unpaired_games_counted_not_guessed(tmp_path, skillos_home):
+    folder = tmp_path / "eval_arms"
+    folder.mkdir()
+    _write(folder / "base.jsonl", [{"game_id": g, "success": CONTROL[g]} for g in GAMES[:30]])
+    # the treated file lacks 2 of the control's games and has 3 the control never played, one unmeasured
+    treated = [{"game_id": g, "success": TREATMENT[g]} for g in GAMES[2:33]] + [{"game_id": "extra", "success": None}]
+    _write(folder / "treated.jsonl", treated)
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    done = run_cli("import", folder / "base.jsonl", folder / "treated.jsonl", "--experiment", "other-tool", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "1 unmeasured of 32 games" in done.stdout
+    result = _compare(env)
+    arm = result["arms"][0]
+    assert result["common_games"] == 28 and arm["comparison"]["n_paired"] == 28
+    assert any("denominators differ" in why for why in arm["why_not"])
+    assert arm["verdict"]["word"] != "improvement"
+
+
+def test_wide_rows_through_a_mapping_file(tmp_path, skillos_home):
+    src = _write(tmp_path / "wide.jsonl", [{"game": g, "no_skill": int(CONTROL[g]), "with_skill": int(TREATMENT[g])}
+                                           for g in GAMES])
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("game: game\narms: {no_skill: base, with_skill: treated}\n")
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    assert run_cli("import", src, "--experiment", "other-tool", "--mapping", mapping, env=env).returncode == 0
+    assert _compare(env)["arms"][0]["comparison"]["p_value"] == pytest.approx(P_BY_HAND)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([{"game_id": "a", "success": "maybe"}], "line 1: success value 'maybe' is not a success or a failure"),
+    ([{"game_id": "a", "success": True}, {"game_id": "a", "success": False}], "line 2: game 'a' appears twice"),
+    ([{"success": True}], "line 1: no game id (column 'game_id'"),
+    ([{"game_id": "a", "won": True}], "line 1: no success field (column 'success'"),
+])
+def test_a_bad_file_is_one_line_and_records_nothing(tmp_path, skillos_home, rows, message):
+    src = _write(tmp_path / "bad.jsonl", rows)
+    result = run_cli("import", src, "--experiment", "x", env={"SKILLOS_HOME": str(skillos_home)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and message in result.stderr
+    db = skillos_home / "ledger.db"
+    assert not db.exists() or sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+def test_an_inspect_log_is_imported_by_its_samples(tmp_path, skillos_home):
+    """A skillos run exported to inspect_ai's format and imported back is the same measurement."""
+    pytest.importorskip("inspect_ai")
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"arm": arm, "game_id": g, "success": won[g], "phase": "eval", "schema_version": 1}
+            for arm, won in (("base", CONTROL), ("treated", TREATMENT)) for g in GAMES]
+    _write(run / "games.jsonl", rows)
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    exported = run_cli("export", "inspect", run, tmp_path / "log.eval", env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert run_cli("import", tmp_path / "log.eval", "--experiment", "other-tool", env=env).returncode == 0
+    arm = _compare(env)["arms"][0]
+    assert (arm["comparison"]["b"], arm["comparison"]["c"]) == (9, 2)
+    assert arm["comparison"]["p_value"] == pytest.approx(P_BY_HAND)

@@ -1,0 +1,43 @@
+"""`skillos import`: other tools' per-game results as ledger runs (evals/imported.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def import_cmd(
+    files: List[Path] = typer.Argument(..., help="Per-game result files: JSONL (mapped by the flags or --mapping) "
+                                                "or inspect_ai .eval / .json logs."),
+    experiment: str = typer.Option(..., "--experiment", help="The experiment the runs are recorded under; "
+                                                            "`compare --family NAME` re-tests them."),
+    mapping: Optional[Path] = typer.Option(None, "--mapping", help="A YAML file of the keys below "
+                                                                  "(game, success, arm, arms, scorer)."),
+    game_col: Optional[str] = typer.Option(None, "--game-col", help="The game id's field (default game_id)."),
+    success_col: Optional[str] = typer.Option(None, "--success-col", help="The success field (default success)."),
+    arm_col: Optional[str] = typer.Option(None, "--arm-col", help="The arm's field (default arm; a file "
+                                                                 "without it is one arm, named after the file)."),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help="inspect logs: the scorer whose value is success."),
+    env: Optional[str] = typer.Option(None, "--env", help="The environment the games were played in, for the record."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was recorded as JSON."),
+):
+    """Record per-game results written by other tools as runs of one experiment, marked imported
+    (source files and their sha256), so `skillos compare ARM --control ARM --family NAME`
+    re-tests them; games that cannot be paired are counted by compare, never guessed."""
+    from skillos.api import import_runs
+    from skillos.cli_common import print_json
+
+    result = import_runs(files, experiment=experiment, mapping=mapping, env=env, game=game_col,
+                         success=success_col, arm=arm_col, scorer=scorer)
+    if as_json:
+        print_json(result)
+        return
+    for run in result["runs"]:
+        d = run["denominators"]
+        typer.echo(f"run #{run['run_id']} {run['arm']}: {d['successes']}/{d['measured']} won, "
+                   f"{d['unmeasured']} unmeasured of {d['attempted']} games")
+    typer.echo(f"experiment #{result['experiment_id']} {result['experiment']} (import {result['import']}, "
+               f"{len(result['sources'])} file(s)); re-test: skillos compare ARM --control ARM --family "
+               f"{result['experiment']}")
