@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from skillos.cli_common import JSON
+
 
 def import_cmd(
     files: List[Path] = typer.Argument(..., help="Per-game result files: JSONL (mapped by the flags or --mapping) "
@@ -21,23 +23,15 @@ def import_cmd(
                                                                  "without it is one arm, named after the file)."),
     scorer: Optional[str] = typer.Option(None, "--scorer", help="inspect logs: the scorer whose value is success."),
     env: Optional[str] = typer.Option(None, "--env", help="The environment the games were played in, for the record."),
-    as_json: bool = typer.Option(False, "--json", help="Print what was recorded as JSON."),
+    as_json: bool = JSON,
 ):
     """Record per-game results written by other tools as runs of one experiment, marked imported
     (source files and their sha256), so `skillos compare ARM --control ARM --family NAME`
     re-tests them; games that cannot be paired are counted by compare, never guessed."""
+    from skillos import cli_render as render
     from skillos.api import import_runs
-    from skillos.cli_common import print_json
+    from skillos.cli_common import emit
 
     result = import_runs(files, experiment=experiment, mapping=mapping, env=env, game=game_col,
                          success=success_col, arm=arm_col, scorer=scorer)
-    if as_json:
-        print_json(result)
-        return
-    for run in result["runs"]:
-        d = run["denominators"]
-        typer.echo(f"run #{run['run_id']} {run['arm']}: {d['successes']}/{d['measured']} won, "
-                   f"{d['unmeasured']} unmeasured of {d['attempted']} games")
-    typer.echo(f"experiment #{result['experiment_id']} {result['experiment']} (import {result['import']}, "
-               f"{len(result['sources'])} file(s)); re-test: skillos compare ARM --control ARM --family "
-               f"{result['experiment']}")
+    emit(result, as_json, render.import_lines)

@@ -354,3 +354,12 @@ def sleep_status_lines(d: dict) -> list[str]:
     if not d["nights"] and not d["proposals"]:
         lines.append(f"no nights yet under {d['home']}")
     return lines
+
+
+def import_lines(d: dict) -> list[str]:
+    """`skillos import`: each recorded run with its denominators, then how to re-test them."""
+    lines = [f"run #{run['run_id']} {run['arm']}: {run['denominators']['successes']}/{run['denominators']['measured']} "
+             f"won, {run['denominators']['unmeasured']} unmeasured of {run['denominators']['attempted']} games"
+             for run in d["runs"]]
+    return lines + [f"experiment #{d['experiment_id']} {d['experiment']} (import {d['import']}, {len(d['sources'])} "
+                    f"file(s)); re-test: skillos compare ARM --control ARM --family {d['experiment']}"]
