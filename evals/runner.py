@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from skillos.errors import SkillosError
-from skillos.evals.trace import TRACES, TraceWriter, repo_changes
+from skillos.evals.trace import TraceWriter, repo_changes
 from skillos.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
@@ -134,7 +134,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
     done, results, recorded = done or {}, {}, []
     envs = _EnvPool(env, make_env)
     fh = open(out, "a", encoding="utf-8") if out else None
-    traces = TraceWriter(Path(out).with_name(TRACES)) if out else None
+    traces = TraceWriter.beside(out) if out else None
 
     def play_one(game) -> Trajectory:
         with envs.lease() as game_env:

@@ -81,7 +81,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     """Gate the launch (`gate(cfg, ledger)`: `skillos.evaluate_slate` passes `gates.enforce`, which
     sits above evals), then play every arm on the slate eval; rows and report go to `out_dir`."""
     from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.evals.runner import play
 
     g = cfg.skillgate

@@ -44,7 +44,7 @@ def saved_run(tmp_path, ledger=None):
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     run_id = None
     if ledger is not None:
-        from skillos.evals.experiment import record_experiment
+        from skillos.ledger.experiments import record_experiment
 
         run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict())
         for c in (1, 2):
@@ -158,7 +158,7 @@ def test_refusals_known_before_compute_are_made_before_any_game(tmp_path, skillo
     pytest.importorskip("alfworld")
     import skillos
     from skillos.evals import runner
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.gates import dryrun
 
     def no_game(*a, **k):

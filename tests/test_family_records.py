@@ -130,7 +130,7 @@ def test_a_repo_from_a_run_without_the_list_is_checked_through_its_run(tmp_path)
     from skillos.evals.sweep import check_not_curated_on, curated_on
 
     cfg = load(QUICKSTART, sets=["env.n_games=6", "env.n_train_games=6"])
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     held = load_games(cfg, cfg.env.split, 6)
     run = tmp_path / "run"

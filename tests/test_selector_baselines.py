@@ -19,7 +19,7 @@ def built(tmp_path_factory, game_cache):
     from transformers import AutoTokenizer
 
     from skillos.evals.envs.slate import make_slate_setup
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.training.tiny_model import build
 
     cfg = cfgmod.load(CPU)
@@ -68,7 +68,7 @@ def test_dpo_pairs_each_gold_read_with_at_most_five_misleading_ones(tmp_path, ga
     from transformers import AutoTokenizer
 
     from skillos.evals.envs.slate import make_slate_setup
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.training.selector_baselines import DPO_REJECTED, dpo_pairs
     from skillos.training.tiny_model import build
 

@@ -17,7 +17,7 @@ CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, game_cache):
     from skillos.evals.envs.slate import make_slate_setup
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     cfg = cfgmod.load(CPU)
     games = load_games(cfg, "train", 3)

@@ -86,7 +86,7 @@ def eval_cmd(
     The launch gates run first (static and dry-run) and refuse a failing config."""
     from skillos import api
 
-    from skillos.evals.experiment import default_out_dir
+    from skillos.evals.run_folder import default_out_dir
 
     cfg = load_config(config, set_, n_games, n_train_games)
     out_dir = out_dir or default_out_dir(cfg)
@@ -119,7 +119,7 @@ def quickstart(
 
     with resources.as_file(resources.files("skillos.evals") / "configs" / "quickstart.yaml") as path:
         cfg = load_config(path, set_, n_games, n_train_games)
-    from skillos.evals.experiment import default_out_dir
+    from skillos.evals.run_folder import default_out_dir
 
     out_dir = out_dir or default_out_dir(cfg)
     with resumable(out_dir), ProgressBars() as bars:

@@ -118,7 +118,7 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     """The rollout setup of a config: its environment's executor and the train games it may draw
     from; with `gauge` (a rollouts.InFlight), every executor request is counted while in flight."""
     from skillos.evals.envs.registry import environment
-    from skillos.evals.experiment import arm_settings
+    from skillos.evals.arms import arm_settings
 
     env, settings = environment(cfg), arm_settings(cfg)
     games = list(games)
@@ -126,7 +126,7 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     executor = env.make_executor(cfg.executor)
     return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
                  lambda: env.make_env(games), high, settings["max_steps"], settings["top_k"],
-                 cfg.retrieval.mode, low if low != high else None)
+                 settings["retrieval_mode"], low if low != high else None)
 
 
 def finish(env: CuratorEnv) -> Rollout:

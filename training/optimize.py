@@ -347,10 +347,12 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     import yaml
 
     from skillos.evals import stats
+    from skillos.evals.arms import arm_settings, game_sets, load_games
     from skillos.evals.envs.registry import environment
-    from skillos.evals.experiment import arm_settings, check_out, game_sets, load_games, record_experiment
     from skillos.evals.report import arm_summary
+    from skillos.evals.run_folder import check_out
     from skillos.evals.runner import run_arm
+    from skillos.ledger.experiments import record_experiment
 
     o = cfg.optimize
     seed = preflight(cfg)
@@ -374,7 +376,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     domain, pool = environment(cfg), train + validation + test_games
-    executor, settings, env = domain.make_executor(cfg.executor), arm_settings(cfg), domain.make_env(pool)
+    executor, env = domain.make_executor(cfg.executor), domain.make_env(pool)
 
     def play(repo, games, label, curator=None) -> list[dict]:
         from skillos.safety import Ticker
@@ -387,8 +389,8 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
             tick(len(played))
 
         return run_arm(label, games, env=env, make_env=lambda: domain.make_env(pool), executor=executor,
-                       repo=repo, curator=curator, concurrency=cfg.eval.concurrency if curator is None else 1,
-                       wave_size=1, retrieval_mode=cfg.retrieval.mode, on_game=one_more, **settings)
+                       repo=repo, curator=curator, on_game=one_more,
+                       **arm_settings(cfg, curate_each_game=curator is not None))
 
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}
@@ -534,7 +536,7 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     (counts, indexes, types). A candidate logged after the last saved state is dropped from the
     history, the memory and the ledger (invalidated there, with the reason): its step is played
     again."""
-    from skillos.evals.experiment import same_config
+    from skillos.evals.run_folder import same_config
 
     if not same_config(out, cfg):
         raise SkillosError(f"{out}: its config.yaml differs from this config (or is missing); resume "
@@ -655,7 +657,7 @@ def _check_state_games(out: Path, state: dict, validation: list) -> None:
 def precheck(cfg, out: Path, ledger, resume: bool, unseal: str | None) -> None:
     """Every refusal known before compute, made before the gates play anything: a resume whose
     state does not match (read, nothing changed), a sealed test split the ledger says was read."""
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     o = cfg.optimize
     steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))

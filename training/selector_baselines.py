@@ -118,7 +118,8 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     from transformers import AutoTokenizer
 
     from skillos.evals.envs.slate import make_slate_setup
-    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.evals.arms import load_games
+    from skillos.ledger.experiments import record_experiment
     from skillos.training.prompt_cap import cap_text
     from skillos.training.tiny_model import resolve
     from skillos.training.trainer import _archive_callback, _lora, _step, is_main_process, output_dir

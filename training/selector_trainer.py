@@ -232,7 +232,9 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "r
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
     from datasets import Dataset
 
-    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.evals.arms import load_games
+
+    from skillos.ledger.experiments import record_experiment
     from skillos.evals.envs.slate import make_slate_setup
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
     from skillos.training.trainer import _archive_callback, _lora, archived, fit, is_main_process

@@ -289,7 +289,8 @@ def finished_checkpoint(cfg: Config) -> str | None:
 
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
-    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.evals.arms import load_games
+    from skillos.ledger.experiments import record_experiment
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
     from skillos.training.rollouts import InFlight

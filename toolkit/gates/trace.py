@@ -499,7 +499,7 @@ def _history(t: Tracer, key, value):
 def _scripted_play(t: Tracer):
     def build():
         from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-        from skillos.evals.experiment import arm_settings
+        from skillos.evals.arms import arm_settings
         from skillos.evals.runner import play
         from skillos.repo import Retriever, SkillRepo
 
@@ -558,13 +558,13 @@ def _max_steps(t: Tracer, key, value):
             setup = make_slate_setup(cfg, [], tmp)
         return _row(key, value, "SlateSetup.max_steps (actions per slate episode)", setup.max_steps)
     p = _scripted_play(t)
-    return _row(key, value, "runner.play(max_steps) via experiment.arm_settings: actions played before the "
+    return _row(key, value, "runner.play(max_steps) via arms.arm_settings: actions played before the "
                 "game is cut", p["steps"], "a scripted game that never ends, played to the cap")
 
 
 @resolver(r"^env\.(?P<name>n_games|split|n_train_games|train_split)$")
 def _game_sets(t: Tracer, key, value, name):
-    from skillos.evals.experiment import game_sets
+    from skillos.evals.arms import game_sets
 
     which = "held_out" if name in ("n_games", "split") else "train"
     split, n = game_sets(t.cfg)[which]
@@ -583,9 +583,9 @@ def _min_group(t: Tracer, key, value):
 
 @resolver(r"^eval\.max_error_rate$")
 def _error_rate(t: Tracer, key, value):
-    from skillos.evals.experiment import arm_settings
+    from skillos.evals.arms import arm_settings
 
-    return _row(key, value, "runner.run_arm(max_error_rate) via experiment.arm_settings",
+    return _row(key, value, "runner.run_arm(max_error_rate) via arms.arm_settings",
                 arm_settings(t.cfg)["max_error_rate"])
 
 

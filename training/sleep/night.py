@@ -253,7 +253,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
     before any model call: `skillos.sleep` passes `gates.enforce` (training sits below gates)."""
     from skillos.evals import stats
     from skillos.evals.backends.chat import make_chat
-    from skillos.evals.experiment import record_experiment
+    from skillos.ledger.experiments import record_experiment
     from skillos.ledger import Ledger
     from skillos.training.optimize import CalibrationFailed, RejectedMemory, _report, calibrate, \
         edits_allowed
