@@ -29,7 +29,7 @@ SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is s
 
 def parse_executor(spec: str) -> tuple[str, str | None]:
     """'heuristic', or BACKEND:MODEL for a model backend (openai, anthropic, hf, vllm)."""
-    from skillos.evals.backends.chat import MODEL_BACKENDS
+    from skillos.registry import MODEL_BACKENDS
 
     backend, _, model = spec.partition(":")
     if backend == "heuristic" and not model:

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from skillos.gates.core import Context, Result, same
+from skillos.registry import LOCAL_BACKENDS, MODEL_BACKENDS, TRAINERS
 
 INCIDENT = "a setting the gate approved never reached the code it configures (checked but not applied)"
 # derived quantities -> the config keys they are made of
@@ -377,11 +378,11 @@ def _per_step(t: Tracer, key, value):
 # skillgate ---------------------------------------------------------------------------------------
 @resolver(r"^skillgate\.trainer$")
 def _trainer(t: Tracer, key, value):
-    from skillos.training.registry import TRAINERS, trainer_for
+    from skillos.training.registry import trainer_for
 
     fn = trainer_for(t.cfg)
     arrived = f"{fn.__module__}:{fn.__name__}"
-    target = TRAINERS.get(value, "")
+    target = TRAINERS[value].target if value in TRAINERS else ""
     return _row(key, value, "training/registry.trainer_for: what skillos train runs", arrived,
                 applied=arrived == (target if ":" in target else f"{target}:train"))
 
@@ -429,7 +430,7 @@ def _backend_field(t: Tracer, key, value, section, name):
     if b.backend in (None, "heuristic"):
         return _not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
     where, arrived = t.sent(section)[name]
-    if name == "reasoning_effort" and value is not None and b.backend in ("hf", "vllm"):
+    if name == "reasoning_effort" and value is not None and b.backend in LOCAL_BACKENDS:
         template = _local_template(b.model)
         if template is not None and "enable_thinking" not in template:
             return Row(key, value, where, False, arrived, "the model's chat template has no enable_thinking switch "
@@ -467,11 +468,10 @@ def _local_template(model: str | None) -> str | None:
 
 @resolver(r"^(?P<section>executor|curator|judge|optimize\.optimizer|sleep\.model|sleep\.optimizer)\.backend$")
 def _backend(t: Tracer, key, value, section):
-    from skillos.evals.backends.chat import SENT
-
     if value in (None, "heuristic"):
         return _not_used(key, value, "no model backend")
-    return _row(key, value, "evals/backends/chat.make_chat: the backend class built", value if value in SENT else None)
+    return _row(key, value, "evals/backends/chat.make_chat: the backend class built",
+                value if value in MODEL_BACKENDS else None)
 
 
 @resolver(r"^executor\.history_length$")

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.registry import MODEL_BACKENDS
 from skillos.safety import RunLock
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
 from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
@@ -26,8 +27,6 @@ from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, B
                                            system_prompt)
 from skillos.training.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
                                           recover_nights, sleep_home, stamp, with_learned, write_proposal)
-
-MODEL_BACKENDS = ("openai", "anthropic", "hf", "vllm")
 
 
 def preflight(cfg) -> tuple[Path, str]:
