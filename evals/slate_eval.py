@@ -20,8 +20,8 @@ from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
 from skillos.evals.envs.slate import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
                                       selection_metrics)
+from skillos.files import write_atomic
 from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS
-from skillos.repo.store import write_atomic
 
 ROWS, REPORT, SPEC = "slate_games.jsonl", "slate_report.json", "eval_spec.yaml"
 

@@ -83,7 +83,7 @@ def prune(path: Path, keep: set) -> None:
     path = Path(path)
     if not path.exists():
         return
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     from skillos import safety
 

@@ -130,7 +130,7 @@ def test_a_candidate_logged_after_the_last_saved_state_is_dropped_everywhere(tmp
         ledger.add_candidate(state["run_id"], epoch=0, step=2, verdict="reject")
         assert resume(cfg, out, ledger)["tried"] == 2
         assert [json.loads(x)["candidate"] for x in (out / "history.jsonl").read_text().splitlines()] == [1, 2]
-        rows = [ledger._current("candidates", c) for c in ledger.rows("candidates")]
+        rows = [ledger.corrected("candidates", c) for c in ledger.rows("candidates")]
         assert [c["valid"] for c in rows] == [True, True, False] and "played again" in rows[2]["invalid_reason"]
 
 

@@ -70,7 +70,7 @@ def test_an_arm_name_found_in_several_experiments_is_refused_unless_chosen(tmp_p
             result = compare(ledger, ["closed_loop"], experiment=chosen)
             arm, control = result["arms"][0], result["control"]
             assert (arm["experiment_id"], arm["env"], control["experiment_id"], control["env"]) == (exp, env, exp, env)
-            assert arm["experiment"] == ledger._row("experiments", exp)["name"]
+            assert arm["experiment"] == ledger.row("experiments", exp)["name"]
         by_id = compare(ledger, [str(newest)])  # a run id is never ambiguous; its control is its own experiment's
         assert by_id["control"]["experiment_id"] == b and by_id["arms"][0]["p_adjusted"] is not None
 

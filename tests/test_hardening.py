@@ -352,7 +352,7 @@ def test_key_values_of_named_variables_are_redacted_everywhere(tmp_path, monkeyp
     from skillos.evals.runner import row
     from skillos.evals.trajectory import Trajectory
     from skillos.ledger import Ledger
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     monkeypatch.setenv(var, KEY)
     config.from_dict({"executor": {"backend": "openai", "model": "m", "api_key_env": var}})

@@ -39,7 +39,9 @@ class Setup:
 
 
 @dataclass
-class _State:
+class RolloutState:
+    """One rollout's record as it is played: what the reward is computed from."""
+
     game_ids: list
     task_type: str
     repo: SkillRepo = field(default_factory=lambda: SkillRepo(None))
@@ -58,7 +60,7 @@ class CuratorEnv:
     def __init__(self, setup: Setup):
         self._setup = setup
         self._env = setup.make_env()
-        self._state: _State | None = None
+        self._state: RolloutState | None = None
 
     @together  # TRL resets one rollout at a time; under training/rollouts.py a step's resets run at once
     def reset(self, **row) -> str:
@@ -70,7 +72,7 @@ class CuratorEnv:
         unknown = [g for g in ids if g not in self._setup.games]
         if unknown:  # the held-out split is never in Setup.games: a row naming it stops here
             raise KeyError(f"game {unknown[0]!r} is not in the training pool")
-        self._state = _State(ids, row.get("task_type", ""))
+        self._state = RolloutState(ids, row.get("task_type", ""))
         return self._advance()
 
     @together
@@ -129,6 +131,20 @@ def make_setup(cfg, games, gauge=None) -> Setup:
                  settings["retrieval_mode"], low if low != high else None)
 
 
+def state_of(env: CuratorEnv) -> RolloutState | None:
+    """The rollout `env` is playing (None before its reset). A function, not a public member: the
+    environment's public methods are the curator's tools (TRL), so its state stays private."""
+    return env._state
+
+
+def env_with_state(state: RolloutState) -> CuratorEnv:
+    """An environment holding a rollout already played, without a setup or a game: what the
+    gates' reward probe scores."""
+    env = CuratorEnv.__new__(CuratorEnv)
+    env._state = state
+    return env
+
+
 def finish(env: CuratorEnv) -> Rollout:
     """Play every position the curator did not reach, with the repo frozen; the rollout's record.
 
@@ -156,7 +172,7 @@ def published_tools(cls) -> list[str]:
                   if not name.startswith("_") and name not in ("reset", "get_reward"))
 
 
-def _apply(state: _State, op) -> str:
+def _apply(state: RolloutState, op) -> str:
     state.ops_total += 1
     applied = apply_op(state.repo, op)
     state.ops_valid += applied.ok

@@ -4,7 +4,7 @@ rollout → reflect → propose → gate → update loop builds on them.
 
 * `edits_allowed`: the textual learning rate, the most edits one step may make, decaying on a
   schedule (SkillOpt: 4 → 2, cosine).
-* The acceptance gate is `skillos.evals.stats.gate` (paired k·SE by default; SkillOpt's strict
+* The acceptance gate is `skillos.evals.stats.accept_candidate` (paired k·SE by default; SkillOpt's strict
   rule for comparison; indecisive when too much of the validation split was unmeasured).
 * `calibrate`: an A/A test before any spending. The gate judges two copies of the seed skill;
   a gate that accepts a copy over itself would accept noise, so the run refuses to start.
@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
-from skillos.evals.stats import GateVerdict, gate
+from skillos.evals.run_folder import CONFIG, HISTORY, REPORT, config_text
+from skillos.evals.stats import CandidateVerdict, accept_candidate
 from skillos.repo import SkillRepo
 from skillos.files import write_atomic
 from skillos.safety import json_text
@@ -48,10 +49,10 @@ class CalibrationFailed(SkillosError):
     """The gate accepted the seed skill over an identical copy: it would accept noise."""
 
 
-def calibrate(first: dict, second: dict, mode: str, k: float, max_unmeasured: float) -> GateVerdict:
+def calibrate(first: dict, second: dict, mode: str, k: float, max_unmeasured: float) -> CandidateVerdict:
     """A/A: `first` and `second` are the validation outcomes (task id -> True/False/None) of two
     copies of the seed skill. Returns the gate's verdict, which must not be accept."""
-    verdict = gate(first, second, mode, k, max_unmeasured)
+    verdict = accept_candidate(first, second, mode, k, max_unmeasured)
     if verdict.verdict == "accept":
         raise CalibrationFailed(f"A/A calibration: the {mode} gate accepted a copy of the seed skill over "
                                 f"itself ({verdict.reason}); it would accept noise. Raise optimize.gate.k, "
@@ -86,7 +87,7 @@ class RejectedMemory:
         if self.path:
             write_atomic(self.path, json.dumps([asdict(r) for r in self.items], indent=1))
 
-    def add(self, edit: str, verdict: GateVerdict, incumbent: dict, candidate: dict, epoch: int, step: int,
+    def add(self, edit: str, verdict: CandidateVerdict, incumbent: dict, candidate: dict, epoch: int, step: int,
             keys: list | None = None) -> None:
         broke = sorted(t for t in incumbent if incumbent[t] is True and candidate.get(t) is False)
         fixed = sorted(t for t in incumbent if incumbent[t] is False and candidate.get(t) is True)
@@ -344,8 +345,6 @@ def destroyed(trajectories: list, incumbent: dict, candidate: dict, seed: str) -
 def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal: str = "real") -> dict:
     import random
 
-    import yaml
-
     from skillos.evals import stats
     from skillos.evals.arms import arm_settings, game_sets, load_games
     from skillos.evals.envs.registry import environment
@@ -374,7 +373,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     if state is not None:
         _check_state_games(out, state, validation)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    write_atomic(out / CONFIG, config_text(cfg))
     domain, pool = environment(cfg), train + validation + test_games
     executor, env = domain.make_executor(cfg.executor), domain.make_env(pool)
 
@@ -409,7 +408,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
                  "incumbent_validation": first, "calibration": aa.to_dict()}
         incumbent = seed
     else:
-        aa = GateVerdict(**state["calibration"])
+        aa = CandidateVerdict(**state["calibration"])
         incumbent = SkillRepo.load(out / "incumbent").copy()
         echo(f"resuming {out} at step {state['next']} of {total}: {state['tried']} candidates tried, "
              f"{state['accepted']} accepted")
@@ -439,7 +438,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
             if signal == "shuffled":
                 _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
                                                                   f"{cfg.env.seed}|{g}|gate")
-            verdict = stats.gate(judged_incumbent, judged_candidate, *gate_args)
+            verdict = stats.accept_candidate(judged_incumbent, judged_candidate, *gate_args)
             tried += 1
             paired = stats.compare(incumbent_val, candidate_val, names=("candidate", "incumbent"),
                                    alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
@@ -447,7 +446,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
                      "edits": [e.summary() for e in edits], "diff": "".join(e.diff(incumbent) for e in edits),
                      **verdict.to_dict(), "incumbent_rate": paired.control_rate,
                      "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
-            with open(out / "history.jsonl", "a", encoding="utf-8") as fh:
+            with open(out / HISTORY, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(entry) + "\n")
             if ledger is not None:
                 ledger.add_candidate(run_id, **{k: entry[k] for k in (
@@ -470,14 +469,14 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     seed_rows, best_rows = play(seed, final, "seed"), play(incumbent, final, "best")
     comparison = stats.compare(outcomes(seed_rows), outcomes(best_rows), names=("best", "seed"),
                                alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-    report = _report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows), arm_summary(best_rows),
-                     len(incumbent), out)
+    report = sealed_test_report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows),
+                                arm_summary(best_rows), len(incumbent), out)
     # Which games seed and best are scored on: the sealed test split, named with the hash the
     # ledger seals it by (validation numbers never appear as the result).
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
                            "n_games": len(final), "content_hash": test.content_hash}
     report["test_outcomes"] = {"seed": outcomes(seed_rows), "best": outcomes(best_rows)}
-    write_atomic(out / "report.json", json_text(report))
+    write_atomic(out / REPORT, json_text(report))
     if ledger is not None:
         for arm, summary in (("seed", report["seed"]), ("best", report["best"])):
             ledger.add_eval(run_id, arm, summary, None, None)
@@ -485,7 +484,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     return report
 
 
-def acceptance_plan(cfg, aa: GateVerdict | None = None) -> str:
+def acceptance_plan(cfg, aa: CandidateVerdict | None = None) -> str:
     """The smallest gain the gate can accept on n_validation tasks, from the A/A run's paired
     differences (noise: the share of tasks that flipped between two copies of the seed) or,
     before any game, from experiment.expected_discordance. A candidate below it is rejected
@@ -541,10 +540,10 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     if not same_config(out, cfg):
         raise SkillosError(f"{out}: its config.yaml differs from this config (or is missing); resume "
                            "with the same config, or choose another --out")
-    if (out / "report.json").exists() or (out / "test.sealed").exists():
+    if (out / REPORT).exists() or (out / "test.sealed").exists():
         raise SkillosError(f"{out}: this optimize run already read its sealed test split; nothing to resume")
     if not (out / "state.json").exists():
-        for name in ("history.jsonl", "rejected.json"):
+        for name in (HISTORY, "rejected.json"):
             if write:
                 (out / name).unlink(missing_ok=True)
         return None
@@ -578,7 +577,7 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     if set(state["seed_validation"]) != set(state["incumbent_validation"]):
         raise bad("the seed's and the incumbent's validation tasks differ")
     try:
-        GateVerdict(**state.get("calibration"))
+        CandidateVerdict(**state.get("calibration"))
     except (TypeError, ValueError):
         raise bad("calibration is not a gate verdict") from None
     try:
@@ -588,7 +587,7 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     if not (out / "incumbent").is_dir():
         raise bad("its incumbent/ folder is missing")
 
-    history = out / "history.jsonl"  # a candidate logged after the last saved state is played again
+    history = out / HISTORY  # a candidate logged after the last saved state is played again
     kept = []
     if history.exists():
         skips = safety.Skips()
@@ -638,7 +637,7 @@ def _match_ledger(ledger, cfg, run_id, tried: int, bad, write: bool = True) -> N
         raise bad(f"its ledger run #{run_id} is finished")
     candidates = [dict(c) for c in ledger.db.execute("SELECT id FROM candidates WHERE run_id = ? ORDER BY id",
                                                      (run_id,))]
-    valid = [c for c in candidates if ledger._current("candidates", c)["valid"]]
+    valid = [c for c in candidates if ledger.corrected("candidates", c)["valid"]]
     if len(valid) < tried:
         raise bad(f"it says {tried} candidates were tried; the ledger's run #{run_id} records {len(valid)}")
     for c in valid[tried:] if write else ():
@@ -695,7 +694,8 @@ def _seed_repo(cfg) -> SkillRepo:
         raise SkillosError(f"optimize.seed_skills: {exc}") from None
 
 
-def _report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, best: dict, size: int, out: Path) -> dict:
+def sealed_test_report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, best: dict, size: int,
+                       out: Path) -> dict:
     """Seed vs best on the sealed test split. The best skill set was chosen among `tried`
     candidates, so the claim is judged in a family of that size (Bonferroni), by the one
     verdict function."""

@@ -392,7 +392,7 @@ def selector_rollouts(ctx: Context) -> Result:
         return Result(check, gates, "SKIP", detail="skillgate.trainer curator")
     import tempfile
 
-    from skillos.evals.envs.slate import SlateEnv, episode_record, make_slate_setup
+    from skillos.evals.envs.slate import SlateEnv, admissible, episode_record, make_slate_setup
     from skillos.training.env import published_tools
 
     incident = "selector credit computed from reads the environment never recorded"
@@ -409,7 +409,7 @@ def selector_rollouts(ctx: Context) -> Result:
         slate = setup.slates[game.id]
         env.read_skill(slate.oracle)
         env.read_skill(next(iter(slate.misleading + slate.irrelevant + slate.relevant), slate.oracle))
-        env.act(env._episode.obs.admissible[0])
+        env.act(admissible(env)[0])
         record = episode_record(env)
         if record["success"] is None:
             problems.append(f"{game.id} unmeasured: {record['unmeasured_reason']}")

@@ -182,9 +182,9 @@ class Tracer:
     def trainer_class(self):
         def build():
             if self.trainer == "selector":
-                from skillos.training.selector_trainer import _classes
+                from skillos.training.selector_trainer import selector_classes
 
-                return _classes()[1]
+                return selector_classes()[1]
             if self.trainer == "curator":
                 from skillos.training.trainer import trainer_class
 
@@ -268,7 +268,7 @@ def _lora(t: Tracer, key, value):
         return Row(key, value, "GRPOTrainer(peft_config=None)", True, None, "full fine-tuning")
 
     def build():
-        from skillos.training.trainer import _lora as lora_config
+        from skillos.training.trainer import lora_config
 
         return lora_config(t.cfg)
     lora = t.cached("lora", build)
@@ -609,7 +609,7 @@ def _reward_probe(t: Tracer) -> dict:
     """Each weight as the real reward function applies it: three scripted rollouts that score
     0 on r_task and 1 on exactly one other term; each total is that term's weight."""
     def build():
-        from skillos.training.env import CuratorEnv, _State
+        from skillos.training.env import RolloutState, env_with_state
         from skillos.training.trainer import RewardFunction
 
         class Judge:
@@ -617,10 +617,9 @@ def _reward_probe(t: Tracer) -> dict:
                 return True
 
         def env(ops_valid=0, ops_total=0, contents=(), input_words=0):
-            e = CuratorEnv.__new__(CuratorEnv)
-            e._state = _State(["p1", "p2", "p3"], "probe", positions=[True, False, False], ops_valid=ops_valid,
-                              ops_total=ops_total, contents=list(contents), input_words=input_words, calls=2)
-            return e
+            return env_with_state(RolloutState(["p1", "p2", "p3"], "probe", positions=[True, False, False],
+                                               ops_valid=ops_valid, ops_total=ops_total, contents=list(contents),
+                                               input_words=input_words, calls=2))
         envs = [env(1, 1), env(contents=["a skill"]), env(input_words=10)]
         completions = [[{"role": "assistant", "content": ""}] for _ in envs]
         totals = RewardFunction(t.cfg, Judge(), lambda _line: None)(

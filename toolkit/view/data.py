@@ -195,7 +195,7 @@ class Source:
             runs = self._guard(problems, "runs", lambda: ledger.rows("runs"), [])
             for row in self._guard(problems, "experiments", lambda: ledger.rows("experiments"), []):
                 exp = self._guard(problems, f"experiment #{row.get('id')}",
-                                  lambda: ledger._current("experiments", row))
+                                  lambda: ledger.corrected("experiments", row))
                 if exp is None:
                     continue
                 exp["n_runs"] = sum(r.get("experiment_id") == exp["id"] for r in runs)
@@ -218,7 +218,7 @@ class Source:
             if row is None:
                 problems.append(f"no experiment with id {exp_id} in {self.ledger_path}")
                 return data
-            data["experiment"] = ledger._current("experiments", dict(row))
+            data["experiment"] = ledger.corrected("experiments", dict(row))
             folders = self.run_folders()
             outputs = []
             for r in ledger.db.execute("SELECT id FROM runs WHERE experiment_id = ? ORDER BY id", (exp_id,)):
@@ -251,7 +251,7 @@ class Source:
                                     if g["experiment_id"] == exp_id or g["run_id"] in run_ids]
             data["overrides"] = [o for o in ledger.rows("overrides") if o["experiment_id"] == exp_id]
             data["candidates"] = [self._guard(problems, f"candidate #{c.get('id')}",
-                                              lambda: ledger._current("candidates", c), c)
+                                              lambda: ledger.corrected("candidates", c), c)
                                   for c in ledger.rows("candidates") if c["run_id"] in run_ids]
             data["failures"] = self._guard(problems, "failures", lambda: [
                 f for f in ledger.failures() if f["experiment_id"] == exp_id or f["run_id"] in run_ids], [])

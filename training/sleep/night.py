@@ -5,8 +5,8 @@ experiment run with evals, candidates and operational failures, and never writes
 
 The consolidation is `skillos optimize`'s: a textual learning rate (`edits_allowed`) bounds the
 lines a step may add to the skill's learned block, `RejectedMemory` keeps rejected edits across
-nights, `calibrate` refuses a gate that accepts a copy of the skill over itself, `stats.gate`
-decides (indecisive when too much is unmeasured), and `SealedSplit` reads the test tasks once,
+nights, `calibrate` refuses a gate that accepts a copy of the skill over itself,
+`stats.accept_candidate` decides (indecisive when too much is unmeasured), and `SealedSplit` reads the test tasks once,
 corrected for every candidate tried on them, over all nights.
 """
 
@@ -252,10 +252,10 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
     before any model call: `skillos.sleep` passes `gates.enforce` (training sits below gates)."""
     from skillos.evals import stats
     from skillos.evals.backends.chat import make_chat
-    from skillos.ledger.experiments import record_experiment
     from skillos.ledger import Ledger
-    from skillos.training.optimize import CalibrationFailed, RejectedMemory, _report, calibrate, \
-        edits_allowed
+    from skillos.ledger.experiments import record_experiment
+    from skillos.training.optimize import CalibrationFailed, RejectedMemory, calibrate, edits_allowed
+    from skillos.training.optimize import sealed_test_report as _report
 
     from skillos.repo import parse_skill
     from skillos.repo.skill import SkillError
@@ -352,7 +352,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
                     echo(f"step {step}: the proposed skill does not validate ({exc}); no candidate")
                     continue
                 cand_val = booleans(play(candidate, splits["validation"], f"candidate-{step}"))
-                verdict = stats.gate(incumbent_val, cand_val, *gate_args)
+                verdict = stats.accept_candidate(incumbent_val, cand_val, *gate_args)
                 broke = sorted(t for t in incumbent_val if incumbent_val[t] is True and cand_val.get(t) is False)
                 if verdict.verdict == "accept" and s.no_regress and broke:
                     verdict = dataclasses.replace(verdict, verdict="reject",
@@ -421,7 +421,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
         if status == "finished" and accepted:
             report["proposal"] = str(home / "proposals" / f"{night_id}-{name}")
             write_proposal(home, night_id, skill_path, seed_text, incumbent, report, tasks)  # that folder, whole
-        from skillos.repo.store import write_atomic
+        from skillos.files import write_atomic
 
         write_atomic(night_dir / "report.json", json.dumps(report, indent=1))
         if caller.errors:
@@ -517,7 +517,7 @@ class _O:  # an outcome of a bare bool/None, for _summary
 def _candidates_on_test(home: Path, tried: int) -> int:
     """Candidates tried against this sealed test over all nights (the test tasks are chosen by
     content hash, so every night reads the same ones): the Bonferroni factor of the claim."""
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     path = home / "test_reads.json"
     reads = json.loads(path.read_text()) if path.is_file() else []
