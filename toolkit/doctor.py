@@ -152,7 +152,8 @@ def _backend(role: str, section) -> Check:
                                                         max_retries=0)
         models = [m.id for m in client.models.list()]
     except ImportError:
-        return Check(name, "fail", f"the {section.backend} SDK is not installed", "pip install '.[llm]'")
+        return Check(name, "fail", f"the {section.backend} SDK is not installed",
+                     f"pip install '.[{BACKENDS[section.backend].extra}]'")
     except Exception as exc:  # the SDKs raise their own connection / status / auth errors
         return Check(name, "fail", f"{where} did not answer: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}",
                      "check base_url, the key and the server (for vllm serve: is it up?)")
@@ -165,7 +166,6 @@ def _backend(role: str, section) -> Check:
 
 def _local_model(name: str, section) -> Check:
     from skillos.errors import SkillosError
-
     from skillos.registry import BACKENDS, DEFAULT_LOCAL
 
     entry = BACKENDS[section.backend]

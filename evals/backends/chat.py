@@ -16,6 +16,7 @@ from typing import Protocol
 
 from skillos.errors import SkillosError
 from skillos.registry import BACKENDS, MODEL_BACKENDS, key_env, load
+
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
 
