@@ -231,7 +231,7 @@ CRASH_AFTER = [1, 2, 3]  # write_atomic calls that succeed before the crash: jou
 @pytest.mark.parametrize("then", ["complete", "undo"])
 def test_an_adopt_that_crashed_between_its_writes_can_be_completed_or_undone(tmp_path, monkeypatch, crash_after, then):
     from skillos.files import write_atomic as real
-    from skillos.repo import store
+    from skillos import files as store
     from skillos.training.sleep import stage
 
     folder, live, before, after = _proposal(tmp_path)
