@@ -65,13 +65,13 @@ def experiment_scope(ledger: Ledger, experiment) -> set[int]:
     """`--experiment`: an experiment id (#3 or 3), or a name (every experiment of that name)."""
     text = str(experiment).strip()
     if text.lstrip("#").isdigit():
-        return {ledger._row("experiments", int(text.lstrip("#")))["id"]}
+        return {ledger.row("experiments", int(text.lstrip("#")))["id"]}
     return family_experiments(ledger, text)
 
 
 def _describe(ledger: Ledger, exp_id) -> str:
     try:
-        return f"#{exp_id} {ledger._row('experiments', exp_id)['name']}"
+        return f"#{exp_id} {ledger.row('experiments', exp_id)['name']}"
     except LedgerError:
         return f"#{exp_id}"
 
@@ -199,7 +199,7 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
 
     def origin(run: dict) -> dict:
         exp = run["experiment_id"]
-        name = ledger._row("experiments", exp)["name"] if exp is not None else None
+        name = ledger.row("experiments", exp)["name"] if exp is not None else None
         return {"experiment_id": exp, "experiment": name, "env": run_env(run)}
 
     arms = []

@@ -28,7 +28,7 @@ def make_curator(config, horizon: int | None = None, system: str | None = None) 
         from skillos.evals.backends.heuristic import HeuristicCurator
 
         return HeuristicCurator()
-    from skillos.evals.backends.chat import MODEL_BACKENDS
+    from skillos.registry import MODEL_BACKENDS
 
     if config.backend in MODEL_BACKENDS:
         from skillos.evals.backends.llm_curator import LLMCurator

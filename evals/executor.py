@@ -29,7 +29,7 @@ def make_executor(config) -> Executor:
         from skillos.evals.backends.heuristic import HeuristicExecutor
 
         return HeuristicExecutor()
-    from skillos.evals.backends.chat import MODEL_BACKENDS
+    from skillos.registry import MODEL_BACKENDS
 
     if config.backend in MODEL_BACKENDS:
         from skillos.evals.backends.llm_executor import LLMExecutor

@@ -70,7 +70,7 @@ def load_spec(path: str | Path) -> EvalSpec:
 
 
 def write_spec(spec: EvalSpec, path: str | Path) -> None:
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     write_atomic(Path(path), yaml.safe_dump(spec.pins(), sort_keys=False))
 

@@ -59,9 +59,10 @@ def _train_curation(out: Path, arms: list) -> dict:
     import json
 
     from skillos.evals.records import read_game_rows
+    from skillos.evals.run_folder import ROW_FILES
 
     rows: dict = {arm: [] for arm in arms}
-    for r in read_game_rows(Path(out) / "curation.jsonl", "curation rows"):
+    for r in read_game_rows(Path(out) / ROW_FILES["train"], "curation rows"):
         if r.get("arm") in rows:
             rows[r["arm"]].append(r)
     return {arm: curation_summary(arm_rows) for arm, arm_rows in rows.items() if arm_rows}
@@ -69,7 +70,7 @@ def _train_curation(out: Path, arms: list) -> dict:
 
 def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
     from skillos.evals.envs.registry import environment
-    from skillos.evals.experiment import arm_settings
+    from skillos.evals.arms import arm_settings
 
     domain = environment(cfg)
     outcomes = {arm: {r["game_id"]: r["success"] for r in arm_rows} for arm, arm_rows in rows.items()}

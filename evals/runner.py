@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Callable
 
 from skillos.errors import SkillosError
-from skillos.evals.trace import TRACES, TraceWriter, repo_changes
+from skillos.evals.trace import TraceWriter, repo_changes
 from skillos.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
-from skillos.repo.store import write_atomic
+from skillos.files import write_atomic
 
 MIN_GAMES_FOR_ABORT = 20  # the error budget is judged after this many games
 # The ALFWorld engine (the fast-downward translator, TextWorld's parsers) keeps module-level
@@ -134,7 +134,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
     done, results, recorded = done or {}, {}, []
     envs = _EnvPool(env, make_env)
     fh = open(out, "a", encoding="utf-8") if out else None
-    traces = TraceWriter(Path(out).with_name(TRACES)) if out else None
+    traces = TraceWriter.beside(out) if out else None
 
     def play_one(game) -> Trajectory:
         with envs.lease() as game_env:
@@ -188,10 +188,10 @@ async def _play_many(batch, play_one, concurrency: int, on_done) -> None:
     """Play (index, game) pairs with at most `concurrency` at once, in threads (the env and the
     SDK calls are blocking); call on_done(index, trajectory) as each finishes, in this thread."""
     loop = asyncio.get_running_loop()
-    gate = asyncio.Semaphore(concurrency)
+    slots = asyncio.Semaphore(concurrency)  # games in flight at most
     with ThreadPoolExecutor(concurrency, thread_name_prefix="skillos-game") as pool:
         async def one(index, game):
-            async with gate:
+            async with slots:
                 return index, await loop.run_in_executor(pool, play_one, game)
 
         tasks = [asyncio.ensure_future(one(index, game)) for index, game in batch]

@@ -20,7 +20,8 @@ from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
 from skillos.evals.envs.slate import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
                                       selection_metrics)
-from skillos.repo.store import write_atomic
+from skillos.files import write_atomic
+from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS
 
 ROWS, REPORT, SPEC = "slate_games.jsonl", "slate_report.json", "eval_spec.yaml"
 
@@ -40,7 +41,7 @@ def arm_executors(cfg: Config, checkpoints: dict[str, str]) -> dict:
     """Arm name -> executor config: `executor` (the config's), then one per checkpoint, loaded
     as a local model (hf unless the config's executor is vllm)."""
     arms = {"executor": cfg.executor}
-    backend = cfg.executor.backend if cfg.executor.backend in ("hf", "vllm") else "hf"
+    backend = cfg.executor.backend if cfg.executor.backend in LOCAL_BACKENDS else DEFAULT_LOCAL
     for name, path in checkpoints.items():
         if name in arms:
             raise SkillosError(f"--checkpoint {name}: the arm name 'executor' is the config's own")
@@ -81,7 +82,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     """Gate the launch (`gate(cfg, ledger)`: `skillos.evaluate_slate` passes `gates.enforce`, which
     sits above evals), then play every arm on the slate eval; rows and report go to `out_dir`."""
     from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.evals.runner import play
 
     g = cfg.skillgate

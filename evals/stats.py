@@ -134,7 +134,7 @@ def compare(control: dict, treatment: dict, *, names=("treatment", "control"), a
 
 
 @dataclass
-class GateVerdict:
+class CandidateVerdict:
     """Whether a candidate beats the incumbent on the same validation tasks (skillos optimize)."""
 
     verdict: str  # accept | reject | indecisive (too little measured to decide: not a rejection)
@@ -172,7 +172,8 @@ def smallest_acceptable_gain(n: int, k: float, *, noise: float | None = None,
     return (k * k + math.sqrt(k ** 4 + 4 * m * k * k * q0)) / (2 * m)
 
 
-def gate(incumbent: dict, candidate: dict, mode: str, k: float, max_unmeasured: float) -> GateVerdict:
+def accept_candidate(incumbent: dict, candidate: dict, mode: str, k: float,
+                     max_unmeasured: float) -> CandidateVerdict:
     """incumbent/candidate: task id -> True/False/None on the same validation tasks.
 
     paired (default): accept iff the mean paired difference exceeds k standard errors, so two
@@ -186,23 +187,25 @@ def gate(incumbent: dict, candidate: dict, mode: str, k: float, max_unmeasured: 
     paired = [t for t in tasks if incumbent.get(t) is not None and candidate.get(t) is not None]
     base = dict(mode=mode, n_tasks=len(tasks), n_paired=len(paired), n_unmeasured=len(tasks) - len(paired))
     if not tasks or base["n_unmeasured"] > max_unmeasured * len(tasks):
-        return GateVerdict("indecisive", **base, mean_difference=None, se=None, threshold=None,
-                           reason=f"{base['n_unmeasured']} of {len(tasks)} validation tasks unmeasured "
-                                  f"(more than {max_unmeasured:.0%})")
+        return CandidateVerdict("indecisive", **base, mean_difference=None, se=None, threshold=None,
+                                reason=f"{base['n_unmeasured']} of {len(tasks)} validation tasks unmeasured "
+                                       f"(more than {max_unmeasured:.0%})")
     diffs = [int(bool(candidate[t])) - int(bool(incumbent[t])) for t in paired]
     mean = sum(diffs) / len(diffs)
     se = (math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
           if len(diffs) > 1 else None)
     if mode == "strict":
         accept = mean > 0
-        return GateVerdict("accept" if accept else "reject", **base, mean_difference=mean, se=se, threshold=0.0,
-                           reason=f"candidate - incumbent = {mean:+.3f} over {len(paired)} tasks (strict: > 0)")
+        return CandidateVerdict("accept" if accept else "reject", **base, mean_difference=mean, se=se,
+                                threshold=0.0,
+                                reason=f"candidate - incumbent = {mean:+.3f} over {len(paired)} tasks (strict: > 0)")
     if se is None:
-        return GateVerdict("indecisive", **base, mean_difference=mean, se=None, threshold=None,
-                           reason="one paired task: no standard error")
+        return CandidateVerdict("indecisive", **base, mean_difference=mean, se=None, threshold=None,
+                                reason="one paired task: no standard error")
     accept = mean > k * se and mean > 0
-    return GateVerdict("accept" if accept else "reject", **base, mean_difference=mean, se=se, threshold=k * se,
-                       reason=f"mean paired difference {mean:+.3f} vs {k:g}·SE = {k * se:.3f} over {len(paired)} tasks")
+    return CandidateVerdict("accept" if accept else "reject", **base, mean_difference=mean, se=se,
+                            threshold=k * se, reason=f"mean paired difference {mean:+.3f} vs {k:g}·SE = "
+                                                     f"{k * se:.3f} over {len(paired)} tasks")
 
 
 # -- the one place a claim is decided ------------------------------------------------------------

@@ -29,7 +29,7 @@ SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is s
 
 def parse_executor(spec: str) -> tuple[str, str | None]:
     """'heuristic', or BACKEND:MODEL for a model backend (openai, anthropic, hf, vllm)."""
-    from skillos.evals.backends.chat import MODEL_BACKENDS
+    from skillos.registry import MODEL_BACKENDS
 
     backend, _, model = spec.partition(":")
     if backend == "heuristic" and not model:
@@ -98,18 +98,18 @@ def curated_on(folder: str | Path) -> tuple[set, str]:
     if (folder / CURATED).is_file():
         text = safety.read_text(folder / CURATED, 64 << 20, "curated-games list")
         return {line.strip() for line in text.splitlines() if line.strip()}, str(folder / CURATED)
-    run, arm = folder.parent, folder.name[5:] if folder.name.startswith("repo-") else None
-    if arm is None or not (run / "config.yaml").is_file():
+    from skillos.evals import run_folder
+
+    run, arm = folder.parent, run_folder.arm_of_repo(folder)
+    if arm is None or not (run / run_folder.CONFIG).is_file():
         return set(), ""
     from skillos.config import from_dict
-    from skillos.evals.experiment import load_games
-    from skillos.evals.records import read_game_rows
+    from skillos.evals.arms import load_games
 
     try:
-        cfg = from_dict(safety.load_yaml(safety.read_text(run / "config.yaml", safety.MAX_CONFIG_BYTES,
-                                                           "config.yaml"), str(run / "config.yaml")))
-        ids = {(r.get("phase", "eval"), r["game_id"]) for name in ("games.jsonl", "curation.jsonl")
-               for r in read_game_rows(run / name) if r.get("arm") == arm}
+        cfg = from_dict(run_folder.read_config(run))
+        ids = {(r.get("phase", "eval"), r["game_id"]) for phase in ("eval", "train")
+               for r in run_folder.read_rows(run, phase) if r.get("arm") == arm}
         if not ids:
             return set(), ""
         hashes = set()
@@ -127,7 +127,7 @@ def check_not_curated_on(cfg: Config, repos: list) -> None:
     there is memory of the answers, not transfer."""
     if not repos:
         return
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     held_out = None
     for folder in repos:

@@ -17,10 +17,9 @@ import json
 import os
 from pathlib import Path
 
+from skillos.evals.run_folder import TRACES
 from skillos.evals.trajectory import Trajectory
 from skillos.secrets import redact_text
-
-TRACES = "trajectories.jsonl"
 
 
 def repo_changes(before: dict, repo) -> list[dict]:
@@ -84,7 +83,7 @@ def prune(path: Path, keep: set) -> None:
     path = Path(path)
     if not path.exists():
         return
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     from skillos import safety
 
@@ -100,6 +99,11 @@ def prune(path: Path, keep: set) -> None:
 class TraceWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
+
+    @classmethod
+    def beside(cls, rows: Path) -> "TraceWriter":
+        """The writer of the run folder that holds the rows file `rows` (its TRACES file)."""
+        return cls(Path(rows).with_name(TRACES))
 
     def write(self, arm: str, phase: str, traj: Trajectory) -> None:
         data = (redact_text(json.dumps(trace_row(arm, phase, traj))) + "\n").encode("utf-8")  # no key in any file

@@ -95,7 +95,7 @@ MIGRATIONS = {
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
-# The failures table with their corrections applied, as `_current` applies them: the newest
+# The failures table with their corrections applied, as `corrected` applies them: the newest
 # status correction sets the status, the newest invalidate/retract/supersede/restore decides
 # `valid` (1 or 0). Counts, filters and pages run on it in SQL instead of on one dict per failure.
 CURRENT_FAILURES = """WITH latest AS (
@@ -218,7 +218,8 @@ class Ledger:
         cur = self.db.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(values.values()))
         return cur.lastrowid
 
-    def _row(self, table: str, row_id: int) -> dict:
+    def row(self, table: str, row_id: int) -> dict:
+        """One row of `table` as stored (no corrections applied); a LedgerError if there is none."""
         row = self.db.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,)).fetchone()
         if row is None:
             raise LedgerError(f"no {table[:-1]} with id {row_id}")
@@ -234,13 +235,13 @@ class Ledger:
         """Append a correction (invalidate, restore, retract, supersede, status, conclusion)."""
         if table not in CORRECTABLE:
             raise LedgerError(f"cannot correct {table!r}; correctable: {', '.join(CORRECTABLE)}")
-        self._row(table, row_id)
+        self.row(table, row_id)
         if kind in ("invalidate", "retract", "supersede") and not (reason or "").strip():
             raise LedgerError(f"{kind} needs a reason")
         return self._insert("corrections", table_name=table, row_id=row_id, kind=kind,
                             value=redact_text(value), reason=redact_text(reason), actor=actor)
 
-    def _current(self, table: str, row: dict, corrections: list[dict] | None = None) -> dict:
+    def corrected(self, table: str, row: dict, corrections: list[dict] | None = None) -> dict:
         """A row with its corrections applied: valid flag + reason, status, conclusion
         (`corrections`: the row's own, when the caller read them in one batch)."""
         row = dict(row, valid=True, invalid_reason=None, conclusion=None, corrections=[])
@@ -294,7 +295,7 @@ class Ledger:
         """An experiment id from an id or a name (the newest experiment of that name)."""
         text = str(ref).strip()
         if text.lstrip("#").isdigit():
-            return self._row("experiments", int(text.lstrip("#")))["id"]
+            return self.row("experiments", int(text.lstrip("#")))["id"]
         row = self.db.execute("SELECT id FROM experiments WHERE name = ? ORDER BY id DESC LIMIT 1",
                               (text,)).fetchone()
         if row is None:
@@ -302,13 +303,13 @@ class Ledger:
         return row["id"]
 
     def experiment(self, exp_id: int) -> dict:
-        exp = self._current("experiments", self._row("experiments", exp_id))
+        exp = self.corrected("experiments", self.row("experiments", exp_id))
         exp["runs"] = [self.run(r["id"]) for r in self.db.execute(
             "SELECT id FROM runs WHERE experiment_id = ? ORDER BY id", (exp_id,))]
         return exp
 
     def experiments(self, include_invalid: bool = True) -> list[dict]:
-        rows = [self._current("experiments", dict(r))
+        rows = [self.corrected("experiments", dict(r))
                 for r in self.db.execute("SELECT * FROM experiments ORDER BY id")]
         return rows if include_invalid else [r for r in rows if r["valid"]]
 
@@ -346,16 +347,16 @@ class Ledger:
         """End a run that is its experiment's whole launch (train, optimize) and give the
         experiment the same outcome, so a finished one is not left `planned`."""
         self.end_run(run_id, status, detail)
-        experiment = self._row("runs", run_id)["experiment_id"]
+        experiment = self.row("runs", run_id)["experiment_id"]
         if experiment is not None:
             self.correct("experiments", experiment, "status", f"run #{run_id} {status}",
                          value=experiment_status or status)
 
     def run(self, run_id: int) -> dict:
-        run = self._current("runs", self._row("runs", run_id))
+        run = self.corrected("runs", self.row("runs", run_id))
         arm = self.db.execute("SELECT name FROM arms WHERE id = ?", (run["arm_id"],)).fetchone()
         run["arm"] = arm["name"] if arm else None
-        run["evals"] = [self._current("evals", dict(r)) for r in self.db.execute(
+        run["evals"] = [self.corrected("evals", dict(r)) for r in self.db.execute(
             "SELECT * FROM evals WHERE run_id = ? ORDER BY id", (run_id,))]
         return run
 
@@ -438,7 +439,7 @@ class Ledger:
         except sqlite3.OperationalError:  # a read-only ledger from before canaries: none recorded
             return None
         for row in rows:
-            if row["run_id"] is None or self._current("runs", self._row("runs", row["run_id"]))["valid"]:
+            if row["run_id"] is None or self.corrected("runs", self.row("runs", row["run_id"]))["valid"]:
                 return dict(row)
         return None
 
@@ -484,7 +485,7 @@ class Ledger:
         return fid
 
     def failure(self, fid: int) -> dict:
-        row = self._current("failures", self._row("failures", fid))
+        row = self.corrected("failures", self.row("failures", fid))
         row["modes"] = [r["mode"] for r in self.db.execute(
             "SELECT mode FROM failure_modes WHERE failure_id = ? ORDER BY mode", (fid,))]
         row["fixes"] = [dict(r) for r in self.db.execute(
@@ -550,8 +551,8 @@ class Ledger:
             fid = row["id"]
             own = corrections.get(fid)
             if own:
-                row = self._current("failures", row, own)
-            else:  # what _current gives a row with no corrections
+                row = self.corrected("failures", row, own)
+            else:  # what corrected gives a row with no corrections
                 row.update(valid=True, invalid_reason=None, conclusion=None, corrections=[])
             row["modes"], row["fixes"] = modes.get(fid, []), fixes.get(fid, [])
             rows.append(row)
@@ -566,19 +567,19 @@ class Ledger:
                 expected_size: float | None = None, before_run_id: int | None = None) -> int:
         """A fix names the failure, the metric it should move, which way and by how much, and
         the run before it; `verify-fix` later compares that run with one after."""
-        self._row("failures", failure_id)
+        self.row("failures", failure_id)
         if metric not in taxonomy.MEASURED_METRICS:  # a fix must move a number that is measured
             raise LedgerError(f"metric {metric!r} is not measured by any run, so no verify-fix could check it; "
                               f"measured metrics: {', '.join(taxonomy.MEASURED_METRICS)}")
         _choice(direction, ("up", "down"), "direction")
         if before_run_id is not None:
-            self._row("runs", before_run_id)
+            self.row("runs", before_run_id)
         return self._insert("fixes", failure_id=failure_id, description=redact_text(description),
                             metric=metric, direction=direction, expected_size=expected_size,
                             before_run_id=before_run_id)
 
     def fix(self, fix_id: int) -> dict:
-        row = self._current("fixes", self._row("fixes", fix_id))
+        row = self.corrected("fixes", self.row("fixes", fix_id))
         for c in row["corrections"]:
             if c["kind"] == "verdict":
                 verdict = json.loads(c["value"])
@@ -588,7 +589,7 @@ class Ledger:
 
     def record_fix_verdict(self, fix_id: int, after_run_id: int, verified: bool, detail: str) -> None:
         """The verdict on a fix, and the failure's status with it: verified, or reopened."""
-        fix = self._row("fixes", fix_id)
+        fix = self.row("fixes", fix_id)
         verdict = "verified" if verified else "reopened"
         self.correct("fixes", fix_id, "verdict", detail,
                      value=json.dumps({"verdict": verdict, "after_run_id": after_run_id}))

@@ -5,7 +5,7 @@ import ast
 import inspect
 from pathlib import Path
 
-from skillos.evals.stats import GateVerdict
+from skillos.evals.stats import CandidateVerdict
 from skillos.training import candidates, optimize
 from skillos.training.sleep import night
 
@@ -53,8 +53,8 @@ class _Memory:
         self.added.append(args)
 
 
-def _verdict(word: str) -> GateVerdict:
-    return GateVerdict(verdict=word, reason="", mode="paired", n_tasks=1, n_paired=1, n_unmeasured=0,
+def _verdict(word: str) -> CandidateVerdict:
+    return CandidateVerdict(verdict=word, reason="", mode="paired", n_tasks=1, n_paired=1, n_unmeasured=0,
                        mean_difference=None, se=None, threshold=None)
 
 

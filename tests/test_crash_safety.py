@@ -44,7 +44,7 @@ def saved_run(tmp_path, ledger=None):
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     run_id = None
     if ledger is not None:
-        from skillos.evals.experiment import record_experiment
+        from skillos.ledger.experiments import record_experiment
 
         run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict())
         for c in (1, 2):
@@ -130,7 +130,7 @@ def test_a_candidate_logged_after_the_last_saved_state_is_dropped_everywhere(tmp
         ledger.add_candidate(state["run_id"], epoch=0, step=2, verdict="reject")
         assert resume(cfg, out, ledger)["tried"] == 2
         assert [json.loads(x)["candidate"] for x in (out / "history.jsonl").read_text().splitlines()] == [1, 2]
-        rows = [ledger._current("candidates", c) for c in ledger.rows("candidates")]
+        rows = [ledger.corrected("candidates", c) for c in ledger.rows("candidates")]
         assert [c["valid"] for c in rows] == [True, True, False] and "played again" in rows[2]["invalid_reason"]
 
 
@@ -158,7 +158,7 @@ def test_refusals_known_before_compute_are_made_before_any_game(tmp_path, skillo
     pytest.importorskip("alfworld")
     import skillos
     from skillos.evals import runner
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.gates import dryrun
 
     def no_game(*a, **k):
@@ -231,7 +231,7 @@ CRASH_AFTER = [1, 2, 3]  # write_atomic calls that succeed before the crash: jou
 @pytest.mark.parametrize("then", ["complete", "undo"])
 def test_an_adopt_that_crashed_between_its_writes_can_be_completed_or_undone(tmp_path, monkeypatch, crash_after, then):
     from skillos.files import write_atomic as real
-    from skillos.repo import store
+    from skillos import files as store
     from skillos.training.sleep import stage
 
     folder, live, before, after = _proposal(tmp_path)

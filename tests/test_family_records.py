@@ -70,7 +70,7 @@ def test_an_arm_name_found_in_several_experiments_is_refused_unless_chosen(tmp_p
             result = compare(ledger, ["closed_loop"], experiment=chosen)
             arm, control = result["arms"][0], result["control"]
             assert (arm["experiment_id"], arm["env"], control["experiment_id"], control["env"]) == (exp, env, exp, env)
-            assert arm["experiment"] == ledger._row("experiments", exp)["name"]
+            assert arm["experiment"] == ledger.row("experiments", exp)["name"]
         by_id = compare(ledger, [str(newest)])  # a run id is never ambiguous; its control is its own experiment's
         assert by_id["control"]["experiment_id"] == b and by_id["arms"][0]["p_adjusted"] is not None
 
@@ -130,7 +130,7 @@ def test_a_repo_from_a_run_without_the_list_is_checked_through_its_run(tmp_path)
     from skillos.evals.sweep import check_not_curated_on, curated_on
 
     cfg = load(QUICKSTART, sets=["env.n_games=6", "env.n_train_games=6"])
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     held = load_games(cfg, cfg.env.split, 6)
     run = tmp_path / "run"

@@ -94,10 +94,10 @@ def test_a_reward_over_positions_reached_is_caught(game_cache, monkeypatch):
 
 
 def test_a_launch_path_that_ignores_top_k_is_caught(game_cache, monkeypatch):
-    from skillos.evals import experiment
+    from skillos.evals import arms as experiment
 
     real = experiment.arm_settings
-    monkeypatch.setattr(experiment, "arm_settings", lambda cfg: {**real(cfg), "top_k": 3})
+    monkeypatch.setattr(experiment, "arm_settings", lambda cfg, *a, **kw: {**real(cfg, *a, **kw), "top_k": 3})
     _, results = dry()
     r = results["top-k-used"]
     assert r.status == "FAIL" and r.seen == 3 and r.expected == 5
@@ -120,7 +120,7 @@ def test_unmeasured_positions_fail_the_rollout_check(game_cache, monkeypatch):
 
 
 def test_leaked_held_out_games_are_caught(game_cache, monkeypatch):
-    from skillos.evals import experiment
+    from skillos.evals import arms as experiment
 
     real = experiment.load_games
     monkeypatch.setattr(experiment, "load_games",

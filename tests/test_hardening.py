@@ -352,7 +352,7 @@ def test_key_values_of_named_variables_are_redacted_everywhere(tmp_path, monkeyp
     from skillos.evals.runner import row
     from skillos.evals.trajectory import Trajectory
     from skillos.ledger import Ledger
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     monkeypatch.setenv(var, KEY)
     config.from_dict({"executor": {"backend": "openai", "model": "m", "api_key_env": var}})
@@ -374,7 +374,7 @@ def test_curator_failures_are_counted_per_game_and_arm_and_reach_the_ledger(tmp_
     from skillos.config import BackendConfig
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.envs.alfworld.games import make_games
-    from skillos.evals.experiment import _Record
+    from skillos.ledger.experiments import EvalRecord as _Record
     from skillos.evals.executor import make_executor
     from skillos.evals.report import arm_summary
     from skillos.evals.runner import run_arm

@@ -15,7 +15,7 @@ from skillos.training.optimize import CalibrationFailed, RejectedMemory, SealedS
 # The library takes every setting explicitly (the config owns the defaults); these spell out the
 # shipped optimize config's values for the hand-computed cases below.
 def gate(incumbent, candidate, mode="paired", k=2.0, max_unmeasured=0.1):
-    return stats.gate(incumbent, candidate, mode, k, max_unmeasured)
+    return stats.accept_candidate(incumbent, candidate, mode, k, max_unmeasured)
 
 
 def calibrate(first, second, mode="paired", k=2.0, max_unmeasured=0.1):

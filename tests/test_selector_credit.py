@@ -21,7 +21,7 @@ ACT = '<tool_call>\n{"name": "act", "arguments": {"command": "go to microwave 1"
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from skillos.training.tiny_model import build
+    from skillos.evals.backends.tiny_model import build
 
     return AutoTokenizer.from_pretrained(build())
 

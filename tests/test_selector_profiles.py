@@ -20,7 +20,7 @@ def warm(tmp_path_factory, game_cache):
     training slates: a start that writes read_skill calls, shared by every profile."""
     from skillos.evals.backends.tiny_model import resolve
     from skillos.evals.envs.slate import make_slate_setup, tool_schemas
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.training.selector_trainer import dataset_rows, warmup_conversations
     from skillos.training.warmup import warm_up
 

@@ -17,7 +17,7 @@ CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, game_cache):
     from skillos.evals.envs.slate import make_slate_setup
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     cfg = cfgmod.load(CPU)
     games = load_games(cfg, "train", 3)
@@ -84,9 +84,9 @@ def test_the_start_rows_render_the_read_on_the_rollout_prompt(built):
     from transformers import AutoTokenizer
 
     from skillos.evals.envs.slate import tool_schemas
-    from skillos.training.selector_baselines import _render
+    from skillos.training.selector_baselines import render_turn as _render
     from skillos.training.selector_sft import gold_turns
-    from skillos.training.tiny_model import build
+    from skillos.evals.backends.tiny_model import build
 
     setup, ids = built
     tokenizer = AutoTokenizer.from_pretrained(build())

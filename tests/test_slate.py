@@ -188,7 +188,7 @@ def test_the_snapshot_is_frozen_with_a_manifest(tmp_path):
 
 @pytest.fixture(scope="module")
 def slate_setup(tmp_path_factory, game_cache):
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     cfg = cfgmod.load(CPU)
     games = load_games(cfg, "train", 2)
@@ -381,7 +381,7 @@ def test_the_gates_refuse_selector_credit_without_a_slate_or_an_oracle(tmp_path)
 
 
 def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(tmp_path, game_cache):
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
     from skillos.evals.slate_eval import config_pins
     from skillos.gates.core import Context
     from skillos.gates.dryrun import eval_pins

@@ -96,8 +96,8 @@ def test_every_report_says_the_same_words_for_the_same_numbers(control, treatmen
             fix = ledger.add_fix(failure, "y", "success_rate", "up", None, before)
             seen["verify-fix"] = verify_fix(ledger, fix, after, **SETTINGS, n_boot=200)["verdict"]
     comp = stats.compare(a, b, names=("best", "seed"), **SETTINGS, n_boot=200)
-    aa = stats.gate(a, a, "paired", 2.0, 0.1)
-    seen["optimize"] = optimize._report(cfg, comp, 1, 1, aa, {}, {}, 0, tmp_path)["decision"]
+    aa = stats.accept_candidate(a, a, "paired", 2.0, 0.1)
+    seen["optimize"] = optimize.sealed_test_report(cfg, comp, 1, 1, aa, {}, {}, 0, tmp_path)["decision"]
     assert {name: (v["word"], v["label"]) for name, v in seen.items()} == {name: (word, label) for name in seen}
     assert len({v["line"].split(":")[0] for v in seen.values()}) == 1
 

@@ -54,7 +54,8 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
              progress=None, echo: Echo | None = None, ledger=None, command: str = "eval") -> dict:
     """Every arm of the config on the same held-out games: gates, then the run, under the
     watchdog; the report (also written to OUT/report.json), recorded in the ledger."""
-    from skillos.evals.experiment import check_out, default_out_dir, run_eval
+    from skillos.evals.experiment import run_eval
+    from skillos.evals.run_folder import check_out, default_out_dir
 
     cfg, echo = _config(config), echo or _quiet
     if resume and overwrite:
@@ -64,7 +65,7 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
     out = Path(out) if out else default_out_dir(cfg)
     used = check_out(out, resume, overwrite)  # before the gates spend time
     if resume and used:
-        from skillos.evals.experiment import finished_report, same_config
+        from skillos.evals.run_folder import ROW_FILES, finished_report, read_rows, same_config
 
         if not same_config(out, cfg):  # known now: refused before the gates' dry run plays a game
             raise SkillosError(f"{out}: its config.yaml differs from this config; resume with the same config "
@@ -73,10 +74,8 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         if done is not None:  # a finished run resumed: nothing to play, and nothing new in the ledger
             echo(f"{out}: this run already finished; nothing played, nothing recorded (its report.json)")
             return done
-        from skillos.evals.records import read_game_rows
-
-        for name in ("games.jsonl", "curation.jsonl"):  # damaged or newer rows: refused before the gates
-            read_game_rows(out / name)
+        for phase in ROW_FILES:  # damaged or newer rows: refused before the gates
+            read_rows(out, phase)
     with _ledger(ledger) as book:
         gates.enforce(cfg, command, book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):
@@ -94,7 +93,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     cross-domain transfer in both directions) each target is swept into OUT/ENV with its own
     control, and every row is judged in one family: {"transfer": family, "sweeps": {env: summary}}."""
     from skillos.evals import sweep as sweeping
-    from skillos.evals.experiment import default_out_dir
+    from skillos.evals.run_folder import SWEEP, default_out_dir
     from skillos.files import write_atomic
 
     base = _config(config)
@@ -111,7 +110,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
         summary["png"] = sweeping.plot(summary, where / "sweep.png")
         summary["family"] = sweeping.family_table({target: summary}, cfg.eval.alpha)
         result["sweep"] = summary
-        write_atomic(where / "sweep.json", json.dumps(summary, indent=1))
+        write_atomic(where / SWEEP, json.dumps(summary, indent=1))
         runs[target] = result
     if len(targets) == 1:
         return runs[targets[0]]
@@ -127,7 +126,7 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
     """Text-space skill optimization, gated and sealed: the seed-vs-best report on the sealed
     test split. `resume` continues a killed run in `out` (its incumbent, history and rejected
     memory); `unseal` is a person's reason to read a split the ledger has sealed (recorded)."""
-    from skillos.evals.experiment import check_out, default_out_dir
+    from skillos.evals.run_folder import check_out, default_out_dir
     from skillos.training import optimize as optimizing
 
     cfg, echo = _config(config), echo or _quiet

@@ -72,7 +72,7 @@ def _evaluate(cfg, out_dir: Optional[Path], override: List[str], resume: bool, o
     """What `eval` and `quickstart` share once the config is loaded: the run, under progress
     bars and a Ctrl-C that prints how to resume, then the report."""
     from skillos import api
-    from skillos.evals.experiment import default_out_dir
+    from skillos.evals.run_folder import default_out_dir
 
     out_dir = out_dir or default_out_dir(cfg)
     with resumable(out_dir), ProgressBars() as bars:

@@ -190,7 +190,7 @@ def export(table: str, fmt: str = typer.Option("jsonl", "--format", help="jsonl 
     from skillos.secrets import redact_text
 
     if out:
-        from skillos.repo.store import write_atomic
+        from skillos.files import write_atomic
 
         write_atomic(out, buffer.getvalue())  # redacts
     else:

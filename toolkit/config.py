@@ -22,18 +22,17 @@ from typing import Any
 
 import yaml
 
+from skillos import registry
 from skillos.errors import ConfigError
 
-ENVS = ("household", "reasoning")  # skillos.evals.envs.registry
+ENVS = registry.ENVIRONMENTS.names()
 # The reasoning env's problem sets and generated families (the schema owns the names; a test
 # checks them against evals/envs/reasoning's DATASETS and FAMILIES).
 REASONING_DATASETS = ("generated", "aime24", "aime25", "gpqa_diamond", "deepmath")
 REASONING_FAMILIES = ("remainder-of-power", "linear-equation", "arithmetic-series", "committee-count",
                       "greatest-common-divisor", "divisor-count", "prime-choice", "digit-sum-of-power")
 SPLITS = ("train", "valid_seen", "valid_unseen")
-BACKENDS = ("heuristic", "openai", "anthropic", "vllm", "hf")  # vllm: GPU only
-# The environment variable an API backend reads its key from when api_key_env names none.
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+BACKENDS = registry.BACKENDS.names()  # their facts (extra, key variable, local or not): skillos/registry.py
 COMPUTE_BACKENDS = ("local", "accelerate", "modal")
 REPORT_TO = ("tensorboard", "trackio", "wandb", "none")  # TRL / transformers logging integrations
 CURATOR_TOOLS = ("paper", "curate_and_advance")
@@ -95,7 +94,6 @@ class EnvConfig:
 # `low` / `medium` / `high` (and `none`) are the API's field (openai) or a thinking budget (anthropic).
 REASONING_EFFORTS = ("none", "on", "low", "medium", "high")
 API_EFFORTS = ("low", "medium", "high")
-TEMPLATE_BACKENDS = ("hf", "vllm")  # decoding through the model's own chat template and sampler
 ANTHROPIC_THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}  # budget_tokens per effort
 
 
@@ -275,7 +273,7 @@ class OptimizeConfig:
 SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
                     "first-oracle", "clean-oracle")
 SELECTOR_INITS = ("base", "sft", "oracle-warmup")  # where selector GRPO starts (training/selector_sft.py)
-TRAINERS = ("curator", "selector", "selector-bc", "selector-dpo")  # training/registry.py
+TRAINERS = registry.TRAINERS.names()  # what each one runs: training/registry.py
 
 
 @dataclass
@@ -482,7 +480,7 @@ def decoding_problem(section: str, b: BackendConfig) -> str | None:
         return f"{section}.reasoning_effort: {effort!r} is not one of {', '.join(REASONING_EFFORTS)}"
     if b.backend in (None, "heuristic"):
         return None
-    if b.backend in TEMPLATE_BACKENDS:
+    if b.backend in registry.LOCAL_BACKENDS:  # decoding through the model's own chat template and sampler
         if effort in API_EFFORTS:
             return (f"{section}.reasoning_effort: {effort!r} has no meaning for backend {b.backend}: Qwen3-style "
                     "thinking is on or off through the chat template (enable_thinking); use on or none")
@@ -633,7 +631,7 @@ def curator_config(cfg: Config, arm: str) -> CuratorConfig:
     (on a local backend: hf unless the config says vllm); other learning arms use `curator`."""
     if not arm.startswith("curator:"):
         return cfg.curator
-    backend = cfg.curator.backend if cfg.curator.backend in ("hf", "vllm") else "hf"
+    backend = cfg.curator.backend if cfg.curator.backend in registry.LOCAL_BACKENDS else registry.DEFAULT_LOCAL
     model = cfg.eval.curators[arm[8:]]
     if looks_like_path(model):  # a local checkpoint, beside the config like every path
         model = str(relative_to_config(cfg, Path(model).expanduser()))
@@ -650,7 +648,7 @@ def _protect(cfg: Config) -> Config:
 
     sections = [cfg.executor, cfg.curator, cfg.judge, cfg.optimize.optimizer]
     protect_key_vars(s.api_key_env for s in sections)
-    protect_key_vars(DEFAULT_KEY_ENV.get(s.backend) for s in sections)
+    protect_key_vars(registry.default_key_env(s.backend) for s in sections)
     return cfg
 
 

@@ -133,30 +133,27 @@ def _npx() -> Check:
 
 def _backend(role: str, section) -> Check:
     """Keys present and the endpoint answering, through the same SDKs the runs use."""
+    from skillos.registry import BACKENDS, key_env, load
+
     name = f"{role} backend {section.backend}"
-    if section.backend in ("hf", "vllm"):
+    if BACKENDS[section.backend].local:
         return _local_model(name, section)
     from skillos.errors import SkillosError
-    from skillos.evals.backends.chat import DEFAULT_KEY_ENV, api_key
+    from skillos.evals.backends.chat import api_key
 
     try:
         key = api_key(section)
     except SkillosError:
-        env = section.api_key_env or DEFAULT_KEY_ENV.get(section.backend, "")
+        env = key_env(section)
         return Check(name, "fail", f"no API key in ${env}", f"export {env}=... (keys come from the environment only)")
     where = section.base_url or "the provider's default endpoint"
     try:
-        if section.backend == "openai":
-            import openai
-
-            client = openai.OpenAI(api_key=key, base_url=section.base_url, timeout=10, max_retries=0)
-        else:
-            import anthropic
-
-            client = anthropic.Anthropic(api_key=key, base_url=section.base_url, timeout=10, max_retries=0)
+        client = load(BACKENDS[section.backend].client)(api_key=key, base_url=section.base_url, timeout=10,
+                                                        max_retries=0)
         models = [m.id for m in client.models.list()]
     except ImportError:
-        return Check(name, "fail", f"the {section.backend} SDK is not installed", "pip install '.[llm]'")
+        return Check(name, "fail", f"the {section.backend} SDK is not installed",
+                     f"pip install '.[{BACKENDS[section.backend].extra}]'")
     except Exception as exc:  # the SDKs raise their own connection / status / auth errors
         return Check(name, "fail", f"{where} did not answer: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}",
                      "check base_url, the key and the server (for vllm serve: is it up?)")
@@ -169,9 +166,12 @@ def _backend(role: str, section) -> Check:
 
 def _local_model(name: str, section) -> Check:
     from skillos.errors import SkillosError
+    from skillos.registry import BACKENDS, DEFAULT_LOCAL
 
-    if section.backend == "vllm" and importlib.util.find_spec("vllm") is None:
-        return Check(name, "fail", "vllm is not installed", "use a GPU machine with vllm installed, or backend hf")
+    entry = BACKENDS[section.backend]
+    if entry.gpu_only and any(importlib.util.find_spec(m) is None for m in entry.modules):
+        return Check(name, "fail", f"{entry.name} is not installed",
+                     f"use a GPU machine with {entry.name} installed, or backend {DEFAULT_LOCAL}")
     try:
         from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from skillos.errors import SkillosError
-from skillos.evals.stats import GateVerdict, gate
+from skillos.evals.stats import CandidateVerdict, accept_candidate
 
 
 class CalibrationFailed(SkillosError):
     """The gate accepted the seed skill over an identical copy: it would accept noise."""
 
 
-def calibrate(first: dict, second: dict, mode: str, k: float, max_unmeasured: float) -> GateVerdict:
+def calibrate(first: dict, second: dict, mode: str, k: float, max_unmeasured: float) -> CandidateVerdict:
     """A/A: `first` and `second` are the validation outcomes (task id -> True/False/None) of two
     copies of the seed skill. Returns the gate's verdict, which must not be accept."""
-    verdict = gate(first, second, mode, k, max_unmeasured)
+    verdict = accept_candidate(first, second, mode, k, max_unmeasured)
     if verdict.verdict == "accept":
         raise CalibrationFailed(f"A/A calibration: the {mode} gate accepted a copy of the seed skill over "
                                 f"itself ({verdict.reason}); it would accept noise. Raise optimize.gate.k, "
@@ -34,7 +34,7 @@ def calibrate(first: dict, second: dict, mode: str, k: float, max_unmeasured: fl
 
 
 def calibrated(measure_first: Callable[[], dict], measure_copy: Callable[[], dict],
-               gate_args: tuple) -> tuple[dict, GateVerdict]:
+               gate_args: tuple) -> tuple[dict, CandidateVerdict]:
     """The seed's validation outcomes and the A/A verdict, measured before any candidate: a gate
     that accepts a copy of the seed over itself would accept noise, so nothing is spent on one."""
     first = measure_first()
@@ -78,8 +78,8 @@ class Standing:
 def run_candidates(steps: Iterable[int], standing: Standing, memory, *,
                    propose: Callable[[int, Standing], Candidate | None],
                    evaluate: Callable[[Candidate], dict],
-                   judge: Callable[[int, dict, dict], GateVerdict],
-                   record: Callable[[Candidate, GateVerdict, Standing, dict], object],
+                   judge: Callable[[int, dict, dict], CandidateVerdict],
+                   record: Callable[[Candidate, CandidateVerdict, Standing, dict], object],
                    after_step: Callable[[int, Standing], None] | None = None) -> Standing:
     """At each step: `propose` (None: no candidate this step), `evaluate` the candidate on the
     validation tasks, `judge` it against the incumbent, `record` it (counted in `tried` first,

@@ -39,7 +39,9 @@ class Setup:
 
 
 @dataclass
-class _State:
+class RolloutState:
+    """One rollout's record as it is played: what the reward is computed from."""
+
     game_ids: list
     task_type: str
     repo: SkillRepo = field(default_factory=lambda: SkillRepo(None))
@@ -58,7 +60,7 @@ class CuratorEnv:
     def __init__(self, setup: Setup):
         self._setup = setup
         self._env = setup.make_env()
-        self._state: _State | None = None
+        self._state: RolloutState | None = None
 
     @together  # TRL resets one rollout at a time; under training/rollouts.py a step's resets run at once
     def reset(self, **row) -> str:
@@ -70,7 +72,7 @@ class CuratorEnv:
         unknown = [g for g in ids if g not in self._setup.games]
         if unknown:  # the held-out split is never in Setup.games: a row naming it stops here
             raise KeyError(f"game {unknown[0]!r} is not in the training pool")
-        self._state = _State(ids, row.get("task_type", ""))
+        self._state = RolloutState(ids, row.get("task_type", ""))
         return self._advance()
 
     @together
@@ -118,7 +120,7 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     """The rollout setup of a config: its environment's executor and the train games it may draw
     from; with `gauge` (a rollouts.InFlight), every executor request is counted while in flight."""
     from skillos.evals.envs.registry import environment
-    from skillos.evals.experiment import arm_settings
+    from skillos.evals.arms import arm_settings
 
     env, settings = environment(cfg), arm_settings(cfg)
     games = list(games)
@@ -126,7 +128,21 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     executor = env.make_executor(cfg.executor)
     return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
                  lambda: env.make_env(games), high, settings["max_steps"], settings["top_k"],
-                 cfg.retrieval.mode, low if low != high else None)
+                 settings["retrieval_mode"], low if low != high else None)
+
+
+def state_of(env: CuratorEnv) -> RolloutState | None:
+    """The rollout `env` is playing (None before its reset). A function, not a public member: the
+    environment's public methods are the curator's tools (TRL), so its state stays private."""
+    return env._state
+
+
+def env_with_state(state: RolloutState) -> CuratorEnv:
+    """An environment holding a rollout already played, without a setup or a game: what the
+    gates' reward probe scores."""
+    env = CuratorEnv.__new__(CuratorEnv)
+    env._state = state
+    return env
 
 
 def finish(env: CuratorEnv) -> Rollout:
@@ -156,7 +172,7 @@ def published_tools(cls) -> list[str]:
                   if not name.startswith("_") and name not in ("reset", "get_reward"))
 
 
-def _apply(state: _State, op) -> str:
+def _apply(state: RolloutState, op) -> str:
     state.ops_total += 1
     applied = apply_op(state.repo, op)
     state.ops_valid += applied.ok

@@ -4,7 +4,7 @@ rollout → reflect → propose → gate → update loop builds on them.
 
 * `edits_allowed`: the textual learning rate, the most edits one step may make, decaying on a
   schedule (SkillOpt: 4 → 2, cosine).
-* The acceptance gate is `skillos.evals.stats.gate` (paired k·SE by default; SkillOpt's strict
+* The acceptance gate is `skillos.evals.stats.accept_candidate` (paired k·SE by default; SkillOpt's strict
   rule for comparison; indecisive when too much of the validation split was unmeasured).
 * `calibrate` (in `candidates`, with the loop optimize and sleep share): an A/A test before any
   spending. The gate judges two copies of the seed skill; a gate that accepts a copy over itself
@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
-from skillos.evals.stats import GateVerdict
+from skillos.evals.run_folder import CONFIG, HISTORY, REPORT, config_text
+from skillos.evals.stats import CandidateVerdict
 from skillos.repo import SkillRepo
 from skillos.training.candidates import (CalibrationFailed, Candidate, Standing, broke, calibrate,  # noqa: F401
                                          calibrated, fixed, run_candidates)
@@ -74,7 +75,7 @@ class RejectedMemory:
         if self.path:
             write_atomic(self.path, json.dumps([asdict(r) for r in self.items], indent=1))
 
-    def add(self, edit: str, verdict: GateVerdict, incumbent: dict, candidate: dict, epoch: int, step: int,
+    def add(self, edit: str, verdict: CandidateVerdict, incumbent: dict, candidate: dict, epoch: int, step: int,
             keys: list | None = None) -> None:
         self.items.append(Rejected(edit, verdict.verdict, broke(incumbent, candidate), fixed(incumbent, candidate),
                                    epoch, step, list(keys or [])))
@@ -331,13 +332,13 @@ def destroyed(trajectories: list, incumbent: dict, candidate: dict, seed: str) -
 def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal: str = "real") -> dict:
     import random
 
-    import yaml
-
     from skillos.evals import stats
+    from skillos.evals.arms import arm_settings, game_sets, load_games
     from skillos.evals.envs.registry import environment
-    from skillos.evals.experiment import arm_settings, check_out, game_sets, load_games, record_experiment
     from skillos.evals.report import arm_summary
+    from skillos.evals.run_folder import check_out
     from skillos.evals.runner import run_arm
+    from skillos.ledger.experiments import record_experiment
 
     o = cfg.optimize
     seed = preflight(cfg)
@@ -359,9 +360,9 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     if state is not None:
         _check_state_games(out, state, validation)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    write_atomic(out / CONFIG, config_text(cfg))
     domain, pool = environment(cfg), train + validation + test_games
-    executor, settings, env = domain.make_executor(cfg.executor), arm_settings(cfg), domain.make_env(pool)
+    executor, env = domain.make_executor(cfg.executor), domain.make_env(pool)
 
     def play(repo, games, label, curator=None) -> list[dict]:
         from skillos.safety import Ticker
@@ -374,8 +375,8 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
             tick(len(played))
 
         return run_arm(label, games, env=env, make_env=lambda: domain.make_env(pool), executor=executor,
-                       repo=repo, curator=curator, concurrency=cfg.eval.concurrency if curator is None else 1,
-                       wave_size=1, retrieval_mode=cfg.retrieval.mode, on_game=one_more, **settings)
+                       repo=repo, curator=curator, on_game=one_more,
+                       **arm_settings(cfg, curate_each_game=curator is not None))
 
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}
@@ -394,7 +395,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
                  "incumbent_validation": first, "calibration": aa.to_dict()}
         incumbent = seed
     else:
-        aa = GateVerdict(**state["calibration"])
+        aa = CandidateVerdict(**state["calibration"])
         incumbent = SkillRepo.load(out / "incumbent").copy()
         echo(f"resuming {out} at step {state['next']} of {total}: {state['tried']} candidates tried, "
              f"{state['accepted']} accepted")
@@ -426,14 +427,14 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     def evaluate(candidate: Candidate) -> dict:
         return outcomes(play(candidate.skill, validation, f"candidate-{candidate.detail['g'] + 1}"))
 
-    def judge(g: int, incumbent_val: dict, candidate_val: dict) -> GateVerdict:
+    def judge(g: int, incumbent_val: dict, candidate_val: dict) -> CandidateVerdict:
         judged_incumbent, judged_candidate = incumbent_val, candidate_val
         if signal == "shuffled":
             _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
                                                               f"{cfg.env.seed}|{g}|gate")
-        return stats.gate(judged_incumbent, judged_candidate, *gate_args)
+        return stats.accept_candidate(judged_incumbent, judged_candidate, *gate_args)
 
-    def record(candidate: Candidate, verdict: GateVerdict, now: Standing, candidate_val: dict) -> dict:
+    def record(candidate: Candidate, verdict: CandidateVerdict, now: Standing, candidate_val: dict) -> dict:
         # the paired numbers are the real outcomes even under a shuffled signal: only the gate is blinded
         paired = stats.compare(now.validation, candidate_val, names=("candidate", "incumbent"),
                                alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
@@ -442,7 +443,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
                  "diff": "".join(e.diff(now.skill) for e in candidate.detail["edits"]),
                  **verdict.to_dict(), "incumbent_rate": paired.control_rate,
                  "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
-        with open(out / "history.jsonl", "a", encoding="utf-8") as fh:
+        with open(out / HISTORY, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")
         if ledger is not None:
             ledger.add_candidate(run_id, **{k: entry[k] for k in (
@@ -467,14 +468,14 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     seed_rows, best_rows = play(seed, final, "seed"), play(incumbent, final, "best")
     comparison = stats.compare(outcomes(seed_rows), outcomes(best_rows), names=("best", "seed"),
                                alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-    report = _report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows), arm_summary(best_rows),
-                     len(incumbent), out)
+    report = sealed_test_report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows),
+                                arm_summary(best_rows), len(incumbent), out)
     # Which games seed and best are scored on: the sealed test split, named with the hash the
     # ledger seals it by (validation numbers never appear as the result).
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
                            "n_games": len(final), "content_hash": test.content_hash}
     report["test_outcomes"] = {"seed": outcomes(seed_rows), "best": outcomes(best_rows)}
-    write_atomic(out / "report.json", json_text(report))
+    write_atomic(out / REPORT, json_text(report))
     if ledger is not None:
         for arm, summary in (("seed", report["seed"]), ("best", report["best"])):
             ledger.add_eval(run_id, arm, summary, None, None)
@@ -482,7 +483,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     return report
 
 
-def acceptance_plan(cfg, aa: GateVerdict | None = None) -> str:
+def acceptance_plan(cfg, aa: CandidateVerdict | None = None) -> str:
     """The smallest gain the gate can accept on n_validation tasks, from the A/A run's paired
     differences (noise: the share of tasks that flipped between two copies of the seed) or,
     before any game, from experiment.expected_discordance. A candidate below it is rejected
@@ -533,15 +534,15 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     (counts, indexes, types). A candidate logged after the last saved state is dropped from the
     history, the memory and the ledger (invalidated there, with the reason): its step is played
     again."""
-    from skillos.evals.experiment import same_config
+    from skillos.evals.run_folder import same_config
 
     if not same_config(out, cfg):
         raise SkillosError(f"{out}: its config.yaml differs from this config (or is missing); resume "
                            "with the same config, or choose another --out")
-    if (out / "report.json").exists() or (out / "test.sealed").exists():
+    if (out / REPORT).exists() or (out / "test.sealed").exists():
         raise SkillosError(f"{out}: this optimize run already read its sealed test split; nothing to resume")
     if not (out / "state.json").exists():
-        for name in ("history.jsonl", "rejected.json"):
+        for name in (HISTORY, "rejected.json"):
             if write:
                 (out / name).unlink(missing_ok=True)
         return None
@@ -575,7 +576,7 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     if set(state["seed_validation"]) != set(state["incumbent_validation"]):
         raise bad("the seed's and the incumbent's validation tasks differ")
     try:
-        GateVerdict(**state.get("calibration"))
+        CandidateVerdict(**state.get("calibration"))
     except (TypeError, ValueError):
         raise bad("calibration is not a gate verdict") from None
     try:
@@ -585,7 +586,7 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     if not (out / "incumbent").is_dir():
         raise bad("its incumbent/ folder is missing")
 
-    history = out / "history.jsonl"  # a candidate logged after the last saved state is played again
+    history = out / HISTORY  # a candidate logged after the last saved state is played again
     kept = []
     if history.exists():
         skips = safety.Skips()
@@ -635,7 +636,7 @@ def _match_ledger(ledger, cfg, run_id, tried: int, bad, write: bool = True) -> N
         raise bad(f"its ledger run #{run_id} is finished")
     candidates = [dict(c) for c in ledger.db.execute("SELECT id FROM candidates WHERE run_id = ? ORDER BY id",
                                                      (run_id,))]
-    valid = [c for c in candidates if ledger._current("candidates", c)["valid"]]
+    valid = [c for c in candidates if ledger.corrected("candidates", c)["valid"]]
     if len(valid) < tried:
         raise bad(f"it says {tried} candidates were tried; the ledger's run #{run_id} records {len(valid)}")
     for c in valid[tried:] if write else ():
@@ -654,7 +655,7 @@ def _check_state_games(out: Path, state: dict, validation: list) -> None:
 def precheck(cfg, out: Path, ledger, resume: bool, unseal: str | None) -> None:
     """Every refusal known before compute, made before the gates play anything: a resume whose
     state does not match (read, nothing changed), a sealed test split the ledger says was read."""
-    from skillos.evals.experiment import load_games
+    from skillos.evals.arms import load_games
 
     o = cfg.optimize
     steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
@@ -692,7 +693,8 @@ def _seed_repo(cfg) -> SkillRepo:
         raise SkillosError(f"optimize.seed_skills: {exc}") from None
 
 
-def _report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, best: dict, size: int, out: Path) -> dict:
+def sealed_test_report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, best: dict, size: int,
+                       out: Path) -> dict:
     """Seed vs best on the sealed test split. The best skill set was chosen among `tried`
     candidates, so the claim is judged in a family of that size (Bonferroni), by the one
     verdict function."""

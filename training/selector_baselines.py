@@ -36,7 +36,7 @@ def read_completion(name: str) -> dict:
             "tool_calls": [{"type": "function", "function": {"name": READ_TOOL, "arguments": {"name": name}}}]}
 
 
-def _render(tokenizer, messages: list[dict], tools) -> tuple[str, str]:
+def render_turn(tokenizer, messages: list[dict], tools) -> tuple[str, str]:
     """(prompt text, completion text) of a conversation whose last message is the assistant's."""
     prompt = tokenizer.apply_chat_template(messages[:-1], tools=tools, add_generation_prompt=True, tokenize=False)
     full = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False).rstrip("\n")
@@ -51,7 +51,8 @@ def bc_dataset(setup, game_ids: list[str], tokenizer) -> list[dict]:
     rows = []
     for game_id in game_ids:
         slate = setup.slates[game_id]
-        prompt, completion = _render(tokenizer, prompt_messages(setup, game_id) + [read_completion(slate.oracle)], tools)
+        prompt, completion = render_turn(tokenizer, prompt_messages(setup, game_id) + [read_completion(slate.oracle)],
+                                         tools)
         rows.append({"prompt": prompt, "completion": completion, "game_id": game_id, "read": slate.oracle})
     return rows
 
@@ -64,15 +65,16 @@ def dpo_pairs(setup, game_ids: list[str], tokenizer) -> list[dict]:
     for game_id in game_ids:
         slate = setup.slates[game_id]
         messages = prompt_messages(setup, game_id)
-        prompt, chosen = _render(tokenizer, messages + [read_completion(slate.oracle)], tools)
+        prompt, chosen = render_turn(tokenizer, messages + [read_completion(slate.oracle)], tools)
         for wrong in [n for n in slate.order if slate.role(n) == "misleading"][:DPO_REJECTED]:
-            _, rejected = _render(tokenizer, messages + [read_completion(wrong)], tools)
+            _, rejected = render_turn(tokenizer, messages + [read_completion(wrong)], tools)
             rows.append({"prompt": prompt, "chosen": chosen, "rejected": rejected, "game_id": game_id,
                          "chosen_read": slate.oracle, "rejected_read": wrong})
     return rows
 
 
-def _common(cfg: Config, cpu: bool) -> dict:
+def baseline_args(cfg: Config, cpu: bool) -> dict:
+    """The SFT / DPO arguments every selector baseline (and the SFT start) takes from `training.*`."""
     from skillos.training.trainer import output_dir
 
     t = cfg.training
@@ -93,10 +95,11 @@ def args_spec(cfg: Config, cpu: bool, kind: str) -> tuple:
     if kind == "bc":
         from trl import SFTConfig
 
-        return SFTConfig, {**_common(cfg, cpu), "completion_only_loss": True}
+        return SFTConfig, {**baseline_args(cfg, cpu), "completion_only_loss": True}
     from trl import DPOConfig
 
-    return DPOConfig, {**_common(cfg, cpu), **({"beta": cfg.training.beta} if cfg.training.beta is not None else {})}
+    beta = {"beta": cfg.training.beta} if cfg.training.beta is not None else {}
+    return DPOConfig, {**baseline_args(cfg, cpu), **beta}
 
 
 def build_args(cfg: Config, cpu: bool, kind: str, extra: dict | None = None):
@@ -118,11 +121,12 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     from datasets import Dataset
     from transformers import AutoTokenizer
 
+    from skillos.evals.arms import load_games
+    from skillos.evals.backends.tiny_model import resolve
     from skillos.evals.envs.slate import make_slate_setup
-    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.ledger.experiments import record_experiment
     from skillos.training.prompt_cap import cap_text
-    from skillos.training.tiny_model import resolve
-    from skillos.training.trainer import _archive_callback, _lora, _step, is_main_process, output_dir
+    from skillos.training.trainer import archive_callback, archived, is_main_process, lora_config, output_dir
 
     cpu = not torch.cuda.is_available()
     out = output_dir(cfg)
@@ -143,20 +147,20 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
                               seed=cfg.training.seed) if ledger is not None else None
     columns = ("prompt", "completion") if kind == "bc" else ("prompt", "chosen", "rejected")
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
-    callbacks = [_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)]
+    callbacks = [archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)]
     try:
         if kind == "bc":
             from trl import SFTTrainer
 
             args = build_args(cfg, cpu, kind)
             trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                                 peft_config=_lora(cfg), callbacks=callbacks)
+                                 peft_config=lora_config(cfg), callbacks=callbacks)
         else:
             from trl import DPOTrainer
 
             args = build_args(cfg, cpu, kind)
             trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                                 peft_config=_lora(cfg), callbacks=callbacks)
+                                 peft_config=lora_config(cfg), callbacks=callbacks)
         result = trainer.train()
     except BaseException as exc:
         if ledger is not None:
@@ -164,9 +168,8 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
         raise
     if ledger is not None:
         ledger.end_run(run_id, "finished")
-    archived = [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived, "steps": losses,
+    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": losses,
             "train_loss": result.training_loss, "examples": len(rows), "slate": str(Path(out) / "slate")}
 
 

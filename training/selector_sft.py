@@ -85,9 +85,9 @@ def sft_args(cfg: Config, cpu: bool, out: Path):
     own steps and learning rate, nothing saved but the final model."""
     from trl import SFTConfig
 
-    from skillos.training.selector_baselines import _common
+    from skillos.training.selector_baselines import baseline_args
 
-    kwargs = {k: v for k, v in _common(cfg, cpu).items() if k not in ("save_steps", "save_total_limit")}
+    kwargs = {k: v for k, v in baseline_args(cfg, cpu).items() if k not in ("save_steps", "save_total_limit")}
     kwargs.update(output_dir=str(out / "sft-run"), max_steps=cfg.skillgate.sft_steps,
                   learning_rate=cfg.skillgate.sft_learning_rate, save_strategy="no", completion_only_loss=True)
     return SFTConfig(**kwargs)
@@ -104,10 +104,10 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
     from transformers import AutoTokenizer
 
     from skillos.evals.envs.slate import tool_schemas
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
     from skillos.training.prompt_cap import cap_text
-    from skillos.training.selector_baselines import _render
-    from skillos.training.trainer import _lora
+    from skillos.training.selector_baselines import render_turn
+    from skillos.training.trainer import lora_config
 
     rows, dropped = collect(cfg, setup, game_ids, chat)
     if not rows:
@@ -117,7 +117,7 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
     tokenizer = AutoTokenizer.from_pretrained(model)
     tools = tool_schemas()
     for row in rows:
-        prompt, completion = _render(tokenizer, row.pop("messages"), tools)
+        prompt, completion = render_turn(tokenizer, row.pop("messages"), tools)
         row.update(prompt=cap_text(tokenizer, prompt, cfg.training.max_prompt_length), completion=completion)
     write_atomic(out / "sft_start.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     echo(f"init {cfg.skillgate.init}: SFT on {len(rows)} selection turns from {len(game_ids)} slates"
@@ -126,7 +126,7 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
 
     trainer = SFTTrainer(model=model, args=sft_args(cfg, cpu, out), processing_class=tokenizer,
                          train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]}
-                                                          for r in rows]), peft_config=_lora(cfg))
+                                                          for r in rows]), peft_config=lora_config(cfg))
     result = trainer.train()
     net = trainer.model
     if hasattr(net, "merge_and_unload"):  # a LoRA start: GRPO trains its own adapter on the merged weights

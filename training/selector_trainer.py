@@ -33,12 +33,13 @@ def __getattr__(name: str):
     """`SelectorGRPOConfig` and `SelectorGRPOTrainer` are built on first use (PEP 562): trl and
     torch load only when training does, and pickle finds them here (training_args.bin)."""
     if name in ("SelectorGRPOConfig", "SelectorGRPOTrainer"):
-        return dict(zip(("SelectorGRPOConfig", "SelectorGRPOTrainer"), _classes()))[name]
+        return dict(zip(("SelectorGRPOConfig", "SelectorGRPOTrainer"), selector_classes()))[name]
     raise AttributeError(name)
 
 
 @functools.cache
-def _classes():
+def selector_classes():
+    """(SelectorGRPOConfig, SelectorGRPOTrainer), built once on first call (trl loads only then)."""
     from trl import GRPOTrainer
 
     from skillos.training.prompt_cap import capped, config_class
@@ -194,7 +195,7 @@ def selector_kwargs(cfg: Config, cpu: bool, out: Path) -> dict:
 
 
 def args_spec(cfg: Config, cpu: bool, out: Path) -> tuple:
-    return _classes()[0], selector_kwargs(cfg, cpu, out)
+    return selector_classes()[0], selector_kwargs(cfg, cpu, out)
 
 
 def build_args(cfg: Config, cpu: bool, out: Path, extra: dict | None = None):
@@ -232,10 +233,12 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "r
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
     from datasets import Dataset
 
-    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.evals.arms import load_games
+
+    from skillos.ledger.experiments import record_experiment
     from skillos.evals.envs.slate import make_slate_setup
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
-    from skillos.training.trainer import _archive_callback, _lora, archived, fit, is_main_process
+    from skillos.training.trainer import archive_callback, archived, fit, is_main_process, lora_config
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     setup = make_slate_setup(cfg, games, out)
@@ -255,12 +258,12 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
                                   seed=cfg.training.seed)
     reward = SlateReward(echo, signal, cfg.training.num_generations or 1, cfg.training.seed or 0)
     try:
-        trainer_cls = _classes()[1]
+        trainer_cls = selector_classes()[1]
         trainer = trainer_cls(
             model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
-            train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
+            train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
             environment_factory=environment_factory(setup),
-            callbacks=[_archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
+            callbacks=[archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
         trainer.signal = signal
     except BaseException as exc:
         if ledger is not None:

@@ -136,7 +136,7 @@ class RewardFunction:
         self.pending: str | None = None
 
     def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:
-        from skillos.training.env import finish
+        from skillos.training.env import finish, state_of
         from skillos.training.reward import group_rewards, health, reward
 
         c = self.cfg
@@ -149,9 +149,9 @@ class RewardFunction:
             rollouts = list(pool.map(finish, environments))
         if self.judge is not None and c.reward.lambda_cnt:
             for env, rollout in zip(environments, rollouts):
-                rollout.verdicts = [self.judge.judge(text) for text in env._state.contents]
+                rollout.verdicts = [self.judge.judge(text) for text in state_of(env).contents]
         # Each rollout is scored over its own group's |G| (reasoning draws it from a range).
-        rewards = [reward(r, len(env._state.game_ids), c.reward.lambda_fc, c.reward.lambda_cnt,
+        rewards = [reward(r, len(state_of(env).game_ids), c.reward.lambda_fc, c.reward.lambda_cnt,
                           c.reward.lambda_comp) for env, r in zip(environments, rollouts)]
         totals = [0.0] * len(rewards)
         # Groups by the dataset row: an unmeasured rollout takes the mean of its own group.
@@ -171,7 +171,7 @@ class RewardFunction:
         else:
             self.echo(text)
         rows = [{"group": k, "positions": r.positions, "ops_valid": r.ops_valid, "ops_total": r.ops_total,
-                 "reward": total, "reward_given": g, "skills": [s.name for s in env._state.repo.skills]}
+                 "reward": total, "reward_given": g, "skills": [s.name for s in state_of(env).repo.skills]}
                 for k, r, total, g, env in zip(keys, rollouts, totals, given, environments)]
         self.history.append({**asdict(line), "line": text, "mean_reward": sum(totals) / len(totals),
                              "r_fc": [r.r_fc for r in rewards], "r_task": [r.r_task for r in rewards],
@@ -340,7 +340,8 @@ def finished_checkpoint(cfg: Config) -> str | None:
 
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
-    from skillos.evals.experiment import load_games, record_experiment
+    from skillos.evals.arms import load_games
+    from skillos.ledger.experiments import record_experiment
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
     from skillos.training.rollouts import InFlight
@@ -367,9 +368,9 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         step_health = StepHealth(reward_fn, echo)
         trainer = trainer_cls(
             model=model, reward_funcs=[reward_fn], args=build_args(cfg, cpu),
-            train_dataset=Dataset.from_list(rows), peft_config=_lora(cfg),
+            train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
             environment_factory=partial(CuratorEnv, setup),
-            callbacks=[step_health.callback(), _archive_callback(cfg, ledger, run_id, echo)])
+            callbacks=[step_health.callback(), archive_callback(cfg, ledger, run_id, echo)])
         step_health.trainer = trainer
     except BaseException as exc:
         if ledger is not None:
@@ -403,7 +404,8 @@ def _warm(model: str, out: Path, setup, rows: list[dict], echo) -> str:
     return str(target.resolve())  # adapters record their base by this path: absolute, so they load from anywhere
 
 
-def _lora(cfg: Config):
+def lora_config(cfg: Config):
+    """The LoRA adapter config of `training.lora` (None: full fine-tuning), for every trainer."""
     if not cfg.training.lora:
         return None
     from peft import LoraConfig
@@ -440,12 +442,13 @@ def _step(path: Path) -> int:
         return -1
 
 
-def _archive_callback(cfg, ledger, run_id, echo, surface: str = "curate_and_advance"):
-    """On every save: mark the checkpoint's tool surface, copy it to archive/, ledger it.
+def archive_callback(cfg, ledger, run_id, echo, surface: str = "curate_and_advance"):
+    """The callback every trainer saves through. On every save: mark the checkpoint's tool surface,
+    copy it to archive/, ledger it.
     Built on call: transformers (and torch) load only when training does."""
     from transformers import TrainerCallback
 
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     class Archive(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):

@@ -14,10 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from skillos.config import DEFAULT_KEY_ENV  # noqa: F401 - where the schema owns it
 from skillos.errors import SkillosError
+from skillos.registry import BACKENDS, MODEL_BACKENDS, key_env, load
 
-MODEL_BACKENDS = ("openai", "anthropic", "vllm", "hf")  # every one serves as executor, curator or judge
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
 
@@ -42,7 +41,7 @@ class ChatBackend(Protocol):
 
 
 def api_key(config) -> str:
-    name = config.api_key_env or DEFAULT_KEY_ENV.get(config.backend, "")
+    name = key_env(config)
     key = os.environ.get(name, "") if name else ""
     from skillos.secrets import protect_key_vars
 
@@ -62,26 +61,9 @@ def make_chat(config) -> ChatBackend:
     problem = decoding_problem(config.backend, config)  # a section built in code skipped the config's check
     if problem:
         raise SkillosError(problem)
-    if config.backend == "openai":
-        from skillos.evals.backends.openai_chat import OpenAIChat
-
-        return OpenAIChat(config)
-    if config.backend == "anthropic":
-        from skillos.evals.backends.anthropic_chat import AnthropicChat
-
-        return AnthropicChat(config)
-    if config.backend == "hf":
-        from skillos.evals.backends.hf_chat import HFChat
-
-        return HFChat(config)
-    if config.backend == "vllm":
-        from skillos.evals.backends.vllm_chat import VLLMChat
-
-        return VLLMChat(config)
-    raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(MODEL_BACKENDS)}")
-
-
-SENT = {"openai": "openai_chat", "anthropic": "anthropic_chat", "hf": "hf_chat", "vllm": "vllm_chat"}
+    if config.backend not in MODEL_BACKENDS:
+        raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(MODEL_BACKENDS)}")
+    return load(BACKENDS[config.backend].chat)(config)  # the backend's module is imported only now
 
 
 def sent(config) -> dict:
@@ -90,8 +72,10 @@ def sent(config) -> dict:
     (where it arrives, the value that arrives, in the config's terms). Empty for heuristic."""
     import importlib
 
-    module = SENT.get(config.backend)
-    return importlib.import_module(f"skillos.evals.backends.{module}").sent(config) if module else {}
+    if config.backend not in MODEL_BACKENDS:
+        return {}
+    module = BACKENDS[config.backend].chat.partition(":")[0]  # the `sent` beside the backend's class
+    return importlib.import_module(module).sent(config)
 
 
 def parse_generated(text: str) -> ChatResult:

@@ -64,7 +64,7 @@ def build(seed: int = 0) -> Path:
         tokenizer = _tokenizer()
         tokenizer.save_pretrained(work)
         _model(len(tokenizer), tokenizer, seed).save_pretrained(work)
-        (work / "skillos.json").write_text(json.dumps({"built_by": "skillos.training.tiny_model",
+        (work / "skillos.json").write_text(json.dumps({"built_by": "skillos.evals.backends.tiny_model",
                                                       "seed": seed, **SHAPE}, indent=1))
         try:
             work.rename(final)

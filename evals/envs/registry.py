@@ -18,25 +18,19 @@ An environment is an object with
   cross-domain sweep retargets it here (its reference table and turn limit).
 
 Entries are imported on first use, so naming one never loads another's engine. A second
-environment plugs in here, never through `if env.name == ...` in the callers.
+environment plugs in as one entry of ENVIRONMENTS (skillos/registry.py, beside the backends and
+trainers), never through `if env.name == ...` in the callers.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from skillos.errors import SkillosError
-
-ENVIRONMENTS = {
-    "household": "skillos.evals.envs.alfworld.environment:HOUSEHOLD",
-    "reasoning": "skillos.evals.envs.reasoning.environment:REASONING",
-}
+from skillos.registry import ENVIRONMENTS, load
 
 
 def environment(name_or_cfg):
     """The environment of a name or of a config (its env.name)."""
     name = getattr(getattr(name_or_cfg, "env", None), "name", name_or_cfg)
     if name not in ENVIRONMENTS:
-        raise SkillosError(f"env.name {name!r} is not an environment; use one of {', '.join(ENVIRONMENTS)}")
-    module, _, attr = ENVIRONMENTS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+        raise SkillosError(f"env.name {name!r} is not an environment; use one of {', '.join(ENVIRONMENTS.names())}")
+    return load(ENVIRONMENTS[name].target)

@@ -33,7 +33,7 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.repo import SkillRepo
 from skillos.repo.retrieval import Hit
-from skillos.repo.store import write_atomic
+from skillos.files import write_atomic
 
 from skillos.evals.envs.slate_skills import CATEGORIES, misleading_for, misleading_skills, relevant_to
 
@@ -387,6 +387,12 @@ def tool_schemas() -> list[dict]:
 
     env = SlateEnv.__new__(SlateEnv)
     return [get_json_schema(getattr(env, name)) for name in ("act", READ_TOOL)]
+
+
+def admissible(env: SlateEnv) -> list:
+    """The commands the env's current episode admits now (a function, not a public member: the
+    environment's public methods are the selector's tools)."""
+    return env._episode.obs.admissible
 
 
 def episode_record(env: SlateEnv) -> dict:

@@ -109,7 +109,7 @@ STATIC_ONLY = ("sleep night",)  # launches gated by the static checks only
 def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo: Callable[[str], None] = print) -> Report:
     """Gate a launch: run the checks, record them, apply overrides, refuse on a FAIL."""
-    from skillos.evals.experiment import record_experiment
+    from skillos.ledger.experiments import record_experiment
 
     overrides = dict(overrides or {})
 

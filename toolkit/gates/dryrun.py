@@ -55,7 +55,7 @@ class _Recording:
 def _games(ctx: Context, split: str, n: int):
     key = ("games", split, n)
     if key not in ctx.cache:
-        from skillos.evals.experiment import load_games
+        from skillos.evals.arms import load_games
 
         ctx.cache[key] = load_games(ctx.cfg, split, n, progress=_generation_progress(ctx, split))
     return ctx.cache[key]
@@ -117,7 +117,7 @@ def tool_surface(ctx: Context) -> Result:
 @dry_run
 def top_k_used(ctx: Context) -> Result:
     """The number of skills the executor actually receives, through the launch's own path."""
-    from skillos.evals.experiment import arm_settings
+    from skillos.evals.arms import arm_settings
     from skillos.evals.runner import play
     from skillos.repo import Retriever, SkillRepo
 
@@ -254,17 +254,14 @@ def rollout_positions(ctx: Context) -> Result:
 
 def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Result:
     from skillos.evals.envs.registry import environment
-    from skillos.evals.experiment import arm_settings
+    from skillos.evals.arms import arm_settings
     from skillos.evals.runner import run_arm
 
     n = min(EVAL_GAMES, ctx.cfg.env.n_games)
     games = _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
-    settings = arm_settings(ctx.cfg)
-    settings.pop("max_error_rate")
     env = environment(ctx.cfg)
-    rows = run_arm("dry-run", games, env=env.make_env(games),
-                   executor=env.make_executor(ctx.cfg.executor), repo=None, retrieval_mode=ctx.cfg.retrieval.mode,
-                   concurrency=ctx.cfg.eval.concurrency, wave_size=1, **settings)
+    rows = run_arm("dry-run", games, env=env.make_env(games), executor=env.make_executor(ctx.cfg.executor),
+                   repo=None, **arm_settings(ctx.cfg, abort_on_outage=False))
     measured = sum(not r["unmeasured"] for r in rows)
     coerced = sum(r["coerced_actions"] for r in rows)
     steps = sum(r["steps"] for r in rows)
@@ -395,7 +392,7 @@ def selector_rollouts(ctx: Context) -> Result:
         return Result(check, gates, "SKIP", detail="skillgate.trainer curator")
     import tempfile
 
-    from skillos.evals.envs.slate import SlateEnv, episode_record, make_slate_setup
+    from skillos.evals.envs.slate import SlateEnv, admissible, episode_record, make_slate_setup
     from skillos.training.env import published_tools
 
     incident = "selector credit computed from reads the environment never recorded"
@@ -412,7 +409,7 @@ def selector_rollouts(ctx: Context) -> Result:
         slate = setup.slates[game.id]
         env.read_skill(slate.oracle)
         env.read_skill(next(iter(slate.misleading + slate.irrelevant + slate.relevant), slate.oracle))
-        env.act(env._episode.obs.admissible[0])
+        env.act(admissible(env)[0])
         record = episode_record(env)
         if record["success"] is None:
             problems.append(f"{game.id} unmeasured: {record['unmeasured_reason']}")

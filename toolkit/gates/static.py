@@ -10,6 +10,7 @@ from pathlib import Path
 
 from skillos.config import did_you_mean
 from skillos.gates.core import Context, Result, same, static, training_only
+from skillos.registry import BACKENDS, TORCH_FIRST, TRAINERS
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -17,9 +18,6 @@ DERIVED = ("prompts_per_step", "completions_per_step", "max_response_length")
 TRAINING_ONLY = ("training.", "reward.", "judge.", "prompts_per_step", "completions_per_step",
                  "max_response_length", "env.reasoning.min_group_size", "skillgate.")
 DECODING = ("temperature", "top_p", "top_k")
-# What the server samples with when a model backend's decoding is left unset.
-SERVER_DEFAULTS = {"vllm": "vLLM's T 1.0, top_p 1, no top_k", "hf": "transformers' T 1.0, top_p 1, top_k 50",
-                   "openai": "the endpoint's defaults", "anthropic": "the API's defaults"}
 MIN_REASONING_TOKENS = 4096
 MIN_JUDGE_TOKENS = 1024
 MAX_ERROR_RATE = 0.02
@@ -93,12 +91,16 @@ def _applies(ctx: Context, key: str) -> str | None:
     return None
 
 
-GRPO_TRAINERS = ("curator", "selector")
+def _sampler_defaults(backend: str | None, otherwise: str) -> str:
+    """What a model backend samples with when a section's decoding is left unset."""
+    entry = BACKENDS.get(backend)
+    return entry.sampler_defaults if entry and entry.sampler_defaults else otherwise
 
 
 def not_grpo(ctx: Context, check: str, gates: tuple) -> Result | None:
     """A SKIP for a GRPO-only check on an SFT / DPO baseline (no groups, no generations)."""
-    if ctx.cfg.skillgate.trainer in GRPO_TRAINERS:
+    trainer = TRAINERS.get(ctx.cfg.skillgate.trainer)
+    if trainer is not None and trainer.grpo:
         return None
     return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer} is not GRPO: no "
                   "generations, groups or GRPO loss")
@@ -361,9 +363,9 @@ def decoding(ctx: Context) -> list[Result]:
         reads = (f"{name}.top_p", f"{name}.top_k")
         if len(unset) == len(DECODING):
             out.append(Result(check, (1,), "WARN", f"{name}.temperature", None, "set (the model card's)",
-                              f"the {name} sampled with {SERVER_DEFAULTS.get(section.backend, 'the server defaults')}",
+                              f"the {name} sampled with {_sampler_defaults(section.backend, 'the server defaults')}",
                               f"{name}.temperature, top_p and top_k are unset: the {section.backend} backend samples "
-                              f"with {SERVER_DEFAULTS.get(section.backend, 'its defaults')}; set the model card's",
+                              f"with {_sampler_defaults(section.backend, 'its defaults')}; set the model card's",
                               reads=reads))
         else:
             out.append(Result(check, (1,), "PASS", f"{name}.temperature", seen, "set",
@@ -529,14 +531,11 @@ def watchdog(ctx: Context) -> Result:
 
 # What a launch imports, by what the config asks for: a missing extra is a FAIL before anything
 # starts (not a 51-line ImportError after the gates passed), with the line that installs it.
-TORCH_FIRST = "pip install torch==2.13.0 (CPU build; first, or pip pulls CUDA) && "
+# Each backend's modules and install line are its entry in skillos/registry.py.
 EXTRAS = {
     "train": (("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
               TORCH_FIRST + "pip install 'skillos[train]'"),
-    "hf": (("torch", "transformers", "peft"), TORCH_FIRST + "pip install 'skillos[hf]'"),
-    "openai": (("openai",), "pip install 'skillos[llm]'"),
-    "anthropic": (("anthropic",), "pip install 'skillos[llm]'"),
-    "vllm": (("vllm",), "pip install vllm (on the GPU machine; it pins its own torch)"),
+    **{b.name: (b.modules, b.install) for b in BACKENDS if b.modules},
 }
 
 
@@ -557,7 +556,7 @@ def extras(ctx: Context) -> list[Result]:
         key = "training" if extra == "train" else f"backend {extra}"
         if missing:
             # vLLM is installed by hand on the GPU machine a plan is carried to: a warning here
-            status = "WARN" if extra == "vllm" else "FAIL"
+            status = "WARN" if extra in BACKENDS and BACKENDS[extra].gpu_only else "FAIL"
             results.append(Result("extras", (1,), status, key, f"missing {', '.join(missing)}",
                                   "installed", "a launch that died on an ImportError after the gates "
                                   f"passed", f"install with: {line}"))

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from skillos.gates.core import Context, Result, same
+from skillos.registry import LOCAL_BACKENDS, MODEL_BACKENDS, TRAINERS
 
 INCIDENT = "a setting the gate approved never reached the code it configures (checked but not applied)"
 # derived quantities -> the config keys they are made of
@@ -181,9 +182,9 @@ class Tracer:
     def trainer_class(self):
         def build():
             if self.trainer == "selector":
-                from skillos.training.selector_trainer import _classes
+                from skillos.training.selector_trainer import selector_classes
 
-                return _classes()[1]
+                return selector_classes()[1]
             if self.trainer == "curator":
                 from skillos.training.trainer import trainer_class
 
@@ -267,7 +268,7 @@ def _lora(t: Tracer, key, value):
         return Row(key, value, "GRPOTrainer(peft_config=None)", True, None, "full fine-tuning")
 
     def build():
-        from skillos.training.trainer import _lora as lora_config
+        from skillos.training.trainer import lora_config
 
         return lora_config(t.cfg)
     lora = t.cached("lora", build)
@@ -377,11 +378,11 @@ def _per_step(t: Tracer, key, value):
 # skillgate ---------------------------------------------------------------------------------------
 @resolver(r"^skillgate\.trainer$")
 def _trainer(t: Tracer, key, value):
-    from skillos.training.registry import TRAINERS, trainer_for
+    from skillos.training.registry import trainer_for
 
     fn = trainer_for(t.cfg)
     arrived = f"{fn.__module__}:{fn.__name__}"
-    target = TRAINERS.get(value, "")
+    target = TRAINERS[value].target if value in TRAINERS else ""
     return _row(key, value, "training/registry.trainer_for: what skillos train runs", arrived,
                 applied=arrived == (target if ":" in target else f"{target}:train"))
 
@@ -429,7 +430,7 @@ def _backend_field(t: Tracer, key, value, section, name):
     if b.backend in (None, "heuristic"):
         return _not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
     where, arrived = t.sent(section)[name]
-    if name == "reasoning_effort" and value is not None and b.backend in ("hf", "vllm"):
+    if name == "reasoning_effort" and value is not None and b.backend in LOCAL_BACKENDS:
         template = _local_template(b.model)
         if template is not None and "enable_thinking" not in template:
             return Row(key, value, where, False, arrived, "the model's chat template has no enable_thinking switch "
@@ -467,11 +468,10 @@ def _local_template(model: str | None) -> str | None:
 
 @resolver(r"^(?P<section>executor|curator|judge|optimize\.optimizer|sleep\.model|sleep\.optimizer)\.backend$")
 def _backend(t: Tracer, key, value, section):
-    from skillos.evals.backends.chat import SENT
-
     if value in (None, "heuristic"):
         return _not_used(key, value, "no model backend")
-    return _row(key, value, "evals/backends/chat.make_chat: the backend class built", value if value in SENT else None)
+    return _row(key, value, "evals/backends/chat.make_chat: the backend class built",
+                value if value in MODEL_BACKENDS else None)
 
 
 @resolver(r"^executor\.history_length$")
@@ -499,7 +499,7 @@ def _history(t: Tracer, key, value):
 def _scripted_play(t: Tracer):
     def build():
         from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-        from skillos.evals.experiment import arm_settings
+        from skillos.evals.arms import arm_settings
         from skillos.evals.runner import play
         from skillos.repo import Retriever, SkillRepo
 
@@ -558,13 +558,13 @@ def _max_steps(t: Tracer, key, value):
             setup = make_slate_setup(cfg, [], tmp)
         return _row(key, value, "SlateSetup.max_steps (actions per slate episode)", setup.max_steps)
     p = _scripted_play(t)
-    return _row(key, value, "runner.play(max_steps) via experiment.arm_settings: actions played before the "
+    return _row(key, value, "runner.play(max_steps) via arms.arm_settings: actions played before the "
                 "game is cut", p["steps"], "a scripted game that never ends, played to the cap")
 
 
 @resolver(r"^env\.(?P<name>n_games|split|n_train_games|train_split)$")
 def _game_sets(t: Tracer, key, value, name):
-    from skillos.evals.experiment import game_sets
+    from skillos.evals.arms import game_sets
 
     which = "held_out" if name in ("n_games", "split") else "train"
     split, n = game_sets(t.cfg)[which]
@@ -583,9 +583,9 @@ def _min_group(t: Tracer, key, value):
 
 @resolver(r"^eval\.max_error_rate$")
 def _error_rate(t: Tracer, key, value):
-    from skillos.evals.experiment import arm_settings
+    from skillos.evals.arms import arm_settings
 
-    return _row(key, value, "runner.run_arm(max_error_rate) via experiment.arm_settings",
+    return _row(key, value, "runner.run_arm(max_error_rate) via arms.arm_settings",
                 arm_settings(t.cfg)["max_error_rate"])
 
 
@@ -609,7 +609,7 @@ def _reward_probe(t: Tracer) -> dict:
     """Each weight as the real reward function applies it: three scripted rollouts that score
     0 on r_task and 1 on exactly one other term; each total is that term's weight."""
     def build():
-        from skillos.training.env import CuratorEnv, _State
+        from skillos.training.env import RolloutState, env_with_state
         from skillos.training.trainer import RewardFunction
 
         class Judge:
@@ -617,10 +617,9 @@ def _reward_probe(t: Tracer) -> dict:
                 return True
 
         def env(ops_valid=0, ops_total=0, contents=(), input_words=0):
-            e = CuratorEnv.__new__(CuratorEnv)
-            e._state = _State(["p1", "p2", "p3"], "probe", positions=[True, False, False], ops_valid=ops_valid,
-                              ops_total=ops_total, contents=list(contents), input_words=input_words, calls=2)
-            return e
+            return env_with_state(RolloutState(["p1", "p2", "p3"], "probe", positions=[True, False, False],
+                                               ops_valid=ops_valid, ops_total=ops_total, contents=list(contents),
+                                               input_words=input_words, calls=2))
         envs = [env(1, 1), env(contents=["a skill"]), env(input_words=10)]
         completions = [[{"role": "assistant", "content": ""}] for _ in envs]
         totals = RewardFunction(t.cfg, Judge(), lambda _line: None)(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.errors import SkillError
-from skillos.files import write_atomic  # noqa: F401 - re-exported: the old import path
+from skillos.files import write_atomic
 from skillos.repo.skill import Skill, parse_skill, validate_name
 
 SKILL_FILE = "SKILL.md"

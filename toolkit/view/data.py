@@ -24,10 +24,8 @@ from urllib.parse import quote, unquote
 
 from skillos import safety
 from skillos.errors import SkillosError
-
-ROW_FILES = (("train", "curation.jsonl"), ("eval", "games.jsonl"))
-TRACES = "trajectories.jsonl"
-RUN_MARKERS = ("games.jsonl", "curation.jsonl", "report.json", "sweep.json", "history.jsonl")
+from skillos.evals.run_folder import (GAMES, HISTORY, REPO_PREFIX, REPORT, ROW_FILES, RUN_MARKERS, SWEEP, TRACES,
+                                      arm_of_repo, repo_dir)
 
 
 def make_key(*parts) -> str:
@@ -197,7 +195,7 @@ class Source:
             runs = self._guard(problems, "runs", lambda: ledger.rows("runs"), [])
             for row in self._guard(problems, "experiments", lambda: ledger.rows("experiments"), []):
                 exp = self._guard(problems, f"experiment #{row.get('id')}",
-                                  lambda: ledger._current("experiments", row))
+                                  lambda: ledger.corrected("experiments", row))
                 if exp is None:
                     continue
                 exp["n_runs"] = sum(r.get("experiment_id") == exp["id"] for r in runs)
@@ -220,7 +218,7 @@ class Source:
             if row is None:
                 problems.append(f"no experiment with id {exp_id} in {self.ledger_path}")
                 return data
-            data["experiment"] = ledger._current("experiments", dict(row))
+            data["experiment"] = ledger.corrected("experiments", dict(row))
             folders = self.run_folders()
             outputs = []
             for r in ledger.db.execute("SELECT id FROM runs WHERE experiment_id = ? ORDER BY id", (exp_id,)):
@@ -243,7 +241,7 @@ class Source:
                     outputs.append(run["rid"])
             run_ids = [r["id"] for r in data["runs"]]
             for rid in outputs:
-                report = read_json(folders[rid] / "report.json", problems, folders[rid])
+                report = read_json(folders[rid] / REPORT, problems, folders[rid])
                 if isinstance(report, dict):
                     data["reports"].append({"rid": rid, "comparisons": report.get("comparisons", []),
                                             "family_correction": report.get("family_correction"),
@@ -253,7 +251,7 @@ class Source:
                                     if g["experiment_id"] == exp_id or g["run_id"] in run_ids]
             data["overrides"] = [o for o in ledger.rows("overrides") if o["experiment_id"] == exp_id]
             data["candidates"] = [self._guard(problems, f"candidate #{c.get('id')}",
-                                              lambda: ledger._current("candidates", c), c)
+                                              lambda: ledger.corrected("candidates", c), c)
                                   for c in ledger.rows("candidates") if c["run_id"] in run_ids]
             data["failures"] = self._guard(problems, "failures", lambda: [
                 f for f in ledger.failures() if f["experiment_id"] == exp_id or f["run_id"] in run_ids], [])
@@ -281,22 +279,22 @@ class Source:
         if folder is None:
             return data
         data["path"] = str(folder)
-        for phase, name in ROW_FILES:
+        for phase, name in ROW_FILES.items():
             if (folder / name).exists():
                 for row in read_jsonl(folder / name, problems, folder):
                     row.setdefault("phase", phase)
                     data["rows"].append(row)
         data["arms"] = sorted({str(r.get("arm")) for r in data["rows"]})
         data["learning_arms"] = sorted(a for a in ({str(r.get("arm")) for r in data["rows"] if r.get("phase") == "train"}
-                                                   | {p.name[5:] for p in folder.glob("repo-*") if p.is_dir()})
+                                                   | {arm_of_repo(p) for p in folder.glob(REPO_PREFIX + "*") if p.is_dir()})
                                        if plain_name(a))
         if (folder / TRACES).exists():
             data["traced"] = sorted({make_key(t.get("arm"), t.get("phase"), t.get("game_id"))
                                      for t in read_jsonl(folder / TRACES, problems, folder)})
-        data["report"] = read_json(folder / "report.json", problems, folder)
-        data["sweep"] = read_json(folder / "sweep.json", problems, folder)
-        if (folder / "history.jsonl").exists():
-            data["history"] = read_jsonl(folder / "history.jsonl", problems, folder)
+        data["report"] = read_json(folder / REPORT, problems, folder)
+        data["sweep"] = read_json(folder / SWEEP, problems, folder)
+        if (folder / HISTORY).exists():
+            data["history"] = read_jsonl(folder / HISTORY, problems, folder)
         ledger = self._ledger([]) if self.ledger_path.exists() else None
         if ledger is not None:
             for row in self._guard(problems, "ledger runs", lambda: ledger.rows("runs"), []):
@@ -315,7 +313,7 @@ class Source:
         folder = self._folder(rid, problems)
         if folder is None:
             return data
-        name = dict(ROW_FILES).get(phase, "games.jsonl")
+        name = ROW_FILES.get(phase, GAMES)
         for row in read_jsonl(folder / name, problems, folder) if (folder / name).exists() else []:
             if row.get("arm") == arm and row.get("game_id") == game_id:
                 data["row"] = row
@@ -352,9 +350,9 @@ class Source:
                                        "success": trace.get("success"), "ops": trace.get("curation", [])})
         else:
             problems.append(f"no {TRACES} in this run: only the repo as it is now is shown")
-        repo_dir = folder / f"repo-{arm}"
-        if repo_dir.is_dir() and inside(folder, repo_dir):
-            for path in sorted(repo_dir.glob("*/SKILL.md")):
+        repo = repo_dir(folder, arm)
+        if repo.is_dir() and inside(folder, repo):
+            for path in sorted(repo.glob("*/SKILL.md")):
                 if not inside(folder, path):
                     problems.append(f"{path.parent.name}/SKILL.md: points outside the run folder; not read")
                     continue
@@ -396,8 +394,8 @@ def _output(run_row: dict) -> str | None:
 
 
 def _folder_summary(rid: str, folder: Path) -> dict:
-    kind = ("sweep" if (folder / "sweep.json").exists() else
-            "optimize" if (folder / "history.jsonl").exists() else "eval")
+    kind = ("sweep" if (folder / SWEEP).exists() else
+            "optimize" if (folder / HISTORY).exists() else "eval")
     try:
         modified = max(p.stat().st_mtime for p in folder.iterdir())
     except (OSError, ValueError):

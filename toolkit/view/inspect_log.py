@@ -18,7 +18,8 @@ from pathlib import Path
 import yaml
 
 from skillos.errors import SkillosError
-from skillos.view.data import ROW_FILES, TRACES, read_jsonl
+from skillos.evals.run_folder import CONFIG, ROW_FILES, TRACES, read_config
+from skillos.view.data import read_jsonl
 
 SCORER = "skillos_success"
 
@@ -43,7 +44,7 @@ def _messages(row: dict, trace: dict | None):
 def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     """Write RUN_DIR's games of `phase` to OUT (.eval or .json); returns what was written."""
     run_dir, out = Path(run_dir), Path(out)
-    names = dict(ROW_FILES)
+    names = ROW_FILES
     if phase not in names:
         raise SkillosError(f"--phase {phase!r}: choose eval or train")
     rows_path = run_dir / names[phase]
@@ -62,7 +63,6 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     rows = read_jsonl(rows_path, problems)
     if not rows:
         raise SkillosError(f"{rows_path}: no games recorded" + (f" ({problems[0]})" if problems else ""))
-    from skillos import safety
     from skillos.evals.records import check_schema
     from skillos.evals.trace import damage
 
@@ -80,9 +80,8 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
                                    f"({wrong}); move the line away and export again")
             traces[(t.get("arm"), t.get("phase"), t.get("game_id"))] = t  # the last one wins (a resume)
     config = {}
-    if (run_dir / "config.yaml").exists():
-        config = safety.load_yaml(safety.read_text(run_dir / "config.yaml", safety.MAX_CONFIG_BYTES, "config.yaml"),
-                                  str(run_dir / "config.yaml")) or {}
+    if (run_dir / CONFIG).exists():
+        config = read_config(run_dir) or {}
         config = config if isinstance(config, dict) else {}
     executor = config.get("executor") or {}
     model = f"{executor.get('backend', 'unknown')}/{executor.get('model') or 'none'}"
@@ -116,7 +115,7 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
 
     # the run began when its config was written and ended with its last row
-    created = stamp(run_dir / "config.yaml") if (run_dir / "config.yaml").exists() else stamp(rows_path)
+    created = stamp(run_dir / CONFIG) if (run_dir / CONFIG).exists() else stamp(rows_path)
     metric = {"accuracy": EvalMetric(name="accuracy", value=won / scored if scored else float("nan"))}
     log = EvalLog(
         status="success",

@@ -58,7 +58,7 @@ class SelectorCanary(Canary):
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
         from skillos import config as cfgmod
-        from skillos.evals.experiment import load_games
+        from skillos.evals.arms import load_games
         from skillos.training.selector_trainer import train
 
         sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else [])

@@ -488,7 +488,7 @@ def harvest(s, home: Path | None = None, progress=None) -> Harvest:
 
 
 def write_digest(h: Harvest, home: Path) -> Path:
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     path = home / "digests" / f"harvest-{stamp}.jsonl"

@@ -5,8 +5,8 @@ experiment run with evals, candidates and operational failures, and never writes
 
 The consolidation is `skillos optimize`'s: a textual learning rate (`edits_allowed`) bounds the
 lines a step may add to the skill's learned block, `RejectedMemory` keeps rejected edits across
-nights, `calibrate` refuses a gate that accepts a copy of the skill over itself, `stats.gate`
-decides (indecisive when too much is unmeasured), and `SealedSplit` reads the test tasks once,
+nights, `calibrate` refuses a gate that accepts a copy of the skill over itself,
+`stats.accept_candidate` decides (indecisive when too much is unmeasured), and `SealedSplit` reads the test tasks once,
 corrected for every candidate tried on them, over all nights.
 """
 
@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.registry import MODEL_BACKENDS
 from skillos.safety import RunLock
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
 from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
@@ -26,8 +27,6 @@ from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, B
                                            system_prompt)
 from skillos.training.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
                                           recover_nights, sleep_home, stamp, with_learned, write_proposal)
-
-MODEL_BACKENDS = ("openai", "anthropic", "hf", "vllm")
 
 
 def preflight(cfg) -> tuple[Path, str]:
@@ -253,11 +252,12 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
     before any model call: `skillos.sleep` passes `gates.enforce` (training sits below gates)."""
     from skillos.evals import stats
     from skillos.evals.backends.chat import make_chat
-    from skillos.evals.experiment import record_experiment
     from skillos.ledger import Ledger
     from skillos.training.candidates import CalibrationFailed, Candidate, Standing, broke, calibrated, \
         run_candidates
-    from skillos.training.optimize import RejectedMemory, _report, edits_allowed
+    from skillos.ledger.experiments import record_experiment
+    from skillos.training.optimize import RejectedMemory, edits_allowed
+    from skillos.training.optimize import sealed_test_report as _report
 
     from skillos.repo import parse_skill
     from skillos.repo.skill import SkillError
@@ -355,7 +355,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
             return booleans(play(candidate.skill, splits["validation"], f"candidate-{candidate.step}"))
 
         def judge(step: int, incumbent_val: dict, cand_val: dict):
-            verdict = stats.gate(incumbent_val, cand_val, *gate_args)
+            verdict = stats.accept_candidate(incumbent_val, cand_val, *gate_args)
             lost = broke(incumbent_val, cand_val)
             if verdict.verdict == "accept" and s.no_regress and lost:
                 verdict = dataclasses.replace(verdict, verdict="reject",
@@ -438,7 +438,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
         if status == "finished" and accepted:
             report["proposal"] = str(home / "proposals" / f"{night_id}-{name}")
             write_proposal(home, night_id, skill_path, seed_text, incumbent, report, tasks)  # that folder, whole
-        from skillos.repo.store import write_atomic
+        from skillos.files import write_atomic
 
         write_atomic(night_dir / "report.json", json.dumps(report, indent=1))
         if caller.errors:
@@ -534,7 +534,7 @@ class _O:  # an outcome of a bare bool/None, for _summary
 def _candidates_on_test(home: Path, tried: int) -> int:
     """Candidates tried against this sealed test over all nights (the test tasks are chosen by
     content hash, so every night reads the same ones): the Bonferroni factor of the claim."""
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     path = home / "test_reads.json"
     reads = json.loads(path.read_text()) if path.is_file() else []

@@ -158,7 +158,7 @@ def adopt(proposal: str | Path, home: Path, skill: str | Path | None = None, und
     (the backup put back, when the live skill is still the proposal's). A live skill changed by
     anyone else in between is refused, never overwritten."""
     from skillos.repo import parse_skill
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
     from skillos.safety import read_json_file
 
     folder = _proposal_folder(proposal, home)
@@ -205,7 +205,7 @@ def adopt(proposal: str | Path, home: Path, skill: str | Path | None = None, und
 
 
 def _undo(folder: Path, meta: dict, journal: dict | None, home: Path) -> dict:
-    from skillos.repo.store import write_atomic
+    from skillos.files import write_atomic
 
     source = journal or ({"target": meta.get("adopted_into"), "backup": meta.get("backup")}
                          if meta.get("adopted_at") else None)

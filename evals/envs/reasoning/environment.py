@@ -87,7 +87,7 @@ class Reasoning:
             from skillos.evals.envs.reasoning.heuristic import HeuristicReasoner
 
             return HeuristicReasoner()
-        from skillos.evals.backends.chat import MODEL_BACKENDS
+        from skillos.registry import MODEL_BACKENDS
 
         if config.backend in MODEL_BACKENDS:
             from skillos.evals.envs.reasoning.llm import LLMReasoner

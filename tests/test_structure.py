@@ -1,0 +1,144 @@
+"""Structural rules the layering test does not see, read from the package's source:
+
+* no module reaches into another's private names (`from skillos.x import _name`, or
+  `obj._name` where `_name` belongs to another module): what is shared is public, with a docstring;
+* the backend names are listed in one module (skillos/registry.py): no tuple, list, set or dict
+  of two or more backend names anywhere else;
+* a run folder's file names are spelled in one module (evals/run_folder.py).
+
+Each rule is also run on a planted violation, so a checker that finds nothing cannot pass.
+"""
+
+import ast
+from pathlib import Path
+
+from conftest import ROOT
+
+from skillos.evals import run_folder
+from skillos.registry import BACKENDS
+
+PACKAGE_DIRS = ("toolkit", "evals", "training", "ledger")
+BACKENDS_HOME = "toolkit/registry.py"
+RUN_FOLDER_HOME = "evals/run_folder.py"
+RUN_FOLDER_NAMES = {run_folder.CONFIG, run_folder.REPORT, run_folder.TRACES, run_folder.SWEEP, run_folder.HISTORY,
+                    *run_folder.ROW_FILES.values()}
+# The same spelling meaning something else, with the reason.
+NOT_RUN_FOLDER = {
+    ("toolkit/gates/trace.py", "config.yaml"): "the label of a config built in code (no file of its own)",
+}
+# training/sleep lays out nights/ID/ and proposals/ID/ (training/sleep/stage.py), not run folders.
+OWN_LAYOUT = ("training/sleep/",)
+
+
+def package_sources() -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+            for d in PACKAGE_DIRS for p in sorted((ROOT / d).rglob("*.py"))}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def defined_private_names(tree: ast.AST) -> set:
+    """Private names a module defines: functions, classes, module names, and self./cls. attributes."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return {n for n in names if _private(n)}
+
+
+def private_crossings(sources: dict[str, str]) -> list[str]:
+    """`from skillos... import _name`, and `obj._name` where `_name` is a private name the package
+    defines but this module does not (a third-party private like os._exit is not the package's)."""
+    trees = {path: ast.parse(text) for path, text in sources.items()}
+    defined = {path: defined_private_names(tree) for path, tree in trees.items()}
+    ours = set().union(*defined.values())
+    found = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("skillos"):
+                found += [f"{path}:{node.lineno}: from {node.module} import {a.name}"
+                          for a in node.names if _private(a.name)]
+            elif isinstance(node, ast.Attribute) and _private(node.attr):
+                owner = node.value
+                if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                    continue
+                if node.attr in ours and node.attr not in defined[path]:
+                    found.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def backend_lists(sources: dict[str, str], names: set) -> list[str]:
+    """Collections of two or more backend names outside the backend table."""
+    found = []
+    for path, text in sources.items():
+        if path == BACKENDS_HOME:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            items = node.keys if isinstance(node, ast.Dict) else \
+                node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else []
+            listed = [i.value for i in items if isinstance(i, ast.Constant) and i.value in names]
+            if len(listed) >= 2:
+                found.append(f"{path}:{node.lineno}: {listed}")
+    return found
+
+
+def run_folder_names(sources: dict[str, str], names: set) -> list[str]:
+    """Run-folder file names spelled outside evals/run_folder.py."""
+    found = []
+    for path, text in sources.items():
+        if path == RUN_FOLDER_HOME or path.startswith(OWN_LAYOUT):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Constant) and node.value in names and (path, node.value) not in NOT_RUN_FOLDER:
+                found.append(f"{path}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    assert private_crossings(package_sources()) == []
+
+
+def test_a_private_import_or_reach_is_caught():
+    planted = {
+        "evals/a.py": "def _helper():\n    pass\n\n\nclass Box:\n    def __init__(self):\n        self._inside = 1\n",
+        "evals/b.py": "from skillos.evals.a import _helper\n\n\ndef peek(box):\n    return box._inside\n",
+        "evals/c.py": "import os\n\n\ndef bye():\n    os._exit(0)\n",  # not the package's private
+    }
+    found = private_crossings(planted)
+    assert len(found) == 2 and "import _helper" in found[0] and "box._inside" in found[1]
+
+
+def test_backend_names_are_listed_only_in_the_backend_table():
+    names = set(BACKENDS.names())
+    assert {"heuristic", "openai", "anthropic", "vllm", "hf"} <= names
+    assert backend_lists(package_sources(), names) == []
+
+
+def test_a_second_list_of_backend_names_is_caught():
+    names = set(BACKENDS.names())
+    planted = {"evals/x.py": 'LOCAL = ("hf", "vllm")\nKEYS = {"openai": 1, "anthropic": 2}\nONE = ("hf",)\n'}
+    assert len(backend_lists(planted, names)) == 2
+
+
+def test_run_folder_file_names_are_spelled_in_one_module():
+    assert run_folder_names(package_sources(), RUN_FOLDER_NAMES) == []
+
+
+def test_a_run_folder_name_spelled_elsewhere_is_caught():
+    planted = {"toolkit/view/x.py": 'ROWS = "games.jsonl"\nHELP = "a run folder (games.jsonl)"\n',
+               RUN_FOLDER_HOME: 'GAMES = "games.jsonl"\n'}
+    assert run_folder_names(planted, RUN_FOLDER_NAMES) == ["toolkit/view/x.py:1: 'games.jsonl'"]
+
+
+def test_the_package_dirs_are_the_installed_packages():
+    """The scan covers every source folder that installs (a new one would escape the rules)."""
+    import tomllib
+
+    dirs = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
+    assert dirs == set(PACKAGE_DIRS) and all(Path(ROOT, d).is_dir() for d in dirs)

@@ -1,0 +1,137 @@
+"""What plugs in by name: model backends, environments and trainers, each a table of entries.
+
+Every fact about a backend (its class, pip extra, key variable, whether it runs here, what
+`doctor` and the gates check) is one entry in BACKENDS; the config schema, `make_chat`, the
+doctor, the gates and the sleep cycle read it here instead of keeping a list of their own. An
+entry names its code as "module:attribute", imported on first use: the schema reads this table
+without importing evals or training (the layering), and naming one backend never loads another's
+SDK. A new backend, environment or trainer is one entry here, never an `if name == ...` branch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Generic, Iterator, TypeVar
+
+
+def load(target: str, default_attr: str | None = None):
+    """The object a "module:attribute" target names (`default_attr` when it names a module only)."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr or default_attr)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    chat: str | None = None  # "module:Class" of its chat model (None: no model, the heuristic)
+    local: bool = False  # runs the weights here, through the model's own chat template and sampler
+    key_env: str | None = None  # where its API key is read when api_key_env names none
+    extra: str | None = None  # the pip extra that installs it
+    modules: tuple = ()  # what must import for it to run: the gates' extras check
+    install: str = ""  # the line that installs those modules
+    gpu_only: bool = False  # installed by hand on a GPU machine: a missing install is a warning here
+    client: str | None = None  # "module:Class" of the SDK client doctor lists models with
+    sampler_defaults: str | None = None  # what it samples with when the config sets no decoding
+
+
+@dataclass(frozen=True)
+class Environment:
+    name: str
+    target: str  # "module:OBJECT" implementing the interface in evals/envs/registry.py
+
+
+@dataclass(frozen=True)
+class Trainer:
+    name: str
+    target: str  # "module" (its `train`) or "module:function"; called as train(cfg, ledger, echo=...)
+    args_spec: str  # "module:function" -> (class, keyword arguments) the trainer is built with
+    grpo: bool = False  # trains with GRPO (group-relative advantages): the GRPO gates apply
+
+    def train_function(self):
+        return load(self.target, "train")
+
+
+E = TypeVar("E")
+
+
+class Registry(Generic[E]):
+    """Entries by name, in the order given (the order error messages list them in)."""
+
+    def __init__(self, kind: str, *entries: E):
+        self.kind = kind
+        self._entries = {e.name: e for e in entries}
+
+    def names(self) -> tuple:
+        return tuple(self._entries)
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[E]:
+        return iter(self._entries.values())
+
+    def __getitem__(self, name: str) -> E:
+        if name not in self._entries:
+            from skillos.errors import SkillosError
+
+            raise SkillosError(f"{name!r} is not a {self.kind}; use one of {', '.join(self._entries)}")
+        return self._entries[name]
+
+    def get(self, name) -> E | None:
+        return self._entries.get(name)
+
+
+TORCH_FIRST = "pip install torch==2.13.0 (CPU build; first, or pip pulls CUDA) && "
+
+BACKENDS: Registry[Backend] = Registry(
+    "backend",
+    Backend("heuristic"),
+    Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY",
+            extra="llm", modules=("openai",), install="pip install 'skillos[llm]'", client="openai:OpenAI",
+            sampler_defaults="the endpoint's defaults"),
+    Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
+            extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",
+            client="anthropic:Anthropic", sampler_defaults="the API's defaults"),
+    Backend("vllm", chat="skillos.evals.backends.vllm_chat:VLLMChat", local=True, modules=("vllm",),
+            install="pip install vllm (on the GPU machine; it pins its own torch)", gpu_only=True,
+            sampler_defaults="vLLM's T 1.0, top_p 1, no top_k"),
+    Backend("hf", chat="skillos.evals.backends.hf_chat:HFChat", local=True, extra="hf",
+            modules=("torch", "transformers", "peft"), install=TORCH_FIRST + "pip install 'skillos[hf]'",
+            sampler_defaults="transformers' T 1.0, top_p 1, top_k 50"),
+)
+MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves as executor, curator or judge
+LOCAL_BACKENDS = tuple(b.name for b in BACKENDS if b.local)
+DEFAULT_LOCAL = "hf"  # the local backend that runs anywhere (CPU or GPU): a checkpoint's default
+
+
+def default_key_env(backend: str | None) -> str | None:
+    """The environment variable backend `backend` reads its API key from when the config names none."""
+    entry = BACKENDS.get(backend)
+    return entry.key_env if entry else None
+
+
+def key_env(section) -> str:
+    """The environment variable a config section's API key is read from ("" when it has none)."""
+    return section.api_key_env or default_key_env(section.backend) or ""
+
+ENVIRONMENTS: Registry[Environment] = Registry(
+    "environment",
+    Environment("household", "skillos.evals.envs.alfworld.environment:HOUSEHOLD"),
+    Environment("reasoning", "skillos.evals.envs.reasoning.environment:REASONING"),
+)
+
+TRAINERS: Registry[Trainer] = Registry(
+    "trainer",
+    # SkillOS Algorithm 1 (the curator)
+    Trainer("curator", "skillos.training.trainer", "skillos.training.trainer:args_spec", grpo=True),
+    # SkillGate: GRPO + selector credit
+    Trainer("selector", "skillos.training.selector_trainer", "skillos.training.selector_trainer:args_spec",
+            grpo=True),
+    # SFT on the gold first read
+    Trainer("selector-bc", "skillos.training.selector_baselines:train_bc",
+            "skillos.training.selector_baselines:bc_args_spec"),
+    # the gold read over the misleading read
+    Trainer("selector-dpo", "skillos.training.selector_baselines:train_dpo",
+            "skillos.training.selector_baselines:dpo_args_spec"),
+)
