@@ -142,3 +142,26 @@ def test_the_package_dirs_are_the_installed_packages():
 
     dirs = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
     assert dirs == set(PACKAGE_DIRS) and all(Path(ROOT, d).is_dir() for d in dirs)
+
+
+def test_the_batch_s_derived_values_have_one_home():
+    """Rows per step, completions per step and rollouts per generation are computed in config.py
+    only; the trainer's dataset, the dry-run, the step plan and the batch gate agree on a config
+    whose generation batch is smaller than its optimizer step (TRL: two generations a step)."""
+    import re
+
+    from skillos import config
+    from skillos.gates import static
+    from skillos.training import plan
+
+    bare_division = re.compile(r"//\s*\(?\s*(t|cfg\.training|ctx\.cfg\.training)\.num_generations")
+    for path, text in package_sources().items():
+        if path != "toolkit/config.py":
+            assert not bare_division.search(text), f"{path} derives a per-step count itself"
+    cfg = config.load(ROOT / "training" / "configs" / "single-gpu-lora.yaml")
+    assert cfg.training.generation_batch_size < config.completions_per_step(cfg)
+    assert config.groups_per_step(cfg) == static.derived(cfg, "prompts_per_step") == \
+        config.completions_per_step(cfg) // cfg.training.num_generations
+    step = plan.step_plan(cfg)
+    assert step.rollouts == config.completions_per_step(cfg)
+    assert step.concurrency <= config.rollouts_per_generation(cfg)

@@ -614,6 +614,29 @@ def effective_batch(cfg: Config) -> int | None:
     return t.per_device_train_batch_size * t.gradient_accumulation_steps * cfg.compute.num_processes
 
 
+# The batch's derived values, computed here only (TRL computes its own the same way in
+# GRPOConfig.__post_init__): the trainer's dataset size, the dry-run's group count, the step plan
+# and the batch gate all read these.
+def completions_per_step(cfg: Config) -> int | None:
+    """Completions one optimizer step consumes (TRL counts completions in the per-device batch)."""
+    return effective_batch(cfg)
+
+
+def groups_per_step(cfg: Config) -> int | float | None:
+    """GRPO groups (dataset rows) one optimizer step consumes: completions / num_generations; an
+    int when it divides (TRL requires that), None when either is unset."""
+    done, g = completions_per_step(cfg), cfg.training.num_generations
+    if done is None or not g:
+        return None
+    return done // g if done % g == 0 else done / g
+
+
+def rollouts_per_generation(cfg: Config) -> int | None:
+    """Rollouts generated, and played, together: training.generation_batch_size, else TRL's
+    default, one optimizer step's completions."""
+    return cfg.training.generation_batch_size or completions_per_step(cfg)
+
+
 def static_repo_path(cfg: Config, arm: str) -> str | None:
     """The fixed skill folder an arm plays with (static_repo, repo:NAME), resolved beside the
     config file, else None."""

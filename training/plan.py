@@ -57,12 +57,6 @@ class StepPlan:
         return out
 
 
-def rollouts_per_step(cfg) -> int:
-    t = cfg.training
-    per_step = (t.per_device_train_batch_size or 1) * (t.gradient_accumulation_steps or 1) * cfg.compute.num_processes
-    return t.generation_batch_size or per_step
-
-
 def vllm_mode(cfg) -> str:
     t, c = cfg.training, cfg.compute
     if not t.use_vllm:
@@ -77,11 +71,15 @@ def vllm_mode(cfg) -> str:
 
 def step_plan(cfg) -> StepPlan:
     t, c = cfg.training, cfg.compute
-    rollouts = rollouts_per_step(cfg)
+    from skillos.config import completions_per_step, rollouts_per_generation
+
+    # every completion of the step is a rollout; those of one generation batch are in flight together
+    rollouts = completions_per_step(cfg) or 1
+    together = rollouts_per_generation(cfg) or rollouts
     positions = t.group_size or 1
     calls = rollouts * positions * cfg.env.max_steps
     latency = c.executor_latency_s if c.executor_latency_s is not None else ASSUMED_LATENCY_S
-    concurrency = max(1, min(rollouts, t.rollout_concurrency or rollouts))
+    concurrency = max(1, min(together, t.rollout_concurrency or together))
     rollout_seconds = calls * latency / concurrency
     gpu = c.gpu_seconds_per_step
     step = rollout_seconds + gpu if gpu is not None else None

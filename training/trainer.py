@@ -16,12 +16,13 @@ Modal/accelerate dry run never need them.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
-from skillos.config import Config
+from skillos.config import Config, groups_per_step
 from skillos.errors import SkillosError
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 
@@ -86,9 +87,9 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
     from skillos.training.groups import build_groups
 
     t = cfg.training
-    # Each step draws generation_batch_size / num_generations distinct rows; twice that many
-    # per step keeps early steps from repeating groups (TRL starts a new epoch if it runs out).
-    per_step = max(1, (t.generation_batch_size or t.num_generations or 1) // (t.num_generations or 1))
+    # Each optimizer step consumes groups_per_step rows; twice what the run consumes keeps it
+    # from repeating groups (TRL starts a new epoch if it runs out).
+    per_step = math.ceil(groups_per_step(cfg) or 1)
     n_groups = (t.max_steps or 1) * per_step * 2
     from skillos.evals.envs.registry import environment
 

@@ -278,13 +278,13 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
 @curator_training
 def task_distribution(ctx: Context) -> Result:
     check, gates = "task-distribution", (3,)
-    from skillos.gates.static import effective_batch
+    from skillos.config import groups_per_step
     from skillos.training.groups import build_groups
 
     t = ctx.cfg.training
     pool = _train_pool(ctx)
     types = {g.task_type for g in pool}
-    per_step = max(1, (effective_batch(ctx.cfg) or t.num_generations or 1) // (t.num_generations or 1))
+    per_step = math.ceil(groups_per_step(ctx.cfg) or 1)
     k = min(max(2 * len(types), 4), per_step * (t.max_steps or 1))
     incident = "a fixed 10-task loop cost ~64 GPU-days while every health metric looked fine"
     from skillos.evals.envs.registry import environment

@@ -48,25 +48,10 @@ def get(cfg, key: str):
     return value
 
 
-from skillos.config import effective_batch  # noqa: E402,F401 - derived in config.py; imported from here too
-
-
-def completions_per_step(cfg) -> int | None:
-    """Completions in one optimizer step: per-device batch x accumulation x processes (TRL counts
-    completions in per_device_train_batch_size)."""
-    return effective_batch(cfg)
-
-
-def prompts_per_step(cfg) -> float | None:
-    """GRPO groups (prompts) in one optimizer step: completions / num_generations."""
-    done, g = effective_batch(cfg), cfg.training.num_generations
-    if done is None or not g:
-        return None
-    return done // g if done % g == 0 else done / g
-
+from skillos.config import completions_per_step, effective_batch, groups_per_step  # noqa: E402,F401 - derived in config.py
 
 def derived(cfg, key: str):
-    return {"prompts_per_step": prompts_per_step, "completions_per_step": completions_per_step}[key](cfg)
+    return {"prompts_per_step": groups_per_step, "completions_per_step": completions_per_step}[key](cfg)
 
 
 def judge_used(cfg) -> bool:
@@ -167,7 +152,7 @@ def batch(ctx: Context) -> Result:
     cfg, t = ctx.cfg, ctx.cfg.training
     if not_grpo(ctx, check, gates):
         return not_grpo(ctx, check, gates)
-    prompts, completions = prompts_per_step(cfg), completions_per_step(cfg)
+    prompts, completions = groups_per_step(cfg), completions_per_step(cfg)
     config_line = (f"config: {batch_line(prompts, completions, t.num_generations)} ({t.per_device_train_batch_size} "
                    f"per device x {t.gradient_accumulation_steps} accumulation x {cfg.compute.num_processes} processes)")
     b = ctx.reference.batch if ctx.reference else None
