@@ -93,7 +93,7 @@ class Check:
     def left(self) -> float:
         return self.budget - (time.perf_counter() - self.started)
 
-    def record(self, name: str, status: str, reason: str, wall_s=None, peak=(None, "not measured"), **extra):
+    def record(self, name: str, status: str, reason: str, wall_s=None, peak=(None, "not run"), **extra):
         item = {"name": name, "status": status, "reason": reason, "wall_s": wall_s,
                 "peak_gpu_mb": peak[0], "peak_gpu_reason": peak[1], **extra}
         self.items.append(item)
@@ -103,10 +103,10 @@ class Check:
     def run(self, name: str, argv: list[str], timeout: float, judge=None, ok_codes=(0,)) -> dict:
         """Run one item's process (python children under peak.py) and record its one line.
         judge(result_json, stdout) returns a failure reason or None."""
-        if name in CUDA_ITEMS and self.cuda and not (name in CANARIES and self.cpu_canaries):
-            return self.record(name, "skipped", f"no CUDA: {self.cuda}")
         if self.left() < MIN_START_S:
             return self.record(name, "skipped", "time budget")
+        if name in CUDA_ITEMS and self.cuda and not (name in CANARIES and self.cpu_canaries):
+            return self.record(name, "skipped", f"no CUDA: {self.cuda}")
         timeout = min(timeout, self.left())
         peak_file = self.work / f"{name}.peak.json"
         if argv[0] == "PY":  # a Python child: its own allocator peak, via peak.py
@@ -138,10 +138,8 @@ class Check:
                 return round(p["max_allocated_bytes"] / 2**20, 1), "torch.cuda.max_memory_allocated in the child"
         if poll.peak is not None:
             return poll.peak, "nvidia-smi memory.used, whole device, polled each second"
-        if self.cuda:
-            return None, f"no CUDA: {self.cuda}"
         return None, (json.loads(peak_file.read_text()).get("reason") if peak_file.is_file()
-                      else "no allocator record and no nvidia-smi")
+                      else "no allocator record (not a Python child) and no nvidia-smi")
 
     # ---- the items ----
 
@@ -159,34 +157,33 @@ class Check:
             self.cuda = f"torch {r.get('torch')} (CUDA build {r.get('torch_cuda_build')}) sees no GPU" + \
                 ("" if smi else "; nvidia-smi not found")
         else:
-            self.cuda = "the facts step failed, so CUDA is unknown"
+            self.cuda = f"unknown: the facts item did not pass ({item['reason']})"
         item["nvidia_smi"] = out.stdout.strip() if smi else None
-        item["reason"] = "ok: " + (f"{r.get('devices', [{}])[0].get('name')}, bf16 matmul "
-                                   f"{r.get('bf16_matmul_tflops')} TFLOP/s" if self.cuda is None else self.cuda)
+        if item["status"] == "pass":
+            item["reason"] = "ok: " + (f"{r.get('devices', [{}])[0].get('name')}, bf16 matmul "
+                                       f"{r.get('bf16_matmul_tflops')} TFLOP/s" if self.cuda is None else self.cuda)
 
     def install(self):
         if self.wheels is None:
             return self.record("wheels", "skipped", "--no-wheels: the packages installed here are used")
         t0, target = time.perf_counter(), self.work / "site"
         wheels, foreign = _compatible(sorted(self.wheels.glob("*.whl")))
-        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-               "--no-cache-dir", "--target", str(target)]
-        for argv in (pip + [str(w) for w in wheels],  # the carried wheels
-                     pip + ["--no-build-isolation", str(ROOT)]):  # skillos from this tree, so it is current
-            proc = subprocess.run(argv, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=240)
-            self.log.write(f"\n===== wheels: {' '.join(argv[:12])} ...\n{proc.stdout}{proc.stderr}")
-            if proc.returncode:
-                return self.record("wheels", "fail", f"pip exit {proc.returncode}: "
-                                   f"{(proc.stderr.strip().splitlines() or [''])[-1][:240]}",
-                                   round(time.perf_counter() - t0, 1))
-        shutil.rmtree(ROOT / "build", ignore_errors=True)  # pip's in-tree build leftovers
+        argv = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                "--no-cache-dir", "--target", str(target), *map(str, wheels)]
+        proc = subprocess.run(argv, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=240)
+        self.log.write(f"\n===== wheels: {' '.join(argv)}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode:
+            return self.record("wheels", "fail", f"pip exit {proc.returncode}: "
+                               f"{(proc.stderr.strip().splitlines() or [''])[-1][:240]}",
+                               round(time.perf_counter() - t0, 1))
+        link_tree(target / "skillos")
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), self.env.get("PYTHONPATH")]))
         needs = subprocess.run([sys.executable, str(HERE / "steps.py"), "requirements", *map(str, wheels)],
                                cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=60)
         unmet = (last_json(needs.stdout) or {}).get("unmet")
         # unmet needs are reported, not failed: jericho names spacy, which the engine never imports;
         # the stack item is the test of what the train path imports
-        reason = f"{len(wheels)} wheels + skillos into {target}" + \
+        reason = f"{len(wheels)} wheels + skillos (linked to this tree) into {target}" + \
             (f"; not for this Python: {', '.join(w.name for w in foreign)}" if foreign else "") + \
             (f"; needs not met here: {', '.join(u['needs'] for u in unmet)}" if unmet else "")
         self.record("wheels", "pass", reason, round(time.perf_counter() - t0, 1), unmet=unmet)
@@ -219,8 +216,8 @@ class Check:
         """`skillos train --backend accelerate` is refused by gate 6 without a canary at the default
         size, so the check runs the launch command it would make (training/launch.py) directly."""
         name = "accelerate_launch"
-        if name in CUDA_ITEMS and self.cuda:
-            return self.record(name, "skipped", f"no CUDA: {self.cuda}")
+        if self.left() < MIN_START_S or self.cuda:  # its one line, without deriving configs first
+            return self.run(name, [], 0)
         tried = []
         for n in (2, 1):  # two processes share the one GPU where that works
             config = self.work / f"accelerate-{n}.yaml"
@@ -284,6 +281,22 @@ def _trained(result, _):
 
 def _played(result, _):
     return None if result else "no JSON report"
+
+
+def link_tree(dst: Path) -> None:
+    """skillos as pyproject maps it (toolkit/ is `skillos`, evals/ is `skillos.evals`, ...), as a
+    folder of links into this tree: what an editable install makes, with no build tools (the bare
+    machine may lack `wheel`), and always the current code."""
+    import tomllib
+
+    mapping = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    dst.mkdir(parents=True)
+    for child in (ROOT / mapping["skillos"]).iterdir():
+        if child.name != "__pycache__":
+            (dst / child.name).symlink_to(child)
+    for package, folder in mapping.items():
+        if package != "skillos":
+            (dst / package.split(".", 1)[1]).symlink_to(ROOT / folder)
 
 
 def _compatible(wheels: list[Path]) -> tuple[list[Path], list[Path]]:

@@ -82,7 +82,9 @@ def stack() -> dict:
 
     check_trl()  # the TRL methods skillos's concurrent rollouts wrap, on this TRL
     missing = [name for name, v in versions.items() if v is None]
-    return {"skillos": str(Path(skillos.__file__).resolve().parent), "versions": versions, "missing": missing}
+    # where each came from: the check's target (carried wheels, linked skillos) or the machine's own
+    return {"skillos": str(Path(skillos.__file__).parent), "trl": str(Path(trl.__file__).parent),
+            "alfworld": str(Path(scenes.alfworld_root()).parent), "versions": versions, "missing": missing}
 
 
 def tiny(mode: str, device: str, steps: int = 12) -> dict:

@@ -1,0 +1,66 @@
+"""The GPU check (tests/gpu/check.py) in CPU mode: it must keep running here so that it works on
+the first GPU machine. Every CUDA item is skipped with its reason, nothing fails, the summary
+has every item's fields, and bad input is one line with exit 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECK = ROOT / "tests" / "gpu" / "check.py"
+CUDA_ITEMS = {"tiny_full_bf16", "tiny_lora_bf16_gc", "grpo_train_cuda", "selector_train_cuda",
+              "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick"}
+
+
+def check(*args, env=None):
+    return subprocess.run([sys.executable, str(CHECK), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_cpu_mode_summary(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the CUDA items would run (minutes), not skip")
+    proc = check(str(tmp_path), "--no-wheels")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    items = {i["name"]: i for i in summary["items"]}
+    assert set(items) == CUDA_ITEMS | {"facts", "wheels", "stack"}
+    assert summary["cuda"] is False and "no GPU" in summary["no_cuda_reason"]
+    assert summary["counts"] == {"pass": 2, "fail": 0, "skipped": 9}
+    for name in CUDA_ITEMS:
+        assert items[name]["status"] == "skipped" and items[name]["reason"].startswith("no CUDA: ")
+    assert items["facts"]["status"] == items["stack"]["status"] == "pass"
+    assert items["wheels"]["status"] == "skipped" and "--no-wheels" in items["wheels"]["reason"]
+    for item in items.values():  # a missing measurement is None with its reason, never 0
+        assert {"status", "reason", "wall_s", "peak_gpu_mb", "peak_gpu_reason"} <= set(item)
+        assert item["peak_gpu_mb"] is None and item["peak_gpu_reason"]
+        assert (item["wall_s"] is None) == (item["status"] == "skipped")
+    assert 0 < summary["wall_s"] < summary["budget_s"]
+    # one line an item on stdout, then the counts
+    assert len(proc.stdout.strip().splitlines()) == len(items) + 1
+    assert (tmp_path / "check.log").read_text().count("=====") >= 2
+
+
+def test_budget_skips_the_rest(tmp_path):
+    proc = check(str(tmp_path), "--no-wheels", "--budget", "1")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    reasons = {i["name"]: i["reason"] for i in summary["items"]}
+    assert proc.returncode == 0, proc.stderr
+    assert reasons["facts"] == "time budget" and reasons["stack"] == "time budget"
+
+
+@pytest.mark.parametrize("args, words", [
+    ((), "no output folder"),
+    (("{tmp}", "--wheels", "{tmp}/no-such-folder"), "no wheels in"),
+    (("{tmp}", "--no-wheels", "--baseline", "{tmp}/missing.json"), "--baseline"),
+])
+def test_bad_input_is_one_line(tmp_path, args, words):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OUT"}
+    proc = check(*(a.format(tmp=tmp_path) for a in args), env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "summary.json").exists()
