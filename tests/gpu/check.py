@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BUDGET_S = 450  # 7.5 min of items: the whole call stays under 8 with setup and the summary
 MIN_START_S = 20  # an item is not started with less budget left than this
+BASELINE = HERE / "cpu-baseline.json"  # a CPU run with --cpu-canaries: the canaries' CPU wall times
 CUDA_ITEMS = {"tiny_full_bf16", "tiny_lora_bf16_gc", "grpo_train_cuda", "selector_train_cuda",
               "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick"}
 CANARIES = ("canary_curator_quick", "canary_selector_quick")
@@ -100,9 +102,9 @@ class Check:
         print(f"{status.upper():7} {name:24} {'' if wall_s is None else f'{wall_s:6.1f}s'}  {reason}", flush=True)
         return item
 
-    def run(self, name: str, argv: list[str], timeout: float, judge=None, ok_codes=(0,)) -> dict:
+    def run(self, name: str, argv: list[str], timeout: float, judge=None, ok_codes=(0,), describe=None) -> dict:
         """Run one item's process (python children under peak.py) and record its one line.
-        judge(result_json, stdout) returns a failure reason or None."""
+        judge(result_json) returns a failure reason or None; describe(result_json) a pass's reason."""
         if self.left() < MIN_START_S:
             return self.record(name, "skipped", "time budget")
         if name in CUDA_ITEMS and self.cuda and not (name in CANARIES and self.cpu_canaries):
@@ -115,11 +117,17 @@ class Check:
         self.log.flush()
         t0 = time.perf_counter()
         with GpuPoll() as poll:
+            # its own process group: a timeout ends the grandchildren too (accelerate's workers,
+            # which would otherwise hold the GPU and the output pipes open)
+            proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, start_new_session=True)
             try:
-                proc = subprocess.run(argv, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
-                code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-            except subprocess.TimeoutExpired as exc:
-                code, stdout, stderr = None, _text(exc.stdout), _text(exc.stderr)
+                stdout, stderr = proc.communicate(timeout=timeout)
+                code = proc.returncode
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+                code = None
         wall = round(time.perf_counter() - t0, 1)
         self.log.write(f"--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- exit {code}, {wall}s\n")
         self.log.flush()
@@ -127,9 +135,11 @@ class Check:
         peak = self.peak(peak_file, poll)
         if code is None:
             return self.record(name, "fail", f"timeout after {timeout:.0f}s", wall, peak, result=result)
-        problem = (judge(result, stdout) if judge else None) if code in ok_codes else \
+        problem = (judge(result) if judge else None) if code in ok_codes else \
             f"exit {code}: {(stderr.strip().splitlines() or ['(no stderr)'])[-1][:240]}"
-        return self.record(name, "fail" if problem else "pass", problem or "ok", wall, peak, result=result)
+        if problem:
+            return self.record(name, "fail", problem, wall, peak, result=result)
+        return self.record(name, "pass", describe(result) if describe else "ok", wall, peak, result=result)
 
     def peak(self, peak_file: Path, poll: GpuPoll) -> tuple:
         if peak_file.is_file():
@@ -149,19 +159,17 @@ class Check:
             out = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total,memory.used",
                                   "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
             self.log.write(f"===== nvidia-smi\n{out.stdout}{out.stderr}")
-        item = self.run("facts", ["PY", "-m", "steps", "facts"], 90, judge=lambda r, _: None if r else "no JSON")
+        item = self.run("facts", ["PY", "-m", "steps", "facts"], 90, judge=lambda r: None if r else "no JSON",
+                        describe=lambda r: "ok: " + (f"{r['devices'][0]['name']}, bf16 matmul {r['bf16_matmul_tflops']} "
+                                                     "TFLOP/s" if r["cuda_available"] else _no_gpu(r, smi)))
         r = item.get("result") or {}
         if r.get("cuda_available"):
             self.cuda = None
         elif item["status"] == "pass":
-            self.cuda = f"torch {r.get('torch')} (CUDA build {r.get('torch_cuda_build')}) sees no GPU" + \
-                ("" if smi else "; nvidia-smi not found")
+            self.cuda = _no_gpu(r, smi)
         else:
             self.cuda = f"unknown: the facts item did not pass ({item['reason']})"
         item["nvidia_smi"] = out.stdout.strip() if smi else None
-        if item["status"] == "pass":
-            item["reason"] = "ok: " + (f"{r.get('devices', [{}])[0].get('name')}, bf16 matmul "
-                                       f"{r.get('bf16_matmul_tflops')} TFLOP/s" if self.cuda is None else self.cuda)
 
     def install(self):
         if self.wheels is None:
@@ -191,7 +199,7 @@ class Check:
     def items_after_install(self):
         tmp, py = self.work, "PY"
         self.run("stack", [py, "-m", "steps", "stack"], 120,
-                 judge=lambda r, _: None if r and not r.get("missing") else f"missing: {(r or {}).get('missing')}")
+                 judge=lambda r: None if r and not r.get("missing") else f"missing: {(r or {}).get('missing')}")
         self.run("tiny_full_bf16", [py, "-m", "steps", "tiny", "full", "cuda"], 90)
         self.run("tiny_lora_bf16_gc", [py, "-m", "steps", "tiny", "lora", "cuda"], 90)
         # skillos train picks CUDA by itself when torch sees it (training/trainer.py: guarded); bf16 is set
@@ -206,11 +214,11 @@ class Check:
         self.accelerate(sets)
         for name in CANARIES:
             item = self.run(name, [py, "-m", "skillos", "canary", name.split("_")[1], "--quick", "--json",
-                                   "--out", str(tmp / name)], 180, ok_codes=(0, 1),  # 1: ran, did not learn
-                            judge=lambda r, _: None if r and "passed" in r else "no canary JSON")
+                                   "--out", str(tmp / name)], 180 if self.cuda is None else 1200,  # CPU: slow
+                            ok_codes=(0, 1),  # 1: it ran and did not learn; that is reported, not failed
+                            judge=lambda r: None if r and "passed" in r else "no canary JSON",
+                            describe=lambda r: f"ran; learned (passed): {r['passed']}")
             item.update(self.cpu_wall(name))
-            if item["status"] == "pass":  # it ran; whether the trainer learns at --quick size is reported
-                item["reason"] = f"ran; learned: {item['result'].get('passed')}"
 
     def accelerate(self, sets):
         """`skillos train --backend accelerate` is refused by gate 6 without a canary at the default
@@ -245,8 +253,8 @@ class Check:
     def cpu_wall(self, name: str) -> dict:
         for item in self.baseline.get("items", []):
             if item.get("name") == name and item.get("status") == "pass" and not item.get("cuda"):
-                return {"cpu_wall_s": item["wall_s"], "cpu_wall_reason": "from the --baseline CPU summary"}
-        return {"cpu_wall_s": None, "cpu_wall_reason": "unmeasured: no passing CPU run of it in a --baseline summary"}
+                return {"cpu_wall_s": item["wall_s"], "cpu_wall_reason": "from the CPU baseline summary"}
+        return {"cpu_wall_s": None, "cpu_wall_reason": "unmeasured: no CPU run of it in a baseline summary"}
 
     def main(self) -> int:
         try:
@@ -259,6 +267,7 @@ class Check:
             counts = {s: sum(i["status"] == s for i in self.items) for s in ("pass", "fail", "skipped")}
             summary = {"cuda": self.cuda is None, "no_cuda_reason": self.cuda, "python": sys.version.split()[0],
                        "wall_s": round(time.perf_counter() - self.started, 1), "budget_s": self.budget,
+                       "load_avg_at_end": [round(x, 1) for x in os.getloadavg()],  # other jobs slow a CPU run
                        "counts": counts, "items": self.items}
             (self.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
             self.log.close()
@@ -268,18 +277,19 @@ class Check:
         return 1 if counts["fail"] else 0
 
 
-def _text(b) -> str:
-    return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
+def _no_gpu(facts: dict, smi) -> str:
+    return f"torch {facts.get('torch')} (CUDA build {facts.get('torch_cuda_build')}) sees no GPU" + \
+        ("" if smi else "; nvidia-smi not found")
 
 
-def _trained(result, _):
+def _trained(result):
     if not result:
         return "no JSON summary"
     steps = result.get("steps") or []
     return None if steps and not result.get("returncode") else f"steps {len(steps)}, returncode {result.get('returncode')}"
 
 
-def _played(result, _):
+def _played(result):
     return None if result else "no JSON report"
 
 
@@ -318,7 +328,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--wheels", type=Path, default=None, help="carried wheels (default .whl, from prepare_wheels.sh)")
     ap.add_argument("--no-wheels", action="store_true", help="use the packages installed here")
     ap.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds of items (default {BUDGET_S})")
-    ap.add_argument("--baseline", type=Path, help="a CPU run's summary.json: the canaries' CPU wall times")
+    ap.add_argument("--baseline", type=Path, help="a CPU run's summary.json: the canaries' CPU wall times "
+                    f"(default {BASELINE.relative_to(ROOT)} if present)")
     ap.add_argument("--cpu-canaries", action="store_true", help="run the canaries without CUDA too (a CPU baseline)")
     return ap.parse_args(argv)
 
@@ -335,12 +346,12 @@ def setup(args: argparse.Namespace) -> Check:
         if not wheels.is_dir() or not any(wheels.glob("*.whl")):
             raise BadInput(f"no wheels in {wheels}: run tests/gpu/prepare_wheels.sh here first "
                            "(and carry .whl), or pass --no-wheels to use the packages installed here")
-    baseline = {}
-    if args.baseline:
+    baseline, path = {}, args.baseline or (BASELINE if BASELINE.is_file() else None)
+    if path:
         try:
-            baseline = json.loads(args.baseline.read_text())
+            baseline = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            raise BadInput(f"--baseline {args.baseline}: not a readable summary ({exc})")
+            raise BadInput(f"--baseline {path}: not a readable summary ({exc})")
     out.mkdir(parents=True, exist_ok=True)
     return Check(out, wheels, args.budget, baseline, args.cpu_canaries)
 
