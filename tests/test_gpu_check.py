@@ -15,6 +15,16 @@ CUDA_ITEMS = {"tiny_full_bf16", "tiny_lora_bf16_gc", "grpo_train_cuda", "selecto
               "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick"}
 
 
+def test_budget_and_only(tmp_path):
+    """A spent budget starts nothing (facts included); --only skips the rest with that reason."""
+    proc = check(str(tmp_path), "--no-wheels", "--budget", "1", "--only", "stack")
+    items = {i["name"]: i for i in json.loads((tmp_path / "summary.json").read_text())["items"]}
+    assert proc.returncode == 0, proc.stderr
+    assert items["facts"]["reason"] == items["stack"]["reason"] == "time budget"
+    assert items["tiny_full_bf16"]["reason"] == "not in --only"
+    assert all(i["status"] == "skipped" and i["wall_s"] is None for i in items.values())
+
+
 def check(*args, env=None):
     return subprocess.run([sys.executable, str(CHECK), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env=env)
@@ -45,18 +55,11 @@ def test_cpu_mode_summary(tmp_path):
     assert (tmp_path / "check.log").read_text().count("=====") >= 2
 
 
-def test_budget_skips_the_rest(tmp_path):
-    proc = check(str(tmp_path), "--no-wheels", "--budget", "1")
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    reasons = {i["name"]: i["reason"] for i in summary["items"]}
-    assert proc.returncode == 0, proc.stderr
-    assert reasons["facts"] == "time budget" and reasons["stack"] == "time budget"
-
-
 @pytest.mark.parametrize("args, words", [
     ((), "no output folder"),
     (("{tmp}", "--wheels", "{tmp}/no-such-folder"), "no wheels in"),
     (("{tmp}", "--no-wheels", "--baseline", "{tmp}/missing.json"), "--baseline"),
+    (("{tmp}", "--no-wheels", "--only", "stack,no_such_item"), "no item no_such_item"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, words):
     env = {k: v for k, v in __import__("os").environ.items() if k != "OUT"}

@@ -1,7 +1,7 @@
 """The GPU check: every GPU path on the tiny model, in one call, in under 8 minutes.
 
     python tests/gpu/check.py OUT [--wheels DIR | --no-wheels] [--budget S] [--baseline SUMMARY]
-                                  [--cpu-canaries]
+                                  [--only ITEM,...] [--on-cpu]
 
 OUT (or $OUT): where summary.json and check.log go. Each item runs in its own process with its
 own timeout and ends as one line: pass / fail / skipped, with its reason. Without CUDA every
@@ -30,10 +30,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BUDGET_S = 450  # 7.5 min of items: the whole call stays under 8 with setup and the summary
 MIN_START_S = 20  # an item is not started with less budget left than this
-BASELINE = HERE / "cpu-baseline.json"  # a CPU run with --cpu-canaries: the canaries' CPU wall times
-CUDA_ITEMS = {"tiny_full_bf16", "tiny_lora_bf16_gc", "grpo_train_cuda", "selector_train_cuda",
-              "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick"}
+BASELINE = HERE / "cpu-baseline.json"  # a run with --on-cpu: the CUDA items' CPU wall times
+CUDA_ITEMS = ("tiny_full_bf16", "tiny_lora_bf16_gc", "grpo_train_cuda", "selector_train_cuda",
+              "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick")
 CANARIES = ("canary_curator_quick", "canary_selector_quick")
+ITEMS = ("facts", "wheels", "stack") + CUDA_ITEMS
 
 
 class BadInput(Exception):
@@ -81,9 +82,9 @@ class GpuPoll:
 
 
 class Check:
-    def __init__(self, out: Path, wheels: Path | None, budget: float, baseline: dict, cpu_canaries: bool):
+    def __init__(self, out: Path, wheels: Path | None, budget: float, baseline: dict, on_cpu: bool, only: set):
         self.out, self.wheels, self.budget, self.baseline = out, wheels, budget, baseline
-        self.cpu_canaries = cpu_canaries
+        self.on_cpu, self.only = on_cpu, only
         self.work = Path(tempfile.mkdtemp(prefix="skillos-gpu-check-"))
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                     "SKILLOS_HOME": str(self.work / "home")}  # the check's ledger is its own, thrown away
@@ -105,10 +106,14 @@ class Check:
     def run(self, name: str, argv: list[str], timeout: float, judge=None, ok_codes=(0,), describe=None) -> dict:
         """Run one item's process (python children under peak.py) and record its one line.
         judge(result_json) returns a failure reason or None; describe(result_json) a pass's reason."""
+        if self.only and name not in self.only | {"facts"}:  # facts: whether there is CUDA
+            return self.record(name, "skipped", "not in --only")
         if self.left() < MIN_START_S:
             return self.record(name, "skipped", "time budget")
-        if name in CUDA_ITEMS and self.cuda and not (name in CANARIES and self.cpu_canaries):
+        if name in CUDA_ITEMS and self.cuda and not self.on_cpu:
             return self.record(name, "skipped", f"no CUDA: {self.cuda}")
+        if self.cuda:  # an --on-cpu rehearsal: the CPU is many times slower
+            timeout = max(timeout, 900)
         timeout = min(timeout, self.left())
         peak_file = self.work / f"{name}.peak.json"
         if argv[0] == "PY":  # a Python child: its own allocator peak, via peak.py
@@ -200,8 +205,9 @@ class Check:
         tmp, py = self.work, "PY"
         self.run("stack", [py, "-m", "steps", "stack"], 120,
                  judge=lambda r: None if r and not r.get("missing") else f"missing: {(r or {}).get('missing')}")
-        self.run("tiny_full_bf16", [py, "-m", "steps", "tiny", "full", "cuda"], 90)
-        self.run("tiny_lora_bf16_gc", [py, "-m", "steps", "tiny", "lora", "cuda"], 90)
+        device = "cuda" if self.cuda is None else "cpu"  # cpu: an --on-cpu rehearsal
+        self.run("tiny_full_bf16", [py, "-m", "steps", "tiny", "full", device], 90)
+        self.run("tiny_lora_bf16_gc", [py, "-m", "steps", "tiny", "lora", device], 90)
         # skillos train picks CUDA by itself when torch sees it (training/trainer.py: guarded); bf16 is set
         sets = ["--set", "training.bf16=true", "--set", "training.max_steps=2"]
         self.run("grpo_train_cuda", [py, "-m", "skillos", "train", "training/configs/cpu-smoke.yaml", "--json", *sets,
@@ -214,18 +220,17 @@ class Check:
         self.accelerate(sets)
         for name in CANARIES:
             item = self.run(name, [py, "-m", "skillos", "canary", name.split("_")[1], "--quick", "--json",
-                                   "--out", str(tmp / name)], 180 if self.cuda is None else 1200,  # CPU: slow
+                                   "--out", str(tmp / name)], 180,
                             ok_codes=(0, 1),  # 1: it ran and did not learn; that is reported, not failed
                             judge=lambda r: None if r and "passed" in r else "no canary JSON",
                             describe=lambda r: f"ran; learned (passed): {r['passed']}")
-            item.update(self.cpu_wall(name))
 
     def accelerate(self, sets):
         """`skillos train --backend accelerate` is refused by gate 6 without a canary at the default
         size, so the check runs the launch command it would make (training/launch.py) directly."""
         name = "accelerate_launch"
-        if self.left() < MIN_START_S or self.cuda:  # its one line, without deriving configs first
-            return self.run(name, [], 0)
+        if self.left() < MIN_START_S or (self.cuda and not self.on_cpu) or (self.only and name not in self.only):
+            return self.run(name, [], 0)  # its one skipped line, without deriving configs first
         tried = []
         for n in (2, 1):  # two processes share the one GPU where that works
             config = self.work / f"accelerate-{n}.yaml"
@@ -251,6 +256,7 @@ class Check:
             self.items.remove(item)  # the 1-process try is the item's line; both tries are in its reason
 
     def cpu_wall(self, name: str) -> dict:
+        """A CUDA item's wall time on a CPU, beside the GPU's, from a run with --on-cpu."""
         for item in self.baseline.get("items", []):
             if item.get("name") == name and item.get("status") == "pass" and not item.get("cuda"):
                 return {"cpu_wall_s": item["wall_s"], "cpu_wall_reason": "from the CPU baseline summary"}
@@ -264,6 +270,8 @@ class Check:
         finally:
             for item in self.items:
                 item["cuda"] = self.cuda is None
+                if item["name"] in CUDA_ITEMS and self.cuda is None:
+                    item.update(self.cpu_wall(item["name"]))
             counts = {s: sum(i["status"] == s for i in self.items) for s in ("pass", "fail", "skipped")}
             summary = {"cuda": self.cuda is None, "no_cuda_reason": self.cuda, "python": sys.version.split()[0],
                        "wall_s": round(time.perf_counter() - self.started, 1), "budget_s": self.budget,
@@ -330,7 +338,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds of items (default {BUDGET_S})")
     ap.add_argument("--baseline", type=Path, help="a CPU run's summary.json: the canaries' CPU wall times "
                     f"(default {BASELINE.relative_to(ROOT)} if present)")
-    ap.add_argument("--cpu-canaries", action="store_true", help="run the canaries without CUDA too (a CPU baseline)")
+    ap.add_argument("--only", type=lambda v: set(filter(None, v.split(","))), default=set(),
+                    help="run just these items (comma-separated names; facts always runs)")
+    ap.add_argument("--on-cpu", action="store_true", help="run the CUDA items without CUDA too: a rehearsal of "
+                    "their commands, and the CPU baseline of their wall times (give --budget for it)")
     return ap.parse_args(argv)
 
 
@@ -353,7 +364,10 @@ def setup(args: argparse.Namespace) -> Check:
         except (OSError, ValueError) as exc:
             raise BadInput(f"--baseline {path}: not a readable summary ({exc})")
     out.mkdir(parents=True, exist_ok=True)
-    return Check(out, wheels, args.budget, baseline, args.cpu_canaries)
+    unknown = args.only - set(ITEMS)
+    if unknown:
+        raise BadInput(f"--only: no item {', '.join(sorted(unknown))}; the items are {', '.join(ITEMS)}")
+    return Check(out, wheels, args.budget, baseline, args.on_cpu, args.only)
 
 
 def main(argv: list[str]) -> int:
