@@ -67,3 +67,16 @@ def test_bad_input_is_one_line(tmp_path, args, words):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and words in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_last_json_reads_one_line_and_indented_results():
+    """steps.py prints one line; `skillos ... --json` prints indented JSON: both are the result."""
+    sys.path.insert(0, str(CHECK.parent))
+    try:
+        from check import last_json
+    finally:
+        sys.path.remove(str(CHECK.parent))
+    assert last_json('progress\n{"ok": true}\n') == {"ok": True}
+    assert last_json('{"log": 1}\nstep\n{\n "steps": [\n  {"r": 1}\n ],\n "returncode": 0\n}\n') == \
+        {"steps": [{"r": 1}], "returncode": 0}
+    assert last_json("no result\n{not json") is None

@@ -42,11 +42,13 @@ class BadInput(Exception):
 
 
 def last_json(text: str) -> dict | None:
-    """A child's result: the last stdout line that parses as a JSON object."""
-    for line in reversed(text.strip().splitlines()):
-        if line.startswith("{"):
+    """A child's result: the JSON object that ends its stdout, on one line (steps.py) or indented
+    over many (skillos --json), so from the last line that opens one at column 0 that parses."""
+    lines = text.strip().splitlines()
+    for i in reversed(range(len(lines))):
+        if lines[i].startswith("{"):
             try:
-                return json.loads(line)
+                return json.loads("\n".join(lines[i:]))
             except ValueError:
                 continue
     return None
