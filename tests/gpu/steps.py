@@ -126,7 +126,7 @@ def tiny(mode: str, device: str, steps: int = 12) -> dict:
         result.loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        losses.append(float(result.loss))
+        losses.append(float(result.loss.detach()))
         dtypes.add(str(result.logits.dtype))
         tokens += ids.numel()
     if device.startswith("cuda"):
