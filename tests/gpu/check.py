@@ -7,7 +7,7 @@ OUT (or $OUT): where summary.json and check.log go. Each item runs in its own pr
 own timeout and ends as one line: pass / fail / skipped, with its reason. Without CUDA every
 CUDA item is skipped with its reason, so the same check runs on a CPU machine (and in CI).
 
-Standard library only: on a bare GPU machine it runs before anything is installed. The carried
+Standard library and pip only: on a bare GPU machine it runs before anything is installed. The carried
 wheels (tests/gpu/prepare_wheels.sh) and skillos itself go into a temporary target that every
 item gets on PYTHONPATH; nothing is installed into the machine's own Python.
 """

@@ -7,7 +7,6 @@ standard library, so it runs on a bare machine before anything is installed).
     python tests/gpu/steps.py tiny full|lora DEVICE  the tiny model trained a few steps in bf16
     python tests/gpu/steps.py derive SRC DST [--set KEY=VALUE]...   a config with the sets written in
     python tests/gpu/steps.py launch-command CONFIG  the command `skillos train --backend accelerate` runs
-    python tests/gpu/steps.py games CONFIG [--set KEY=VALUE]...     load (generate, cache) its games
     python tests/gpu/steps.py requirements WHEEL...  each carried wheel's needs, met or not, here
 
 Each prints one JSON object on its last stdout line.
@@ -183,16 +182,6 @@ def launch_command(path: str) -> dict:
     return {"command": plan(cfg, path)["command"]}
 
 
-def games(path: str, sets: list[str]) -> dict:
-    from skillos import config
-    from skillos.evals.experiment import load_games
-
-    cfg = config.load(path, sets=sets)
-    held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
-    train = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games) if cfg.env.n_train_games else []
-    return {"config": path, "held_out": len(held_out), "train": len(train)}
-
-
 def requirements(wheels: list[str]) -> dict:
     """Each wheel's Requires-Dist (no extras; markers evaluated here) against what is installed:
     the carried wheels go in with --no-deps, so a need the machine does not meet shows here."""
@@ -248,8 +237,6 @@ def main(argv: list[str]) -> None:
         out(derive(args[0], args[1], _sets(args[2:])))
     elif command == "launch-command":
         out(launch_command(args[0]))
-    elif command == "games":
-        out(games(args[0], _sets(args[1:])))
     elif command == "requirements":
         out(requirements(args))
     else:
