@@ -218,7 +218,7 @@ class Check:
                                          *sets, "--set", f"training.output_dir={tmp / 'selector'}"], 150,
                  judge=_trained)
         self.run("hf_games_cuda", [py, "-m", "skillos", "eval", "tests/gpu/hf-games.yaml", "--json",
-                                   "--out", str(tmp / "hf-games")], 120, judge=_played)
+                                   "--out", str(tmp / "hf-games")], 120, judge=_played, describe=_games)
         self.accelerate(sets)
         for name in CANARIES:
             self.run(name, [py, "-m", "skillos", "canary", name.split("_")[1], "--quick", "--json",
@@ -300,7 +300,12 @@ def _trained(result):
 
 
 def _played(result):
-    return None if result else "no JSON report"
+    arms = (result or {}).get("arms") or {}
+    return None if arms and all(a.get("measured") for a in arms.values()) else f"arms measured: {arms or None}"
+
+
+def _games(result) -> str:
+    return "; ".join(f"{name}: {a['measured']} games, {a['actions']} actions" for name, a in result["arms"].items())
 
 
 def link_tree(dst: Path) -> None:
