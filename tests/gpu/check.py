@@ -102,6 +102,7 @@ class Check:
         item = {"name": name, "status": status, "reason": reason, "wall_s": wall_s,
                 "peak_gpu_mb": peak[0], "peak_gpu_reason": peak[1], **extra}
         self.items.append(item)
+        self.write_summary()
         print(f"{status.upper():7} {name:24} {'' if wall_s is None else f'{wall_s:6.1f}s'}  {reason}", flush=True)
         return item
 
@@ -120,23 +121,27 @@ class Check:
         peak_file = self.work / f"{name}.peak.json"
         if argv[0] == "PY":  # a Python child: its own allocator peak, via peak.py
             argv = [sys.executable, str(HERE / "peak.py"), str(peak_file)] + argv[1:]
-        self.log.write(f"\n===== {name}: {' '.join(argv)}\n")
+        # stderr goes into check.log as it comes: a call cut off from outside still leaves it
+        self.log.write(f"\n===== {name}: {' '.join(argv)}\n--- stderr\n")
         self.log.flush()
-        t0 = time.perf_counter()
-        with GpuPoll() as poll:
+        start, t0 = self.log.tell(), time.perf_counter()
+        with GpuPoll() as poll, open(self.work / f"{name}.stdout", "w+") as out:
             # its own process group: a timeout ends the grandchildren too (accelerate's workers,
-            # which would otherwise hold the GPU and the output pipes open)
-            proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, start_new_session=True)
+            # which would otherwise hold the GPU)
+            proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=self.log, start_new_session=True)
             try:
-                stdout, stderr = proc.communicate(timeout=timeout)
-                code = proc.returncode
+                code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-                stdout, stderr = proc.communicate()
+                proc.wait()
                 code = None
+            out.seek(0)
+            stdout = out.read()
         wall = round(time.perf_counter() - t0, 1)
-        self.log.write(f"--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- exit {code}, {wall}s\n")
+        with open(self.out / "check.log") as log:
+            log.seek(start)
+            stderr = log.read()
+        self.log.write(f"--- stdout\n{stdout}\n--- exit {code}, {wall}s\n")
         self.log.flush()
         result = last_json(stdout)
         peak = self.peak(peak_file, poll)
@@ -264,24 +269,30 @@ class Check:
                 return {"cpu_wall_s": item["wall_s"], "cpu_wall_reason": "from the CPU baseline summary"}
         return {"cpu_wall_s": None, "cpu_wall_reason": "unmeasured: no CPU run of it in a baseline summary"}
 
+    def write_summary(self) -> dict:
+        """summary.json, rewritten after every item: a call cut off from outside still leaves it."""
+        for item in self.items:
+            item["cuda"] = self.cuda is None
+            if item["name"] in CUDA_ITEMS and self.cuda is None:
+                item.update(self.cpu_wall(item["name"]))
+        counts = {s: sum(i["status"] == s for i in self.items) for s in ("pass", "fail", "skipped")}
+        summary = {"cuda": self.cuda is None, "no_cuda_reason": self.cuda, "python": sys.version.split()[0],
+                   "wall_s": round(time.perf_counter() - self.started, 1), "budget_s": self.budget,
+                   "load_avg_at_end": [round(x, 1) for x in os.getloadavg()],  # other jobs slow a CPU run
+                   "counts": counts, "items": self.items}
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        return summary
+
     def main(self) -> int:
         try:
             self.facts()
             self.install()
             self.items_after_install()
         finally:
-            for item in self.items:
-                item["cuda"] = self.cuda is None
-                if item["name"] in CUDA_ITEMS and self.cuda is None:
-                    item.update(self.cpu_wall(item["name"]))
-            counts = {s: sum(i["status"] == s for i in self.items) for s in ("pass", "fail", "skipped")}
-            summary = {"cuda": self.cuda is None, "no_cuda_reason": self.cuda, "python": sys.version.split()[0],
-                       "wall_s": round(time.perf_counter() - self.started, 1), "budget_s": self.budget,
-                       "load_avg_at_end": [round(x, 1) for x in os.getloadavg()],  # other jobs slow a CPU run
-                       "counts": counts, "items": self.items}
-            (self.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+            summary = self.write_summary()
             self.log.close()
             shutil.rmtree(self.work, ignore_errors=True)
+        counts = summary["counts"]
         print(f"{counts['pass']} pass, {counts['fail']} fail, {counts['skipped']} skipped in {summary['wall_s']}s; "
               f"{self.out / 'summary.json'}")
         return 1 if counts["fail"] else 0
