@@ -218,10 +218,10 @@ class Check:
         # skillos train picks CUDA by itself when torch sees it (training/trainer.py: guarded); bf16 is set
         sets = ["--set", "training.bf16=true", "--set", "training.max_steps=2"]
         self.run("grpo_train_cuda", [py, "-m", "skillos", "train", "training/configs/cpu-smoke.yaml", "--json", *sets,
-                                     "--set", f"training.output_dir={tmp / 'grpo'}"], 150, judge=_trained)
+                                     "--set", f"training.output_dir={tmp / 'grpo'}"], 150, judge=_trained, describe=_steps)
         self.run("selector_train_cuda", [py, "-m", "skillos", "train", "training/configs/selector-cpu.yaml", "--json",
                                          *sets, "--set", f"training.output_dir={tmp / 'selector'}"], 150,
-                 judge=_trained)
+                 judge=_trained, describe=_steps)
         self.run("hf_games_cuda", [py, "-m", "skillos", "eval", "tests/gpu/hf-games.yaml", "--json",
                                    "--out", str(tmp / "hf-games")], 120, judge=_played, describe=_games)
         self.accelerate(sets)
@@ -308,6 +308,10 @@ def _trained(result):
         return "no JSON summary"
     steps = result.get("steps") or []
     return None if steps and not result.get("returncode") else f"steps {len(steps)}, returncode {result.get('returncode')}"
+
+
+def _steps(result) -> str:
+    return f"{len(result['steps'])} steps, {len(result.get('checkpoints') or [])} checkpoints archived"
 
 
 def _played(result):
