@@ -1,0 +1,82 @@
+"""The GPU check (tests/gpu/check.py) in CPU mode: it must keep running here so that it works on
+the first GPU machine. Every CUDA item is skipped with its reason, nothing fails, the summary
+has every item's fields, and bad input is one line with exit 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECK = ROOT / "tests" / "gpu" / "check.py"
+CUDA_ITEMS = {"tiny_full_bf16", "tiny_lora_bf16_gc", "grpo_train_cuda", "selector_train_cuda",
+              "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick"}
+
+
+def test_budget_and_only(tmp_path):
+    """A spent budget starts nothing (facts included); --only skips the rest with that reason."""
+    proc = check(str(tmp_path), "--no-wheels", "--budget", "1", "--only", "stack")
+    items = {i["name"]: i for i in json.loads((tmp_path / "summary.json").read_text())["items"]}
+    assert proc.returncode == 0, proc.stderr
+    assert items["facts"]["reason"] == items["stack"]["reason"] == "time budget"
+    assert items["tiny_full_bf16"]["reason"] == "not in --only"
+    assert all(i["status"] == "skipped" and i["wall_s"] is None for i in items.values())
+
+
+def check(*args, env=None):
+    return subprocess.run([sys.executable, str(CHECK), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_cpu_mode_summary(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the CUDA items would run (minutes), not skip")
+    proc = check(str(tmp_path), "--no-wheels")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    items = {i["name"]: i for i in summary["items"]}
+    assert set(items) == CUDA_ITEMS | {"facts", "wheels", "stack"}
+    assert summary["cuda"] is False and "no GPU" in summary["no_cuda_reason"]
+    assert summary["counts"] == {"pass": 2, "fail": 0, "skipped": 9}
+    for name in CUDA_ITEMS:
+        assert items[name]["status"] == "skipped" and items[name]["reason"].startswith("no CUDA: ")
+    assert items["facts"]["status"] == items["stack"]["status"] == "pass"
+    assert items["wheels"]["status"] == "skipped" and "--no-wheels" in items["wheels"]["reason"]
+    for item in items.values():  # a missing measurement is None with its reason, never 0
+        assert {"status", "reason", "wall_s", "peak_gpu_mb", "peak_gpu_reason"} <= set(item)
+        assert item["peak_gpu_mb"] is None and item["peak_gpu_reason"]
+        assert (item["wall_s"] is None) == (item["status"] == "skipped")
+    assert 0 < summary["wall_s"] < summary["budget_s"]
+    # one line an item on stdout, then the counts
+    assert len(proc.stdout.strip().splitlines()) == len(items) + 1
+    assert (tmp_path / "check.log").read_text().count("=====") >= 2
+
+
+@pytest.mark.parametrize("args, words", [
+    ((), "no output folder"),
+    (("{tmp}", "--wheels", "{tmp}/no-such-folder"), "no wheels in"),
+    (("{tmp}", "--no-wheels", "--baseline", "{tmp}/missing.json"), "--baseline"),
+    (("{tmp}", "--no-wheels", "--only", "stack,no_such_item"), "no item no_such_item"),
+])
+def test_bad_input_is_one_line(tmp_path, args, words):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OUT"}
+    proc = check(*(a.format(tmp=tmp_path) for a in args), env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_last_json_reads_one_line_and_indented_results():
+    """steps.py prints one line; `skillos ... --json` prints indented JSON: both are the result."""
+    sys.path.insert(0, str(CHECK.parent))
+    try:
+        from check import last_json
+    finally:
+        sys.path.remove(str(CHECK.parent))
+    assert last_json('progress\n{"ok": true}\n') == {"ok": True}
+    assert last_json('{"log": 1}\nstep\n{\n "steps": [\n  {"r": 1}\n ],\n "returncode": 0\n}\n') == \
+        {"steps": [{"r": 1}], "returncode": 0}
+    assert last_json("no result\n{not json") is None
