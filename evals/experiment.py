@@ -161,10 +161,21 @@ def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | Non
                    on_game=_tick(progress, arm, "eval", len(held_out)), **common)
 
 
+def start_method(cfg) -> str:
+    """How arm workers start: fork (fast, nothing to pickle) unless a backend of this eval runs
+    model weights in this process. A forked child of a process whose torch has started (its
+    OpenMP threads, CUDA) can hang or cannot use CUDA again: measured, hf arm workers forked after
+    the parent ran the model sat at 0 CPU seconds for 9 minutes. Those start fresh (spawn)."""
+    from skillos.registry import LOCAL_BACKENDS
+
+    runs_weights = any(b.backend in LOCAL_BACKENDS for b in (cfg.executor, cfg.curator, cfg.judge))
+    return "fork" if "fork" in mp.get_all_start_methods() and not runs_weights else "spawn"
+
+
 def _play_in_parallel(jobs, workers: int, progress: Progress | None) -> dict:
     """Arms are independent (each has its own repo and curator), so they run in separate
     processes; rows are identical to a sequential run. Each JSONL line is one append."""
-    context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    context = mp.get_context(start_method(jobs[0][0]))
     # No manager process: the progress queue reaches each worker when it starts, and every worker
     # dies with this process (a kill -9 of the main process must not leave writers behind).
     events = context.Queue()

@@ -5,6 +5,7 @@ Qwen2 that writes curate_and_advance calls, parsed from the text it generates.""
 import json
 
 import pytest
+from conftest import ROOT, run_cli
 
 from skillos.config import CuratorConfig
 from skillos.errors import SkillosError
@@ -128,3 +129,28 @@ def test_vllm_without_vllm_says_what_to_do():
         pytest.skip("vllm is installed here; this checks the machine without it")
     with pytest.raises(SkillosError, match="needs a GPU machine with vllm installed"):
         make_chat(CuratorConfig(backend="vllm", model="tiny-qwen2"))
+
+
+def test_arms_that_run_weights_here_start_their_workers_fresh():
+    """Forking a process whose torch has started can hang the child (measured: hf arm workers at
+    0 CPU seconds for 9 minutes) and a forked child cannot use CUDA again: such evals spawn."""
+    from skillos import config as cfgmod
+    from skillos.evals.experiment import start_method
+
+    base = cfgmod.load(ROOT / "evals" / "configs" / "quickstart.yaml")
+    assert start_method(base) == "fork"
+    for key in ("executor", "curator", "judge"):
+        assert start_method(cfgmod.with_sets(base, [f"{key}.backend=hf", f"{key}.model=tiny-qwen2"])) == "spawn"
+
+
+@pytest.mark.slow
+@pytest.mark.alfworld
+def test_an_hf_eval_with_a_worker_per_arm_finishes(tmp_path, game_cache, skillos_home):
+    """The GPU check's hf eval with one worker per arm (spawned): it used to hang after the gates
+    ran the model in the parent."""
+    result = run_cli("eval", ROOT / "tests" / "gpu" / "hf-games.yaml", "--json", "--out", tmp_path / "run",
+                     "--set", "eval.workers=2", "--set", "env.n_games=1", "--set", "env.n_train_games=1",
+                     "--set", "env.max_steps=3", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    arms = json.loads(result.stdout)["arms"]
+    assert {a: arms[a]["attempted"] for a in arms} == {"no_memory": 1, "closed_loop": 1}
