@@ -195,14 +195,15 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
         rows = [GameRow(arm=arm, game_id=g, success=s, unmeasured_reason=None if s is not None else
                         "the source recorded no outcome").to_dict() for g, s in sorted(outcomes.items())]
         path = folder / f"{hashlib.sha256(arm.encode()).hexdigest()[:8]}.jsonl"
-        write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        write_atomic(path, text)
         config = {"imported": {"sources": sources, "mapping": asdict(mapping)}, "env": {"name": env},
                   "arm": arm}
         run_id = ledger.start_run(exp, arm, config=config, executor_fingerprint=f"imported:{stamp}")
         measured = [s for s in outcomes.values() if s is not None]
         summary = {"attempted": len(outcomes), "measured": len(measured), "unmeasured": len(outcomes) - len(measured),
                    "successes": sum(measured), "coerced_actions": 0, "actions": 0}
-        ledger.add_eval(run_id, arm, summary, str(path.resolve()), _sha256(path))
+        ledger.add_eval(run_id, arm, summary, str(path.resolve()), hashlib.sha256(text.encode()).hexdigest())
         ledger.end_run(run_id, "finished", f"imported from {len(sources)} file(s), {stamp}")
         runs.append({"run_id": run_id, "arm": arm, "denominators": summary})
     return {"experiment_id": exp, "experiment": experiment, "import": stamp, "sources": sources, "runs": runs}

@@ -187,8 +187,12 @@ class TrainingConfig:
         return any(getattr(self, f.name) != (f.default if f.default is not dataclasses.MISSING else f.default_factory())
                    for f in dataclasses.fields(self))
 
+    def reporters(self) -> list:
+        """`report_to` as a list (it may be one name or several)."""
+        return [self.report_to] if isinstance(self.report_to, str) else list(self.report_to or [])
+
     def __post_init__(self):
-        for name in [self.report_to] if isinstance(self.report_to, str) else self.report_to or []:
+        for name in self.reporters():
             _choice(name, REPORT_TO, "training.report_to")
 
 
@@ -606,20 +610,17 @@ def training_output_dir(cfg: Config) -> Path:
     return Path(cfg.training.output_dir or f"checkpoints/{cfg.experiment.name}")
 
 
-def effective_batch(cfg: Config) -> int | None:
-    """Per-device batch x gradient accumulation x processes; None when either is not set."""
-    t = cfg.training
-    if t.per_device_train_batch_size is None or t.gradient_accumulation_steps is None:
-        return None
-    return t.per_device_train_batch_size * t.gradient_accumulation_steps * cfg.compute.num_processes
-
-
 # The batch's derived values, computed here only (TRL computes its own the same way in
 # GRPOConfig.__post_init__): the trainer's dataset size, the dry-run's group count, the step plan
 # and the batch gate all read these.
 def completions_per_step(cfg: Config) -> int | None:
-    """Completions one optimizer step consumes (TRL counts completions in the per-device batch)."""
-    return effective_batch(cfg)
+    """Completions one optimizer step consumes, the effective batch: per-device batch x gradient
+    accumulation x processes (TRL counts completions in the per-device batch); None when either
+    is not set."""
+    t = cfg.training
+    if t.per_device_train_batch_size is None or t.gradient_accumulation_steps is None:
+        return None
+    return t.per_device_train_batch_size * t.gradient_accumulation_steps * cfg.compute.num_processes
 
 
 def groups_per_step(cfg: Config) -> int | float | None:

@@ -298,8 +298,7 @@ def check_report_to(cfg: Config) -> None:
     loads (transformers would raise mid-setup)."""
     import importlib.util
 
-    names = [cfg.training.report_to] if isinstance(cfg.training.report_to, str) else cfg.training.report_to
-    for name in names or []:
+    for name in cfg.training.reporters():
         module, install = _REPORTERS.get(name, (None, None))
         if module and importlib.util.find_spec(module) is None:
             raise SkillosError(f"training.report_to: {name} is not installed (pip install {install}); "

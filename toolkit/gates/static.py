@@ -48,7 +48,7 @@ def get(cfg, key: str):
     return value
 
 
-from skillos.config import completions_per_step, effective_batch, groups_per_step  # noqa: E402,F401 - derived in config.py
+from skillos.config import completions_per_step, groups_per_step  # noqa: E402 - derived in config.py
 
 def derived(cfg, key: str):
     return {"prompts_per_step": groups_per_step, "completions_per_step": completions_per_step}[key](cfg)

@@ -303,8 +303,12 @@ def _codex_records(path: Path, source: str, skipped: Counter, repaired: Counter,
         yield line, rec, payload, kind
 
 
-def _listed_skills(text: str) -> list[str]:
-    return [m.group(1) for block in _CODEX_SKILLS.findall(text or "") for m in _CODEX_SKILL_LINE.finditer(block)]
+def _note_listed_skills(session: Session, text) -> None:
+    """Add the skills a Codex `## Skills` section in `text` lists to the session (each once)."""
+    for block in _CODEX_SKILLS.findall(text if isinstance(text, str) else ""):
+        for match in _CODEX_SKILL_LINE.finditer(block):
+            if match.group(1) not in session.skills_listed:
+                session.skills_listed.append(match.group(1))
 
 
 def read_codex(path: Path, source: str, skipped: Counter, repaired: Counter,
@@ -332,13 +336,12 @@ def read_codex(path: Path, source: str, skipped: Counter, repaired: Counter,
             session.id = str(payload.get("id") or session.id)
             session.version = session.version or (str(payload["cli_version"]) if payload.get("cli_version") else None)
             instructions = payload.get("base_instructions") or payload.get("instructions")
-            instructions = instructions.get("text") if isinstance(instructions, dict) else instructions
-            session.skills_listed += _listed_skills(instructions if isinstance(instructions, str) else "")
+            _note_listed_skills(session, instructions.get("text") if isinstance(instructions, dict) else instructions)
             continue
         role, text, tools = None, "", []
         if kind == "message" and payload.get("role") in ("user", "assistant", "developer"):
             text = _text_of(payload.get("content"))
-            session.skills_listed += [s for s in _listed_skills(text) if s not in session.skills_listed]
+            _note_listed_skills(session, text)
             if payload["role"] == "developer":
                 skipped["system-wrapper"] += 1
                 continue
