@@ -4,7 +4,8 @@
 * paired bootstrap CI of the difference in success rate,
 * minimum detectable effect at the given power: (z_{α/2} + z_β) · sqrt(d / n), with d the
   observed share of discordant pairs and n the number of paired games,
-* Holm / Benjamini-Hochberg correction within a family of comparisons.
+* Holm / Benjamini-Hochberg correction within a family of comparisons,
+* the Wilson score interval of one arm's success rate (what the plots draw per arm).
 
 Only pairs where both arms were measured enter; the counts of dropped pairs are reported.
 A quantity that cannot be estimated is None with a reason, never 0.
@@ -55,6 +56,20 @@ def paired_bootstrap_ci(control, treatment, n_boot: int, seed: int,
     means = diff[idx].mean(axis=1)
     tail = (1 - level) / 2 * 100
     return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+
+
+def rate_ci(successes, n, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Wilson score interval of a success rate (successes of n measured games); (None, None)
+    when nothing was measured. Wilson, not the normal approximation: it stays inside [0, 1] and
+    is honest at 0/n and n/n, which small arms hit often."""
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0 or not isinstance(successes, int) \
+            or isinstance(successes, bool) or not 0 <= successes <= n:
+        return None, None
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def adjust(pvalues: list[float], method: str = "holm") -> list[float]:

@@ -51,3 +51,16 @@ def test_compare_without_discordant_pairs_reports_mde_unmeasured():
 def test_holm_adjustment():
     assert stats.adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert stats.adjust([]) == []
+
+
+def test_rate_ci_is_the_wilson_interval_and_none_when_nothing_was_measured():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for k, n in ((0, 6), (3, 6), (6, 6), (17, 40), (1, 1)):
+        assert stats.rate_ci(k, n) == pytest.approx(proportion_confint(k, n, alpha=0.05, method="wilson"), abs=1e-12)
+    # by hand: 3/6 -> centre 0.5, half = z*sqrt(0.25/6 + z^2/144)/(1 + z^2/6)
+    z = norm.ppf(0.975)
+    half = z * math.sqrt(0.25 / 6 + z * z / 144) / (1 + z * z / 6)
+    assert stats.rate_ci(3, 6) == pytest.approx((0.5 - half, 0.5 + half))
+    for k, n in ((0, 0), (None, 5), (3, None), (7, 6), (True, 6), (-1, 6)):
+        assert stats.rate_ci(k, n) == (None, None)
