@@ -436,9 +436,10 @@ def test_sweep_and_optimize_pages_show_lift_and_candidates(made, browser, tmp_pa
     try:
         summary = json.loads((runs / "sweep" / "sweep.json").read_text())
         page = open_page(browser, url, "run/sweep")
-        points = page.find_elements("css selector", "#sweep-chart circle.point")
-        assert [(int(p.get_attribute("data-step")), float(p.get_attribute("data-lift"))) for p in points] == \
-            [(r["step"], r["difference"]) for r in summary["rows"]]
+        points = page.find_elements("css selector", "#run-sweep circle.point")
+        assert [(int(p.get_attribute("data-step")), p.get_attribute("data-verdict")) for p in points] == \
+            [(r["step"], r["verdict"]["label"]) for r in summary["rows"]]
+        assert [float(p.get_attribute("data-y")) for p in points] == pytest.approx([r["treatment_rate"] for r in summary["rows"]])
         for r in summary["rows"]:
             row = page.find_element("css selector", f'#sweep tr[data-step="{r["step"]}"]')
             assert cell(row, "difference") == pts(r["difference"])

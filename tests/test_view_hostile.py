@@ -89,7 +89,11 @@ def write_run(folder: Path, hostile: bool) -> None:
             t["retrieved"][0]["skill"] = payload(i + 3)
             t["intro"] = payload(i + 4)
     jsonl(folder / "trajectories.jsonl", traces)
-    report = {"comparisons": [comparison()], "family_correction": "holm", "control": "no_memory",
+    arm_summary = {"attempted": 4, "measured": 3, "unmeasured": 1, "successes": 2, "unmeasured_reasons": [payload(2)]}
+    named = {**comparison(), "treatment": payload(3), "note": payload(4)}  # no verdict: judged again, drawn
+    del named["difference"]
+    report = {"comparisons": [comparison(), named], "family_correction": "holm", "control": "no_memory",
+              "arms": {payload(1): arm_summary, "no_memory": arm_summary, payload(5): {**arm_summary, "measured": 0}},
               "verdict": "not reportable", "candidates_tried": 2, "accepted": 0, "gate": "paired",
               "calibration": {"verdict": "reject", "reason": "a/a"}, "p_corrected": 0.4,
               "seed": {"attempted": 4, "measured": 4, "unmeasured": 0, "coerced_actions": 0, "successes": 2, "success_rate": 0.5},
@@ -100,7 +104,12 @@ def write_run(folder: Path, hostile: bool) -> None:
     sweep = {"rows": [{"repo": "r1", "step": 10, "treatment_rate": 0.5, "control_rate": 0.4, "difference": 0.1,
                        "ci_low": -0.1, "ci_high": 0.3, "p_value": 0.5, "p_adjusted": 0.9, "mde": 0.3,
                        "n_paired": 6, "n_dropped": 0}], "caveat": "c", "best": "r1"}
+    sweep["rows"].append({**sweep["rows"][0], "repo": payload(1), "step": 20})
     (folder / "sweep.json").write_text(json.dumps(poison(sweep) if hostile else {**sweep, "caveat": payload(4), "best": payload(5)}))
+    state = {"global_step": 2, "log_history": [{"step": s, "reward": 0.5, f"reward/{payload(s)}": 0.1 * s,
+                                                f"health/{payload(s + 1)}": payload(s)} for s in (1, 2)]}
+    (folder / "checkpoint-2").mkdir()
+    (folder / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(poison(state) if hostile else state))
     candidate = {"candidate": 1, "epoch": 1, "step": 1, "edits": ["add x"], "verdict": "reject", "mode": "paired",
                  "mean_difference": 0.1, "threshold": 0.2, "se": 0.1, "incumbent_rate": 0.5, "candidate_rate": 0.6,
                  "n_paired": 4, "n_tasks": 4, "n_unmeasured": 0, "diff": "+ a\n- b", "reason": "r"}
@@ -212,7 +221,7 @@ def check_page(browser, base, key, route_of):
     body = browser.find_element("css selector", "body").text
     assert browser.execute_script("return window.__xss === undefined && window.parent.__xss === undefined"), key
     assert not browser.find_elements("css selector", "[data-xss], img[src='x'], iframe, svg[onload], script:not([src])"), key
-    assert "could not draw this document" not in body, (key, body[:500])
+    assert "could not draw this document" not in body and "could not draw this plot" not in body, (key, body[:500])
     return body
 
 
@@ -312,3 +321,16 @@ def test_get_and_head_answer_with_a_policy_that_runs_no_inline_script(served):
         csp = resp.getheader("Content-Security-Policy")
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp
         assert resp.getheader("X-Content-Type-Options") == "nosniff"
+
+
+def test_plot_labels_are_text_and_numbers_that_are_not_numbers_are_not_drawn(world, served, browser):
+    url, _ = served
+    check_page(browser, url, "run/texts", route)
+    labels = browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg.plot text, svg.plot title')).map(t => t.textContent)")
+    assert any(MARK in t for t in labels)  # payload arm, comparison, repo and series names, drawn as text
+    assert browser.find_elements("css selector", "svg.plot circle.point")
+    check_page(browser, url, "run/leaves", route)  # every leaf a string: nothing measured, nothing drawn
+    assert not browser.find_elements("css selector", "svg.plot circle.point")
+    assert "unmeasured (" in browser.find_element("css selector", "main").text
+

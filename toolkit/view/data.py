@@ -24,6 +24,7 @@ from urllib.parse import quote, unquote
 
 from skillos import safety
 from skillos.errors import SkillosError
+from skillos.view import plots
 from skillos.evals.run_folder import (GAMES, HISTORY, REPO_PREFIX, REPORT, ROW_FILES, RUN_MARKERS, SWEEP, TRACES,
                                       arm_of_repo, repo_dir)
 
@@ -126,9 +127,9 @@ class Source:
         found = {}
         if self.runs.is_dir():  # up to three levels down: never a walk through checkpoint trees
             for depth in ("", "*/", "*/*/", "*/*/*/"):
-                for marker in RUN_MARKERS:
+                for marker in RUN_MARKERS + (TRAINING_MARKER,):
                     for path in sorted(self.runs.glob(depth + marker)):
-                        folder = path.parent
+                        folder = path.parent if marker != TRAINING_MARKER else _training_root(path)
                         if not inside(self.runs, folder):
                             continue
                         rid = folder.relative_to(self.runs).as_posix()
@@ -190,25 +191,43 @@ class Source:
         data = {"kind": "experiments", "ledger": str(self.ledger_path), "goal": None,
                 "experiments": [], "runs": [], "problems": problems}
         ledger = self._ledger(problems)
+        folders = self.run_folders()
         if ledger is not None:
             data["goal"] = self._guard(problems, "goal", ledger.goal)
             runs = self._guard(problems, "runs", lambda: ledger.rows("runs"), [])
+            evals = self._guard(problems, "evals", lambda: ledger.rows("evals"), [])
             for row in self._guard(problems, "experiments", lambda: ledger.rows("experiments"), []):
                 exp = self._guard(problems, f"experiment #{row.get('id')}",
                                   lambda: ledger.corrected("experiments", row))
                 if exp is None:
                     continue
                 exp["n_runs"] = sum(r.get("experiment_id") == exp["id"] for r in runs)
+                exp["headline"] = self._guard(problems, f"experiment #{exp['id']} headline",
+                                              lambda: self._headline(exp["id"], runs, evals, folders))
                 data["experiments"].append(exp)
             ledger.close()
-        for rid, folder in self.run_folders().items():
+        for rid, folder in folders.items():
             data["runs"].append(_folder_summary(rid, folder))
         return data
+
+    def _headline(self, exp_id, runs: list, evals: list, folders: dict) -> dict:
+        """The index's line for one experiment: arms, rates with denominators, verdict words."""
+        mine = [r for r in runs if r.get("experiment_id") == exp_id]
+        reports, seen = [], set()
+        for run in mine:
+            rid = self._rid_of(self._guard([], "output", lambda: _output(run)), folders)
+            if rid and rid not in seen:
+                seen.add(rid)
+                report, _ = self._folder_plots(rid, folders[rid], [], training=False)  # its page shows the problems
+                if report:
+                    reports.append(report["plots"])
+        ids = {r.get("id") for r in mine}
+        return plots.headline(reports, [e for e in evals if e.get("run_id") in ids])
 
     def experiment(self, exp_id: str) -> dict:
         problems: list = []
         data = {"kind": "experiment", "id": exp_id, "problems": problems, "runs": [], "reports": [],
-                "gate_results": [], "overrides": [], "candidates": [], "failures": []}
+                "training": [], "gate_results": [], "overrides": [], "candidates": [], "failures": []}
         ledger = self._ledger(problems)
         if ledger is None:
             return data
@@ -227,7 +246,7 @@ class Source:
                     continue
                 run["config"] = self._guard(problems, f"run #{run['id']} config_json",
                                             lambda: json.loads(run["config_json"] or "{}"))
-                output = run["config"].get("output") if isinstance(run["config"], dict) else None
+                output = self._guard(problems, f"run #{run['id']} output", lambda: _output_of(run["config"]))
                 run["rid"] = self._rid_of(output, folders)
                 if output and run["rid"] is None:
                     problems.append(f"run #{run['id']}: its output folder {output} is missing")
@@ -241,12 +260,11 @@ class Source:
                     outputs.append(run["rid"])
             run_ids = [r["id"] for r in data["runs"]]
             for rid in outputs:
-                report = read_json(folders[rid] / REPORT, problems, folders[rid])
-                if isinstance(report, dict):
-                    data["reports"].append({"rid": rid, "comparisons": report.get("comparisons", []),
-                                            "family_correction": report.get("family_correction"),
-                                            "control": report.get("control"),
-                                            "arms": report.get("arms", {})})
+                report, training = self._folder_plots(rid, folders[rid], problems)
+                if report:
+                    data["reports"].append(report)
+                if training:
+                    data["training"].append(training)
             data["gate_results"] = [g for g in ledger.rows("gate_results")
                                     if g["experiment_id"] == exp_id or g["run_id"] in run_ids]
             data["overrides"] = [o for o in ledger.rows("overrides") if o["experiment_id"] == exp_id]
@@ -263,6 +281,29 @@ class Source:
         finally:
             ledger.close()
         return data
+
+    def _folder_plots(self, rid: str, folder: Path, problems: list, training: bool = True) -> tuple:
+        """A run folder's report (its comparisons with their verdicts, the per-arm rates, the
+        forest, and a sweep's curve) and its training curves: (report, training), each None when
+        the folder has no such file."""
+        report, curves = None, None
+        raw = read_json(folder / REPORT, problems, folder)
+        if isinstance(raw, dict) and isinstance(raw.get("comparisons"), list):
+            drawn = self._guard(problems, f"{rid}: {REPORT} plots", lambda: plots.report_plots(raw, rid)) or {}
+            report = {"rid": rid, "comparisons": drawn.pop("comparisons", raw["comparisons"]),
+                      "family_correction": raw.get("family_correction"), "control": raw.get("control"),
+                      "arms": raw.get("arms", {}), "plots": drawn, "sweep": None}
+            if (folder / SWEEP).exists():
+                sweep = read_json(folder / SWEEP, problems, folder)
+                report["sweep"] = self._guard(problems, f"{rid}: sweep plot", lambda: plots.sweep_plot(sweep, raw))
+        states = plots.trainer_states(folder) if training else []
+        if states:
+            state = read_json(states[0], problems, folder)
+            curves = self._guard(problems, f"{rid}: training log", lambda: plots.training_plot(
+                state, states[0].relative_to(folder).as_posix()))
+            if curves is not None:
+                curves["rid"] = rid
+        return report, curves
 
     def _folder(self, rid: str, problems: list) -> Path | None:
         folder = self.run_folders().get(rid)
@@ -293,6 +334,12 @@ class Source:
                                      for t in read_jsonl(folder / TRACES, problems, folder)})
         data["report"] = read_json(folder / REPORT, problems, folder)
         data["sweep"] = read_json(folder / SWEEP, problems, folder)
+        found: list = []  # the same files read again for the plots: each problem shown once
+        report, data["training"] = self._folder_plots(rid, folder, found)
+        problems += [p for p in found if p not in problems]
+        data["plots"] = report and {**report["plots"], "sweep": report["sweep"]}
+        if report and isinstance(data["report"], dict):
+            data["report"]["comparisons"] = report["comparisons"]  # each with its verdict
         if (folder / HISTORY).exists():
             data["history"] = read_jsonl(folder / HISTORY, problems, folder)
         ledger = self._ledger([]) if self.ledger_path.exists() else None
@@ -389,13 +436,37 @@ class Source:
 
 
 def _output(run_row: dict) -> str | None:
-    config = json.loads(run_row.get("config_json") or "{}")
-    return config.get("output") if isinstance(config, dict) else None
+    return _output_of(json.loads(run_row.get("config_json") or "{}"))
+
+
+def _output_of(config) -> str | None:
+    """The folder a ledger run wrote: an eval's `output`, a training run's training.output_dir."""
+    if not isinstance(config, dict):
+        return None
+    if "output" in config or not isinstance(config.get("training"), dict):
+        return config.get("output")
+    from types import SimpleNamespace
+
+    from skillos.config import training_output_dir
+
+    experiment = config.get("experiment") if isinstance(config.get("experiment"), dict) else {}
+    return str(training_output_dir(SimpleNamespace(training=SimpleNamespace(output_dir=config["training"].get("output_dir")),
+                                                   experiment=SimpleNamespace(name=experiment.get("name")))))
+
+
+# a training output folder: a saved checkpoint's trainer state (its archive/ belongs to it)
+TRAINING_MARKER = f"checkpoint-*/{plots.TRAINER_STATE}"
+
+
+def _training_root(state: Path) -> Path:
+    folder = state.parent.parent
+    return folder.parent if folder.name == "archive" else folder
 
 
 def _folder_summary(rid: str, folder: Path) -> dict:
     kind = ("sweep" if (folder / SWEEP).exists() else
-            "optimize" if (folder / HISTORY).exists() else "eval")
+            "optimize" if (folder / HISTORY).exists() else
+            "training" if not (folder / GAMES).exists() and plots.trainer_states(folder) else "eval")
     try:
         modified = max(p.stat().st_mtime for p in folder.iterdir())
     except (OSError, ValueError):

@@ -25,7 +25,7 @@ from skillos.errors import SkillosError
 from skillos.secrets import redact_text
 from skillos.view.data import Source
 
-ASSETS = ("index.html", "app.js", "style.css")
+ASSETS = ("index.html", "plot.js", "app.js", "style.css")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8"}
 EXPORT_MARK = ".skillos-view"  # a folder holding this is an export we may replace

@@ -59,6 +59,35 @@ function problems(doc) {
     list.map(p => `<li>${esc(p)}</li>`).join("") + "</ul></div>";
 }
 function pre(text) { return `<pre>${esc(text)}</pre>`; }
+// A plot is drawn after the page's HTML is in place: its slot is an empty div, and plot.js
+// builds the SVG into it element by element (labels as text nodes, never as markup).
+let plotQueue = [];
+function plotSlot(id, build) {
+  plotQueue.push([id, build]);
+  return `<div class="plot-slot" id="slot-${esc(id)}"></div>`;
+}
+function drawPlots() {
+  const queue = plotQueue;
+  plotQueue = [];
+  for (const [id, build] of queue) {
+    const host = document.getElementById("slot-" + id);
+    if (!host) continue;
+    try { host.appendChild(build(id)); }
+    catch (err) { const p = document.createElement("p"); p.className = "problems"; p.textContent = "could not draw this plot: " + err.message; host.appendChild(p); }
+  }
+}
+function trainingPlots(t, prefix) {
+  const tr = obj(t);
+  return `<p class="muted">From ${esc(tr.source)}: ${num(tr.steps)} logged steps, up to step ${num(tr.up_to_step)} (the newest saved checkpoint's log; steps after it are not shown until the next save).</p>` +
+    arr(tr.panels).map((panel, i) => plotSlot(`${prefix}-training-${i}`, id => Plot.training(obj(panel), id))).join("");
+}
+function headline(h) {
+  const hl = obj(h);
+  const arms = arr(hl.arms).map(obj).map(a => `<span class="h-arm" data-label="${esc(a.label)}">${esc(a.label)} ` +
+    (a.unmeasured ? `<span class="unmeasured">unmeasured (${esc(a.unmeasured)})</span>` : `${pct(a.rate)} <span class="muted">(${num(a.successes)}/${num(a.n)})</span>`) + "</span>");
+  const verdicts = arr(hl.verdicts).map(obj).map(v => `<span class="h-verdict" data-label="${esc(v.treatment)}">${esc(v.treatment)} vs ${esc(v.control)}: <b>${esc(v.verdict || "no verdict")}</b></span>`);
+  return arms.length ? arms.join(" · ") + (verdicts.length ? "<br>" + verdicts.join("<br>") : "") : '<span class="muted">no arm measured yet</span>';
+}
 function details(summary, html) { return `<details><summary>${summary}</summary>${html}</details>`; }
 
 // -- a small markdown renderer for SKILL.md (front matter, headings, lists, paragraphs) --------
@@ -148,7 +177,7 @@ pages.experiments = (doc) => {
     : '<p class="muted">No project goal set (a person sets it: skillos ledger goal TEXT --person).</p>';
   const exps = arr(doc.experiments).filter(e => !s.evidence || e.valid);
   const rows = exps.map(e => `<tr class="${e.valid ? "" : "invalidated"}" data-id="${esc(e.id)}">` +
-    td(link(key("experiment", e.id), "#" + e.id)) + td(esc(e.name)) + td(esc(e.hypothesis)) +
+    td(link(key("experiment", e.id), "#" + e.id)) + td(esc(e.name)) + td(headline(e.headline), "", "headline") + td(esc(e.hypothesis)) +
     td(esc(e.status), "", "status") + td(esc(e.conclusion || "")) +
     td(e.valid ? "" : `<span class="badge invalid">invalidated</span> ${esc(e.invalid_reason)}`, "flag", "flag") +
     td(num(e.n_runs), "num") + td(esc(e.created_at)) + "</tr>");
@@ -157,7 +186,7 @@ pages.experiments = (doc) => {
   return `<h1>Experiments</h1>${goal}
     <div class="filters"><label><input type="checkbox" id="evidence" ${s.evidence ? "checked" : ""}> evidence only (hide invalidated)</label>
     <span class="muted">${exps.length} of ${arr(doc.experiments).length} shown · ledger ${esc(doc.ledger)}</span></div>
-    ${table(["id", "name", "hypothesis", "status", "conclusion", "validity", "n runs", "created"], rows, 'id="experiments"')}
+    ${table(["id", "name", "headline (arm rate (successes/measured), verdict)", "hypothesis", "status", "conclusion", "validity", "n runs", "created"], rows, 'id="experiments"')}
     <h2>Run folders</h2>${arr(doc.runs).length ? table(["run", "kind", "folder", "last change (UTC)"], runs, 'id="runs"') : '<p class="muted">No run folders found.</p>'}`;
 };
 pages.experiments.bind = () => {
@@ -177,9 +206,15 @@ function comparisonsTable(comps, family, id) {
     td(pts(c.difference), "num", "difference") + td(`${num(c.b)} / ${num(c.c)}`, "num", "bc") +
     td(pval(c.p_value), "num", "p") + td(pval(c.p_adjusted) + (family ? ` <span class="muted">(${esc(family)})</span>` : ""), "num", "p_adjusted") +
     td(`[${pts(c.ci_low)}, ${pts(c.ci_high)}]`, "num", "ci") + td(pts(c.mde).replace("+", ""), "num", "mde") +
-    td(c.significant ? '<b class="won">yes</b>' : "no", "", "significant") + td(esc(c.note || "")) + "</tr>");
+    td(verdictWords(c.verdict), "", "verdict") + td(esc(c.note || "")) + "</tr>");
   return table(["treatment", "control", "n paired", "n dropped", "control rate", "treatment rate", "difference",
-    "b / c", "p", "p adjusted (family)", "95% CI", "MDE", "significant", "note"], rows, `id="${id}"`);
+    "b / c", "p", "p adjusted (family)", "95% CI", "MDE", "verdict", "note"], rows, `id="${id}"`);
+}
+function verdictWords(v) {  // evals/stats.py:verdicts, as recorded (or judged again by the server)
+  const vd = obj(v), word = str(vd.word);
+  if (!word) return '<span class="muted">no verdict</span>';
+  const cls = word === "improvement" ? "won" : word === "regression" ? "lost" : word === "not reportable" ? "unmeasured" : "";
+  return `<b class="${cls}">${esc(vd.label || word)}</b>`;
 }
 pages.experiment = (doc) => {
   const e = doc.experiment;
@@ -193,8 +228,9 @@ pages.experiment = (doc) => {
       td(esc(r.started_at) + " → " + esc(r.ended_at || "…")) + "</tr>").join("");
   });
   const configs = arr(doc.runs).map(r => details(`run ${ident(r.id)} (${esc(r.arm)}) config`, pre(JSON.stringify(r.config, null, 1)))).join("");
-  const reports = arr(doc.reports).map(rep => `<h3>${link(key("run", rep.rid), rep.rid)}: vs control ${esc(rep.control)}</h3>` +
-    comparisonsTable(rep.comparisons, rep.family_correction, "comparisons")).join("");
+  const reports = arr(doc.reports).map((rep, i) => `<h3>${link(key("run", rep.rid), rep.rid)}: vs control ${esc(rep.control)}</h3>` +
+    reportPlots(obj(rep.plots), rep.sweep, `r${i}`) + comparisonsTable(rep.comparisons, rep.family_correction, "comparisons")).join("");
+  const training = arr(doc.training).map((t, i) => `<h3>${link(key("run", obj(t).rid), obj(t).rid)}</h3>` + trainingPlots(t, `t${i}`)).join("");
   const gates = arr(doc.gate_results).map(g => `<tr class="${g.status === "FAIL" ? "lost" : ""}">` + td(num(g.gate)) + td(esc(g.check_name)) +
     td(esc(g.status), "", "status") + td(esc(g.config_key)) + td(esc(g.seen)) + td(esc(g.expected)) + "</tr>");
   const overrides = arr(doc.overrides).map(o => "<tr>" + td(num(o.gate)) + td(esc(o.check_name)) + td(esc(o.reason)) + td(esc(o.actor)) + td(esc(o.created_at)) + "</tr>");
@@ -208,6 +244,7 @@ pages.experiment = (doc) => {
     ${table(["run", "arm", "status", "attempted", "measured", "unmeasured", "coerced", "won", "actions", "folder", "executor fingerprint", "commit", "time"], runs, 'id="runs"')}
     ${configs}
     <h2>Comparisons</h2>${reports || '<p class="muted">No report.json (the run has not finished).</p>'}
+    ${training ? `<h2>Training: reward, its components and health per step</h2>${training}` : ""}
     ${arr(doc.candidates).length ? "<h2>Optimize candidates</h2>" + candidatesTable(arr(doc.candidates)) : ""}
     <h2>Gate results</h2><p class="muted">${Object.entries(counts).map(([k, v]) => `${esc(k)} ${v}`).join(" · ")}</p>
     ${table(["gate", "check", "status", "config key", "seen", "expected"], gates, 'id="gates"')}
@@ -251,28 +288,11 @@ function armCounts(rows) {
   }
   return Object.values(arms);
 }
-function sweepChart(rows) {
-  const pts_ = arr(rows).filter(r => [r.step, r.difference, r.ci_low, r.ci_high].every(isNum));
-  if (!pts_.length) return '<p class="muted">No repo measured against the control yet.</p>';
-  const W = 640, H = 300, L = 60, R = 20, T = 20, B = 40;
-  const xs = pts_.map(r => r.step), lo = Math.min(0, ...pts_.map(r => r.ci_low)), hi = Math.max(0, ...pts_.map(r => r.ci_high));
-  const x0 = Math.min(...xs), x1 = Math.max(...xs) === x0 ? x0 + 1 : Math.max(...xs);
-  const X = v => L + (W - L - R) * (v - x0) / (x1 - x0 || 1), Y = v => T + (H - T - B) * (hi - v) / ((hi - lo) || 1);
-  let svg = `<svg id="sweep-chart" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="lift vs step">`;
-  svg += `<line x1="${L}" x2="${W - R}" y1="${Y(0)}" y2="${Y(0)}" stroke="#999"/>`;
-  for (let k = 0; k <= 4; k++) { const v = lo + (hi - lo) * k / 4; svg += `<text x="${L - 6}" y="${Y(v) + 4}" text-anchor="end">${(100 * v).toFixed(0)}</text>`; }
-  svg += `<text x="14" y="${T + (H - T - B) / 2}" transform="rotate(-90 14 ${T + (H - T - B) / 2})" text-anchor="middle">lift (points, 95% CI)</text>`;
-  svg += `<text x="${L + (W - L - R) / 2}" y="${H - 6}" text-anchor="middle">checkpoint step</text>`;
-  let path = "";
-  pts_.forEach((r, i) => {
-    const x = X(r.step);
-    svg += `<line x1="${x}" x2="${x}" y1="${Y(r.ci_low)}" y2="${Y(r.ci_high)}" stroke="#2458a6"/>` +
-      `<line x1="${x - 4}" x2="${x + 4}" y1="${Y(r.ci_low)}" y2="${Y(r.ci_low)}" stroke="#2458a6"/><line x1="${x - 4}" x2="${x + 4}" y1="${Y(r.ci_high)}" y2="${Y(r.ci_high)}" stroke="#2458a6"/>` +
-      `<circle class="point" cx="${x}" cy="${Y(r.difference)}" r="4" fill="#2458a6" data-step="${esc(r.step)}" data-lift="${esc(r.difference)}"><title>${esc(r.repo)}: ${(100 * r.difference).toFixed(1)} pts</title></circle>` +
-      `<text x="${x}" y="${H - B + 14}" text-anchor="middle">${esc(r.step)}</text>`;
-    path += (i ? "L" : "M") + x + " " + Y(r.difference);
-  });
-  return svg + `<path d="${path}" fill="none" stroke="#2458a6" stroke-opacity=".5"/></svg>`;
+function reportPlots(p, sweep, prefix) {
+  const plots = obj(p);
+  return (arr(plots.arms).length ? plotSlot(`${prefix}-arms`, id => Plot.arms(plots.arms, id)) : "") +
+    (arr(plots.forest).length ? plotSlot(`${prefix}-forest`, id => Plot.forest(plots.forest, id)) : "") +
+    (sweep && typeof sweep === "object" ? plotSlot(`${prefix}-sweep`, id => Plot.sweep(sweep, id)) : "");
 }
 function optimizeReport(r) {
   const arms = ["seed", "best"].filter(a => r[a] && typeof r[a] === "object").map(a => `<tr data-arm="${a}">` + td(a) + td(num(r[a].attempted), "num", "attempted") +
@@ -305,13 +325,15 @@ pages.run = (doc) => {
     td(esc(r.arm)) + td(esc(r.phase)) + td(esc(r.task_type)) + td(esc(r.task)) + td(outcome(r.success), "", "outcome") +
     td(num(r.steps), "num") + td(num(r.coerced_actions), "num") + td(num(arr(r.skills_retrieved).length), "num") +
     td(esc(r.unmeasured_reason || "")) + "</tr>");
-  const rep = doc.report && Array.isArray(doc.report.comparisons) ? `<h2>Comparisons (report.json)</h2>${comparisonsTable(doc.report.comparisons, doc.report.family_correction, "comparisons")}` : "";
-  const sweep = doc.sweep && typeof doc.sweep === "object" ? `<h2>Sweep: lift vs step</h2>${sweepChart(arr(doc.sweep.rows))}
-    ${table(["repo", "step", "treatment rate", "control rate", "lift", "95% CI", "p", "p adjusted", "MDE", "n paired", "n dropped"],
+  const plots = obj(doc.plots);
+  const rep = doc.report && Array.isArray(doc.report.comparisons) ? `<h2>Comparisons (report.json)</h2>${reportPlots({arms: plots.arms, forest: plots.forest}, null, "run")}${comparisonsTable(doc.report.comparisons, doc.report.family_correction, "comparisons")}` : "";
+  const training = doc.training ? `<h2>Training: reward, its components and health per step</h2>${trainingPlots(doc.training, "run")}` : "";
+  const sweep = doc.sweep && typeof doc.sweep === "object" ? `<h2>Sweep: success per checkpoint</h2>${plots.sweep ? plotSlot("run-sweep", id => Plot.sweep(obj(plots.sweep), id)) : ""}
+    ${table(["repo", "step", "treatment rate", "control rate", "lift", "95% CI", "p", "p adjusted", "MDE", "n paired", "n dropped", "verdict"],
       arr(doc.sweep.rows).map(r => `<tr data-step="${esc(r.step)}">` + td(esc(r.repo)) + td(num(r.step), "num") + td(pct(r.treatment_rate), "num") + td(pct(r.control_rate), "num") +
         td(pts(r.difference), "num", "difference") + td(`[${pts(r.ci_low)}, ${pts(r.ci_high)}]`, "num", "ci") + td(pval(r.p_value), "num") + td(pval(r.p_adjusted), "num") +
-        td(pts(r.mde).replace("+", ""), "num") + td(num(r.n_paired), "num") + td(num(r.n_dropped), "num") + "</tr>"), 'id="sweep"')}
-    <p class="muted">${esc(doc.sweep.caveat || "")} Best: ${esc(doc.sweep.best)}.</p>` : "";
+        td(pts(r.mde).replace("+", ""), "num") + td(num(r.n_paired), "num") + td(num(r.n_dropped), "num") + td(verdictWords(r.verdict), "", "verdict") + "</tr>"), 'id="sweep"')}
+    ` : "";
   const history = arr(doc.history).length ? `<h2>Optimize candidates (history.jsonl)</h2>${candidatesTable(arr(doc.history))}` : "";
   const optimize = doc.report && doc.report.verdict ? optimizeReport(doc.report) : "";
   const repos = arr(doc.learning_arms).map(a => link(key("repo", doc.id, a), `skill repo of ${str(a)}`)).join(" · ");
@@ -320,7 +342,7 @@ pages.run = (doc) => {
     <p>${ledgerRuns || '<span class="muted">no ledger run names this folder</span>'}</p><p>${repos}</p>
     ${counts.length ? `<h2>Arms (counted from the rows so far)</h2>
     ${table(["arm", "phase", "attempted", "measured", "unmeasured", "coerced", "won", "rate (of measured)"], counts, 'id="arms"')}` : ""}
-    ${rep}${sweep}${history}${optimize}
+    ${rep}${sweep}${training}${history}${optimize}
     ${rowsOf.length ? `<h2>Games</h2><div class="filters">${opts("arm", rowsOf.map(r => r.arm))}${opts("phase", rowsOf.map(r => r.phase))}
       ${opts("task type", rowsOf.map(r => r.task_type))}${opts("outcome", ["won", "lost", "unmeasured"])}
       <label>unmeasured reason <input id="f-reason" value="${esc(s.reason)}" placeholder="contains…"></label>
@@ -423,12 +445,14 @@ function rerender() {
   const doc = current.doc, app = document.getElementById("app");
   const page = Object.prototype.hasOwnProperty.call(pages, doc.kind) ? pages[doc.kind] : null;
   let html;
+  plotQueue = [];
   try {
     html = problems(doc) + (page ? page(doc) : `<h1>${esc(doc.kind === "missing" ? "No such page" : "Error")}</h1>`);
   } catch (err) {
     html = problems({problems: [...(doc.problems || []), "the page could not draw this document: " + err.message]}) + pre(JSON.stringify(doc, null, 1));
   }
   app.innerHTML = html;
+  drawPlots();
   if (page && page.bind) page.bind(doc);
   document.body.dataset.ready = current.key;
   document.body.dataset.renders = String(+(document.body.dataset.renders || 0) + 1);
