@@ -334,3 +334,22 @@ def test_plot_labels_are_text_and_numbers_that_are_not_numbers_are_not_drawn(wor
     assert not browser.find_elements("css selector", "svg.plot circle.point")
     assert "unmeasured (" in browser.find_element("css selector", "main").text
 
+
+def test_export_report_draws_every_payload_as_text(world, browser, tmp_path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from skillos.view.report import export_report
+
+    for name in ("texts", "leaves"):
+        out = tmp_path / name
+        export_report(str(world["runs"] / name), out)
+        browser.get("about:blank")
+        browser.get((out / "report.html").as_uri())
+        WebDriverWait(browser, 20).until(lambda d: d.find_element("css selector", "body").get_attribute("data-ready") == "report")
+        time.sleep(0.05)
+        assert browser.execute_script("return window.__xss === undefined"), name
+        assert not browser.find_elements("css selector", "[data-xss], img[src='x'], iframe, svg[onload]"), name
+        assert MARK in browser.find_element("css selector", "body").text
+        # no payload closes the page's data block: it reads back whole, equal to data.json
+        blob = (out / "report.html").read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0]
+        assert json.loads(blob) == json.loads((out / "data.json").read_text())

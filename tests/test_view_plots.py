@@ -2,9 +2,11 @@
 index's headline per experiment, each arm's success rate with its Wilson CI, the forest of an
 experiment's comparisons with the MDE band and the verdict words, a checkpoint sweep's curve
 with the control's band and the best-of-n caveat, and training reward / components / health per
-step from the newest checkpoint's log. Unmeasured values are written, never drawn as 0.
+step from the newest checkpoint's log. Unmeasured values are written, never drawn as 0. Then
+`skillos export report`: report.html opened from disk draws the same points its CSV files list.
 The world is written by tests/plot_world.py (no game played, no model trained)."""
 
+import csv
 import json
 import os
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from plot_world import build
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -198,3 +201,94 @@ def test_the_static_export_draws_the_same_points(world, browser, tmp_path, serve
     page = open_page(browser, (site / "index.html").as_uri(), "run/sweep")
     assert [num(p["y"]) for p in drawn(page, "#run-sweep circle.point")] == [p["rate"] for p in doc["plots"]["sweep"]["points"]]
 
+
+# -- skillos export report --------------------------------------------------------------------------
+def read_csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def val(cell):
+    return None if cell == "" else float(cell)
+
+
+def open_report(browser, folder):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get((folder / "report.html").as_uri())
+    WebDriverWait(browser, 20).until(lambda d: d.find_element("css selector", "body").get_attribute("data-ready") == "report")
+    return browser
+
+
+def test_export_report_of_a_sweep_draws_what_its_csv_files_list(world, browser, tmp_path):
+    from skillos.view import Source
+
+    out = tmp_path / "paper" / "sweep-report"
+    result = run_cli("export", "report", world["runs"] / "sweep", out, "--json")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [".skillos-report", "report.html", "data.json", "arms.csv", "comparisons.csv", "sweep.csv"])
+    doc = Source(world["home"], world["runs"]).doc("run/sweep")["plots"]
+    sweep = read_csv(out / "sweep.csv")
+    assert [(r["repo"], int(r["step"]), int(r["successes"]), int(r["measured"]), val(r["rate"]), val(r["rate_ci_low"]),
+             val(r["rate_ci_high"]), val(r["control_rate"]), r["verdict"]) for r in sweep] == \
+        [(p["label"], p["step"], p["successes"], p["n"], p["rate"], p["lo"], p["hi"], doc["sweep"]["control"]["rate"],
+          p["verdict"]) for p in doc["sweep"]["points"]]
+    arms = read_csv(out / "arms.csv")
+    assert [(a["arm"], int(a["successes"]), int(a["measured"]), val(a["rate"])) for a in arms] == \
+        [(a["label"], a["successes"], a["n"], a["rate"]) for a in doc["arms"]]
+    comps = read_csv(out / "comparisons.csv")
+    assert [(c["treatment"], val(c["difference"]), val(c["ci_low"]), val(c["mde"]), int(c["n_paired"]), c["verdict"])
+            for c in comps] == [(f["label"], f["effect"], f["lo"], f["mde"], f["n_paired"], f["verdict"]) for f in doc["forest"]]
+    html = (out / "report.html").read_text()
+    assert "<script src" not in html and "http://" not in html.split("</head>")[1].split("<script")[0]
+    browser.get_log("browser")  # what earlier pages logged
+    page = open_report(browser, out)
+    points = drawn(page, "#r0-sweep circle.point")
+    assert [(num(p["x"]), num(p["y"]), num(p["lo"]), num(p["hi"])) for p in points] == \
+        [(float(r["step"]), val(r["rate"]), val(r["rate_ci_low"]), val(r["rate_ci_high"])) for r in sweep]
+    assert [num(p["x"]) for p in drawn(page, "#r0-forest circle.point")] == [val(c["difference"]) for c in comps]
+    assert doc["sweep"]["caveat"] in page.find_element("css selector", ".caveat").text
+    assert not [e for e in page.get_log("browser") if e["level"] == "SEVERE"]  # the inline scripts ran under its policy
+
+
+def test_export_report_of_an_experiment_and_a_refused_target(world, browser, tmp_path):
+    from skillos.errors import SkillosError
+    from skillos.view.report import export_report
+
+    exp = world["experiments"]["eval"]
+    out = tmp_path / "exp-report"
+    written = export_report(str(exp), out, world["home"], world["runs"])  # the library call the CLI makes
+    assert written["kind"] == "experiment" and written["rows"] == {"arms.csv": 4, "comparisons.csv": 3}
+    comps = read_csv(out / "comparisons.csv")
+    by_name = {c["treatment"]: c for c in world["report"]["comparisons"]}
+    for row in comps:  # the verdict words: the recorded one, or stats.verdicts again for the one without
+        recorded = by_name[row["treatment"]].get("verdict")
+        assert row["verdict"] == (recorded["label"] if recorded else "not detected (below the MDE)")
+        assert int(row["n_paired"]) == by_name[row["treatment"]]["n_paired"]
+    (unmeasured,) = [c for c in comps if c["unmeasured_reason"]]
+    assert unmeasured["difference"] == "" and unmeasured["verdict"] == "not reportable"  # empty, never 0
+    arms = {a["arm"]: a for a in read_csv(out / "arms.csv")}
+    for name, arm in world["report"]["arms"].items():
+        assert (arms[name]["successes"], arms[name]["measured"]) == (str(arm["successes"]), str(arm["measured"]))
+    assert arms["broken"]["rate"] == "" and arms["broken"]["unmeasured_reason"].startswith("no game measured")
+    page = open_report(browser, out)
+    assert len(drawn(page, "#r0-arms circle.point")) == 3 and "unmeasured (" in page.find_element("id", "r0-arms").text
+    # by name too, and a second export replaces the first
+    assert export_report("exp1", out, world["home"], world["runs"])["target"] == f"experiment #{exp}"
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for target in ("no-such-experiment", str(world["runs"] / "train")):  # the CLI: one line, exit 2
+        refused = run_cli("export", "report", target, tmp_path / "refused", "--home", world["home"], "--runs", world["runs"])
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "Traceback" not in refused.stderr and target in refused.stderr
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    for target, out_dir, says in (("99", tmp_path / "refused", "neither a run folder nor an experiment"),
+                                  (str(tmp_path / "missing-folder"), tmp_path / "refused", "neither a run folder"),
+                                  (str(world["experiments"]["bare"]), tmp_path / "refused", "nothing to report"),
+                                  ("exp1", mine, "not an earlier skillos report")):
+        with pytest.raises(SkillosError, match=says):
+            export_report(target, out_dir, world["home"], world["runs"])
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(before + ["mine"])  # nothing else, no temporary folder

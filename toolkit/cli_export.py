@@ -1,9 +1,11 @@
-"""`skillos export inspect`: a run's games as an inspect_ai eval log."""
+"""`skillos export inspect`: a run's games as an inspect_ai eval log; `skillos export report`: an
+experiment or a sweep as a self-contained report (HTML with the plots, the numbers as CSV)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -25,3 +27,22 @@ def export_inspect(
     from skillos.view.inspect_log import export_run
 
     emit(export_run(run_dir, out, phase), as_json, export_lines)
+
+
+@app.command("report")
+def export_report(
+    target: str = typer.Argument(..., help="A run folder with report.json (an eval or a sweep), or an "
+                                 "experiment id or name in the ledger."),
+    out: Path = typer.Argument(..., help="The report folder to write (report.html, arms.csv, comparisons.csv, "
+                               "sweep.csv for a sweep)."),
+    home: Optional[Path] = typer.Option(None, "--home", help="Folder of ledger.db (default $SKILLOS_HOME or .skillos)."),
+    runs: Optional[Path] = typer.Option(None, "--runs", help="Folder of run folders (default runs/)."),
+    as_json: bool = JSON,
+):
+    """An experiment or a sweep as a folder to attach to a paper draft: report.html with the plots
+    (opens from disk, no server, no network) and the numbers as CSV with their denominators and
+    verdict words. Written whole or not at all; an earlier report in OUT is replaced."""
+    from skillos.cli_render import report_lines
+    from skillos.view.report import export_report as write
+
+    emit(write(target, out, home, runs), as_json, report_lines)

@@ -196,6 +196,13 @@ def export_lines(result: dict) -> list[str]:
     return [f"wrote {result['samples']} samples ({result['unscored']} unmeasured, unscored) to {result['out']}"]
 
 
+def report_lines(result: dict) -> list[str]:
+    """`export report`: what was written, with its row counts."""
+    rows = ", ".join(f"{name} {n} rows" for name, n in result["rows"].items())
+    return [f"wrote the {result['kind']} report of {result['target']} to {result['out']} "
+            f"(open {result['out']}/report.html): {rows}; {result['problems']} problems shown in it"]
+
+
 def site_lines(result: dict) -> list[str]:
     """`view --export`: where the static site went."""
     return [f"wrote {result['pages']} pages to {result['out']} (open {result['out']}/index.html); "

@@ -1,5 +1,6 @@
 """skillos.view: a local, read-only web page over the ledger and run folders (`skillos view`),
-its static export (`skillos view --export DIR`), and runs as inspect_ai logs
+its static export (`skillos view --export DIR`), an experiment or a sweep as a self-contained
+report with its plots and CSV files (`skillos export report`), and runs as inspect_ai logs
 (`skillos export inspect`)."""
 
 from __future__ import annotations
@@ -7,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from skillos.view.data import Source
+from skillos.view.report import export_report
 from skillos.view.server import export, make_server
 
-__all__ = ["Source", "export", "export_site", "make_server", "serve"]
+__all__ = ["Source", "export", "export_report", "export_site", "make_server", "serve"]
 
 
 def serve(home: Path | None = None, runs: Path | None = None, host: str = "127.0.0.1", port: int = 8765,
