@@ -109,6 +109,9 @@ def build(root: Path) -> dict:
         run = ledger.start_run(trained, arm="train", config={"training": {"output_dir": str(train)},
                                                              "experiment": {"name": "curator-train"}}, seed=1)
         ledger.end_run(run, "finished")
+        # every config has a training section; a run that is not a training run did not write there
+        other = ledger.start_run(trained, arm="optimize", config={"training": {"output_dir": None}}, seed=1)
+        ledger.end_run(other, "finished")
         bare = ledger.add_experiment("ledger-only", hypothesis="no folder")
         run = ledger.start_run(bare, arm="a", config={"output": str(root / "gone")}, seed=1)
         ledger.add_eval(run, "a", {"attempted": 4, "measured": 3, "unmeasured": 1, "successes": 2,

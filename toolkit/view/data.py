@@ -258,7 +258,7 @@ class Source:
                     continue
                 run["config"] = self._guard(problems, f"run #{run['id']} config_json",
                                             lambda: json.loads(run["config_json"] or "{}"))
-                output = self._guard(problems, f"run #{run['id']} output", lambda: _output_of(run["config"]))
+                output = self._guard(problems, f"run #{run['id']} output", lambda: _output_of(run["config"], run.get("arm")))
                 run["rid"] = self._rid_of(output, folders)
                 if output and run["rid"] is None:
                     problems.append(f"run #{run['id']}: its output folder {output} is missing")
@@ -448,14 +448,15 @@ class Source:
 
 
 def _output(run_row: dict) -> str | None:
-    return _output_of(json.loads(run_row.get("config_json") or "{}"))
+    return _output_of(json.loads(run_row.get("config_json") or "{}"), run_row.get("arm"))
 
 
-def _output_of(config) -> str | None:
-    """The folder a ledger run wrote: an eval's `output`, a training run's training.output_dir."""
+def _output_of(config, arm) -> str | None:
+    """The folder a ledger run wrote: an eval's `output`, a training run's (arm "train")
+    training.output_dir. Every config carries a training section; only a training run wrote there."""
     if not isinstance(config, dict):
         return None
-    if "output" in config or not isinstance(config.get("training"), dict):
+    if arm != "train" or "output" in config or not isinstance(config.get("training"), dict):
         return config.get("output")
     from types import SimpleNamespace
 
