@@ -33,7 +33,7 @@ def test_json_is_printed_only_by_emit():
 
 
 def test_shared_options_are_defined_once():
-    for flag in ("--json", "--set", "--override", "--out", "--resume", "--overwrite"):
+    for flag in ("--json", "--set", "--override", "--out", "--resume", "--overwrite", "--home", "--runs"):
         where = [p.name for p in CLI if re.search(rf'typer\.Option\([^)]*"{flag}"', p.read_text())]
         assert where == ["cli_common.py"], f"{flag} is defined in {where}"
 

@@ -28,6 +28,8 @@ NEW_OUT = typer.Option(..., "--out", help="A new folder for the rows, snapshot a
 OUT_FILE = typer.Option(None, "--out", help="Write the markdown here.")
 RESUME = typer.Option(False, "--resume", help="Continue the run in --out: finished work is not done again.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Delete what is in --out and start over.")
+HOME = typer.Option(None, "--home", help="Folder of ledger.db (default $SKILLOS_HOME or .skillos).")
+RUNS = typer.Option(None, "--runs", help="Folder of run folders (default runs/).")
 WIDE = 400  # columns off a terminal: rich would cut table cells at 80 in a pipe
 
 

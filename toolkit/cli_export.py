@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from skillos.cli_common import JSON, emit
+from skillos.cli_common import HOME, JSON, RUNS, emit
 
 app = typer.Typer(help="Export runs to other tools' formats.", no_args_is_help=True)
 
@@ -35,8 +35,8 @@ def export_report(
                                  "experiment id or name in the ledger."),
     out: Path = typer.Argument(..., help="The report folder to write (report.html, arms.csv, comparisons.csv, "
                                "sweep.csv for a sweep)."),
-    home: Optional[Path] = typer.Option(None, "--home", help="Folder of ledger.db (default $SKILLOS_HOME or .skillos)."),
-    runs: Optional[Path] = typer.Option(None, "--runs", help="Folder of run folders (default runs/)."),
+    home: Optional[Path] = HOME,
+    runs: Optional[Path] = RUNS,
     as_json: bool = JSON,
 ):
     """An experiment or a sweep as a folder to attach to a paper draft: report.html with the plots

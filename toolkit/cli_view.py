@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from skillos.cli_common import emit
+from skillos.cli_common import HOME, RUNS, emit
 
 app = typer.Typer(help="A local, read-only web page over the ledger and run folders.",
                   invoke_without_command=True)
@@ -15,8 +15,8 @@ app = typer.Typer(help="A local, read-only web page over the ledger and run fold
 
 @app.callback()
 def view(
-    home: Optional[Path] = typer.Option(None, "--home", help="Folder of ledger.db (default $SKILLOS_HOME or .skillos)."),
-    runs: Optional[Path] = typer.Option(None, "--runs", help="Folder of run folders (default runs/)."),
+    home: Optional[Path] = HOME,
+    runs: Optional[Path] = RUNS,
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (default this machine only)."),
     port: int = typer.Option(8765, "--port", help="Port to listen on (0: any free port)."),
     export_dir: Optional[Path] = typer.Option(None, "--export", help="Write every page as a static site "
