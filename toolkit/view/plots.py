@@ -35,6 +35,11 @@ def count(x) -> int | None:
     return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None
 
 
+def step(x) -> int | float | None:
+    """A step as logged: a whole number stays one (the CSV says 10, not 10.0)."""
+    return count(x) if count(x) is not None else number(x)
+
+
 def text(x) -> str:
     return "" if x is None else str(x)
 
@@ -125,7 +130,7 @@ def sweep_plot(sweep, report) -> dict | None:
         point = arm_point(name, arm) if arm is not None else {
             **arm_point(name, {}), "unmeasured": "its arm is not in report.json"}
         verdict = r.get("verdict") if isinstance(r.get("verdict"), dict) else {}
-        point.update(step=count(r.get("step")) if count(r.get("step")) is not None else number(r.get("step")), difference=number(r.get("difference")),
+        point.update(step=step(r.get("step")), difference=number(r.get("difference")),
                      ci_low=number(r.get("ci_low")), ci_high=number(r.get("ci_high")), mde=number(r.get("mde")),
                      p_adjusted=number(r.get("p_adjusted")), n_paired=count(r.get("n_paired")),
                      n_dropped=count(r.get("n_dropped")), verdict=text(verdict.get("label") or verdict.get("word")))
@@ -142,13 +147,13 @@ def sweep_plot(sweep, report) -> dict | None:
 def trainer_states(folder: Path) -> list[Path]:
     """The trainer_state.json of every saved checkpoint of a training output folder (and its
     archive), newest step first."""
-    def step(path: Path) -> int:
+    def saved_at(path: Path) -> int:
         try:
             return int(path.parent.name.rsplit("-", 1)[1])
         except (IndexError, ValueError):
             return -1
     found = list(folder.glob(f"checkpoint-*/{TRAINER_STATE}")) + list(folder.glob(f"archive/checkpoint-*/{TRAINER_STATE}"))
-    return sorted(found, key=lambda p: (step(p), "archive" not in p.parts), reverse=True)
+    return sorted(found, key=lambda p: (saved_at(p), "archive" not in p.parts), reverse=True)
 
 
 def training_plot(state, source: str) -> dict:
@@ -168,7 +173,7 @@ def training_plot(state, source: str) -> dict:
         names = [k for k in exact if k in logged] + [k for k in logged if prefixes and k.startswith(prefixes)]
         series, unmeasured = [], []
         for name in names:
-            points = [{"x": number(h["step"]), "y": number(h.get(name))} for h in history]
+            points = [{"x": step(h["step"]), "y": number(h.get(name))} for h in history]
             if any(p["y"] is not None for p in points):
                 series.append({"label": name, "points": points})
             else:
@@ -177,7 +182,7 @@ def training_plot(state, source: str) -> dict:
             f"this run's log has no {' / '.join(list(exact) + [p + '*' for p in prefixes])} values"
             if not unmeasured else "logged, but never a number")
         panels.append({"title": title, "series": series, "unmeasured_series": unmeasured, "unmeasured": missing})
-    steps = [number(h["step"]) for h in history]
+    steps = [step(h["step"]) for h in history]
     return {"source": source, "steps": len(set(steps)), "up_to_step": max(steps) if steps else None,
             "panels": panels}
 

@@ -86,7 +86,7 @@ function headline(h) {
   const arms = arr(hl.arms).map(obj).map(a => `<span class="h-arm" data-label="${esc(a.label)}">${esc(a.label)} ` +
     (a.unmeasured ? `<span class="unmeasured">unmeasured (${esc(a.unmeasured)})</span>` : `${pct(a.rate)} <span class="muted">(${num(a.successes)}/${num(a.n)})</span>`) + "</span>");
   const verdicts = arr(hl.verdicts).map(obj).map(v => `<span class="h-verdict" data-label="${esc(v.treatment)}">${esc(v.treatment)} vs ${esc(v.control)}: <b>${esc(v.verdict || "no verdict")}</b></span>`);
-  return arms.length ? arms.join(" · ") + (verdicts.length ? "<br>" + verdicts.join("<br>") : "") : '<span class="muted">no arm measured yet</span>';
+  return arms.length ? arms.join(" · ") + (verdicts.length ? "<br>" + verdicts.join("<br>") : "") : '<span class="muted">no eval recorded</span>';
 }
 function details(summary, html) { return `<details><summary>${summary}</summary>${html}</details>`; }
 
