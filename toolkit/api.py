@@ -28,7 +28,7 @@ from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
 
 __all__ = ["GateRefused", "canary", "check", "compare", "evaluate", "import_runs", "load", "evaluate_slate", "optimize",
-           "sleep", "sweep", "train"]
+           "plan", "sleep", "sweep", "train"]
 
 Echo = Callable[[str], None]
 
@@ -47,6 +47,27 @@ def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | No
     with _ledger(ledger, needed=cfg.experiment.fixes_failure is not None) as book:
         report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo, trace=trace)
     return gates.refuse_on_failure(report, "check")
+
+
+def plan(config: Config | str | Path, *, out: str | Path | None = None, sets: list | tuple = ()) -> dict:
+    """The plan an agent proposes for a config, written for a person to approve (`skillos approve
+    PLAN`): hypothesis, arms, seeds, metric, the MDE and the games it needs, the estimated cost,
+    the config hash (gates/approval.py). Runs the static gates, records nothing; `sets` are the
+    --set values the config was loaded with (approve loads it the same way to check its hash).
+    Returns {path, short_hash, plan}; default OUT: $SKILLOS_HOME/plans/EXPERIMENT-HASH.json."""
+    from skillos.files import write_atomic
+    from skillos.gates import approval
+    from skillos.ledger.store import actor, default_path
+    from skillos.secrets import redact_text
+
+    cfg = _config(config)
+    report = gates.check(cfg, dry_run=False)
+    source = str(Path(cfg.source).resolve()) if cfg.source else None
+    proposal = approval.build(cfg, report, source, list(sets), actor())
+    text = redact_text(approval.plan_text(proposal))  # as write_atomic writes it: the hash is the file's
+    path = Path(out) if out else default_path().parent / "plans" / f"{cfg.experiment.name}-{cfg.hash()}.json"
+    write_atomic(path, text)
+    return {"path": str(path), "short_hash": approval.short_hash(text), "plan": proposal}
 
 
 def evaluate(config: Config | str | Path, *, out: str | Path | None = None,

@@ -21,6 +21,7 @@ from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
 from skillos.cli_import import import_cmd
 from skillos.cli_ops import OPS_COMMANDS
+from skillos.cli_plan import approve_cmd, plan_cmd
 from skillos.cli_skills import skills_app
 from skillos.cli_slate import app as slate_app
 from skillos.cli_sleep import app as sleep_app
@@ -271,6 +272,8 @@ def optimize_cmd(
 for _name, _command in OPS_COMMANDS.items():  # postmortem, watch, doctor: read-only, no API call
     app.command(_name)(_command)
 app.command("import")(import_cmd)  # other tools' per-game results as ledger runs
+app.command("plan")(plan_cmd)  # approval before compute: an agent proposes ...
+app.command("approve")(approve_cmd)  # ... a person approves, at a terminal
 
 
 def main() -> None:

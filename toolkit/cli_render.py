@@ -173,6 +173,34 @@ def launch_lines(p: dict) -> list[str]:
     return lines
 
 
+def plan_lines(p: dict) -> list[str]:
+    """A plan (`skillos plan`), as the person reads it before `skillos approve`."""
+    def num(value, fmt="{:g}", why=None):
+        return fmt.format(value) if value is not None else f"unmeasured ({why or 'not set'})"
+
+    g, c, basis = p["games"], p["cost"], p["mde_basis"]
+    mde = (f"{100 * p['mde']:.1f} pts at n={basis['n']} ({basis['power']:.0%} power, alpha {basis['alpha']:g}, "
+           f"discordant share {basis['discordance']:g}{' assumed' if basis['discordance_assumed'] else ''})"
+           if p["mde"] is not None else "unmeasured")
+    return [
+        f"plan for {p['experiment']} ({p['kind']}), config {p['config']}, config hash {p['config_hash']}",
+        f"  hypothesis: {p['hypothesis'] or '(none stated)'}",
+        f"  arms: {', '.join(p['arms'])} (control {p['control']}); seeds: {', '.join(f'{k}={v}' for k, v in p['seeds'].items())}",
+        f"  metric: {p['metric']}",
+        f"  MDE: {mde}; expected effect: {num(basis['expected_effect'])}",
+        f"  games: {g['held_out_per_arm']} held-out per arm x {g['arms']} arms + {g['train_per_learning_arm']} train "
+        f"per learning arm = {g['total']}; needed for the expected effect: "
+        f"{num(g['needed_for_expected_effect'], '{}', g['needed_reason'])} per arm",
+        (f"  cost: unmeasured ({c['reason']})" if c["gpu_hours"] is None and c["wall_hours"] is None else
+         f"  cost: {num(c['gpu_hours'], '{:.1f} GPU-h', c['reason'])}, wall {num(c['wall_hours'], '{:.1f} h', c['reason'])}")
+        + (f", {c['steps']} steps, {c['executor_calls']} executor calls at most"
+           f"{' (latency assumed)' if c['latency_assumed'] else ''}" if c.get("steps") else ""),
+        f"  spends GPUs: {'yes' if p['spends_gpus'] else 'no (the local CPU)'}; gates: {p['gates']['counts']['FAIL']} "
+        f"fail{' (' + ', '.join(p['gates']['failed']) + ')' if p['gates']['failed'] else ''}; "
+        f"proposed by {p['proposed_by']}",
+    ]
+
+
 def gate_lines(report, config, trace: bool) -> list[str]:
     """`gate check`: the trace table (with --trace), then the one-line summary."""
     lines = []
@@ -260,6 +288,11 @@ def experiment_detail_lines(e: dict) -> list[str]:
             out.append(f"    eval #{ev['id']}: {ev['successes']}/{ev['n_measured']} measured "
                        f"of {ev['n_attempted']} attempted, {ev['n_unmeasured']} unmeasured")
     return out
+
+
+def goal_lines(g: dict) -> str:
+    """One goal of `ledger goal --list`: when, by whom, what."""
+    return f"#{g['id']} {g['created_at']} set by {g['set_by']}: {g['text']}"
 
 
 def failure_stats_lines(d: dict) -> list[str]:
