@@ -101,17 +101,27 @@ def experiments_list(as_json: bool = JSON,
 
 @experiments_app.command("show")
 def experiments_show(experiment: str = typer.Argument(..., help="Experiment id or name."), as_json: bool = JSON):
-    """One experiment with its runs and their evals."""
+    """One experiment: its runs and evals, its conclusions (skillos's and any added beside it), each
+    checkpoint with the training metrics logged at its step and its sweep results, imported runs marked."""
+    from skillos.evals.recall import experiment_detail
+
     with _ledger() as ledger:
-        emit(ledger.experiment(ledger.resolve_experiment(experiment)), as_json, experiment_detail_lines)
+        emit(experiment_detail(ledger, ledger.resolve_experiment(experiment)), as_json, experiment_detail_lines)
 
 
 @experiments_app.command("conclude")
 def experiments_conclude(experiment_id: int, text: str = typer.Option(..., "--text",
                          help="The conclusion, with the numbers it rests on.")):
-    """Record an experiment's conclusion (a correction row: earlier conclusions stay in history)."""
+    """Add your conclusion beside the one skillos wrote from the verdicts when the eval finished
+    (it never replaces it; every conclusion stays, with who wrote it and when)."""
+    from skillos.ledger.store import SKILLOS, actor
+
+    if not text.strip():
+        raise SkillosError("experiments conclude: --text is empty")
+    who = actor()
     with _ledger() as ledger:
-        ledger.correct("experiments", experiment_id, "conclusion", "concluded", value=text)
+        ledger.correct("experiments", experiment_id, "conclusion", "concluded", value=text,
+                       actor="agent" if who == SKILLOS else who)
         ledger.correct("experiments", experiment_id, "status", "concluded", value="concluded")
         emit(ledger.experiment(experiment_id), False, lambda e: [experiment_line(e)])
 

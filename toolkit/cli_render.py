@@ -281,12 +281,28 @@ def experiment_line(e: dict) -> str:
 
 def experiment_detail_lines(e: dict) -> list[str]:
     out = [experiment_line(e), f"  hypothesis: {e['hypothesis']}"]
+    for c in e.get("conclusions") or []:
+        out.append(f"  conclusion by {c['by']} at {c['at']}:")
+        out += [f"    {line}" for line in (c["text"] or "").splitlines()]
     for r in e["runs"]:
+        imported = r.get("imported")
         out.append(f"  run #{r['id']} arm {r['arm']} [{r['status']}] seed {r['seed']} "
-                   f"commit {(r['git_commit'] or 'n/a')[:10]}{' dirty' if r['git_dirty'] else ''}")
+                   f"commit {(r['git_commit'] or 'n/a')[:10]}{' dirty' if r['git_dirty'] else ''}"
+                   + (f" imported from {len(imported.get('sources') or {})} file(s)" if imported else ""))
         for ev in r["evals"]:
             out.append(f"    eval #{ev['id']}: {ev['successes']}/{ev['n_measured']} measured "
                        f"of {ev['n_attempted']} attempted, {ev['n_unmeasured']} unmeasured")
+    for c in e.get("checkpoints") or []:
+        metrics = c["training_metrics"]
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, (int, float))
+                          and k not in ("step", "epoch")) if metrics else f"unmeasured ({c['training_metrics_reason']})"
+        out.append(f"  checkpoint step {c['step']} (run #{c['run_id']}) {c['path']}: {shown}")
+        for s in c["sweeps"]:
+            verdict = s["verdict"] or f"no verdict ({s['verdict_reason']})"
+            out.append(f"    swept in {s['experiment']} run #{s['run_id']} ({s['arm']}): {s['successes']}/{s['n_measured']} "
+                       f"measured of {s['n_attempted']}; {verdict}")
+        if not c["sweeps"]:
+            out.append("    not swept yet")
     return out
 
 
