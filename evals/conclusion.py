@@ -31,10 +31,14 @@ def text(result: dict) -> str:
 
 
 def write(ledger, experiment_id: int, result: dict) -> str:
-    """Record the default conclusion of `experiment_id` (actor skillos); returns its text."""
+    """Record the default conclusion of an eval's experiment (actor skillos); returns its text."""
+    return record(ledger, experiment_id, text(result))
+
+
+def record(ledger, experiment_id: int, words: str) -> str:
+    """A conclusion skillos wrote (an eval's, a matrix's), as the experiment's: actor skillos."""
     from skillos.ledger.store import SKILLOS
 
-    words = text(result)
     ledger.correct("experiments", experiment_id, "conclusion", "written by skillos from the verdicts when the "
                    "eval finished", value=words, actor=SKILLOS)
     return words

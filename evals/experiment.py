@@ -95,7 +95,8 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
         raise
     result = reporting.build(cfg, rows, out, n_train=len(train))
     record.finished(result, out / run_folder.GAMES)
-    if ledger is not None:  # the default conclusion, from the verdicts; anyone may add theirs beside it
+    if ledger is not None and cfg.family is None:  # the default conclusion, from the verdicts (a matrix
+        # writes one for all its runs); anyone may add theirs beside it
         result["ledger"]["conclusion"] = conclusion.write(ledger, result["ledger"]["experiment_id"], result)
     write_atomic(out / run_folder.REPORT, json_text(result))  # redacted, atomic, no Infinity
     return result

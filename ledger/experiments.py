@@ -20,7 +20,8 @@ def success_metric(cfg: Config) -> str:
 def record_experiment(ledger, cfg: Config) -> int:
     """The ledger experiment of a config (same name and config hash: the same experiment)."""
     return ledger.find_or_add_experiment(
-        cfg.experiment.name, cfg.hash(), hypothesis=cfg.experiment.hypothesis, success_metric=success_metric(cfg))
+        cfg.experiment.name, cfg.experiment_hash(), hypothesis=cfg.experiment.hypothesis,
+        success_metric=success_metric(cfg))
 
 
 class EvalRecord:

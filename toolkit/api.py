@@ -85,6 +85,9 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         raise SkillosError("--resume needs the --out folder of the run to continue")
     out = Path(out) if out else default_out_dir(cfg)
     used = check_out(out, resume, overwrite)  # before the gates spend time
+    if cfg.matrix or cfg.experiment.seeds is not None:
+        return _evaluate_runs(cfg, out, overrides=overrides, resume=resume, overwrite=overwrite, progress=progress,
+                              echo=echo, ledger=ledger, command=command)
     if resume and used:
         from skillos.evals.run_folder import ROW_FILES, finished_report, read_rows, same_config
 
@@ -103,6 +106,32 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
             return run_eval(cfg, out, progress, ledger=book, resume=resume, overwrite=overwrite)
 
 
+def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, **launch) -> dict:
+    """A matrix (or seed replicates): each run evaluated into OUT/LABEL (gated, recorded as a run
+    of the one experiment), then every comparison judged as one family (evals/matrix.py), written
+    to OUT/matrix.json with the conclusion skillos records. Rerun with `resume` after a kill:
+    finished runs are not played again, the one cut short continues, the rest start."""
+    from skillos.evals import conclusion, matrix
+    from skillos.files import write_atomic
+    from skillos.ledger.experiments import record_experiment
+    from skillos.safety import json_text
+
+    runs = cfgmod.expand(cfg)
+    results, outputs = {}, {}
+    with _ledger(ledger) as book:
+        for i, run in enumerate(runs, 1):
+            echo(f"run {i}/{len(runs)} of {cfg.experiment.name}: {run.label}")
+            where = outputs[run.label] = out / run.label
+            started = where.is_dir() and any(where.iterdir())  # a resume continues only the runs that began
+            results[run.label] = evaluate(run.cfg, out=where, ledger=book, echo=echo, resume=resume and started,
+                                          **launch)
+        summary = matrix.summarize(cfg, runs, results, outputs)
+        summary["experiment_id"] = record_experiment(book, runs[0].cfg)
+        summary["conclusion"] = conclusion.record(book, summary["experiment_id"], matrix.conclusion(summary))
+    write_atomic(out / "matrix.json", json_text(summary))
+    return {"matrix": summary, "runs": results}
+
+
 def sweep(config: Config | str | Path, *, executor: str, repos: list = (), checkpoints: list = (),
           envs: list = (), out: str | Path | None = None, overrides: dict | None = None,
           resume: bool = False, overwrite: bool = False, progress=None, echo: Echo | None = None,
@@ -118,6 +147,9 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     from skillos.files import write_atomic
 
     base = _config(config)
+    if base.matrix or base.experiment.seeds is not None:
+        raise SkillosError(f"{base.source or 'config'}: sweep takes one config; a matrix or experiment.seeds is "
+                           "expanded by eval and train (sweep each run's checkpoints with that run's config)")
     targets = list(dict.fromkeys(envs)) or [base.env.name]
     out = Path(out) if out else default_out_dir(base)
     runs = {}
@@ -202,6 +234,8 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
     if not cfg.training.is_set():
         raise SkillosError(f"{cfg.source or 'config'}: no training section; skillos train needs "
                            "training.* (see training/configs/cpu-smoke.yaml)")
+    if cfg.matrix or cfg.experiment.seeds is not None:
+        return _train_runs(cfg, overrides=overrides, dry_run=dry_run, echo=echo, ledger=ledger)
     plan = launch.plan(cfg, str(cfg.source or ""))
     if dry_run:
         report = gates.check(cfg, dry_run=False, echo=echo)
@@ -211,6 +245,30 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
     with _ledger(ledger) as book:
         gates.enforce(cfg, "train", book, overrides, echo=echo)
         return {"plan": plan, **launch.launch(cfg, plan, book, echo)}
+
+
+def _train_runs(cfg: Config, *, dry_run: bool, echo: Echo | None, **launch_args) -> dict:
+    """A training matrix (or seed replicates): each run trained in turn into OUTPUT_DIR/LABEL, a
+    run of the one experiment; rerunning resumes each from its newest checkpoint (a finished one
+    has nothing left to do). `dry_run`: every run's launch plan, the gates on the first."""
+    from skillos.training import launch
+
+    if cfg.compute.backend != "local":  # its workers load the config file, which names the whole matrix
+        raise SkillosError(f"{cfg.source or 'config'}: a matrix or experiment.seeds trains on compute.backend local "
+                           f"only; for {cfg.compute.backend}, write one config per run")
+    base = cfgmod.training_output_dir(cfg)
+    runs = [(r.label, cfgmod.with_sets(r.cfg, [f"training.output_dir={base / r.label}"])) for r in cfgmod.expand(cfg)]
+    if dry_run:
+        result = train(runs[0][1], dry_run=True, echo=echo)
+        return {**result, "runs": {label: launch.plan(child, str(cfg.source or "")) for label, child in runs}}
+    summaries = {}
+    for i, (label, child) in enumerate(runs, 1):
+        (echo or _quiet)(f"run {i}/{len(runs)} of {cfg.experiment.name}: {label}")
+        summaries[label] = train(child, echo=echo, **launch_args)
+        if summaries[label]["returncode"]:  # a run that failed stops the matrix: rerun to resume it
+            break
+    return {"plan": launch.plan(runs[0][1], str(cfg.source or "")), "runs": summaries,
+            "returncode": max(s["returncode"] for s in summaries.values())}
 
 
 def compare(config: Config | str | Path | None, runs: list, *, control: str | None = None,

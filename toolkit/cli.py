@@ -58,8 +58,11 @@ def _overrides(values: List[str]) -> dict:
 
 
 def _show_eval(result: dict, as_json: bool) -> None:
-    from skillos.cli_render import eval_tables
+    from skillos.cli_render import eval_tables, matrix_lines
 
+    if "matrix" in result:  # the runs of a matrix or of seed replicates, judged as one family
+        emit(result, as_json, lambda r: matrix_lines(r["matrix"]))
+        return
     emit(result, as_json, show=lambda r: eval_tables(r, out))
 
 
@@ -227,13 +230,15 @@ def train_cmd(
     cfg = load_config(config, list(set_) + ([f"compute.backend={backend}"] if backend else []))
     overrides = _overrides(override)
     if dry_run:
+        runs = {}
         try:
             result = api.train(cfg, dry_run=True, echo=None if as_json else echo_err)
-            plan, report = result["plan"], result["gates"]
+            plan, report, runs = result["plan"], result["gates"], result.get("runs", {})
         except api.GateRefused as refused:
             plan, report = refused.detail["plan"], refused.report
-        emit({"plan": plan, "gates": report.to_dict()}, as_json,
-             lambda _: launch_lines(plan) + [f"{config}: {report.summary()}"])
+        emit({"plan": plan, "gates": report.to_dict(), **({"runs": runs} if runs else {})}, as_json,
+             lambda _: launch_lines(plan) + [f"run {label}: {' '.join(p['command'])}" for label, p in runs.items()]
+             + [f"{config}: {report.summary()}"])
         raise typer.Exit(report.exit_code)
     summary = api.train(cfg, overrides=overrides, echo=echo_err)
     emit(summary, as_json, train_lines)

@@ -83,6 +83,8 @@ def optimize_lines(report: dict) -> list[str]:
 
 
 def train_lines(summary: dict) -> list[str]:
+    if "runs" in summary:  # a matrix or seed replicates: one line per run
+        return [f"{label}: {line}" for label, run in summary["runs"].items() for line in train_lines(run)]
     if summary.get("backend", "local") != "local":
         return [f"{summary['backend']} launch exited {summary['returncode']}"]
     return [f"trained {len(summary['steps'])} steps; checkpoints: "
@@ -156,6 +158,19 @@ def eval_tables(result: dict, console) -> None:
                   f"Per-game rows: {result['output_dir']}/games.jsonl")
 
 
+def matrix_lines(m: dict) -> list[str]:
+    """A matrix (or seed replicates): each member's verdict, then skillos's conclusion."""
+    out = [f"{m['experiment']}: {len(m['runs'])} runs, one family of {m['family']['size']} comparisons "
+           f"({m['family']['correction']}); per-run reports under each run's folder"]
+    for r in m["rows"]:
+        rates = ("unmeasured" if r["treatment_rate"] is None or r["control_rate"] is None
+                 else f"{r['treatment_rate']:.1%} vs {r['control_rate']:.1%}")
+        out.append(f"  {r['run']}: {r['arm']} vs {r['control']} {rates}, n_paired {r['n_paired']} "
+                   f"(dropped {r['n_dropped']}): {r['verdict']['label']}, p_adjusted "
+                   f"{'n/a' if r['verdict']['p_adjusted'] is None else format(r['verdict']['p_adjusted'], '.3g')}")
+    return out + ["conclusion (written by skillos):"] + ["  " + line for line in m["conclusion"].splitlines()]
+
+
 def launch_lines(p: dict) -> list[str]:
     """The launch `train --dry-run` would make, with its step plan."""
     import shlex
@@ -187,9 +202,10 @@ def plan_lines(p: dict) -> list[str]:
         f"  hypothesis: {p['hypothesis'] or '(none stated)'}",
         f"  arms: {', '.join(p['arms'])} (control {p['control']}); seeds: {', '.join(f'{k}={v}' for k, v in p['seeds'].items())}",
         f"  metric: {p['metric']}",
+        *([f"  runs: {len(p['runs'])} ({', '.join(r['label'] for r in p['runs'])}), one family"] if p["runs"] else []),
         f"  MDE: {mde}; expected effect: {num(basis['expected_effect'])}",
-        f"  games: {g['held_out_per_arm']} held-out per arm x {g['arms']} arms + {g['train_per_learning_arm']} train "
-        f"per learning arm = {g['total']}; needed for the expected effect: "
+        f"  games: ({g['held_out_per_arm']} held-out per arm x {g['arms']} arms + {g['train_per_learning_arm']} train "
+        f"per learning arm) x {g['runs']} run(s) = {g['total']}; needed for the expected effect: "
         f"{num(g['needed_for_expected_effect'], '{}', g['needed_reason'])} per arm",
         (f"  cost: unmeasured ({c['reason']})" if c["gpu_hours"] is None and c["wall_hours"] is None else
          f"  cost: {num(c['gpu_hours'], '{:.1f} GPU-h', c['reason'])}, wall {num(c['wall_hours'], '{:.1f} h', c['reason'])}")

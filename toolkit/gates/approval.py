@@ -25,7 +25,7 @@ def approved_plan(ctx: Context) -> Result:
     cfg = ctx.cfg
     if not cfg.compute.spends_gpus:
         return Result(CHECK, GATES, "SKIP", detail="compute is the local CPU (no GPU is spent)")
-    digest = cfg.hash()
+    digest = cfg.experiment_hash()  # a run of a matrix: the matrix's plan
     found = read_ledger(ctx, lambda book: book.approval(digest))
     if found is not None:
         return Result(CHECK, GATES, "PASS", detail=f"plan {found['plan_sha256'][:8]} for config hash {digest} "
@@ -49,45 +49,53 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
     from skillos.evals.arms import learns
     from skillos.ledger.experiments import success_metric
 
+    from skillos.config import expand
+
     mde = next((r.values for r in report.results if r.check == "mde" and r.values), {})
     learning = [arm for arm in cfg.eval.arms if learns(arm)]
     needed = mde.get("n_needed")
+    runs = expand(cfg)
+    per_run = cfg.env.n_games * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)
     return {
         "plan": PLAN_VERSION, "config": config_path, "sets": list(sets), "config_hash": cfg.hash(),
         "experiment": cfg.experiment.name, "hypothesis": cfg.experiment.hypothesis,
         "kind": "train" if cfg.training.is_set() else "eval",
         "arms": list(cfg.eval.arms), "control": cfg.eval.control.arm, "seeds": seeds(cfg),
+        "runs": [{"label": r.label, "values": r.values, "seed": r.seed} for r in runs] if len(runs) > 1 else [],
         "metric": success_metric(cfg),
         "mde": mde.get("mde"), "mde_basis": {k: mde.get(k) for k in ("n", "discordance", "discordance_assumed",
                                                                       "alpha", "power", "expected_effect")},
         "games": {"held_out_per_arm": cfg.env.n_games, "arms": len(cfg.eval.arms),
                   "train_per_learning_arm": cfg.env.n_train_games if learning else 0,
-                  "total": cfg.env.n_games * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning),
+                  "runs": len(runs), "total": per_run * len(runs),
                   "needed_for_expected_effect": needed,
                   "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
-        "cost": cost(cfg), "spends_gpus": cfg.compute.spends_gpus,
+        "cost": cost(cfg, len(runs)), "spends_gpus": cfg.compute.spends_gpus,
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
         "proposed_by": proposed_by,
     }
 
 
 def seeds(cfg) -> dict:
-    """The seeds the launch uses, by key: the game seed, and the training seed when it trains."""
+    """The seeds the launch uses, by key: the replicates (experiment.seeds) when set, else the game
+    seed, and the training seed when it trains."""
+    if cfg.experiment.seeds is not None:
+        return {"experiment.seeds": list(cfg.experiment.seeds)}
     out = {"env.seed": cfg.env.seed}
     if cfg.training.is_set():
         out["training.seed"] = cfg.training.seed
     return out
 
 
-def cost(cfg) -> dict:
-    """What the step plan (training/plan.py) says a training launch costs; None + reason where it
-    cannot (an eval; a step's GPU time unmeasured)."""
+def cost(cfg, runs: int = 1) -> dict:
+    """What the step plan (training/plan.py) says a training launch costs, for all its `runs` (a
+    matrix x seeds); None + reason where it cannot (an eval; a step's GPU time unmeasured)."""
     if not cfg.training.is_set():
         return {"gpu_hours": None, "wall_hours": None,
                 "reason": "an eval: its cost is the games above; the step plan estimates training only"}
     from skillos.training.plan import gpus_per_machine, step_plan
 
-    step, steps = step_plan(cfg), cfg.training.max_steps
+    step, steps = step_plan(cfg), (cfg.training.max_steps or 0) * runs or None
     per_machine = gpus_per_machine(cfg)
     gpus = per_machine * cfg.compute.num_machines if per_machine else None
     wall = step.step_seconds * steps / 3600 if step.step_seconds is not None and steps else None
