@@ -39,6 +39,9 @@ def record(ledger, experiment_id: int, words: str) -> str:
     """A conclusion skillos wrote (an eval's, a matrix's), as the experiment's: actor skillos."""
     from skillos.ledger.store import SKILLOS
 
+    current = ledger.corrected("experiments", ledger.row("experiments", experiment_id))
+    if any(c["by"] == SKILLOS and c["text"] == words for c in current["conclusions"]):
+        return words  # a resumed run that played nothing new: the same words, not a second copy
     ledger.correct("experiments", experiment_id, "conclusion", "written by skillos from the verdicts when the "
                    "eval finished", value=words, actor=SKILLOS)
     return words

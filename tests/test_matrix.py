@@ -137,3 +137,14 @@ def test_a_two_seed_two_variant_matrix_is_one_experiment_and_resumes_after_a_kil
     assert json.loads((tmp_path / "m" / "matrix.json").read_text())["conclusion"] == summary["conclusion"]
     assert experiments[0]["conclusion"] == summary["conclusion"]
     assert [c["by"] for c in experiments[0]["conclusions"]] == ["skillos"]  # one, the matrix's
+
+
+def test_the_plan_of_a_matrix_counts_every_run_and_its_family(tmp_path):
+    result = run_cli("plan", QUICKSTART, "--out", tmp_path / "p.json", "--json", *[x for s in MATRIX for x in ("--set", s)])
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert [r["label"] for r in plan["runs"]] == [r.label for r in config.expand(config.load(QUICKSTART, MATRIX))]
+    assert plan["games"]["runs"] == 4 and plan["games"]["total"] == 4 * (60 * 2 + 60)
+    assert plan["seeds"] == {"experiment.seeds": [0, 1]}
+    family = plan["mde_in_family"]
+    assert family["family_size"] == 4 and family["mde"] == pytest.approx(stats.mde(60, 0.3, 0.05 / 4, 0.8))

@@ -203,7 +203,10 @@ def plan_lines(p: dict) -> list[str]:
         f"  arms: {', '.join(p['arms'])} (control {p['control']}); seeds: {', '.join(f'{k}={v}' for k, v in p['seeds'].items())}",
         f"  metric: {p['metric']}",
         *([f"  runs: {len(p['runs'])} ({', '.join(r['label'] for r in p['runs'])}), one family"] if p["runs"] else []),
-        f"  MDE: {mde}; expected effect: {num(basis['expected_effect'])}",
+        f"  MDE: {mde}; expected effect: {num(basis['expected_effect'])}"
+        + (f"; in the family of {p['mde_in_family']['family_size']} comparisons (alpha "
+           f"{p['mde_in_family']['alpha']:.3g} at Holm's first step): {100 * p['mde_in_family']['mde']:.1f} pts"
+           if p.get("mde_in_family") else ""),
         f"  games: ({g['held_out_per_arm']} held-out per arm x {g['arms']} arms + {g['train_per_learning_arm']} train "
         f"per learning arm) x {g['runs']} run(s) = {g['total']}; needed for the expected effect: "
         f"{num(g['needed_for_expected_effect'], '{}', g['needed_reason'])} per arm",

@@ -63,7 +63,7 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
         "arms": list(cfg.eval.arms), "control": cfg.eval.control.arm, "seeds": seeds(cfg),
         "runs": [{"label": r.label, "values": r.values, "seed": r.seed} for r in runs] if len(runs) > 1 else [],
         "metric": success_metric(cfg),
-        "mde": mde.get("mde"), "mde_basis": {k: mde.get(k) for k in ("n", "discordance", "discordance_assumed",
+        "mde": mde.get("mde"), "mde_in_family": _family_mde(cfg, mde, len(runs)), "mde_basis": {k: mde.get(k) for k in ("n", "discordance", "discordance_assumed",
                                                                       "alpha", "power", "expected_effect")},
         "games": {"held_out_per_arm": cfg.env.n_games, "arms": len(cfg.eval.arms),
                   "train_per_learning_arm": cfg.env.n_train_games if learning else 0,
@@ -74,6 +74,18 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
         "proposed_by": proposed_by,
     }
+
+
+def _family_mde(cfg, mde: dict, runs: int) -> dict | None:
+    """The MDE once every comparison of every run is one family: at Holm's strictest step (alpha
+    over the family's size), which is what the first claim must clear. None for a family of one."""
+    from skillos.evals import stats
+
+    size = runs * max(1, len(cfg.eval.arms) - 1)
+    if size <= 1 or not mde:
+        return None
+    return {"family_size": size, "alpha": mde["alpha"] / size,
+            "mde": stats.mde(mde["n"], mde["discordance"], mde["alpha"] / size, mde["power"])}
 
 
 def seeds(cfg) -> dict:
