@@ -33,7 +33,27 @@ def experiment_detail(ledger, experiment_id: int) -> dict:
         ckpt["training_metrics"], ckpt["training_metrics_reason"] = training_metrics(Path(ckpt["path"]), ckpt["step"])
         ckpt["sweeps"] = [_sweep_result(ledger, run, arm) for run, arm in swept.get(_key(ckpt["path"]), [])]
     exp["checkpoints"] = checkpoints
+    exp["peaks"] = peaks(exp["runs"], checkpoints)
     return exp
+
+
+def peaks(runs: list, checkpoints: list) -> dict:
+    """Each training run's peak checkpoint (the swept one with the largest lift over its control,
+    newest sweep) and how far the peaks of the runs (seeds) spread: the reference's replicates
+    each peaked somewhere else. A run none of whose checkpoints was swept is counted, not guessed."""
+    seeds = {r["id"]: r["seed"] for r in runs}
+    by_run: dict = {}
+    for ckpt in checkpoints:
+        by_run.setdefault(ckpt["run_id"], [])
+        lifts = [s for s in ckpt["sweeps"] if s.get("difference") is not None]
+        if lifts:
+            by_run[ckpt["run_id"]].append((lifts[-1]["difference"], ckpt["step"], lifts[-1]["verdict"]))
+    per_run = [{"run_id": run, "seed": seeds.get(run), "step": max(found)[1], "difference": max(found)[0],
+                "verdict": max(found)[2]} for run, found in by_run.items() if found]
+    steps = [p["step"] for p in per_run if p["step"] is not None]
+    return {"per_run": per_run, "runs_not_swept": [run for run, found in by_run.items() if not found],
+            "spread_steps": max(steps) - min(steps) if len(steps) > 1 else None,
+            "spread_reason": None if len(steps) > 1 else f"{len(steps)} run(s) with a swept checkpoint: no spread"}
 
 
 def training_metrics(folder: Path, step: int | None) -> tuple[dict | None, str | None]:

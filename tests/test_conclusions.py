@@ -109,6 +109,10 @@ def test_show_joins_checkpoints_metrics_sweeps_and_imported_runs(tmp_path, skill
     text = run_cli("ledger", "experiments", "show", "train-exp").stdout
     assert "checkpoint step 2" in text and "loss 0.25, reward 0.75" in text and "swept in train-exp-sweep" in text
     assert "imported from 1 file(s)" in text and "not swept yet" in text
+    assert shown["peaks"]["per_run"] == [{"run_id": run, "seed": None, "step": 2, "difference": 0.0,
+                                          "verdict": "not detected (below the MDE)"}]
+    assert shown["peaks"]["spread_steps"] is None and "1 run(s)" in shown["peaks"]["spread_reason"]
+    assert "peak checkpoints: run #1 (seed None) at step 2" in text
 
 
 def test_a_conclusion_added_later_stands_beside_skillos_own(tmp_path, skillos_home):
@@ -127,3 +131,16 @@ def test_a_conclusion_added_later_stands_beside_skillos_own(tmp_path, skillos_ho
     assert shown["conclusions"][1]["text"] == "closed_loop did not replicate" and shown["conclusions"][1]["by"] != "skillos"
     text = run_cli("ledger", "experiments", "show", eid).stdout
     assert "conclusion by skillos at" in text and "closed_loop did not replicate" in text
+
+
+def test_the_peak_checkpoints_of_seed_runs_and_their_spread():
+    from skillos.evals.recall import peaks
+
+    def ckpt(run, step, *differences):
+        return {"run_id": run, "step": step, "sweeps": [{"difference": d, "verdict": "not detected"} for d in differences]}
+
+    runs = [{"id": 1, "seed": 0}, {"id": 2, "seed": 1}, {"id": 3, "seed": 2}]
+    found = peaks(runs, [ckpt(1, 10, 0.05), ckpt(1, 20, 0.2), ckpt(2, 10, 0.1, 0.3), ckpt(2, 20, 0.15),
+                         ckpt(3, 10), ckpt(3, 20, None)])
+    assert [(p["seed"], p["step"], p["difference"]) for p in found["per_run"]] == [(0, 20, 0.2), (1, 10, 0.3)]
+    assert found["spread_steps"] == 10 and found["runs_not_swept"] == [3]  # counted, never a step 0

@@ -322,6 +322,14 @@ def experiment_detail_lines(e: dict) -> list[str]:
                        f"measured of {s['n_attempted']}; {verdict}")
         if not c["sweeps"]:
             out.append("    not swept yet")
+    peaks = e.get("peaks")
+    if peaks and (peaks["per_run"] or peaks["runs_not_swept"]):
+        found = ", ".join(f"run #{p['run_id']} (seed {p['seed']}) at step {p['step']} ({100 * p['difference']:+.1f} pts, "
+                          f"{p['verdict']})" for p in peaks["per_run"]) or "none swept"
+        spread = (f"spread {peaks['spread_steps']} steps" if peaks["spread_steps"] is not None
+                  else peaks["spread_reason"])
+        out.append(f"  peak checkpoints: {found}; {spread}; runs with no swept checkpoint: "
+                   f"{len(peaks['runs_not_swept'])}")
     return out
 
 
