@@ -5,10 +5,13 @@ without an approved plan for its config hash; the project goal is set the same w
 import getpass
 import json
 import os
+import pty
+import re
+import select
 import sys
+import time
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from conftest import run_cli
@@ -21,15 +24,38 @@ SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
 
 
 def at_terminal(home, *args, typed: str) -> tuple[int, str]:
-    """`skillos ARGS` in a pseudo-terminal, answering its confirmation prompt with `typed`."""
-    child = pexpect.spawn(sys.executable, ["-m", "skillos", *map(str, args)], cwd=str(ROOT), timeout=60,
-                          env={**os.environ, "SKILLOS_HOME": str(home), "COLUMNS": "400"}, encoding="utf-8")
-    child.expect(r"Type (\S+) to confirm")
-    shown = child.before + child.after
-    child.sendline(typed if typed != "CODE" else child.match.group(1))
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus, shown + child.before
+    """`skillos ARGS` in a real pseudo-terminal (pty.fork: stdin and stdout are the terminal),
+    answering its confirmation prompt with `typed` ("CODE": the code the prompt asks for)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI, on the terminal
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, "-m", "skillos", *map(str, args)],
+                  {**os.environ, "SKILLOS_HOME": str(home), "COLUMNS": "400"})
+    shown = _read_until(fd, b"to confirm")
+    asked = re.search(rb"Type (\S+) to confirm", shown)
+    assert asked, shown.decode(errors="replace")
+    os.write(fd, (asked.group(1).decode() if typed == "CODE" else typed).encode() + b"\n")
+    shown += _read_until(fd, None)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace").replace("\r\n", "\n")
+
+
+def _read_until(fd: int, marker: bytes | None, timeout: float = 60) -> bytes:
+    """What the terminal prints until `marker` appears (None: until the program exits)."""
+    out, deadline = b"", time.monotonic() + timeout
+    while marker is None or marker not in out:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise AssertionError(f"no {marker!r} within {timeout} s: {out[-500:]!r}")
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the program exited and closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
 
 
 def approved_plan(report):
