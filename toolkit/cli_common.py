@@ -26,6 +26,8 @@ OUT = typer.Option(None, "--out", help="Output folder (default: a new one under 
                    "experiment and the time).")
 NEW_OUT = typer.Option(..., "--out", help="A new folder for the rows, snapshot and report.")
 OUT_FILE = typer.Option(None, "--out", help="Write the markdown here.")
+PLAN_OUT = typer.Option(None, "--out", help="Where to write the plan (default: "
+                        "$SKILLOS_HOME/plans/EXPERIMENT-CONFIGHASH.json).")
 RESUME = typer.Option(False, "--resume", help="Continue the run in --out: finished work is not done again.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Delete what is in --out and start over.")
 WIDE = 400  # columns off a terminal: rich would cut table cells at 80 in a pipe

@@ -10,14 +10,13 @@ from typing import List, Optional
 
 import typer
 
-from skillos.cli_common import JSON, SET, emit, load_config, person_confirms
+from skillos.cli_common import JSON, PLAN_OUT, SET, emit, load_config, person_confirms
 from skillos.errors import SkillosError
 
 
 def plan_cmd(
     config: Path = typer.Argument(..., help="Experiment or training config (YAML)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to write the plan (default: "
-                                       "$SKILLOS_HOME/plans/EXPERIMENT-CONFIGHASH.json)."),
+    out: Optional[Path] = PLAN_OUT,
     set_: List[str] = SET,
     as_json: bool = JSON,
 ):
