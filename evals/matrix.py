@@ -55,6 +55,20 @@ def points(rows: list, alpha: float) -> list:
     return out
 
 
+def peaks(runs: list, results: dict) -> dict:
+    """A sweep's runs: each run's best repo or checkpoint (highest success, as the sweep picked it)
+    and its step, and how many steps the peaks of the runs spread."""
+    per_run = []
+    for run in runs:
+        sweep = results[run.label].get("sweep") or {}
+        best = next((r for r in sweep.get("rows", []) if r["repo"] == sweep.get("best")), None)
+        per_run.append({"run": run.label, "seed": run.seed, "best": best and best["repo"],
+                        "step": best and best["step"], "difference": best and best["difference"]})
+    steps = [p["step"] for p in per_run if p["step"] is not None]
+    return {"per_run": per_run, "spread_steps": max(steps) - min(steps) if len(steps) > 1 else None,
+            "spread_reason": None if len(steps) > 1 else f"{len(steps)} run(s) with a measured best: no spread"}
+
+
 def conclusion(summary: dict) -> str:
     """The matrix's conclusion, one line per fact: every member's verdict line as the verdict
     function words it, the family and its size, the best row with its best-of-n caveat, and for
@@ -84,4 +98,11 @@ def conclusion(summary: dict) -> str:
         elif pooled["note"]:
             effect += f" ({pooled['note']})"
         lines.append(f"seeds at {where}, {p['arm']}: {'agree' if p['agree'] else 'disagree'} ({seeds}); {effect}")
+    if summary.get("peaks"):
+        found = summary["peaks"]
+        each = ", ".join(f"{p['run']}: {p['best']} (step {p['step']})" if p["best"] else f"{p['run']}: none measured"
+                         for p in found["per_run"])
+        spread = (f"spread {found['spread_steps']} steps" if found["spread_steps"] is not None
+                  else found["spread_reason"])
+        lines.append(f"peak per run: {each}; {spread}")
     return "\n".join(lines)

@@ -97,14 +97,15 @@ def test_the_runs_of_a_matrix_launch_on_the_matrixs_approved_plan(skillos_home):
     assert approved_plan(gates.check(child, command="eval")).status == "PASS"
 
 
-def test_train_expands_seeds_and_sweep_refuses_a_matrix(tmp_path):
+def test_train_expands_seeds_and_a_cross_domain_sweep_refuses_a_matrix(tmp_path):
     dry = run_cli("train", SMOKE, "--dry-run", "--json", "--set", "experiment.seeds=[3, 4]")
     assert dry.returncode == 0, dry.stderr
     assert list(json.loads(dry.stdout)["runs"]) == ["seed-3", "seed-4"]
     gpu = run_cli("train", PAPER, "--dry-run", "--set", "experiment.seeds=[3, 4]")
     assert gpu.returncode == 2 and "compute.backend local only" in gpu.stderr
-    sweep = run_cli("sweep", QUICKSTART, "--repo", tmp_path, "--executor", "heuristic", "--set", "experiment.seeds=[1, 2]")
-    assert sweep.returncode == 2 and "sweep takes one config" in sweep.stderr
+    sweep = run_cli("sweep", QUICKSTART, "--repo", tmp_path, "--executor", "heuristic", "--env", "household",
+                    "--env", "reasoning", "--set", "experiment.seeds=[1, 2]")
+    assert sweep.returncode == 2 and "a cross-domain sweep (several --env) takes one config" in sweep.stderr
 
 
 @pytest.mark.slow
@@ -148,3 +149,25 @@ def test_the_plan_of_a_matrix_counts_every_run_and_its_family(tmp_path):
     assert plan["seeds"] == {"experiment.seeds": [0, 1]}
     family = plan["mde_in_family"]
     assert family["family_size"] == 4 and family["mde"] == pytest.approx(stats.mde(60, 0.3, 0.05 / 4, 0.8))
+
+
+@pytest.mark.slow
+def test_a_sweep_over_seeds_is_one_family_with_the_peaks_spread(tmp_path, game_cache, skillos_home):
+    for step in (10, 20):
+        skill = tmp_path / f"checkpoint-{step}" / "where-to-find-mug"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text("---\nname: where-to-find-mug\ndescription: Where mugs were found.\n---\n\n")
+    result = run_cli("sweep", QUICKSTART, "--repo", tmp_path / "checkpoint-10", "--repo", tmp_path / "checkpoint-20",
+                     "--executor", "heuristic", "--n-games", 4, "--n-train-games", 4, "--set", "experiment.seeds=[0, 1]",
+                     "--json", "--out", tmp_path / "sweep")
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout)["matrix"]
+    assert [r["label"] for r in summary["runs"]] == ["seed-0", "seed-1"] and summary["family"]["size"] == 4
+    assert {p["arm"] for p in summary["points"]} == {"repo:checkpoint-10", "repo:checkpoint-20"}
+    peaks = summary["peaks"]["per_run"]
+    assert [p["seed"] for p in peaks] == [0, 1] and all(p["step"] in (10, 20) for p in peaks)
+    assert summary["peaks"]["spread_steps"] == max(p["step"] for p in peaks) - min(p["step"] for p in peaks)
+    assert "peak per run: seed-0: checkpoint-" in summary["conclusion"]
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        (experiment,) = ledger.experiments()
+    assert experiment["name"] == "quickstart-sweep" and experiment["conclusion"] == summary["conclusion"]

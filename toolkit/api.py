@@ -148,8 +148,9 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
 
     base = _config(config)
     if base.matrix or base.experiment.seeds is not None:
-        raise SkillosError(f"{base.source or 'config'}: sweep takes one config; a matrix or experiment.seeds is "
-                           "expanded by eval and train (sweep each run's checkpoints with that run's config)")
+        return _sweep_runs(base, executor=executor, repos=repos, checkpoints=checkpoints, envs=envs, out=out,
+                           overrides=overrides, resume=resume, overwrite=overwrite, progress=progress, echo=echo,
+                           ledger=ledger)
     targets = list(dict.fromkeys(envs)) or [base.env.name]
     out = Path(out) if out else default_out_dir(base)
     runs = {}
@@ -171,6 +172,37 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     family = sweeping.family_table(summaries, base.eval.alpha)
     write_atomic(out / "transfer.json", json.dumps(family, indent=1))
     return {"transfer": family, "sweeps": summaries}
+
+
+def _sweep_runs(base: Config, *, out, resume: bool, overwrite: bool, ledger, echo: Echo | None, envs: list,
+                **sweep_args) -> dict:
+    """A sweep of every run of a matrix (or seed replicates) into OUT/LABEL: each repo or checkpoint
+    judged in one family over all runs (evals/matrix.py), each run's peak and how far the peaks
+    spread, written to OUT/matrix.json with the conclusion skillos records."""
+    from skillos.evals import conclusion, matrix
+    from skillos.evals.run_folder import check_out, default_out_dir
+    from skillos.files import write_atomic
+    from skillos.safety import json_text
+
+    if len(set(envs)) > 1:
+        raise SkillosError(f"{base.source or 'config'}: a cross-domain sweep (several --env) takes one config, "
+                           "not a matrix or experiment.seeds")
+    out = Path(out) if out else default_out_dir(base)
+    check_out(out, resume, overwrite)
+    runs, results, outputs = cfgmod.expand(base), {}, {}
+    with _ledger(ledger) as book:
+        for i, run in enumerate(runs, 1):
+            (echo or _quiet)(f"run {i}/{len(runs)} of {base.experiment.name}: {run.label}")
+            where = outputs[run.label] = out / run.label
+            started = where.is_dir() and any(where.iterdir())
+            results[run.label] = sweep(run.cfg, out=where, resume=resume and started, overwrite=overwrite,
+                                       ledger=book, echo=echo, envs=envs, **sweep_args)
+        summary = matrix.summarize(base, runs, results, outputs)
+        summary["peaks"] = matrix.peaks(runs, results)
+        summary["experiment_id"] = results[runs[0].label]["ledger"]["experiment_id"]
+        summary["conclusion"] = conclusion.record(book, summary["experiment_id"], matrix.conclusion(summary))
+    write_atomic(out / "matrix.json", json_text(summary))
+    return {"matrix": summary, "runs": results}
 
 
 def optimize(config: Config | str | Path, *, out: str | Path | None = None,

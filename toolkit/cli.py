@@ -164,6 +164,9 @@ def sweep_cmd(
         result = api.sweep(cfg, executor=executor, repos=list(repo), checkpoints=list(checkpoint),
                            envs=list(env), out=out_dir, overrides=_overrides(override), resume=resume,
                            overwrite=overwrite, progress=bars, echo=echo_err)
+    if "matrix" in result:  # a sweep of every run of a matrix (or seeds): one family, the peaks' spread
+        _show_eval(result, as_json)
+        return
     if "transfer" in result:  # both directions of a cross-domain sweep, one family
         emit(result, as_json, show=lambda r: _on_stderr(transfer_lines(r["transfer"]), soft_wrap=True))
         return
