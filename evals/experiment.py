@@ -20,7 +20,7 @@ from typing import Callable
 from skillos.config import Config, check_inputs, curator_config, static_repo_path
 from skillos.errors import SkillError, SkillosError
 from skillos.evals import report as reporting
-from skillos.evals import run_folder, trace
+from skillos.evals import conclusion, run_folder, trace
 from skillos.evals.arms import arm_settings, game_sets, learns, load_games
 from skillos.evals.envs.registry import environment
 from skillos.evals.runner import curation_progress, run_arm
@@ -95,6 +95,9 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
         raise
     result = reporting.build(cfg, rows, out, n_train=len(train))
     record.finished(result, out / run_folder.GAMES)
+    if ledger is not None and cfg.family is None:  # the default conclusion, from the verdicts (a matrix
+        # writes one for all its runs); anyone may add theirs beside it
+        result["ledger"]["conclusion"] = conclusion.write(ledger, result["ledger"]["experiment_id"], result)
     write_atomic(out / run_folder.REPORT, json_text(result))  # redacted, atomic, no Infinity
     return result
 

@@ -315,3 +315,28 @@ def _correction_name(correction: str) -> str:
 def _mde_text(c: Comparison) -> str:
     return (f"MDE {100 * c.mde:.1f} pts" if c.mde is not None
             else f"MDE unmeasured ({c.note or 'no discordant pairs'})")
+
+
+def mean_ci(values: list, alpha: float, bounds: tuple | None = None) -> dict:
+    """The mean of per-replicate numbers (one effect per seed) with a Student-t CI across them:
+    the replicates are the sample, so two seeds give a wide interval, honestly (cut to `bounds`,
+    the values a difference of rates can take). Fewer than two values: the CI is None with the
+    reason."""
+    import statistics
+
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "mean": None, "ci_low": None, "ci_high": None, "sd": None, "confidence": 1 - alpha,
+                "note": "no replicate measured"}
+    mean = statistics.fmean(values)
+    if n < 2:
+        return {"n": 1, "mean": mean, "ci_low": None, "ci_high": None, "sd": None, "confidence": 1 - alpha,
+                "note": "one replicate: no spread across seeds to put a CI on"}
+    from scipy.stats import t
+
+    sd = statistics.stdev(values)
+    half = t.ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return {"n": n, "mean": mean, "ci_low": low, "ci_high": high, "sd": sd, "confidence": 1 - alpha, "note": ""}

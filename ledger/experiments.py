@@ -12,11 +12,16 @@ from pathlib import Path
 from skillos.config import Config
 
 
+def success_metric(cfg: Config) -> str:
+    """What an experiment of this config measures (recorded with it, and in its plan)."""
+    return f"success rate vs {cfg.eval.control.arm} (paired, exact McNemar)"
+
+
 def record_experiment(ledger, cfg: Config) -> int:
     """The ledger experiment of a config (same name and config hash: the same experiment)."""
     return ledger.find_or_add_experiment(
-        cfg.experiment.name, cfg.hash(), hypothesis=cfg.experiment.hypothesis,
-        success_metric=f"success rate vs {cfg.eval.control.arm} (paired, exact McNemar)")
+        cfg.experiment.name, cfg.experiment_hash(), hypothesis=cfg.experiment.hypothesis,
+        success_metric=success_metric(cfg))
 
 
 class EvalRecord:

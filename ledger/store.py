@@ -25,7 +25,7 @@ from skillos.secrets import redact, redact_text
 APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
           "failure_modes", "fixes", "gate_results", "overrides", "corrections", "candidates", "seals",
-          "canaries")
+          "canaries", "approvals")
 CORRECTABLE = ("experiments", "runs", "evals", "failures", "fixes", "candidates")
 
 MIGRATIONS = {
@@ -92,6 +92,13 @@ MIGRATIONS = {
         result_json TEXT NOT NULL, created_at TEXT NOT NULL);
     CREATE INDEX canaries_key ON canaries (trainer, code_hash);
     """,
+    # approved plans (`skillos plan` / `skillos approve`): a launch that spends GPUs needs one for
+    # its config hash; who approved and when, and the plan they read.
+    5: """
+    CREATE TABLE approvals (id INTEGER PRIMARY KEY, config_hash TEXT NOT NULL, plan_sha256 TEXT NOT NULL,
+        plan_json TEXT NOT NULL, actor TEXT NOT NULL, created_at TEXT NOT NULL);
+    CREATE INDEX approvals_key ON approvals (config_hash);
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -118,6 +125,9 @@ class LedgerError(SkillosError):
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+SKILLOS = "skillos"  # the actor of what skillos writes itself (the default conclusion)
 
 
 def actor() -> str:
@@ -244,7 +254,8 @@ class Ledger:
     def corrected(self, table: str, row: dict, corrections: list[dict] | None = None) -> dict:
         """A row with its corrections applied: valid flag + reason, status, conclusion
         (`corrections`: the row's own, when the caller read them in one batch)."""
-        row = dict(row, valid=True, invalid_reason=None, conclusion=None, corrections=[])
+        row = dict(row, valid=True, invalid_reason=None, conclusion=None, conclusions=[], corrections=[])
+        concluded = []  # (written by skillos?, text): skillos's own is the conclusion, others stand beside it
         for c in self._corrections(table, row["id"]) if corrections is None else corrections:
             row["corrections"].append({k: c[k] for k in ("id", "kind", "value", "reason", "actor",
                                                           "created_at")})
@@ -255,17 +266,45 @@ class Ledger:
             elif c["kind"] == "status":
                 row["status"] = c["value"]
             elif c["kind"] == "conclusion":
-                row["conclusion"] = c["value"]
+                concluded.append(c)
+        if concluded:
+            own = [c for c in concluded if c["actor"] == SKILLOS]
+            row["conclusion"] = (own or concluded)[-1]["value"]
+            row["conclusions"] = [{"text": c["value"], "by": c["actor"], "at": c["created_at"]} for c in concluded]
         return row
 
     # -- goal -----------------------------------------------------------------------------
-    def set_goal(self, text: str, actor: str) -> int:
-        if actor != "person":
-            raise LedgerError("the project goal is set by a person (pass --person), not by an agent")
-        return self._insert("goals", text=redact_text(text), set_by=actor)
+    def set_goal(self, text: str, person: str) -> int:
+        """A new goal, set by `person` (who confirmed it at a terminal: `skillos ledger goal`)."""
+        if not (person or "").strip() or person in ("agent", SKILLOS):
+            raise LedgerError("the project goal is set by a person at an interactive terminal, not by an agent")
+        if not (text or "").strip():
+            raise LedgerError("a goal needs its text")
+        return self._insert("goals", text=redact_text(text), set_by=person)
 
     def goal(self) -> dict | None:
         row = self.db.execute("SELECT * FROM goals ORDER BY id DESC LIMIT 1").fetchone()
+        return dict(row) if row else None
+
+    def goals(self) -> list[dict]:
+        """Every goal ever set, oldest first, with who set it and when (the newest is the goal)."""
+        return [dict(r) for r in self.db.execute("SELECT * FROM goals ORDER BY id")]
+
+    # -- approved plans ------------------------------------------------------------------------
+    def add_approval(self, config_hash: str, plan_sha256: str, plan: dict, person: str) -> int:
+        """A person approved a plan (`skillos approve`): the config hash it covers, what they read."""
+        if not (person or "").strip() or person in ("agent", SKILLOS):
+            raise LedgerError("a plan is approved by a person at an interactive terminal, not by an agent")
+        return self._insert("approvals", config_hash=config_hash, plan_sha256=plan_sha256,
+                            plan_json=json.dumps(plan, sort_keys=True), actor=person)
+
+    def approval(self, config_hash: str) -> dict | None:
+        """The newest approval of a plan for this config hash (None: none recorded)."""
+        try:
+            row = self.db.execute("SELECT * FROM approvals WHERE config_hash = ? ORDER BY id DESC LIMIT 1",
+                                  (config_hash,)).fetchone()
+        except sqlite3.OperationalError:  # a read-only ledger from before approvals: none recorded
+            return None
         return dict(row) if row else None
 
     # -- experiments, arms, runs, evals, checkpoints ---------------------------------------
@@ -553,7 +592,7 @@ class Ledger:
             if own:
                 row = self.corrected("failures", row, own)
             else:  # what corrected gives a row with no corrections
-                row.update(valid=True, invalid_reason=None, conclusion=None, corrections=[])
+                row.update(valid=True, invalid_reason=None, conclusion=None, conclusions=[], corrections=[])
             row["modes"], row["fixes"] = modes.get(fid, []), fixes.get(fid, [])
             rows.append(row)
         return rows

@@ -92,9 +92,10 @@ def test_goal_is_set_by_people_only(tmp_path):
             ledger.set_goal("maximize the number", "agent")
         ledger.set_goal("reproduce SkillOS on ALFWorld", "person")
         assert ledger.goal()["text"] == "reproduce SkillOS on ALFWorld"
+    # the CLI sets it only at an interactive terminal (tests/test_approval.py types it in a pty)
     refused = run_cli("ledger", "goal", "new goal")
-    assert refused.returncode == 2 and "--person" in refused.stderr
-    assert run_cli("ledger", "goal", "new goal", "--person").returncode == 0
+    assert refused.returncode == 1 and "interactive terminal" in refused.stderr
+    assert run_cli("ledger", "goal", "new goal", "--person").returncode == 2  # the old bypass is gone
 
 
 def test_stats_without_failures_report_share_as_unmeasured():

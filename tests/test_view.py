@@ -215,6 +215,8 @@ def test_experiment_page_shows_denominators_comparisons_gates_and_overrides(made
     assert any(g[2] == "WARN" and g[1] == "mde" for g in gates)
     assert "a smoke run, not a claim" in page.find_element("id", "overrides").text
     assert "curator wrote titles" in page.find_element("id", "failures").text
+    written = page.find_element("id", "conclusions").text  # the conclusion skillos wrote, its verdict words
+    assert "by skillos at" in written and comp["verdict"]["line"] in written
 
 
 def test_run_page_counts_from_the_rows_and_filters_games(made, server, browser):

@@ -28,7 +28,7 @@ from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
 
 __all__ = ["GateRefused", "canary", "check", "compare", "evaluate", "import_runs", "load", "evaluate_slate", "optimize",
-           "sleep", "sweep", "train"]
+           "plan", "sleep", "sweep", "train"]
 
 Echo = Callable[[str], None]
 
@@ -49,6 +49,27 @@ def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | No
     return gates.refuse_on_failure(report, "check")
 
 
+def plan(config: Config | str | Path, *, out: str | Path | None = None, sets: list | tuple = ()) -> dict:
+    """The plan an agent proposes for a config, written for a person to approve (`skillos approve
+    PLAN`): hypothesis, arms, seeds, metric, the MDE and the games it needs, the estimated cost,
+    the config hash (gates/approval.py). Runs the static gates, records nothing; `sets` are the
+    --set values the config was loaded with (approve loads it the same way to check its hash).
+    Returns {path, short_hash, plan}; default OUT: $SKILLOS_HOME/plans/EXPERIMENT-HASH.json."""
+    from skillos.files import write_atomic
+    from skillos.gates import approval
+    from skillos.ledger.store import actor, default_path
+    from skillos.secrets import redact_text
+
+    cfg = _config(config)
+    report = gates.check(cfg, dry_run=False)
+    source = str(Path(cfg.source).resolve()) if cfg.source else None
+    proposal = approval.build(cfg, report, source, list(sets), actor())
+    text = redact_text(approval.plan_text(proposal))  # as write_atomic writes it: the hash is the file's
+    path = Path(out) if out else default_path().parent / "plans" / f"{cfg.experiment.name}-{cfg.hash()}.json"
+    write_atomic(path, text)
+    return {"path": str(path), "short_hash": approval.short_hash(text), "plan": proposal}
+
+
 def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
              overrides: dict | None = None, resume: bool = False, overwrite: bool = False,
              progress=None, echo: Echo | None = None, ledger=None, command: str = "eval") -> dict:
@@ -64,6 +85,9 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         raise SkillosError("--resume needs the --out folder of the run to continue")
     out = Path(out) if out else default_out_dir(cfg)
     used = check_out(out, resume, overwrite)  # before the gates spend time
+    if cfg.matrix or cfg.experiment.seeds is not None:
+        return _evaluate_runs(cfg, out, overrides=overrides, resume=resume, overwrite=overwrite, progress=progress,
+                              echo=echo, ledger=ledger, command=command)
     if resume and used:
         from skillos.evals.run_folder import ROW_FILES, finished_report, read_rows, same_config
 
@@ -82,6 +106,32 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
             return run_eval(cfg, out, progress, ledger=book, resume=resume, overwrite=overwrite)
 
 
+def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, **launch) -> dict:
+    """A matrix (or seed replicates): each run evaluated into OUT/LABEL (gated, recorded as a run
+    of the one experiment), then every comparison judged as one family (evals/matrix.py), written
+    to OUT/matrix.json with the conclusion skillos records. Rerun with `resume` after a kill:
+    finished runs are not played again, the one cut short continues, the rest start."""
+    from skillos.evals import conclusion, matrix
+    from skillos.files import write_atomic
+    from skillos.ledger.experiments import record_experiment
+    from skillos.safety import json_text
+
+    runs = cfgmod.expand(cfg)
+    results, outputs = {}, {}
+    with _ledger(ledger) as book:
+        for i, run in enumerate(runs, 1):
+            echo(f"run {i}/{len(runs)} of {cfg.experiment.name}: {run.label}")
+            where = outputs[run.label] = out / run.label
+            started = where.is_dir() and any(where.iterdir())  # a resume continues only the runs that began
+            results[run.label] = evaluate(run.cfg, out=where, ledger=book, echo=echo, resume=resume and started,
+                                          **launch)
+        summary = matrix.summarize(cfg, runs, results, outputs)
+        summary["experiment_id"] = record_experiment(book, runs[0].cfg)
+        summary["conclusion"] = conclusion.record(book, summary["experiment_id"], matrix.conclusion(summary))
+    write_atomic(out / "matrix.json", json_text(summary))
+    return {"matrix": summary, "runs": results}
+
+
 def sweep(config: Config | str | Path, *, executor: str, repos: list = (), checkpoints: list = (),
           envs: list = (), out: str | Path | None = None, overrides: dict | None = None,
           resume: bool = False, overwrite: bool = False, progress=None, echo: Echo | None = None,
@@ -97,6 +147,10 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     from skillos.files import write_atomic
 
     base = _config(config)
+    if base.matrix or base.experiment.seeds is not None:
+        return _sweep_runs(base, executor=executor, repos=repos, checkpoints=checkpoints, envs=envs, out=out,
+                           overrides=overrides, resume=resume, overwrite=overwrite, progress=progress, echo=echo,
+                           ledger=ledger)
     targets = list(dict.fromkeys(envs)) or [base.env.name]
     out = Path(out) if out else default_out_dir(base)
     runs = {}
@@ -118,6 +172,37 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     family = sweeping.family_table(summaries, base.eval.alpha)
     write_atomic(out / "transfer.json", json.dumps(family, indent=1))
     return {"transfer": family, "sweeps": summaries}
+
+
+def _sweep_runs(base: Config, *, out, resume: bool, overwrite: bool, ledger, echo: Echo | None, envs: list,
+                **sweep_args) -> dict:
+    """A sweep of every run of a matrix (or seed replicates) into OUT/LABEL: each repo or checkpoint
+    judged in one family over all runs (evals/matrix.py), each run's peak and how far the peaks
+    spread, written to OUT/matrix.json with the conclusion skillos records."""
+    from skillos.evals import conclusion, matrix
+    from skillos.evals.run_folder import check_out, default_out_dir
+    from skillos.files import write_atomic
+    from skillos.safety import json_text
+
+    if len(set(envs)) > 1:
+        raise SkillosError(f"{base.source or 'config'}: a cross-domain sweep (several --env) takes one config, "
+                           "not a matrix or experiment.seeds")
+    out = Path(out) if out else default_out_dir(base)
+    check_out(out, resume, overwrite)
+    runs, results, outputs = cfgmod.expand(base), {}, {}
+    with _ledger(ledger) as book:
+        for i, run in enumerate(runs, 1):
+            (echo or _quiet)(f"run {i}/{len(runs)} of {base.experiment.name}: {run.label}")
+            where = outputs[run.label] = out / run.label
+            started = where.is_dir() and any(where.iterdir())
+            results[run.label] = sweep(run.cfg, out=where, resume=resume and started, overwrite=overwrite,
+                                       ledger=book, echo=echo, envs=envs, **sweep_args)
+        summary = matrix.summarize(base, runs, results, outputs)
+        summary["peaks"] = matrix.peaks(runs, results)
+        summary["experiment_id"] = results[runs[0].label]["ledger"]["experiment_id"]
+        summary["conclusion"] = conclusion.record(book, summary["experiment_id"], matrix.conclusion(summary))
+    write_atomic(out / "matrix.json", json_text(summary))
+    return {"matrix": summary, "runs": results}
 
 
 def optimize(config: Config | str | Path, *, out: str | Path | None = None,
@@ -181,6 +266,8 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
     if not cfg.training.is_set():
         raise SkillosError(f"{cfg.source or 'config'}: no training section; skillos train needs "
                            "training.* (see training/configs/cpu-smoke.yaml)")
+    if cfg.matrix or cfg.experiment.seeds is not None:
+        return _train_runs(cfg, overrides=overrides, dry_run=dry_run, echo=echo, ledger=ledger)
     plan = launch.plan(cfg, str(cfg.source or ""))
     if dry_run:
         report = gates.check(cfg, dry_run=False, echo=echo)
@@ -190,6 +277,30 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
     with _ledger(ledger) as book:
         gates.enforce(cfg, "train", book, overrides, echo=echo)
         return {"plan": plan, **launch.launch(cfg, plan, book, echo)}
+
+
+def _train_runs(cfg: Config, *, dry_run: bool, echo: Echo | None, **launch_args) -> dict:
+    """A training matrix (or seed replicates): each run trained in turn into OUTPUT_DIR/LABEL, a
+    run of the one experiment; rerunning resumes each from its newest checkpoint (a finished one
+    has nothing left to do). `dry_run`: every run's launch plan, the gates on the first."""
+    from skillos.training import launch
+
+    if cfg.compute.backend != "local":  # its workers load the config file, which names the whole matrix
+        raise SkillosError(f"{cfg.source or 'config'}: a matrix or experiment.seeds trains on compute.backend local "
+                           f"only; for {cfg.compute.backend}, write one config per run")
+    base = cfgmod.training_output_dir(cfg)
+    runs = [(r.label, cfgmod.with_sets(r.cfg, [f"training.output_dir={base / r.label}"])) for r in cfgmod.expand(cfg)]
+    if dry_run:
+        result = train(runs[0][1], dry_run=True, echo=echo)
+        return {**result, "runs": {label: launch.plan(child, str(cfg.source or "")) for label, child in runs}}
+    summaries = {}
+    for i, (label, child) in enumerate(runs, 1):
+        (echo or _quiet)(f"run {i}/{len(runs)} of {cfg.experiment.name}: {label}")
+        summaries[label] = train(child, echo=echo, **launch_args)
+        if summaries[label]["returncode"]:  # a run that failed stops the matrix: rerun to resume it
+            break
+    return {"plan": launch.plan(runs[0][1], str(cfg.source or "")), "runs": summaries,
+            "returncode": max(s["returncode"] for s in summaries.values())}
 
 
 def compare(config: Config | str | Path | None, runs: list, *, control: str | None = None,

@@ -21,6 +21,7 @@ from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
 from skillos.cli_import import import_cmd
 from skillos.cli_ops import OPS_COMMANDS
+from skillos.cli_plan import approve_cmd, plan_cmd
 from skillos.cli_skills import skills_app
 from skillos.cli_slate import app as slate_app
 from skillos.cli_sleep import app as sleep_app
@@ -57,8 +58,11 @@ def _overrides(values: List[str]) -> dict:
 
 
 def _show_eval(result: dict, as_json: bool) -> None:
-    from skillos.cli_render import eval_tables
+    from skillos.cli_render import eval_tables, matrix_lines
 
+    if "matrix" in result:  # the runs of a matrix or of seed replicates, judged as one family
+        emit(result, as_json, lambda r: matrix_lines(r["matrix"]))
+        return
     emit(result, as_json, show=lambda r: eval_tables(r, out))
 
 
@@ -160,6 +164,9 @@ def sweep_cmd(
         result = api.sweep(cfg, executor=executor, repos=list(repo), checkpoints=list(checkpoint),
                            envs=list(env), out=out_dir, overrides=_overrides(override), resume=resume,
                            overwrite=overwrite, progress=bars, echo=echo_err)
+    if "matrix" in result:  # a sweep of every run of a matrix (or seeds): one family, the peaks' spread
+        _show_eval(result, as_json)
+        return
     if "transfer" in result:  # both directions of a cross-domain sweep, one family
         emit(result, as_json, show=lambda r: _on_stderr(transfer_lines(r["transfer"]), soft_wrap=True))
         return
@@ -226,13 +233,15 @@ def train_cmd(
     cfg = load_config(config, list(set_) + ([f"compute.backend={backend}"] if backend else []))
     overrides = _overrides(override)
     if dry_run:
+        runs = {}
         try:
             result = api.train(cfg, dry_run=True, echo=None if as_json else echo_err)
-            plan, report = result["plan"], result["gates"]
+            plan, report, runs = result["plan"], result["gates"], result.get("runs", {})
         except api.GateRefused as refused:
             plan, report = refused.detail["plan"], refused.report
-        emit({"plan": plan, "gates": report.to_dict()}, as_json,
-             lambda _: launch_lines(plan) + [f"{config}: {report.summary()}"])
+        emit({"plan": plan, "gates": report.to_dict(), **({"runs": runs} if runs else {})}, as_json,
+             lambda _: launch_lines(plan) + [f"run {label}: {' '.join(p['command'])}" for label, p in runs.items()]
+             + [f"{config}: {report.summary()}"])
         raise typer.Exit(report.exit_code)
     summary = api.train(cfg, overrides=overrides, echo=echo_err)
     emit(summary, as_json, train_lines)
@@ -271,6 +280,8 @@ def optimize_cmd(
 for _name, _command in OPS_COMMANDS.items():  # postmortem, watch, doctor: read-only, no API call
     app.command(_name)(_command)
 app.command("import")(import_cmd)  # other tools' per-game results as ledger runs
+app.command("plan")(plan_cmd)  # approval before compute: an agent proposes ...
+app.command("approve")(approve_cmd)  # ... a person approves, at a terminal
 
 
 def main() -> None:

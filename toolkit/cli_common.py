@@ -26,6 +26,8 @@ OUT = typer.Option(None, "--out", help="Output folder (default: a new one under 
                    "experiment and the time).")
 NEW_OUT = typer.Option(..., "--out", help="A new folder for the rows, snapshot and report.")
 OUT_FILE = typer.Option(None, "--out", help="Write the markdown here.")
+PLAN_OUT = typer.Option(None, "--out", help="Where to write the plan (default: "
+                        "$SKILLOS_HOME/plans/EXPERIMENT-CONFIGHASH.json).")
 RESUME = typer.Option(False, "--resume", help="Continue the run in --out: finished work is not done again.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Delete what is in --out and start over.")
 HOME = typer.Option(None, "--home", help="Folder of ledger.db (default $SKILLOS_HOME or .skillos).")
@@ -151,3 +153,24 @@ class _Plain(PlainProgress):
 
     def __exit__(self, *exc):
         return None
+
+
+def person_confirms(step: str, code: str, show: Iterable[str]) -> str:
+    """A person's step (approving a plan, setting the goal): only at an interactive terminal, and
+    only when the person types `code` back. Returns who confirmed (the login name). Refused in a
+    pipe, in a script, without a terminal: the refusal names the step and nothing else."""
+    import getpass
+
+    from skillos.errors import Refused
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise Refused(f"{step}: refused; this is a person's step, taken at an interactive terminal")
+    for line in show:
+        typer.echo(line)
+    try:
+        typed = input(f"Type {code} to confirm ({step}), anything else to cancel: ")
+    except EOFError:
+        typed = ""
+    if typed.strip() != code:
+        raise Refused(f"{step}: not confirmed (typed {typed.strip()[:20]!r}, expected {code}); nothing recorded")
+    return getpass.getuser()

@@ -101,17 +101,27 @@ def experiments_list(as_json: bool = JSON,
 
 @experiments_app.command("show")
 def experiments_show(experiment: str = typer.Argument(..., help="Experiment id or name."), as_json: bool = JSON):
-    """One experiment with its runs and their evals."""
+    """One experiment: its runs and evals, its conclusions (skillos's and any added beside it), each
+    checkpoint with the training metrics logged at its step and its sweep results, imported runs marked."""
+    from skillos.evals.recall import experiment_detail
+
     with _ledger() as ledger:
-        emit(ledger.experiment(ledger.resolve_experiment(experiment)), as_json, experiment_detail_lines)
+        emit(experiment_detail(ledger, ledger.resolve_experiment(experiment)), as_json, experiment_detail_lines)
 
 
 @experiments_app.command("conclude")
 def experiments_conclude(experiment_id: int, text: str = typer.Option(..., "--text",
                          help="The conclusion, with the numbers it rests on.")):
-    """Record an experiment's conclusion (a correction row: earlier conclusions stay in history)."""
+    """Add your conclusion beside the one skillos wrote from the verdicts when the eval finished
+    (it never replaces it; every conclusion stays, with who wrote it and when)."""
+    from skillos.ledger.store import SKILLOS, actor
+
+    if not text.strip():
+        raise SkillosError("experiments conclude: --text is empty")
+    who = actor()
     with _ledger() as ledger:
-        ledger.correct("experiments", experiment_id, "conclusion", "concluded", value=text)
+        ledger.correct("experiments", experiment_id, "conclusion", "concluded", value=text,
+                       actor="agent" if who == SKILLOS else who)
         ledger.correct("experiments", experiment_id, "status", "concluded", value="concluded")
         emit(ledger.experiment(experiment_id), False, lambda e: [experiment_line(e)])
 
@@ -217,11 +227,29 @@ def modes(as_json: bool = JSON):
 
 
 @app.command("goal")
-def goal(text: Optional[str] = typer.Argument(None, help="New goal (a person sets it)."),
-         person: bool = typer.Option(False, "--person", help="I am a person, not an agent."),
+def goal(text: Optional[str] = typer.Argument(None, help="A new project goal: a person sets it, at an "
+                                              "interactive terminal, by typing its confirmation."),
+         list_: bool = typer.Option(False, "--list", help="Every goal ever set, oldest first, with who set it and when."),
          as_json: bool = JSON):
-    """Show the project goal, or set it (people only)."""
+    """Show the project goal (agents read it); a person sets a new one at their terminal."""
+    import hashlib
+
+    from skillos.cli_common import person_confirms
+    from skillos.cli_render import goal_lines
+
+    if text is not None and list_:
+        raise SkillosError("ledger goal: give a new goal or --list, not both")
+    if text is not None:
+        if not text.strip():
+            raise SkillosError("ledger goal: the goal is empty")
+        with _ledger() as ledger:
+            current = ledger.goal()
+        who = person_confirms("set the project goal", hashlib.sha256(text.encode()).hexdigest()[:6], [
+            f"current goal: {current['text'] if current else '(none)'}", f"new goal: {text}"])
+        with _ledger() as ledger:
+            ledger.set_goal(text, who)
     with _ledger() as ledger:
-        if text is not None:
-            ledger.set_goal(text, "person" if person else "agent")
-        emit(ledger.goal(), as_json, lambda g: [g["text"] if g else "no goal set"])
+        if list_:
+            emit(ledger.goals(), as_json, lambda rows: [goal_lines(g) for g in rows] or ["no goal set"])
+        else:
+            emit(ledger.goal(), as_json, lambda g: [g["text"] if g else "no goal set"])

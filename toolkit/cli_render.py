@@ -83,6 +83,8 @@ def optimize_lines(report: dict) -> list[str]:
 
 
 def train_lines(summary: dict) -> list[str]:
+    if "runs" in summary:  # a matrix or seed replicates: one line per run
+        return [f"{label}: {line}" for label, run in summary["runs"].items() for line in train_lines(run)]
     if summary.get("backend", "local") != "local":
         return [f"{summary['backend']} launch exited {summary['returncode']}"]
     return [f"trained {len(summary['steps'])} steps; checkpoints: "
@@ -156,6 +158,19 @@ def eval_tables(result: dict, console) -> None:
                   f"Per-game rows: {result['output_dir']}/games.jsonl")
 
 
+def matrix_lines(m: dict) -> list[str]:
+    """A matrix (or seed replicates): each member's verdict, then skillos's conclusion."""
+    out = [f"{m['experiment']}: {len(m['runs'])} runs, one family of {m['family']['size']} comparisons "
+           f"({m['family']['correction']}); per-run reports under each run's folder"]
+    for r in m["rows"]:
+        rates = ("unmeasured" if r["treatment_rate"] is None or r["control_rate"] is None
+                 else f"{r['treatment_rate']:.1%} vs {r['control_rate']:.1%}")
+        out.append(f"  {r['run']}: {r['arm']} vs {r['control']} {rates}, n_paired {r['n_paired']} "
+                   f"(dropped {r['n_dropped']}): {r['verdict']['label']}, p_adjusted "
+                   f"{'n/a' if r['verdict']['p_adjusted'] is None else format(r['verdict']['p_adjusted'], '.3g')}")
+    return out + ["conclusion (written by skillos):"] + ["  " + line for line in m["conclusion"].splitlines()]
+
+
 def launch_lines(p: dict) -> list[str]:
     """The launch `train --dry-run` would make, with its step plan."""
     import shlex
@@ -171,6 +186,38 @@ def launch_lines(p: dict) -> list[str]:
     if "step_plan" in p:
         lines += StepPlan(**p["step_plan"]).lines()
     return lines
+
+
+def plan_lines(p: dict) -> list[str]:
+    """A plan (`skillos plan`), as the person reads it before `skillos approve`."""
+    def num(value, fmt="{:g}", why=None):
+        return fmt.format(value) if value is not None else f"unmeasured ({why or 'not set'})"
+
+    g, c, basis = p["games"], p["cost"], p["mde_basis"]
+    mde = (f"{100 * p['mde']:.1f} pts at n={basis['n']} ({basis['power']:.0%} power, alpha {basis['alpha']:g}, "
+           f"discordant share {basis['discordance']:g}{' assumed' if basis['discordance_assumed'] else ''})"
+           if p["mde"] is not None else "unmeasured")
+    return [
+        f"plan for {p['experiment']} ({p['kind']}), config {p['config']}, config hash {p['config_hash']}",
+        f"  hypothesis: {p['hypothesis'] or '(none stated)'}",
+        f"  arms: {', '.join(p['arms'])} (control {p['control']}); seeds: {', '.join(f'{k}={v}' for k, v in p['seeds'].items())}",
+        f"  metric: {p['metric']}",
+        *([f"  runs: {len(p['runs'])} ({', '.join(r['label'] for r in p['runs'])}), one family"] if p["runs"] else []),
+        f"  MDE: {mde}; expected effect: {num(basis['expected_effect'])}"
+        + (f"; in the family of {p['mde_in_family']['family_size']} comparisons (alpha "
+           f"{p['mde_in_family']['alpha']:.3g} at Holm's first step): {100 * p['mde_in_family']['mde']:.1f} pts"
+           if p.get("mde_in_family") else ""),
+        f"  games: ({g['held_out_per_arm']} held-out per arm x {g['arms']} arms + {g['train_per_learning_arm']} train "
+        f"per learning arm) x {g['runs']} run(s) = {g['total']}; needed for the expected effect: "
+        f"{num(g['needed_for_expected_effect'], '{}', g['needed_reason'])} per arm",
+        (f"  cost: unmeasured ({c['reason']})" if c["gpu_hours"] is None and c["wall_hours"] is None else
+         f"  cost: {num(c['gpu_hours'], '{:.1f} GPU-h', c['reason'])}, wall {num(c['wall_hours'], '{:.1f} h', c['reason'])}")
+        + (f", {c['steps']} steps, {c['executor_calls']} executor calls at most"
+           f"{' (latency assumed)' if c['latency_assumed'] else ''}" if c.get("steps") else ""),
+        f"  spends GPUs: {'yes' if p['spends_gpus'] else 'no (the local CPU)'}; gates: {p['gates']['counts']['FAIL']} "
+        f"fail{' (' + ', '.join(p['gates']['failed']) + ')' if p['gates']['failed'] else ''}; "
+        f"proposed by {p['proposed_by']}",
+    ]
 
 
 def gate_lines(report, config, trace: bool) -> list[str]:
@@ -260,13 +307,42 @@ def experiment_line(e: dict) -> str:
 
 def experiment_detail_lines(e: dict) -> list[str]:
     out = [experiment_line(e), f"  hypothesis: {e['hypothesis']}"]
+    for c in e.get("conclusions") or []:
+        out.append(f"  conclusion by {c['by']} at {c['at']}:")
+        out += [f"    {line}" for line in (c["text"] or "").splitlines()]
     for r in e["runs"]:
+        imported = r.get("imported")
         out.append(f"  run #{r['id']} arm {r['arm']} [{r['status']}] seed {r['seed']} "
-                   f"commit {(r['git_commit'] or 'n/a')[:10]}{' dirty' if r['git_dirty'] else ''}")
+                   f"commit {(r['git_commit'] or 'n/a')[:10]}{' dirty' if r['git_dirty'] else ''}"
+                   + (f" imported from {len(imported.get('sources') or {})} file(s)" if imported else ""))
         for ev in r["evals"]:
             out.append(f"    eval #{ev['id']}: {ev['successes']}/{ev['n_measured']} measured "
                        f"of {ev['n_attempted']} attempted, {ev['n_unmeasured']} unmeasured")
+    for c in e.get("checkpoints") or []:
+        metrics = c["training_metrics"]
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, (int, float))
+                          and k not in ("step", "epoch")) if metrics else f"unmeasured ({c['training_metrics_reason']})"
+        out.append(f"  checkpoint step {c['step']} (run #{c['run_id']}) {c['path']}: {shown}")
+        for s in c["sweeps"]:
+            verdict = s["verdict"] or f"no verdict ({s['verdict_reason']})"
+            out.append(f"    swept in {s['experiment']} run #{s['run_id']} ({s['arm']}): {s['successes']}/{s['n_measured']} "
+                       f"measured of {s['n_attempted']}; {verdict}")
+        if not c["sweeps"]:
+            out.append("    not swept yet")
+    peaks = e.get("peaks")
+    if peaks and (peaks["per_run"] or peaks["runs_not_swept"]):
+        found = ", ".join(f"run #{p['run_id']} (seed {p['seed']}) at step {p['step']} ({100 * p['difference']:+.1f} pts, "
+                          f"{p['verdict']})" for p in peaks["per_run"]) or "none swept"
+        spread = (f"spread {peaks['spread_steps']} steps" if peaks["spread_steps"] is not None
+                  else peaks["spread_reason"])
+        out.append(f"  peak checkpoints: {found}; {spread}; runs with no swept checkpoint: "
+                   f"{len(peaks['runs_not_swept'])}")
     return out
+
+
+def goal_lines(g: dict) -> str:
+    """One goal of `ledger goal --list`: when, by whom, what."""
+    return f"#{g['id']} {g['created_at']} set by {g['set_by']}: {g['text']}"
 
 
 def failure_stats_lines(d: dict) -> list[str]:

@@ -49,6 +49,10 @@ class ExperimentConfig:
     fixes_failure: int | None = None  # a fix run: the ledger failure it addresses (gate 6)
     fix_metric: str | None = None  # ... the metric it should move
     before_run: int | None = None  # ... and the ledger run measured before the fix
+    seeds: list | None = field(default=None, metadata={
+        "help": "seed replicates: one run of this experiment per seed (each sets env.seed, and training.seed "
+                "when the config trains); with `matrix:`, every combination runs at every seed. All runs are "
+                "one experiment in the ledger and one family for the correction"})
 
 
 @dataclass
@@ -390,9 +394,14 @@ class Config:
     canary: CanaryConfig = field(default_factory=CanaryConfig)
     reference: str | None = None  # hyperparameter table to diff against, e.g. skillos-paper/alfworld
     divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
+    matrix: dict = field(default_factory=dict, metadata={
+        "help": "named axes over config keys, AXIS: {key: KEY, values: [V, ...]}, e.g. credit: {key: "
+                "skillgate.selector_credit, values: [clean-oracle, no_skill]}: one run per combination (times "
+                "experiment.seeds), each a run of this one experiment, corrected together as one family"})
 
     source = None  # the file it was loaded from (not a field: not hashed); relative paths resolve here
     declared = frozenset()  # the sections its file set (not a field): what it is for
+    family = None  # (config hash, run label) when expanded from a matrix or seeds (not a field: not hashed)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -405,6 +414,11 @@ class Config:
             section, _, leaf = key.partition(".")
             data[section].pop(leaf, None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def experiment_hash(self) -> str:
+        """The hash that names its experiment in the ledger (and its approved plan): the config a
+        matrix or seed run was expanded from, else its own."""
+        return self.family[0] if self.family else self.hash()
 
 
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
@@ -518,6 +532,8 @@ def check_decoding(cfg: Config) -> None:
 
 def validate(cfg: Config) -> Config:
     check_bounds(cfg)
+    if cfg.matrix or cfg.experiment.seeds is not None:
+        expand(cfg)  # every run of the matrix is a valid config, or the load fails naming the axis
     check_decoding(cfg)
     _choice(cfg.env.name, ENVS, "env.name")
     _choice(cfg.env.split, SPLITS, "env.split")
@@ -662,6 +678,85 @@ def curator_config(cfg: Config, arm: str) -> CuratorConfig:
     return dataclasses.replace(cfg.curator, backend=backend, model=model)
 
 
+@dataclass
+class Run:
+    """One run of a matrix: its label (a folder name), the axis values and seed it sets, its config."""
+
+    label: str
+    values: dict
+    seed: int | None
+    cfg: "Config"
+
+
+def expand(cfg: Config) -> list[Run]:
+    """`matrix:` x `experiment.seeds` -> the runs of the one experiment, in order (axes in file
+    order, seeds last). A config with neither is one run: itself. Each run's config has no
+    matrix and no seeds, and carries `family` (the parent's hash, its label)."""
+    import itertools
+
+    axes = _matrix_axes(cfg)
+    seeds = cfg.experiment.seeds
+    if seeds is not None:
+        if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+            raise ConfigError(f"experiment.seeds: a list of integer seeds, got {seeds!r}")
+        if len(set(seeds)) != len(seeds):
+            raise ConfigError(f"experiment.seeds: a seed is repeated in {seeds}")
+    if not axes and seeds is None:
+        return [Run("run", {}, None, cfg)]
+    base = dataclasses.replace(cfg, matrix={}, experiment=dataclasses.replace(cfg.experiment, seeds=None))
+    parent, runs = cfg.hash(), []
+    for combo in itertools.product(*[[(name, key, v) for v in values] for name, key, values in axes]):
+        for seed in (seeds if seeds is not None else [None]):
+            sets = [f"{key}={json.dumps(value)}" for _, key, value in combo]
+            if seed is not None:
+                sets.append(f"env.seed={seed}")
+                if cfg.training.is_set():
+                    sets.append(f"training.seed={seed}")
+            label = "_".join([f"{name}-{_label(value)}" for name, _, value in combo] +
+                             ([f"seed-{seed}"] if seed is not None else []))
+            try:
+                child = from_dict(apply_sets(base.to_dict(), sets))
+            except ConfigError as exc:
+                raise ConfigError(f"matrix run {label}: {exc}") from None
+            child.source, child.declared, child.family = cfg.source, cfg.declared, (parent, label)
+            runs.append(Run(label, {name: value for name, _, value in combo}, seed, child))
+    if len({r.label for r in runs}) != len(runs):
+        raise ConfigError("matrix: two runs get the same folder name; give the values distinct names")
+    return runs
+
+
+def _matrix_axes(cfg: Config) -> list[tuple]:
+    """[(axis, key, values)] of `matrix:`, checked: each axis a plain name with a config key and
+    a non-empty list of distinct values."""
+    axes = []
+    known = cfg.to_dict()
+    for name, axis in cfg.matrix.items():
+        where = f"matrix.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", str(name)):
+            raise ConfigError(f"{where}: an axis name is a plain word (letters, digits, _ . -)")
+        if not isinstance(axis, dict) or set(axis) != {"key", "values"}:
+            raise ConfigError(f"{where}: expected {{key: CONFIG.KEY, values: [...]}}, got {axis!r}")
+        key, values = axis["key"], axis["values"]
+        node = known
+        for part in str(key).split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise ConfigError(f"{where}.key: {key!r} is not a config key")
+            node = node[part]
+        if key in ("experiment.seeds", "env.seed", "training.seed") or str(key).startswith("matrix"):
+            raise ConfigError(f"{where}.key: {key!r}: seeds go in experiment.seeds")
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where}.values: a non-empty list, got {values!r}")
+        if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
+            raise ConfigError(f"{where}.values: a value is repeated in {values}")
+        axes.append((str(name), str(key), values))
+    return axes
+
+
+def _label(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-")[:40] or "x"
+
+
 def from_dict(data: Any, where: str = "") -> Config:
     return _protect(validate(_build(Config, data, where)))
 
@@ -751,10 +846,10 @@ def revalidate(cfg: "Config") -> "Config":
     had said it: structure bounds, types, bounds, choices and named inputs. Returns a fresh Config
     built from it; the caller's object is not trusted, nor changed."""
     check_structure(cfg, "config")
-    source, declared = cfg.source, cfg.declared
+    source, declared, family = cfg.source, cfg.declared, cfg.family
     try:
         new = from_dict(cfg.to_dict())
-        new.source, new.declared = source, declared
+        new.source, new.declared, new.family = source, declared, family
         check_inputs(new)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}" if source else str(exc)) from None
@@ -787,7 +882,7 @@ def with_sets(cfg: Config, sets) -> Config:
     if not sets:
         return cfg
     new = from_dict(apply_sets(cfg.to_dict(), sets))
-    new.source, new.declared = cfg.source, cfg.declared
+    new.source, new.declared, new.family = cfg.source, cfg.declared, cfg.family
     return new
 
 

@@ -22,6 +22,12 @@ class SkillError(SkillosError):
     exit_code = 1
 
 
+class Refused(SkillosError):
+    """A step refused as asked (a person's step without a person at a terminal). Exit 1."""
+
+    exit_code = 1
+
+
 class ConfigError(SkillosError):
     """An experiment config is unreadable or invalid."""
 

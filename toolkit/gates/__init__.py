@@ -59,7 +59,7 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     code runs: the dry-run checks, which play games, are skipped. With `trace` (and always with
     the dry-run, so at every launch) every key a check read is traced to what its consumer
     receives (gates/trace.py): a key checked but not applied is a FAIL of check `trace`."""
-    from skillos.gates import dryrun, learning, scale, static  # noqa: F401 - register the checks
+    from skillos.gates import approval, dryrun, learning, scale, static  # noqa: F401 - register the checks
 
     ref = None
     if cfg.reference:

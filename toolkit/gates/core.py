@@ -202,6 +202,20 @@ def training_only(*gates: int):
     return wrap
 
 
+def read_ledger(ctx: Context, read: Callable):
+    """`read(ledger)` on the launch's ledger, else on $SKILLOS_HOME's opened read-only (`gate
+    check` records nothing); None when there is no ledger at all."""
+    if ctx.ledger is not None:
+        return read(ctx.ledger)
+    from skillos.ledger import Ledger
+    from skillos.ledger.store import default_path
+
+    if not default_path().is_file():
+        return None
+    with Ledger.read_only(default_path()) as book:
+        return read(book)
+
+
 def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:
     results, user_error = [], None
     for check in checks:

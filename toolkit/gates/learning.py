@@ -5,7 +5,7 @@ negative control, that the trainer's code moves the number it exists to move."""
 
 from __future__ import annotations
 
-from skillos.gates.core import Context, Result, static, training_only
+from skillos.gates.core import Context, Result, read_ledger, static, training_only
 
 GATES = (6,)  # if training does not move the number, the recipe is wrong
 INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing (task reward +0.035 over "
@@ -30,7 +30,7 @@ def recipe_learns(ctx: Context) -> Result:
                       f"no canary exists for trainer {key!r} (canaries: {', '.join(CANARIES)}); nothing has shown "
                       "that it learns")
     digest = code_hash(canary(name).files)
-    found = _passing(ctx, key, digest)
+    found = read_ledger(ctx, lambda book: book.passing_canary(key, digest))
     command = f"skillos canary {name}" + (f" --credit {key.split(':', 1)[1]}" if ":" in key else "")
     if found is None:
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, f"a passing canary for code {digest}", INCIDENT,
@@ -41,14 +41,3 @@ def recipe_learns(ctx: Context) -> Result:
                   f"{found['before_rate']:.0%} -> {found['after_rate']:.0%}, b/c {found['b']}/{found['c']}; "
                   f"control b/c {found['control_b']}/{found['control_c']} ({found['control_verdict']})")
 
-
-def _passing(ctx: Context, key: str, digest: str) -> dict | None:
-    if ctx.ledger is not None:
-        return ctx.ledger.passing_canary(key, digest)
-    from skillos.ledger import Ledger
-    from skillos.ledger.store import default_path
-
-    if not default_path().is_file():
-        return None
-    with Ledger.read_only(default_path()) as book:
-        return book.passing_canary(key, digest)

@@ -238,7 +238,7 @@ pages.experiment = (doc) => {
   arr(doc.gate_results).forEach(g => { counts[str(g.status)] = (counts[str(g.status)] || 0) + 1; });
   return `<h1>Experiment #${esc(e.id)} ${esc(e.name)}</h1>${flag}
     <dl class="kv"><dt>hypothesis</dt><dd>${esc(e.hypothesis)}</dd><dt>success metric</dt><dd>${esc(e.success_metric)}</dd>
-    <dt>status</dt><dd id="status">${esc(e.status)}</dd><dt>conclusion</dt><dd>${esc(e.conclusion || "(none)")}</dd>
+    <dt>status</dt><dd id="status">${esc(e.status)}</dd><dt>conclusions</dt><dd id="conclusions">${arr(e.conclusions).map(c => `<p class="muted">by ${esc(c.by)} at ${esc(c.at)}</p>` + pre(c.text)).join("") || esc(e.conclusion || "(none)")}</dd>
     <dt>config hash</dt><dd>${esc(e.config_hash)}</dd></dl>
     <h2>Arms and runs</h2><p class="muted">attempted = measured + unmeasured; an unmeasured game is not a failure. coerced = actions replaced because they were not admissible.</p>
     ${table(["run", "arm", "status", "attempted", "measured", "unmeasured", "coerced", "won", "actions", "folder", "executor fingerprint", "commit", "time"], runs, 'id="runs"')}

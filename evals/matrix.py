@@ -1,0 +1,108 @@
+"""The runs of one experiment (`matrix:` x `experiment.seeds`, expanded by config.expand) judged
+together: every arm-vs-control comparison of every run is one member of one family, corrected by
+`stats.verdicts` over all of them (not run by run); the seeds of each matrix point say whether
+they agree, and their effects are pooled with a CI across seeds."""
+
+from __future__ import annotations
+
+import json
+
+from skillos.evals import stats
+
+FIELDS = set(stats.Comparison.__dataclass_fields__)
+
+
+def summarize(cfg, runs: list, results: dict, outputs: dict) -> dict:
+    """`runs`: config.expand(cfg); `results`: {label: eval report}; `outputs`: {label: folder}."""
+    comparisons, meta = {}, {}
+    for run in runs:
+        for c in results[run.label]["comparisons"]:
+            key = f"{run.label}: {c['treatment']} vs {c['control']}"
+            comparisons[key] = stats.Comparison(**{k: v for k, v in c.items() if k in FIELDS})
+            meta[key] = {"run": run.label, "values": run.values, "seed": run.seed, "arm": c["treatment"],
+                         "control": c["control"]}
+    name = f"{cfg.experiment.name}: every arm of {len(runs)} runs vs {cfg.eval.control.arm}"
+    decided = stats.verdicts(comparisons, alpha=cfg.eval.alpha, family=name, correction="holm")
+    rows = []
+    for key, comp in comparisons.items():
+        rows.append({**meta[key], "treatment_rate": comp.treatment_rate, "control_rate": comp.control_rate,
+                     "difference": comp.difference, "b": comp.b, "c": comp.c, "n_paired": comp.n_paired,
+                     "n_dropped": comp.n_dropped, "p_value": comp.p_value, "verdict": decided[key].to_dict()})
+    return {"experiment": cfg.experiment.name, "config_hash": cfg.hash(),
+            "family": {"name": name, "size": len(rows), "correction": "holm"},
+            "runs": [{"label": r.label, "values": r.values, "seed": r.seed, "output": str(outputs[r.label])}
+                     for r in runs],
+            "rows": rows, "points": points(rows, cfg.eval.alpha)}
+
+
+def points(rows: list, alpha: float) -> list:
+    """Per matrix point and arm, across its seeds: each seed's effect and verdict, whether the
+    verdicts agree, and the pooled effect with a CI across seeds."""
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault((json.dumps(row["values"], sort_keys=True), row["arm"]), []).append(row)
+    out = []
+    for (_, arm), members in groups.items():
+        words = {m["seed"]: m["verdict"]["word"] for m in members}  # agreement is on the verdict's word
+        measured = [m["difference"] for m in members if m["difference"] is not None]
+        out.append({"values": members[0]["values"], "arm": arm, "control": members[0]["control"],
+                    "seeds": [m["seed"] for m in members],
+                    "per_seed": [{"seed": m["seed"], "difference": m["difference"], "verdict": m["verdict"]["word"],
+                                  "label": m["verdict"]["label"]}
+                                 for m in members],
+                    "agree": len(set(words.values())) == 1, "pooled": stats.mean_ci(measured, alpha, bounds=(-1.0, 1.0)),
+                    "n_unmeasured_seeds": len(members) - len(measured)})
+    return out
+
+
+def peaks(runs: list, results: dict) -> dict:
+    """A sweep's runs: each run's best repo or checkpoint (highest success, as the sweep picked it)
+    and its step, and how many steps the peaks of the runs spread."""
+    per_run = []
+    for run in runs:
+        sweep = results[run.label].get("sweep") or {}
+        best = next((r for r in sweep.get("rows", []) if r["repo"] == sweep.get("best")), None)
+        per_run.append({"run": run.label, "seed": run.seed, "best": best and best["repo"],
+                        "step": best and best["step"], "difference": best and best["difference"]})
+    steps = [p["step"] for p in per_run if p["step"] is not None]
+    return {"per_run": per_run, "spread_steps": max(steps) - min(steps) if len(steps) > 1 else None,
+            "spread_reason": None if len(steps) > 1 else f"{len(steps)} run(s) with a measured best: no spread"}
+
+
+def conclusion(summary: dict) -> str:
+    """The matrix's conclusion, one line per fact: every member's verdict line as the verdict
+    function words it, the family and its size, the best row with its best-of-n caveat, and for
+    each matrix point which seeds agree and which disagree, with the pooled effect."""
+    from skillos.evals.conclusion import BEST_CAVEAT
+
+    family = summary["family"]
+    lines = [f"{r['run']}: {r['arm']} vs {r['control']}: {r['verdict']['line']}" for r in summary["rows"]]
+    lines.append(f"family: {family['name']}, {family['size']} comparison(s), corrected with {family['correction']}")
+    measured = [r for r in summary["rows"] if r["treatment_rate"] is not None]
+    if measured:
+        best = max(measured, key=lambda r: r["treatment_rate"])
+        caveat = BEST_CAVEAT.format(n=len(measured)) if len(measured) > 1 else "the only arm compared"
+        lines.append(f"best arm: {best['arm']} in {best['run']} ({best['treatment_rate']:.1%} vs "
+                     f"{best['control_rate']:.1%}; verdict {best['verdict']['label']}); {caveat}")
+    for p in summary["points"]:
+        where = ", ".join(f"{k}={v}" for k, v in p["values"].items()) or "the config"
+        by_word: dict = {}
+        for s in p["per_seed"]:
+            by_word.setdefault(s["verdict"], []).append(str(s["seed"]))
+        seeds = "; ".join(f"{word}: seed {', '.join(ss)}" for word, ss in by_word.items())
+        pooled = p["pooled"]
+        effect = (f"pooled {100 * pooled['mean']:+.1f} pts over {pooled['n']} seed(s)" if pooled["mean"] is not None
+                  else "pooled: none measured")
+        if pooled["ci_low"] is not None:
+            effect += f", {pooled['confidence']:.0%} CI across seeds [{100 * pooled['ci_low']:+.1f}, {100 * pooled['ci_high']:+.1f}]"
+        elif pooled["note"]:
+            effect += f" ({pooled['note']})"
+        lines.append(f"seeds at {where}, {p['arm']}: {'agree' if p['agree'] else 'disagree'} ({seeds}); {effect}")
+    if summary.get("peaks"):
+        found = summary["peaks"]
+        each = ", ".join(f"{p['run']}: {p['best']} (step {p['step']})" if p["best"] else f"{p['run']}: none measured"
+                         for p in found["per_run"])
+        spread = (f"spread {found['spread_steps']} steps" if found["spread_steps"] is not None
+                  else found["spread_reason"])
+        lines.append(f"peak per run: {each}; {spread}")
+    return "\n".join(lines)

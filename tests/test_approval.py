@@ -1,0 +1,148 @@
+"""Approval before compute: `skillos plan` writes the plan, `skillos approve` is a person's step
+at a terminal (typed in a real pseudo-terminal here, refused in a pipe), a GPU launch is refused
+without an approved plan for its config hash; the project goal is set the same way."""
+
+import getpass
+import json
+import os
+import pty
+import re
+import select
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from skillos import config, gates
+from skillos.ledger import Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
+SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+
+
+def at_terminal(home, *args, typed: str) -> tuple[int, str]:
+    """`skillos ARGS` in a real pseudo-terminal (pty.fork: stdin and stdout are the terminal),
+    answering its confirmation prompt with `typed` ("CODE": the code the prompt asks for)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI, on the terminal
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, "-m", "skillos", *map(str, args)],
+                  {**os.environ, "SKILLOS_HOME": str(home), "COLUMNS": "400"})
+    shown = _read_until(fd, b"to confirm")
+    asked = re.search(rb"Type (\S+) to confirm", shown)
+    assert asked, shown.decode(errors="replace")
+    os.write(fd, (asked.group(1).decode() if typed == "CODE" else typed).encode() + b"\n")
+    shown += _read_until(fd, None)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace").replace("\r\n", "\n")
+
+
+def _read_until(fd: int, marker: bytes | None, timeout: float = 60) -> bytes:
+    """What the terminal prints until `marker` appears (None: until the program exits)."""
+    out, deadline = b"", time.monotonic() + timeout
+    while marker is None or marker not in out:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise AssertionError(f"no {marker!r} within {timeout} s: {out[-500:]!r}")
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the program exited and closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def approved_plan(report):
+    return next(r for r in report.results if r.check == "approved-plan")
+
+
+def test_the_plan_carries_what_the_gates_and_the_step_plan_compute(tmp_path):
+    from skillos.training.plan import step_plan
+
+    result = run_cli("plan", PAPER, "--out", tmp_path / "plan.json", "--json")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan == json.loads(result.stdout)["plan"]
+    cfg = config.load(PAPER)
+    mde = next(r.values for r in gates.check(cfg).results if r.check == "mde")
+    assert plan["config_hash"] == cfg.hash() and plan["mde"] == mde["mde"] and plan["spends_gpus"] is True
+    assert plan["arms"] == cfg.eval.arms and plan["seeds"] == {"env.seed": cfg.env.seed, "training.seed": cfg.training.seed}
+    hours = step_plan(cfg).step_seconds * cfg.training.max_steps / 3600
+    assert plan["cost"]["wall_hours"] == pytest.approx(hours) and plan["cost"]["gpu_hours"] == pytest.approx(hours * 8)
+    eval_plan = json.loads(run_cli("plan", ROOT / "evals/configs/quickstart.yaml", "--json").stdout)
+    assert eval_plan["plan"]["cost"]["gpu_hours"] is None and "an eval" in eval_plan["plan"]["cost"]["reason"]
+    assert eval_plan["plan"]["games"]["needed_for_expected_effect"] == 59  # n_for_effect(0.2, ...)
+
+
+def test_approve_and_goal_are_refused_without_a_terminal(tmp_path, skillos_home):
+    run_cli("plan", PAPER, "--out", tmp_path / "plan.json")
+    for args in (("approve", tmp_path / "plan.json"), ("ledger", "goal", "maximize the number")):
+        refused = run_cli(*args)
+        assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "interactive terminal" in refused.stderr and "--" not in refused.stderr  # no way around named
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert ledger.rows("approvals") == [] and ledger.goals() == []
+
+
+@pytest.mark.parametrize("typed", ["CODE", "yes"])
+def test_a_gpu_launch_needs_a_plan_a_person_approved_at_a_terminal(tmp_path, skillos_home, typed):
+    cfg = config.load(PAPER)
+    assert approved_plan(gates.check(cfg)).status == "WARN"  # gate check: the plan comes first
+    assert approved_plan(gates.check(cfg, command="train")).status == "FAIL"  # a launch is refused
+    assert approved_plan(gates.check(config.load(SMOKE), command="train")).status == "SKIP"  # the local CPU
+    run_cli("plan", PAPER, "--out", tmp_path / "plan.json")
+    code, shown = at_terminal(skillos_home, "approve", tmp_path / "plan.json", typed=typed)
+    assert "config hash " + cfg.hash() in shown and "cost: 56.0 GPU-h" in shown
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        rows = ledger.rows("approvals")
+    if typed != "CODE":  # a wrong confirmation records nothing
+        assert code == 1 and rows == [] and "not confirmed" in shown
+        return
+    assert code == 0 and len(rows) == 1, shown
+    assert rows[0]["actor"] == getpass.getuser() and rows[0]["config_hash"] == cfg.hash() and rows[0]["created_at"]
+    passed = approved_plan(gates.check(cfg, command="train"))
+    assert passed.status == "PASS" and getpass.getuser() in passed.detail
+    changed = config.with_sets(cfg, ["training.learning_rate=2e-6"])  # another config: another plan
+    assert approved_plan(gates.check(changed, command="train")).status == "FAIL"
+
+
+def test_an_override_of_the_approval_is_recorded(skillos_home, canaries_passed):
+    cfg = config.load(PAPER)
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        with pytest.raises(gates.GateRefused, match="approved-plan"):
+            gates.enforce(cfg, "sleep night", ledger, echo=lambda _: None)  # static-only: no game played
+        report = gates.enforce(cfg, "sleep night", ledger, {"approved-plan": "a person said go"}, echo=lambda _: None)
+        assert approved_plan(report).overridden == "a person said go"
+        assert [o["check_name"] for o in ledger.rows("overrides")] == ["approved-plan"]
+
+
+def test_a_plan_whose_config_changed_is_not_approved(tmp_path):
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text(SMOKE.read_text())
+    run_cli("plan", config_file, "--out", tmp_path / "plan.json")
+    config_file.write_text(SMOKE.read_text().replace("seed: 0", "seed: 1", 1))
+    refused = run_cli("approve", tmp_path / "plan.json")
+    assert refused.returncode == 2 and "changed since the plan was written" in refused.stderr
+    (tmp_path / "bad.json").write_text("[1]")
+    bad = run_cli("approve", tmp_path / "bad.json")
+    assert bad.returncode == 2 and "not a plan" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_goal_is_set_at_a_terminal_and_every_goal_is_listed(skillos_home):
+    assert at_terminal(skillos_home, "ledger", "goal", "reproduce SkillOS", typed="CODE")[0] == 0
+    code, shown = at_terminal(skillos_home, "ledger", "goal", "beat SkillOS", typed="no")
+    assert code == 1 and "current goal: reproduce SkillOS" in shown
+    assert at_terminal(skillos_home, "ledger", "goal", "beat SkillOS", typed="CODE")[0] == 0
+    goals = json.loads(run_cli("ledger", "goal", "--list", "--json").stdout)
+    assert [(g["text"], g["set_by"]) for g in goals] == [("reproduce SkillOS", getpass.getuser()),
+                                                        ("beat SkillOS", getpass.getuser())]
+    assert all(g["created_at"] for g in goals)
+    listed = run_cli("ledger", "goal", "--list").stdout.splitlines()
+    assert len(listed) == 2 and listed[1].endswith(f"set by {getpass.getuser()}: beat SkillOS")
+    assert json.loads(run_cli("ledger", "goal", "--json").stdout)["text"] == "beat SkillOS"

@@ -1,0 +1,122 @@
+"""Approval before compute. An agent writes the plan it proposes (`skillos plan CONFIG`: the
+hypothesis, arms, seeds, metric, the MDE and the games it needs, the cost the step plan
+estimates, and the config hash); a person approves it at a terminal (`skillos approve PLAN`,
+recorded in the ledger with who and when); a launch that spends GPUs is refused by the
+`approved-plan` check unless its config hash has an approved plan.
+
+`skillos gate check` (and `plan` itself) shows a missing approval as a WARN: the plan is written
+before it is approved. At a launch it is a FAIL, overridable as every check is (recorded)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from skillos.gates.core import Context, Report, Result, read_ledger, static
+
+CHECK = "approved-plan"
+GATES = (5,)  # the plan carries the MDE and the games it needs: a person reads them before compute
+INCIDENT = "GPU-days spent on a plan only the agent had read"
+PLAN_VERSION = 1
+
+
+@static
+def approved_plan(ctx: Context) -> Result:
+    cfg = ctx.cfg
+    if not cfg.compute.spends_gpus:
+        return Result(CHECK, GATES, "SKIP", detail="compute is the local CPU (no GPU is spent)")
+    digest = cfg.experiment_hash()  # a run of a matrix: the matrix's plan
+    found = read_ledger(ctx, lambda book: book.approval(digest))
+    if found is not None:
+        return Result(CHECK, GATES, "PASS", detail=f"plan {found['plan_sha256'][:8]} for config hash {digest} "
+                      f"approved by {found['actor']} at {found['created_at']}")
+    return Result(CHECK, GATES, "FAIL" if ctx.command else "WARN", incident=INCIDENT,
+                  detail=f"no approved plan for config hash {digest}: write it with `skillos plan CONFIG` and ask "
+                  "the person to approve it" + ("" if ctx.command else " (a launch is refused until then)"))
+
+
+def short_hash(text: str) -> str:
+    """What a person types back to approve a plan: the first 8 hex digits of its file's sha256."""
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def plan_text(plan: dict) -> str:
+    return json.dumps(plan, indent=1, sort_keys=True) + "\n"
+
+
+def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -> dict:
+    """The plan of a config, from what the gates computed (the `mde` check) and the step plan."""
+    from skillos.evals.arms import learns
+    from skillos.ledger.experiments import success_metric
+
+    from skillos.config import expand
+
+    mde = next((r.values for r in report.results if r.check == "mde" and r.values), {})
+    learning = [arm for arm in cfg.eval.arms if learns(arm)]
+    needed = mde.get("n_needed")
+    runs = expand(cfg)
+    per_run = cfg.env.n_games * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)
+    return {
+        "plan": PLAN_VERSION, "config": config_path, "sets": list(sets), "config_hash": cfg.hash(),
+        "experiment": cfg.experiment.name, "hypothesis": cfg.experiment.hypothesis,
+        "kind": "train" if cfg.training.is_set() else "eval",
+        "arms": list(cfg.eval.arms), "control": cfg.eval.control.arm, "seeds": seeds(cfg),
+        "runs": [{"label": r.label, "values": r.values, "seed": r.seed} for r in runs] if len(runs) > 1 else [],
+        "metric": success_metric(cfg),
+        "mde": mde.get("mde"), "mde_in_family": _family_mde(cfg, mde, len(runs)), "mde_basis": {k: mde.get(k) for k in ("n", "discordance", "discordance_assumed",
+                                                                      "alpha", "power", "expected_effect")},
+        "games": {"held_out_per_arm": cfg.env.n_games, "arms": len(cfg.eval.arms),
+                  "train_per_learning_arm": cfg.env.n_train_games if learning else 0,
+                  "runs": len(runs), "total": per_run * len(runs),
+                  "needed_for_expected_effect": needed,
+                  "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
+        "cost": cost(cfg, len(runs)), "spends_gpus": cfg.compute.spends_gpus,
+        "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
+        "proposed_by": proposed_by,
+    }
+
+
+def _family_mde(cfg, mde: dict, runs: int) -> dict | None:
+    """The MDE once every comparison of every run is one family: at Holm's strictest step (alpha
+    over the family's size), which is what the first claim must clear. None for a family of one."""
+    from skillos.evals import stats
+
+    size = runs * max(1, len(cfg.eval.arms) - 1)
+    if size <= 1 or not mde:
+        return None
+    return {"family_size": size, "alpha": mde["alpha"] / size,
+            "mde": stats.mde(mde["n"], mde["discordance"], mde["alpha"] / size, mde["power"])}
+
+
+def seeds(cfg) -> dict:
+    """The seeds the launch uses, by key: the replicates (experiment.seeds) when set, else the game
+    seed, and the training seed when it trains."""
+    if cfg.experiment.seeds is not None:
+        return {"experiment.seeds": list(cfg.experiment.seeds)}
+    out = {"env.seed": cfg.env.seed}
+    if cfg.training.is_set():
+        out["training.seed"] = cfg.training.seed
+    return out
+
+
+def cost(cfg, runs: int = 1) -> dict:
+    """What the step plan (training/plan.py) says a training launch costs, for all its `runs` (a
+    matrix x seeds); None + reason where it cannot (an eval; a step's GPU time unmeasured)."""
+    if not cfg.training.is_set():
+        return {"gpu_hours": None, "wall_hours": None,
+                "reason": "an eval: its cost is the games above; the step plan estimates training only"}
+    from skillos.training.plan import gpus_per_machine, step_plan
+
+    step, steps = step_plan(cfg), (cfg.training.max_steps or 0) * runs or None
+    per_machine = gpus_per_machine(cfg)
+    gpus = per_machine * cfg.compute.num_machines if per_machine else None
+    wall = step.step_seconds * steps / 3600 if step.step_seconds is not None and steps else None
+    reasons = [why for why, missing in (
+        ("training.max_steps is not set", not steps),
+        ("compute.gpu_seconds_per_step is not measured", step.step_seconds is None),
+        ("compute.gpu names no GPUs", gpus is None)) if missing]
+    return {"steps": steps, "step_seconds": step.step_seconds, "wall_hours": wall, "gpus": gpus,
+            "gpu_hours": wall * gpus if wall is not None and gpus else None,
+            "rollout_hours_at_least": step.rollout_seconds * steps / 3600 if steps else None,
+            "executor_calls": step.executor_calls * steps if steps else None,
+            "latency_assumed": not step.latency_stated, "reason": "; ".join(reasons) or None}
