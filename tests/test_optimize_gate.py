@@ -124,6 +124,7 @@ def test_a_model_optimizer_sees_the_rejected_edits_and_is_held_to_the_budget(mon
                       steps=[Step("go to fridge 1", "The fridge 1 is closed.")], won=False, retrieved=[])
     with ScriptedLLM(lambda m: {"tool_calls": inserts}) as server:
         proposer = make_proposer(BackendConfig(backend="openai", model="m", base_url=server.openai_url), "repo")
+        proposer.meta_skill = "# Editing skills\n- Edit what the textual gradient names."  # the run sets it
         edits = proposer.propose(incumbent, [traj], memory, budget=12)
         prompt = _json.dumps(server.calls[0]["body"]["messages"])
     budget = StepBudget(12)
@@ -133,3 +134,4 @@ def test_a_model_optimizer_sees_the_rejected_edits_and_is_held_to_the_budget(mon
         "6 changed lines exceed the 0 left of this step's budget of 12"]
     assert "at most 12 lines of skill text" in prompt and "Countertops, then cabinets." in prompt
     assert "broke 1: t00" in prompt and "put a mug in the fridge" in prompt
+    assert "The meta skill (how to edit skills):" in prompt and "Edit what the textual gradient names." in prompt

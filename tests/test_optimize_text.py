@@ -187,7 +187,8 @@ def test_a_bad_target_is_one_line_before_anything_runs(tmp_path):
 def test_single_document_mode_writes_best_skill_md_with_its_history(tmp_path, game_cache):
     pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
     out = tmp_path / "run"
-    result = run_cli("optimize", small_config(tmp_path, gate={"mode": "paired", "k": 0.0, "max_unmeasured": 0.1}),
+    result = run_cli("optimize", small_config(tmp_path, gate={"mode": "paired", "k": 0.0, "max_unmeasured": 0.1},
+                                              slow_update=True),
                      "--set", "optimize.target=document", "--out", out, "--json")
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
@@ -201,11 +202,89 @@ def test_single_document_mode_writes_best_skill_md_with_its_history(tmp_path, ga
     assert (out / history[-1]["file"]).read_text() == best  # the last accepted version is the best
     assert all(h["diff"].startswith("---") and h["validation_rate"] is not None for h in history[1:])
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
-    assert [s["g"] for s in steps] == [0]
-    [step] = steps
+    assert [s["g"] for s in steps] == [0, 1]  # one ordinary step, then the epoch's slow update
+    step, slow = steps
+    # the slow update: guidance in the protected block, gated as one more candidate; both versioned
+    assert slow["slow_update"] and slow["guidance"].startswith("Epoch 1 (1 steps") and slow["budget"] is None
+    assert (out / "slow_update" / "after-step-0001.md").read_text().endswith(slow["guidance"] + "\n")
+    assert step["meta_skill"] == "v0000.md" and slow["meta_skill"] == "after-step-0001.md"
+    meta = (out / "meta_skill" / "after-step-0001.md").read_text()
+    assert meta.startswith((out / "meta_skill" / "v0000.md").read_text().rstrip("\n")) and "### Epoch 1" in meta
+    guided = [c for c in candidates if c["slow_update"]]
+    assert [c["candidate"] for c in guided] == [slow["candidate"]] and "<!-- skillos:slow-update -->" in guided[0]["diff"]
     assert step["reflections"] == 3 - step["unmeasured_not_reflected"] and step["gradient"].startswith("Textual gradient")
     assert step["budget"]["allowed"] == 40 and step["budget"]["used"] <= 40
     assert step["budget"]["refused"] == len(step["budget"]["refusals"]) == step["proposed"] - step["admitted"] \
         - step["already_rejected"]
     for c in candidates:
-        assert all(e.startswith(("add section", "replace section", "delete section")) for e in c["edits"])
+        assert all(e.startswith(("add section", "replace section", "delete section", "slow update")) for e in c["edits"])
+
+
+def test_the_slow_update_writes_the_block_before_the_sections_where_ordinary_steps_cannot_reach_it():
+    from skillos.training import slow
+
+    document = SkillRepo(None, [Skill("household", "A household guide.", SEED)])
+    steps = [{"epoch": 0, "step": 0, "candidate": 1, "verdict": "reject",
+              "gradient": "Textual gradient ...\n- revise search-order: read in 2 failed\n"
+                          "- add: 2 failed pick_heat_then_place_in_recep games read no skill",
+              "budget": {"refusals": [{"edit": "add x", "changed_lines": 30, "reason": "30 changed lines exceed ..."}]}},
+             {"epoch": 0, "step": 1, "candidate": None, "verdict": None, "gradient": "- keep pitfalls: read in 1 won"}]
+    guidance = slow.guidance_rules(0, steps)
+    assert guidance.splitlines() == [
+        "Epoch 1 (2 steps, 1 candidates, 0 accepted):",
+        "- kept failing: pick_heat_then_place_in_recep tasks read no skill in 1 of 2 steps",
+        "- failures kept citing search-order (1 of 2 steps): follow it with care",
+        "- held: pitfalls (only won games cited it, 1 steps)"]
+    edit = slow.slow_edit(document, "document", guidance, "household")
+    guided = apply_edits(document, [edit])
+    body = guided.skills[0].body
+    preamble, sections = doc.split(body)
+    assert "<!-- skillos:slow-update -->" in preamble and [s.name for s in sections] == ["search-order", "pitfalls"]
+    assert slow.slow_edit(guided, "document", "", "household") is None  # nothing new: no candidate
+    # an ordinary section edit fits beside the block; the block itself is the slow update's alone
+    units = doc.units(guided)
+    scratch = units.copy()
+    scratch.update("pitfalls", "Pitfalls", "- never twice\n- never thrice")
+    ordinary = doc.section_edits(edits_between(units, scratch), guided)
+    assert StepBudget(5).admit(ordinary, guided) == ordinary
+    lessons = slow.meta_lessons(0, steps, [{"edits": ["add section x (3 lines)"], "verdict": "reject"}])
+    assert lessons.splitlines() == ["### Epoch 1", "- 1 edits were refused over the budget (median 30 changed "
+                                    "lines): propose smaller ones.", "- add edits: 0 of 1 in accepted candidates."]
+    repo_mode = slow.slow_edit(repo_of(("search-order", BODY)), "repo", guidance, "household")
+    assert repo_mode.name == slow.GUIDANCE_SKILL and "held: pitfalls" in repo_mode.markdown
+
+
+def test_a_missing_meta_skill_is_one_line_before_anything_runs(tmp_path):
+    result = run_cli("optimize", small_config(tmp_path, meta_skill="no-such/SKILL.md"), "--out", tmp_path / "r")
+    assert result.returncode == 2 and "optimize.meta_skill" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.alfworld
+@pytest.mark.slow  # two real runs (~60 s)
+def test_a_run_killed_at_its_slow_update_resumes_with_its_records_and_versions(tmp_path, game_cache, monkeypatch):
+    pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
+    import skillos
+    from skillos.training import slow
+
+    class Killed(Exception):
+        pass
+
+    real = slow.slow_edit
+
+    def killed(*a, **k):
+        raise Killed()
+
+    cfg = skillos.load(small_config(tmp_path, slow_update=True), sets=["optimize.target=document"])
+    out = tmp_path / "run"
+    monkeypatch.setattr(slow, "slow_edit", killed)
+    with pytest.raises(Killed):
+        skillos.optimize(cfg, out=out)
+    assert [json.loads(x)["g"] for x in (out / "steps.jsonl").read_text().splitlines()] == [0]
+    monkeypatch.setattr(slow, "slow_edit", real)
+    report = skillos.optimize(cfg, out=out, resume=True)
+    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    assert [s["g"] for s in steps] == [0, 1] and steps[1]["slow_update"]
+    assert sorted(p.name for p in (out / "meta_skill").iterdir()) == ["after-step-0001.md", "v0000.md"]
+    history = [json.loads(x) for x in (out / "best_skill_history.jsonl").read_text().splitlines()]
+    assert (out / history[-1]["file"]).read_text() == (out / "best_skill.md").read_text()
+    assert report["best_skill"] == str(out / "best_skill.md")

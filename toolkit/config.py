@@ -279,6 +279,14 @@ class OptimizeConfig:
                 "covers every line it changes"})
     min_lines: int = field(default=20, metadata={"help": "... decaying to this many changed lines at the last step"})
     schedule: str = "cosine"  # cosine | linear | constant
+    slow_update: bool = field(default=False, metadata={
+        "help": "at each epoch's end, one more gated candidate: the skill with cross-epoch guidance written into its "
+                "protected block (<!-- skillos:slow-update --> ... <!-- /skillos:slow-update -->, which ordinary "
+                "steps never edit), and the epoch's editing lessons appended to the meta skill; both versioned in "
+                "the run folder"})
+    meta_skill: str | None = field(default=None, metadata={
+        "help": "the meta skill (how to edit skills) the model-backed proposer reads, a SKILL.md relative to the "
+                "config; None: training/configs/meta-skill/SKILL.md"})
     validation_split: str = "valid_seen"
     n_validation: int = 30
     gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
@@ -937,6 +945,7 @@ def check_inputs(cfg: Config) -> None:
         if f"curator:{name}" in cfg.eval.arms and looks_like_path(checkpoint):
             need(f"eval.curators.{name}", checkpoint, "folder")
     need("optimize.seed_skills", cfg.optimize.seed_skills, "folder")
+    need("optimize.meta_skill", cfg.optimize.meta_skill, "file")
     need("compute.deepspeed_config", cfg.compute.deepspeed_config, "file")
     # Checkpoints and local model folders are read where they are used, from the working
     # directory (they live under an output folder); they must exist all the same.

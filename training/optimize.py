@@ -244,6 +244,7 @@ class HeuristicProposer:
     first, what only wins cited last), are the proposed edits."""
 
     name = "heuristic"
+    meta_skill = None  # set by the run; rules read no prose (the step record names the version all the same)
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
         from skillos.training.reflect import reflect_all
@@ -279,6 +280,7 @@ class LLMProposer:
 
         self.chat = make_chat(config)
         self.name = f"{config.backend}:{config.model}"
+        self.meta_skill = None  # the meta skill's text (how to edit skills), read with the instructions
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
         from skillos.training.reflect import ModelReflector, reflect_all
@@ -293,7 +295,10 @@ class LLMProposer:
         skills = "\n\n".join(s.to_markdown() for s in incumbent.skills) or "(no skills yet)"
         games = "\n\n".join(curator_input(t) for t in trajectories)
         told = f"Textual gradient:\n{gradient.text}\n\n" if gradient is not None else ""
-        messages = [{"role": "system", "content": self.SYSTEM.format(budget=budget)},
+        system = self.SYSTEM.format(budget=budget)
+        if self.meta_skill:
+            system += f"\n\nThe meta skill (how to edit skills):\n{self.meta_skill}"
+        messages = [{"role": "system", "content": system},
                     {"role": "user", "content": f"Current skills:\n{skills}\n\n{memory.steering()}\n\n"
                                                 f"{told}Trajectories:\n{games}"}]
         try:
@@ -372,6 +377,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     from skillos.ledger.experiments import record_experiment
 
     from skillos.training import document as doc
+    from skillos.training import slow
     from skillos.training.reflect import step_record
     from skillos.training.textual import StepBudget
 
@@ -379,10 +385,11 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     seed = preflight(cfg)
     document_mode = o.target == "document"
     out = Path(out)
-    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
-    total = o.epochs * steps_per_epoch
+    # positions per epoch: its ordinary steps, then (optimize.slow_update) the epoch-end slow update
+    steps_per_epoch, per_epoch, total = positions(cfg)
+    ordinary_total = o.epochs * steps_per_epoch
     # every refusal that needs no game is made before any game is generated or played
-    state = _resume_state(cfg, out, ledger, total, steps_per_epoch) if check_out(out, resume) else None
+    state = _resume_state(cfg, out, ledger, total, per_epoch) if check_out(out, resume) else None
     train = load_games(cfg, *game_sets(cfg)["train"])
     validation = load_games(cfg, o.validation_split, o.n_validation)
     test_games = load_games(cfg, *game_sets(cfg)["held_out"])
@@ -446,13 +453,40 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     proposer, memory = make_proposer(o.optimizer, o.target), RejectedMemory(out / "rejected.json")
     standing = Standing(incumbent, state["incumbent_validation"], state["tried"], state["accepted"])
     step_info: dict = {}  # this step's record, written to steps.jsonl after the step
+    meta = dict(zip(("text", "version"), slow.latest_meta(out, _meta_source(cfg), state["next"])))
+    inner = getattr(proposer, "inner", proposer)
+
+    def slow_update(g: int, epoch: int, step: int, now: Standing) -> Candidate | None:
+        """The epoch's end: guidance into the protected block (a gated candidate), lessons into
+        the meta skill (the proposer's, ungated: it only shapes proposals, which are gated)."""
+        steps = [s for s in _steps(out) if s.get("epoch") == epoch and not s.get("slow_update")]
+        tried = [h for h in _history(out) if h.get("epoch") == epoch and h.get("budget") is not None]
+        guidance, source = slow.guidance_model(getattr(inner, "chat", None), epoch, steps)
+        meta["text"] = meta["text"].rstrip("\n") + "\n\n" + slow.meta_lessons(epoch, steps, tried)
+        meta["version"] = slow.write_versions(out, g, guidance, source, meta["text"])
+        edit = slow.slow_edit(now.skill, o.target, guidance, cfg.env.name)
+        step_info.clear()
+        step_info.update({"epoch": epoch, "step": step, "g": g, "slow_update": True, "guidance": guidance,
+                          "guidance_source": source, "meta_skill": meta["version"], "budget": None,
+                          "budget_reason": "the slow update is outside the learning rate", "candidate": None,
+                          "verdict": None})
+        echo(f"epoch {epoch} slow update: {len(guidance.splitlines())} lines of guidance ({source}); meta skill "
+             f"{meta['version']}")
+        if edit is None:
+            return None
+        return Candidate(apply_edits(now.skill, [edit]), [edit.summary()], [edit.key()], epoch, step,
+                         detail={"g": g, "budget": None, "edits": [edit]})
 
     def propose(g: int, now: Standing) -> Candidate | None:
-        epoch, step = divmod(g, steps_per_epoch)
+        epoch, step = divmod(g, per_epoch)
+        if step == steps_per_epoch:
+            return slow_update(g, epoch, step, now)
+        inner.meta_skill = meta["text"]
         order = list(train)
         random.Random(f"skillos-optimize|{cfg.env.seed}|{epoch}").shuffle(order)
         batch = order[step * o.minibatch_size:(step + 1) * o.minibatch_size]
-        budget = StepBudget(edits_allowed(g, total, o.max_lines, o.min_lines, o.schedule))
+        budget = StepBudget(edits_allowed(epoch * steps_per_epoch + step, ordinary_total, o.max_lines, o.min_lines,
+                                          o.schedule))
         collect = _Collect()
         play(now.skill, batch, "minibatch", collect)
         seen = collect.trajectories
@@ -467,7 +501,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         step_info.update({"epoch": epoch, "step": step, "g": g, "minibatch": len(batch), "proposed": len(proposed),
                           "already_rejected": len(proposed) - len(fresh), "admitted": len(edits),
                           "budget": budget.to_dict(), **step_record(seen, reflections, gradient),
-                          "candidate": None, "verdict": None})
+                          "meta_skill": meta["version"], "candidate": None, "verdict": None})
         echo(f"epoch {epoch} step {step}: {len(reflections)} reflections -> gradient; {len(proposed)} edits proposed, "
              f"{len(edits)} admitted ({budget.used} of {budget.allowed} changed lines), {len(budget.refusals)} "
              f"refused over the budget, {len(proposed) - len(fresh)} rejected before")
@@ -491,8 +525,9 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         paired = stats.compare(now.validation, candidate_val, names=("candidate", "incumbent"),
                                alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
         entry = {"epoch": candidate.epoch, "step": candidate.step, "candidate": now.tried,
-                 "budget": candidate.detail["budget"].to_dict(), "edits": candidate.edits,
-                 "reflections": step_info["reflections"], "gradient": step_info["gradient"],
+                 "budget": candidate.detail["budget"] and candidate.detail["budget"].to_dict(),
+                 "edits": candidate.edits, "reflections": step_info.get("reflections"),
+                 "gradient": step_info.get("gradient"), "slow_update": step_info.get("guidance"),
                  "diff": "".join(e.diff(now.skill) for e in candidate.detail["edits"]),
                  **verdict.to_dict(), "incumbent_rate": paired.control_rate,
                  "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
@@ -547,6 +582,30 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
 
 
 STEPS = "steps.jsonl"  # one record per step: budget, refusals, reflections, gradient, candidate
+
+
+def positions(cfg) -> tuple[int, int, int]:
+    """(ordinary steps per epoch, positions per epoch, positions in the run): with
+    optimize.slow_update each epoch ends with one more position, its slow update."""
+    o = cfg.optimize
+    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
+    per_epoch = steps_per_epoch + (1 if o.slow_update else 0)
+    return steps_per_epoch, per_epoch, o.epochs * per_epoch
+
+
+def _meta_source(cfg) -> Path:
+    from skillos.config import relative_to_config
+    from skillos.training.slow import DEFAULT_META
+
+    return relative_to_config(cfg, cfg.optimize.meta_skill) if cfg.optimize.meta_skill else DEFAULT_META
+
+
+def _steps(out: Path) -> list[dict]:
+    """The run's step records (steps.jsonl), as saved."""
+    from skillos import safety
+
+    path = out / STEPS
+    return [e for _, _, e in safety.jsonl_records(path, "optimize step records", safety.Skips())] if path.exists() else []
 
 
 def _history(out: Path) -> list[dict]:
@@ -748,10 +807,9 @@ def precheck(cfg, out: Path, ledger, resume: bool, unseal: str | None) -> None:
     state does not match (read, nothing changed), a sealed test split the ledger says was read."""
     from skillos.evals.arms import load_games
 
-    o = cfg.optimize
-    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
+    _, per_epoch, total = positions(cfg)
     if resume:
-        _resume_state(cfg, out, ledger, o.epochs * steps_per_epoch, steps_per_epoch, write=False)
+        _resume_state(cfg, out, ledger, total, per_epoch, write=False)
     if ledger is not None and not (unseal or "").strip() and not (resume and (out / "test.sealed").exists()):
         SealedSplit(load_games(cfg, cfg.env.split, cfg.env.n_games), out / "test.sealed", ledger,
                     cfg.experiment.name, unseal).check_unread()
@@ -764,6 +822,9 @@ def preflight(cfg) -> SkillRepo:
     if len(set(splits.values())) < 3:
         raise SkillosError("optimize needs three different splits: "
                            + ", ".join(f"{k} = {v}" for k, v in splits.items()))
+    from skillos.training.slow import read_meta
+
+    read_meta(_meta_source(cfg))  # a meta skill that cannot be read: refused before any game
     seed = _seed_repo(cfg)
     if cfg.optimize.target == "document":
         from skillos.training.document import seed_document

@@ -46,7 +46,7 @@ def with_block(text: str, block_body: str) -> str:
         return _BLOCK.sub(lambda _: block, text, count=1)
     lines = text.splitlines(keepends=True)
     at = next((i + 1 for i, line in enumerate(lines) if line.startswith("#")), 0)
-    return "".join(lines[:at]) + ("\n" if at else "") + block + "\n\n" + "".join(lines[at:])
+    return "".join(lines[:at]) + ("\n" if at else "") + block + "\n\n" + "".join(lines[at:]).lstrip("\n")
 
 
 @dataclass
