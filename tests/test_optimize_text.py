@@ -90,6 +90,11 @@ def test_a_document_splits_into_sections_that_proposers_edit_as_skills():
     budget = StepBudget(2)
     assert budget.admit(edits, document) == [edits[1]]  # one changed line; the others do not fit
     assert [r.changed_lines for r in budget.refusals] == [3, 8]
+    # an edit within the budget that would take the document past a skill's size limit is refused too
+    huge = doc.SectionEdit("add", "wall", "## wall\n\n" + "x" * 25_000 + "\n")
+    wide = StepBudget(40)
+    assert wide.admit([huge], document) == [] and wide.used == 0
+    assert wide.refusals[0].reason.startswith("cannot be applied: body is")
 
 
 def traj(game, task, won, retrieved=(), actions=()):
@@ -193,6 +198,9 @@ def test_single_document_mode_writes_best_skill_md_with_its_history(tmp_path, ga
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
     assert report["target"] == "document" and report["best_skill"] == str(out / "best_skill.md")
+    from skillos.cli_render import optimize_lines
+
+    assert optimize_lines(report)[-1] == f"best skill: {out / 'best_skill.md'} (history: {out / 'best_skill_history.jsonl'})"
     best = (out / "best_skill.md").read_text()
     assert best.startswith("---\nname: optimize-quickstart\n")
     history = [json.loads(x) for x in (out / "best_skill_history.jsonl").read_text().splitlines()]

@@ -152,14 +152,15 @@ class SectionEdit:
         a, b = doc.to_markdown().splitlines(keepends=True), only(after).to_markdown().splitlines(keepends=True)
         return "".join(difflib.unified_diff(a, b, f"a/{doc.name}/SKILL.md", f"b/{doc.name}/SKILL.md"))
 
-    def apply_in(self, out: SkillRepo) -> None:
+    def apply_in(self, out: SkillRepo) -> str | None:
+        """Apply the edit to the document in `out`; the reason it could not be applied, else None."""
         doc = only(out)
         preamble, sections = split(doc.body)
         texts = [s.text for s in sections]
         at = next((i for i, s in enumerate(sections) if s.name == self.name), None)
         if self.op == "add" or at is None:
             if self.op == "delete":
-                return
+                return f"no section {self.name!r}"
             if texts and not texts[-1].endswith("\n\n"):
                 texts[-1] = texts[-1].rstrip("\n") + "\n\n"
             texts.append(self.text)
@@ -169,7 +170,8 @@ class SectionEdit:
             texts[at] = self.text
         if preamble and not preamble.endswith("\n\n") and texts:
             preamble = preamble.rstrip("\n") + "\n\n"
-        out.update(doc.name, doc.description, preamble + "".join(texts))
+        result = out.update(doc.name, doc.description, preamble + "".join(texts))
+        return None if result.ok else result.reason
 
 
 def section_edits(edits: list, document: SkillRepo) -> list[SectionEdit]:

@@ -200,17 +200,16 @@ class Edit:
         a, b = (t.splitlines(keepends=True) for t in self.texts(before))
         return "".join(difflib.unified_diff(a, b, f"a/{self.name}/SKILL.md", f"b/{self.name}/SKILL.md"))
 
-    def apply_in(self, out: SkillRepo) -> None:
+    def apply_in(self, out: SkillRepo) -> str | None:
+        """Apply the edit to `out`; the reason it could not be applied, else None."""
         from skillos.repo import parse_skill
 
         if self.op == "delete":
-            out.delete(self.name)
-            return
-        skill = parse_skill(self.markdown, self.name)
-        if self.op == "add":
-            out.insert(skill.name, skill.description, skill.body)
+            result = out.delete(self.name)
         else:
-            out.update(skill.name, skill.description, skill.body)
+            skill = parse_skill(self.markdown, self.name)
+            result = (out.insert if self.op == "add" else out.update)(skill.name, skill.description, skill.body)
+        return None if result.ok else result.reason
 
 
 def edits_between(before: SkillRepo, after: SkillRepo) -> list[Edit]:

@@ -58,14 +58,12 @@ class BlockEdit:
         a, b = (t.splitlines(keepends=True) for t in self.texts(before))
         return "".join(difflib.unified_diff(a, b, f"a/{self.name}/SKILL.md", f"b/{self.name}/SKILL.md"))
 
-    def apply_in(self, out: SkillRepo) -> None:
+    def apply_in(self, out: SkillRepo) -> str | None:
         from skillos.repo import parse_skill
 
         skill = parse_skill(self.markdown, self.name)
-        if out.get(self.name) is None:
-            out.insert(skill.name, skill.description, skill.body)
-        else:
-            out.update(skill.name, skill.description, skill.body)
+        result = (out.insert if out.get(self.name) is None else out.update)(skill.name, skill.description, skill.body)
+        return None if result.ok else result.reason
 
 
 def block_text(markdown: str) -> str:

@@ -71,8 +71,9 @@ class StepBudget:
 
     def admit(self, edits: list, before) -> list:
         """The edits of `edits` that fit, each measured against `before` (the incumbent state;
-        a step's edits change different units, so they do not overlap)."""
-        kept = []
+        a step's edits change different units, so they do not overlap) and applied in turn to a
+        copy of it: one that cannot be applied there (a skill over the size limit) is refused too."""
+        kept, trial = [], before.copy()
         for e in edits:
             old, new = e.texts(before)
             size = changed_lines(old, new)
@@ -82,6 +83,8 @@ class StepBudget:
             elif size > self.left:
                 self.refusals.append(Refusal(e.summary(), size, f"{size} changed lines exceed the {self.left} left "
                                                                 f"of this step's budget of {self.allowed}"))
+            elif (why := e.apply_in(trial)) is not None:
+                self.refusals.append(Refusal(e.summary(), size, f"cannot be applied: {why}"))
             else:
                 self.used += size
                 kept.append(e)
