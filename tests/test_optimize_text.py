@@ -296,3 +296,16 @@ def test_a_run_killed_at_its_slow_update_resumes_with_its_records_and_versions(t
     history = [json.loads(x) for x in (out / "best_skill_history.jsonl").read_text().splitlines()]
     assert (out / history[-1]["file"]).read_text() == (out / "best_skill.md").read_text()
     assert report["best_skill"] == str(out / "best_skill.md")
+
+
+def test_the_budget_decays_to_half_of_max_lines_unless_min_lines_says_otherwise():
+    from skillos import config
+    from skillos.config import ConfigError
+
+    cfg = config.load(SHIPPED, sets=["optimize.max_lines=5"])  # one key is enough to set the learning rate
+    assert (cfg.optimize.max_lines, cfg.optimize.last_lines) == (5, 2)
+    assert config.load(SHIPPED, sets=["optimize.max_lines=5", "optimize.min_lines=5"]).optimize.last_lines == 5
+    with pytest.raises(ConfigError, match=r"optimize.min_lines \(6\) is above optimize.max_lines \(5\)"):
+        config.load(SHIPPED, sets=["optimize.max_lines=5", "optimize.min_lines=6"])
+    with pytest.raises(ConfigError, match="optimize.max_edits: unknown key"):  # the old count of edits is gone
+        config.load(SHIPPED, sets=["optimize.max_edits=4"])

@@ -277,7 +277,8 @@ class OptimizeConfig:
                 "rewritten line counts 1) one step may make, at the first step; an edit that does not fit what is "
                 "left of the step's budget is refused and counted, so a whole-skill replace needs a budget that "
                 "covers every line it changes"})
-    min_lines: int = field(default=20, metadata={"help": "... decaying to this many changed lines at the last step"})
+    min_lines: int | None = field(default=None, metadata={
+        "help": "... decaying to this many changed lines at the last step; None: half of optimize.max_lines"})
     schedule: str = "cosine"  # cosine | linear | constant
     slow_update: bool = field(default=False, metadata={
         "help": "at each epoch's end, one more gated candidate: the skill with cross-epoch guidance written into its "
@@ -290,6 +291,11 @@ class OptimizeConfig:
     validation_split: str = "valid_seen"
     n_validation: int = 30
     gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
+
+    @property
+    def last_lines(self) -> int:
+        """The budget of the last step: optimize.min_lines, else half of optimize.max_lines."""
+        return self.min_lines if self.min_lines is not None else max(1, self.max_lines // 2)
 
 
 OPTIMIZE_TARGETS = ("repo", "document")  # what `skillos optimize` trains: a skill folder, or one SKILL.md
@@ -554,9 +560,9 @@ def validate(cfg: Config) -> Config:
     o = cfg.optimize
     _choice(o.target, OPTIMIZE_TARGETS, "optimize.target")
     for key in ("epochs", "minibatch_size", "max_lines", "min_lines", "n_validation"):
-        if getattr(o, key) < 1:
+        if getattr(o, key) is not None and getattr(o, key) < 1:
             raise ConfigError(f"optimize.{key}: at least 1, got {getattr(o, key)}")
-    if o.min_lines > o.max_lines:
+    if o.min_lines is not None and o.min_lines > o.max_lines:
         raise ConfigError(f"optimize.min_lines ({o.min_lines}) is above optimize.max_lines ({o.max_lines})")
     if o.document is not None and o.target != "document":
         raise ConfigError("optimize.document: set only with optimize.target: document")

@@ -484,7 +484,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         order = list(train)
         random.Random(f"skillos-optimize|{cfg.env.seed}|{epoch}").shuffle(order)
         batch = order[step * o.minibatch_size:(step + 1) * o.minibatch_size]
-        budget = StepBudget(edits_allowed(epoch * steps_per_epoch + step, ordinary_total, o.max_lines, o.min_lines,
+        budget = StepBudget(edits_allowed(epoch * steps_per_epoch + step, ordinary_total, o.max_lines, o.last_lines,
                                           o.schedule))
         collect = _Collect()
         play(now.skill, batch, "minibatch", collect)
