@@ -386,6 +386,14 @@ class SleepConfig:
     no_regress: bool = False  # also reject a candidate that breaks any validation task
     edit_anywhere: bool = False  # edits may rewrite the whole body, not only the learned block
     max_consecutive_errors: int = 5  # failed calls in a row that end the night as an outage
+    dream_factor: int = field(default=0, metadata={
+        "help": "perturbed variants of each mined train task, replayed beside it (SkillOpt's dream_factor): the same "
+                "request reworded, the same checks; by rules, or by sleep.optimizer when it is a model (one call per "
+                "task, under the night's budget). Only train tasks are dreamed; 0: none"})
+    llm_miner: bool = field(default=False, metadata={
+        "help": "also ask sleep.optimizer (a model backend) for checks of each request the rules found none for; "
+                "a request is kept only with checks the task-file rules accept (a rubric only with a judge), and "
+                "every call counts against the night's budget"})
     budget: SleepBudgetConfig = field(default_factory=SleepBudgetConfig)
     home: str | None = None  # digests, nights, proposals, backups; None: $SKILLOS_HOME/sleep
 
