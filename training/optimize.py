@@ -503,7 +503,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
                           "meta_skill": meta["version"], "candidate": None, "verdict": None})
         echo(f"epoch {epoch} step {step}: {len(reflections)} reflections -> gradient; {len(proposed)} edits proposed, "
              f"{len(edits)} admitted ({budget.used} of {budget.allowed} changed lines), {len(budget.refusals)} "
-             f"refused over the budget, {len(proposed) - len(fresh)} rejected before")
+             f"refused (steps.jsonl says why), {len(proposed) - len(fresh)} rejected before")
         if not edits:
             return None
         return Candidate(apply_edits(now.skill, edits), [e.summary() for e in edits], [e.key() for e in edits],
