@@ -38,9 +38,12 @@ def test_optimize_runs_the_gated_loop_and_reports_on_the_sealed_test(tmp_path, g
     history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
     assert report["candidates_tried"] == len(history) >= 1
     total = 2 * 2  # epochs x ceil(6 train games / minibatch 3)
-    for h in history:  # the textual learning rate bounds every candidate
+    for h in history:  # the textual learning rate bounds every candidate's changed lines
         step = h["epoch"] * 2 + h["step"]
-        assert h["budget"] == edits_allowed(step, total, 4, 2, "cosine") and 1 <= len(h["edits"]) <= h["budget"]
+        budget = h["budget"]
+        assert budget["allowed"] == edits_allowed(step, total, 40, 20, "cosine") and budget["unit"] == "changed lines"
+        assert 1 <= len(h["edits"]) and 0 < budget["used"] <= budget["allowed"]
+        assert h["reflections"] >= 1 and h["gradient"].startswith("Textual gradient from")
         assert h["verdict"] in ("accept", "reject", "indecisive") and h["n_tasks"] == 8 and h["diff"].startswith("---")
     # the sealed test: read once, at the end; seed and best on the same 8 games, denominators shown
     assert (out / "test.sealed").read_text().startswith(f"final report after {len(history)} candidates")

@@ -10,6 +10,7 @@ from skillos.errors import SkillosError
 from skillos.evals import stats
 from skillos.training import optimize
 from skillos.training.optimize import CalibrationFailed, RejectedMemory, SealedSplit
+from skillos.training.textual import StepBudget
 
 
 # The library takes every setting explicitly (the config owns the defaults); these spell out the
@@ -101,7 +102,8 @@ def test_the_sealed_split_is_read_once_even_across_restarts(tmp_path):
 
 def test_a_model_optimizer_sees_the_rejected_edits_and_is_held_to_the_budget(monkeypatch):
     """The LLM proposer over the real openai SDK: the prompt carries the current skills, the
-    trajectories and the rejected-edit steering; its edits are cut to the step's budget."""
+    trajectories, the rejected-edit steering and the step's budget of changed lines; the
+    step's budget then admits what fits and refuses the rest, counted with a reason."""
     import json as _json
 
     from llm_server import ScriptedLLM
@@ -121,9 +123,15 @@ def test_a_model_optimizer_sees_the_rejected_edits_and_is_held_to_the_budget(mon
     traj = Trajectory("g1", "put a mug in the fridge", "pick_and_place_simple",
                       steps=[Step("go to fridge 1", "The fridge 1 is closed.")], won=False, retrieved=[])
     with ScriptedLLM(lambda m: {"tool_calls": inserts}) as server:
-        proposer = make_proposer(BackendConfig(backend="openai", model="m", base_url=server.openai_url))
-        edits = proposer.propose(incumbent, [traj], memory, budget=2)
+        proposer = make_proposer(BackendConfig(backend="openai", model="m", base_url=server.openai_url), "repo")
+        proposer.meta_skill = "# Editing skills\n- Edit what the textual gradient names."  # the run sets it
+        edits = proposer.propose(incumbent, [traj], memory, budget=12)
         prompt = _json.dumps(server.calls[0]["body"]["messages"])
-    assert [e.summary() for e in edits] == ["add tip-0 (6 lines)", "add tip-1 (6 lines)"]  # 3 proposed, budget 2
-    assert "at most 2 edits" in prompt and "Countertops, then cabinets." in prompt
+    budget = StepBudget(12)
+    kept = budget.admit(edits, incumbent)
+    assert [e.summary() for e in kept] == ["add tip-0 (6 lines)", "add tip-1 (6 lines)"]  # 3 proposed, 12 lines
+    assert budget.used == 12 and [r.reason for r in budget.refusals] == [
+        "6 changed lines exceed the 0 left of this step's budget of 12"]
+    assert "at most 12 lines of skill text" in prompt and "Countertops, then cabinets." in prompt
     assert "broke 1: t00" in prompt and "put a mug in the fridge" in prompt
+    assert "The meta skill (how to edit skills):" in prompt and "Edit what the textual gradient names." in prompt

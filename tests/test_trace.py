@@ -121,7 +121,7 @@ def test_a_key_with_no_consumer_fails_and_one_the_trainer_ignores_fails():
     from skillos.gates import trace as tracing
 
     ctx = Context(cfg)
-    rows = tracing.trace(ctx, [Result("made-up", (1,), "PASS", "optimize.max_edits", 4, 4)])
+    rows = tracing.trace(ctx, [Result("made-up", (1,), "PASS", "optimize.max_lines", 40, 40)])
     assert rows[0].applied is False and "no consumer" in rows[0].detail
     # a heuristic executor receives no sampling settings: a temperature set there is not applied
     cfg = config.with_sets(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"), ["executor.temperature=0.6"])

@@ -78,7 +78,10 @@ def optimize_lines(report: dict) -> list[str]:
         lines.append(f"best - seed: {c['difference']:+.1%}, b/c = {c['b']}/{c['c']}, 95% CI "
                      f"[{c['ci_low']:+.1%}, {c['ci_high']:+.1%}], n = {c['n_paired']}")
     lines.append(f"verdict: {report['verdict']}")
-    lines.append(f"best skills: {report['best_skill']} ({report['best_skills']} skills)")
+    if report.get("target") == "document":  # one SKILL.md, with each accepted version
+        lines.append(f"best skill: {report['best_skill']} (history: {report['best_skill_history']})")
+    else:
+        lines.append(f"best skills: {report['best_skill']} ({report['best_skills']} skills)")
     return lines
 
 

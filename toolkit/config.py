@@ -267,15 +267,42 @@ class OptimizeConfig:
     candidates are gated on the validation split, and env.split is the sealed test split."""
     optimizer: BackendConfig = field(default_factory=BackendConfig)  # heuristic, or a model backend
     seed_skills: str | None = None  # the starting skill folder (relative to the config); None: empty
+    target: str = field(default="repo", metadata={
+        "help": "repo: train a skill folder (edits add, replace or delete whole skills); document: train ONE "
+                "SKILL.md (optimize.document), its sections (markdown headings) the edit units, and write "
+                "best_skill.md with its history (SkillOpt's setting)"})
+    document: str | None = field(default=None, metadata={
+        "help": "target document: the SKILL.md (or a folder holding one) to train, relative to the config; None: "
+                "the one skill of optimize.seed_skills, or a new document with only a title"})
     epochs: int = 2
     minibatch_size: int = 6
-    max_edits: int = 4  # the textual learning rate: edits one step may make, at the first step ...
-    min_edits: int = 2  # ... decaying to this at the last
+    max_lines: int = field(default=40, metadata={
+        "help": "the textual learning rate, in changed lines of skill text (difflib over the old and new text; a "
+                "rewritten line counts 1) one step may make, at the first step; an edit that does not fit what is "
+                "left of the step's budget is refused and counted, so a whole-skill replace needs a budget that "
+                "covers every line it changes"})
+    min_lines: int | None = field(default=None, metadata={
+        "help": "... decaying to this many changed lines at the last step; None: half of optimize.max_lines"})
     schedule: str = "cosine"  # cosine | linear | constant
+    slow_update: bool = field(default=False, metadata={
+        "help": "at each epoch's end, one more gated candidate: the skill with cross-epoch guidance written into its "
+                "protected block (<!-- skillos:slow-update --> ... <!-- /skillos:slow-update -->, which ordinary "
+                "steps never edit), and the epoch's editing lessons appended to the meta skill; both versioned in "
+                "the run folder"})
+    meta_skill: str | None = field(default=None, metadata={
+        "help": "the meta skill (how to edit skills) the model-backed proposer reads, a SKILL.md relative to the "
+                "config; None: training/configs/meta-skill/SKILL.md"})
     validation_split: str = "valid_seen"
     n_validation: int = 30
     gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
 
+    @property
+    def last_lines(self) -> int:
+        """The budget of the last step: optimize.min_lines, else half of optimize.max_lines."""
+        return self.min_lines if self.min_lines is not None else max(1, self.max_lines // 2)
+
+
+OPTIMIZE_TARGETS = ("repo", "document")  # what `skillos optimize` trains: a skill folder, or one SKILL.md
 
 # SkillGate's training profiles (training/selector_credit.py says what each does to the loss).
 SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
@@ -363,6 +390,14 @@ class SleepConfig:
     no_regress: bool = False  # also reject a candidate that breaks any validation task
     edit_anywhere: bool = False  # edits may rewrite the whole body, not only the learned block
     max_consecutive_errors: int = 5  # failed calls in a row that end the night as an outage
+    dream_factor: int = field(default=0, metadata={
+        "help": "perturbed variants of each mined train task, replayed beside it (SkillOpt's dream_factor): the same "
+                "request reworded, the same checks; by rules, or by sleep.optimizer when it is a model (one call per "
+                "task, under the night's budget). Only train tasks are dreamed; 0: none"})
+    llm_miner: bool = field(default=False, metadata={
+        "help": "also ask sleep.optimizer (a model backend) for checks of each request the rules found none for; "
+                "a request is kept only with checks the task-file rules accept (a rubric only with a judge), and "
+                "every call counts against the night's budget"})
     budget: SleepBudgetConfig = field(default_factory=SleepBudgetConfig)
     home: str | None = None  # digests, nights, proposals, backups; None: $SKILLOS_HOME/sleep
 
@@ -547,11 +582,14 @@ def validate(cfg: Config) -> Config:
     _choice(cfg.optimize.schedule, ("cosine", "linear", "constant"), "optimize.schedule")
     _choice(cfg.optimize.validation_split, SPLITS, "optimize.validation_split")
     o = cfg.optimize
-    for key in ("epochs", "minibatch_size", "max_edits", "min_edits", "n_validation"):
-        if getattr(o, key) < 1:
+    _choice(o.target, OPTIMIZE_TARGETS, "optimize.target")
+    for key in ("epochs", "minibatch_size", "max_lines", "min_lines", "n_validation"):
+        if getattr(o, key) is not None and getattr(o, key) < 1:
             raise ConfigError(f"optimize.{key}: at least 1, got {getattr(o, key)}")
-    if o.min_edits > o.max_edits:
-        raise ConfigError(f"optimize.min_edits ({o.min_edits}) is above optimize.max_edits ({o.max_edits})")
+    if o.min_lines is not None and o.min_lines > o.max_lines:
+        raise ConfigError(f"optimize.min_lines ({o.min_lines}) is above optimize.max_lines ({o.max_lines})")
+    if o.document is not None and o.target != "document":
+        raise ConfigError("optimize.document: set only with optimize.target: document")
     _choice(cfg.retrieval.mode, RETRIEVAL_MODES, "retrieval.mode")
     _choice(cfg.compute.backend, COMPUTE_BACKENDS, "compute.backend")
     if cfg.judge.backend is not None:
@@ -931,7 +969,7 @@ BOUNDS = [
     ("compute.num_processes", 1, 4096), ("compute.step_minutes", 1e-6, 1e6),
     ("compute.max_checkpoint_gap_minutes", 1e-3, 1e6), ("compute.stall_minutes", 1e-3, 1e6),
     ("optimize.epochs", 1, 1_000), ("optimize.minibatch_size", 1, 10_000),
-    ("optimize.max_edits", 1, 1_000), ("optimize.min_edits", 1, 1_000),
+    ("optimize.max_lines", 1, 100_000), ("optimize.min_lines", 1, 100_000),
     ("optimize.n_validation", 1, 10_000), ("optimize.gate.k", 0.0, 100.0),
     ("optimize.gate.max_unmeasured", 0.0, 1.0),
     ("training.learning_rate", 1e-12, 1.0), ("training.per_device_train_batch_size", 1, 65_536),
@@ -1016,6 +1054,7 @@ def check_inputs(cfg: Config) -> None:
         if f"curator:{name}" in cfg.eval.arms and looks_like_path(checkpoint):
             need(f"eval.curators.{name}", checkpoint, "folder")
     need("optimize.seed_skills", cfg.optimize.seed_skills, "folder")
+    need("optimize.meta_skill", cfg.optimize.meta_skill, "file")
     need("compute.deepspeed_config", cfg.compute.deepspeed_config, "file")
     # Checkpoints and local model folders are read where they are used, from the working
     # directory (they live under an output folder); they must exist all the same.

@@ -2,8 +2,12 @@
 trainable state of a frozen executor. This module holds the parts that keep that honest; the
 rollout → reflect → propose → gate → update loop builds on them.
 
-* `edits_allowed`: the textual learning rate, the most edits one step may make, decaying on a
-  schedule (SkillOpt: 4 → 2, cosine).
+* `edits_allowed`: the textual learning rate's schedule: a step's budget of changed lines of skill
+  text (`textual.StepBudget` admits or refuses each edit by its size), decaying on a schedule.
+* Reflect → aggregate (`reflect`): a reflection per trajectory of the minibatch, aggregated into
+  one textual gradient the proposer reads; both in the step record (`steps.jsonl`).
+* `optimize.target: document` (`document`): one SKILL.md, its sections the edit units,
+  `best_skill.md` and its history.
 * The acceptance gate is `skillos.evals.stats.accept_candidate` (paired k·SE by default; SkillOpt's strict
   rule for comparison; indecisive when too much of the validation split was unmeasured).
 * `calibrate` (in `candidates`, with the loop optimize and sleep share): an A/A test before any
@@ -37,8 +41,8 @@ SCHEDULES = ("cosine", "linear", "constant")
 
 
 def edits_allowed(step: int, total_steps: int, start: int, end: int, schedule: str) -> int:
-    """The most edits step `step` (0-based) of `total_steps` may make: `start` at the first step,
-    `end` at the last, never below 1."""
+    """The budget of step `step` (0-based) of `total_steps` (optimize: changed lines; sleep: lines
+    added): `start` at the first step, `end` at the last, never below 1."""
     if schedule not in SCHEDULES:
         raise SkillosError(f"optimize.schedule: {schedule!r} is not one of {', '.join(SCHEDULES)}")
     if schedule == "constant" or total_steps <= 1:
@@ -185,13 +189,27 @@ class Edit:
     def key(self) -> str:
         return f"{self.op} {self.name} {hashlib.sha256((self.markdown or '').encode()).hexdigest()[:12]}"
 
+    def texts(self, before: SkillRepo) -> tuple[str, str]:
+        """The skill's text before and after the edit ("" where it does not exist)."""
+        old = before.get(self.name)
+        return (old.to_markdown() if old else ""), (self.markdown or "")
+
     def diff(self, before: SkillRepo) -> str:
         import difflib
 
-        old = before.get(self.name)
-        a = old.to_markdown().splitlines(keepends=True) if old else []
-        b = (self.markdown or "").splitlines(keepends=True)
+        a, b = (t.splitlines(keepends=True) for t in self.texts(before))
         return "".join(difflib.unified_diff(a, b, f"a/{self.name}/SKILL.md", f"b/{self.name}/SKILL.md"))
+
+    def apply_in(self, out: SkillRepo) -> str | None:
+        """Apply the edit to `out`; the reason it could not be applied, else None."""
+        from skillos.repo import parse_skill
+
+        if self.op == "delete":
+            result = out.delete(self.name)
+        else:
+            skill = parse_skill(self.markdown, self.name)
+            result = (out.insert if self.op == "add" else out.update)(skill.name, skill.description, skill.body)
+        return None if result.ok else result.reason
 
 
 def edits_between(before: SkillRepo, after: SkillRepo) -> list[Edit]:
@@ -209,64 +227,79 @@ def edits_between(before: SkillRepo, after: SkillRepo) -> list[Edit]:
 
 
 def apply_edits(repo: SkillRepo, edits: list[Edit]) -> SkillRepo:
-    """A new in-memory repo: `repo` with `edits` applied."""
-    from skillos.repo import parse_skill
-
+    """A new in-memory repo: `repo` with `edits` applied (skill edits, or a document's section
+    edits)."""
     out = repo.copy()
     for e in edits:
-        if e.op == "delete":
-            out.delete(e.name)
-            continue
-        skill = parse_skill(e.markdown, e.name)
-        if e.op == "add":
-            out.insert(skill.name, skill.description, skill.body)
-        else:
-            out.update(skill.name, skill.description, skill.body)
+        e.apply_in(out)
     return out
 
 
 # -- proposers ---------------------------------------------------------------------------------
 class HeuristicProposer:
-    """No model, deterministic: the heuristic curator writes down what the minibatch's
-    trajectories showed on a scratch copy, and the differences are the proposed edits. An edit
-    the memory already rejected is not proposed again."""
+    """No model, deterministic: the reflections and their gradient come from rules
+    (`reflect.reflect_rules`); the heuristic curator writes down what the minibatch's trajectories
+    showed on a scratch copy, and the differences, ordered by the gradient (what failures cited
+    first, what only wins cited last), are the proposed edits."""
 
     name = "heuristic"
+    meta_skill = None  # set by the run; rules read no prose (the step record names the version all the same)
 
-    def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int) -> list[Edit]:
+    def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
+        from skillos.training.reflect import reflect_all
+
+        return reflect_all(None, trajectories, incumbent)
+
+    def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
+                gradient=None) -> list[Edit]:
         from skillos.evals.backends.heuristic import HeuristicCurator
+        from skillos.training.reflect import order_by_gradient
 
         scratch, curator = incumbent.copy(), HeuristicCurator()
         for traj in trajectories:
             curator.curate(traj, scratch)
-        rejected = {key for r in memory.items for key in r.keys}
-        return [e for e in edits_between(incumbent, scratch) if e.key() not in rejected][:budget]
+        return order_by_gradient(edits_between(incumbent, scratch), gradient)
 
 
 class LLMProposer:
-    """A model backend reads the minibatch's trajectories, the current skills, and the rejected
-    edits with what each broke and fixed, and edits a copy of the skills with the paper's three
-    tools; the differences, cut to the step's budget, are the proposed edits."""
+    """A model backend reflects on each trajectory and aggregates the reflections into a textual
+    gradient (`reflect.ModelReflector`), then reads the gradient, the current skills, the
+    trajectories and the rejected edits with what each broke and fixed, and edits a copy of the
+    skills with the paper's three tools; the differences are the proposed edits (the step's
+    budget of changed lines then admits or refuses each)."""
 
     SYSTEM = ("You optimize the skills (markdown guides) that a household agent reads before each task. "
-              "Read the trajectories and their results, then make at most {budget} edits with the tools: "
-              "add a skill, rewrite one, or delete one. Small, specific edits that fix observed failures.")
+              "Read the textual gradient, the trajectories and their results, then edit with the tools: add a "
+              "skill, rewrite one, or delete one. This step may change at most {budget} lines of skill text in "
+              "all (a rewrite counts every line it changes; an edit over what is left is refused). Small, "
+              "specific edits that fix observed failures.")
 
     def __init__(self, config):
         from skillos.evals.backends.chat import make_chat
 
         self.chat = make_chat(config)
         self.name = f"{config.backend}:{config.model}"
+        self.meta_skill = None  # the meta skill's text (how to edit skills), read with the instructions
 
-    def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int) -> list[Edit]:
+    def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
+        from skillos.training.reflect import ModelReflector, reflect_all
+
+        return reflect_all(ModelReflector(self.chat, self.name), trajectories, incumbent)
+
+    def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
+                gradient=None) -> list[Edit]:
         from skillos.evals.backends.chat import BackendError
         from skillos.evals.curation import TOOLS, apply_op, curator_input, ops_from_tool_calls
 
         skills = "\n\n".join(s.to_markdown() for s in incumbent.skills) or "(no skills yet)"
         games = "\n\n".join(curator_input(t) for t in trajectories)
-        messages = [{"role": "system", "content": self.SYSTEM.format(budget=budget)},
+        told = f"Textual gradient:\n{gradient.text}\n\n" if gradient is not None else ""
+        system = self.SYSTEM.format(budget=budget)
+        if self.meta_skill:
+            system += f"\n\nThe meta skill (how to edit skills):\n{self.meta_skill}"
+        messages = [{"role": "system", "content": system},
                     {"role": "user", "content": f"Current skills:\n{skills}\n\n{memory.steering()}\n\n"
-                                                f"Trajectories:\n{games}"}]
+                                                f"{told}Trajectories:\n{games}"}]
         try:
             reply = self.chat.chat(messages, tools=TOOLS)
         except BackendError:
@@ -274,13 +307,15 @@ class LLMProposer:
         scratch = incumbent.copy()
         for op in ops_from_tool_calls(reply.tool_calls):
             apply_op(scratch, op)
-        return edits_between(incumbent, scratch)[:budget]
+        return edits_between(incumbent, scratch)
 
 
-def make_proposer(config):
-    if config.backend == "heuristic":
-        return HeuristicProposer()
-    return LLMProposer(config)
+def make_proposer(config, target: str):
+    """The proposer of optimize.optimizer; for target `document`, pointed at one document's sections."""
+    from skillos.training.document import DocumentProposer
+
+    inner = HeuristicProposer() if config.backend == "heuristic" else LLMProposer(config)
+    return DocumentProposer(inner) if target == "document" else inner
 
 
 # -- the loop ----------------------------------------------------------------------------------
@@ -340,13 +375,20 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     from skillos.evals.runner import run_arm
     from skillos.ledger.experiments import record_experiment
 
+    from skillos.training import document as doc
+    from skillos.training import slow
+    from skillos.training.reflect import step_record
+    from skillos.training.textual import StepBudget
+
     o = cfg.optimize
     seed = preflight(cfg)
+    document_mode = o.target == "document"
     out = Path(out)
-    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
-    total = o.epochs * steps_per_epoch
+    # positions per epoch: its ordinary steps, then (optimize.slow_update) the epoch-end slow update
+    steps_per_epoch, per_epoch, total = positions(cfg)
+    ordinary_total = o.epochs * steps_per_epoch
     # every refusal that needs no game is made before any game is generated or played
-    state = _resume_state(cfg, out, ledger, total, steps_per_epoch) if check_out(out, resume) else None
+    state = _resume_state(cfg, out, ledger, total, per_epoch) if check_out(out, resume) else None
     train = load_games(cfg, *game_sets(cfg)["train"])
     validation = load_games(cfg, o.validation_split, o.n_validation)
     test_games = load_games(cfg, *game_sets(cfg)["held_out"])
@@ -394,32 +436,75 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
                  "seed_validation": first,
                  "incumbent_validation": first, "calibration": aa.to_dict()}
         incumbent = seed
+        if document_mode:
+            doc.write_version(out, seed, 0)
     else:
         aa = CandidateVerdict(**state["calibration"])
         incumbent = SkillRepo.load(out / "incumbent").copy()
+        if document_mode:  # an acceptance logged after the last saved state was dropped
+            doc.write_version(out, incumbent, _last_accepted(out))
         echo(f"resuming {out} at step {state['next']} of {total}: {state['tried']} candidates tried, "
              f"{state['accepted']} accepted")
     echo(f"A/A calibration: the {o.gate.mode} gate judged the seed against a copy of itself: {aa.verdict} "
          f"({aa.reason})")
     echo(acceptance_plan(cfg, aa))  # before any candidate is played
     run_id = state["run_id"]
-    proposer, memory = make_proposer(o.optimizer), RejectedMemory(out / "rejected.json")
+    proposer, memory = make_proposer(o.optimizer, o.target), RejectedMemory(out / "rejected.json")
     standing = Standing(incumbent, state["incumbent_validation"], state["tried"], state["accepted"])
+    step_info: dict = {}  # this step's record, written to steps.jsonl after the step
+    meta = dict(zip(("text", "version"), slow.latest_meta(out, _meta_source(cfg), state["next"])))
+    inner = getattr(proposer, "inner", proposer)
+
+    def slow_update(g: int, epoch: int, step: int, now: Standing) -> Candidate | None:
+        """The epoch's end: guidance into the protected block (a gated candidate), lessons into
+        the meta skill (the proposer's, ungated: it only shapes proposals, which are gated)."""
+        steps = [s for s in _steps(out) if s.get("epoch") == epoch and not s.get("slow_update")]
+        tried = [h for h in _history(out) if h.get("epoch") == epoch and h.get("budget") is not None]
+        guidance, source = slow.guidance_model(getattr(inner, "chat", None), epoch, steps)
+        meta["text"] = meta["text"].rstrip("\n") + "\n\n" + slow.meta_lessons(epoch, steps, tried)
+        meta["version"] = slow.write_versions(out, g, guidance, source, meta["text"])
+        edit = slow.slow_edit(now.skill, o.target, guidance, cfg.env.name)
+        step_info.clear()
+        step_info.update({"epoch": epoch, "step": step, "g": g, "slow_update": True, "guidance": guidance,
+                          "guidance_source": source, "meta_skill": meta["version"], "budget": None,
+                          "budget_reason": "the slow update is outside the learning rate", "candidate": None,
+                          "verdict": None})
+        echo(f"epoch {epoch} slow update: {len(guidance.splitlines())} lines of guidance ({source}); meta skill "
+             f"{meta['version']}")
+        if edit is None:
+            return None
+        return Candidate(apply_edits(now.skill, [edit]), [edit.summary()], [edit.key()], epoch, step,
+                         detail={"g": g, "budget": None, "edits": [edit]})
 
     def propose(g: int, now: Standing) -> Candidate | None:
-        epoch, step = divmod(g, steps_per_epoch)
+        epoch, step = divmod(g, per_epoch)
+        if step == steps_per_epoch:
+            return slow_update(g, epoch, step, now)
+        inner.meta_skill = meta["text"]
         order = list(train)
         random.Random(f"skillos-optimize|{cfg.env.seed}|{epoch}").shuffle(order)
         batch = order[step * o.minibatch_size:(step + 1) * o.minibatch_size]
-        budget = edits_allowed(g, total, o.max_edits, o.min_edits, o.schedule)
+        budget = StepBudget(edits_allowed(epoch * steps_per_epoch + step, ordinary_total, o.max_lines, o.last_lines,
+                                          o.schedule))
         collect = _Collect()
         play(now.skill, batch, "minibatch", collect)
         seen = collect.trajectories
         if signal == "shuffled":
             seen, _, _ = destroyed(seen, {}, {}, f"{cfg.env.seed}|{g}|minibatch")
-        edits = proposer.propose(now.skill, seen, memory, budget)[:budget]
+        reflections, gradient = proposer.reflect(now.skill, seen)
+        proposed = proposer.propose(now.skill, seen, memory, budget.allowed, gradient)
+        rejected = {key for r in memory.items for key in r.keys}  # an edit once rejected is not tried again
+        fresh = [e for e in proposed if e.key() not in rejected]
+        edits = budget.admit(fresh, now.skill)
+        step_info.clear()
+        step_info.update({"epoch": epoch, "step": step, "g": g, "minibatch": len(batch), "proposed": len(proposed),
+                          "already_rejected": len(proposed) - len(fresh), "admitted": len(edits),
+                          "budget": budget.to_dict(), **step_record(seen, reflections, gradient),
+                          "meta_skill": meta["version"], "candidate": None, "verdict": None})
+        echo(f"epoch {epoch} step {step}: {len(reflections)} reflections -> gradient; {len(proposed)} edits proposed, "
+             f"{len(edits)} admitted ({budget.used} of {budget.allowed} changed lines), {len(budget.refusals)} "
+             f"refused (steps.jsonl says why), {len(proposed) - len(fresh)} rejected before")
         if not edits:
-            echo(f"epoch {epoch} step {step}: no edit proposed (budget {budget})")
             return None
         return Candidate(apply_edits(now.skill, edits), [e.summary() for e in edits], [e.key() for e in edits],
                          epoch, step, detail={"g": g, "budget": budget, "edits": edits})
@@ -439,7 +524,9 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         paired = stats.compare(now.validation, candidate_val, names=("candidate", "incumbent"),
                                alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
         entry = {"epoch": candidate.epoch, "step": candidate.step, "candidate": now.tried,
-                 "budget": candidate.detail["budget"], "edits": candidate.edits,
+                 "budget": candidate.detail["budget"] and candidate.detail["budget"].to_dict(),
+                 "edits": candidate.edits, "reflections": step_info.get("reflections"),
+                 "gradient": step_info.get("gradient"), "slow_update": step_info.get("guidance"),
                  "diff": "".join(e.diff(now.skill) for e in candidate.detail["edits"]),
                  **verdict.to_dict(), "incumbent_rate": paired.control_rate,
                  "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
@@ -452,9 +539,14 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
                 "n_unmeasured")}, edits=json.dumps(entry["edits"]))
         echo(f"epoch {candidate.epoch} step {candidate.step}: candidate {now.tried} ({'; '.join(entry['edits'])}): "
              f"{verdict.verdict}: {verdict.reason}")
+        step_info.update(candidate=now.tried, verdict=verdict.verdict)
+        if document_mode and verdict.verdict == "accept":
+            doc.write_version(out, candidate.skill, now.tried)
         return entry
 
     def save(g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
+        with open(out / STEPS, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(step_info) + "\n")
         _save_state(out, now.skill, {**state, "next": g + 1, "tried": now.tried, "accepted": now.accepted,
                                      "incumbent_validation": now.validation})
 
@@ -475,12 +567,57 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
                            "n_games": len(final), "content_hash": test.content_hash}
     report["test_outcomes"] = {"seed": outcomes(seed_rows), "best": outcomes(best_rows)}
+    if document_mode:
+        doc.write_version(out, incumbent, _last_accepted(out))
+        seed_val = [v for v in state["seed_validation"].values() if v is not None]
+        history = doc.write_history(out, _history(out), sum(seed_val) / len(seed_val) if seed_val else None)
+        report.update(target="document", best_skill=str(out / doc.BEST), best_skill_history=str(history))
     write_atomic(out / REPORT, json_text(report))
     if ledger is not None:
         for arm, summary in (("seed", report["seed"]), ("best", report["best"])):
             ledger.add_eval(run_id, arm, summary, None, None)
         ledger.end_experiment_run(run_id, "finished", report["verdict"], experiment_status="measured")
     return report
+
+
+STEPS = "steps.jsonl"  # one record per step: budget, refusals, reflections, gradient, candidate
+
+
+def positions(cfg) -> tuple[int, int, int]:
+    """(ordinary steps per epoch, positions per epoch, positions in the run): with
+    optimize.slow_update each epoch ends with one more position, its slow update."""
+    o = cfg.optimize
+    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
+    per_epoch = steps_per_epoch + (1 if o.slow_update else 0)
+    return steps_per_epoch, per_epoch, o.epochs * per_epoch
+
+
+def _meta_source(cfg) -> Path:
+    from skillos.config import relative_to_config
+    from skillos.training.slow import DEFAULT_META
+
+    return relative_to_config(cfg, cfg.optimize.meta_skill) if cfg.optimize.meta_skill else DEFAULT_META
+
+
+def _steps(out: Path) -> list[dict]:
+    """The run's step records (steps.jsonl), as saved."""
+    from skillos import safety
+
+    path = out / STEPS
+    return [e for _, _, e in safety.jsonl_records(path, "optimize step records", safety.Skips())] if path.exists() else []
+
+
+def _history(out: Path) -> list[dict]:
+    """The run's candidate history (history.jsonl), as saved."""
+    from skillos import safety
+
+    path = out / HISTORY
+    return [e for _, _, e in safety.jsonl_records(path, "optimize history", safety.Skips())] if path.exists() else []
+
+
+def _last_accepted(out: Path) -> int:
+    """The candidate number of the last accepted candidate in the history (0: none, the seed)."""
+    return max((h["candidate"] for h in _history(out) if h.get("verdict") == "accept"), default=0)
 
 
 def acceptance_plan(cfg, aa: CandidateVerdict | None = None) -> str:
@@ -542,7 +679,7 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     if (out / REPORT).exists() or (out / "test.sealed").exists():
         raise SkillosError(f"{out}: this optimize run already read its sealed test split; nothing to resume")
     if not (out / "state.json").exists():
-        for name in (HISTORY, "rejected.json"):
+        for name in (HISTORY, "rejected.json", STEPS):
             if write:
                 (out / name).unlink(missing_ok=True)
         return None
@@ -617,7 +754,19 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
         _match_ledger(ledger, cfg, run_id, ints["tried"], bad, write)
     if write:
         write_atomic(history, "".join(line + "\n" for _, _, line in kept))
+        _keep_steps(out / STEPS, ints["next"])
     return state
+
+
+def _keep_steps(path: Path, next_step: int) -> None:
+    """steps.jsonl without the records of steps a resumed run plays again."""
+    from skillos import safety
+
+    if not path.exists():
+        return
+    kept = [line for _, line, entry in safety.jsonl_records(path, "optimize step records", safety.Skips())
+            if isinstance(entry.get("g"), int) and entry["g"] < next_step]
+    write_atomic(path, "".join(line + "\n" for line in kept))
 
 
 def _match_ledger(ledger, cfg, run_id, tried: int, bad, write: bool = True) -> None:
@@ -657,10 +806,9 @@ def precheck(cfg, out: Path, ledger, resume: bool, unseal: str | None) -> None:
     state does not match (read, nothing changed), a sealed test split the ledger says was read."""
     from skillos.evals.arms import load_games
 
-    o = cfg.optimize
-    steps_per_epoch = max(1, math.ceil(cfg.env.n_train_games / o.minibatch_size))
+    _, per_epoch, total = positions(cfg)
     if resume:
-        _resume_state(cfg, out, ledger, o.epochs * steps_per_epoch, steps_per_epoch, write=False)
+        _resume_state(cfg, out, ledger, total, per_epoch, write=False)
     if ledger is not None and not (unseal or "").strip() and not (resume and (out / "test.sealed").exists()):
         SealedSplit(load_games(cfg, cfg.env.split, cfg.env.n_games), out / "test.sealed", ledger,
                     cfg.experiment.name, unseal).check_unread()
@@ -673,7 +821,15 @@ def preflight(cfg) -> SkillRepo:
     if len(set(splits.values())) < 3:
         raise SkillosError("optimize needs three different splits: "
                            + ", ".join(f"{k} = {v}" for k, v in splits.items()))
-    return _seed_repo(cfg)
+    from skillos.training.slow import read_meta
+
+    read_meta(_meta_source(cfg))  # a meta skill that cannot be read: refused before any game
+    seed = _seed_repo(cfg)
+    if cfg.optimize.target == "document":
+        from skillos.training.document import seed_document
+
+        return seed_document(cfg, seed)
+    return seed
 
 
 def _seed_repo(cfg) -> SkillRepo:

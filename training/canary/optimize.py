@@ -29,7 +29,8 @@ QUICK = ["env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "opt
 class OptimizeCanary(Canary):
     name = "optimize"
     metric = "executor success on the sealed test split, seed skills vs best"
-    files = ("training/optimize.py", "evals/stats.py", "evals/runner.py", "evals/backends/heuristic/curator.py",
+    files = ("training/optimize.py", "training/textual.py", "training/reflect.py", "training/document.py",
+             "training/slow.py", "training/candidates.py", "evals/stats.py", "evals/runner.py", "evals/backends/heuristic/curator.py",
              "evals/backends/heuristic/notes.py", "evals/backends/heuristic/executor.py",
              "evals/backends/heuristic/reading.py", "training/canary/__init__.py", "training/canary/optimize.py")
 

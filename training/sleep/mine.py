@@ -38,6 +38,7 @@ class Task:
     sessions: list = field(default_factory=list)  # the sessions it was mined from
     skill: str | None = None  # the skill those sessions invoked
     split: str = ""
+    origin: str | None = None  # a dreamed variant: the id of the mined task it rewords (training/sleep/dream.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,19 +100,24 @@ def validate_checks(checks, where: str) -> list[dict]:
     return checks
 
 
-def mine(sessions, judge: bool = False) -> tuple[list[Task], dict]:
+def mine(sessions, judge: bool = False, unchecked: list | None = None) -> tuple[list[Task], dict]:
     """Tasks and the counts of what was dropped. `judge`: a judge is configured, so a request
-    the user corrected without a checkable rule gets the correction as its rubric."""
+    the user corrected without a checkable rule gets the correction as its rubric. `unchecked`:
+    a list that receives each request dropped for want of a check ({prompt, why, session, skill,
+    feedback}), for the LLM miner."""
     found: dict[str, Task] = {}
     dropped = Counter()
     skill_requests: dict = {}  # skill -> [(request, session)] of requests answered with it
     candidates = 0
 
-    def add(prompt, checks, why, session, skill):
+    def add(prompt, checks, why, session, skill, feedback=""):
         nonlocal candidates
         candidates += 1
         if not checks:
             dropped["no-check"] += 1
+            if unchecked is not None:
+                unchecked.append({"prompt": prompt, "why": why, "session": session.id, "skill": skill,
+                                  "feedback": feedback})
             return
         tid = task_id(prompt)
         if tid in found:
@@ -137,11 +143,11 @@ def mine(sessions, judge: bool = False) -> tuple[list[Task], dict]:
                 if not checks and judge:
                     checks = [{"rule": "rubric", "rubric": f"The answer does what was asked and what the user's "
                                                           f"correction demanded: {reply[:500]}"}]
-                add(request, checks, "corrected", session, skill)
+                add(request, checks, "corrected", session, skill, reply)
             elif similarity(request, reply) >= 0.6:
                 add(request, checks_from_feedback(reply) or checks_from_feedback(request) or (
                     [{"rule": "rubric", "rubric": f"The answer fully does what was asked: {reply[:500]}"}]
-                    if judge else []), "repeated", session, skill)
+                    if judge else []), "repeated", session, skill, reply)
             elif skill:
                 skill_requests.setdefault(skill, []).append((request, session))
     for skill, requests in skill_requests.items():  # the same skill invoked for similar requests

@@ -21,6 +21,7 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.registry import MODEL_BACKENDS
 from skillos.safety import RunLock
+from skillos.training.sleep.dream import FRAMINGS, dream, llm_mine
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
 from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
                                            Outage, Outcome, Replayer, SkillFollower, estimate_tokens,
@@ -52,6 +53,11 @@ def preflight(cfg) -> tuple[Path, str]:
     for key in ("steps", "max_edits", "min_edits", "max_consecutive_errors", "max_sessions"):
         if getattr(s, key) < 1:
             raise SkillosError(f"sleep.{key}: at least 1, got {getattr(s, key)}")
+    if not 0 <= s.dream_factor <= len(FRAMINGS):
+        raise SkillosError(f"sleep.dream_factor: 0 to {len(FRAMINGS)}, got {s.dream_factor}")
+    if s.llm_miner and s.optimizer.backend not in MODEL_BACKENDS:
+        raise SkillosError("sleep.llm_miner: the LLM miner asks sleep.optimizer, which is heuristic; set "
+                           f"sleep.optimizer.backend to one of {', '.join(MODEL_BACKENDS)} or turn llm_miner off")
     b = s.budget
     if b.max_calls < 1 or b.max_tokens < 1 or b.max_minutes <= 0:
         raise SkillosError("sleep.budget: max_calls, max_tokens and max_minutes must be positive")
@@ -81,9 +87,11 @@ def sleep_section(cfg):
                                      for k in ("claude_dir", "codex_dir")})
 
 
-def gather(cfg, tasks_file=None, home: Path | None = None, echo=None) -> tuple[list[Task], dict]:
+def gather(cfg, tasks_file=None, home: Path | None = None, echo=None, unchecked: list | None = None
+           ) -> tuple[list[Task], dict]:
     """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`).
-    Relative transcript folders resolve beside the config file, like every input it names."""
+    Relative transcript folders resolve beside the config file, like every input it names.
+    `unchecked` receives the mined requests the rules found no check for (the LLM miner's input)."""
     from skillos.config import relative_to_config
     from skillos.safety import Ticker
     from skillos.training.sleep.harvest import harvest
@@ -93,7 +101,7 @@ def gather(cfg, tasks_file=None, home: Path | None = None, echo=None) -> tuple[l
         tasks = load_tasks(relative_to_config(cfg, path))
         return tasks, {"source": f"reviewed task file {path}", "sessions": None, "mined": None}
     h = harvest(sleep_section(cfg), home, progress=Ticker(echo, "harvest: transcript files read") if echo else None)
-    tasks, counts = mine(h.sessions, judge=cfg.judge.backend is not None)
+    tasks, counts = mine(h.sessions, judge=cfg.judge.backend is not None, unchecked=unchecked)
     if echo:
         echo(f"mine: {len(tasks)} checkable tasks from {len(h.sessions)} sessions "
              f"({counts.get('candidates', 0)} candidates; dropped {counts.get('dropped') or 'none'})")
@@ -108,7 +116,8 @@ def plan_night(cfg, tasks_file=None) -> dict:
     """The plan and its worst-case cost, before anything is spent (read-only: no digest written)."""
     skill_path, text = preflight(cfg)
     s = cfg.sleep
-    tasks, source = gather(cfg, tasks_file)
+    unchecked: list = []
+    tasks, source = gather(cfg, tasks_file, unchecked=unchecked)
     splits = assign_splits(tasks, s.validation_share, s.test_share)
     model = _model(s)
 
@@ -117,7 +126,13 @@ def plan_night(cfg, tasks_file=None) -> dict:
 
     train, val, test = (calls(splits[k]) for k in ("train", "validation", "test"))
     proposer = 1 if s.optimizer.backend != "heuristic" else 0
-    worst_calls = 2 * val + s.steps * (train + val + proposer) + 2 * test
+    # the LLM miner asks once per unchecked request (each may become a train task, replayed at
+    # every step); dreaming asks once per train task and replays its variants at every step
+    mined = len(unchecked) if s.llm_miner and source.get("source") == "mined" else 0
+    dreams = (len(splits["train"]) + mined) * s.dream_factor
+    train += (mined + dreams) * (1 + (cfg.judge.backend is not None))
+    worst_calls = 2 * val + s.steps * (train + val + proposer) + 2 * test + mined + (
+        len(splits["train"]) + mined if s.dream_factor and proposer else 0)
     longest = max([len(t.prompt) for t in tasks] or [0])
     room = " " * (80 * s.steps * s.max_edits)  # the learned lines a night may add, ~80 characters each
     per_call = estimate_tokens([{"content": system_prompt(text + room, skill_path.parent.name)},
@@ -276,10 +291,23 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
         for night in recover_nights(home, ledger):  # nights killed before: recorded as aborted
             echo(f"night {night} was killed mid-run: recorded as aborted")
         gate(cfg, ledger)
-        tasks, source = gather(cfg, tasks_file, home, echo)
+        unchecked: list = []
+        tasks, source = gather(cfg, tasks_file, home, echo, unchecked)
         # the night's wall clock starts here: the gates and the harvest are not its spending
         budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)
+        caller = Caller(budget, s.max_consecutive_errors)
+        optimizer_chat = getattr(proposer, "chat", None)
+        if s.llm_miner and source.get("source") == "mined":
+            more, source["llm_miner"] = llm_mine(unchecked, {t.id for t in tasks}, cfg.judge.backend is not None,
+                                                 caller, optimizer_chat, proposer.config.max_tokens)
+            tasks = sorted(tasks + more, key=lambda t: t.id)
+            echo(f"llm miner: {len(more)} checkable tasks from {len(unchecked)} requests the rules could not check")
         splits = assign_splits(tasks, s.validation_share, s.test_share)
+        dreams, source["dream"] = dream(splits["train"], s.dream_factor, {t.id for t in tasks}, caller,
+                                        optimizer_chat, proposer.config.max_tokens if optimizer_chat else 0)
+        if s.dream_factor:
+            echo(f"dream: {len(dreams)} variants of {source['dream']['from_tasks']} train tasks "
+                 f"({source['dream']['by']})")
         night_id = stamp()
         night_dir = home / "nights" / night_id
         while night_dir.exists():
@@ -287,7 +315,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
             night_dir = home / "nights" / night_id
         night_dir.mkdir(parents=True)
         lock = RunLock(night_dir).acquire()  # held while the night runs: a dead holder means it was killed
-        (night_dir / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
+        (night_dir / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks + dreams))
         name = skill_path.parent.name
         echo(f"night {night_id}: {len(tasks)} tasks ({', '.join(f'{len(v)} {k}' for k, v in splits.items())}) "
              f"for {name}")
@@ -298,7 +326,6 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
 
         _write(night_dir / NIGHT, json.dumps({"night": night_id, "run_id": run_id, "experiment_id": experiment,
                                               "skill": str(skill_path), "pid": os.getpid(), "started_at": stamp()}))
-        caller = Caller(budget, s.max_consecutive_errors)
         replayer = Replayer(caller, chat, model.max_tokens, judge)
         memory = RejectedMemory(home / "rejected.json")
         night_no = len(list((home / "nights").iterdir()))
@@ -335,8 +362,8 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
 
         def propose(step: int, now: Standing) -> Candidate | None:
             budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
-            train = play(now.skill, splits["train"], f"train-{step}")
-            failing = [(t, train[t.id]) for t in splits["train"] if train[t.id].success is False]
+            train = play(now.skill, splits["train"] + dreams, f"train-{step}")
+            failing = [(t, train[t.id]) for t in splits["train"] + dreams if train[t.id].success is False]
             candidate, lines = proposer.propose(now.skill, failing, memory, budget, caller)
             if not lines:
                 echo(f"step {step}: no edit proposed ({len(failing)} failed train tasks, budget {budget})")
@@ -429,7 +456,8 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
                     "read": 0, "sealed_left_out": exc.args[0], "comparison": None}
         incumbent, accepted, candidates = standing.skill, standing.accepted, standing.history
         report = {"night": night_id, "status": status, "stopped_because": stop, "skill": str(skill_path),
-                  "tasks": {k: len(v) for k, v in splits.items()}, "harvest_sessions": source.get("sessions"),
+                  "tasks": {k: len(v) for k, v in splits.items()}, "dreamed": len(dreams),
+                  "harvest_sessions": source.get("sessions"),
                   "source": source, "calibration": aa.to_dict() if aa else None, "candidates": candidates,
                   "accepted": accepted, "test": test, "budget": caller.budget.to_dict(),
                   "model_call_errors": len(caller.errors), "proposal": None, "run_id": run_id,

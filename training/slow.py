@@ -1,0 +1,199 @@
+"""The slow update and the meta skill (SkillOpt's two slow loops), `optimize.slow_update`.
+
+At each epoch's end the run looks back over the epoch's step records (gradients, admitted and
+refused edits, verdicts) and writes:
+
+* **cross-epoch guidance** into the protected block of the skill (`textual.BLOCK_START` ...
+  `BLOCK_END`; in repo mode the block lives in its own skill, `GUIDANCE_SKILL`). Ordinary steps
+  never edit it (`StepBudget.admit` refuses any edit that touches it); the slow update is one more
+  candidate of the epoch, gated like any other, so guidance that does not help is rejected.
+* **lessons about editing** appended to the meta skill (how to edit skills), which the
+  model-backed proposer reads in its instructions. The heuristic proposer's rules read no prose:
+  the step record says which meta-skill version each step ran with all the same.
+
+Both are versioned in the run folder: `slow_update/after-step-NNNN.md` (the guidance proposed at
+that epoch end) and `meta_skill/v0000.md` (as given), `meta_skill/after-step-NNNN.md` (after each
+epoch end). With a model optimizer the guidance is the model's summary of the epoch; a failed call
+falls back to the rules' summary, and the file says which.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from skillos.errors import SkillosError
+from skillos.repo import SkillRepo
+from skillos.training.textual import BLOCK_END, BLOCK_START, protected_block, with_block
+
+GUIDANCE_SKILL = "cross-epoch-guidance"
+META_DIR, SLOW_DIR = "meta_skill", "slow_update"
+DEFAULT_META = Path(__file__).resolve().parent / "configs" / "meta-skill" / "SKILL.md"
+MAX_GUIDANCE_LINES = 30  # the block keeps the newest epochs' lines within this
+
+
+@dataclass(frozen=True)
+class BlockEdit:
+    """The slow update's change: one skill's text with its protected block rewritten."""
+
+    name: str
+    markdown: str
+    op: str = "slow-update"
+
+    def summary(self) -> str:
+        return f"slow update of {self.name}'s guidance block ({len(block_text(self.markdown).splitlines())} lines)"
+
+    def key(self) -> str:
+        return f"slow-update {self.name} {hashlib.sha256(self.markdown.encode()).hexdigest()[:12]}"
+
+    def texts(self, before: SkillRepo) -> tuple[str, str]:
+        old = before.get(self.name)
+        return (old.to_markdown() if old else ""), self.markdown
+
+    def diff(self, before: SkillRepo) -> str:
+        a, b = (t.splitlines(keepends=True) for t in self.texts(before))
+        return "".join(difflib.unified_diff(a, b, f"a/{self.name}/SKILL.md", f"b/{self.name}/SKILL.md"))
+
+    def apply_in(self, out: SkillRepo) -> str | None:
+        from skillos.repo import parse_skill
+
+        skill = parse_skill(self.markdown, self.name)
+        result = (out.insert if out.get(self.name) is None else out.update)(skill.name, skill.description, skill.body)
+        return None if result.ok else result.reason
+
+
+def block_text(markdown: str) -> str:
+    """The guidance inside a text's protected block ("" when it has none)."""
+    block = protected_block(markdown) or ""
+    return block[len(BLOCK_START):-len(BLOCK_END)].strip("\n") if block else ""
+
+
+def guidance_rules(epoch: int, steps: list[dict]) -> str:
+    """The epoch in a few lines, from its step records: what kept failing, what was revised and
+    what held, what the gate accepted."""
+    revise, missing, keep = Counter(), Counter(), Counter()
+    for s in steps:
+        for line in (s.get("gradient") or "").splitlines():
+            if m := re.match(r"- revise (\S+):", line):
+                revise[m.group(1)] += 1
+            elif m := re.match(r"- add: \d+ failed (\S+) games read no skill", line):
+                missing[m.group(1)] += 1
+            elif m := re.match(r"- keep (\S+):", line):
+                keep[m.group(1)] += 1
+    tried = [s for s in steps if s.get("candidate") is not None]
+    accepted = sum(s.get("verdict") == "accept" for s in tried)
+    lines = [f"Epoch {epoch + 1} ({len(steps)} steps, {len(tried)} candidates, {accepted} accepted):"]
+    lines += [f"- kept failing: {k} tasks read no skill in {n} of {len(steps)} steps" for k, n in missing.most_common(3)]
+    lines += [f"- failures kept citing {u} ({n} of {len(steps)} steps): follow it with care" for u, n in
+              revise.most_common(3)]
+    lines += [f"- held: {u} (only won games cited it, {n} steps)" for u, n in keep.most_common(3)]
+    return "\n".join(lines)
+
+
+def guidance_model(chat, epoch: int, steps: list[dict]) -> tuple[str, str]:
+    """(guidance, source): the model's summary of the epoch's gradients, else the rules'."""
+    from skillos.evals.backends.chat import BackendError
+
+    rules = guidance_rules(epoch, steps)
+    if chat is None:
+        return rules, "rules"
+    gradients = "\n\n".join(f"Step {s['step'] + 1}: {s.get('gradient', '')}" for s in steps)
+    prompt = ("Below are the textual gradients of one epoch of skill optimization. Write at most 8 short lines of "
+              "guidance an agent should keep in mind across epochs (what kept failing, what held). Lines only.")
+    try:
+        text = chat.chat([{"role": "system", "content": prompt}, {"role": "user", "content": gradients}]).text
+    except BackendError as exc:
+        return rules, f"rules (model failed: {str(exc)[:120]})"
+    text = "\n".join(x.rstrip() for x in text.replace(BLOCK_START, "").replace(BLOCK_END, "").splitlines()[:8]
+                     if x.strip())
+    return (f"Epoch {epoch + 1}:\n{text}" if text else rules), "model"
+
+
+def slow_edit(incumbent: SkillRepo, target: str, guidance: str, env_name: str) -> BlockEdit | None:
+    """The incumbent's guidance block with this epoch's guidance added (older epochs kept while
+    they fit in MAX_GUIDANCE_LINES); None when nothing would change."""
+    from skillos.repo.skill import Skill
+
+    if target == "document":
+        skill = incumbent.skills[0]
+    else:
+        skill = incumbent.get(GUIDANCE_SKILL) or Skill(
+            GUIDANCE_SKILL, f"Guidance kept across epochs of optimizing these {env_name} skills: what kept "
+                            "failing and what held.", "# Cross-epoch guidance\n")
+    old = block_text(skill.to_markdown())
+    lines = (old + "\n" + guidance).strip("\n").splitlines() if old else guidance.splitlines()
+    lines = lines[-MAX_GUIDANCE_LINES:]
+    if target == "document" and not old:  # a new block goes before the first section: no section holds it
+        from skillos.training.document import split
+
+        preamble, sections = split(skill.body)
+        body = with_block(preamble, "\n".join(lines)) + "".join(s.text for s in sections)
+    else:
+        body = with_block(skill.body, "\n".join(lines))
+    new = Skill(skill.name, skill.description, body, skill.extra).to_markdown()
+    current = incumbent.get(skill.name)
+    return None if current is not None and current.to_markdown() == new else BlockEdit(skill.name, new)
+
+
+def meta_lessons(epoch: int, steps: list[dict], history: list[dict]) -> str:
+    """The epoch's editing lessons, as a section of the meta skill."""
+    refused = [r for s in steps for r in (s.get("budget") or {}).get("refusals", [])]
+    over = [r for r in refused if "exceed" in r["reason"]]
+    ops = Counter()
+    for h in history:
+        for e in h.get("edits", []):
+            ops[(e.split()[0], h["verdict"] == "accept")] += 1
+    lines = [f"### Epoch {epoch + 1}"]
+    if over:
+        sizes = sorted(r["changed_lines"] for r in over)
+        lines.append(f"- {len(over)} edits were refused over the budget (median {sizes[len(sizes) // 2]} changed "
+                     "lines): propose smaller ones.")
+    for op in sorted({o for o, _ in ops}):
+        tried, won = ops[(op, True)] + ops[(op, False)], ops[(op, True)]
+        lines.append(f"- {op} edits: {won} of {tried} in accepted candidates.")
+    if len(lines) == 1:
+        lines.append("- no edit was tried this epoch.")
+    return "\n".join(lines) + "\n"
+
+
+def read_meta(path: Path) -> str:
+    from skillos.repo import parse_skill
+    from skillos.repo.skill import SkillError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        parse_skill(text, str(path))
+    except (OSError, UnicodeDecodeError, SkillError) as exc:
+        raise SkillosError(f"optimize.meta_skill: {str(exc).splitlines()[0]}") from None
+    return text
+
+
+def latest_meta(out: Path, source: Path, next_step: int) -> tuple[str, str]:
+    """(meta skill text, its version's file name) a run at step `next_step` uses: the newest
+    version written by an epoch end before it, else the one given (copied as v0000.md)."""
+    from skillos.files import write_atomic
+
+    folder = out / META_DIR
+    done = sorted(p for p in folder.glob("after-step-*.md") if int(p.stem.rsplit("-", 1)[1]) < next_step) \
+        if folder.is_dir() else []
+    if done:
+        return read_meta(done[-1]), done[-1].name
+    text = read_meta(source)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / "v0000.md", text)
+    return text, "v0000.md"
+
+
+def write_versions(out: Path, g: int, guidance: str, source: str, meta: str) -> str:
+    """The epoch end's guidance and meta skill versions; returns the meta skill's file name."""
+    from skillos.files import write_atomic
+
+    (out / SLOW_DIR).mkdir(exist_ok=True)
+    write_atomic(out / SLOW_DIR / f"after-step-{g:04d}.md", f"<!-- source: {source} -->\n{guidance}\n")
+    name = f"after-step-{g:04d}.md"
+    write_atomic(out / META_DIR / name, meta)
+    return name
