@@ -449,3 +449,12 @@ def import_lines(d: dict) -> list[str]:
              for run in d["runs"]]
     return lines + [f"experiment #{d['experiment_id']} {d['experiment']} (import {d['import']}, {len(d['sources'])} "
                     f"file(s)); re-test: skillos compare ARM --control ARM --family {d['experiment']}"]
+
+
+def explain_lines(e: dict) -> list[str]:
+    """`skillos config explain`: a key's help and default, or a section's keys."""
+    import json
+
+    if "keys" not in e:
+        return [f"{e['key']} ({e['type']}, default {json.dumps(e['default'])}): {e['help']}"]
+    return [f"{e['key']} (section): {e['help']}"] + [f"  {e['key']}.{k}: {h}" for k, h in e["keys"].items()]

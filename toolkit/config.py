@@ -42,13 +42,21 @@ ARMS = ("no_memory", "closed_loop", "static_repo", "shuffled")
 
 @dataclass
 class ExperimentConfig:
-    name: str = "experiment"
-    hypothesis: str = ""
-    expected_effect: float | None = None  # the improvement the hypothesis claims (0.10 = 10 pts)
-    expected_discordance: float | None = None  # share of discordant pairs, from a pilot (MDE plan)
-    fixes_failure: int | None = None  # a fix run: the ledger failure it addresses (gate 6)
-    fix_metric: str | None = None  # ... the metric it should move
-    before_run: int | None = None  # ... and the ledger run measured before the fix
+    name: str = field(default="experiment", metadata={
+        "help": "the experiment's name in the ledger and in output folders (eval.output_dir/NAME-STAMP, "
+                "checkpoints/NAME): 1-100 letters, digits, '.', '_' or '-'"})
+    hypothesis: str = field(default="", metadata={
+        "help": "what the experiment tests, in a sentence: recorded in the ledger, the report and the approval plan"})
+    expected_effect: float | None = field(default=None, metadata={
+        "help": "the improvement the hypothesis claims (0.10 = 10 pts)"})
+    expected_discordance: float | None = field(default=None, metadata={
+        "help": "share of discordant pairs, from a pilot (MDE plan)"})
+    fixes_failure: int | None = field(default=None, metadata={
+        "help": "a fix run: the ledger failure it addresses (gate 6)"})
+    fix_metric: str | None = field(default=None, metadata={
+        "help": "a fix run: the metric it should move"})
+    before_run: int | None = field(default=None, metadata={
+        "help": "a fix run: the ledger run measured before the fix"})
     seeds: list | None = field(default=None, metadata={
         "help": "seed replicates: one run of this experiment per seed (each sets env.seed, and training.seed "
                 "when the config trains); with `matrix:`, every combination runs at every seed. All runs are "
@@ -61,11 +69,16 @@ class ReasoningEnvConfig:
     `generated` (offline families, split by hash), or a hub dataset read from local files under
     data_dir (aime24, aime25, gpqa_diamond: held-out; deepmath: train). Nothing downloads."""
     datasets: dict = field(default_factory=lambda: {
-        "train": "generated", "valid_seen": "generated", "valid_unseen": "generated"})
-    data_dir: str = "data/reasoning"  # relative to the config file: DATA_DIR/<hub repo id>/...
-    families: list | None = None  # generated problem families; None: every family
-    choice_seed: int = 0  # GPQA options are shuffled by this recorded seed
-    min_group_size: int | None = None  # curator training: |G| drawn from [this, training.group_size]
+        "train": "generated", "valid_seen": "generated", "valid_unseen": "generated"}, metadata={
+        "help": "split -> problem set: generated (offline families, split by hash), or aime24 | aime25 | "
+                "gpqa_diamond | deepmath read from local files under env.reasoning.data_dir"})
+    data_dir: str = field(default="data/reasoning", metadata={
+        "help": "where hub problem sets are read from, relative to the config file: DATA_DIR/<hub repo id>/..."})
+    families: list | None = field(default=None, metadata={
+        "help": "generated problem families; None: every family"})
+    choice_seed: int = field(default=0, metadata={"help": "GPQA options are shuffled by this recorded seed"})
+    min_group_size: int | None = field(default=None, metadata={
+        "help": "curator training: |G| drawn from [this, training.group_size]; None: always training.group_size"})
 
     def __post_init__(self):
         unknown = set(self.datasets) - set(SPLITS)
@@ -82,16 +95,26 @@ class ReasoningEnvConfig:
 
 @dataclass
 class EnvConfig:
-    name: str = "household"
-    split: str = "valid_unseen"  # the held-out split the arms are measured on
-    n_games: int = 60
-    train_split: str = "train"  # games the closed_loop curator learns from before held-out
-    n_train_games: int = 60
-    max_steps: int = 30
-    seed: int = 0
-    data: str = "generated"  # generated | official ($ALFWORLD_DATA)
-    task_types: list | None = None  # household: only these ALFWorld task types, in turn; None: all six
-    reasoning: ReasoningEnvConfig = field(default_factory=ReasoningEnvConfig)
+    name: str = field(default="household", metadata={
+        "help": "the environment the games come from (skillos/registry.py ENVIRONMENTS): household (ALFWorld), "
+                "reasoning, slate"})
+    split: str = field(default="valid_unseen", metadata={"help": "the held-out split the arms are measured on"})
+    n_games: int = field(default=60, metadata={"help": "held-out games each arm plays (from env.split)"})
+    train_split: str = field(default="train", metadata={
+        "help": "games the closed_loop curator learns from before held-out"})
+    n_train_games: int = field(default=60, metadata={
+        "help": "games drawn from env.train_split: what learning arms curate on before the held-out games, "
+                "and optimize's train minibatches"})
+    max_steps: int = field(default=30, metadata={
+        "help": "actions an executor may take in one game before it ends (a reasoning problem is one answer, "
+                "whatever this says)"})
+    seed: int = field(default=0, metadata={
+        "help": "seed of the game (and problem, slate) draw; experiment.seeds sets it per run"})
+    data: str = field(default="generated", metadata={"help": "generated | official ($ALFWORLD_DATA)"})
+    task_types: list | None = field(default=None, metadata={
+        "help": "household: only these ALFWorld task types, in turn; None: all six"})
+    reasoning: ReasoningEnvConfig = field(default_factory=ReasoningEnvConfig, metadata={
+        "help": "the reasoning environment's settings (env.name: reasoning)"})
 
 
 # reasoning_effort: `on` / `none` switch Qwen3-style thinking through the chat template (hf, vllm);
@@ -103,10 +126,15 @@ ANTHROPIC_THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}  # budg
 
 @dataclass
 class BackendConfig:
-    backend: str = "heuristic"
-    model: str | None = None
-    base_url: str | None = None  # an OpenAI-compatible endpoint (vllm serve, OpenRouter, ...)
-    api_key_env: str | None = None  # the environment variable holding the key (never the key)
+    backend: str = field(default="heuristic", metadata={
+        "help": "who answers (skillos/registry.py BACKENDS): heuristic (offline rules, no model), or a model "
+                "backend (openai, anthropic, hf, vllm, ...)"})
+    model: str | None = field(default=None, metadata={
+        "help": "the model: an API model name, a hub id, or a local checkpoint folder (./ckpt, /abs, ~/x)"})
+    base_url: str | None = field(default=None, metadata={
+        "help": "an OpenAI-compatible endpoint (vllm serve, OpenRouter, ...)"})
+    api_key_env: str | None = field(default=None, metadata={
+        "help": "the environment variable holding the key (never the key); None: the backend's usual variable"})
     temperature: float | None = field(default=None, metadata={
         "help": "sampling temperature, sent to every backend's request or sampler; None: the server's default"})
     top_p: float | None = field(default=None, metadata={"help": "nucleus sampling; None: the server's default"})
@@ -118,9 +146,12 @@ class BackendConfig:
                 "(an extended-thinking budget of 1024 / 4096 / 16384 tokens) | none"})
     max_tokens: int | None = field(default=None, metadata={
         "help": "tokens one reply may generate (reasoning included); None: the backend's default"})
-    history_length: int | None = None  # action/observation pairs shown to an LLM executor
-    timeout_s: float = 120.0  # per request; the SDK retries 429 / 5xx / timeouts
-    max_retries: int = 2
+    history_length: int | None = field(default=None, metadata={
+        "help": "the last action/observation pairs shown to an LLM executor; None or 0: none"})
+    timeout_s: float = field(default=120.0, metadata={
+        "help": "seconds per request (openai, anthropic); the SDK retries 429 / 5xx / timeouts"})
+    max_retries: int = field(default=2, metadata={
+        "help": "retries the openai / anthropic SDK makes of a failed request (429, 5xx, timeout)"})
 
     def __post_init__(self):
         # YAML 1.1 reads a bare `on` / `off` as a boolean: the switch the setting means
@@ -132,55 +163,86 @@ class BackendConfig:
 class CuratorConfig(BackendConfig):
     # The tool surface: the paper's three tools, or curate_and_advance(operations), the one tool
     # skillos train publishes. A trained curator must be evaluated on the surface it learned.
-    tools: str = "paper"  # paper | curate_and_advance
+    tools: str = field(default="paper", metadata={
+        "help": "the curator's tool surface: paper (the paper's three tools) | curate_and_advance (one "
+                "tool, curate_and_advance(operations), the surface skillos train publishes)"})
 
 
 @dataclass
 class JudgeConfig(BackendConfig):
-    backend: str | None = None  # no judge unless one is named
+    backend: str | None = field(default=None, metadata={
+        "help": "the judge's backend (as executor.backend); None: no judge unless one is named"})
 
 
 @dataclass
 class RewardConfig:  # r = r_task + lambda_fc*r_fc + lambda_cnt*r_cnt + lambda_comp*r_comp
-    lambda_fc: float = 1.0
-    lambda_cnt: float = 0.1
-    lambda_comp: float = 0.05
+    lambda_fc: float = field(default=1.0, metadata={
+        "help": "curator reward weight of r_fc, the share of the curator's operations that were valid "
+                "(r = r_task + lambda_fc*r_fc + lambda_cnt*r_cnt + lambda_comp*r_comp)"})
+    lambda_cnt: float = field(default=0.1, metadata={
+        "help": "curator reward weight of r_cnt, the share of the curator's skills the judge approved (needs a judge "
+                "when not 0)"})
+    lambda_comp: float = field(default=0.05, metadata={
+        "help": "curator reward weight of r_comp, compression: 1 - repo words / input words (floored at 0)"})
 
 
 @dataclass
 class TrainingConfig:
     """GRPO settings, TRL's names. None = not set; a training config must set them (gate 1)."""
-    model: str | None = None
-    output_dir: str | None = None
-    learning_rate: float | None = None
-    per_device_train_batch_size: int | None = None
-    gradient_accumulation_steps: int | None = None
-    beta: float | None = None
-    num_generations: int | None = None
-    generation_batch_size: int | None = None
-    temperature: float | None = None
-    max_steps: int | None = None
-    group_size: int | None = None  # tasks per curator rollout, |G|
-    max_completion_length: int | None = None  # TRL caps the whole multi-turn rollout with it
-    max_prompt_length: int | None = None
-    save_steps: int | None = None
-    save_total_limit: int | None = None  # None keeps every checkpoint
-    loss_type: str | None = None
-    lr_scheduler_type: str | None = None
-    seed: int | None = None
-    gradient_checkpointing: bool | None = None
-    bf16: bool | None = None
-    use_vllm: bool | None = None  # generation through vLLM (GPU): colocate shares the training GPUs
-    vllm_mode: str | None = None  # colocate | server
-    vllm_gpu_memory_utilization: float | None = None
-    vllm_tensor_parallel_size: int | None = None
-    resume_from_checkpoint: str | None = None
-    checkpoint_gb: float | None = None  # size of one checkpoint, for the free-disk check
-    lora: dict | None = None  # peft LoraConfig fields; None: full fine-tuning
-    # Rollouts whose executor games play at once during a step (training/rollouts.py); None: every
-    # rollout of the step; 1: TRL's own one-at-a-time loop.
-    rollout_concurrency: int | None = None
-    vllm_server_base_url: str | None = None  # vllm_mode server: where `trl vllm-serve` listens
+    model: str | None = field(default=None, metadata={
+        "help": "the model trained: a hub id or a local checkpoint folder (./ckpt, /abs, ~/x)"})
+    output_dir: str | None = field(default=None, metadata={
+        "help": "where checkpoints and step logs go; None: checkpoints/EXPERIMENT (config.training_output_dir)"})
+    learning_rate: float | None = field(default=None, metadata={"help": "TRL GRPOConfig.learning_rate"})
+    per_device_train_batch_size: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.per_device_train_batch_size: completions per device per micro-batch"})
+    gradient_accumulation_steps: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.gradient_accumulation_steps: micro-batches per optimizer step (effective batch: "
+                "per_device_train_batch_size x this x compute.num_processes completions)"})
+    beta: float | None = field(default=None, metadata={"help": "TRL GRPOConfig.beta: the KL coefficient"})
+    num_generations: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.num_generations: completions per prompt, one GRPO group; it must divide the "
+                "effective batch"})
+    generation_batch_size: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.generation_batch_size: rollouts generated and played together; None: one "
+                "optimizer step's completions (TRL's default)"})
+    temperature: float | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.temperature: sampling temperature of the trained model's rollouts"})
+    max_steps: int | None = field(default=None, metadata={"help": "TRL GRPOConfig.max_steps: optimizer steps"})
+    group_size: int | None = field(default=None, metadata={"help": "tasks per curator rollout, |G|"})
+    max_completion_length: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.max_completion_length: TRL caps the whole multi-turn rollout with it"})
+    max_prompt_length: int | None = field(default=None, metadata={
+        "help": "prompt tokens kept (training/prompt_cap.py cuts longer prompts; TRL's GRPOConfig has none)"})
+    save_steps: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.save_steps: optimizer steps between checkpoints"})
+    save_total_limit: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.save_total_limit: checkpoints kept; None keeps every checkpoint"})
+    loss_type: str | None = field(default=None, metadata={"help": "TRL GRPOConfig.loss_type (grpo, dr_grpo, ...)"})
+    lr_scheduler_type: str | None = field(default=None, metadata={"help": "TRL GRPOConfig.lr_scheduler_type"})
+    seed: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.seed; experiment.seeds sets it per run when the config trains"})
+    gradient_checkpointing: bool | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.gradient_checkpointing"})
+    bf16: bool | None = field(default=None, metadata={"help": "TRL GRPOConfig.bf16: bfloat16 mixed precision"})
+    use_vllm: bool | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.use_vllm: generation through vLLM (GPU): colocate shares the training GPUs"})
+    vllm_mode: str | None = field(default=None, metadata={"help": "TRL GRPOConfig.vllm_mode: colocate | server"})
+    vllm_gpu_memory_utilization: float | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.vllm_gpu_memory_utilization: share of GPU memory vLLM may take"})
+    vllm_tensor_parallel_size: int | None = field(default=None, metadata={
+        "help": "TRL GRPOConfig.vllm_tensor_parallel_size: GPUs one vLLM model is split over"})
+    resume_from_checkpoint: str | None = field(default=None, metadata={
+        "help": "a complete checkpoint folder to resume from; None: the newest complete one under output_dir, "
+                "if any"})
+    checkpoint_gb: float | None = field(default=None, metadata={
+        "help": "size of one checkpoint in GB, for the free-disk check"})
+    lora: dict | None = field(default=None, metadata={"help": "peft LoraConfig fields; None: full fine-tuning"})
+    rollout_concurrency: int | None = field(default=None, metadata={
+        "help": "rollouts whose executor games play at once during a step (training/rollouts.py); None: every "
+                "rollout of the step; 1: TRL's own one-at-a-time loop"})
+    vllm_server_base_url: str | None = field(default=None, metadata={
+        "help": "vllm_mode server: where `trl vllm-serve` listens"})
     report_to: str | list = field(default="tensorboard", metadata={
         "help": "where the step logs go (TRL's integrations): tensorboard (event files under "
                 "OUTPUT_DIR/runs/, read by `tensorboard --logdir OUTPUT_DIR`), trackio, wandb, or none; "
@@ -202,22 +264,34 @@ class TrainingConfig:
 
 @dataclass
 class ComputeConfig:
-    backend: str = "local"  # local | accelerate | modal
-    num_processes: int = 1
-    deepspeed_config: str | None = None  # path, relative to the config file
-    gpu: str | None = None  # e.g. "H100:8", for Modal and cost accounting
-    step_minutes: float | None = None  # measured minutes per training step, for save_steps
-    max_checkpoint_gap_minutes: float = 60.0  # the most work a crash may lose
-    watchdog: bool = True  # gate 7: the launch runs under the watchdog
-    stall_minutes: float = 30.0
+    backend: str = field(default="local", metadata={"help": "where training launches: local | accelerate | modal"})
+    num_processes: int = field(default=1, metadata={
+        "help": "training processes across every machine (accelerate: one per GPU); multiplies the effective "
+                "batch"})
+    deepspeed_config: str | None = field(default=None, metadata={
+        "help": "a DeepSpeed config file for the accelerate launch, relative to the config file"})
+    gpu: str | None = field(default=None, metadata={"help": 'e.g. "H100:8", for Modal and cost accounting'})
+    step_minutes: float | None = field(default=None, metadata={
+        "help": "measured minutes per training step, for save_steps"})
+    max_checkpoint_gap_minutes: float = field(default=60.0, metadata={"help": "the most work a crash may lose"})
+    watchdog: bool = field(default=True, metadata={"help": "gate 7: the launch runs under the watchdog"})
+    stall_minutes: float = field(default=30.0, metadata={
+        "help": "the watchdog alarms when the output folder has not grown, or the device has been idle, this "
+                "long while the job is alive"})
     # The step plan (training/plan.py, printed by `train --dry-run`) and multi-GPU layouts.
-    executor_latency_s: float | None = None  # seconds per executor action at the endpoint
-    gpu_seconds_per_step: float | None = None  # a step's generation + update with no executor wait
-    vllm_server_gpus: int = 0  # GPUs per machine for `trl vllm-serve` (training.vllm_mode: server)
-    num_machines: int = 1  # accelerate multi-node: num_processes counts every machine's
-    machine_rank: int = 0
-    main_process_ip: str | None = None
-    main_process_port: int = 29500
+    executor_latency_s: float | None = field(default=None, metadata={
+        "help": "seconds per executor action at the endpoint (the step plan)"})
+    gpu_seconds_per_step: float | None = field(default=None, metadata={
+        "help": "a step's generation + update with no executor wait (the step plan)"})
+    vllm_server_gpus: int = field(default=0, metadata={
+        "help": "GPUs per machine for `trl vllm-serve` (training.vllm_mode: server)"})
+    num_machines: int = field(default=1, metadata={
+        "help": "accelerate multi-node: machines; num_processes counts every machine's"})
+    machine_rank: int = field(default=0, metadata={
+        "help": "accelerate multi-node: this machine's rank (0: the main one)"})
+    main_process_ip: str | None = field(default=None, metadata={
+        "help": "accelerate multi-node: the main machine's address (needed when num_machines > 1)"})
+    main_process_port: int = field(default=29500, metadata={"help": "accelerate multi-node: the main machine's port"})
 
     @property
     def spends_gpus(self) -> bool:
@@ -227,46 +301,64 @@ class ComputeConfig:
 
 @dataclass
 class RetrievalConfig:
-    top_k: int = 5
-    mode: str = "bm25"
+    top_k: int = field(default=5, metadata={
+        "help": "skills retrieved from the repo for each game, shown to the executor"})
+    mode: str = field(default="bm25", metadata={
+        "help": "bm25 (skills ranked by the task) | shuffled (a random pick: the control for retrieval)"})
 
 
 @dataclass
 class ControlConfig:
-    arm: str = "no_memory"
-    max_age_days: float = 7.0  # a control older than this is stale (gate 4)
+    arm: str = field(default="no_memory", metadata={
+        "help": "the arm every other arm is compared to; one of eval.arms (measured in the same run)"})
+    max_age_days: float = field(default=7.0, metadata={"help": "a control older than this is stale (gate 4)"})
 
 
 @dataclass
 class EvalConfig:
-    arms: list = field(default_factory=lambda: ["no_memory", "closed_loop"])
-    control: ControlConfig = field(default_factory=ControlConfig)  # or just the arm's name
-    max_error_rate: float = 0.02  # unmeasured share above which an arm aborts (gate 2)
-    alpha: float = 0.05
-    power: float = 0.8
-    bootstrap: int = 10_000
-    static_repo: str | None = None  # skill folder for the static_repo arm
-    static_repos: dict = field(default_factory=dict)  # name -> folder, for arms "repo:NAME" (sweeps)
-    curators: dict = field(default_factory=dict)  # name -> checkpoint, for arms "curator:NAME" (sweeps)
-    output_dir: str = "runs"
-    workers: int = 0  # arms played in parallel processes; 0: one per CPU core
-    concurrency: int = 1  # games in flight per arm (model backends: 16-64; heuristic: 1)
-    wave_size: int = 1  # learning arms: games played on one repo snapshot before curating
+    arms: list = field(default_factory=lambda: ["no_memory", "closed_loop"], metadata={
+        "help": "the arms played on the same held-out games: no_memory | closed_loop | static_repo | shuffled | "
+                "repo:NAME (eval.static_repos) | curator:NAME (eval.curators)"})
+    control: ControlConfig = field(default_factory=ControlConfig, metadata={
+        "help": "the control arm and how old it may be (or just the arm's name)"})
+    max_error_rate: float = field(default=0.02, metadata={
+        "help": "unmeasured share above which an arm aborts (gate 2)"})
+    alpha: float = field(default=0.05, metadata={
+        "help": "significance level of the paired tests (corrected across the family)"})
+    power: float = field(default=0.8, metadata={"help": "target power of the minimum-detectable-effect plan"})
+    bootstrap: int = field(default=10_000, metadata={"help": "bootstrap resamples for confidence intervals"})
+    static_repo: str | None = field(default=None, metadata={"help": "skill folder for the static_repo arm"})
+    static_repos: dict = field(default_factory=dict, metadata={
+        "help": 'name -> folder, for arms "repo:NAME" (sweeps)'})
+    curators: dict = field(default_factory=dict, metadata={
+        "help": 'name -> checkpoint, for arms "curator:NAME" (sweeps)'})
+    output_dir: str = field(default="runs", metadata={
+        "help": "where run folders go (relative to the working directory)"})
+    workers: int = field(default=0, metadata={"help": "arms played in parallel processes; 0: one per CPU core"})
+    concurrency: int = field(default=1, metadata={
+        "help": "games in flight per arm (model backends: 16-64; heuristic: 1)"})
+    wave_size: int = field(default=1, metadata={
+        "help": "learning arms: games played on one repo snapshot before curating"})
 
 
 @dataclass
 class OptimizeGateConfig:
-    mode: str = "paired"  # paired: mean paired difference > k·SE; strict: SkillOpt's > (for comparison)
-    k: float = 2.0
-    max_unmeasured: float = 0.1  # share of validation tasks unmeasured above which a verdict is indecisive
+    mode: str = field(default="paired", metadata={
+        "help": "paired: mean paired difference > k·SE; strict: SkillOpt's > (for comparison)"})
+    k: float = field(default=2.0, metadata={
+        "help": "paired mode: standard errors the mean paired gain must exceed for a candidate to be accepted"})
+    max_unmeasured: float = field(default=0.1, metadata={
+        "help": "share of validation tasks unmeasured above which a verdict is indecisive"})
 
 
 @dataclass
 class OptimizeConfig:
     """skillos optimize (text-space, SkillOpt-style). Train minibatches come from env.train_split,
     candidates are gated on the validation split, and env.split is the sealed test split."""
-    optimizer: BackendConfig = field(default_factory=BackendConfig)  # heuristic, or a model backend
-    seed_skills: str | None = None  # the starting skill folder (relative to the config); None: empty
+    optimizer: BackendConfig = field(default_factory=BackendConfig, metadata={
+        "help": "who proposes edits: heuristic, or a model backend"})
+    seed_skills: str | None = field(default=None, metadata={
+        "help": "the starting skill folder (relative to the config); None: empty"})
     target: str = field(default="repo", metadata={
         "help": "repo: train a skill folder (edits add, replace or delete whole skills); document: train ONE "
                 "SKILL.md (optimize.document), its sections (markdown headings) the edit units, and write "
@@ -274,8 +366,9 @@ class OptimizeConfig:
     document: str | None = field(default=None, metadata={
         "help": "target document: the SKILL.md (or a folder holding one) to train, relative to the config; None: "
                 "the one skill of optimize.seed_skills, or a new document with only a title"})
-    epochs: int = 2
-    minibatch_size: int = 6
+    epochs: int = field(default=2, metadata={"help": "passes over the train games (env.n_train_games)"})
+    minibatch_size: int = field(default=6, metadata={
+        "help": "train games played per step, whose failures the proposer reads"})
     max_lines: int = field(default=40, metadata={
         "help": "the textual learning rate, in changed lines of skill text (difflib over the old and new text; a "
                 "rewritten line counts 1) one step may make, at the first step; an edit that does not fit what is "
@@ -283,7 +376,8 @@ class OptimizeConfig:
                 "covers every line it changes"})
     min_lines: int | None = field(default=None, metadata={
         "help": "... decaying to this many changed lines at the last step; None: half of optimize.max_lines"})
-    schedule: str = "cosine"  # cosine | linear | constant
+    schedule: str = field(default="cosine", metadata={
+        "help": "how the line budget decays from max_lines to min_lines: cosine | linear | constant"})
     slow_update: bool = field(default=False, metadata={
         "help": "at each epoch's end, one more gated candidate: the skill with cross-epoch guidance written into its "
                 "protected block (<!-- skillos:slow-update --> ... <!-- /skillos:slow-update -->, which ordinary "
@@ -292,9 +386,11 @@ class OptimizeConfig:
     meta_skill: str | None = field(default=None, metadata={
         "help": "the meta skill (how to edit skills) the model-backed proposer reads, a SKILL.md relative to the "
                 "config; None: training/configs/meta-skill/SKILL.md"})
-    validation_split: str = "valid_seen"
-    n_validation: int = 30
-    gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
+    validation_split: str = field(default="valid_seen", metadata={
+        "help": "the split candidates are gated on (not env.split, the sealed test split)"})
+    n_validation: int = field(default=30, metadata={"help": "validation tasks each candidate is gated on"})
+    gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig, metadata={
+        "help": "when a candidate is accepted over the incumbent"})
 
     @property
     def last_lines(self) -> int:
@@ -317,22 +413,32 @@ class SkillGateConfig:
     training/selector_trainer.py). `trainer` is what `skillos train` runs (training/registry.py).
     A slate holds `slate_size` skills: the oracle, `n_misleading` built from it, `n_irrelevant`,
     and relevant ones for the rest (`n_relevant`)."""
-    trainer: str = "curator"  # curator | selector (GRPO + selector credit) | selector-bc | selector-dpo
-    slate_repo: str | None = None  # skill folder slates are drawn from (relative to the config)
-    slate_size: int = 16  # the method's slates
-    n_misleading: int = 5  # mutated oracles; DPO pairs each gold read with (up to 5 of) these
-    n_irrelevant: int = 5
-    # no_skill | mixed_task_reward (outcome only; `off` is its old name) | mixed_separated |
-    # hybrid_slate | task-mask-only (coef exactly 0) | first-oracle | clean-oracle (the method)
-    selector_credit: str | bool = "mixed_task_reward"
-    selector_coef: float = 1.0
-    init: str = "base"  # base | sft (a teacher's selection turns) | oracle-warmup (the gold reads)
-    teacher: BackendConfig = field(default_factory=BackendConfig)  # init sft: any model backend
-    sft_steps: int = 60  # SFTTrainer steps of the sft / oracle-warmup start
-    sft_learning_rate: float = 1.0e-5
-    max_tool_calls: int = 6  # reads + actions in one training rollout
-    eval_spec: str | None = None  # the frozen eval protocol (evals/protocol.py), relative to the config
-    repeats: int = 1  # plays of each held-out game per arm (pass@k / pass^k)
+    trainer: str = field(default="curator", metadata={
+        "help": "what skillos train runs: curator | selector (GRPO + selector credit) | selector-bc | selector-dpo"})
+    slate_repo: str | None = field(default=None, metadata={
+        "help": "skill folder slates are drawn from (relative to the config)"})
+    slate_size: int = field(default=16, metadata={"help": "skills in one slate (the method's slates: 16)"})
+    n_misleading: int = field(default=5, metadata={
+        "help": "mutated oracles per slate; DPO pairs each gold read with (up to 5 of) these"})
+    n_irrelevant: int = field(default=5, metadata={"help": "skills per slate unrelated to the task"})
+    selector_credit: str | bool = field(default="mixed_task_reward", metadata={
+        "help": "the selector's loss profile (training/selector_credit.py): no_skill | mixed_task_reward (outcome "
+                "only; `off` is its old name) | mixed_separated | hybrid_slate | task-mask-only (coef exactly 0) | "
+                "first-oracle | clean-oracle (the method)"})
+    selector_coef: float = field(default=1.0, metadata={
+        "help": "coef x the selector advantage on the selection tokens, for the credited profiles "
+                "(training/selector_credit.py); task-mask-only needs exactly 0"})
+    init: str = field(default="base", metadata={
+        "help": "where selector GRPO starts: base | sft (a teacher's selection turns) | oracle-warmup (the gold "
+                "reads)"})
+    teacher: BackendConfig = field(default_factory=BackendConfig, metadata={"help": "init sft: any model backend"})
+    sft_steps: int = field(default=60, metadata={"help": "SFTTrainer steps of the sft / oracle-warmup start"})
+    sft_learning_rate: float = field(default=1.0e-5, metadata={
+        "help": "learning rate of the sft / oracle-warmup start"})
+    max_tool_calls: int = field(default=6, metadata={"help": "reads + actions in one training rollout"})
+    eval_spec: str | None = field(default=None, metadata={
+        "help": "the frozen eval protocol (evals/protocol.py), relative to the config"})
+    repeats: int = field(default=1, metadata={"help": "plays of each held-out game per arm (pass@k / pass^k)"})
 
     @property
     def n_relevant(self) -> int:
@@ -359,9 +465,10 @@ class SkillGateConfig:
 @dataclass
 class SleepBudgetConfig:
     """Hard caps per night: a call that could pass one is not made; the night stops cleanly."""
-    max_calls: int = 300  # model calls (replays, judge, optimizer) in one night
-    max_tokens: int = 600_000  # prompt + completion tokens, a call's worst case reserved before it
-    max_minutes: float = 60.0  # wall clock
+    max_calls: int = field(default=300, metadata={"help": "model calls (replays, judge, optimizer) in one night"})
+    max_tokens: int = field(default=600_000, metadata={
+        "help": "prompt + completion tokens in one night, a call's worst case reserved before it"})
+    max_minutes: float = field(default=60.0, metadata={"help": "wall-clock minutes of one night"})
 
 
 @dataclass
@@ -369,27 +476,42 @@ class SleepConfig:
     """skillos sleep: learn one skill from the agent's own Claude Code and Codex sessions. Mined
     tasks are split train / validation / sealed test by content hash; candidates are gated with
     optimize's machinery; a night stages a proposal and never writes the live skill."""
-    skill: str | None = None  # the live skill folder (holding SKILL.md) a night improves
-    sources: list = field(default_factory=lambda: ["claude", "codex"])
-    claude_dir: str = "~/.claude"
-    codex_dir: str = "~/.codex"
-    project: str | None = None  # only sessions whose working directory contains this; None: all
-    since: str | None = None  # ISO date: only sessions started on or after it
-    max_sessions: int = 500  # the most recent sessions after the filters
-    subagents: bool = False  # also harvest Claude Code sub-agent sessions
-    tasks: str | None = None  # a reviewed task file (JSONL) replaces mining (privacy-safe runs)
-    model: BackendConfig = field(default_factory=BackendConfig)  # replays tasks (a model backend)
-    optimizer: BackendConfig = field(default_factory=BackendConfig)  # proposes edits: heuristic or a model
-    steps: int = 2  # candidates proposed per night
-    max_edits: int = 4  # the textual learning rate: lines one step may change, at the first step ...
-    min_edits: int = 2  # ... decaying to this at the last
-    schedule: str = "cosine"
-    validation_share: float = 0.34  # of mined tasks, by content hash (SkillOpt-Sleep's held-out share)
-    test_share: float = 0.2  # sealed: read once, at the end of the night
-    gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig)
-    no_regress: bool = False  # also reject a candidate that breaks any validation task
-    edit_anywhere: bool = False  # edits may rewrite the whole body, not only the learned block
-    max_consecutive_errors: int = 5  # failed calls in a row that end the night as an outage
+    skill: str | None = field(default=None, metadata={
+        "help": "the live skill folder (holding SKILL.md) a night improves"})
+    sources: list = field(default_factory=lambda: ["claude", "codex"], metadata={
+        "help": "whose session transcripts are mined: claude (Claude Code) and/or codex"})
+    claude_dir: str = field(default="~/.claude", metadata={
+        "help": "Claude Code's folder; its transcripts are read from CLAUDE_DIR/projects"})
+    codex_dir: str = field(default="~/.codex", metadata={
+        "help": "Codex's folder, where its session transcripts are read"})
+    project: str | None = field(default=None, metadata={
+        "help": "only sessions whose working directory contains this; None: all"})
+    since: str | None = field(default=None, metadata={"help": "ISO date: only sessions started on or after it"})
+    max_sessions: int = field(default=500, metadata={"help": "the most recent sessions after the filters"})
+    subagents: bool = field(default=False, metadata={"help": "also harvest Claude Code sub-agent sessions"})
+    tasks: str | None = field(default=None, metadata={
+        "help": "a reviewed task file (JSONL) replaces mining (privacy-safe runs)"})
+    model: BackendConfig = field(default_factory=BackendConfig, metadata={"help": "replays tasks (a model backend)"})
+    optimizer: BackendConfig = field(default_factory=BackendConfig, metadata={
+        "help": "proposes edits: heuristic or a model"})
+    steps: int = field(default=2, metadata={"help": "candidates proposed per night"})
+    max_edits: int = field(default=4, metadata={
+        "help": "the textual learning rate: lines one step may change, at the first step ..."})
+    min_edits: int = field(default=2, metadata={"help": "... decaying to this at the last"})
+    schedule: str = field(default="cosine", metadata={
+        "help": "how the edit budget decays from max_edits to min_edits: cosine | linear | constant"})
+    validation_share: float = field(default=0.34, metadata={
+        "help": "of mined tasks, by content hash (SkillOpt-Sleep's held-out share)"})
+    test_share: float = field(default=0.2, metadata={
+        "help": "of mined tasks, by content hash; sealed: read once, at the end of the night"})
+    gate: OptimizeGateConfig = field(default_factory=OptimizeGateConfig, metadata={
+        "help": "when a candidate is accepted (optimize's gate)"})
+    no_regress: bool = field(default=False, metadata={
+        "help": "also reject a candidate that breaks any validation task"})
+    edit_anywhere: bool = field(default=False, metadata={
+        "help": "edits may rewrite the whole body, not only the learned block"})
+    max_consecutive_errors: int = field(default=5, metadata={
+        "help": "failed calls in a row that end the night as an outage"})
     dream_factor: int = field(default=0, metadata={
         "help": "perturbed variants of each mined train task, replayed beside it (SkillOpt's dream_factor): the same "
                 "request reworded, the same checks; by rules, or by sleep.optimizer when it is a model (one call per "
@@ -398,37 +520,51 @@ class SleepConfig:
         "help": "also ask sleep.optimizer (a model backend) for checks of each request the rules found none for; "
                 "a request is kept only with checks the task-file rules accept (a rubric only with a judge), and "
                 "every call counts against the night's budget"})
-    budget: SleepBudgetConfig = field(default_factory=SleepBudgetConfig)
-    home: str | None = None  # digests, nights, proposals, backups; None: $SKILLOS_HOME/sleep
+    budget: SleepBudgetConfig = field(default_factory=SleepBudgetConfig, metadata={
+        "help": "hard caps per night: calls, tokens, minutes"})
+    home: str | None = field(default=None, metadata={
+        "help": "where digests, nights, proposals and backups go; None: $SKILLOS_HOME/sleep"})
 
 
 @dataclass
 class CanaryConfig:
     """A learning canary's miniature (training/canary, training/configs/canary-*.yaml): the
     supervised warm start the tiny model trains from before GRPO."""
-    warmup_steps: int = 400  # supervised steps of the warm start
-    warmup_groups: int = 12  # train groups whose first curator inputs the warm start answers
-    warmup_learning_rate: float = 3e-3
+    warmup_steps: int = field(default=400, metadata={"help": "supervised steps of the warm start"})
+    warmup_groups: int = field(default=12, metadata={
+        "help": "train groups whose first curator inputs the warm start answers"})
+    warmup_learning_rate: float = field(default=3e-3, metadata={"help": "learning rate of the warm start"})
 
 
 @dataclass
 class Config:
-    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
-    env: EnvConfig = field(default_factory=EnvConfig)
-    executor: BackendConfig = field(default_factory=BackendConfig)
-    curator: CuratorConfig = field(default_factory=CuratorConfig)
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    training: TrainingConfig = field(default_factory=TrainingConfig)
-    compute: ComputeConfig = field(default_factory=ComputeConfig)
-    optimize: OptimizeConfig = field(default_factory=OptimizeConfig)
-    sleep: SleepConfig = field(default_factory=SleepConfig)
-    skillgate: SkillGateConfig = field(default_factory=SkillGateConfig)
-    canary: CanaryConfig = field(default_factory=CanaryConfig)
-    reference: str | None = None  # hyperparameter table to diff against, e.g. skillos-paper/alfworld
-    divergences: dict = field(default_factory=dict)  # key -> {value, reason}: sanctioned departures
+    experiment: ExperimentConfig = field(default_factory=ExperimentConfig, metadata={
+        "help": "what the experiment is and what it claims"})
+    env: EnvConfig = field(default_factory=EnvConfig, metadata={"help": "where the games come from"})
+    executor: BackendConfig = field(default_factory=BackendConfig, metadata={"help": "the agent that plays the games"})
+    curator: CuratorConfig = field(default_factory=CuratorConfig, metadata={
+        "help": "the agent that writes skills from played games (learning arms)"})
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata={
+        "help": "how skills are picked for a game"})
+    eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "the arms, the control and the statistics"})
+    judge: JudgeConfig = field(default_factory=JudgeConfig, metadata={
+        "help": "an optional judge model (curator reward r_cnt)"})
+    reward: RewardConfig = field(default_factory=RewardConfig, metadata={"help": "the curator's GRPO reward weights"})
+    training: TrainingConfig = field(default_factory=TrainingConfig, metadata={
+        "help": "GRPO training (TRL's names); None: not set"})
+    compute: ComputeConfig = field(default_factory=ComputeConfig, metadata={"help": "where and how training launches"})
+    optimize: OptimizeConfig = field(default_factory=OptimizeConfig, metadata={
+        "help": "skillos optimize: text-space skill optimization"})
+    sleep: SleepConfig = field(default_factory=SleepConfig, metadata={
+        "help": "skillos sleep: learn a skill from your own sessions"})
+    skillgate: SkillGateConfig = field(default_factory=SkillGateConfig, metadata={
+        "help": "SkillGate: the executor learns which skill of a slate to read"})
+    canary: CanaryConfig = field(default_factory=CanaryConfig, metadata={
+        "help": "a learning canary's miniature (its supervised warm start)"})
+    reference: str | None = field(default=None, metadata={
+        "help": "hyperparameter table to diff against, e.g. skillos-paper/alfworld"})
+    divergences: dict = field(default_factory=dict, metadata={
+        "help": "key -> {value, reason}: sanctioned departures from the reference"})
     matrix: dict = field(default_factory=dict, metadata={
         "help": "named axes over config keys, AXIS: {key: KEY, values: [V, ...]}, e.g. credit: {key: "
                 "skillgate.selector_credit, values: [clean-oracle, no_skill]}: one run per combination (times "
@@ -470,6 +606,30 @@ def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
     return f" (allowed: {', '.join(options)})" if list_allowed else ""
 
 
+def explain(key: str) -> dict:
+    """A config key's help, type and default (from its dataclass field), for `skillos config
+    explain KEY`; a section's help and its keys. An unknown key is a ConfigError with a
+    did-you-mean, as in a config file."""
+    owner, cls, value, parts = None, Config, Config(), str(key).strip().split(".")
+    for i, part in enumerate(parts):
+        if cls is None:
+            raise ConfigError(f"{key}: {'.'.join(parts[:i])} is a setting, not a section; it has no keys")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if part not in fields:
+            where = ".".join(parts[:i]) or "the config"
+            raise ConfigError(f"{'.'.join(parts[:i + 1])}: not a key of {where}{did_you_mean(part, fields)}")
+        owner, node, value = cls, fields[part], getattr(value, part)
+        cls = type(value) if dataclasses.is_dataclass(value) else None
+    hint = typing.get_type_hints(owner)[node.name]
+    out = {"key": ".".join(parts), "help": node.metadata.get("help"),
+           "type": getattr(hint, "__name__", None) if isinstance(hint, type) else str(hint)}
+    if cls is None:
+        out["default"] = value
+    else:  # a section: each of its keys, one line
+        out["keys"] = {f.name: f.metadata.get("help") for f in dataclasses.fields(cls)}
+    return out
+
+
 def _build(cls, data: Any, where: str):
     if data is None:
         return cls()
@@ -479,7 +639,8 @@ def _build(cls, data: Any, where: str):
     values = {}
     for key, value in data.items():
         if key not in fields:
-            raise ConfigError(f"{where}.{key}: unknown key{did_you_mean(str(key), fields)}")
+            raise ConfigError(f"{f'{where}.' if where else ''}{key}: unknown key{did_you_mean(str(key), fields)}"
+                              f"{_close_help(cls, str(key))}")
         f = fields[key]
         sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
         path = f"{where}.{key}" if where else key
@@ -490,6 +651,18 @@ def _build(cls, data: Any, where: str):
         else:
             values[key] = _check_type(value, typing.get_type_hints(cls)[key], path)
     return cls(**values)
+
+
+def _close_help(cls, key: str) -> str:
+    """For an unknown key: the help and default of the key it is closest to (what was meant)."""
+    close = difflib.get_close_matches(key, [f.name for f in dataclasses.fields(cls)], n=1)
+    if not close:
+        return ""
+    f = next(f for f in dataclasses.fields(cls) if f.name == close[0])
+    if dataclasses.is_dataclass(f.default_factory):
+        return f"; {close[0]}: {f.metadata.get('help')}"
+    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    return f"; {close[0]}: {f.metadata.get('help')} (default {json.dumps(default)})"
 
 
 def _check_type(value, hint, where):
