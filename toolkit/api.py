@@ -34,7 +34,16 @@ Echo = Callable[[str], None]
 
 
 def load(path: str | Path, sets: list[str] | tuple = ()) -> Config:
-    """A config file, with `KEY=VALUE` overrides (`env.n_games=6`), validated."""
+    """A config file, with `KEY=VALUE` overrides (`env.n_games=6`), validated.
+
+    Args:
+        path: the YAML config file; relative paths it names resolve beside it.
+        sets: `KEY=VALUE` overrides applied before validation, as `--set` does.
+    Returns:
+        The validated Config (every named input folder or file checked to exist).
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+    """
     return cfgmod.load(path, sets=sets)
 
 
@@ -42,7 +51,22 @@ def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | No
           ledger=None, trace: bool = False) -> Report:
     """The launch gates on a config, recorded nowhere: the report, or GateRefused carrying it
     when a check failed (gate 6 reads the ledger when the config names a fix). `trace` (and
-    `dry_run`) also trace every gated key to what its consumer receives (`report.trace`)."""
+    `dry_run`) also trace every gated key to what its consumer receives (`report.trace`).
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        dry_run: also run the checks that execute code (tool surface, reward arithmetic, a few
+            real rollouts, the task distribution, split hashes, free disk).
+        echo: called with each progress line; None: quiet.
+        ledger: read only by gate 6 (a config naming a fix); None: the one at $SKILLOS_HOME.
+        trace: trace every gated key to its consumer (`report.trace`).
+    Returns:
+        The gates' Report: every result (PASS / WARN / FAIL / SKIP) with its gate, key and values.
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+    """
     cfg = _config(config)
     with _ledger(ledger, needed=cfg.experiment.fixes_failure is not None) as book:
         report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo, trace=trace)
@@ -54,7 +78,18 @@ def plan(config: Config | str | Path, *, out: str | Path | None = None, sets: li
     PLAN`): hypothesis, arms, seeds, metric, the MDE and the games it needs, the estimated cost,
     the config hash (gates/approval.py). Runs the static gates, records nothing; `sets` are the
     --set values the config was loaded with (approve loads it the same way to check its hash).
-    Returns {path, short_hash, plan}; default OUT: $SKILLOS_HOME/plans/EXPERIMENT-HASH.json."""
+    Returns {path, short_hash, plan}; default OUT: $SKILLOS_HOME/plans/EXPERIMENT-HASH.json.
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        out: where to write the plan; None: $SKILLOS_HOME/plans/EXPERIMENT-HASH.json.
+        sets: the --set values the config was loaded with.
+    Returns:
+        {path, short_hash, plan}: the file written, the hash a person approves, the plan itself.
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+    """
     from skillos.files import write_atomic
     from skillos.gates import approval
     from skillos.ledger.store import actor, default_path
@@ -74,7 +109,30 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
              overrides: dict | None = None, resume: bool = False, overwrite: bool = False,
              progress=None, echo: Echo | None = None, ledger=None, command: str = "eval") -> dict:
     """Every arm of the config on the same held-out games: gates, then the run, under the
-    watchdog; the report (also written to OUT/report.json), recorded in the ledger."""
+    watchdog; the report (also written to OUT/report.json), recorded in the ledger.
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        out: the run folder; None: a new one under eval.output_dir named after the experiment.
+        overrides: {check: "reason"}, a person's decision to launch despite a failing check,
+            recorded in the ledger as a process failure.
+        resume: continue the run in `out` (finished games are not played again).
+        overwrite: delete what is in `out` and start over.
+        progress: a progress callback (the CLI's bars); None: none.
+        echo: called with each progress line; None: quiet.
+        ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+        command: the command name recorded with the gates (eval, quickstart, sweep).
+    Returns:
+        The eval report: the experiment, env, arms with their denominators, comparisons against
+        the control with their verdicts from evals/stats.py, and `ledger` ids. A matrix or seed
+        replicates return {matrix, runs} (OUT/matrix.json).
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+        SkillosError: `resume` with `overwrite`, or without `out`; `out` not usable as asked; a
+            resumed folder whose config differs.
+    """
     from skillos.evals.experiment import run_eval
     from skillos.evals.run_folder import check_out, default_out_dir
 
@@ -141,7 +199,25 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
 
     `envs`: the target environments (default the config's own). With more than one (a
     cross-domain transfer in both directions) each target is swept into OUT/ENV with its own
-    control, and every row is judged in one family: {"transfer": family, "sweeps": {env: summary}}."""
+    control, and every row is judged in one family: {"transfer": family, "sweeps": {env: summary}}.
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        executor: the target executor, BACKEND:MODEL.
+        repos: skill folders to sweep, each an arm named after its folder.
+        checkpoints: trained curator checkpoints to sweep, each curating its own repo.
+        envs: target environments; empty: the config's own.
+        out, overrides, resume, overwrite, progress, echo, ledger: as for `evaluate`.
+    Returns:
+        The eval report with `sweep` added; several envs: {transfer, sweeps}; a matrix or seed
+        replicates: {matrix, runs}.
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+        SkillosError: no repo or checkpoint, a missing folder, a repo the curator was trained on,
+            a cross-domain sweep of a matrix, or `out` not usable as asked.
+    """
     from skillos.evals import sweep as sweeping
     from skillos.evals.run_folder import SWEEP, default_out_dir
     from skillos.files import write_atomic
@@ -210,7 +286,27 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
              echo: Echo | None = None, ledger=None) -> dict:
     """Text-space skill optimization, gated and sealed: the seed-vs-best report on the sealed
     test split. `resume` continues a killed run in `out` (its incumbent, history and rejected
-    memory); `unseal` is a person's reason to read a split the ledger has sealed (recorded)."""
+    memory); `unseal` is a person's reason to read a split the ledger has sealed (recorded).
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        out: the run folder; None: a new one under eval.output_dir.
+        overrides: {check: "reason"}, a person's decision to launch despite a failing check,
+            recorded in the ledger as a process failure.
+        resume: continue a killed run in `out`.
+        unseal: a person's reason to read a sealed split again (recorded as an override).
+        echo: called with each progress line; None: quiet.
+        ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+    Returns:
+        The report: the verdict on the sealed test split (seed vs best), the decision, the
+        candidates tried; also written to OUT/report.json with best_skill/ and history.jsonl.
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+        SkillosError: `resume` without `out`, bad splits or seed skills, a resume that cannot
+            continue, or a sealed split read without `unseal`.
+    """
     from skillos.evals.run_folder import check_out, default_out_dir
     from skillos.training import optimize as optimizing
 
@@ -231,7 +327,25 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
 def evaluate_slate(config: Config | str | Path, *, out: str | Path, checkpoints: dict | None = None,
                    overrides: dict | None = None, echo: Echo | None = None, ledger=None) -> dict:
     """SkillGate's slate eval: the config's executor and each checkpoint (NAME -> folder, played
-    on backend hf) on frozen skill slates, with the selection metrics, pass@k and paired tests."""
+    on backend hf) on frozen skill slates, with the selection metrics, pass@k and paired tests.
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        out: the folder for the rows and the report.
+        checkpoints: NAME -> checkpoint folder, each played as an arm on backend hf.
+        overrides: {check: "reason"}, a person's decision to launch despite a failing check,
+            recorded in the ledger as a process failure.
+        echo: called with each progress line; None: quiet.
+        ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+    Returns:
+        The report: pins, per-arm selection metrics and pass@k / pass^k, paired comparisons.
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+        SkillosError: no skillgate.slate_repo, an `out` that already holds a slate report, or a
+            frozen eval spec (skillgate.eval_spec) whose pins differ from this run's.
+    """
     from skillos.evals.slate_eval import run
 
     cfg, echo = _config(config), echo or _quiet
@@ -245,7 +359,26 @@ def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_f
     """One night of `skillos sleep` for `cfg.sleep.skill`: replay mined (or reviewed, `tasks_file`)
     tasks, gate candidates, stage a proposal a person adopts. The launch gates run first. Test
     tasks an earlier night read are sealed in the ledger and left out unless `unseal` gives a
-    person's reason (recorded as an override)."""
+    person's reason (recorded as an override).
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        overrides: {check: "reason"}, a person's decision to launch despite a failing check,
+            recorded in the ledger as a process failure.
+        tasks_file: a reviewed task file (JSONL) that replaces mining.
+        echo: called with each progress line; None: quiet.
+        ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+        unseal: a person's reason to read test tasks an earlier night read.
+    Returns:
+        The night's report: status and why it stopped, task counts per split, candidates,
+        the accepted one, the sealed test, the budget spent, and the staged `proposal` if any.
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+        SkillosError: a sleep setting the night cannot run with (no live skill, a backend that
+            cannot replay), or unreadable tasks.
+    """
     from skillos.training.sleep import run_night
 
     cfg, echo = _config(config), echo or _quiet
@@ -257,7 +390,26 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
           dry_run: bool = False, echo: Echo | None = None, ledger=None) -> dict:
     """Train the curator (GRPO) where compute.backend says: in this process, under accelerate,
     or on Modal. `dry_run`: the static gates and the launch plan, nothing trained. The summary
-    has `plan`, `returncode` (0: finished) and, for a local run, steps and checkpoints."""
+    has `plan`, `returncode` (0: finished) and, for a local run, steps and checkpoints.
+
+    Args:
+        config: a Config (validated again: it may have changed since it loaded) or a path to a
+            config file.
+        backend: local | accelerate | modal, replacing compute.backend; None: the config's.
+        overrides: {check: "reason"}, a person's decision to launch despite a failing check,
+            recorded in the ledger as a process failure.
+        dry_run: the static gates and the launch plan; nothing is trained or recorded.
+        echo: called with each progress line; None: quiet.
+        ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+    Returns:
+        {plan, returncode, ...}: with `dry_run`, also `gates` (the Report); a local run, its
+        steps and checkpoints; a matrix or seed replicates, `runs` (one summary per run).
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+        SkillosError: no training section, a matrix on a backend other than local, or a launch
+            that cannot start (e.g. modal not installed).
+    """
     from skillos.training import launch
 
     cfg = _config(config)
@@ -307,7 +459,24 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
             family: str | None = None, experiment=None, echo: Echo | None = None, ledger=None) -> dict:
     """Recorded runs (ids or arm names) against a control, from the ledger: alpha, power,
     bootstrap and the control's max age come from the config (default: the schema's). The
-    static gates run first; every arm carries its verdict from `evals.stats.verdicts`."""
+    static gates run first; every arm carries its verdict from `evals.stats.verdicts`.
+
+    Args:
+        config: a Config or a path to one; None: the schema's defaults.
+        runs: run ids or arm names (the newest measured run of each).
+        control: the control's run id or arm; None: eval.control.arm.
+        family: the experiment whose runs are corrected together as one family.
+        experiment: an experiment id (#3 or 3) or name that arm names are looked up in.
+        echo: called with each progress line; None: quiet.
+        ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+    Returns:
+        {control, family, arms, ...}: each arm's denominators, paired comparison (McNemar, CI,
+        MDE) and family-corrected verdict.
+    Raises:
+        ConfigError: the config is unreadable or invalid (one line naming the key).
+        GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
+        LedgerError: a run, arm or family not in the ledger, or an arm name that is ambiguous.
+    """
     from skillos.evals.compare import compare_runs
 
     cfg = _config(config) if config is not None else cfgmod.validate(Config())
@@ -324,7 +493,20 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
     held-out tasks beside a negative control, judged by evals/stats.py and recorded in the ledger
     with the code hash it vouches for. Returns the result (`passed`: improvement and a control
     that shows none). Runs on the CPU, on its own miniature: it launches nothing the gates guard.
-    Raises SkillosError for an unknown trainer."""
+
+    Args:
+        trainer: curator | selector | optimize.
+        credit: the variant, for a canary that has them (the selector's credit profiles).
+        quick: the same pipeline at a size that runs in minutes; too small to learn.
+        out: where the canary's files go; None: runs/canary-TRAINER-STAMP.
+        echo: called with each progress line; None: quiet.
+        ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+    Returns:
+        The result: `passed` (improvement and a control that shows none), the before/after
+        measurements and the code hash it vouches for.
+    Raises:
+        SkillosError: an unknown trainer, or a variant it does not have.
+    """
     from skillos.training import canary as canaries
 
     with _ledger(ledger) as book:
