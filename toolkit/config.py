@@ -399,6 +399,8 @@ class OptimizeConfig:
 
 
 OPTIMIZE_TARGETS = ("repo", "document")  # what `skillos optimize` trains: a skill folder, or one SKILL.md
+SCHEDULES = ("cosine", "linear", "constant")  # how a textual learning rate decays (optimize and sleep)
+GATE_MODES = ("paired", "strict")  # evals/stats.py's gate modes (a test checks they agree)
 
 # SkillGate's training profiles (training/selector_credit.py says what each does to the loss).
 SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
@@ -524,6 +526,30 @@ class SleepConfig:
         "help": "hard caps per night: calls, tokens, minutes"})
     home: str | None = field(default=None, metadata={
         "help": "where digests, nights, proposals and backups go; None: $SKILLOS_HOME/sleep"})
+
+    def __post_init__(self):
+        # The sleep settings' own rules, here only (a night reads them validated). What a night
+        # needs of the rest of the machine (the live skill, a replay backend, dream's framings) is
+        # checked by training/sleep/night.py's preflight, at the night.
+        models = registry.MODEL_BACKENDS
+        if self.optimizer.backend not in ("heuristic", *models):
+            raise ConfigError(f"sleep.optimizer.backend: heuristic or one of {', '.join(models)}")
+        _choice(self.gate.mode, GATE_MODES, "sleep.gate.mode")
+        _choice(self.schedule, SCHEDULES, "sleep.schedule")
+        if self.min_edits > self.max_edits:
+            raise ConfigError(f"sleep.min_edits ({self.min_edits}) is above sleep.max_edits ({self.max_edits})")
+        for key in ("steps", "max_edits", "min_edits", "max_consecutive_errors", "max_sessions"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"sleep.{key}: at least 1, got {getattr(self, key)}")
+        if self.llm_miner and self.optimizer.backend not in models:
+            raise ConfigError("sleep.llm_miner: the LLM miner asks sleep.optimizer, which is heuristic; set "
+                              f"sleep.optimizer.backend to one of {', '.join(models)} or turn llm_miner off")
+        b = self.budget
+        if b.max_calls < 1 or b.max_tokens < 1 or b.max_minutes <= 0:
+            raise ConfigError("sleep.budget: max_calls, max_tokens and max_minutes must be positive")
+        if not (0 < self.validation_share < 1 and 0 <= self.test_share < 1
+                and self.validation_share + self.test_share < 1):
+            raise ConfigError("sleep.validation_share and sleep.test_share: shares in (0, 1) that leave train tasks")
 
 
 @dataclass
@@ -751,8 +777,8 @@ def validate(cfg: Config) -> Config:
     _choice(cfg.curator.backend, BACKENDS, "curator.backend")
     _choice(cfg.curator.tools, CURATOR_TOOLS, "curator.tools")
     _choice(cfg.optimize.optimizer.backend, BACKENDS, "optimize.optimizer.backend")
-    _choice(cfg.optimize.gate.mode, ("paired", "strict"), "optimize.gate.mode")
-    _choice(cfg.optimize.schedule, ("cosine", "linear", "constant"), "optimize.schedule")
+    _choice(cfg.optimize.gate.mode, GATE_MODES, "optimize.gate.mode")
+    _choice(cfg.optimize.schedule, SCHEDULES, "optimize.schedule")
     _choice(cfg.optimize.validation_split, SPLITS, "optimize.validation_split")
     o = cfg.optimize
     _choice(o.target, OPTIMIZE_TARGETS, "optimize.target")

@@ -28,6 +28,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from skillos.config import SCHEDULES
 from skillos.errors import SkillosError
 from skillos.evals.run_folder import CONFIG, HISTORY, REPORT, config_text
 from skillos.evals.stats import CandidateVerdict
@@ -37,13 +38,12 @@ from skillos.training.candidates import (CalibrationFailed, Candidate, Standing,
 from skillos.files import write_atomic
 from skillos.safety import json_text
 
-SCHEDULES = ("cosine", "linear", "constant")
 
 
 def edits_allowed(step: int, total_steps: int, start: int, end: int, schedule: str) -> int:
     """The budget of step `step` (0-based) of `total_steps` (optimize: changed lines; sleep: lines
     added): `start` at the first step, `end` at the last, never below 1."""
-    if schedule not in SCHEDULES:
+    if schedule not in SCHEDULES:  # the config checks its own; this guards a direct caller
         raise SkillosError(f"optimize.schedule: {schedule!r} is not one of {', '.join(SCHEDULES)}")
     if schedule == "constant" or total_steps <= 1:
         return max(1, start)

@@ -39,30 +39,11 @@ def preflight(cfg) -> tuple[Path, str]:
         raise SkillosError(f"sleep.model.backend: a night replays tasks with a model backend "
                            f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r} (the offline example uses "
                            f"backend heuristic with model {OFFLINE_WRITER}: training/configs/sleep-example/)")
-    if s.optimizer.backend not in ("heuristic", *MODEL_BACKENDS):
-        raise SkillosError(f"sleep.optimizer.backend: heuristic or one of {', '.join(MODEL_BACKENDS)}")
-    from skillos.evals.stats import GATE_MODES
-    from skillos.training.optimize import SCHEDULES
-
-    if s.gate.mode not in GATE_MODES:
-        raise SkillosError(f"sleep.gate.mode: {s.gate.mode!r} is not one of {', '.join(GATE_MODES)}")
-    if s.schedule not in SCHEDULES:
-        raise SkillosError(f"sleep.schedule: {s.schedule!r} is not one of {', '.join(SCHEDULES)}")
-    if s.min_edits > s.max_edits:
-        raise SkillosError(f"sleep.min_edits ({s.min_edits}) is above sleep.max_edits ({s.max_edits})")
-    for key in ("steps", "max_edits", "min_edits", "max_consecutive_errors", "max_sessions"):
-        if getattr(s, key) < 1:
-            raise SkillosError(f"sleep.{key}: at least 1, got {getattr(s, key)}")
+    # The sleep settings' own rules (backends, gate, schedule, edits, budget, shares) are the
+    # config's (SleepConfig.__post_init__): a night's config arrives validated (api.sleep).
+    # dream_factor's bound is the number of framings dream.py has, so it is checked here.
     if not 0 <= s.dream_factor <= len(FRAMINGS):
         raise SkillosError(f"sleep.dream_factor: 0 to {len(FRAMINGS)}, got {s.dream_factor}")
-    if s.llm_miner and s.optimizer.backend not in MODEL_BACKENDS:
-        raise SkillosError("sleep.llm_miner: the LLM miner asks sleep.optimizer, which is heuristic; set "
-                           f"sleep.optimizer.backend to one of {', '.join(MODEL_BACKENDS)} or turn llm_miner off")
-    b = s.budget
-    if b.max_calls < 1 or b.max_tokens < 1 or b.max_minutes <= 0:
-        raise SkillosError("sleep.budget: max_calls, max_tokens and max_minutes must be positive")
-    if not (0 < s.validation_share < 1 and 0 <= s.test_share < 1 and s.validation_share + s.test_share < 1):
-        raise SkillosError("sleep.validation_share and sleep.test_share: shares in (0, 1) that leave train tasks")
     from skillos.config import relative_to_config
 
     return read_live_skill(relative_to_config(cfg, s.skill))
