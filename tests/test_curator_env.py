@@ -110,7 +110,8 @@ def setup(game_cache):
     from skillos.training.env import Setup
 
     pool = make_games("train", 18, 0)
-    return Setup({g.id: g for g in pool}, HeuristicExecutor(), partial(AlfworldEnv, fast=True), 3), pool
+    return Setup({g.id: g for g in pool}, HeuristicExecutor(), partial(AlfworldEnv, fast=True), 3, max_steps=30,
+                 top_k=5, retrieval_mode="bm25"), pool
 
 
 def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):

@@ -43,7 +43,7 @@ def _setup(gauge, delay=0.02):
 
     games = {g.id: g for g in [ScriptedGame(f"g{i}") for i in range(3)] + [ScriptedGame("lost", path="missing")]}
     return Setup(games, MeteredExecutor(SlowExecutor(delay), gauge), lambda: ScriptedEnv(("look", "wait"), None),
-                 group_size=3, max_steps=4)
+                 group_size=3, max_steps=4, top_k=5, retrieval_mode="bm25")
 
 
 def _play_like_trl(envs, rows, ops, batch_for=None):

@@ -14,7 +14,10 @@ LIBRARY = ["evals", "training", "ledger", "toolkit/repo", "toolkit/gates", "tool
 ALIASES = {"n_boot": "bootstrap", "k": "top_k", "start": "max_edits", "end": "min_edits",
            "retrieval_mode": "mode"}
 # the same name, another quantity: the tiny model's and the format warm-up's own settings
-NOT_THE_CONFIG = {("evals/backends/tiny_model.py", "build", "seed"), ("training/warmup.py", "warm_up", "seed")}
+NOT_THE_CONFIG = {("evals/backends/tiny_model.py", "build", "seed"), ("training/warmup.py", "warm_up", "seed"),
+                  # a TRL argument dataclass: every field needs a default (GRPOConfig's all have one);
+                  # the trainer always passes skillgate.selector_coef
+                  ("training/selector_trainer.py", "SelectorGRPOConfig", "selector_coef")}
 
 
 def config_defaults() -> dict:
@@ -40,6 +43,8 @@ def restated_defaults() -> list[str]:
     for path in files:
         rel = path.relative_to(ROOT).as_posix()
         for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.ClassDef) and is_dataclass(node):
+                hits += restated_fields(rel, node, defaults)
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             a = node.args
@@ -56,6 +61,37 @@ def restated_defaults() -> list[str]:
                 if value in defaults.get(key, ()):
                     hits.append(f"{rel}:{node.lineno} {node.name}({arg.arg}={value!r}) restates "
                                 f"the config default of {key}")
+    return hits
+
+
+def is_dataclass(node: ast.ClassDef) -> bool:
+    """`@dataclass` or `@dataclass(...)` (also as dataclasses.dataclass)."""
+    for d in node.decorator_list:
+        d = d.func if isinstance(d, ast.Call) else d
+        if (d.id if isinstance(d, ast.Name) else getattr(d, "attr", None)) == "dataclass":
+            return True
+    return False
+
+
+def restated_fields(rel: str, node: ast.ClassDef, defaults: dict) -> list[str]:
+    """Dataclass fields below config.py that restate a config default (`top_k: int = 5`, or
+    `field(default=5)`): a second home of the default, which would drift from the schema's."""
+    hits = []
+    for stmt in node.body:
+        if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name) or stmt.value is None:
+            continue
+        default = stmt.value
+        if isinstance(default, ast.Call) and getattr(default.func, "id", None) == "field":
+            default = next((k.value for k in default.keywords if k.arg == "default"), None)
+        name = stmt.target.id
+        key = ALIASES.get(name, name)
+        if not isinstance(default, ast.Constant) or (rel, node.name, name) in NOT_THE_CONFIG:
+            continue
+        value = default.value
+        if value is None or isinstance(value, bool) or value == "":
+            continue
+        if value in defaults.get(key, ()):
+            hits.append(f"{rel}:{stmt.lineno} {node.name}.{name} = {value!r} restates the config default of {key}")
     return hits
 
 

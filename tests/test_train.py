@@ -156,7 +156,7 @@ def test_the_reward_function_judges_contents_and_neutralises_unmeasured_rollouts
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     games = {g.id: g for g in [ScriptedGame(f"ok-{i}") for i in range(3)]
              + [ScriptedGame(f"lost-{i}", path="missing") for i in range(3)]}
-    setup = Setup(games, HeuristicExecutor(), ScriptedEnv, group_size=3, max_steps=3)
+    setup = Setup(games, HeuristicExecutor(), ScriptedEnv, group_size=3, max_steps=3, top_k=5, retrieval_mode="bm25")
     played, lost = CuratorEnv(setup), CuratorEnv(setup)
     played.reset(game_ids=["ok-0", "ok-1", "ok-2"])
     played.curate_and_advance([{"op": "insert", "skill_name": "take-the-mug", "content": "Take the mug\nIt wins."}])

@@ -32,9 +32,9 @@ class Setup:
     executor: object
     make_env: object  # () -> a fresh game env (one per rollout: rollouts may run concurrently)
     group_size: int
-    max_steps: int = 30
-    top_k: int = 5
-    retrieval_mode: str = "bm25"
+    max_steps: int  # max_steps, top_k, retrieval_mode: the config's (evals.arms.arm_settings), no second default
+    top_k: int
+    retrieval_mode: str
     min_group_size: int | None = None  # groups of min_group_size..group_size tasks (reasoning: 5-12)
 
 

@@ -283,7 +283,7 @@ class SlateSetup:
     repo: SkillRepo
     slates: dict  # game id -> Slate
     make_env: object  # () -> a fresh game env
-    max_steps: int = 30
+    max_steps: int  # env.max_steps, from the config (no second default)
     no_slate: bool = False
     paired: bool = False
     slots: object = field(default_factory=itertools.count)  # each SlateEnv's place in TRL's pool

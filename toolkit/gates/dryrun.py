@@ -328,9 +328,12 @@ def splits_disjoint(ctx: Context) -> Result:
     detail = (f"{len(held_out)} {cfg.env.split} and {len(train)} {cfg.env.train_split} games, "
               f"{len(overlap)} shared content hashes")
     if not overlap and ctx.training and cfg.skillgate.trainer == "curator":  # selector: selector-rollouts
+        from skillos.evals.arms import arm_settings
         from skillos.training.env import CuratorEnv, Setup
 
-        setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size)
+        s = arm_settings(cfg)
+        setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size, s["max_steps"],
+                      s["top_k"], s["retrieval_mode"])
         try:
             CuratorEnv(setup).reset(game_ids=[held_out[0].id] * cfg.training.group_size)
             overlap = {"readable"}
