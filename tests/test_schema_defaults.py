@@ -110,3 +110,17 @@ def test_the_check_finds_a_restated_default(tmp_path, monkeypatch):
     assert [h.split(" ", 1)[1] for h in hits] == [
         "search(top_k=5) restates the config default of top_k",
         "search(alpha=0.05) restates the config default of alpha"]
+
+
+def test_the_check_finds_a_restated_dataclass_default():
+    """Dataclass fields count too: a planted `top_k: int = 5` (or field(default=0.05)) is found."""
+    planted = ROOT / "evals" / "_planted_fields.py"
+    planted.write_text("from dataclasses import dataclass, field\n\n\n@dataclass\nclass Knobs:\n"
+                       "    top_k: int = 5\n    alpha: float = field(default=0.05)\n    seen: int = 7\n")
+    try:
+        hits = restated_defaults()
+    finally:
+        planted.unlink()
+    assert [h.split(" ", 1)[1] for h in hits] == [
+        "Knobs.top_k = 5 restates the config default of top_k",
+        "Knobs.alpha = 0.05 restates the config default of alpha"]
