@@ -38,8 +38,6 @@ def build_groups(games, group_size: int, n_groups: int, seed: int,
     """`n_groups` groups of `group_size` games of one task type each, from the train pool. With
     `min_size`, each group's size is drawn (seeded, per group) from min_size..group_size, as the
     paper does on reasoning (5-12); types need group_size games to be eligible."""
-    if group_size < 1:
-        raise ConfigError(f"training.group_size: at least 1, got {group_size}")
     by_type = defaultdict(list)
     for game in sorted(games, key=lambda g: g.id):
         by_type[game.task_type].append(game.id)
