@@ -149,7 +149,8 @@ class BackendConfig:
     history_length: int | None = field(default=None, metadata={
         "help": "the last action/observation pairs shown to an LLM executor; None or 0: none"})
     timeout_s: float = field(default=120.0, metadata={
-        "help": "seconds per request (openai, anthropic); the SDK retries 429 / 5xx / timeouts"})
+        "help": "seconds per request: the API SDKs (openai, anthropic) retry 429 / 5xx / timeouts; hf stops a "
+                "generation that runs past it (the game is unmeasured)"})
     max_retries: int = field(default=2, metadata={
         "help": "retries the openai / anthropic SDK makes of a failed request (429, 5xx, timeout)"})
 
