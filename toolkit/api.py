@@ -193,9 +193,12 @@ def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, 
 def sweep(config: Config | str | Path, *, executor: str, repos: list = (), checkpoints: list = (),
           envs: list = (), out: str | Path | None = None, overrides: dict | None = None,
           resume: bool = False, overwrite: bool = False, progress=None, echo: Echo | None = None,
-          ledger=None) -> dict:
+          ledger=None, dry_run: bool = False) -> dict:
     """Skill repos or curator checkpoints on one target executor with a fresh control: the eval
     report with `sweep` added (the family-corrected rows, the best with its caveat, sweep.png).
+    Under `sweep.serve: adapters` the checkpoints are served by one vLLM server while the arms
+    play (training/serve_adapters.py). `dry_run`: the plan per target ({"plans": {env: plan}}: arms,
+    the adapter server if any, the expected wall time), nothing started or played.
 
     `envs`: the target environments (default the config's own). With more than one (a
     cross-domain transfer in both directions) each target is swept into OUT/ENV with its own
@@ -219,6 +222,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
             a cross-domain sweep of a matrix, or `out` not usable as asked.
     """
     from skillos.evals import sweep as sweeping
+    from skillos.training import serve_adapters
     from skillos.evals.run_folder import SWEEP, default_out_dir
     from skillos.files import write_atomic
 
@@ -229,19 +233,27 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
                            ledger=ledger)
     targets = list(dict.fromkeys(envs)) or [base.env.name]
     out = Path(out) if out else default_out_dir(base)
-    runs = {}
+    runs, plans = {}, {}
     for target in targets:
         cfg = sweeping.sweep_config(base, list(repos), executor, list(checkpoints), target)
+        served = serve_adapters.plan(cfg)  # gated: refused before anything starts
+        if dry_run:
+            plans[target] = {"arms": list(cfg.eval.arms), "serve": cfg.sweep.serve, "server": served,
+                             "wall": serve_adapters.expected_wall(cfg)}
+            continue
         sweeping.check_not_curated_on(cfg, list(repos))  # before the gates play a game
         where = out / target if len(targets) > 1 else out
-        result = evaluate(cfg, out=where, overrides=overrides, resume=resume, overwrite=overwrite,
-                          progress=progress, echo=echo, ledger=ledger, command="sweep")
+        with serve_adapters.serving(served, echo or _quiet) if served else contextlib.nullcontext():
+            result = evaluate(cfg, out=where, overrides=overrides, resume=resume, overwrite=overwrite,
+                              progress=progress, echo=echo, ledger=ledger, command="sweep")
         summary = sweeping.summarize(result, sweeping.sources_of(cfg))
         summary["png"] = sweeping.plot(summary, where / "sweep.png")
         summary["family"] = sweeping.family_table({target: summary}, cfg.eval.alpha)
         result["sweep"] = summary
         write_atomic(where / SWEEP, json.dumps(summary, indent=1))
         runs[target] = result
+    if dry_run:
+        return {"dry_run": True, "plans": plans}
     if len(targets) == 1:
         return runs[targets[0]]
     summaries = {target: result["sweep"] for target, result in runs.items()}

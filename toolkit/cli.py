@@ -151,6 +151,9 @@ def sweep_cmd(
     env: List[str] = typer.Option([], "--env", help="A target environment (household, reasoning) to "
                                   "evaluate on, with its own control in the same sweep; repeat it for "
                                   "both directions of a cross-domain transfer, Holm-corrected together."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan: the arms, under sweep.serve: "
+                                 "adapters the vLLM server command and its adapters, and the expected wall "
+                                 "time; nothing is started or played."),
 ):
     """Several skill repos or curator checkpoints on one target executor, with a fresh control in the same run.
 
@@ -162,6 +165,13 @@ def sweep_cmd(
     from skillos.cli_render import sweep_lines, transfer_lines
 
     cfg = load_config(config, set_, n_games, n_train_games)
+    if dry_run:
+        from skillos.cli_render import sweep_plan_lines
+
+        result = api.sweep(cfg, executor=executor, repos=list(repo), checkpoints=list(checkpoint), envs=list(env),
+                           dry_run=True)
+        emit(result, as_json, sweep_plan_lines)
+        return
     with ProgressBars() as bars:
         result = api.sweep(cfg, executor=executor, repos=list(repo), checkpoints=list(checkpoint),
                            envs=list(env), out=out_dir, overrides=_overrides(override), resume=resume,

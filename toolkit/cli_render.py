@@ -44,6 +44,21 @@ def compare_lines(result: dict) -> list[str]:
     return lines
 
 
+def sweep_plan_lines(result: dict) -> list[str]:
+    """`sweep --dry-run`: per target, the arms, the adapter server (sweep.serve: adapters) and
+    the expected wall time."""
+    from skillos.training.serve_adapters import lines, wall_line
+
+    out = []
+    for target, plan in result["plans"].items():
+        out.append(f"sweep on {target}: {len(plan['arms'])} arms ({', '.join(plan['arms'])}); "
+                   f"sweep.serve: {plan['serve']}")
+        out += lines(plan["server"]) if plan["server"] else [
+            "  each curator:NAME arm loads its own checkpoint in its own process", wall_line(plan["wall"])]
+    out.append("dry run: nothing was started or played")
+    return out
+
+
 def sweep_lines(summary: dict) -> list[str]:
     lines = []
     for r in summary["rows"]:

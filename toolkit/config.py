@@ -563,6 +563,31 @@ class CanaryConfig:
     warmup_learning_rate: float = field(default=3e-3, metadata={"help": "learning rate of the warm start"})
 
 
+SWEEP_SERVE = ("local", "adapters")
+
+
+@dataclass
+class SweepConfig:
+    """How `skillos sweep` serves its checkpoint arms (training/serve_adapters.py)."""
+    serve: str = field(default="local", metadata={
+        "help": "local: each curator:NAME arm loads its checkpoint in its own process (curator.backend hf "
+                "or vllm); adapters: one `vllm serve BASE --enable-lora` serves every LoRA checkpoint as an "
+                "adapter named after its arm, and each arm's curator calls its own adapter (the request's "
+                "model field) concurrently. GPU only; `skillos sweep --dry-run` prints the plan"})
+    base_model: str | None = field(default=None, metadata={
+        "help": "adapters: the base model the server loads; None: the one every checkpoint's "
+                "adapter_config.json names (they must agree)"})
+    max_loras: int | None = field(default=None, metadata={
+        "help": "adapters: vLLM --max-loras (adapters resident at once); None: one per checkpoint arm. "
+                "Fewer than the arms is refused: concurrent arms would evict each other's adapters"})
+    max_lora_rank: int | None = field(default=None, metadata={
+        "help": "adapters: vLLM --max-lora-rank; None: the largest checkpoint r, rounded up to a rank vLLM takes"})
+    port: int = field(default=8000, metadata={"help": "adapters: the port the server listens on, on 127.0.0.1"})
+
+    def __post_init__(self):
+        _choice(self.serve, SWEEP_SERVE, "sweep.serve")
+
+
 @dataclass
 class Config:
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig, metadata={
@@ -588,6 +613,8 @@ class Config:
         "help": "SkillGate: the executor learns which skill of a slate to read"})
     canary: CanaryConfig = field(default_factory=CanaryConfig, metadata={
         "help": "a learning canary's miniature (its supervised warm start)"})
+    sweep: SweepConfig = field(default_factory=SweepConfig, metadata={
+        "help": "how skillos sweep serves its checkpoint arms (one process each, or adapters of one vLLM server)"})
     reference: str | None = field(default=None, metadata={
         "help": "hyperparameter table to diff against, e.g. skillos-paper/alfworld"})
     divergences: dict = field(default_factory=dict, metadata={
@@ -608,9 +635,11 @@ class Config:
         """The identity that groups a family: every key that can change a result, so operational
         keys (OPERATIONAL_KEYS: parallelism, output paths, monitoring) are left out."""
         data = self.to_dict()
+        if data["sweep"] == dataclasses.asdict(SweepConfig()):  # a config that never says how to serve
+            del data["sweep"]  # keeps the identity it had before the section existed
         for key in OPERATIONAL_KEYS:
             section, _, leaf = key.partition(".")
-            data[section].pop(leaf, None)
+            data.get(section, {}).pop(leaf, None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     def experiment_hash(self) -> str:
@@ -622,7 +651,7 @@ class Config:
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
 # here are the same experiment (the same family, the same Config.hash()).
 OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
-                    "compute.watchdog", "compute.stall_minutes")
+                    "compute.watchdog", "compute.stall_minutes", "sweep.port")
 
 
 def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
@@ -906,14 +935,28 @@ def static_repo_path(cfg: Config, arm: str) -> str | None:
 
 def curator_config(cfg: Config, arm: str) -> CuratorConfig:
     """The curator an arm learns with: `curator:NAME` arms swap in their checkpoint as the model
-    (on a local backend: hf unless the config says vllm); other learning arms use `curator`."""
+    (on a local backend: hf unless the config says vllm); under `sweep.serve: adapters` the
+    openai backend at the sweep's adapter server, asking for adapter NAME (training/serve_adapters.py).
+    Other learning arms use `curator`."""
     if not arm.startswith("curator:"):
         return cfg.curator
+    if cfg.sweep.serve == "adapters":
+        return dataclasses.replace(cfg.curator, backend="openai", model=arm[8:], api_key_env=ADAPTER_KEY_ENV,
+                                   base_url=f"http://127.0.0.1:{cfg.sweep.port}/v1")
     backend = cfg.curator.backend if cfg.curator.backend in registry.LOCAL_BACKENDS else registry.DEFAULT_LOCAL
+    return dataclasses.replace(cfg.curator, backend=backend, model=checkpoint_of(cfg, arm))
+
+
+# the key the sweep's adapter server is started with (a fresh token per sweep, never written)
+ADAPTER_KEY_ENV = "SKILLOS_ADAPTER_SERVER_KEY"
+
+
+def checkpoint_of(cfg: Config, arm: str) -> str:
+    """A `curator:NAME` arm's checkpoint (a local one resolved beside the config, like every path)."""
     model = cfg.eval.curators[arm[8:]]
-    if looks_like_path(model):  # a local checkpoint, beside the config like every path
+    if looks_like_path(model):
         model = str(relative_to_config(cfg, Path(model).expanduser()))
-    return dataclasses.replace(cfg.curator, backend=backend, model=model)
+    return model
 
 
 @dataclass
@@ -1164,6 +1207,7 @@ BOUNDS = [
     ("eval.alpha", 1e-9, 0.999), ("eval.power", 0.01, 0.9999),
     ("eval.bootstrap", 100, 1_000_000), ("eval.workers", 0, 256), ("eval.concurrency", 1, 1024),
     ("eval.wave_size", 1, 10_000), ("eval.control.max_age_days", 0.0, 36_500.0),
+    ("sweep.max_loras", 1, 4096), ("sweep.max_lora_rank", 1, 4096), ("sweep.port", 1, 65_535),
     ("reward.lambda_fc", -100.0, 100.0), ("reward.lambda_cnt", -100.0, 100.0),
     ("reward.lambda_comp", -100.0, 100.0),
     ("compute.num_processes", 1, 4096), ("compute.step_minutes", 1e-6, 1e6),
