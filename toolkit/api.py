@@ -212,8 +212,9 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
         checkpoints: trained curator checkpoints to sweep, each curating its own repo.
         envs: target environments; empty: the config's own.
         out, overrides, resume, overwrite, progress, echo, ledger: as for `evaluate`.
+        dry_run: return the plan per target (arms, adapter server, expected wall time) and play nothing.
     Returns:
-        The eval report with `sweep` added; several envs: {transfer, sweeps}; a matrix or seed
+        The eval report with `sweep` added (with `dry_run`: {"plans": {env: plan}}); several envs: {transfer, sweeps}; a matrix or seed
         replicates: {matrix, runs}.
     Raises:
         ConfigError: the config is unreadable or invalid (one line naming the key).
