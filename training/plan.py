@@ -43,16 +43,16 @@ class StepPlan:
             else f"(assumed: set compute.executor_latency_s to the endpoint's measured latency)")
         out = [f"step plan: {self.rollouts} rollouts x {self.positions} games x <= {self.max_actions} actions "
                f"= {self.executor_calls} executor calls per step, at {latency}",
-               f"  rollout phase: {self.concurrency} rollouts in flight -> {_time(self.rollout_seconds)} per step "
-               f"(Little's law; one at a time: {_time(self.sequential_seconds)}"
+               f"  rollout phase: {self.concurrency} rollouts in flight -> {duration_text(self.rollout_seconds)} per step "
+               f"(Little's law; one at a time: {duration_text(self.sequential_seconds)}"
                + (f", GPUs busy {self.gpu_seconds / (self.gpu_seconds + self.sequential_seconds):.1%})"
                   if self.gpu_seconds is not None else ")")]
         if self.gpu_seconds is None:
             out.append("  GPU-busy share: unmeasured (set compute.gpu_seconds_per_step: a step's generation "
                        "and update time with no executor wait)")
         else:
-            out.append(f"  GPU time {_time(self.gpu_seconds)} per step (compute.gpu_seconds_per_step) -> step "
-                       f"{_time(self.step_seconds)}, GPUs busy {self.gpu_busy_share:.0%} of it")
+            out.append(f"  GPU time {duration_text(self.gpu_seconds)} per step (compute.gpu_seconds_per_step) -> step "
+                       f"{duration_text(self.step_seconds)}, GPUs busy {self.gpu_busy_share:.0%} of it")
         out.append(f"  vLLM: {self.vllm_mode}")
         return out
 
@@ -114,7 +114,7 @@ def gpus_per_machine(cfg) -> int | None:
         return None
 
 
-def _time(seconds: float | None) -> str:
+def duration_text(seconds: float | None) -> str:
     if seconds is None:
         return "unmeasured"
     if seconds < 120:

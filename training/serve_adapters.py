@@ -119,11 +119,11 @@ def lines(served: dict) -> list[str]:
 
 
 def wall_line(w: dict) -> str:
-    from skillos.training.plan import _time
+    from skillos.training.plan import duration_text
 
     latency = f"{w['latency_s']:g} s per request " + ("(compute.executor_latency_s)" if w["latency_stated"] else
                                                       "(assumed: set compute.executor_latency_s)")
-    return (f"  expected wall time <= {_time(w['seconds'])}: {w['games']} games x <= {w['max_actions']} actions "
+    return (f"  expected wall time <= {duration_text(w['seconds'])}: {w['games']} games x <= {w['max_actions']} actions "
             f"+ {w['curator_requests']} curator requests = {w['requests']} requests at {latency}, "
             f"{w['in_flight']} in flight (Little's law)")
 
