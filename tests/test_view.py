@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
+import chromium
+
 from conftest import run_cli
 
 pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
 pytestmark = pytest.mark.alfworld
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SHOTS = Path(os.environ.get("SKILLOS_VIEW_SHOTS", "")) if os.environ.get("SKILLOS_VIEW_SHOTS") else None
 
 
@@ -70,18 +71,7 @@ def server(made):
 
 @pytest.fixture(scope="session")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
-    os.environ["SE_OFFLINE"] = "1"  # selenium's manager must never fetch a browser or a driver
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,1100", "--allow-file-access-from-files"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver = chromium.start()
     yield driver
     driver.quit()
 

@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 import pytest
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+import chromium
+
 MARK = "XSSMARK"
 PAYLOADS = [
     f'{MARK}<img src=x onerror="window.__xss=1" data-xss=1>',
@@ -186,18 +187,7 @@ def served(world):
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
-    os.environ["SE_OFFLINE"] = "1"
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,1100", "--allow-file-access-from-files"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver = chromium.start()
     yield driver
     driver.quit()
 

@@ -8,17 +8,16 @@ The world is written by tests/plot_world.py (no game played, no model trained)."
 
 import csv
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
+import chromium
 
 from conftest import run_cli
 from plot_world import build
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -39,18 +38,7 @@ def server(world):
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
-    os.environ["SE_OFFLINE"] = "1"  # selenium's manager must never fetch a browser or a driver
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,1100", "--allow-file-access-from-files"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver = chromium.start()
     yield driver
     driver.quit()
 
