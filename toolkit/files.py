@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
+from skillos.errors import SkillosError
 from skillos.secrets import redact_text
 
 
@@ -34,4 +37,31 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def replaced_folder(out: Path, mark: str, what: str):
+    """Write a whole folder so that a reader sees the old one or the new one: yields a temporary
+    folder beside `out` to fill; on success it gets the `mark` file and replaces `out`, on any
+    error it is removed and `out` is untouched. `out` must be absent, empty, or an earlier folder
+    holding `mark` (`what` names it in the refusal), so nothing a person wrote is replaced."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / mark).exists())):
+        raise SkillosError(f"{out}: exists and is not an earlier {what}; choose another folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the folder from a static host or another reader
+    try:
+        yield tmp
+        (tmp / mark).write_text(f"written by {what}\n")
+        if out.exists():
+            trash = out.with_name(f".{out.name}-old-{tmp.name}")
+            out.rename(trash)
+            tmp.rename(out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise

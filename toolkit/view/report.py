@@ -16,11 +16,10 @@ import csv
 import hashlib
 import io
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.files import replaced_folder
 from skillos.evals.run_folder import REPORT
 from skillos.secrets import redact_text
 from skillos.view.data import Source
@@ -43,35 +42,18 @@ def export_report(target: str, out: Path, home: Path | None = None, runs: Path |
     """Write the report of `target` (a run folder with report.json, or an experiment id or name
     in the ledger at HOME) to the folder `out`; returns what was written, with its counts."""
     data = document(str(target), home, runs)
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARK).exists())):
-        raise SkillosError(f"{out}: exists and is not an earlier skillos report; choose another folder")
     tables = {"arms.csv": (ARMS, arm_rows(data)), "comparisons.csv": (COMPARISONS, comparison_rows(data))}
     if any(rep.get("sweep") for rep in data["reports"]):
         tables["sweep.csv"] = (SWEEP, sweep_rows(data))
     if data["training"]:
         tables["training.csv"] = (TRAINING, training_rows(data))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    tmp.chmod(0o755)
-    try:
+    with replaced_folder(Path(out), MARK, "skillos report") as tmp:
         text = redact_text(json.dumps(data, indent=1, default=str))  # a key planted in a run file stays out
         (tmp / "data.json").write_text(text + "\n")
         (tmp / "report.html").write_text(page(json.loads(text)))
         for name, (columns, rows) in tables.items():
             (tmp / name).write_text(redact_text(csv_text(columns, rows)))
-        (tmp / MARK).write_text("written by skillos export report\n")
-        if out.exists():
-            trash = out.with_name(f".{out.name}-old-{tmp.name}")
-            out.rename(trash)
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return {"out": str(out), "target": data["target"], "kind": data["kind"],
+    return {"out": str(Path(out)), "target": data["target"], "kind": data["kind"],
             "files": ["report.html", "data.json", *tables], "rows": {name: len(rows) for name, (_, rows) in tables.items()},
             "problems": len(data["problems"])}
 

@@ -14,14 +14,13 @@ browsers allow on file://, unlike fetch), under the same policy in a <meta> tag.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 from skillos.errors import SkillosError
+from skillos.files import replaced_folder
 from skillos.secrets import redact_text
 from skillos.view.data import Source
 
@@ -123,13 +122,7 @@ def data_file(index: int) -> str:
 def export(source: Source, out: Path, echo=None) -> dict:
     """Write every page's document and the page itself to `out` (replaced whole: written to a
     temporary folder first, then renamed into place). Returns {"pages": n, "problems": m}."""
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / EXPORT_MARK).exists())):
-        raise SkillosError(f"{out}: exists and is not an earlier skillos view export; choose another folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the site from a static host
-    try:
+    with replaced_folder(Path(out), EXPORT_MARK, "skillos view export") as tmp:
         (tmp / "data").mkdir()
         (tmp / "static").mkdir()
         for name in ASSETS[1:]:
@@ -156,15 +149,4 @@ def export(source: Source, out: Path, echo=None) -> dict:
         tick(len(keys))
         (tmp / "data" / "manifest.js").write_text(f"window.SKILLOS_MANIFEST = {json.dumps(manifest)};\n")
         (tmp / "data" / "manifest.json").write_text(json.dumps(manifest))
-        (tmp / EXPORT_MARK).write_text("written by skillos view --export\n")
-        if out.exists():
-            trash = out.with_name(f".{out.name}-old-{tmp.name}")
-            out.rename(trash)
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return {"out": str(out), "pages": len(manifest), "problems": problems}
+    return {"out": str(Path(out)), "pages": len(manifest), "problems": problems}
