@@ -18,16 +18,24 @@ def text(result: dict) -> str:
     lines = [f"{c['treatment']} vs {c['control']}: {c['verdict']['line']}" for c in result["comparisons"]]
     correction = result["comparisons"][0]["verdict"]["correction"] if result["comparisons"] else "none"
     lines.append(f"family: {family['name']}, {family['size']} comparison(s), corrected with {correction}")
-    measured = [c for c in result["comparisons"] if c["treatment_rate"] is not None]
-    if measured:
-        best = max(measured, key=lambda c: c["treatment_rate"])
-        caveat = BEST_CAVEAT.format(n=len(measured)) if len(measured) > 1 else "the only arm compared"
+    best, caveat = best_arm(result["comparisons"])
+    if best is not None:
         lines.append(f"best arm: {best['treatment']} ({best['treatment_rate']:.1%} vs {best['control_rate']:.1%} "
                      f"for {best['control']}; verdict {best['verdict']['label']}); {caveat}")
     else:
         lines.append("best arm: none measured")
     lines.append(f"seeds: one (env.seed={result['env']['seed']}); whether another seed agrees is not measured")
     return "\n".join(lines)
+
+
+def best_arm(rows: list) -> tuple:
+    """The measured comparison row with the highest treatment rate, and the caveat its pick carries
+    (best of n, scored on the games it was picked on); (None, None) when none was measured."""
+    measured = [r for r in rows if r["treatment_rate"] is not None]
+    if not measured:
+        return None, None
+    caveat = BEST_CAVEAT.format(n=len(measured)) if len(measured) > 1 else "the only arm compared"
+    return max(measured, key=lambda r: r["treatment_rate"]), caveat
 
 
 def write(ledger, experiment_id: int, result: dict) -> str:

@@ -73,15 +73,13 @@ def conclusion(summary: dict) -> str:
     """The matrix's conclusion, one line per fact: every member's verdict line as the verdict
     function words it, the family and its size, the best row with its best-of-n caveat, and for
     each matrix point which seeds agree and which disagree, with the pooled effect."""
-    from skillos.evals.conclusion import BEST_CAVEAT
+    from skillos.evals.conclusion import best_arm
 
     family = summary["family"]
     lines = [f"{r['run']}: {r['arm']} vs {r['control']}: {r['verdict']['line']}" for r in summary["rows"]]
     lines.append(f"family: {family['name']}, {family['size']} comparison(s), corrected with {family['correction']}")
-    measured = [r for r in summary["rows"] if r["treatment_rate"] is not None]
-    if measured:
-        best = max(measured, key=lambda r: r["treatment_rate"])
-        caveat = BEST_CAVEAT.format(n=len(measured)) if len(measured) > 1 else "the only arm compared"
+    best, caveat = best_arm(summary["rows"])
+    if best is not None:
         lines.append(f"best arm: {best['arm']} in {best['run']} ({best['treatment_rate']:.1%} vs "
                      f"{best['control_rate']:.1%}; verdict {best['verdict']['label']}); {caveat}")
     for p in summary["points"]:
