@@ -1,9 +1,13 @@
-"""Real headless Chromium for the viewer's browser tests (Debian's chromium + chromium-driver,
-driven by selenium offline): one place that starts it, so every browser test sees the same page."""
+"""The viewer's browser tests' shared pieces: `skillos view` started as a person starts it, its
+JSON API, and real headless Chromium (Debian's chromium + chromium-driver, driven by selenium
+offline): one place that starts each, so every browser test sees the same page."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,3 +29,22 @@ def start():
                 "--window-size=1300,1100", "--allow-file-access-from-files"):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+
+
+def view_server(home, runs):
+    """`skillos view --port 0` as a person starts it; returns (process, url); the caller stops it."""
+    proc = subprocess.Popen([sys.executable, "-m", "skillos", "view", "--home", str(home), "--runs", str(runs),
+                             "--port", "0"], stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    assert "http://127.0.0.1:" in line, line  # bound to this machine only, by default
+    return proc, line.split()[2]
+
+
+def api(url, key):
+    """One page's document from the served viewer's JSON API."""
+    from urllib.parse import quote
+    from urllib.request import urlopen
+
+    with urlopen(f"{url}api/doc?key={quote(key, safe='')}") as r:
+        assert r.status == 200
+        return json.loads(r.read())

@@ -10,9 +10,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -52,18 +49,9 @@ def made(tmp_path_factory, game_cache):
             "report": json.loads((runs / "q1" / "report.json").read_text())}
 
 
-def _serve(home, runs):
-    """`skillos view --port 0` as a person starts it; returns (process, url)."""
-    proc = subprocess.Popen([sys.executable, "-m", "skillos", "view", "--home", str(home), "--runs", str(runs),
-                             "--port", "0"], stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    assert "http://127.0.0.1:" in line, line  # bound to this machine only, by default
-    return proc, line.split()[2]
-
-
 @pytest.fixture(scope="session")
 def server(made):
-    proc, url = _serve(made["home"], made["runs"])
+    proc, url = chromium.view_server(made["home"], made["runs"])
     yield url
     proc.terminate()
     proc.wait(timeout=10)
@@ -76,13 +64,7 @@ def browser():
     driver.quit()
 
 
-def api(url, key):
-    from urllib.parse import quote
-    from urllib.request import urlopen
-
-    with urlopen(f"{url}api/doc?key={quote(key, safe='')}") as r:
-        assert r.status == 200
-        return json.loads(r.read())
+api = chromium.api
 
 
 def open_page(browser, url, route, timeout=20):
@@ -317,7 +299,7 @@ def test_a_corrupt_ledger_row_is_shown_not_a_blank_page(made, browser, tmp_path)
     game = next(t for t in traces if t["arm"] == "no_memory")  # as the runner records a coerced action
     game["steps"][0].update(coerced=True, proposed="fly to the moon")
     (runs / "q1" / "trajectories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
-    proc, url = _serve(home, runs)
+    proc, url = chromium.view_server(home, runs)
     try:
         page = open_page(browser, url, f"game/q1/no_memory/eval/{game['game_id']}")
         (coerced,) = page.find_elements("css selector", "#steps tr.coerced")
@@ -333,7 +315,7 @@ def test_a_corrupt_ledger_row_is_shown_not_a_blank_page(made, browser, tmp_path)
         proc.terminate()
         proc.wait(timeout=10)
     (home / "ledger.db").write_bytes(b"not a database at all" * 100)
-    proc, url = _serve(home, runs)
+    proc, url = chromium.view_server(home, runs)
     try:
         page = open_page(browser, url, "")
         assert "not a usable skillos ledger" in page.find_element("id", "problems").text
@@ -424,7 +406,7 @@ def test_sweep_and_optimize_pages_show_lift_and_candidates(made, browser, tmp_pa
                        "optimize-power=a 4-task validation split keeps the viewer test small", env=env)
     assert optimize.returncode == 0, optimize.stderr[-2000:]
 
-    proc, url = _serve(home, runs)
+    proc, url = chromium.view_server(home, runs)
     try:
         summary = json.loads((runs / "sweep" / "sweep.json").read_text())
         page = open_page(browser, url, "run/sweep")

@@ -9,8 +9,6 @@ import http.client
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -175,11 +173,7 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(world):
-    proc = subprocess.Popen([sys.executable, "-m", "skillos", "view", "--home", str(world["home"]),
-                             "--runs", str(world["runs"]), "--port", "0"], stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    assert "http://127.0.0.1:" in line, line
-    url = line.split()[2]
+    proc, url = chromium.view_server(world["home"], world["runs"])
     yield url, int(url.rstrip("/").rsplit(":", 1)[1])
     proc.terminate()
     proc.wait(timeout=10)

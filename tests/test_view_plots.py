@@ -7,9 +7,6 @@ step from the newest checkpoint's log. Unmeasured values are written, never draw
 The world is written by tests/plot_world.py (no game played, no model trained)."""
 
 import csv
-import json
-import subprocess
-import sys
 
 import pytest
 
@@ -27,11 +24,8 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(world):
-    proc = subprocess.Popen([sys.executable, "-m", "skillos", "view", "--home", str(world["home"]), "--runs",
-                             str(world["runs"]), "--port", "0"], stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    assert "http://127.0.0.1:" in line, line
-    yield line.split()[2]
+    proc, url = chromium.view_server(world["home"], world["runs"])
+    yield url
     proc.terminate()
     proc.wait(timeout=10)
 
@@ -43,12 +37,7 @@ def browser():
     driver.quit()
 
 
-def api(url, key):
-    from urllib.parse import quote
-    from urllib.request import urlopen
-
-    with urlopen(f"{url}api/doc?key={quote(key, safe='')}") as r:
-        return json.loads(r.read())
+api = chromium.api
 
 
 def open_page(browser, url, route):
