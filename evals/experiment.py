@@ -83,7 +83,11 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
     jobs = [(cfg, arm, held_out, train, out, done.get(arm, {})) for arm in cfg.eval.arms]
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
     try:
-        if workers == 1:
+        if cfg.compute.backend == "ray":  # each arm a Ray task; rows written here, as they finish
+            from skillos.evals import distributed
+
+            rows = distributed.play_arms(jobs, out, progress)
+        elif workers == 1:
             rows = {job[1]: play_arm(*job, progress=progress) for job in jobs}
         else:
             rows = _play_in_parallel(jobs, workers, progress)

@@ -22,6 +22,7 @@ SLOW = {
     "bench_alfworld_engine.py": ["1", "3"],
     "bench_quickstart.py": [],
     "bench_grpo_rollouts.py": ["2", "0.01", "3", "2"],
+    "bench_ray_sweep.py": ["2", "1", "1"],
 }
 
 

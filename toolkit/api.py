@@ -176,7 +176,7 @@ def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, 
 
     runs = cfgmod.expand(cfg)
     results, outputs = {}, {}
-    with _ledger(ledger) as book:
+    with _ledger(ledger) as book, _cluster(cfg):
         for i, run in enumerate(runs, 1):
             echo(f"run {i}/{len(runs)} of {cfg.experiment.name}: {run.label}")
             where = outputs[run.label] = out / run.label
@@ -241,6 +241,10 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
         if dry_run:
             plans[target] = {"arms": list(cfg.eval.arms), "serve": cfg.sweep.serve, "server": served,
                              "wall": serve_adapters.expected_wall(cfg)}
+            if cfg.compute.backend == "ray":
+                from skillos.evals import distributed
+
+                plans[target]["ray"] = distributed.plan(cfg)
             continue
         sweeping.check_not_curated_on(cfg, list(repos))  # before the gates play a game
         where = out / target if len(targets) > 1 else out
@@ -279,7 +283,7 @@ def _sweep_runs(base: Config, *, out, resume: bool, overwrite: bool, ledger, ech
     out = Path(out) if out else default_out_dir(base)
     check_out(out, resume, overwrite)
     runs, results, outputs = cfgmod.expand(base), {}, {}
-    with _ledger(ledger) as book:
+    with _ledger(ledger) as book, _cluster(base):
         for i, run in enumerate(runs, 1):
             (echo or _quiet)(f"run {i}/{len(runs)} of {base.experiment.name}: {run.label}")
             where = outputs[run.label] = out / run.label
@@ -571,6 +575,16 @@ def _ledger(ledger, needed: bool = True) -> Iterator:
 
     with Ledger() as book:
         yield book
+
+
+def _cluster(cfg: Config):
+    """compute.backend ray: one Ray cluster joined for every run of a matrix (each run's arms are
+    its tasks, the runs in turn); else nothing."""
+    if cfg.compute.backend != "ray":
+        return contextlib.nullcontext()
+    from skillos.evals.distributed import cluster
+
+    return cluster(cfg)
 
 
 def _watching(cfg: Config, paths: list, ledger, echo: Echo):

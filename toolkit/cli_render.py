@@ -55,6 +55,10 @@ def sweep_plan_lines(result: dict) -> list[str]:
                    f"sweep.serve: {plan['serve']}")
         out += lines(plan["server"]) if plan["server"] else [
             "  each curator:NAME arm loads its own checkpoint in its own process", wall_line(plan["wall"])]
+        if plan.get("ray"):  # compute.backend ray: the cluster and each arm's task
+            from skillos.evals.distributed import plan_lines
+
+            out += plan_lines(plan["ray"])
     out.append("dry run: nothing was started or played")
     return out
 
@@ -232,10 +236,17 @@ def plan_lines(p: dict) -> list[str]:
          f"  cost: {num(c['gpu_hours'], '{:.1f} GPU-h', c['reason'])}, wall {num(c['wall_hours'], '{:.1f} h', c['reason'])}")
         + (f", {c['steps']} steps, {c['executor_calls']} executor calls at most"
            f"{' (latency assumed)' if c['latency_assumed'] else ''}" if c.get("steps") else ""),
-        f"  spends GPUs: {'yes' if p['spends_gpus'] else 'no (the local CPU)'}; gates: {p['gates']['counts']['FAIL']} "
+        *(["  " + line for line in _ray_plan_lines(p["ray"])] if p.get("ray") else []),
+        f"  spends GPUs: {'yes' if p['spends_gpus'] else 'no (compute.gpu is not set)' if p.get('ray') else 'no (the local CPU)'}; gates: {p['gates']['counts']['FAIL']} "
         f"fail{' (' + ', '.join(p['gates']['failed']) + ')' if p['gates']['failed'] else ''}; "
         f"proposed by {p['proposed_by']}",
     ]
+
+
+def _ray_plan_lines(ray_plan: dict) -> list[str]:
+    from skillos.evals.distributed import plan_lines
+
+    return plan_lines(ray_plan)
 
 
 def gate_lines(report, config, trace: bool) -> list[str]:

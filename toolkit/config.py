@@ -33,7 +33,8 @@ REASONING_FAMILIES = ("remainder-of-power", "linear-equation", "arithmetic-serie
                       "greatest-common-divisor", "divisor-count", "prime-choice", "digit-sum-of-power")
 SPLITS = ("train", "valid_seen", "valid_unseen")
 BACKENDS = registry.BACKENDS.names()  # their facts (extra, key variable, local or not): skillos/registry.py
-COMPUTE_BACKENDS = ("local", "accelerate", "modal")
+COMPUTE_BACKENDS = ("local", "accelerate", "modal", "ray")  # ray: evals and sweeps only (evals/distributed.py)
+TRAINING_BACKENDS = ("local", "accelerate", "modal")
 REPORT_TO = ("tensorboard", "trackio", "wandb", "none")  # TRL / transformers logging integrations
 CURATOR_TOOLS = ("paper", "curate_and_advance")
 RETRIEVAL_MODES = ("bm25", "shuffled")
@@ -265,7 +266,9 @@ class TrainingConfig:
 
 @dataclass
 class ComputeConfig:
-    backend: str = field(default="local", metadata={"help": "where training launches: local | accelerate | modal"})
+    backend: str = field(default="local", metadata={
+        "help": "where a launch runs: local | accelerate | modal (training) | ray (eval, sweep, matrix: each arm or "
+                "checkpoint a Ray task on compute.ray_address, the driver writing every row; pip install 'skillos[ray]')"})
     num_processes: int = field(default=1, metadata={
         "help": "training processes across every machine (accelerate: one per GPU); multiplies the effective "
                 "batch"})
@@ -293,11 +296,22 @@ class ComputeConfig:
     main_process_ip: str | None = field(default=None, metadata={
         "help": "accelerate multi-node: the main machine's address (needed when num_machines > 1)"})
     main_process_port: int = field(default=29500, metadata={"help": "accelerate multi-node: the main machine's port"})
+    # compute.backend ray (evals/distributed.py): where the arms' tasks run and what each asks for.
+    ray_address: str | None = field(default=None, metadata={
+        "help": "compute.backend ray: the cluster to join (ray.init(address=...), e.g. ray://HEAD:10001 or auto); "
+                "None: a local cluster started for the run and stopped after it"})
+    ray_max_retries: int = field(default=3, metadata={
+        "help": "compute.backend ray: times an arm's task is run again after its worker dies (it restarts the arm "
+                "from the rows the run folder already holds)"})
+    ray_gpus_per_task: float | None = field(default=None, metadata={
+        "help": "compute.backend ray: GPUs each arm's task reserves; None: 1 for an arm whose executor, curator or "
+                "judge runs its model in the task (hf, vllm) when compute.gpu is set, else 0"})
 
     @property
     def spends_gpus(self) -> bool:
-        """A launch that is not the local CPU: GPUs named, or an accelerate / Modal launch."""
-        return self.gpu is not None or self.backend != "local"
+        """A launch that is not the local CPU: GPUs named, or an accelerate / Modal launch (a Ray
+        cluster spends GPUs when compute.gpu names them)."""
+        return self.gpu is not None or self.backend in ("accelerate", "modal")
 
 
 @dataclass
@@ -640,6 +654,8 @@ class Config:
         for key in OPERATIONAL_KEYS:
             section, _, leaf = key.partition(".")
             data.get(section, {}).pop(leaf, None)
+        if data["compute"]["backend"] == "ray":  # the same rows as a local run (evals/distributed.py): the same experiment
+            data["compute"]["backend"] = "local"
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     def experiment_hash(self) -> str:
@@ -651,7 +667,8 @@ class Config:
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
 # here are the same experiment (the same family, the same Config.hash()).
 OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
-                    "compute.watchdog", "compute.stall_minutes", "sweep.port")
+                    "compute.watchdog", "compute.stall_minutes", "sweep.port", "compute.ray_address",
+                    "compute.ray_max_retries", "compute.ray_gpus_per_task")
 
 
 def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
@@ -1212,6 +1229,7 @@ BOUNDS = [
     ("reward.lambda_comp", -100.0, 100.0),
     ("compute.num_processes", 1, 4096), ("compute.step_minutes", 1e-6, 1e6),
     ("compute.max_checkpoint_gap_minutes", 1e-3, 1e6), ("compute.stall_minutes", 1e-3, 1e6),
+    ("compute.ray_max_retries", 0, 100), ("compute.ray_gpus_per_task", 0.0, 64.0),
     ("optimize.epochs", 1, 1_000), ("optimize.minibatch_size", 1, 10_000),
     ("optimize.max_lines", 1, 100_000), ("optimize.min_lines", 1, 100_000),
     ("optimize.n_validation", 1, 10_000), ("optimize.gate.k", 0.0, 100.0),

@@ -36,7 +36,12 @@ def plan(cfg: Config, config_path: str) -> dict:
 
 
 def _launch_plan(cfg: Config, config_path: str) -> dict:
+    from skillos.config import TRAINING_BACKENDS
+
     c = cfg.compute
+    if c.backend not in TRAINING_BACKENDS:  # ray: evals and sweeps, whose arms are independent tasks
+        raise SkillosError(f"compute.backend {c.backend}: runs eval, sweep and matrix arms as tasks; training "
+                           f"launches on {', '.join(TRAINING_BACKENDS)} (set compute.backend, or --backend)")
     if c.backend == "local":
         return {"backend": "local", "where": "this process", "command": worker_command(config_path)}
     if c.backend == "accelerate":

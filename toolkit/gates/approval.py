@@ -71,9 +71,16 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
                   "needed_for_expected_effect": needed,
                   "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
         "cost": cost(cfg, len(runs)), "spends_gpus": cfg.compute.spends_gpus,
+        **({"ray": _ray_plan(cfg)} if cfg.compute.backend == "ray" else {}),  # where each arm's task runs
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
         "proposed_by": proposed_by,
     }
+
+
+def _ray_plan(cfg) -> dict:
+    from skillos.evals.distributed import plan
+
+    return plan(cfg)
 
 
 def _family_mde(cfg, mde: dict, runs: int) -> dict | None:

@@ -521,6 +521,7 @@ EXTRAS = {
     "train": (("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
               TORCH_FIRST + "pip install 'skillos[train]'"),
     **{b.name: (b.modules, b.install) for b in BACKENDS if b.modules},
+    "ray": (("ray",), "pip install 'skillos[ray]'"),  # compute.backend ray (evals/distributed.py)
 }
 
 
@@ -534,11 +535,13 @@ def extras(ctx: Context) -> list[Result]:
     needed = {s.backend for s in (c.executor, c.curator, c.judge, c.optimize.optimizer)} & set(EXTRAS)
     if ctx.training:
         needed.add("train")
+    if c.compute.backend == "ray":
+        needed.add("ray")
     results = []
     for extra in sorted(needed):
         modules, line = EXTRAS[extra]
         missing = [m for m in modules if importlib.util.find_spec(m) is None]
-        key = "training" if extra == "train" else f"backend {extra}"
+        key = {"train": "training", "ray": "compute.backend ray"}.get(extra, f"backend {extra}")
         if missing:
             # vLLM is installed by hand on the GPU machine a plan is carried to: a warning here
             status = "WARN" if extra in BACKENDS and BACKENDS[extra].gpu_only else "FAIL"

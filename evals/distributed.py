@@ -1,0 +1,198 @@
+"""Arms as Ray tasks (compute.backend: ray): each arm of an eval, a sweep (a checkpoint is an arm)
+or a run of a matrix plays in one task on a Ray cluster, with the resources it declares, and Ray
+runs it again when its worker dies (compute.ray_max_retries). The driver, this process, writes
+every row, trace and curated repo into the run folder, and the ledger stays one SQLite file here.
+
+A task plays into a scratch folder of its own and returns what it wrote there (its new rows and
+traces, the curated repo's files); nothing on a worker touches the run folder, so a worker that
+dies leaves nothing half-written and its retry starts from the same inputs: the rows are those
+of a local run. An arm the run folder already holds in full (a resume) is not submitted; one
+begun there continues from its rows and its repo, shipped to the task.
+
+Inputs named by path (game files in SKILLOS_CACHE, --repo folders, checkpoints) are read on the
+workers at the same path: true of a local cluster; on several machines, a shared file system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from skillos.config import Config, curator_config, static_repo_path
+from skillos.errors import SkillosError
+from skillos.evals import run_folder
+from skillos.evals.arms import learns
+from skillos.registry import LOCAL_BACKENDS
+
+INSTALL = "pip install 'skillos[ray]'"
+LOCAL_CLUSTER = "a local cluster started for the run (stopped after it)"
+
+
+def require_ray():
+    """The ray module, imported only when compute.backend is ray; missing: one line naming the extra."""
+    try:
+        import ray
+    except ImportError:
+        raise SkillosError(f"compute.backend ray needs Ray, which is not installed: {INSTALL}") from None
+    return ray
+
+
+def task_resources(cfg: Config, arm: str) -> dict:
+    """What an arm's task reserves: one CPU, and compute.ray_gpus_per_task GPUs, or (unset) one GPU
+    when a model of the arm runs inside the task (hf, vllm) and compute.gpu names GPUs, else none."""
+    gpus = cfg.compute.ray_gpus_per_task
+    if gpus is None:
+        sections = [cfg.executor, cfg.judge] + ([curator_config(cfg, arm)] if learns(arm) else [])
+        in_task = any(s.backend in LOCAL_BACKENDS for s in sections if s.backend)
+        gpus = 1 if in_task and cfg.compute.gpu else 0
+    return {"num_cpus": 1, "num_gpus": gpus}
+
+
+def plan(cfg: Config) -> dict:
+    """The Ray launch of `cfg` as data (sweep --dry-run, skillos plan): the cluster, each arm's task."""
+    return {"backend": "ray", "address": cfg.compute.ray_address or LOCAL_CLUSTER,
+            "max_retries": cfg.compute.ray_max_retries,
+            "tasks": [{"arm": arm, **task_resources(cfg, arm)} for arm in cfg.eval.arms]}
+
+
+def plan_lines(p: dict) -> list[str]:
+    out = [f"ray: {len(p['tasks'])} tasks on {p['address']}, each run again up to {p['max_retries']} times "
+           "if its worker dies; the driver writes every row"]
+    out += [f"  {t['arm']}: {t['num_cpus']} CPU, {t['num_gpus']:g} GPU" for t in p["tasks"]]
+    return out
+
+
+def complete(arm: str, done: dict, held_out, train) -> bool:
+    """Whether the run folder holds every game of the arm (a resume does not submit it)."""
+    phases = {"eval": held_out, **({"train": train} if learns(arm) else {})}
+    return all(g.id in done.get(phase, {}) for phase, games in phases.items() for g in games)
+
+
+@contextlib.contextmanager
+def cluster(cfg: Config):
+    """This process joined to the cluster: compute.ray_address, or a local one started here with
+    one CPU per arm worker (eval.workers). A cluster this process already joined (a notebook, the
+    tests) is used as it is and left running."""
+    ray = require_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    address = cfg.compute.ray_address
+    local = {} if address else {"num_cpus": cfg.eval.workers or os.cpu_count() or 1}
+    ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def play_arms(jobs: list, out: Path, progress=None) -> dict:
+    """Every job (cfg, arm, held_out, train, out, done), as experiment.run_eval makes them: the
+    arms already complete in `out` from their rows, the others as Ray tasks; each task's rows,
+    traces and repo are written into `out` as it finishes. Returns {arm: held-out rows}."""
+    cfg = jobs[0][0]
+    rows, pending = {}, {}
+    with cluster(cfg) as ray:
+        remote = ray.remote(play_unit)
+        retries = dict(max_retries=cfg.compute.ray_max_retries, retry_exceptions=False)  # a lost worker, not an error
+        for job_cfg, arm, held_out, train, _, done in jobs:
+            if complete(arm, done, held_out, train):
+                rows[arm] = [done["eval"][g.id] for g in held_out]
+                continue
+            repo = (_pack(run_folder.repo_dir(out, arm)) or {}) if _curates(job_cfg, arm) else None
+            ref = remote.options(**retries, **task_resources(job_cfg, arm)).remote(job_cfg, arm, held_out, train, done, repo)
+            pending[ref] = (arm, len(held_out))
+            if progress:
+                progress(arm, "eval", len(done.get("eval", {})), len(held_out), "submitted to ray")
+        try:
+            while pending:
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                arm, total = pending.pop(ref)
+                result = _result(ray, ref, arm, cfg.compute.ray_max_retries)
+                _write(out, arm, result)
+                rows[arm] = result["rows"]
+                if progress:
+                    progress(arm, "eval", total, total, "finished on ray")
+        finally:  # an aborted arm or Ctrl-C: the others stop now; the arms written so far resume
+            for ref in pending:
+                ray.cancel(ref, force=True)
+    return {job[1]: rows[job[1]] for job in jobs}
+
+
+def play_unit(cfg: Config, arm: str, held_out, train, done: dict, repo: dict | None) -> dict:
+    """One arm in a scratch folder (on a Ray worker): its held-out rows, the text of every row and
+    trace file it wrote (new games only), and its curated repo's files."""
+    from skillos.evals.experiment import play_arm
+
+    missing = next((g.path for g in list(held_out) + list(train)
+                    if getattr(g, "path", None) and not Path(g.path).exists()), None)
+    if missing:
+        raise SkillosError(f"arm {arm}: game file {missing} is not on this Ray worker; compute.backend ray reads "
+                           "inputs at the same path on every worker (a shared file system, SKILLOS_CACHE)")
+    with tempfile.TemporaryDirectory(prefix="skillos-arm-") as scratch:
+        scratch = Path(scratch)
+        if repo is not None:
+            _unpack(run_folder.repo_dir(scratch, arm), repo)
+        rows = play_arm(cfg, arm, held_out, train, scratch, done)
+        names = list(run_folder.ROW_FILES.values()) + [run_folder.TRACES]
+        files = {name: (scratch / name).read_bytes() for name in names if (scratch / name).exists()}
+        return {"rows": rows, "files": files,
+                "repo": _pack(run_folder.repo_dir(scratch, arm)) if repo is not None else None}
+
+
+def _curates(cfg: Config, arm: str) -> bool:
+    """An arm with a repo folder of its own in the run folder (a learning arm)."""
+    return learns(arm) and not static_repo_path(cfg, arm)
+
+
+def _result(ray, ref, arm: str, retries: int) -> dict:
+    """A task's result; its error as the one-line error it raised, or a worker lost too often."""
+    from ray import exceptions
+
+    try:
+        return ray.get(ref)
+    except exceptions.RayTaskError as exc:  # the arm raised (an aborted arm, a bad input): that error
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, BaseException):
+            raise cause from None
+        raise SkillosError(f"arm {arm}: its Ray task failed: {str(exc).splitlines()[0]}") from None
+    except exceptions.RayError as exc:  # the worker (or its node) died once more than the retries allow
+        raise SkillosError(f"arm {arm}: its Ray worker was lost {retries + 1} time(s) (compute.ray_max_retries "
+                           f"{retries}): {type(exc).__name__}; the arms finished are written: rerun with --resume "
+                           "--out OUT") from None
+
+
+def _write(out: Path, arm: str, result: dict) -> None:
+    """A finished task's files appended to the run folder's, and its repo put in place."""
+    for name, data in result["files"].items():
+        fd = os.open(out / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # as the runner appends
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
+    if result["repo"] is not None:
+        target = run_folder.repo_dir(out, arm)
+        fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=out))
+        fresh.chmod(0o755)  # mkdtemp's 0700: the repo is read as a local run's is
+        _unpack(fresh, result["repo"])
+        if target.exists():
+            shutil.rmtree(target)
+        fresh.rename(target)
+
+
+def _pack(folder: Path) -> dict | None:
+    """A folder's files, relative path -> bytes (None: no folder)."""
+    if not folder.is_dir():
+        return None
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _unpack(folder: Path, files: dict | None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in (files or {}).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)

@@ -1,0 +1,179 @@
+"""compute.backend ray (evals/distributed.py) on a local Ray cluster on the CPU: an eval's rows
+are a local run's; a sweep whose worker is killed finishes with a local sweep's rows; a resume
+does not submit the arms the run folder holds in full; a missing install is one line naming the
+extra."""
+
+import json
+import os
+import shutil
+import sys
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli
+
+pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
+pytestmark = pytest.mark.alfworld
+SIZE = ["env.n_games=3", "env.n_train_games=3"]
+
+
+def rows(out) -> dict:
+    """Every row and trace of a run folder, each once, keyed by (file, arm, phase, game)."""
+    found = {}
+    for name in ("games.jsonl", "curation.jsonl", "trajectories.jsonl"):
+        path = out / name
+        for line in path.read_text().splitlines() if path.exists() else []:
+            r = json.loads(line)
+            key = (name, r["arm"], r["phase"], r["game_id"])
+            assert key not in found, f"{key} recorded twice"
+            found[key] = r
+    return found
+
+
+def repo_files(folder) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def cluster(game_cache):
+    """One local cluster for the module (its start is ~10 s on 2 cores), stopped after it. The
+    workers inherit SKILLOS_CACHE, so they read the games the driver generated."""
+    ray = pytest.importorskip("ray", reason="needs the [ray] extra")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def quickstart(*sets):
+    from skillos import config as cfgmod
+
+    return cfgmod.load(ROOT / "evals" / "configs" / "quickstart.yaml", [*SIZE, *sets])
+
+
+@pytest.fixture(scope="module")
+def evals(cluster, tmp_path_factory):
+    """The same eval (no_memory, closed_loop) run locally, and on the cluster gated and recorded."""
+    from skillos import api
+    from skillos.evals.experiment import run_eval
+    from skillos.ledger import Ledger
+
+    folder = tmp_path_factory.mktemp("ray-eval")
+    local = run_eval(quickstart(), folder / "local")
+    with Ledger(folder / "ledger.db") as book:
+        on_ray = api.evaluate(quickstart("compute.backend=ray"), out=folder / "ray", ledger=book)
+    return folder, local, on_ray
+
+
+@pytest.mark.slow  # the cluster's start (~10 s on 2 cores) and the games' generation land here
+def test_an_eval_on_ray_gives_the_rows_of_a_local_run(evals):
+    folder, local, on_ray = evals
+    assert rows(folder / "ray") == rows(folder / "local") and len(rows(folder / "local")) == 3 * 2 + 3 + 9
+    assert repo_files(folder / "ray" / "repo-closed_loop") == repo_files(folder / "local" / "repo-closed_loop")
+    assert on_ray["arms"] == local["arms"] and on_ray["comparisons"] == local["comparisons"]
+    assert on_ray["config_hash"] == local["config_hash"]  # where it ran is not what it measured
+
+
+@pytest.mark.slow
+def test_a_resume_on_ray_submits_only_the_arms_not_complete(evals, tmp_path):
+    """no_memory lost its last row (a kill); closed_loop finished: only no_memory is submitted,
+    it plays the one missing game, and the folder ends with the uninterrupted run's rows."""
+    from skillos.evals.experiment import run_eval
+
+    folder, _, _ = evals
+    out = tmp_path / "resumed"
+    shutil.copytree(folder / "ray", out)
+    (out / "report.json").unlink()
+    games = (out / "games.jsonl").read_text().splitlines()
+    lost = next(i for i in reversed(range(len(games))) if json.loads(games[i])["arm"] == "no_memory")
+    (out / "games.jsonl").write_text("".join(line + "\n" for i, line in enumerate(games) if i != lost))
+    repo_before = repo_files(out / "repo-closed_loop")
+    events = []
+    result = run_eval(quickstart("compute.backend=ray"), out, progress=lambda *e: events.append(e), resume=True)
+    assert [(arm, done, total) for arm, _, done, total, live in events if live == "submitted to ray"] == [
+        ("no_memory", 2, 3)]
+    assert rows(out) == rows(folder / "ray") and result["arms"]["no_memory"]["attempted"] == 3
+    assert repo_files(out / "repo-closed_loop") == repo_before
+
+
+def skill_repo(folder, body):
+    (folder / "where-to-find-mug").mkdir(parents=True)
+    (folder / "where-to-find-mug" / "SKILL.md").write_text(
+        f"---\nname: where-to-find-mug\ndescription: Where mugs were found.\n---\n{body}\n")
+    return folder
+
+
+def killing_once(marker, arm):
+    """A task body that kills its worker process the first time it plays `arm` (the marker file
+    says it did); Ray runs the task again on a new worker, which plays the arm."""
+    def unit(cfg, name, *args):
+        if name == arm and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the worker dies mid-task, as a lost machine would
+        from skillos.evals.distributed import play_unit
+
+        return play_unit(cfg, name, *args)
+
+    return unit
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_killed_worker_finishes_with_the_rows_of_a_local_sweep(cluster, tmp_path, monkeypatch):
+    from skillos import api
+    from skillos.evals import distributed
+
+    repos = [skill_repo(tmp_path / "checkpoint-10", ""),
+             skill_repo(tmp_path / "checkpoint-20", "Mugs are in the cabinet.")]
+    sweep = dict(executor="heuristic", repos=repos)
+    local = api.sweep(quickstart(), out=tmp_path / "local", **sweep)
+    marker = tmp_path / "killed-once"
+    monkeypatch.setattr(distributed, "play_unit", killing_once(str(marker), "repo:checkpoint-20"))
+    on_ray = api.sweep(quickstart("compute.backend=ray", "compute.ray_max_retries=2"), out=tmp_path / "ray", **sweep)
+    assert marker.exists()  # the worker was killed, and the task ran again
+    assert rows(tmp_path / "ray") == rows(tmp_path / "local") and len(rows(tmp_path / "local")) == 3 * 3 * 2
+    assert on_ray["sweep"]["rows"] == local["sweep"]["rows"]
+
+
+def test_the_sweep_dry_run_shows_the_ray_plan(tmp_path):
+    repo = skill_repo(tmp_path / "checkpoint-10", "")
+    result = run_cli("sweep", ROOT / "evals" / "configs" / "quickstart.yaml", "--repo", repo, "--executor",
+                     "heuristic", "--dry-run", "--set", "compute.backend=ray", "--set", "compute.ray_max_retries=5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ray: 2 tasks on a local cluster started for the run" in result.stdout
+    assert "run again up to 5 times" in result.stdout and "  repo:checkpoint-10: 1 CPU, 0 GPU" in result.stdout
+
+
+def test_a_task_reserves_a_gpu_only_for_a_model_it_runs(tmp_path):
+    from skillos.evals.distributed import task_resources
+
+    assert task_resources(quickstart("compute.backend=ray", "compute.gpu=H100:8"), "closed_loop")["num_gpus"] == 0
+    hf = quickstart("compute.backend=ray", "compute.gpu=H100:8", "executor.backend=hf", "executor.model=m")
+    assert task_resources(hf, "no_memory") == {"num_cpus": 1, "num_gpus": 1}
+    assert task_resources(quickstart("executor.backend=hf", "executor.model=m"), "no_memory")["num_gpus"] == 0
+    set_by_hand = quickstart("compute.backend=ray", "compute.ray_gpus_per_task=0.5")
+    assert task_resources(set_by_hand, "no_memory")["num_gpus"] == 0.5
+
+
+def test_ray_missing_is_one_line_naming_the_extra(monkeypatch):
+    from skillos import gates
+    from skillos.errors import SkillosError
+    from skillos.evals import distributed
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` sees without the install
+    with pytest.raises(SkillosError, match=r"^compute.backend ray needs Ray, which is not installed: "
+                                           r"pip install 'skillos\[ray\]'$"):
+        distributed.require_ray()
+    extras = [r for r in gates.check(quickstart("compute.backend=ray")).results if r.check == "extras"]
+    failed = [r for r in extras if r.status == "FAIL"]
+    assert len(failed) == 1 and failed[0].key == "compute.backend ray" and "skillos[ray]" in failed[0].detail
+    monkeypatch.delitem(sys.modules, "ray")
+    assert all(r.status != "FAIL" for r in gates.check(quickstart()).results if r.check == "extras")
+
+
+def test_training_is_not_launched_on_ray():
+    from skillos.errors import SkillosError
+    from skillos.training import launch
+
+    cfg = quickstart("compute.backend=ray")
+    with pytest.raises(SkillosError, match="training launches on local, accelerate, modal"):
+        launch.plan(cfg, "c.yaml")
