@@ -35,6 +35,24 @@ def repo_files(folder) -> dict:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
+def test_a_matrix_on_a_cluster_the_cli_starts_has_the_rows_of_a_local_matrix(tmp_path, game_cache):
+    """`skillos eval` starts a local cluster itself (one for the matrix's runs, stopped after)."""
+    import skillos
+
+    seeds = ["experiment.seeds=[0, 1]", "eval.workers=2"]
+    local = skillos.evaluate(quickstart(*seeds), out=tmp_path / "local")
+    sets = [x for s in (*SIZE, *seeds, "compute.backend=ray") for x in ("--set", s)]
+    result = run_cli("eval", ROOT / "evals" / "configs" / "quickstart.yaml", *sets, "--json", "--out", tmp_path / "ray")
+    assert result.returncode == 0, result.stderr[-2000:]
+    on_ray = json.loads(result.stdout)
+    labels = [r["label"] for r in local["matrix"]["runs"]]
+    assert labels == ["seed-0", "seed-1"] and [r["label"] for r in on_ray["matrix"]["runs"]] == labels
+    for label in labels:
+        assert rows(tmp_path / "ray" / label) == rows(tmp_path / "local" / label)
+    assert on_ray["matrix"]["rows"] == json.loads(json.dumps(local["matrix"]["rows"]))
+
+
 @pytest.fixture(scope="module")
 def cluster(game_cache):
     """One local cluster for the module (its start is ~10 s on 2 cores), stopped after it. The
@@ -177,3 +195,31 @@ def test_training_is_not_launched_on_ray():
     cfg = quickstart("compute.backend=ray")
     with pytest.raises(SkillosError, match="training launches on local, accelerate, modal"):
         launch.plan(cfg, "c.yaml")
+
+
+def aborting(arm):
+    def unit(cfg, name, *args):
+        from skillos.evals.runner import ArmAborted
+
+        if name == arm:
+            raise ArmAborted(f"arm {name} aborted in its eval games: 20 of 20 games unmeasured")
+        from skillos.evals.distributed import play_unit
+
+        return play_unit(cfg, name, *args)
+
+    return unit
+
+
+@pytest.mark.slow
+def test_an_arm_that_aborts_on_ray_is_its_one_line_error_and_is_not_retried(cluster, tmp_path, monkeypatch):
+    """An error the arm raises is the driver's error, as a local run raises it (exit 3 for an
+    outage), not a worker loss to retry; nothing of the aborted arm is written."""
+    from skillos.evals import distributed
+    from skillos.evals.experiment import run_eval
+    from skillos.evals.runner import ArmAborted
+
+    monkeypatch.setattr(distributed, "play_unit", aborting("closed_loop"))
+    cfg = quickstart("compute.backend=ray")
+    with pytest.raises(ArmAborted, match=r"^arm closed_loop aborted in its eval games: 20 of 20 games unmeasured$"):
+        run_eval(cfg, tmp_path / "run")
+    assert {key[1] for key in rows(tmp_path / "run")} <= {"no_memory"}
