@@ -82,6 +82,7 @@ def cluster(cfg: Config):
         return
     address = cfg.compute.ray_address
     local = {} if address else {"num_cpus": cfg.eval.workers or os.cpu_count() or 1}
+    # log_to_driver off: a worker's prints would land in this process's stdout, the --json report's
     ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
     try:
         yield ray
