@@ -25,7 +25,7 @@ def make_curator(config, horizon: int | None = None, system: str | None = None) 
     """A curator from the config's `curator` section; `horizon` is the |G| a trained curator saw;
     `system`: a model curator's instructions for the environment (default: the household's)."""
     if config.backend == "heuristic":
-        from skillos.evals.backends.heuristic import HeuristicCurator
+        from skillos.evals.envs.household.heuristic import HeuristicCurator
 
         return HeuristicCurator()
     from skillos.registry import MODEL_BACKENDS

@@ -26,7 +26,7 @@ class Executor(Protocol):
 def make_executor(config) -> Executor:
     """An executor from the config's `executor` section."""
     if config.backend == "heuristic":
-        from skillos.evals.backends.heuristic import HeuristicExecutor
+        from skillos.evals.envs.household.heuristic import HeuristicExecutor
 
         return HeuristicExecutor()
     from skillos.registry import MODEL_BACKENDS

@@ -7,6 +7,7 @@ import inspect
 from types import SimpleNamespace
 
 import pytest
+from conftest import ROOT
 
 from skillos.config import BackendConfig, CuratorConfig
 from skillos.errors import SkillosError
@@ -67,6 +68,12 @@ def test_a_missing_or_wrong_member_is_caught():
     assert "turns: not callable" in gaps and "load_tasks: no parameter split" in gaps
     del Partial.reference
     assert "reference: absent" in protocol_gaps(Partial())
+
+
+@pytest.mark.parametrize("name", ENVIRONMENTS.names())
+def test_each_environment_lives_in_the_folder_of_its_name(name):
+    assert ENVIRONMENTS[name].target == f"skillos.evals.envs.{name}.environment:{name.upper()}"
+    assert (ROOT / "evals" / "envs" / name / "environment.py").is_file()
 
 
 def test_the_table_above_covers_every_registered_environment():

@@ -95,7 +95,7 @@ def test_the_telltale_check_catches_inflections_and_nothing_else():
 
 
 def _guidance(task, skills):
-    from skillos.evals.backends.heuristic import reading
+    from skillos.evals.envs.household.heuristic import reading
     from skillos.evals.envs.alfworld.text import parse_goal
 
     g = reading.guidance(parse_goal(task), task, skills)

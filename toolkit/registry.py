@@ -117,7 +117,7 @@ def key_env(section) -> str:
 
 ENVIRONMENTS: Registry[Environment] = Registry(
     "environment",
-    Environment("household", "skillos.evals.envs.alfworld.environment:HOUSEHOLD"),
+    Environment("household", "skillos.evals.envs.household.environment:HOUSEHOLD"),
     Environment("reasoning", "skillos.evals.envs.reasoning.environment:REASONING"),
     Environment("slate", "skillos.evals.envs.slate.environment:SLATE"),
 )

@@ -8,7 +8,7 @@ game env and executors here."""
 from __future__ import annotations
 
 from skillos.evals.backends import build
-from skillos.evals.envs.alfworld.environment import Household
+from skillos.evals.envs.household.environment import Household
 
 
 class SlateEnvironment(Household):
@@ -16,7 +16,7 @@ class SlateEnvironment(Household):
     reference = "skillgate/alfworld"  # the selector configs' table (gates/references/skillgate.yaml)
 
     def make_executor(self, config):
-        from skillos.evals.backends.heuristic import HeuristicExecutor
+        from skillos.evals.envs.household.heuristic import HeuristicExecutor
         from skillos.evals.envs.slate.executor import SlateExecutor
 
         return build.executor(config, HeuristicExecutor, SlateExecutor)
