@@ -3,6 +3,7 @@ builds its own executors and curators: its heuristic for the no-model backend, i
 for every model backend, and the one-line error for a name that is neither
 (evals/backends/build.py). Each check also runs on a planted violation."""
 
+import ast
 import inspect
 from types import SimpleNamespace
 
@@ -13,7 +14,7 @@ from skillos.config import BackendConfig, CuratorConfig
 from skillos.errors import SkillosError
 from skillos.evals.backends import build
 from skillos.evals.envs.registry import Environment, environment
-from skillos.registry import ENVIRONMENTS, MODEL_BACKENDS
+from skillos.registry import BACKENDS, ENVIRONMENTS, MODEL_BACKENDS
 
 # executor and curator classes, (no-model backend, a model backend), and the curator's system prompt
 BUILT = {
@@ -106,3 +107,21 @@ def test_the_builder_hands_every_model_backend_to_the_model_executor():
              for b in MODEL_BACKENDS]
     assert built == list(MODEL_BACKENDS)
     assert build.executor(SimpleNamespace(backend="heuristic"), heuristic=lambda: "rules", model=None) == "rules"
+
+
+def test_the_executor_and_curator_modules_are_interfaces_that_ask_the_environment():
+    """evals/executor.py and evals/curator.py name no backend and import no implementation; their
+    make_* hand the config to the environment's own."""
+    from skillos.evals.curator import make_curator
+    from skillos.evals.executor import make_executor
+
+    for path in ("evals/executor.py", "evals/curator.py"):
+        tree = ast.parse((ROOT / path).read_text())
+        strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not strings & set(BACKENDS.names()), path
+        assert not [m for m in imported if m.startswith(("skillos.evals.backends", "skillos.evals.envs."))
+                    and m != "skillos.evals.envs.registry"], path
+    assert type(make_executor(BackendConfig())).__name__ == "HeuristicExecutor"
+    assert type(make_executor(BackendConfig(), env="reasoning")).__name__ == "HeuristicReasoner"
+    assert type(make_curator(CuratorConfig(), env="reasoning")).__name__ == "ReasoningCurator"
