@@ -19,7 +19,7 @@ from skillos.config import Config, relative_to_config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
 from skillos.evals.envs.slate.slates import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
-                                      selection_metrics)
+                                             selection_metrics)
 from skillos.files import write_atomic
 from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS
 

@@ -13,9 +13,9 @@ from conftest import ROOT, run_cli
 from skillos import config as cfgmod
 from skillos.errors import SkillosError
 from skillos.evals import protocol
-from skillos.evals.envs.slate.slates import (SlateEnv, build_slate, build_slates, composition, episode_record, freeze,
-                                      load_frozen, make_slate_setup, missing_oracles, selection_metrics,
-                                      with_misleading)
+from skillos.evals.envs.slate.slates import (SlateEnv, build_slate, build_slates, composition, episode_record,
+                                             freeze, load_frozen, make_slate_setup, missing_oracles,
+                                             selection_metrics, with_misleading)
 from skillos.repo import SkillRepo
 
 SLATES = ROOT / "training" / "configs" / "slates" / "household"

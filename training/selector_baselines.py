@@ -19,7 +19,7 @@ from pathlib import Path
 
 from skillos.config import Config
 from skillos.evals.envs.slate.slates import (READ_TOOL, REASONING_CLOSE, REASONING_OPEN, SLATE_INSTRUCTIONS, SYSTEM,
-                                      SlateEnv, tool_schemas)
+                                             SlateEnv, tool_schemas)
 
 SURFACE = "read_skill,act"
 DPO_REJECTED = 5  # misleading reads each gold read is preferred over (the method's pairing)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from skillos.config import Config
 from skillos.evals.envs.slate.slates import (NO_SKILL_INSTRUCTIONS, READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv,
-                                      episode_record)
+                                             episode_record)
 from skillos.training import selector_credit as credit
 
 SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on

@@ -86,7 +86,8 @@ class SelectorCanary(Canary):
 
 def warm_start(cfg, games, out: Path) -> str:
     """The tiny model after a supervised warm-up that reads each slate member equally often."""
-    from skillos.evals.envs.slate.slates import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup, tool_schemas
+    from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
+                                                 tool_schemas)
     from skillos.training.warmup import warm_up
 
     folder = out / "warm"
@@ -116,7 +117,8 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
-    from skillos.evals.envs.slate.slates import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup, tool_schemas
+    from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
+                                                 tool_schemas)
 
     import hashlib
 

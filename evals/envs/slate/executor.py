@@ -24,8 +24,8 @@ def opening(slate_text: str, observation: str, admissible) -> list[dict]:
     """The first messages of an episode, exactly as sent: the selector system prompt
     (`envs/slate/slates.py:SYSTEM`, read at send time), the instructions and the first input."""
     return [{"role": "system", "content": slates.SYSTEM},
-            {"role": "user", "content": slates.SLATE_INSTRUCTIONS + "\n\n" + slates.first_input(slate_text, observation,
-                                                                                        admissible)}]
+            {"role": "user", "content": slates.SLATE_INSTRUCTIONS + "\n\n"
+             + slates.first_input(slate_text, observation, admissible)}]
 
 
 def read_result(skill, name: str) -> str:
