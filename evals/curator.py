@@ -1,8 +1,9 @@
 """The curator: after each game it reads the trajectory and edits the skill repo, only through
 the repo's insert / update / delete (each returns success or a one-line reason).
 
-Backends: `heuristic` (no model), and `openai` / `anthropic` (an LLM with the paper's three
-tools, evals/backends/llm_curator.py).
+Each environment builds its own (evals/envs/<name>/environment.py: `make_curator`): its
+heuristic for the no-model backend, and for every model backend an LLM with the paper's three
+tools and the environment's instructions (evals/backends/build.py, llm_curator.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from skillos.evals.trajectory import Trajectory
-from skillos.errors import SkillosError
 from skillos.repo import OpResult, SkillRepo
 
 
@@ -21,18 +21,9 @@ class Curator(Protocol):
         """Edit `repo` after one game; one outcome (with `.ok`) per operation attempted."""
 
 
-def make_curator(config, horizon: int | None = None, system: str | None = None) -> Curator:
-    """A curator from the config's `curator` section; `horizon` is the |G| a trained curator saw;
-    `system`: a model curator's instructions for the environment (default: the household's)."""
-    if config.backend == "heuristic":
-        from skillos.evals.backends.heuristic import HeuristicCurator
+def make_curator(config, horizon: int | None = None, env: str = "household") -> Curator:
+    """The curator of a config's `curator` section for environment `env` (its make_curator);
+    `horizon` is the |G| a trained curator saw."""
+    from skillos.evals.envs.registry import environment
 
-        return HeuristicCurator()
-    from skillos.registry import MODEL_BACKENDS
-
-    if config.backend in MODEL_BACKENDS:
-        from skillos.evals.backends.llm_curator import LLMCurator
-
-        return LLMCurator(config, horizon, system)
-    raise SkillosError(f"curator.backend {config.backend!r} is not a backend; "
-                       f"use heuristic or one of {', '.join(MODEL_BACKENDS)}")
+    return environment(env).make_curator(config, horizon)

@@ -1,15 +1,15 @@
 """The executor: the frozen agent that plays a task given the top-k retrieved skills.
 
 An executor makes one `Episode` per game; the runner feeds it each observation and the
-admissible commands and takes one action back. Backends: `heuristic` (no model), and every model backend
-(openai, anthropic, vllm, hf) through evals/backends/llm_executor.py.
+admissible commands and takes one action back. Each environment builds its own
+(evals/envs/<name>/environment.py: `make_executor`): its heuristic for the no-model backend, and
+for every model backend its model executor through evals/backends/build.py.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from skillos.errors import SkillosError
 from skillos.repo import Skill
 
 
@@ -23,17 +23,8 @@ class Executor(Protocol):
     def new_episode(self, task: str, skills: Sequence[Skill]) -> Episode: ...
 
 
-def make_executor(config) -> Executor:
-    """An executor from the config's `executor` section."""
-    if config.backend == "heuristic":
-        from skillos.evals.backends.heuristic import HeuristicExecutor
+def make_executor(config, env: str = "household") -> Executor:
+    """The executor of a config's `executor` section for environment `env` (its make_executor)."""
+    from skillos.evals.envs.registry import environment
 
-        return HeuristicExecutor()
-    from skillos.registry import MODEL_BACKENDS
-
-    if config.backend in MODEL_BACKENDS:
-        from skillos.evals.backends.llm_executor import LLMExecutor
-
-        return LLMExecutor(config)
-    raise SkillosError(f"executor.backend {config.backend!r} is not a backend; "
-                       f"use heuristic or one of {', '.join(MODEL_BACKENDS)}")
+    return environment(env).make_executor(config)

@@ -18,8 +18,8 @@ from pathlib import Path
 from skillos.config import Config, relative_to_config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
-from skillos.evals.envs.slate import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
-                                      selection_metrics)
+from skillos.evals.envs.slate.slates import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
+                                             selection_metrics)
 from skillos.files import write_atomic
 from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS
 
@@ -49,20 +49,10 @@ def arm_executors(cfg: Config, checkpoints: dict[str, str]) -> dict:
     return arms
 
 
-def _make_executor(backend_cfg):
-    if backend_cfg.backend == "heuristic":
-        from skillos.evals.backends.heuristic import HeuristicExecutor
-
-        return HeuristicExecutor()
-    from skillos.evals.backends.slate_executor import SlateExecutor
-
-    return SlateExecutor(backend_cfg)
-
-
 def run_pins(cfg: Config, games, snapshot_hash: str) -> protocol.EvalSpec:
     """The pins of a run. The prompt and tool-schema hashes are of the bytes the slate executor
-    sends, rendered by the functions that send them (`slate_executor.sent_templates`, `tools_sent`)."""
-    from skillos.evals.backends.slate_executor import sent_templates, tools_sent
+    sends, rendered by the functions that send them (envs/slate/executor.py: `sent_templates`, `tools_sent`)."""
+    from skillos.evals.envs.slate.executor import sent_templates, tools_sent
 
     return protocol.EvalSpec(
         task_set=protocol.task_set_hash(games), repeats=cfg.skillgate.repeats, seed=cfg.env.seed,
@@ -72,7 +62,7 @@ def run_pins(cfg: Config, games, snapshot_hash: str) -> protocol.EvalSpec:
 
 def config_pins(cfg: Config, games) -> dict:
     """The pins a slate eval of `cfg` on `games` would run under (nothing is written)."""
-    from skillos.evals.envs.slate import manifest_of
+    from skillos.evals.envs.slate.slates import manifest_of
 
     repo, slates = build_slates(cfg, games)
     return run_pins(cfg, games, manifest_of(repo, slates)["snapshot_hash"]).pins()
@@ -81,8 +71,8 @@ def config_pins(cfg: Config, games) -> dict:
 def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | None, echo, gate) -> dict:
     """Gate the launch (`gate(cfg, ledger)`: `skillos.evaluate_slate` passes `gates.enforce`, which
     sits above evals), then play every arm on the slate eval; rows and report go to `out_dir`."""
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.arms import load_games
+    from skillos.evals.envs.registry import environment
     from skillos.evals.runner import play
 
     g = cfg.skillgate
@@ -99,10 +89,11 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
         frozen = protocol.load_spec(relative_to_config(cfg, g.eval_spec)).pins()
         protocol.check_comparable({f"eval spec {g.eval_spec}": frozen, "this run": pins})
     gate(cfg, ledger)
-    env = AlfworldEnv(fast=True)
+    domain = environment("slate")  # its game env and executors: the heuristic, or the slate executor
+    env = domain.make_env(games)
     rows = []
     for arm, backend in arm_executors(cfg, checkpoints or {}).items():
-        executor = _Capture(_make_executor(backend))
+        executor = _Capture(domain.make_executor(backend))
         for repeat in range(g.repeats):
             for game in games:
                 slate = slates[game.id]

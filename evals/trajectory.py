@@ -30,7 +30,7 @@ class Trajectory:
     unmeasured_reason: str | None = None
     scores: list[float] = field(default_factory=list)  # retrieval score of each retrieved skill
     curation: list[dict] = field(default_factory=list)  # the curator's operations after the game
-    reads: list = field(default_factory=list)  # read_skill calls of a slate episode (evals/envs/slate.py)
+    reads: list = field(default_factory=list)  # read_skill calls of a slate episode (evals/envs/slate/slates.py)
     grading_timeouts: int = 0  # answers graded wrong because their parse passed the grader's time bound
 
     @property

@@ -21,7 +21,7 @@ def games(game_cache):
 
 
 def arm(games, **kw):
-    from skillos.evals.backends.heuristic import HeuristicExecutor
+    from skillos.evals.envs.household.heuristic import HeuristicExecutor
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.runner import run_arm
 
@@ -37,7 +37,7 @@ def test_concurrent_games_give_the_rows_of_sequential_ones(games, tmp_path):
 
 
 def test_a_wave_plays_on_one_repo_snapshot_then_curates_in_order(games):
-    from skillos.evals.backends.heuristic import HeuristicCurator
+    from skillos.evals.envs.household.heuristic import HeuristicCurator
     from skillos.repo import SkillRepo
 
     repo = SkillRepo(None)

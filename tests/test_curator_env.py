@@ -104,7 +104,7 @@ def test_groups_are_the_same_in_every_process():
 
 @pytest.fixture
 def setup(game_cache):
-    from skillos.evals.backends.heuristic import HeuristicExecutor
+    from skillos.evals.envs.household.heuristic import HeuristicExecutor
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.envs.alfworld.games import make_games
     from skillos.training.env import Setup

@@ -104,7 +104,7 @@ def test_a_launch_path_that_ignores_top_k_is_caught(game_cache, monkeypatch):
 
 
 def test_unmeasured_positions_fail_the_rollout_check(game_cache, monkeypatch):
-    from skillos.evals import executor as executors
+    from skillos.evals.envs.registry import environment
 
     class Down:
         name = "down"
@@ -112,7 +112,7 @@ def test_unmeasured_positions_fail_the_rollout_check(game_cache, monkeypatch):
         def new_episode(self, task, skills):
             raise ConnectionError("endpoint unreachable")
 
-    monkeypatch.setattr(executors, "make_executor", lambda cfg: Down())
+    monkeypatch.setattr(environment("household"), "make_executor", lambda cfg: Down())
     _, results = dry()
     r = results["rollout-positions"]
     assert r.status == "FAIL" and r.seen == "min 0 of 2"

@@ -4,8 +4,8 @@ import pytest
 
 pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
 
-from skillos.evals.backends.heuristic import HeuristicCurator, HeuristicExecutor, notes, reading  # noqa: E402
-from skillos.evals.backends.heuristic.curator import extract_procedure  # noqa: E402
+from skillos.evals.envs.household.heuristic import HeuristicCurator, HeuristicExecutor, notes, reading  # noqa: E402
+from skillos.evals.envs.household.heuristic.curator import extract_procedure  # noqa: E402
 from skillos.evals.envs.alfworld import games  # noqa: E402
 from skillos.evals.envs.alfworld.env import AlfworldEnv  # noqa: E402
 from skillos.evals.envs.alfworld.text import parse_goal  # noqa: E402

@@ -33,7 +33,7 @@ def test_regular_install_imports_every_subpackage(tmp_path):
     info = json.loads(result.stdout)
     assert Path(info["file"]).is_relative_to(target)  # the copy, not the source tree
     for sub in ("skillos.evals", "skillos.training", "skillos.ledger", "skillos.repo",
-                "skillos.evals.envs.alfworld.games", "skillos.evals.backends.heuristic.curator"):
+                "skillos.evals.envs.alfworld.games", "skillos.evals.envs.household.heuristic.curator"):
         assert sub in info["modules"]
     assert info["config"] and info["heavy"] == []
     # every source package is installed (a package missing from pyproject breaks `pip install .`)

@@ -1,11 +1,11 @@
 """The heuristic executor reads any skill's prose: one grammar over ALFWorld's words, not one
-writer's layout (evals/backends/heuristic/reading.py)."""
+writer's layout (evals/envs/household/heuristic/reading.py)."""
 
 import pytest
 
 pytest.importorskip("alfworld", reason="the vocabulary comes from the alfworld wheel")
 
-from skillos.evals.backends.heuristic import notes, reading  # noqa: E402
+from skillos.evals.envs.household.heuristic import notes, reading  # noqa: E402
 from skillos.evals.envs.alfworld.text import parse_goal  # noqa: E402
 from skillos.repo import Skill  # noqa: E402
 

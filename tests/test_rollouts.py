@@ -21,7 +21,7 @@ class SlowExecutor:
     """The heuristic executor, each action taking `delay` seconds (a remote model's latency)."""
 
     def __init__(self, delay):
-        from skillos.evals.backends.heuristic import HeuristicExecutor
+        from skillos.evals.envs.household.heuristic import HeuristicExecutor
 
         self.inner, self.delay, self.name = HeuristicExecutor(), delay, "slow"
 

@@ -18,7 +18,7 @@ CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
 def built(tmp_path_factory, game_cache):
     from transformers import AutoTokenizer
 
-    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.evals.arms import load_games
     from skillos.evals.backends.tiny_model import build
 
@@ -34,7 +34,7 @@ def _read_names(tokenizer, text):
 
 
 def test_bc_rows_clone_the_gold_first_read_on_the_training_prompt(built):
-    from skillos.evals.envs.slate import SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, tool_schemas
+    from skillos.evals.envs.slate.slates import SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, tool_schemas
     from skillos.training.selector_baselines import bc_dataset
 
     setup, ids, tokenizer = built
@@ -67,7 +67,7 @@ def test_dpo_pairs_prefer_the_oracle_over_each_misleading_skill(built):
 def test_dpo_pairs_each_gold_read_with_at_most_five_misleading_ones(tmp_path, game_cache):
     from transformers import AutoTokenizer
 
-    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.evals.arms import load_games
     from skillos.training.selector_baselines import DPO_REJECTED, dpo_pairs
     from skillos.evals.backends.tiny_model import build

@@ -95,7 +95,7 @@ def test_clean_oracle_counts_only_reads_of_skills_on_the_slate():
     assert u(["heat", "heat"], "heat", "clean-oracle", slate) == 1.0  # one skill, read twice
     assert u(["nothing-real"], "heat", "clean-oracle", slate) == 0.0  # no skill read at all
     assert u(["cool", "heat"], "heat", "clean-oracle", slate) == 0.0
-    from skillos.evals.envs.slate import clean_oracle
+    from skillos.evals.envs.slate.slates import clean_oracle
 
     assert clean_oracle([None, "oracle"]) and not clean_oracle([None]) and not clean_oracle(["oracle", "misleading"])
 

@@ -19,7 +19,7 @@ def warm(tmp_path_factory, game_cache):
     """The tiny model after a short format warm-up (the trainer's, 60 steps) on the CPU config's
     training slates: a start that writes read_skill calls, shared by every profile."""
     from skillos.evals.backends.tiny_model import resolve
-    from skillos.evals.envs.slate import make_slate_setup, tool_schemas
+    from skillos.evals.envs.slate.slates import make_slate_setup, tool_schemas
     from skillos.evals.arms import load_games
     from skillos.training.selector_trainer import dataset_rows, warmup_conversations
     from skillos.training.warmup import warm_up

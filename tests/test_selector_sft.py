@@ -16,7 +16,7 @@ CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, game_cache):
-    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.evals.arms import load_games
 
     cfg = cfgmod.load(CPU)
@@ -34,7 +34,7 @@ def test_init_needs_a_teacher_backend_for_sft():
 
 
 def test_oracle_warmup_rows_read_the_oracle_on_the_training_prompt(built):
-    from skillos.evals.envs.slate import SLATE_INSTRUCTIONS
+    from skillos.evals.envs.slate.slates import SLATE_INSTRUCTIONS
     from skillos.training.selector_sft import gold_turns
 
     setup, ids = built
@@ -83,7 +83,7 @@ def test_a_teachers_turns_are_kept_only_when_it_reads_the_oracle(built, monkeypa
 def test_the_start_rows_render_the_read_on_the_rollout_prompt(built):
     from transformers import AutoTokenizer
 
-    from skillos.evals.envs.slate import tool_schemas
+    from skillos.evals.envs.slate.slates import tool_schemas
     from skillos.training.selector_baselines import render_turn as _render
     from skillos.training.selector_sft import gold_turns
     from skillos.evals.backends.tiny_model import build

@@ -13,9 +13,9 @@ from conftest import ROOT, run_cli
 from skillos import config as cfgmod
 from skillos.errors import SkillosError
 from skillos.evals import protocol
-from skillos.evals.envs.slate import (SlateEnv, build_slate, build_slates, composition, episode_record, freeze,
-                                      load_frozen, make_slate_setup, missing_oracles, selection_metrics,
-                                      with_misleading)
+from skillos.evals.envs.slate.slates import (SlateEnv, build_slate, build_slates, composition, episode_record,
+                                             freeze, load_frozen, make_slate_setup, missing_oracles,
+                                             selection_metrics, with_misleading)
 from skillos.repo import SkillRepo
 
 SLATES = ROOT / "training" / "configs" / "slates" / "household"
@@ -60,7 +60,7 @@ def test_every_task_type_gets_a_16_skill_slate_with_all_four_categories():
     5 misleading built from the oracle whose names and descriptions hide the task type's
     tell-tale words and whose bodies differ from it, 5 irrelevant."""
     from skillos.evals.envs.alfworld.scenes import TASK_TYPES
-    from skillos.evals.envs.slate_skills import TELLTALE, relevant_to, telltale_words
+    from skillos.evals.envs.slate.skills import TELLTALE, relevant_to, telltale_words
 
     cfg = cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
     assert (cfg.skillgate.slate_size, cfg.skillgate.n_relevant) == (16, 5)
@@ -86,7 +86,7 @@ def test_every_task_type_gets_a_16_skill_slate_with_all_four_categories():
 
 
 def test_the_telltale_check_catches_inflections_and_nothing_else():
-    from skillos.evals.envs.slate_skills import telltale_words
+    from skillos.evals.envs.slate.skills import telltale_words
 
     assert telltale_words("Reheat? No: heated leftovers, heating", "pick_heat_then_place_in_recep") == ["heat"]
     assert telltale_words("lamps-in-a-room", "look_at_obj_in_light") == ["lamp"]
@@ -95,7 +95,7 @@ def test_the_telltale_check_catches_inflections_and_nothing_else():
 
 
 def _guidance(task, skills):
-    from skillos.evals.backends.heuristic import reading
+    from skillos.evals.envs.household.heuristic import reading
     from skillos.evals.envs.alfworld.text import parse_goal
 
     g = reading.guidance(parse_goal(task), task, skills)
@@ -106,7 +106,7 @@ def test_misleading_bodies_mislead_the_cpu_executor_and_the_others_do_not():
     """What the reading executor takes from each skill alone (reading.guidance): the oracle's
     tool and order; each misleading skill a wrong tool, a wrong order, the right tool avoided or
     wrong places to look; relevant and irrelevant skills say nothing that changes its play."""
-    from skillos.evals.envs.slate import category_pools
+    from skillos.evals.envs.slate.slates import category_pools
 
     repo = _built(7)
     kinds = set()
@@ -427,14 +427,15 @@ def test_the_shipped_protocol_spec_is_what_its_config_plays(tmp_path, game_cache
 
 
 def test_the_prompt_pin_is_the_hash_of_what_the_slate_executor_sends(monkeypatch):
-    """Changing the system prompt the slate executor sends (envs/slate.py's SYSTEM), its
+    """Changing the system prompt the slate executor sends (envs/slate/slates.py's SYSTEM), its
     instructions or a template changes the run's prompt pin; the ALFWorld executor's prompt,
     which the slate executor never sends, does not."""
     from types import SimpleNamespace
 
     from skillos.evals import slate_eval
-    from skillos.evals.backends import llm_executor, slate_executor
-    from skillos.evals.envs import slate
+    from skillos.evals.backends import llm_executor
+    from skillos.evals.envs.slate import executor as slate_executor
+    from skillos.evals.envs.slate import slates as slate
 
     cfg = cfgmod.load(CPU)
     games = [SimpleNamespace(content_hash="h1")]
@@ -463,9 +464,9 @@ def test_the_slate_executor_records_reads_over_a_real_sdk(tmp_path, monkeypatch,
     from llm_server import ScriptedLLM
 
     from skillos.config import BackendConfig
-    from skillos.evals.backends.slate_executor import SlateExecutor
+    from skillos.evals.envs.slate.executor import SlateExecutor
     from skillos.evals.envs.alfworld.env import AlfworldEnv
-    from skillos.evals.envs.slate import SlateRetriever
+    from skillos.evals.envs.slate.slates import SlateRetriever
     from skillos.evals.runner import play
 
     setup, games = slate_setup

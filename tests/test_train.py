@@ -147,7 +147,7 @@ def test_the_reward_function_judges_contents_and_neutralises_unmeasured_rollouts
     (over HTTP) about inserted contents, and an all-unmeasured rollout gets its group's mean."""
     from llm_server import ScriptedLLM
 
-    from skillos.evals.backends.heuristic import HeuristicExecutor
+    from skillos.evals.envs.household.heuristic import HeuristicExecutor
     from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, Setup

@@ -28,6 +28,7 @@ from skillos.cli_slate import app as slate_app
 from skillos.cli_sleep import app as sleep_app
 from skillos.cli_view import app as view_app
 from skillos.errors import SkillosError
+from skillos.registry import ENVIRONMENTS
 
 app = typer.Typer(
     help="skillos: research on agent skills (SKILL.md). Curate, optimize and evaluate skill repos "
@@ -148,7 +149,7 @@ def sweep_cmd(
     set_: List[str] = SET,
     resume: bool = RESUME,
     overwrite: bool = OVERWRITE,
-    env: List[str] = typer.Option([], "--env", help="A target environment (household, reasoning) to "
+    env: List[str] = typer.Option([], "--env", help=f"A target environment ({', '.join(ENVIRONMENTS.names())}) to "
                                   "evaluate on, with its own control in the same sweep; repeat it for "
                                   "both directions of a cross-domain transfer, Holm-corrected together."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan: the arms, under sweep.serve: "

@@ -287,7 +287,7 @@ def site_lines(result: dict) -> list[str]:
 
 def slate_lines(report: dict) -> list[str]:
     """A slate eval or comparison: selection metrics and pass@k per arm, then the comparisons."""
-    from skillos.evals.envs.slate import render_metrics
+    from skillos.evals.envs.slate.slates import render_metrics
 
     lines = []
     for arm, data in report["arms"].items():

@@ -426,7 +426,7 @@ TRAINERS = registry.TRAINERS.names()  # what each one runs: training/registry.py
 
 @dataclass
 class SkillGateConfig:
-    """SkillGate: the executor learns which skill of a slate to read (evals/envs/slate.py,
+    """SkillGate: the executor learns which skill of a slate to read (evals/envs/slate/slates.py,
     training/selector_trainer.py). `trainer` is what `skillos train` runs (training/registry.py).
     A slate holds `slate_size` skills: the oracle, `n_misleading` built from it, `n_irrelevant`,
     and relevant ones for the rest (`n_relevant`)."""

@@ -38,7 +38,7 @@ class Backend:
 @dataclass(frozen=True)
 class Environment:
     name: str
-    target: str  # "module:OBJECT" implementing the interface in evals/envs/registry.py
+    target: str  # "module:OBJECT" implementing the Environment protocol (evals/envs/registry.py)
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,9 @@ def key_env(section) -> str:
 
 ENVIRONMENTS: Registry[Environment] = Registry(
     "environment",
-    Environment("household", "skillos.evals.envs.alfworld.environment:HOUSEHOLD"),
+    Environment("household", "skillos.evals.envs.household.environment:HOUSEHOLD"),
     Environment("reasoning", "skillos.evals.envs.reasoning.environment:REASONING"),
+    Environment("slate", "skillos.evals.envs.slate.environment:SLATE"),
 )
 
 TRAINERS: Registry[Trainer] = Registry(

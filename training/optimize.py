@@ -252,7 +252,7 @@ class HeuristicProposer:
 
     def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
                 gradient=None) -> list[Edit]:
-        from skillos.evals.backends.heuristic import HeuristicCurator
+        from skillos.evals.envs.household.heuristic import HeuristicCurator
         from skillos.training.reflect import order_by_gradient
 
         scratch, curator = incumbent.copy(), HeuristicCurator()

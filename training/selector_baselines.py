@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 
 from skillos.config import Config
-from skillos.evals.envs.slate import (READ_TOOL, REASONING_CLOSE, REASONING_OPEN, SLATE_INSTRUCTIONS, SYSTEM,
-                                      SlateEnv, tool_schemas)
+from skillos.evals.envs.slate.slates import (READ_TOOL, REASONING_CLOSE, REASONING_OPEN, SLATE_INSTRUCTIONS, SYSTEM,
+                                             SlateEnv, tool_schemas)
 
 SURFACE = "read_skill,act"
 DPO_REJECTED = 5  # misleading reads each gold read is preferred over (the method's pairing)
@@ -123,7 +123,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
 
     from skillos.evals.arms import load_games
     from skillos.evals.backends.tiny_model import resolve
-    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.ledger.experiments import record_experiment
     from skillos.training.prompt_cap import cap_text
     from skillos.training.trainer import archive_callback, archived, is_main_process, lora_config, output_dir

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from skillos.config import Config
 from skillos.errors import SkillosError
-from skillos.evals.envs.slate import READ_TOOL
+from skillos.evals.envs.slate.slates import READ_TOOL
 
 START = "sft-start"
 
@@ -41,7 +41,7 @@ def gold_turns(setup, game_ids: list[str]) -> list[dict]:
 def teacher_turns(setup, game_ids: list[str], chat) -> tuple[list[dict], dict]:
     """sft's rows from a teacher (`chat`: a ChatBackend) and the turns dropped, by reason."""
     from skillos.evals.backends.chat import BackendError
-    from skillos.evals.envs.slate import tool_schemas
+    from skillos.evals.envs.slate.slates import tool_schemas
     from skillos.training.selector_baselines import prompt_messages
 
     rows, dropped = [], {}
@@ -103,7 +103,7 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
     from datasets import Dataset
     from transformers import AutoTokenizer
 
-    from skillos.evals.envs.slate import tool_schemas
+    from skillos.evals.envs.slate.slates import tool_schemas
     from skillos.files import write_atomic
     from skillos.training.prompt_cap import cap_text
     from skillos.training.selector_baselines import render_turn

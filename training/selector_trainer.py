@@ -21,8 +21,8 @@ from functools import partial
 from pathlib import Path
 
 from skillos.config import Config
-from skillos.evals.envs.slate import (NO_SKILL_INSTRUCTIONS, READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv,
-                                      episode_record)
+from skillos.evals.envs.slate.slates import (NO_SKILL_INSTRUCTIONS, READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv,
+                                             episode_record)
 from skillos.training import selector_credit as credit
 
 SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on
@@ -148,7 +148,7 @@ class SlateReward:
         self.echo, self.history, self.signal, self.group, self.seed = echo, [], signal, group, seed
 
     def __call__(self, prompts, completions, environments=None, **_) -> list:
-        from skillos.evals.envs.slate import render_metrics, selection_metrics
+        from skillos.evals.envs.slate.slates import render_metrics, selection_metrics
 
         records = [episode_record(env) for env in environments]
         metrics = selection_metrics(records)
@@ -236,7 +236,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     from skillos.evals.arms import load_games
 
     from skillos.ledger.experiments import record_experiment
-    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
     from skillos.training.trainer import archive_callback, archived, fit, is_main_process, lora_config
 
@@ -270,7 +270,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
     fit(trainer, cfg, out, ledger, run_id, echo)
-    from skillos.evals.envs.slate import composition
+    from skillos.evals.envs.slate.slates import composition
 
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
             "slate": str(out / "slate"), "slates": composition(list(setup.slates.values())),
@@ -278,7 +278,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
 
 
 def _warm(model: str, out: Path, setup, rows, echo) -> str:
-    from skillos.evals.envs.slate import tool_schemas
+    from skillos.evals.envs.slate.slates import tool_schemas
     from skillos.training.warmup import warm_up
 
     target = out / "warmup"

@@ -1,34 +1,68 @@
-"""Environments by `env.name`: what the runner, the eval, training and the gates need from one.
+"""Environments by `env.name`: the `Environment` protocol every one implements, and the lookup.
 
-An environment is an object with
+An environment lives in its own folder, evals/envs/<name>/: `environment.py` holds the object
+that ENVIRONMENTS (skillos/registry.py, beside the backends and trainers) names, and beside it
+the executors and curators that know its text (its heuristic; a model executor where the
+household's LLMExecutor is not how it plays). Model backends are built for it by
+evals/backends/build.py, so a new backend needs nothing here and a new environment is one folder
+plus one entry of ENVIRONMENTS, never an `if env.name == ...` in the callers.
 
-* `name`, and `curator_system`: the curator's instructions for this domain (eval and training);
-* `load_tasks(cfg, split, n, progress=None)`: the tasks of a split, each with `id`, `path`,
-  `task`, `task_type` and `content_hash` (the runner plays them; the eval checks hashes for
-  train/held-out overlap); a missing data file is a one-line SkillosError;
-* `make_env(tasks=())`: a fresh game env (`load(path)`, `reset()`, `step(action)`, `task`) that
-  can play those tasks; one per game in flight. An observation with no admissible commands
-  takes free text (a reasoning answer), so nothing is coerced;
-* `make_executor(config)` and `make_curator(config, horizon=None)`: the backends for this
-  domain (the heuristic ones know its text; model backends get its prompts);
-* `group_sizes(cfg)`: (smallest, largest) |G| of a curator-training group;
-* `describe(cfg, split)`: where a split's tasks come from, for the report;
-* `turns(cfg)`: the executor turns one task may take (household: env.max_steps; reasoning: 1);
-* `reference` and `max_steps`: what a config made for another environment takes when a
-  cross-domain sweep retargets it here (its reference table and turn limit).
-
-Entries are imported on first use, so naming one never loads another's engine. A second
-environment plugs in as one entry of ENVIRONMENTS (skillos/registry.py, beside the backends and
-trainers), never through `if env.name == ...` in the callers.
+Entries are imported on first use, so naming one never loads another's engine.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol, Sequence
+
 from skillos.errors import SkillosError
 from skillos.registry import ENVIRONMENTS, load
 
+if TYPE_CHECKING:
+    from skillos.evals.curator import Curator
+    from skillos.evals.executor import Executor
 
-def environment(name_or_cfg):
+
+class Environment(Protocol):
+    """What the runner, the eval, training, the sweeps and the gates use of an environment."""
+
+    name: str  # its env.name
+    # What a config made for another environment takes when a cross-domain sweep retargets it
+    # here: its reference table (gates) and its turn limit.
+    reference: str
+    max_steps: int
+
+    @property
+    def curator_system(self) -> str:
+        """The curator's instructions for this domain (eval and training)."""
+
+    def load_tasks(self, cfg, split: str, n: int, progress=None) -> Sequence:
+        """The tasks of a split, each with `id`, `path`, `task`, `task_type` and `content_hash`
+        (the runner plays them; the eval checks hashes for train/held-out overlap); a missing
+        data file is a one-line SkillosError."""
+
+    def make_env(self, tasks=()):
+        """A fresh game env (`load(path)`, `reset()`, `step(action)`, `task`) that can play those
+        tasks; one per game in flight. An observation with no admissible commands takes free
+        text (a reasoning answer), so nothing is coerced."""
+
+    def make_executor(self, config) -> "Executor":
+        """The executor of a config section (`executor`), for this domain: its heuristic knows
+        the domain's text, a model backend gets its prompts (evals/backends/build.py)."""
+
+    def make_curator(self, config, horizon: int | None = None) -> "Curator":
+        """The curator of a config section; `horizon` is the |G| a trained curator saw."""
+
+    def group_sizes(self, cfg) -> tuple[int, int]:
+        """(smallest, largest) |G| of a curator-training group."""
+
+    def describe(self, cfg, split: str) -> str:
+        """Where a split's tasks come from, for the report."""
+
+    def turns(self, cfg) -> int:
+        """The executor turns one task may take (household: env.max_steps; reasoning: 1)."""
+
+
+def environment(name_or_cfg) -> Environment:
     """The environment of a name or of a config (its env.name)."""
     name = getattr(getattr(name_or_cfg, "env", None), "name", name_or_cfg)
     if name not in ENVIRONMENTS:

@@ -395,7 +395,7 @@ def selector_rollouts(ctx: Context) -> Result:
         return Result(check, gates, "SKIP", detail="skillgate.trainer curator")
     import tempfile
 
-    from skillos.evals.envs.slate import SlateEnv, admissible, episode_record, make_slate_setup
+    from skillos.evals.envs.slate.slates import SlateEnv, admissible, episode_record, make_slate_setup
     from skillos.training.env import published_tools
 
     incident = "selector credit computed from reads the environment never recorded"

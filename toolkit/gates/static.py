@@ -558,7 +558,7 @@ def skillgate_slate(ctx: Context) -> Result:
     an oracle, and enough relevant, misleading (built from the oracle) and irrelevant skills."""
     from skillos.errors import SkillError, SkillosError
     from skillos.evals.envs.alfworld.scenes import TASK_TYPES
-    from skillos.evals.envs.slate import category_pools, missing_oracles, with_misleading
+    from skillos.evals.envs.slate.slates import category_pools, missing_oracles, with_misleading
     from skillos.repo import SkillRepo
 
     check, gates, g = "skillgate-slate", (2,), ctx.cfg.skillgate

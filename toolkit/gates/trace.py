@@ -397,7 +397,7 @@ def _selector(t: Tracer, key, value, name):
 
 @resolver(r"^skillgate\.slate_size$")
 def _slate_size(t: Tracer, key, value):
-    from skillos.evals.envs.slate import slate_sizes
+    from skillos.evals.envs.slate.slates import slate_sizes
 
     sizes = slate_sizes(t.cfg)
     return _row(key, value, "evals/envs/slate.build_slates: the oracle + slate_sizes (relevant, misleading, "
@@ -408,7 +408,7 @@ def _slate_size(t: Tracer, key, value):
 @resolver(r"^skillgate\.slate_repo$")
 def _slate_repo(t: Tracer, key, value):
     from skillos.config import relative_to_config
-    from skillos.evals.envs.slate import make_slate_setup
+    from skillos.evals.envs.slate.slates import make_slate_setup
 
     with tempfile.TemporaryDirectory() as tmp:
         setup = make_slate_setup(t.cfg, [], tmp)
@@ -552,7 +552,7 @@ def _mode(t: Tracer, key, value):
 def _max_steps(t: Tracer, key, value):
     cfg = t.cfg
     if cfg.training.is_set() and t.trainer != "curator":
-        from skillos.evals.envs.slate import make_slate_setup
+        from skillos.evals.envs.slate.slates import make_slate_setup
 
         with tempfile.TemporaryDirectory() as tmp:
             setup = make_slate_setup(cfg, [], tmp)

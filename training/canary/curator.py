@@ -48,7 +48,7 @@ class CuratorCanary(Canary):
     metric = "executor success at position 2 with the curator's sampled skill"
     files = ("training/trainer.py", "training/rollouts.py", "training/env.py", "training/reward.py",
              "training/groups.py", "training/warmup.py", "evals/curation.py", "evals/runner.py",
-             "evals/backends/heuristic/executor.py", "evals/backends/heuristic/reading.py",
+             "evals/envs/household/heuristic/executor.py", "evals/envs/household/heuristic/reading.py",
              "evals/backends/hf_chat.py", "evals/backends/chat.py", "training/canary/__init__.py",
              "training/canary/curator.py")
 

@@ -30,9 +30,10 @@ class OptimizeCanary(Canary):
     name = "optimize"
     metric = "executor success on the sealed test split, seed skills vs best"
     files = ("training/optimize.py", "training/textual.py", "training/reflect.py", "training/document.py",
-             "training/slow.py", "training/candidates.py", "evals/stats.py", "evals/runner.py", "evals/backends/heuristic/curator.py",
-             "evals/backends/heuristic/notes.py", "evals/backends/heuristic/executor.py",
-             "evals/backends/heuristic/reading.py", "training/canary/__init__.py", "training/canary/optimize.py")
+             "training/slow.py", "training/candidates.py", "evals/stats.py", "evals/runner.py",
+             "evals/envs/household/heuristic/curator.py", "evals/envs/household/heuristic/notes.py",
+             "evals/envs/household/heuristic/executor.py", "evals/envs/household/heuristic/reading.py",
+             "training/canary/__init__.py", "training/canary/optimize.py")
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
         from skillos import config as cfgmod

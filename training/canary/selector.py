@@ -41,7 +41,7 @@ class SelectorCanary(Canary):
     name = "selector"
     metric = "oracle read (the first read_skill call, sampled)"
     files = ("training/selector_trainer.py", "training/selector_credit.py", "training/trainer.py",
-             "training/warmup.py", "evals/envs/slate.py", "evals/runner.py", "evals/backends/hf_chat.py",
+             "training/warmup.py", "evals/envs/slate/slates.py", "evals/runner.py", "evals/backends/hf_chat.py",
              "evals/backends/chat.py", "training/canary/__init__.py", "training/canary/selector.py")
 
     @property
@@ -86,7 +86,8 @@ class SelectorCanary(Canary):
 
 def warm_start(cfg, games, out: Path) -> str:
     """The tiny model after a supervised warm-up that reads each slate member equally often."""
-    from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup, tool_schemas
+    from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
+                                                 tool_schemas)
     from skillos.training.warmup import warm_up
 
     folder = out / "warm"
@@ -116,7 +117,8 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
-    from skillos.evals.envs.slate import READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup, tool_schemas
+    from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
+                                                 tool_schemas)
 
     import hashlib
 

@@ -1,4 +1,4 @@
-"""The reasoning environment behind the environment interface (envs/registry.py): one task is
+"""The reasoning environment behind the environment protocol (envs/registry.py): one task is
 a problem, the executor answers it in one turn with the top-k retrieved skills in its prompt,
 and the reply is graded (grading.py). The env takes free text (no admissible list), so the
 runner's `play` plays it unchanged with env.max_steps 1."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from skillos.config import relative_to_config
+from skillos.evals.backends import build
 from skillos.evals.envs.reasoning import datasets, generator
 from skillos.evals.envs.reasoning.grading import grade
 from skillos.errors import SkillosError
@@ -83,26 +84,15 @@ class Reasoning:
         return ReasoningEnv(tasks)
 
     def make_executor(self, config):
-        if config.backend == "heuristic":
-            from skillos.evals.envs.reasoning.heuristic import HeuristicReasoner
+        from skillos.evals.envs.reasoning.heuristic import HeuristicReasoner
+        from skillos.evals.envs.reasoning.llm import LLMReasoner
 
-            return HeuristicReasoner()
-        from skillos.registry import MODEL_BACKENDS
-
-        if config.backend in MODEL_BACKENDS:
-            from skillos.evals.envs.reasoning.llm import LLMReasoner
-
-            return LLMReasoner(config)
-        raise SkillosError(f"executor.backend {config.backend!r} is not a backend")
+        return build.executor(config, HeuristicReasoner, LLMReasoner)
 
     def make_curator(self, config, horizon: int | None = None):
-        if config.backend == "heuristic":
-            from skillos.evals.envs.reasoning.heuristic import ReasoningCurator
+        from skillos.evals.envs.reasoning.heuristic import ReasoningCurator
 
-            return ReasoningCurator()
-        from skillos.evals.curator import make_curator
-
-        return make_curator(config, horizon, system=CURATOR_SYSTEM)
+        return build.curator(config, ReasoningCurator, horizon, CURATOR_SYSTEM)
 
     def describe(self, cfg, split: str) -> str:
         source = cfg.env.reasoning.datasets.get(split)

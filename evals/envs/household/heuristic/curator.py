@@ -12,8 +12,8 @@ An unmeasured game (won is None) teaches nothing and is skipped.
 
 from __future__ import annotations
 
-from skillos.evals.backends.heuristic import notes
-from skillos.evals.backends.heuristic.executor import BASIC_VERBS
+from skillos.evals.envs.household.heuristic import notes
+from skillos.evals.envs.household.heuristic.executor import BASIC_VERBS
 from skillos.evals.envs.alfworld import text
 from skillos.evals.trajectory import Trajectory
 from skillos.repo import OpResult, SkillRepo

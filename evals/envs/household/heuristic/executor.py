@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from skillos.evals.backends.heuristic import reading
+from skillos.evals.envs.household.heuristic import reading
 from skillos.evals.envs.alfworld import text
 from skillos.repo import Skill
 

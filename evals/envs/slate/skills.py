@@ -15,7 +15,7 @@
 Every mutation is a text edit of the oracle's numbered steps, so a slate folder whose oracles
 are written differently gets the mutations that apply to them and a one-line error if too few
 do. What a mutation does to a reader is checked in tests with the CPU executor's reader
-(`evals/backends/heuristic/reading.guidance`): each misleading body changes the tool, the order
+(`evals/envs/household/heuristic/reading.guidance`): each misleading body changes the tool, the order
 or the places the oracle's body gives it.
 """
 

@@ -1,4 +1,4 @@
-"""The `heuristic` backend: a deterministic executor and curator that need no model.
+"""The household's `heuristic` backend: a deterministic executor and curator that need no model.
 
 They are honest learners: the executor knows the action grammar, reads the task sentence and
 what the admissible commands reveal, and knows nothing built in about where objects are or which
@@ -6,7 +6,7 @@ steps a task needs. What it knows beyond that comes from the skills it retrieves
 curator wrote from what past trajectories showed (notes.py holds the two skill formats).
 """
 
-from skillos.evals.backends.heuristic.curator import HeuristicCurator
-from skillos.evals.backends.heuristic.executor import HeuristicExecutor
+from skillos.evals.envs.household.heuristic.curator import HeuristicCurator
+from skillos.evals.envs.household.heuristic.executor import HeuristicExecutor
 
 __all__ = ["HeuristicCurator", "HeuristicExecutor"]

@@ -1,9 +1,12 @@
-"""The household environment (ALFWorld) behind the environment interface (envs/registry.py)."""
+"""The household environment (ALFWorld) behind the environment protocol (envs/registry.py): the
+games and engine of envs/alfworld/, the heuristic executor and curator of heuristic/ beside this
+file, and for a model backend the LLM executor and curator (evals/backends/build.py)."""
 
 from __future__ import annotations
 
 import os
 
+from skillos.evals.backends import build
 from skillos.errors import SkillosError
 
 
@@ -40,14 +43,14 @@ class Household:
         return AlfworldEnv(fast=True)
 
     def make_executor(self, config):
-        from skillos.evals.executor import make_executor
+        from skillos.evals.envs.household.heuristic import HeuristicExecutor
 
-        return make_executor(config)
+        return build.executor(config, HeuristicExecutor)
 
     def make_curator(self, config, horizon: int | None = None):
-        from skillos.evals.curator import make_curator
+        from skillos.evals.envs.household.heuristic import HeuristicCurator
 
-        return make_curator(config, horizon)
+        return build.curator(config, HeuristicCurator, horizon, self.curator_system)
 
     def describe(self, cfg, split: str) -> str:
         return f"ALFWorld {split} ({cfg.env.data})"

@@ -14,18 +14,18 @@ from __future__ import annotations
 from typing import Sequence
 
 from skillos.evals.backends.llm_executor import LLMExecutor, parse_action
-from skillos.evals.envs import slate
-from skillos.evals.envs.slate import READ_TOOL, Read
+from skillos.evals.envs.slate import slates
+from skillos.evals.envs.slate.slates import READ_TOOL, Read
 
 MAX_READS_PER_STEP = 2
 
 
 def opening(slate_text: str, observation: str, admissible) -> list[dict]:
     """The first messages of an episode, exactly as sent: the selector system prompt
-    (`envs/slate.py:SYSTEM`, read at send time), the instructions and the first input."""
-    return [{"role": "system", "content": slate.SYSTEM},
-            {"role": "user", "content": slate.SLATE_INSTRUCTIONS + "\n\n" + slate.first_input(slate_text, observation,
-                                                                                        admissible)}]
+    (`envs/slate/slates.py:SYSTEM`, read at send time), the instructions and the first input."""
+    return [{"role": "system", "content": slates.SYSTEM},
+            {"role": "user", "content": slates.SLATE_INSTRUCTIONS + "\n\n"
+             + slates.first_input(slate_text, observation, admissible)}]
 
 
 def read_result(skill, name: str) -> str:
@@ -40,14 +40,14 @@ def sent_templates() -> dict:
     from types import SimpleNamespace
 
     skill = SimpleNamespace(name="{skill}", description="{description}", body="{body}")
-    return {"opening": opening(slate.listing([skill]), "{observation}", ["{action}"]),
-            "step_result": slate.step_result("{observation}", False, ["{action}"]),
+    return {"opening": opening(slates.listing([skill]), "{observation}", ["{action}"]),
+            "step_result": slates.step_result("{observation}", False, ["{action}"]),
             "read_result": [read_result(skill, "{skill}"), read_result(None, "{name}")]}
 
 
 def tools_sent() -> list[dict]:
     """The tool schemas every call sends (what the protocol's tool-schema pin hashes)."""
-    return slate.tool_schemas()
+    return slates.tool_schemas()
 
 
 class SlateExecutor(LLMExecutor):
@@ -69,10 +69,10 @@ class SlateEpisode:
 
     def act(self, observation: str, admissible: Sequence[str]) -> str:
         if not self.messages:
-            self.messages = opening(slate.listing(self.skills), observation, admissible)
+            self.messages = opening(slates.listing(self.skills), observation, admissible)
         elif self.pending_act is not None:
             self.messages.append({"role": "tool", "tool_call_id": self.pending_act, "name": "act",
-                                  "content": slate.step_result(observation, False, admissible)})
+                                  "content": slates.step_result(observation, False, admissible)})
         self.pending_act = None
         reads_now = 0
         while True:

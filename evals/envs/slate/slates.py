@@ -1,7 +1,7 @@
 """The skill slate (SkillGate): each task comes with `skillgate.slate_size` skills (16 by default,
 as the method's slates) in four categories — one oracle, relevant ones (helpful, not the one the
 task needs), misleading ones (plausible for the task, wrong in their body) and irrelevant ones —
-and the executor decides what to read (evals/envs/slate_skills.py says what each category is).
+and the executor decides what to read (evals/envs/slate/skills.py says what each category is).
 
 A slate is built deterministically from a skill folder and the task: the oracle is the skill
 whose `metadata.task_type` is the task's; relevant skills list the task type under
@@ -18,7 +18,7 @@ The executor sees only the names and descriptions (`slate_listing`) and reads a 
 `environment_factory` form (the model under training is the executor; its tools are
 `read_skill` and `act`, and each action goes through `skillos.evals.runner.take_action`, the
 step `play` uses), and `SlateRetriever` hands the slate to `runner.play` for a model executor
-(evals/backends/slate_executor.py). Every read is recorded in order; `locate_reads` in
+(evals/envs/slate/executor.py). Every read is recorded in order; `locate_reads` in
 training/selector_credit.py gives each its token positions.
 """
 
@@ -35,7 +35,7 @@ from skillos.repo import SkillRepo
 from skillos.repo.retrieval import Hit
 from skillos.files import write_atomic
 
-from skillos.evals.envs.slate_skills import CATEGORIES, misleading_for, misleading_skills, relevant_to
+from skillos.evals.envs.slate.skills import CATEGORIES, misleading_for, misleading_skills, relevant_to
 
 READ_TOOL = "read_skill"
 REASONING_OPEN, REASONING_CLOSE = "<skill_reasoning>", "</skill_reasoning>"
@@ -159,7 +159,7 @@ def build_slate(repo: SkillRepo, game, n_relevant: int, n_misleading: int, n_irr
 
 def with_misleading(repo: SkillRepo, n_misleading: int) -> SkillRepo:
     """A copy of `repo` (same root, nothing written) holding, for every task type it has an
-    oracle for, `n_misleading` misleading skills built from that oracle (slate_skills.py). A
+    oracle for, `n_misleading` misleading skills built from that oracle (skills.py). A
     built name that is already a skill of the folder is a one-line error."""
     built = []
     for task_type in sorted({t for s in repo.skills if (t := task_type_of(s))}):
@@ -410,7 +410,7 @@ def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
     """Build and freeze a run's slates (into out_dir/slate) from `skillgate.slate_repo`; the
     profile (`skillgate.selector_credit`) says whether rollouts see no slate (no_skill) or
     alternate with the oracle's twin (hybrid_slate)."""
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
+    from skillos.evals.envs.registry import environment
 
     g = cfg.skillgate
     if not g.slate_repo:
@@ -418,7 +418,7 @@ def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
     repo, slates = build_slates(cfg, games)
     freeze(repo, slates, Path(out_dir) / "slate")
     return SlateSetup({x.id: x for x in games}, repo, {s.game_id: s for s in slates},
-                      lambda: AlfworldEnv(fast=True), cfg.env.max_steps,
+                      environment("slate").make_env, cfg.env.max_steps,
                       no_slate=g.selector_credit == "no_skill", paired=g.selector_credit == "hybrid_slate")
 
 

@@ -1,0 +1,46 @@
+"""An executor or a curator for the backend a config section names: the one place that tells the
+no-model backend (heuristic) from a model backend and refuses a name that is neither.
+
+Each environment (evals/envs/<name>/environment.py) calls these with its own heuristic, and with
+its own model executor where the household's LLMExecutor is not how it plays (the reasoning
+env's one-turn reasoner, the slate's tool-calling executor). So a new model backend is one entry
+of BACKENDS (skillos/registry.py) that every environment builds unchanged, and a new environment
+brings its heuristic without copying the check.
+"""
+
+from __future__ import annotations
+
+from skillos.errors import SkillosError
+from skillos.registry import BACKENDS, MODEL_BACKENDS
+
+
+def _uses_a_model(section: str, config) -> bool:
+    entry = BACKENDS.get(config.backend)
+    if entry is None:
+        no_model = " or ".join(b.name for b in BACKENDS if not b.chat)
+        raise SkillosError(f"{section}.backend {config.backend!r} is not a backend; "
+                           f"use {no_model} or one of {', '.join(MODEL_BACKENDS)}")
+    return entry.chat is not None
+
+
+def executor(config, heuristic, model=None):
+    """`heuristic()` for the no-model backend; `model(config)` for a model backend (default: the
+    household's LLMExecutor, evals/backends/llm_executor.py)."""
+    if not _uses_a_model("executor", config):
+        return heuristic()
+    if model is None:
+        from skillos.evals.backends.llm_executor import LLMExecutor
+
+        model = LLMExecutor
+    return model(config)
+
+
+def curator(config, heuristic, horizon: int | None = None, system: str | None = None):
+    """`heuristic()` for the no-model backend; for a model backend the LLM curator with the
+    paper's tools (evals/backends/llm_curator.py), `horizon` the |G| a trained curator saw and
+    `system` the environment's curator instructions."""
+    if not _uses_a_model("curator", config):
+        return heuristic()
+    from skillos.evals.backends.llm_curator import LLMCurator
+
+    return LLMCurator(config, horizon, system)
