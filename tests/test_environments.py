@@ -47,7 +47,7 @@ def protocol_gaps(obj) -> list[str]:
 
 def test_the_protocol_lists_what_callers_use():
     members = set(Environment.__annotations__) | {n for n in vars(Environment) if not n.startswith("_")}
-    assert members == {"name", "reference", "max_steps", "curator_system", "load_tasks", "make_env",
+    assert members == {"name", "reference", "max_steps", "history_unused", "curator_system", "load_tasks", "make_env",
                        "make_executor", "make_curator", "group_sizes", "describe", "turns"}
 
 
@@ -60,7 +60,7 @@ def test_every_registered_environment_implements_the_protocol(name):
 
 def test_a_missing_or_wrong_member_is_caught():
     class Partial:
-        name, reference, max_steps = "partial", "x/y", 1
+        name, reference, max_steps, history_unused = "partial", "x/y", 1, None
         curator_system = "instructions"
         load_tasks = make_env = make_executor = make_curator = group_sizes = describe = lambda self, cfg: None
         turns = 3  # a value where a method belongs

@@ -168,3 +168,18 @@ def test_every_mutable_gated_key_of_every_shipped_config(path):
             continue
         changed, _ = trace(config.with_sets(base, [f"{key}={json.dumps(new)}"]))
         assert changed[key].applied is True and changed[key].value == new, changed[key].line()
+
+
+@pytest.mark.parametrize("env, reaches", [("household", True), ("reasoning", False), ("slate", False)])
+def test_history_length_reaches_the_executor_only_where_the_environment_shows_a_history(env, reaches):
+    """Each environment says whether its model executor shows a history (Environment.history_unused);
+    the trace asks it, so a slate or reasoning run's history_length is reported as reaching no code."""
+    from skillos.evals.envs.registry import environment
+    from skillos.gates import trace as tracing
+    from skillos.gates.core import Context, Result
+
+    cfg = config.with_sets(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"),
+                           [f"env.name={env}", "executor.backend=openai", "executor.model=m", "executor.history_length=3"])
+    (row,) = tracing.trace(Context(cfg), [Result("x", (1,), "PASS", "executor.history_length", 3, 3)])
+    assert row.applied is reaches
+    assert reaches or environment(env).history_unused in row.detail

@@ -30,6 +30,9 @@ class Environment(Protocol):
     # here: its reference table (gates) and its turn limit.
     reference: str
     max_steps: int
+    # Why its model executor shows no action/observation history (executor.history_length does
+    # nothing here: the gates' trace says so), or None when it shows the last history_length pairs.
+    history_unused: str | None
 
     @property
     def curator_system(self) -> str:

@@ -481,8 +481,10 @@ def _history(t: Tracer, key, value):
         return _not_used(key, value, "the heuristic executor has no prompt history")
     if t.trainer != "curator" and cfg.training.is_set():
         return _not_used(key, value, "the slate executor (SkillGate) keeps its whole conversation")
-    if cfg.env.name != "household":
-        return _not_used(key, value, f"the {cfg.env.name} executor answers in one turn with no history")
+    from skillos.evals.envs.registry import environment
+
+    if environment(cfg).history_unused:
+        return _not_used(key, value, environment(cfg).history_unused)
     from skillos.evals.backends.llm_executor import LLMEpisode
 
     class _Executor:  # the episode reads only its executor's config to render a prompt

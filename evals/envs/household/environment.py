@@ -14,6 +14,7 @@ class Household:
     name = "household"
     reference = "skillos-paper/alfworld"
     max_steps = 30  # the paper's turn limit
+    history_unused = None  # LLMExecutor shows the last executor.history_length action/observation pairs
 
     @property
     def curator_system(self) -> str:

@@ -60,6 +60,7 @@ class Reasoning:
     name = "reasoning"
     reference = "skillos-paper-reasoning/reasoning"
     max_steps = 1  # one executor turn per problem
+    history_unused = "the reasoning executor answers in one turn with no history"
     curator_system = CURATOR_SYSTEM
 
     def load_tasks(self, cfg, split: str, n: int, progress=None):

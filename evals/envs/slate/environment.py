@@ -14,6 +14,7 @@ from skillos.evals.envs.household.environment import Household
 class SlateEnvironment(Household):
     name = "slate"
     reference = "skillgate/alfworld"  # the selector configs' table (gates/references/skillgate.yaml)
+    history_unused = "the slate executor (SkillGate) keeps its whole conversation"
 
     def make_executor(self, config):
         from skillos.evals.envs.household.heuristic import HeuristicExecutor
