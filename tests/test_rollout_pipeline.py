@@ -32,7 +32,8 @@ def _fake_trainer_class(concurrency, gauge, on_done=None):
             self._sync_tool_dicts = [{"curate_and_advance": e.curate_and_advance} for e in envs]
             self._async_tool_dicts = [{} for _ in envs]
             self.use_vllm, self._is_vlm, self.tools, self.environment_factories = False, False, [object()], None
-            self.model, self._tokenizer = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=8192)), None
+            self.model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=8192))
+            self.processing_class = self._tokenizer = None  # TRL reads its own; the pipeline the public one
             self.turns = []
 
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
@@ -79,7 +80,8 @@ def _loop(concurrency, monkeypatch, n=4):
     monkeypatch.setattr("trl.trainer.grpo_trainer.parse_response", _fake_parse)
     gauge = InFlight()
     games = {f"g{i}": ScriptedGame(f"g{i}", task=f"put a mug in the coffeemachine {i}") for i in range(3)}
-    setup = Setup(games, Timed(gauge), lambda: ScriptedEnv(("look", "wait"), None), group_size=3, max_steps=3)
+    setup = Setup(games, Timed(gauge), lambda: ScriptedEnv(("look", "wait"), None), group_size=3, max_steps=3, top_k=5,
+                  retrieval_mode="bm25")
     envs = [CuratorEnv(setup) for _ in range(n)]
     trainer = _fake_trainer_class(concurrency, gauge, finish)(envs)
     prompt_ids = [[i, 1, 2] for i in range(n)]

@@ -33,7 +33,7 @@ import queue
 import threading
 from concurrent.futures import Future
 
-from skillos.training.rollouts import _callable_with
+from skillos.training.rollouts import callable_with
 
 
 class Batcher:
@@ -165,7 +165,7 @@ class Pipeline:
             while isinstance(last, dict) and last.get("tool_calls") and iteration < trainer.max_tool_calling_iterations:
                 calls = [(c.get("function") or {}) for c in last["tool_calls"]]
                 if any(c_type != "function" for c_type in (c.get("type") for c in last["tool_calls"])) or \
-                        not all(_callable_with(env, c.get("name"), c.get("arguments")) for c in calls):
+                        not all(callable_with(env, c.get("name"), c.get("arguments")) for c in calls):
                     return  # a call only TRL knows how to answer: it does, from here on
                 answers, messages = [], []
                 for c in calls:
@@ -217,8 +217,9 @@ def _parse(trainer, ids, prefix, i, lock):
 
     tools = (trainer._env_tools[trainer._batch_environments[i]] if trainer.environment_factories is not None
              else trainer.tools)
+    tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)  # TRL's own choice
     with lock:
-        return parse_response(trainer._tokenizer, ids, prefix=prefix, tools=tools)
+        return parse_response(tokenizer, ids, prefix=prefix, tools=tools)
 
 
 def _max_model_len(trainer) -> int:

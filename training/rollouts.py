@@ -217,7 +217,7 @@ def _make_call(item):
         return [kwargs, None, exc]
 
 
-def _callable_with(env, name: str, kwargs) -> bool:
+def callable_with(env, name: str, kwargs) -> bool:
     """Only calls TRL would make: a marked method, with arguments its signature takes (a call
     TRL rejects before running it must not run here either)."""
     member = getattr(type(env), name, None)
@@ -237,7 +237,7 @@ def reset_plan(trainer, inputs):
     def plan():
         envs = getattr(trainer, "environments", None) or []
         return [(("reset", i), env, "reset", row) for i, (env, row) in enumerate(zip(envs, inputs))
-                if _callable_with(env, "reset", row)]
+                if callable_with(env, "reset", row)]
 
     return plan
 
@@ -259,7 +259,7 @@ def tool_plan(trainer, completions):
                     continue
                 function = tool_call.get("function") or {}
                 name, kwargs = function.get("name"), function.get("arguments")
-                if _callable_with(env, name, kwargs):
+                if callable_with(env, name, kwargs):
                     work.append(((id(last), n), env, name, kwargs))
         return work
 
