@@ -1,5 +1,5 @@
-"""Every rollout of a GRPO step in flight: the curator environment's resets and each round of
-tool calls run at once across the completions of a step, not one completion after another.
+"""Every rollout of a GRPO step in flight: the curator environment's resets run at once across the
+completions of a step, and each rollout plays its tool rounds on its own, not one round after another.
 
 Why this mechanism. TRL 1.16 plays environments one rollout at a time in two places:
 `_generate_and_score_completions` calls `environment.reset(**row)` for each row in turn, and
@@ -12,17 +12,21 @@ step waits for rollouts x positions games back to back. The alternatives:
   run or a single-GPU run has;
 * copying `_tool_call_loop` (250 lines) to change one `for` would fork TRL.
 So `rollout_trainer` subclasses GRPOTrainer and wraps only those two methods, unchanged in
-what they compute: inside them, the *first* environment call TRL makes of a round dispatches
-every call of that round at once (the resets of all rows; the tool calls of every completion
-whose newest turn is an unanswered tool call), and TRL's own loop then collects the answers in
-its own order. The results are the same values the sequential loop computes, since each rollout
-owns its environment and its game engine (ALFWorld's module-level state is guarded per engine
-call by `evals.runner.ENGINE_LOCK`, which is what the eval harness does; the executor calls,
-where the time goes, overlap). A call TRL makes that the round did not foresee is made on the
-spot, one at a time, and counted: a TRL whose loop changed shape falls back to sequential, and
-the reward-health line shows it (requests in flight max 1). The two wrapped methods are checked
-against the installed TRL when the trainer is built (`check_trl`): a missing method or a changed
-signature is a one-line SkillosError naming the TRL version, never a silent sequential run.
+what they compute. The resets: the *first* `reset` TRL makes dispatches every row's reset at once
+(a Batch), and TRL's own loop collects the answers in its own order. The tool rounds: when TRL
+enters `_tool_call_loop`, each rollout is played ahead by a worker of its own
+(training/pipeline.py: its tool call, then its next turn generated as soon as its game ends, in
+a batch with whatever other turns are waiting, then its next tool call), so no rollout waits for
+a round; TRL's loop then runs unchanged and is handed each call's answer and each turn's tokens.
+The results are the values the sequential loop computes, since each rollout owns its environment
+and its game engine (ALFWorld's module-level state is guarded per engine call by
+`evals.runner.ENGINE_LOCK`, which is what the eval harness does; the executor calls, where the
+time goes, overlap). A call or turn TRL asks for that no round or worker foresaw is made on the
+spot and counted: a TRL whose loop changed shape falls back to sequential, and the reward-health
+line shows it (requests in flight max 1; "N environment calls made one at a time"). The wrapped
+methods are checked against the installed TRL when the trainer is built (`check_trl`): a missing
+method or a changed signature is a one-line SkillosError naming the TRL version, never a silent
+sequential run.
 `training.rollout_concurrency: 1` uses TRL's own loop, unwrapped.
 """
 
@@ -43,6 +47,10 @@ WRAPPED = {
     "_generate_and_score_completions": ["self", "inputs"],
     "_tool_call_loop": ["self", "prompts", "prompt_ids", "completion_ids", "completions", "logprobs",
                         "images", "multimodal_fields"],
+    # what training/pipeline.py's workers call to play a rollout's turns ahead of the round loop
+    "_generate_single_turn": ["self", "prompt_ids", "images", "multimodal_fields", "num_generations",
+                              "has_tool_images"],
+    "_get_tool_suffix_ids": ["self", "tool_messages"],
 }
 
 _ACTIVE: contextvars.ContextVar["Batch | None"] = contextvars.ContextVar("skillos_rollout_batch", default=None)
@@ -209,7 +217,7 @@ def _make_call(item):
         return [kwargs, None, exc]
 
 
-def _callable_with(env, name: str, kwargs) -> bool:
+def callable_with(env, name: str, kwargs) -> bool:
     """Only calls TRL would make: a marked method, with arguments its signature takes (a call
     TRL rejects before running it must not run here either)."""
     member = getattr(type(env), name, None)
@@ -229,7 +237,7 @@ def reset_plan(trainer, inputs):
     def plan():
         envs = getattr(trainer, "environments", None) or []
         return [(("reset", i), env, "reset", row) for i, (env, row) in enumerate(zip(envs, inputs))
-                if _callable_with(env, "reset", row)]
+                if callable_with(env, "reset", row)]
 
     return plan
 
@@ -251,7 +259,7 @@ def tool_plan(trainer, completions):
                     continue
                 function = tool_call.get("function") or {}
                 name, kwargs = function.get("name"), function.get("arguments")
-                if _callable_with(env, name, kwargs):
+                if callable_with(env, name, kwargs):
                     work.append(((id(last), n), env, name, kwargs))
         return work
 
@@ -278,12 +286,14 @@ def check_trl(trainer_cls=None) -> None:
                                "set training.rollout_concurrency: 1 for TRL's own loop")
 
 
-def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base=None):
+def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base=None, on_done=None):
     """A GRPOTrainer subclass whose environment calls of a round run at once on up to
     `concurrency` threads (None: every rollout of the round; 1: TRL's own loop). With `gauge`,
     each rollout phase (one `_generate_and_score_completions`: resets, generation with its tool
     rounds, the reward's finishing plays) is a window appended to `trainer.rollout_windows` as
-    (Window, calls made outside a planned round). Checked against the installed TRL first."""
+    (Window, calls made outside a planned round). The tool rounds are played ahead per rollout
+    (training/pipeline.py; `on_done(env)` runs when a rollout has nothing left for TRL to call).
+    Checked against the installed TRL first."""
     if base is None:
         from trl import GRPOTrainer as base
     check_trl(base)
@@ -318,17 +328,40 @@ def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base
 
         def _tool_call_loop(self, prompts, prompt_ids, completion_ids, completions, logprobs, images,
                             multimodal_fields):
-            if concurrency == 1:  # TRL's own loop, one completion's tools after another
+            if concurrency == 1 or images is not None:  # TRL's own loop, one completion's tools after another
                 return super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, logprobs, images,
                                                multimodal_fields)
-            batch = Batch(tool_plan(self, completions), self._pool(len(completions)))
-            token = _ACTIVE.set(batch)
+            from skillos.training.pipeline import Pipeline
+
+            lock = self.__dict__.setdefault("_skillos_generate_lock", threading.Lock())
+            pipeline = Pipeline(self, prompt_ids, completion_ids, completions, self._pool(len(completions)),
+                                base._generate_single_turn, lock, on_done)
+            token = _ACTIVE.set(pipeline)
             try:
                 return super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, logprobs, images,
                                                multimodal_fields)
             finally:
                 _ACTIVE.reset(token)
-                self._tool_unplanned = getattr(self, "_tool_unplanned", 0) + batch.unplanned
+                pipeline.close()
+                self._tool_unplanned = getattr(self, "_tool_unplanned", 0) + pipeline.unplanned + pipeline.failed
+
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations,
+                                  has_tool_images=False):
+            pipeline = _ACTIVE.get()
+            if not hasattr(pipeline, "generated") or num_generations != 1 or images is not None:
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     has_tool_images)
+            made = [pipeline.generated(ids) for ids in prompt_ids]
+            missing = [n for n, m in enumerate(made) if m is None]
+            if missing:  # turns no worker foresaw: generated here, as TRL would, and counted
+                pipeline.unplanned += len(missing)
+                with self._skillos_generate_lock:
+                    ids, lps = super()._generate_single_turn([prompt_ids[n] for n in missing], images,
+                                                             multimodal_fields, num_generations, has_tool_images)
+                for k, n in enumerate(missing):
+                    made[n] = (ids[k], None if lps is None else lps[k])
+            logprobs = None if any(lp is None for _, lp in made) else [lp for _, lp in made]
+            return [list(ids) for ids, _ in made], logprobs
 
     ConcurrentRolloutTrainer.__doc__ = __doc__
     return ConcurrentRolloutTrainer

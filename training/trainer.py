@@ -66,14 +66,17 @@ def build_args(cfg: Config, cpu: bool, out: Path | None = None, extra: dict | No
 
 
 def trainer_class(cfg: Config, gauge=None):
-    """The GRPOTrainer subclass a curator run is built with: every rollout in flight
-    (training/rollouts.py) and prompts cut to training.max_prompt_length (training/prompt_cap.py)."""
+    """The GRPOTrainer subclass a curator run is built with: every rollout in flight, each playing
+    its tool rounds on its own (training/rollouts.py, training/pipeline.py; a rollout with nothing
+    left for TRL to call plays its unreached positions at once) and prompts cut to
+    training.max_prompt_length (training/prompt_cap.py)."""
     from trl import GRPOTrainer
 
+    from skillos.training.env import finish
     from skillos.training.prompt_cap import capped
     from skillos.training.rollouts import rollout_trainer
 
-    return rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer))
+    return rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer), on_done=finish)
 
 
 def output_dir(cfg: Config) -> Path:
