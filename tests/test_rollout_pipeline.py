@@ -52,7 +52,7 @@ class Timed:
     retrieved: rollouts' games take different times, so a round waits for its slowest."""
 
     def __init__(self, gauge):
-        from skillos.evals.backends.heuristic import HeuristicExecutor
+        from skillos.evals.envs.household.heuristic import HeuristicExecutor
 
         self.inner, self.name, self.gauge = HeuristicExecutor(), "timed", gauge
 
