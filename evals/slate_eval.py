@@ -21,7 +21,7 @@ from skillos.evals import protocol, stats
 from skillos.evals.envs.slate.slates import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
                                              selection_metrics)
 from skillos.files import write_atomic
-from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS
+from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS, NO_MODEL
 
 ROWS, REPORT, SPEC = "slate_games.jsonl", "slate_report.json", "eval_spec.yaml"
 
@@ -106,7 +106,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
                     "success": traj.won, "unmeasured_reason": traj.unmeasured_reason,
                     "reads": reads, "read_roles": [slate.role(n) for n in reads],
                     "read_positions": [[r.token_start, r.token_end] for r in traj.reads],
-                    "oracle": slate.oracle, "selects": backend.backend != "heuristic",
+                    "oracle": slate.oracle, "selects": backend.backend != NO_MODEL,
                     "steps": len(traj.steps), "coerced_actions": traj.coerced,
                     "completion_tokens": getattr(episode, "completion_tokens", None),
                     "selection_tokens": getattr(episode, "selection_tokens", None), "pins": pins})

@@ -29,10 +29,10 @@ SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is s
 
 def parse_executor(spec: str) -> tuple[str, str | None]:
     """'heuristic', or BACKEND:MODEL for a model backend (openai, anthropic, hf, vllm)."""
-    from skillos.registry import MODEL_BACKENDS
+    from skillos.registry import MODEL_BACKENDS, NO_MODEL
 
     backend, _, model = spec.partition(":")
-    if backend == "heuristic" and not model:
+    if backend == NO_MODEL and not model:
         return backend, None
     if backend in MODEL_BACKENDS and model:
         return backend, model

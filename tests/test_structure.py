@@ -165,3 +165,28 @@ def test_the_batch_s_derived_values_have_one_home():
     step = plan.step_plan(cfg)
     assert step.rollouts == config.completions_per_step(cfg)
     assert step.concurrency <= config.rollouts_per_generation(cfg)
+
+
+def no_model_comparisons(sources: dict[str, str]) -> list[str]:
+    """Comparisons with the no-model backend's name spelled out (registry.NO_MODEL / uses_model
+    are its one home), outside the backend table."""
+    from skillos.registry import NO_MODEL
+
+    found = []
+    for path, text in sources.items():
+        if path == BACKENDS_HOME:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            values = [c for s in sides for c in ([s] + list(getattr(s, "elts", [])))]
+            if any(isinstance(v, ast.Constant) and v.value == NO_MODEL for v in values):
+                found.append(f"{path}:{node.lineno}")
+    return found
+
+
+def test_the_no_model_backend_is_asked_of_the_registry():
+    assert no_model_comparisons(package_sources()) == []
+    planted = {"evals/x.py": 'def f(b):\n    return b.backend == "heuristic" or b.judge in (None, "heuristic")\n'}
+    assert no_model_comparisons(planted) == ["evals/x.py:2"] * 2  # the == and the tuple

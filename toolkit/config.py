@@ -127,7 +127,7 @@ ANTHROPIC_THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}  # budg
 
 @dataclass
 class BackendConfig:
-    backend: str = field(default="heuristic", metadata={
+    backend: str = field(default=registry.NO_MODEL, metadata={
         "help": "who answers (skillos/registry.py BACKENDS): heuristic (offline rules, no model), or a model "
                 "backend (openai, anthropic, hf, vllm, ...)"})
     model: str | None = field(default=None, metadata={
@@ -474,7 +474,7 @@ class SkillGateConfig:
             raise ConfigError(f"skillgate.slate_size: {self.slate_size} cannot hold the oracle, n_misleading "
                               f"{self.n_misleading} and n_irrelevant {self.n_irrelevant}; raise it to at least "
                               f"{1 + self.n_misleading + self.n_irrelevant}")
-        if self.init == "sft" and self.teacher.backend in (None, "heuristic"):
+        if self.init == "sft" and not registry.uses_model(self.teacher.backend):
             raise ConfigError("skillgate.init: sft clones a teacher's selection turns, so skillgate.teacher needs a "
                               "model backend (openai, anthropic, hf, vllm); oracle-warmup clones the gold reads")
 
@@ -547,7 +547,7 @@ class SleepConfig:
         # needs of the rest of the machine (the live skill, a replay backend, dream's framings) is
         # checked by training/sleep/night.py's preflight, at the night.
         models = registry.MODEL_BACKENDS
-        if self.optimizer.backend not in ("heuristic", *models):
+        if self.optimizer.backend not in (registry.NO_MODEL, *models):
             raise ConfigError(f"sleep.optimizer.backend: heuristic or one of {', '.join(models)}")
         _choice(self.gate.mode, GATE_MODES, "sleep.gate.mode")
         _choice(self.schedule, SCHEDULES, "sleep.schedule")
@@ -777,7 +777,7 @@ def decoding_problem(section: str, b: BackendConfig) -> str | None:
     effort = b.reasoning_effort
     if effort is not None and effort not in REASONING_EFFORTS:
         return f"{section}.reasoning_effort: {effort!r} is not one of {', '.join(REASONING_EFFORTS)}"
-    if b.backend in (None, "heuristic"):
+    if not registry.uses_model(b.backend):
         return None
     if b.backend in registry.LOCAL_BACKENDS:  # decoding through the model's own chat template and sampler
         if effort in API_EFFORTS:

@@ -14,18 +14,17 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from skillos.registry import BACKENDS, NO_MODEL, uses_model
+
 MIN_FREE_GB = 10.0
-EXTRAS = [  # (module, extra, what needs it)
-    ("alfworld", "alfworld", "the ALFWorld engine: quickstart, eval, sweep, train, optimize"),
-    ("openai", "llm", "backend openai (any OpenAI-compatible endpoint)"),
-    ("anthropic", "llm", "backend anthropic"),
-    ("torch", "hf", "backend hf and skillos train (pip install torch==2.13.0 first on a CPU machine)"),
-    ("transformers", "hf", "backend hf, skillos train"),
-    ("peft", "hf", "LoRA adapters (train, curator checkpoints)"),
-    ("trl", "train", "skillos train (GRPOTrainer)"),
-    ("matplotlib", "plot", "sweep.png"),
-    ("modal", "modal", "compute.backend modal"),
-    ("math_verify", "reasoning", "env.name reasoning: the math-verify grader"),
+EXTRAS = [  # (module, the line that installs it, what needs it); each backend's from its registry entry
+    ("alfworld", "pip install 'skillos[alfworld]'", "the ALFWorld engine: quickstart, eval, sweep, train, optimize"),
+    *((module, b.install, f"backend {b.name}") for b in BACKENDS if b.extra for module in b.modules),
+    ("trl", "pip install 'skillos[train]'", "skillos train (GRPOTrainer, with torch, transformers and peft)"),
+    ("matplotlib", "pip install 'skillos[plot]'", "sweep.png"),
+    ("modal", "pip install 'skillos[modal]'", "compute.backend modal"),
+    ("ray", "pip install 'skillos[ray]'", "compute.backend ray"),
+    ("math_verify", "pip install 'skillos[reasoning]'", "env.name reasoning: the math-verify grader"),
 ]
 
 
@@ -51,9 +50,9 @@ def run(cfg=None) -> list[Check]:
     if cfg is not None:
         for role in ("executor", "curator", "judge"):
             section = getattr(cfg, role)
-            if section.backend not in (None, "heuristic"):
+            if uses_model(section.backend):
                 checks.append(_backend(role, section))
-        if cfg.optimize.optimizer.backend != "heuristic":
+        if cfg.optimize.optimizer.backend != NO_MODEL:
             checks.append(_backend("optimize.optimizer", cfg.optimize.optimizer))
     return checks
 
@@ -64,11 +63,10 @@ def _python() -> Check:
     return Check("python", "ok" if ok else "fail", f"{v.major}.{v.minor}.{v.micro}", "use Python 3.10 or newer")
 
 
-def _extra(module: str, extra: str, needed_by: str) -> Check:
+def _extra(module: str, install: str, needed_by: str) -> Check:
     found = importlib.util.find_spec(module) is not None
     return Check(f"package {module}", "ok" if found else "missing",
-                 "installed" if found else f"not installed; needed by {needed_by}",
-                 f"pip install '.[{extra}]'")
+                 "installed" if found else f"not installed; needed by {needed_by}", install)
 
 
 def _engine() -> Check:
@@ -145,8 +143,14 @@ def _backend(role: str, section) -> Check:
         key = api_key(section)
     except SkillosError:
         env = key_env(section)
+        if not env:
+            return Check(name, "fail", f"backend {section.backend} names no variable to read its API key from",
+                         f"set {role}.api_key_env (keys come from the environment only)")
         return Check(name, "fail", f"no API key in ${env}", f"export {env}=... (keys come from the environment only)")
     where = section.base_url or "the provider's default endpoint"
+    if BACKENDS[section.backend].client is None:
+        return Check(name, "missing", f"key present; {where} not probed: backend {section.backend} names no client "
+                     "to list models with", "give its BACKENDS entry (skillos/registry.py) a client")
     try:
         client = load(BACKENDS[section.backend].client)(api_key=key, base_url=section.base_url, timeout=10,
                                                         max_retries=0)

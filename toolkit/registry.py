@@ -23,6 +23,12 @@ def load(target: str, default_attr: str | None = None):
 
 @dataclass(frozen=True)
 class Backend:
+    """One backend. A model backend's `chat` module holds its class (evals/backends/chat.py
+    ChatBackend: `chat(messages, tools)`) and a module-level `sent(config)`: what each request
+    receives from a config section, which the gates' trace reads without sending anything. A
+    remote backend (not `local`) also names `key_env` (the variable its key is read from) and
+    `client` (what `skillos doctor` lists the endpoint's models with)."""
+
     name: str
     chat: str | None = None  # "module:Class" of its chat model (None: no model, the heuristic)
     local: bool = False  # runs the weights here, through the model's own chat template and sampler
@@ -101,6 +107,12 @@ BACKENDS: Registry[Backend] = Registry(
             sampler_defaults="transformers' T 1.0, top_p 1, top_k 50"),
 )
 MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves as executor, curator or judge
+(NO_MODEL,) = (b.name for b in BACKENDS if not b.chat)  # the heuristic: rules written for each environment
+
+
+def uses_model(backend: str | None) -> bool:
+    """Whether a section's backend runs a model (False: unset, or the no-model heuristic)."""
+    return backend not in (None, NO_MODEL)
 LOCAL_BACKENDS = tuple(b.name for b in BACKENDS if b.local)
 DEFAULT_LOCAL = "hf"  # the local backend that runs anywhere (CPU or GPU): a checkpoint's default
 

@@ -36,6 +36,7 @@ from skillos.repo import SkillRepo
 from skillos.training.candidates import (CalibrationFailed, Candidate, Standing, broke, calibrate,  # noqa: F401
                                          calibrated, fixed, run_candidates)
 from skillos.files import write_atomic
+from skillos.registry import NO_MODEL
 from skillos.safety import json_text
 
 
@@ -314,7 +315,7 @@ def make_proposer(config, target: str):
     """The proposer of optimize.optimizer; for target `document`, pointed at one document's sections."""
     from skillos.training.document import DocumentProposer
 
-    inner = HeuristicProposer() if config.backend == "heuristic" else LLMProposer(config)
+    inner = HeuristicProposer() if config.backend == NO_MODEL else LLMProposer(config)
     return DocumentProposer(inner) if target == "document" else inner
 
 

@@ -35,6 +35,9 @@ class ChatResult:
 
 
 class ChatBackend(Protocol):
+    """A model backend's class. Its module also defines `sent(config)` (see `sent` below), and
+    its BACKENDS entry (skillos/registry.py) names the class."""
+
     model: str
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult: ...

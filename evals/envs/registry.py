@@ -5,7 +5,9 @@ that ENVIRONMENTS (skillos/registry.py, beside the backends and trainers) names,
 the executors and curators that know its text (its heuristic; a model executor where the
 household's LLMExecutor is not how it plays). Model backends are built for it by
 evals/backends/build.py, so a new backend needs nothing here and a new environment is one folder
-plus one entry of ENVIRONMENTS, never an `if env.name == ...` in the callers.
+(listed in pyproject's `packages`) plus one entry of ENVIRONMENTS, never an `if env.name == ...` in
+the callers. A free-text environment (observations with no admissible commands, as reasoning's)
+brings its own model executor: the household's LLMExecutor asks for one of the admissible commands.
 
 Entries are imported on first use, so naming one never loads another's engine.
 """

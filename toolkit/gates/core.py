@@ -18,6 +18,7 @@ from typing import Callable
 
 from skillos.errors import SkillosError
 from skillos.gates.reference import Reference
+from skillos.registry import NO_MODEL
 
 GATES = {
     1: "diff the config against the paper's hyperparameter table, mechanically",
@@ -129,7 +130,7 @@ class Context:
 
     @property
     def llm_executor(self) -> bool:
-        return self.cfg.executor.backend != "heuristic"
+        return self.cfg.executor.backend != NO_MODEL
 
     def path(self, value: str) -> Path:
         """An input file the config names: relative to the config's folder, else to the cwd."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from skillos.config import did_you_mean
 from skillos.gates.core import Context, Result, same, static, training_only
-from skillos.registry import BACKENDS, TORCH_FIRST, TRAINERS
+from skillos.registry import BACKENDS, NO_MODEL, TORCH_FIRST, TRAINERS
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -323,7 +323,7 @@ def executor_reasoning(ctx: Context) -> list[Result]:
                    "on (hf, vllm), low, medium or high (reasoning on, as the paper)", on,
                    "an executor without reasoning is a weaker executor than the paper's"),
         ctx.expect(names[1], (1,), "executor.max_tokens", e.max_tokens,
-                   f">= {MIN_REASONING_TOKENS}" if on else "set",
+                   f">= {MIN_REASONING_TOKENS}" if on else "a value (any)",
                    e.max_tokens is not None and (not on or e.max_tokens >= MIN_REASONING_TOKENS),
                    "reasoning cut off mid-thought became unparseable actions"),
     ]
@@ -337,7 +337,7 @@ def decoding(ctx: Context) -> list[Result]:
     sections = [("executor", cfg.executor, ctx.llm_executor)]
     sections.append(("judge", cfg.judge, judge_used(cfg)))
     learns = any(a == "closed_loop" or str(a).startswith("curator:") for a in cfg.eval.arms)
-    sections.append(("curator", cfg.curator, cfg.curator.backend != "heuristic" and learns))
+    sections.append(("curator", cfg.curator, cfg.curator.backend != NO_MODEL and learns))
     for name, section, used in sections:
         check = f"decoding-{name}"
         if not used:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from skillos.gates.core import Context, Result, same
-from skillos.registry import LOCAL_BACKENDS, MODEL_BACKENDS, TRAINERS
+from skillos.registry import LOCAL_BACKENDS, MODEL_BACKENDS, NO_MODEL, TRAINERS, uses_model
 
 INCIDENT = "a setting the gate approved never reached the code it configures (checked but not applied)"
 # derived quantities -> the config keys they are made of
@@ -427,7 +427,7 @@ def _eval_spec(t: Tracer, key, value):
           r"(?P<name>model|temperature|top_p|top_k|max_tokens|reasoning_effort)$")
 def _backend_field(t: Tracer, key, value, section, name):
     b = _section(t.cfg, section)
-    if b.backend in (None, "heuristic"):
+    if not uses_model(b.backend):
         return _not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
     where, arrived = t.sent(section)[name]
     if name == "reasoning_effort" and value is not None and b.backend in LOCAL_BACKENDS:
@@ -468,7 +468,7 @@ def _local_template(model: str | None) -> str | None:
 
 @resolver(r"^(?P<section>executor|curator|judge|optimize\.optimizer|sleep\.model|sleep\.optimizer)\.backend$")
 def _backend(t: Tracer, key, value, section):
-    if value in (None, "heuristic"):
+    if not uses_model(value):
         return _not_used(key, value, "no model backend")
     return _row(key, value, "evals/backends/chat.make_chat: the backend class built",
                 value if value in MODEL_BACKENDS else None)
@@ -477,7 +477,7 @@ def _backend(t: Tracer, key, value, section):
 @resolver(r"^executor\.history_length$")
 def _history(t: Tracer, key, value):
     cfg = t.cfg
-    if cfg.executor.backend == "heuristic":
+    if cfg.executor.backend == NO_MODEL:
         return _not_used(key, value, "the heuristic executor has no prompt history")
     if t.trainer != "curator" and cfg.training.is_set():
         return _not_used(key, value, "the slate executor (SkillGate) keeps its whole conversation")

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from skillos.errors import SkillosError
-from skillos.registry import MODEL_BACKENDS
+from skillos.registry import MODEL_BACKENDS, NO_MODEL
 from skillos.safety import RunLock
 from skillos.training.sleep.dream import FRAMINGS, dream, llm_mine
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
@@ -50,7 +50,7 @@ def preflight(cfg) -> tuple[Path, str]:
 
 
 def _offline(model) -> bool:
-    return model.backend == "heuristic" and model.model == OFFLINE_WRITER
+    return model.backend == NO_MODEL and model.model == OFFLINE_WRITER
 
 
 def _chat(model):
@@ -106,7 +106,7 @@ def plan_night(cfg, tasks_file=None) -> dict:
         return sum(1 + any(c["rule"] == "rubric" for c in t.checks) for t in ts)
 
     train, val, test = (calls(splits[k]) for k in ("train", "validation", "test"))
-    proposer = 1 if s.optimizer.backend != "heuristic" else 0
+    proposer = 1 if s.optimizer.backend != NO_MODEL else 0
     # the LLM miner asks once per unchecked request (each may become a train task, replayed at
     # every step); dreaming asks once per train task and replays its variants at every step
     mined = len(unchecked) if s.llm_miner and source.get("source") == "mined" else 0
@@ -122,7 +122,7 @@ def plan_night(cfg, tasks_file=None) -> dict:
     caps = dataclasses.asdict(s.budget)
     binds = [k for k, cap in (("calls", caps["max_calls"]), ("tokens", caps["max_tokens"])) if worst[k] > cap]
     return {"skill": str(skill_path), "model": f"{s.model.backend}:{s.model.model}",
-            "optimizer": s.optimizer.backend if s.optimizer.backend == "heuristic" else
+            "optimizer": s.optimizer.backend if s.optimizer.backend == NO_MODEL else
             f"{s.optimizer.backend}:{s.optimizer.model}", "steps": s.steps, **source,
             "tasks": {k: len(v) for k, v in splits.items()}, "worst_case": worst, "per_call_tokens": per_call,
             "caps": caps, "caps_that_bind": binds,
@@ -264,7 +264,7 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
     model = _model(s)
     chat = _chat(model)  # a missing key or model is refused before the gates run
     judge = make_chat(cfg.judge) if cfg.judge.backend else None
-    proposer = (HeuristicProposer() if s.optimizer.backend == "heuristic"
+    proposer = (HeuristicProposer() if s.optimizer.backend == NO_MODEL
                 else LLMProposer(s.optimizer, s.edit_anywhere))
     own, run_id, ended, lock = ledger is None, None, False, None
     ledger = Ledger() if own else ledger
