@@ -85,10 +85,13 @@ def load_config(config: Path, sets: List[str], n_games=None, n_train_games=None)
 @contextlib.contextmanager
 def resumable(out_dir: Path):
     """Ctrl-C during a run prints the exact command that continues it, and exits 130."""
+    # The command line as typed, read before the run: ALFWorld's planner (fast_downward's
+    # pddl2sas) overwrites sys.argv with ["translate.py", "domain", "task"] when it translates a game.
+    argv = list(sys.argv[1:])
     try:
         yield
     except KeyboardInterrupt:
-        again = [a for a in sys.argv[1:] if a not in ("--resume", "--overwrite")]
+        again = [a for a in argv if a not in ("--resume", "--overwrite")]
         if "--out" not in again:
             again += ["--out", str(out_dir)]
         err.print(f"interrupted; continue with: skillos {' '.join(map(shlex.quote, again))} --resume",
