@@ -26,6 +26,10 @@ import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The warmed tiny model writes its tool call near-greedily only: sampled at the smoke run's T 1.0
+# its first turn carried no parseable call in 32 of 32 rollouts, so the tool loop this bench is
+# about never ran. A well-formed call is ~60 tokens; the cap bounds a garbled turn.
+TEMPERATURE, COMPLETION = 0.05, 128
 sys.path.insert(0, str(ROOT / "tests"))  # llm_server.py
 
 STEP = """
@@ -38,6 +42,7 @@ t = cfg.training
 t.output_dir, t.max_steps, t.save_steps = {out!r}, 1, 10
 t.num_generations, t.generation_batch_size, t.per_device_train_batch_size = 2, {rollouts}, {rollouts}
 t.rollout_concurrency = {concurrency!r}
+t.temperature, t.max_completion_length = {temperature!r}, {completion!r}
 cfg.env.max_steps = {max_steps}
 cfg.executor.backend, cfg.executor.model, cfg.executor.base_url = "openai", "executor", {url!r}
 cfg.executor.max_retries, cfg.executor.timeout_s = 0, 60
@@ -63,12 +68,15 @@ def endpoint(latency: float):
     return process, ports.get(timeout=30)
 
 
-def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps: int, warm: Path | None):
+def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps: int, warm: Path | None,
+         temperature: float = None, completion: int = None):
     out = work / name
     if warm is not None:
         shutil.copytree(warm, out / "warmup")
     code = STEP.format(smoke=str(ROOT / "training" / "configs" / "cpu-smoke.yaml"), out=str(out), rollouts=rollouts,
-                       concurrency=concurrency, max_steps=max_steps, url=url)
+                       concurrency=concurrency, max_steps=max_steps, url=url,
+                       temperature=TEMPERATURE if temperature is None else temperature,
+                       completion=COMPLETION if completion is None else completion)
     env = {**os.environ, "OPENAI_API_KEY": "bench", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if done.returncode:
