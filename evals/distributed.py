@@ -23,6 +23,7 @@ from pathlib import Path
 
 from skillos.config import Config, curator_config, static_repo_path
 from skillos.errors import SkillosError
+from skillos.files import append_bytes, swap_in, temp_sibling
 from skillos.evals import run_folder
 from skillos.evals.arms import learns
 from skillos.registry import LOCAL_BACKENDS
@@ -169,20 +170,16 @@ def _result(ray, ref, arm: str, retries: int) -> dict:
 def _write(out: Path, arm: str, result: dict) -> None:
     """A finished task's files appended to the run folder's, and its repo put in place."""
     for name, data in result["files"].items():
-        fd = os.open(out / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # as the runner appends
-        try:
-            while data:
-                data = data[os.write(fd, data):]
-        finally:
-            os.close(fd)
+        append_bytes(out / name, data)  # as the runner's and the trace writer's appends
     if result["repo"] is not None:
         target = run_folder.repo_dir(out, arm)
-        fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=out))
-        fresh.chmod(0o755)  # mkdtemp's 0700: the repo is read as a local run's is
-        _unpack(fresh, result["repo"])
-        if target.exists():
-            shutil.rmtree(target)
-        fresh.rename(target)
+        fresh = temp_sibling(target)
+        try:
+            _unpack(fresh, result["repo"])
+        except BaseException:
+            shutil.rmtree(fresh, ignore_errors=True)
+            raise
+        swap_in(fresh, target)
 
 
 def _pack(folder: Path) -> dict | None:

@@ -14,11 +14,11 @@ single os.write on an O_APPEND descriptor, so lines never interleave.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from skillos.evals.run_folder import TRACES
 from skillos.evals.trajectory import Trajectory
+from skillos.files import append_bytes
 from skillos.secrets import redact_text
 
 
@@ -107,9 +107,4 @@ class TraceWriter:
 
     def write(self, arm: str, phase: str, traj: Trajectory) -> None:
         data = (redact_text(json.dumps(trace_row(arm, phase, traj))) + "\n").encode("utf-8")  # no key in any file
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            while data:  # a short write continues where it stopped
-                data = data[os.write(fd, data):]
-        finally:
-            os.close(fd)
+        append_bytes(self.path, data)

@@ -40,6 +40,37 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
+def append_bytes(path: Path, data: bytes) -> None:
+    """Append to path through one O_APPEND descriptor: writers in other threads or processes
+    never interleave inside `data` (a short write continues where it stopped)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
+def temp_sibling(out: Path) -> Path:
+    """An empty folder beside `out`, readable as a written folder is, to fill and `swap_in`."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the folder from a static host or another reader
+    return tmp
+
+
+def swap_in(tmp: Path, out: Path) -> None:
+    """Put the filled folder `tmp` at `out`; an old `out` is renamed aside first and removed after,
+    so a reader sees the old folder or the new one."""
+    if out.exists():
+        trash = out.with_name(f".{out.name}-old-{tmp.name}")
+        out.rename(trash)
+        tmp.rename(out)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        tmp.rename(out)
+
+
 @contextlib.contextmanager
 def replaced_folder(out: Path, mark: str, what: str):
     """Write a whole folder so that a reader sees the old one or the new one: yields a temporary
@@ -49,19 +80,11 @@ def replaced_folder(out: Path, mark: str, what: str):
     out = Path(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / mark).exists())):
         raise SkillosError(f"{out}: exists and is not an earlier {what}; choose another folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the folder from a static host or another reader
+    tmp = temp_sibling(out)
     try:
         yield tmp
         (tmp / mark).write_text(f"written by {what}\n")
-        if out.exists():
-            trash = out.with_name(f".{out.name}-old-{tmp.name}")
-            out.rename(trash)
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
+        swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
