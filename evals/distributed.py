@@ -2,6 +2,8 @@
 or a run of a matrix plays in one task on a Ray cluster, with the resources it declares, and Ray
 runs it again when its worker dies (compute.ray_max_retries). The driver, this process, writes
 every row, trace and curated repo into the run folder, and the ledger stays one SQLite file here.
+A learning canary's trained run and negative control are two tasks the same way (`run_tasks`;
+training/canary).
 
 A task plays into a scratch folder of its own and returns what it wrote there (its new rows and
 traces, the curated repo's files); nothing on a worker touches the run folder, so a worker that
@@ -19,16 +21,17 @@ import contextlib
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from skillos.config import Config, curator_config, static_repo_path
 from skillos.errors import SkillosError
 from skillos.files import append_bytes, swap_in, temp_sibling
 from skillos.evals import run_folder
 from skillos.evals.arms import learns
-from skillos.registry import LOCAL_BACKENDS
+from skillos.registry import LOCAL_BACKENDS, RAY_INSTALL
 
-INSTALL = "pip install 'skillos[ray]'"
 LOCAL_CLUSTER = "a local cluster started for the run (stopped after it)"
 
 
@@ -37,19 +40,24 @@ def require_ray():
     try:
         import ray
     except ImportError:
-        raise SkillosError(f"compute.backend ray needs Ray, which is not installed: {INSTALL}") from None
+        raise SkillosError(f"compute.backend ray needs Ray, which is not installed: {RAY_INSTALL}") from None
     return ray
 
 
-def task_resources(cfg: Config, arm: str) -> dict:
-    """What an arm's task reserves: one CPU, and compute.ray_gpus_per_task GPUs, or (unset) one GPU
-    when a model of the arm runs inside the task (hf, vllm) and compute.gpu names GPUs, else none."""
+def resources(cfg: Config, model_in_task: bool) -> dict:
+    """What a task reserves: one CPU, and compute.ray_gpus_per_task GPUs, or (unset) one GPU when a
+    model runs inside the task and compute.gpu names GPUs, else none."""
     gpus = cfg.compute.ray_gpus_per_task
     if gpus is None:
-        sections = [cfg.executor, cfg.judge] + ([curator_config(cfg, arm)] if learns(arm) else [])
-        in_task = any(s.backend in LOCAL_BACKENDS for s in sections if s.backend)
-        gpus = 1 if in_task and cfg.compute.gpu else 0
+        gpus = 1 if model_in_task and cfg.compute.gpu else 0
     return {"num_cpus": 1, "num_gpus": gpus}
+
+
+def task_resources(cfg: Config, arm: str) -> dict:
+    """What an arm's task reserves: a GPU (see `resources`) when a model of the arm runs inside the
+    task (an hf or vllm executor, judge or learning arm's curator)."""
+    sections = [cfg.executor, cfg.judge] + ([curator_config(cfg, arm)] if learns(arm) else [])
+    return resources(cfg, any(s.backend in LOCAL_BACKENDS for s in sections if s.backend))
 
 
 def plan(cfg: Config) -> dict:
@@ -91,36 +99,64 @@ def cluster(cfg: Config):
         ray.shutdown()
 
 
+@dataclass(frozen=True)
+class Task:
+    """One unit of work for the cluster: `fn(*args)` on a worker, with the resources it reserves;
+    `label` names it in errors ("arm no_memory", "canary control run")."""
+
+    label: str
+    fn: Callable
+    args: tuple
+    resources: dict
+
+
+def run_tasks(cfg: Config, tasks: list[Task], on_done, rerun: str = "") -> None:
+    """Every task on the cluster at once, each run again when its worker dies (compute.ray_max_retries;
+    an error the task raises is raised here, not retried); `on_done(task, result)` runs in this
+    process, the driver, as each finishes, so only the driver writes. An error or Ctrl-C cancels
+    the tasks still running. `rerun`: what to do after a worker lost too often."""
+    if not tasks:
+        return
+    with cluster(cfg) as ray:
+        retries = dict(max_retries=cfg.compute.ray_max_retries, retry_exceptions=False)  # a lost worker, not an error
+        remote, pending = {}, {}
+        for task in tasks:
+            if task.fn not in remote:
+                remote[task.fn] = ray.remote(task.fn)
+            pending[remote[task.fn].options(**retries, **task.resources).remote(*task.args)] = task
+        try:
+            while pending:
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                task = pending.pop(ref)
+                on_done(task, _result(ray, ref, task.label, cfg.compute.ray_max_retries, rerun))
+        finally:  # an error or Ctrl-C: the others stop now; what was written so far resumes
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+
 def play_arms(jobs: list, out: Path, progress=None) -> dict:
     """Every job (cfg, arm, held_out, train, out, done), as experiment.run_eval makes them: the
     arms already complete in `out` from their rows, the others as Ray tasks; each task's rows,
     traces and repo are written into `out` as it finishes. Returns {arm: held-out rows}."""
-    cfg = jobs[0][0]
-    rows, pending = {}, {}
-    with cluster(cfg) as ray:
-        remote = ray.remote(play_unit)
-        retries = dict(max_retries=cfg.compute.ray_max_retries, retry_exceptions=False)  # a lost worker, not an error
-        for job_cfg, arm, held_out, train, _, done in jobs:
-            if complete(arm, done, held_out, train):
-                rows[arm] = [done["eval"][g.id] for g in held_out]
-                continue
-            repo = (_pack(run_folder.repo_dir(out, arm)) or {}) if _curates(job_cfg, arm) else None
-            ref = remote.options(**retries, **task_resources(job_cfg, arm)).remote(job_cfg, arm, held_out, train, done, repo)
-            pending[ref] = (arm, len(held_out))
-            if progress:
-                progress(arm, "eval", len(done.get("eval", {})), len(held_out), "submitted to ray")
-        try:
-            while pending:
-                [ref], _ = ray.wait(list(pending), num_returns=1)
-                arm, total = pending.pop(ref)
-                result = _result(ray, ref, arm, cfg.compute.ray_max_retries)
-                _write(out, arm, result)
-                rows[arm] = result["rows"]
-                if progress:
-                    progress(arm, "eval", total, total, "finished on ray")
-        finally:  # an aborted arm or Ctrl-C: the others stop now; the arms written so far resume
-            for ref in pending:
-                ray.cancel(ref, force=True)
+    rows, tasks = {}, []
+    for job_cfg, arm, held_out, train, _, done in jobs:
+        if complete(arm, done, held_out, train):
+            rows[arm] = [done["eval"][g.id] for g in held_out]
+            continue
+        repo = (_pack(run_folder.repo_dir(out, arm)) or {}) if _curates(job_cfg, arm) else None
+        tasks.append(Task(f"arm {arm}", play_unit, (job_cfg, arm, held_out, train, done, repo),
+                          task_resources(job_cfg, arm)))
+        if progress:
+            progress(arm, "eval", len(done.get("eval", {})), len(held_out), "submitted to ray")
+
+    def written(task: Task, result: dict) -> None:
+        arm = task.args[1]
+        _write(out, arm, result)
+        rows[arm] = result["rows"]
+        if progress:
+            progress(arm, "eval", len(task.args[2]), len(task.args[2]), "finished on ray")
+
+    run_tasks(jobs[0][0], tasks, written, rerun=": rerun with --resume --out OUT")
     return {job[1]: rows[job[1]] for job in jobs}
 
 
@@ -150,21 +186,20 @@ def _curates(cfg: Config, arm: str) -> bool:
     return learns(arm) and not static_repo_path(cfg, arm)
 
 
-def _result(ray, ref, arm: str, retries: int) -> dict:
+def _result(ray, ref, label: str, retries: int, rerun: str) -> dict:
     """A task's result; its error as the one-line error it raised, or a worker lost too often."""
     from ray import exceptions
 
     try:
         return ray.get(ref)
-    except exceptions.RayTaskError as exc:  # the arm raised (an aborted arm, a bad input): that error
+    except exceptions.RayTaskError as exc:  # the task raised (an aborted arm, a bad input): that error
         cause = getattr(exc, "cause", None)
         if isinstance(cause, BaseException):
             raise cause from None
-        raise SkillosError(f"arm {arm}: its Ray task failed: {str(exc).splitlines()[0]}") from None
+        raise SkillosError(f"{label}: its Ray task failed: {str(exc).splitlines()[0]}") from None
     except exceptions.RayError as exc:  # the worker (or its node) died once more than the retries allow
-        raise SkillosError(f"arm {arm}: its Ray worker was lost {retries + 1} time(s) (compute.ray_max_retries "
-                           f"{retries}): {type(exc).__name__}; the arms finished are written: rerun with --resume "
-                           "--out OUT") from None
+        raise SkillosError(f"{label}: its Ray worker was lost {retries + 1} time(s) (compute.ray_max_retries "
+                           f"{retries}): {type(exc).__name__}; what finished is written{rerun}") from None
 
 
 def _write(out: Path, arm: str, result: dict) -> None:

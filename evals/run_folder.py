@@ -48,12 +48,17 @@ def default_out_dir(cfg) -> Path:
     return out
 
 
+def holds_run(out: Path) -> bool:
+    """Whether the folder `out` holds anything but a run lock (what a run left there)."""
+    return out.is_dir() and any(p.name != RunLock.NAME for p in out.iterdir())
+
+
 def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
     """Whether `out` holds a previous run; refuses a non-empty folder without resume or
     overwrite, and a resume with nothing to resume. Cheap: launchers call it before the gates."""
     if out.exists() and not out.is_dir():
         raise SkillosError(f"{out}: is a file; the output folder must be a folder")
-    used = out.exists() and any(p.name != RunLock.NAME for p in out.iterdir())
+    used = holds_run(out)
     if resume and not used:
         raise SkillosError(f"{out}: nothing to resume (the folder is empty or missing)")
     if used and not (resume or overwrite):
@@ -78,15 +83,18 @@ def read_config(out: Path) -> dict:
 
 
 def same_config(out: Path, cfg) -> bool:
-    """Whether the run in `out` was made with this config (its config.yaml, as written): what a
-    resume must check before it continues another run's rows."""
+    """Whether the run in `out` was made with this config (its config.yaml, as written) up to how
+    and where it runs (config.identity: workers, compute.backend local or ray, ...): what a resume
+    must check before it continues another run's rows."""
     import yaml
+
+    from skillos.config import identity
 
     try:
         recorded = read_config(out)
     except SkillosError:
         return False
-    return recorded == yaml.safe_load(config_text(cfg))
+    return isinstance(recorded, dict) and identity(recorded) == identity(yaml.safe_load(config_text(cfg)))
 
 
 def read_rows(out: Path, phase: str) -> list[dict]:

@@ -167,3 +167,18 @@ def test_a_credit_the_canary_cannot_check_is_one_line():
     assert result.returncode == 2 and "no variant 'task-mask-only'" in result.stderr and "Traceback" not in result.stderr
     result = run_cli("canary", "curator", "--credit", "clean-oracle")
     assert result.returncode == 2 and "it has none" in result.stderr
+
+
+def test_a_canary_takes_where_it_runs_and_nothing_else(tmp_path, skillos_home):
+    """--set takes compute.* keys only: the miniature is fixed (a canary tuned until it passes
+    proves nothing); each refusal is one line, before anything is recorded or written."""
+    for item, says in (("env.n_games=3", "only compute.* keys"), ("training.max_steps=400", "only compute.* keys"),
+                       ("compute.backend=accelerate", "compute.backend local or ray"),
+                       ("compute.ray_max_retries=-1", "compute.ray_max_retries: must be between"),
+                       ("compute.workers=2", "compute.workers: unknown key")):
+        result = run_cli("canary", "optimize", "--quick", "--set", item, "--out", tmp_path / "c")
+        assert result.returncode == 2 and says in result.stderr, (item, result.stderr[-2000:])
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not (tmp_path / "c").exists() and not (skillos_home / "ledger.db").exists()
+    assert canaries.compute_sets(["compute.backend=ray", "compute.ray_max_retries=1"]) == [
+        "compute.backend=ray", "compute.ray_max_retries=1"]

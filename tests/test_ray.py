@@ -223,3 +223,81 @@ def test_an_arm_that_aborts_on_ray_is_its_one_line_error_and_is_not_retried(clus
     with pytest.raises(ArmAborted, match=r"^arm closed_loop aborted in its eval games: 20 of 20 games unmeasured$"):
         run_eval(cfg, tmp_path / "run")
     assert {key[1] for key in rows(tmp_path / "run")} <= {"no_memory"}
+
+
+def killing_run_once(marker, folder_name):
+    """training.canary._quiet_work (a canary's task body), killing its worker process the first
+    time it runs the run whose folder is `folder_name`; Ray runs the task again on a new worker."""
+    def task(work, signal, folder):
+        if folder.name == folder_name and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+        return work(signal, folder, lambda _line: None)
+
+    return task
+
+
+def run_files(folder) -> dict:
+    """A run folder's files, its own path written as ROOT (reports name their folder); no lock (a PID)."""
+    return {k: v.replace(str(folder).encode(), b"ROOT") for k, v in repo_files(folder).items()
+            if not k.endswith(".lock")}
+
+
+@pytest.mark.slow
+def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(cluster, tmp_path, monkeypatch,
+                                                                              skillos_home):
+    """The optimize canary's trained run and negative control as two Ray tasks; the control's worker
+    is killed once: the canary's result and the files of both runs are the local canary's, and the
+    driver recorded it in its ledger."""
+    from skillos import api
+    from skillos.config import identity
+    from skillos.ledger import Ledger
+    from skillos.training import canary
+
+    local = api.canary("optimize", quick=True, out=tmp_path / "local")
+    marker = tmp_path / "killed-once"
+    monkeypatch.setattr(canary, "_quiet_work", killing_run_once(str(marker), "control"))
+    lines = []
+    on_ray = api.canary("optimize", quick=True, out=tmp_path / "ray", echo=lines.append,
+                        sets=["compute.backend=ray", "compute.ray_max_retries=1"])
+    assert marker.exists()  # the control's worker died, and its task ran again
+    assert "2 Ray tasks submitted: the trained run and the negative control, at once" in lines
+    assert sorted(x.partition(" finished")[0] for x in lines if "finished on ray" in x) == [
+        "canary control run", "canary trained run"]
+    varies = {"compute", "wall_s", "output_dir"}
+    assert {k: v for k, v in on_ray.items() if k not in varies} == {k: v for k, v in local.items() if k not in varies}
+    assert on_ray["compute"] == ["compute.backend=ray", "compute.ray_max_retries=1"] and local["compute"] == []
+    for run in ("trained", "control"):
+        ray_files, local_files = run_files(tmp_path / "ray" / run), run_files(tmp_path / "local" / run)
+        configs = [identity(yaml.safe_load(files.pop("config.yaml"))) for files in (ray_files, local_files)]
+        assert configs[0] == configs[1]  # the same run; where it ran aside
+        assert ray_files == local_files and {"report.json", "history.jsonl"} <= set(local_files)
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert [r["passed"] for r in ledger.canaries("optimize")] == [local["passed"], on_ray["passed"]]
+
+
+@pytest.mark.slow
+def test_a_run_begun_locally_resumes_on_ray(evals, tmp_path):
+    """Where a run executes is not what it measures: a local run killed after some rows continues on
+    Ray (its config.yaml differs only in compute.backend) and ends with the local run's rows."""
+    from skillos.evals.experiment import run_eval
+
+    folder, _, _ = evals
+    out = tmp_path / "resumed"
+    shutil.copytree(folder / "local", out)
+    games = (out / "games.jsonl").read_text().splitlines()
+    (out / "games.jsonl").write_text("".join(line + "\n" for line in games[:-1]))
+    (out / "report.json").unlink(missing_ok=True)
+    run_eval(quickstart("compute.backend=ray", "eval.workers=2"), out, resume=True)
+    assert rows(out) == rows(folder / "local")
+
+
+def test_a_resume_compares_what_a_run_measures_not_where_it_ran(tmp_path):
+    from skillos.evals import run_folder
+    from skillos.files import write_atomic
+
+    write_atomic(tmp_path / run_folder.CONFIG, run_folder.config_text(quickstart()))
+    assert run_folder.same_config(tmp_path, quickstart("compute.backend=ray", "compute.ray_max_retries=1",
+                                                       "eval.workers=3"))
+    assert not run_folder.same_config(tmp_path, quickstart("env.n_games=4"))
+    assert not run_folder.same_config(tmp_path, quickstart("compute.backend=modal"))

@@ -505,7 +505,7 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
 
 
 def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out: str | Path | None = None,
-           echo: Echo | None = None, ledger=None) -> dict:
+           sets: list[str] | None = None, echo: Echo | None = None, ledger=None) -> dict:
     """The learning canary of `trainer` (curator, selector, optimize): trained before/after on
     held-out tasks beside a negative control, judged by evals/stats.py and recorded in the ledger
     with the code hash it vouches for. Returns the result (`passed`: improvement and a control
@@ -516,18 +516,22 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
         credit: the variant, for a canary that has them (the selector's credit profiles).
         quick: the same pipeline at a size that runs in minutes; too small to learn.
         out: where the canary's files go; None: runs/canary-TRAINER-STAMP.
+        sets: compute.* KEY=VALUE items, where it runs (compute.backend=ray: its trained run and
+            its negative control as two Ray tasks at once); no other key, its miniature is fixed.
         echo: called with each progress line; None: quiet.
         ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
     Returns:
         The result: `passed` (improvement and a control that shows none), the before/after
         measurements and the code hash it vouches for.
     Raises:
-        SkillosError: an unknown trainer, or a variant it does not have.
+        SkillosError: an unknown trainer, a variant it does not have, or a set that is not compute.*.
     """
     from skillos.training import canary as canaries
 
+    canaries.compute_sets(sets)  # refused before the ledger opens
     with _ledger(ledger) as book:
-        return canaries.run(trainer, variant=credit, quick=quick, out=out, ledger=book, echo=echo or _quiet)
+        return canaries.run(trainer, variant=credit, quick=quick, out=out, ledger=book, echo=echo or _quiet,
+                            sets=sets or ())
 
 
 # -- helpers ------------------------------------------------------------------------------------

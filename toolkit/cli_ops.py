@@ -100,6 +100,9 @@ def canary_cmd(
     credit: Optional[str] = typer.Option(None, "--credit", help="selector only: the credit profile to check "
                                          "(default clean-oracle, the method's); a GPU launch needs its profile's."),
     out_dir: Optional[Path] = OUT,
+    set_: List[str] = typer.Option([], "--set", help="compute.KEY=VALUE: where the canary runs, e.g. --set "
+                                   "compute.backend=ray (its trained run and negative control as two Ray tasks at "
+                                   "once); only compute.* keys: its miniature is fixed (repeatable)."),
     as_json: bool = JSON,
 ):
     """Does the trainer learn? Its own code on a learnable CPU miniature, before vs after on
@@ -113,7 +116,7 @@ def canary_cmd(
     from skillos.cli_common import echo_err
     from skillos.training.canary import line
 
-    result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, echo=echo_err)
+    result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, sets=set_, echo=echo_err)
     emit(result, as_json, lambda r: [line(r)])
     raise typer.Exit(0 if result["passed"] else 1)
 

@@ -8,6 +8,7 @@ GRPOConfig names where one exists, so configs stay portable.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import hashlib
@@ -646,17 +647,8 @@ class Config:
         return dataclasses.asdict(self)
 
     def hash(self) -> str:
-        """The identity that groups a family: every key that can change a result, so operational
-        keys (OPERATIONAL_KEYS: parallelism, output paths, monitoring) are left out."""
-        data = self.to_dict()
-        if data["sweep"] == dataclasses.asdict(SweepConfig()):  # a config that never says how to serve
-            del data["sweep"]  # keeps the identity it had before the section existed
-        for key in OPERATIONAL_KEYS:
-            section, _, leaf = key.partition(".")
-            data.get(section, {}).pop(leaf, None)
-        if data["compute"]["backend"] == "ray":  # the same rows as a local run (evals/distributed.py): the same experiment
-            data["compute"]["backend"] = "local"
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        """The identity that groups a family (`identity`): every key that can change a result."""
+        return hashlib.sha256(json.dumps(identity(self.to_dict()), sort_keys=True).encode()).hexdigest()[:16]
 
     def experiment_hash(self) -> str:
         """The hash that names its experiment in the ledger (and its approved plan): the config a
@@ -669,6 +661,22 @@ class Config:
 OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
                     "compute.watchdog", "compute.stall_minutes", "sweep.port", "compute.ray_address",
                     "compute.ray_max_retries", "compute.ray_gpus_per_task")
+
+
+def identity(data: dict) -> dict:
+    """A config's mapping less how and where it runs: operational keys (OPERATIONAL_KEYS:
+    parallelism, output paths, monitoring) left out, and compute.backend ray read as local (the
+    same rows, evals/distributed.py). Two configs with one identity are one experiment (the same
+    Config.hash()), and a run of one resumes under the other."""
+    data = copy.deepcopy(data)
+    if data.get("sweep") == dataclasses.asdict(SweepConfig()):  # a config that never says how to serve
+        del data["sweep"]  # keeps the identity it had before the section existed
+    for key in OPERATIONAL_KEYS:
+        section, _, leaf = key.partition(".")
+        data.get(section, {}).pop(leaf, None)
+    if data.get("compute", {}).get("backend") == "ray":
+        data["compute"]["backend"] = "local"
+    return data
 
 
 def did_you_mean(key: str, options, list_allowed: bool = True) -> str:

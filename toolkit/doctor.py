@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from skillos.registry import BACKENDS, NO_MODEL, uses_model
+from skillos.registry import BACKENDS, NO_MODEL, RAY_INSTALL, RAY_MODULES, uses_model
 
 MIN_FREE_GB = 10.0
 EXTRAS = [  # (module, the line that installs it, what needs it); each backend's from its registry entry
@@ -23,7 +23,7 @@ EXTRAS = [  # (module, the line that installs it, what needs it); each backend's
     ("trl", "pip install 'skillos[train]'", "skillos train (GRPOTrainer, with torch, transformers and peft)"),
     ("matplotlib", "pip install 'skillos[plot]'", "sweep.png"),
     ("modal", "pip install 'skillos[modal]'", "compute.backend modal"),
-    ("ray", "pip install 'skillos[ray]'", "compute.backend ray"),
+    *((module, RAY_INSTALL, "compute.backend ray") for module in RAY_MODULES),
     ("math_verify", "pip install 'skillos[reasoning]'", "env.name reasoning: the math-verify grader"),
 ]
 

@@ -89,6 +89,9 @@ class Registry(Generic[E]):
 
 
 TORCH_FIRST = "pip install torch==2.13.0 (CPU build; first, or pip pulls CUDA) && "
+# compute.backend ray (evals/distributed.py): what it imports, and the line that installs it (the
+# gates' extras check, doctor and the driver's own error read them here)
+RAY_MODULES, RAY_INSTALL = ("ray",), "pip install 'skillos[ray]'"
 
 BACKENDS: Registry[Backend] = Registry(
     "backend",
@@ -113,6 +116,8 @@ MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves a
 def uses_model(backend: str | None) -> bool:
     """Whether a section's backend runs a model (False: unset, or the no-model heuristic)."""
     return backend not in (None, NO_MODEL)
+
+
 LOCAL_BACKENDS = tuple(b.name for b in BACKENDS if b.local)
 DEFAULT_LOCAL = "hf"  # the local backend that runs anywhere (CPU or GPU): a checkpoint's default
 

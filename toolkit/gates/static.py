@@ -10,7 +10,7 @@ from pathlib import Path
 
 from skillos.config import did_you_mean
 from skillos.gates.core import Context, Result, same, static, training_only
-from skillos.registry import BACKENDS, NO_MODEL, TORCH_FIRST, TRAINERS
+from skillos.registry import BACKENDS, NO_MODEL, RAY_INSTALL, RAY_MODULES, TORCH_FIRST, TRAINERS
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -521,7 +521,7 @@ EXTRAS = {
     "train": (("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
               TORCH_FIRST + "pip install 'skillos[train]'"),
     **{b.name: (b.modules, b.install) for b in BACKENDS if b.modules},
-    "ray": (("ray",), "pip install 'skillos[ray]'"),  # compute.backend ray (evals/distributed.py)
+    "ray": (RAY_MODULES, RAY_INSTALL),  # compute.backend ray (evals/distributed.py)
 }
 
 

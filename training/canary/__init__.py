@@ -12,10 +12,16 @@ Each canary is recorded in the ledger (an experiment `canary-NAME`, one run, a `
 with the code hash of the trainer files it exercised. Gate 6's `recipe-learns` check refuses a
 launch that spends GPUs unless a passing canary exists for the current code of its trainer.
 
+Where it runs is the one thing a canary's caller may set (`skillos canary --set compute.KEY=...`):
+with compute.backend ray its trained run and its negative control train at once, as two Ray
+tasks (`trained_and_control`); its miniature is fixed, since a canary tuned until it passes
+proves nothing.
+
 Canaries plug in here by name; each module's CANARY has `name`, `metric`, `files` (the code it
 exercises, hashed), `variants` (the settings it can check apart, e.g. the selector's credit
 profiles; empty for one that has none), `key(variant)` (what the ledger and the gate call the
-trainer it vouches for) and `measure(out, quick, echo, variant) -> Measured`.
+trainer it vouches for) and `measure(out, quick, echo, variant, compute) -> Measured` (`compute`:
+the compute.* settings, applied to its config).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ CANARIES = {
     "optimize": "skillos.training.canary.optimize:CANARY",  # text-space optimization with its gate
 }
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding toolkit/, evals/, training/
+SIGNALS = {"real": "trained", "shuffled": "control"}  # the learning signal, the negative control: their folders
+CANARY_COMPUTE = ("local", "ray")  # where a canary's two training runs can go (compute.backend)
 
 
 @dataclass
@@ -69,6 +77,55 @@ def canary(name: str):
     return getattr(importlib.import_module(module), attr)
 
 
+def compute_sets(sets) -> list[str]:
+    """The `--set` items a canary takes: compute.* keys only (where it runs), compute.backend local
+    or ray, each validated as a config file's; anything else is a one-line error (its miniature
+    is fixed)."""
+    from skillos.config import apply_sets, from_dict, parse_set
+
+    sets = list(sets or ())
+    for item in sets:
+        keys, value = parse_set(item)  # a malformed item: its one-line ConfigError
+        if keys[0] != "compute":
+            raise SkillosError(f"canary --set {item!r}: only compute.* keys (where the canary runs); its miniature "
+                               "is fixed: a canary tuned until it passes proves nothing")
+        if keys == ["compute", "backend"] and value not in CANARY_COMPUTE:
+            raise SkillosError(f"canary --set {item!r}: a canary runs on compute.backend "
+                               f"{' or '.join(CANARY_COMPUTE)}")
+    from_dict(apply_sets({"experiment": {"name": "canary"}}, sets))  # an unknown key or a bad value: now
+    return sets
+
+
+def trained_and_control(cfg, out: Path, work, echo) -> dict:
+    """{signal: work(signal, folder, echo)} for the run trained on the real signal (OUT/trained) and
+    the negative control (OUT/control), each from the same start. One after the other; with
+    compute.backend ray, as two Ray tasks at once (evals/distributed.py), each training into its
+    folder from its worker: OUT, like the warm start and the games the tasks read, must be on a
+    file system the workers share (true of a local cluster). A task whose worker died runs again
+    and continues its folder as a rerun of the canary would (the trainer from its newest complete
+    checkpoint); this process alone writes the canary's result and the ledger."""
+    if cfg.compute.backend != "ray":
+        return {signal: work(signal, out / folder, echo) for signal, folder in SIGNALS.items()}
+    from skillos.evals import distributed
+
+    tasks = [distributed.Task(f"canary {folder} run", _quiet_work, (work, signal, out / folder),
+                              distributed.resources(cfg, model_in_task=True)) for signal, folder in SIGNALS.items()]
+    results = {}
+
+    def finished(task, result) -> None:
+        results[task.args[1]] = result
+        echo(f"{task.label} finished on ray ({len(results)} of {len(tasks)})")
+
+    echo(f"{len(tasks)} Ray tasks submitted: the trained run and the negative control, at once")
+    distributed.run_tasks(cfg, tasks, finished, rerun=": run the canary again with the same --out")
+    return {signal: results[signal] for signal in SIGNALS}
+
+
+def _quiet_work(work, signal: str, folder: Path):
+    """A canary's run as a Ray task: a worker's prints would be lost, so this process reports."""
+    return work(signal, folder, lambda _line: None)
+
+
 def code_hash(files) -> str:
     """sha256 over the trainer files a canary exercises (path and bytes, in order): a canary
     vouches for this code only; an edit to any of them asks for a new canary."""
@@ -97,10 +154,11 @@ def judge(measured: Measured) -> dict:
 
 
 def run(name: str, *, variant: str | None = None, quick: bool = False, out: str | Path | None = None, ledger=None,
-        echo=print) -> dict:
+        echo=print, sets=()) -> dict:
     """Run canary `name` (at `variant`, for a canary that has them) and record it; the result
-    `skillos canary --json` prints."""
+    `skillos canary --json` prints. `sets`: compute.* KEY=VALUE items, where it runs."""
     chosen = canary(name)
+    sets = compute_sets(sets)
     if variant is not None and variant not in chosen.variants:
         raise SkillosError(f"canary {name}: no variant {variant!r}; "
                            + (f"choose one of {', '.join(chosen.variants)}" if chosen.variants else "it has none"))
@@ -116,10 +174,11 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             "on held-out tasks; the same training with the signal destroyed does not",
             success_metric=f"{chosen.metric} (paired, exact McNemar) vs before training")
         run_id = ledger.start_run(experiment, "canary", config={"canary": name, "variant": variant, "quick": quick,
-                                                              "code_hash": digest, "files": list(chosen.files)})
+                                                              "code_hash": digest, "files": list(chosen.files),
+                                                              "compute": sets})
     try:
         with contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the result's
-            measured = chosen.measure(folder, quick, echo, variant)
+            measured = chosen.measure(folder, quick, echo, variant, sets)
     except BaseException as exc:
         if ledger is not None:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
@@ -136,7 +195,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
                     "p": control["comparison"].p_value, "after": control["comparison"].treatment_rate,
                     "n": control["comparison"].n_paired, "verdict": control["verdict"].label},
         "passed": trained["verdict"].word == "improvement" and control["verdict"].word != "improvement",
-        "quick": quick, "code_hash": digest, "wall_s": round(time.perf_counter() - started, 1),
+        "quick": quick, "compute": sets, "code_hash": digest, "wall_s": round(time.perf_counter() - started, 1),
         "n_dropped": c.n_dropped, "reasons": {"trained": trained["verdict"].reasons,
                                               "control": control["verdict"].reasons},
         "detail": measured.detail, "output_dir": str(folder),

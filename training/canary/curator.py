@@ -52,12 +52,14 @@ class CuratorCanary(Canary):
              "evals/backends/hf_chat.py", "evals/backends/chat.py", "training/canary/__init__.py",
              "training/canary/curator.py")
 
-    def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
+        import functools
+
         from skillos import config as cfgmod
         from skillos.evals.arms import load_games
-        from skillos.training.trainer import train
+        from skillos.training.canary import trained_and_control
 
-        sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else [])
+        sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else []) + list(compute)
         cfg = cfgmod.load(CONFIG, sets=sets)
         cfg = cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
         train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
@@ -67,18 +69,26 @@ class CuratorCanary(Canary):
         warm = warm_start(cfg, train_games, out / "warm")
         before = evaluate(cfg, warm, held_out)
         echo(f"canary curator: before training {_rate(before)}")
-        runs = {}
-        for signal, folder in (("real", "trained"), ("shuffled", "control")):
-            run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={out / folder}"])
-            echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({'rewards' if signal == 'real' else 'rewards shuffled within groups: the negative control'})")
-            summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
-            runs[signal] = (evaluate(cfg, summary["checkpoints"][-1], held_out), summary)
-            echo(f"canary curator: after {folder} {_rate(runs[signal][0])}")
+        runs = trained_and_control(cfg, out, functools.partial(train_and_evaluate, cfg, warm, held_out), echo)
         return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], detail={
             "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
             "prior": {name: weight for name, _, weight in PRIOR},
-            "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]["steps"]] for s, r in runs.items()},
-            "task_share": {s: [h.get("task_share") for h in r[1]["steps"]] for s, r in runs.items()}})
+            "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]] for s, r in runs.items()},
+            "task_share": {s: [h.get("task_share") for h in r[1]] for s, r in runs.items()}})
+
+
+def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list]:
+    """GRPO from the warm start into `folder` (signal "shuffled": the negative control), then the
+    metric on the held-out groups: (outcomes, the reward history of each step)."""
+    from skillos import config as cfgmod
+    from skillos.training.trainer import train
+
+    run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
+    echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({'rewards' if signal == 'real' else 'rewards shuffled within groups: the negative control'})")
+    summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
+    after = evaluate(cfg, summary["checkpoints"][-1], held_out)
+    echo(f"canary curator: after {folder.name} {_rate(after)}")
+    return after, summary["steps"]
 
 
 def warm_start(cfg, games, folder: Path) -> str:

@@ -35,21 +35,30 @@ class OptimizeCanary(Canary):
              "evals/envs/household/heuristic/executor.py", "evals/envs/household/heuristic/reading.py",
              "training/canary/__init__.py", "training/canary/optimize.py")
 
-    def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
-        from skillos import config as cfgmod
-        from skillos.training.optimize import run
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
+        import functools
 
-        cfg = cfgmod.load(CONFIG, sets=QUICK if quick else [])
-        reports = {}
-        for signal, folder in (("real", "trained"), ("shuffled", "control")):
-            echo(f"canary optimize: {cfg.optimize.epochs} epochs ({'real outcomes' if signal == 'real' else 'outcomes destroyed: the negative control'})")
-            reports[signal] = run(cfg, out / folder, None, echo=echo, signal=signal)
+        from skillos import config as cfgmod
+        from skillos.training.canary import trained_and_control
+
+        cfg = cfgmod.load(CONFIG, sets=(QUICK if quick else []) + list(compute))
+        reports = trained_and_control(cfg, out, functools.partial(optimize, cfg), echo)
         real, control = reports["real"], reports["shuffled"]
         return Measured(self.metric, real["test_outcomes"]["seed"], real["test_outcomes"]["best"],
                         control["test_outcomes"]["best"], detail={
                             "candidates": {s: r["candidates_tried"] for s, r in reports.items()},
                             "accepted": {s: r["accepted"] for s, r in reports.items()},
                             "test_games": real["scored_on"]["n_games"]})
+
+
+def optimize(cfg, signal: str, folder: Path, echo) -> dict:
+    """One optimize run into `folder` (signal "shuffled": the negative control); its report. A run
+    the folder holds (a canary killed mid-way, rerun with its --out) is continued where it stopped."""
+    from skillos.evals.run_folder import holds_run
+    from skillos.training.optimize import run
+
+    echo(f"canary optimize: {cfg.optimize.epochs} epochs ({'real outcomes' if signal == 'real' else 'outcomes destroyed: the negative control'})")
+    return run(cfg, folder, None, echo=echo, signal=signal, resume=holds_run(folder))
 
 
 CANARY = OptimizeCanary()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import Canary, Measured
+from skillos.training.canary import SIGNALS, Canary, Measured
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -56,13 +56,15 @@ class SelectorCanary(Canary):
 
         return f"selector:{variant or cfgmod.load(CONFIG).skillgate.selector_credit}"
 
-    def measure(self, out: Path, quick: bool, echo, variant: str | None = None) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
+        import functools
+
         from skillos import config as cfgmod
         from skillos.evals.arms import load_games
-        from skillos.training.selector_trainer import train
+        from skillos.training.canary import trained_and_control
 
         sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else [])
-        sets += [f"skillgate.selector_credit={variant}"] if variant else []
+        sets += ([f"skillgate.selector_credit={variant}"] if variant else []) + list(compute)
         cfg = cfgmod.load(CONFIG, sets=sets)
         cfg = cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
         train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
@@ -72,16 +74,26 @@ class SelectorCanary(Canary):
         warm = warm_start(cfg, train_games, out)
         before, picks = evaluate(cfg, warm, held_out, out / "slate-held-out")
         echo(f"canary selector: before training {_rate(before)}")
-        runs, chosen = {}, {"before": picks}
-        for signal, folder in (("real", "trained"), ("shuffled", "control")):
-            run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={out / folder}"])
-            echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({'selection credit' if signal == 'real' else 'utilities shuffled within groups: the negative control'})")
-            summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
-            runs[signal], chosen[folder] = evaluate(cfg, summary["checkpoints"][-1], held_out, out / "slate-held-out")
-            echo(f"canary selector: after {folder} {_rate(runs[signal])}")
-        return Measured(self.metric, before, runs["real"], runs["shuffled"], detail={
+        runs = trained_and_control(cfg, out, functools.partial(train_and_evaluate, cfg, warm, held_out), echo)
+        chosen = {"before": picks, **{SIGNALS[signal]: reads for signal, (_, reads) in runs.items()}}
+        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], detail={
             "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
             "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen})
+
+
+def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, dict]:
+    """GRPO from the warm start into `folder` (signal "shuffled": the utilities permuted, the
+    negative control), then the metric on the held-out games: (outcomes, reads by skill name)."""
+    from skillos import config as cfgmod
+    from skillos.training.selector_trainer import train
+
+    run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
+    echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({'selection credit' if signal == 'real' else 'utilities shuffled within groups: the negative control'})")
+    summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
+    # its own slate folder: the trained run and the control may evaluate at once (compute.backend ray)
+    outcomes, reads = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out")
+    echo(f"canary selector: after {folder.name} {_rate(outcomes)}")
+    return outcomes, reads
 
 
 def warm_start(cfg, games, out: Path) -> str:
