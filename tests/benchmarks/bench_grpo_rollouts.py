@@ -10,6 +10,14 @@ concurrency); the mean L over the phase is requests x latency / wall time) and t
 ratio "while busy" leaves out the moments with no request in flight (the curator generating
 between rounds), i.e. it measures the dispatch, not the model.
 
+It also counts the curator turns with a tool call that the play-ahead workers generated
+(training/pipeline.py; 0 means every rollout's first turn carried no parseable call, so the
+step played its games in the reward's finishing plays and the tool loop never ran), and it
+plays the same number of rollouts' games (|G| games each, two rollouts per group) with the same
+executor, engine and endpoint and no trainer or model at all: what the executor and the engine
+reach on this machine, the ceiling the step's ratio is read against, with the CPU seconds one
+executor request costs in that process (engine, prompt, SDK; the endpoint's own process aside).
+
 Run by hand: `python tests/benchmarks/bench_grpo_rollouts.py [rollouts] [latency_s] [max_steps]
 [sequential_rollouts]` (defaults 32, 0.2, 30, 8: the sequential path takes rollouts x |G| x
 max_steps x latency, so it runs fewer rollouts; its ratio does not depend on how many).
@@ -35,7 +43,12 @@ sys.path.insert(0, str(ROOT / "tests"))  # llm_server.py
 STEP = """
 import json, sys
 from skillos import config as cfgmod
+from skillos.training import pipeline
 from skillos.training.trainer import train
+
+turns = []  # the play-ahead workers' turns: each follows a tool call
+submit = pipeline.Batcher.submit
+pipeline.Batcher.submit = lambda self, ids: (turns.append(1), submit(self, ids))[1]
 
 cfg = cfgmod.load({smoke!r})
 t = cfg.training
@@ -47,7 +60,35 @@ cfg.env.max_steps = {max_steps}
 cfg.executor.backend, cfg.executor.model, cfg.executor.base_url = "openai", "executor", {url!r}
 cfg.executor.max_retries, cfg.executor.timeout_s = 0, 60
 summary = train(cfg, None, echo=lambda line: print(line, file=sys.stderr))
+summary["steps"][0]["turns_after_calls"] = len(turns)
 print(json.dumps(summary["steps"]))
+"""
+
+# The same rollouts' games with no trainer and no model: rollout i plays group i // 2's |G| games.
+PLAY = """
+import json, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from skillos import config as cfgmod
+from skillos.evals.arms import load_games
+from skillos.evals.envs.registry import environment
+from skillos.evals.runner import play
+
+cfg = cfgmod.load({smoke!r}, ["executor.backend=openai", "executor.model=executor", "executor.base_url={url}",
+                              "executor.max_retries=0", "executor.timeout_s=60", "env.max_steps={max_steps}"])
+games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+domain, size = environment(cfg), cfg.training.group_size
+executor = domain.make_executor(cfg.executor)
+groups = [games[k:k + size] for k in range(0, len(games) - size + 1, size)]
+
+def rollout(i):
+    env = domain.make_env(games)
+    return sum(len(play(env, executor, None, g, cfg.env.max_steps, 0).steps) for g in groups[(i // 2) % len(groups)])
+
+wall, cpu = time.perf_counter(), time.process_time()
+with ThreadPoolExecutor({rollouts}) as pool:
+    requests = sum(pool.map(rollout, range({rollouts})))
+print(json.dumps({{"seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu,
+                  "requests": requests}}))
 """
 
 
@@ -85,6 +126,21 @@ def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps:
     return json.loads(done.stdout.strip().splitlines()[-1])[0], health[0], out / "warmup"
 
 
+def play_only(url: str, rollouts: int, max_steps: int, latency: float) -> None:
+    code = PLAY.format(smoke=str(ROOT / "training" / "configs" / "cpu-smoke.yaml"), url=url, max_steps=max_steps,
+                       rollouts=rollouts)
+    env = {**os.environ, "OPENAI_API_KEY": "bench"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise SystemExit(f"play only: failed:\n{done.stderr[-3000:]}")
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    floor = r["requests"] * latency / rollouts
+    print(f"{'play only':10s}: {rollouts} rollouts' games, no trainer or model: {r['requests']} executor requests in "
+          f"{r['seconds']:.1f} s ({r['requests'] / r['seconds']:.0f}/s) -> {floor / r['seconds']:.2f} of the "
+          f"limit; {1000 * r['cpu_seconds'] / r['requests']:.1f} ms CPU per request in the process "
+          f"({r['cpu_seconds'] / r['seconds']:.2f} cores)")
+
+
 def report(name: str, rollouts: int, concurrency, latency: float, record: dict) -> None:
     phase = record["phase"]
     limit = min(rollouts, concurrency or rollouts)
@@ -94,7 +150,8 @@ def report(name: str, rollouts: int, concurrency, latency: float, record: dict) 
           f"{phase['in_flight_max']} mean {phase['in_flight_mean']:.2f}; rollout phase {seconds:.1f} s "
           f"({phase['rollout_share']:.0%} of a {phase['step_seconds']:.1f} s step), {busy:.1f} s with a "
           f"request out; Little's-law limit {limit} in flight = {floor:.1f} s -> {floor / seconds:.2f} of the "
-          f"limit over the phase, {floor / busy:.2f} while requests are out")
+          f"limit over the phase, {floor / busy:.2f} while requests are out; {record.get('turns_after_calls', 0)} "
+          "curator turns generated after a tool call")
 
 
 def main():
@@ -112,6 +169,7 @@ def main():
         concurrent, line, _ = step(work, "concurrent", url, rollouts, None, max_steps, warm)
         report("concurrent", rollouts, None, latency, concurrent)
         print(f"  {line}")
+        play_only(url, rollouts, max_steps, latency)
         sequential, line, _ = step(work, "sequential", url, sequential_rollouts, 1, max_steps, warm)
         report("sequential", sequential_rollouts, 1, latency, sequential)
         print(f"  {line}")
