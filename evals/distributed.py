@@ -46,7 +46,8 @@ def require_ray():
 
 def resources(cfg: Config, model_in_task: bool) -> dict:
     """What a task reserves: one CPU, and compute.ray_gpus_per_task GPUs, or (unset) one GPU when a
-    model runs inside the task and compute.gpu names GPUs, else none."""
+    model runs inside the task and compute.gpu names GPUs, else none. Ray hides the GPUs from a
+    task that reserves none, so a model in such a task runs on the CPU."""
     gpus = cfg.compute.ray_gpus_per_task
     if gpus is None:
         gpus = 1 if model_in_task and cfg.compute.gpu else 0
@@ -83,8 +84,8 @@ def complete(arm: str, done: dict, held_out, train) -> bool:
 @contextlib.contextmanager
 def cluster(cfg: Config):
     """This process joined to the cluster: compute.ray_address, or a local one started here with
-    one CPU per arm worker (eval.workers). A cluster this process already joined (a notebook, the
-    tests) is used as it is and left running."""
+    eval.workers CPUs (unset: this machine's), one per task at a time. A cluster this process
+    already joined (a notebook, the tests) is used as it is and left running."""
     ray = require_ray()
     if ray.is_initialized():
         yield ray

@@ -174,6 +174,8 @@ def test_a_canary_takes_where_it_runs_and_nothing_else(tmp_path, skillos_home):
     proves nothing); each refusal is one line, before anything is recorded or written."""
     for item, says in (("env.n_games=3", "only compute.* keys"), ("training.max_steps=400", "only compute.* keys"),
                        ("compute.backend=accelerate", "compute.backend local or ray"),
+                       ("compute={backend: modal}", "compute.backend local or ray"),
+                       ("compute.num_processes=2", "compute.num_processes does nothing for a canary"),
                        ("compute.ray_max_retries=-1", "compute.ray_max_retries: must be between"),
                        ("compute.workers=2", "compute.workers: unknown key")):
         result = run_cli("canary", "optimize", "--quick", "--set", item, "--out", tmp_path / "c")

@@ -227,12 +227,15 @@ def test_an_arm_that_aborts_on_ray_is_its_one_line_error_and_is_not_retried(clus
 
 def killing_run_once(marker, folder_name):
     """training.canary._quiet_work (a canary's task body), killing its worker process the first
-    time it runs the run whose folder is `folder_name`; Ray runs the task again on a new worker."""
+    time the run whose folder is `folder_name` reports progress after saving its state (state.json):
+    Ray runs the task again on a new worker, which continues the folder."""
     def task(work, signal, folder):
-        if folder.name == folder_name and not os.path.exists(marker):
-            open(marker, "w").close()
-            os._exit(1)
-        return work(signal, folder, lambda _line: None)
+        def echo(_line):
+            if folder.name == folder_name and (folder / "state.json").exists() and not os.path.exists(marker):
+                open(marker, "w").close()
+                os._exit(1)  # the worker dies mid-run, with a saved step behind it
+
+        return work(signal, folder, echo)
 
     return task
 
@@ -247,8 +250,9 @@ def run_files(folder) -> dict:
 def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(cluster, tmp_path, monkeypatch,
                                                                               skillos_home):
     """The optimize canary's trained run and negative control as two Ray tasks; the control's worker
-    is killed once: the canary's result and the files of both runs are the local canary's, and the
-    driver recorded it in its ledger."""
+    is killed once mid-run: the canary's result and the files of both runs are the local canary's,
+    and the driver recorded it in its ledger. A rerun into a finished canary's folder reuses its
+    runs."""
     from skillos import api
     from skillos.config import identity
     from skillos.ledger import Ledger
@@ -261,7 +265,7 @@ def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(
     on_ray = api.canary("optimize", quick=True, out=tmp_path / "ray", echo=lines.append,
                         sets=["compute.backend=ray", "compute.ray_max_retries=1"])
     assert marker.exists()  # the control's worker died, and its task ran again
-    assert "2 Ray tasks submitted: the trained run and the negative control, at once" in lines
+    assert "2 Ray tasks submitted: the trained run and the negative control" in lines
     assert sorted(x.partition(" finished")[0] for x in lines if "finished on ray" in x) == [
         "canary control run", "canary trained run"]
     varies = {"compute", "wall_s", "output_dir"}
@@ -274,6 +278,8 @@ def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(
         assert ray_files == local_files and {"report.json", "history.jsonl"} <= set(local_files)
     with Ledger(skillos_home / "ledger.db") as ledger:
         assert [r["passed"] for r in ledger.canaries("optimize")] == [local["passed"], on_ray["passed"]]
+    again = api.canary("optimize", quick=True, out=tmp_path / "ray", sets=["compute.backend=ray"])
+    assert {k: v for k, v in again.items() if k not in varies} == {k: v for k, v in local.items() if k not in varies}
 
 
 @pytest.mark.slow

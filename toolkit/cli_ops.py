@@ -100,9 +100,7 @@ def canary_cmd(
     credit: Optional[str] = typer.Option(None, "--credit", help="selector only: the credit profile to check "
                                          "(default clean-oracle, the method's); a GPU launch needs its profile's."),
     out_dir: Optional[Path] = OUT,
-    set_: List[str] = typer.Option([], "--set", help="compute.KEY=VALUE: where the canary runs, e.g. --set "
-                                   "compute.backend=ray (its trained run and negative control as two Ray tasks at "
-                                   "once); only compute.* keys: its miniature is fixed (repeatable)."),
+    set_: List[str] = SET,
     as_json: bool = JSON,
 ):
     """Does the trainer learn? Its own code on a learnable CPU miniature, before vs after on
@@ -110,7 +108,8 @@ def canary_cmd(
 
     Recorded in the ledger with the code hash of the files it exercised; a launch that spends
     GPUs needs a passing canary for the current code (gate 6, recipe-learns). Exit 0: passed;
-    1: it did not learn, or its negative control did.
+    1: it did not learn, or its negative control did. --set takes where it runs only (its
+    miniature is fixed): compute.backend=ray trains the run and its control as two Ray tasks.
     """
     from skillos import api
     from skillos.cli_common import echo_err

@@ -268,8 +268,9 @@ class TrainingConfig:
 @dataclass
 class ComputeConfig:
     backend: str = field(default="local", metadata={
-        "help": "where a launch runs: local | accelerate | modal (training) | ray (eval, sweep, matrix: each arm or "
-                "checkpoint a Ray task on compute.ray_address, the driver writing every row; pip install 'skillos[ray]')"})
+        "help": "where a launch runs: local | accelerate | modal (training) | ray (eval, sweep, matrix, canary: each "
+                "arm, checkpoint or canary run a Ray task on compute.ray_address, the driver writing every row; "
+                f"{registry.RAY_INSTALL})"})
     num_processes: int = field(default=1, metadata={
         "help": "training processes across every machine (accelerate: one per GPU); multiplies the effective "
                 "batch"})
@@ -302,11 +303,12 @@ class ComputeConfig:
         "help": "compute.backend ray: the cluster to join (ray.init(address=...), e.g. ray://HEAD:10001 or auto); "
                 "None: a local cluster started for the run and stopped after it"})
     ray_max_retries: int = field(default=3, metadata={
-        "help": "compute.backend ray: times an arm's task is run again after its worker dies (it restarts the arm "
-                "from the rows the run folder already holds)"})
+        "help": "compute.backend ray: times a task is run again after its worker dies (an arm restarts from the "
+                "rows the run folder already holds, a canary run from its folder)"})
     ray_gpus_per_task: float | None = field(default=None, metadata={
-        "help": "compute.backend ray: GPUs each arm's task reserves; None: 1 for an arm whose executor, curator or "
-                "judge runs its model in the task (hf, vllm) when compute.gpu is set, else 0"})
+        "help": "compute.backend ray: GPUs each task reserves; None: 1 for an arm whose executor, curator or judge "
+                "runs its model in the task (hf, vllm), or a canary run that trains one, when compute.gpu is set, "
+                "else 0 (Ray hides the GPUs from a task that reserves none)"})
 
     @property
     def spends_gpus(self) -> bool:

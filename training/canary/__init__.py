@@ -45,6 +45,7 @@ CANARIES = {
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding toolkit/, evals/, training/
 SIGNALS = {"real": "trained", "shuffled": "control"}  # the learning signal, the negative control: their folders
 CANARY_COMPUTE = ("local", "ray")  # where a canary's two training runs can go (compute.backend)
+CANARY_KEYS = ("backend", "ray_address", "ray_max_retries", "ray_gpus_per_task", "gpu")  # what --set may move
 
 
 @dataclass
@@ -78,45 +79,59 @@ def canary(name: str):
 
 
 def compute_sets(sets) -> list[str]:
-    """The `--set` items a canary takes: compute.* keys only (where it runs), compute.backend local
-    or ray, each validated as a config file's; anything else is a one-line error (its miniature
-    is fixed)."""
-    from skillos.config import apply_sets, from_dict, parse_set
+    """The `--set` items a canary takes: where it runs (CANARY_KEYS of compute), validated as a
+    config file's, with compute.backend local or ray (ray installed); anything else is a one-line
+    error (its miniature is fixed)."""
+    import dataclasses
+
+    from skillos.config import ComputeConfig, apply_sets, from_dict, parse_set
 
     sets = list(sets or ())
     for item in sets:
-        keys, value = parse_set(item)  # a malformed item: its one-line ConfigError
-        if keys[0] != "compute":
+        if parse_set(item)[0][0] != "compute":  # a malformed item: its one-line ConfigError
             raise SkillosError(f"canary --set {item!r}: only compute.* keys (where the canary runs); its miniature "
                                "is fixed: a canary tuned until it passes proves nothing")
-        if keys == ["compute", "backend"] and value not in CANARY_COMPUTE:
-            raise SkillosError(f"canary --set {item!r}: a canary runs on compute.backend "
-                               f"{' or '.join(CANARY_COMPUTE)}")
-    from_dict(apply_sets({"experiment": {"name": "canary"}}, sets))  # an unknown key or a bad value: now
+    compute = from_dict(apply_sets({"experiment": {"name": "canary"}}, sets)).compute  # unknown key, bad value
+    default = ComputeConfig()
+    moved = [f.name for f in dataclasses.fields(compute) if getattr(compute, f.name) != getattr(default, f.name)]
+    idle = [name for name in moved if name not in CANARY_KEYS]
+    if idle:
+        raise SkillosError(f"canary --set: compute.{idle[0]} does nothing for a canary; it takes compute."
+                           f"{', compute.'.join(CANARY_KEYS)}")
+    if compute.backend not in CANARY_COMPUTE:
+        raise SkillosError(f"canary --set: compute.backend {compute.backend}: a canary runs on compute.backend "
+                           f"{' or '.join(CANARY_COMPUTE)}")
+    if compute.backend == "ray":
+        from skillos.evals.distributed import require_ray
+
+        require_ray()  # now, not after the warm start
     return sets
 
 
-def trained_and_control(cfg, out: Path, work, echo) -> dict:
+def trained_and_control(cfg, out: Path, work, echo, model: bool = True) -> dict:
     """{signal: work(signal, folder, echo)} for the run trained on the real signal (OUT/trained) and
     the negative control (OUT/control), each from the same start. One after the other; with
-    compute.backend ray, as two Ray tasks at once (evals/distributed.py), each training into its
-    folder from its worker: OUT, like the warm start and the games the tasks read, must be on a
-    file system the workers share (true of a local cluster). A task whose worker died runs again
-    and continues its folder as a rerun of the canary would (the trainer from its newest complete
-    checkpoint); this process alone writes the canary's result and the ledger."""
+    compute.backend ray, as two Ray tasks (evals/distributed.py; at once when the cluster has two
+    CPUs free), each training into its folder from its worker: OUT, like the warm start and the
+    games the tasks read, must be on a file system the workers share (true of a local cluster). A
+    task whose worker died runs again on its folder as a rerun of the canary would (a run
+    finished there is reused; one cut off starts over: a canary checkpoints its last step only);
+    this process alone writes the canary's result and the ledger. `model`: the runs train or run
+    a model (a task then reserves a GPU when compute.gpu names them)."""
     if cfg.compute.backend != "ray":
         return {signal: work(signal, out / folder, echo) for signal, folder in SIGNALS.items()}
     from skillos.evals import distributed
 
+    out = Path(out).resolve()  # a worker's working folder is not this process's
     tasks = [distributed.Task(f"canary {folder} run", _quiet_work, (work, signal, out / folder),
-                              distributed.resources(cfg, model_in_task=True)) for signal, folder in SIGNALS.items()]
+                              distributed.resources(cfg, model_in_task=model)) for signal, folder in SIGNALS.items()]
     results = {}
 
     def finished(task, result) -> None:
         results[task.args[1]] = result
         echo(f"{task.label} finished on ray ({len(results)} of {len(tasks)})")
 
-    echo(f"{len(tasks)} Ray tasks submitted: the trained run and the negative control, at once")
+    echo(f"{len(tasks)} Ray tasks submitted: the trained run and the negative control")
     distributed.run_tasks(cfg, tasks, finished, rerun=": run the canary again with the same --out")
     return {signal: results[signal] for signal in SIGNALS}
 

@@ -73,8 +73,9 @@ class CuratorCanary(Canary):
         return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], detail={
             "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
             "prior": {name: weight for name, _, weight in PRIOR},
-            "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]] for s, r in runs.items()},
-            "task_share": {s: [h.get("task_share") for h in r[1]] for s, r in runs.items()}})
+            # None: a run this canary's folder had finished before (reused) left no history here
+            "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]] or None for s, r in runs.items()},
+            "task_share": {s: [h.get("task_share") for h in r[1]] or None for s, r in runs.items()}})
 
 
 def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list]:

@@ -42,7 +42,7 @@ class OptimizeCanary(Canary):
         from skillos.training.canary import trained_and_control
 
         cfg = cfgmod.load(CONFIG, sets=(QUICK if quick else []) + list(compute))
-        reports = trained_and_control(cfg, out, functools.partial(optimize, cfg), echo)
+        reports = trained_and_control(cfg, out, functools.partial(optimize, cfg), echo, model=False)  # heuristic
         real, control = reports["real"], reports["shuffled"]
         return Measured(self.metric, real["test_outcomes"]["seed"], real["test_outcomes"]["best"],
                         control["test_outcomes"]["best"], detail={
@@ -53,10 +53,15 @@ class OptimizeCanary(Canary):
 
 def optimize(cfg, signal: str, folder: Path, echo) -> dict:
     """One optimize run into `folder` (signal "shuffled": the negative control); its report. A run
-    the folder holds (a canary killed mid-way, rerun with its --out) is continued where it stopped."""
-    from skillos.evals.run_folder import holds_run
+    the folder holds (a canary killed mid-way, rerun with its --out) is continued where it stopped,
+    and one that finished there is reused (its report)."""
+    from skillos import safety
+    from skillos.evals.run_folder import REPORT, holds_run
     from skillos.training.optimize import run
 
+    if (folder / REPORT).is_file():
+        echo(f"canary optimize: {folder} already finished; its {REPORT} is reused")
+        return safety.read_json_file(folder / REPORT, "optimize report")
     echo(f"canary optimize: {cfg.optimize.epochs} epochs ({'real outcomes' if signal == 'real' else 'outcomes destroyed: the negative control'})")
     return run(cfg, folder, None, echo=echo, signal=signal, resume=holds_run(folder))
 
