@@ -516,15 +516,16 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
         credit: the variant, for a canary that has them (the selector's credit profiles).
         quick: the same pipeline at a size that runs in minutes; too small to learn.
         out: where the canary's files go; None: runs/canary-TRAINER-STAMP.
-        sets: compute.* KEY=VALUE items, where it runs (compute.backend=ray: its trained run and
-            its negative control as two Ray tasks at once); no other key, its miniature is fixed.
+        sets: KEY=VALUE items saying where it runs (compute.backend local|ray, compute.ray_*,
+            compute.gpu; ray: its trained run and its negative control as two Ray tasks); no
+            other key, its miniature is fixed.
         echo: called with each progress line; None: quiet.
         ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
     Returns:
         The result: `passed` (improvement and a control that shows none), the before/after
         measurements and the code hash it vouches for.
     Raises:
-        SkillosError: an unknown trainer, a variant it does not have, or a set that is not compute.*.
+        SkillosError: an unknown trainer, a variant it does not have, or a set it does not take.
     """
     from skillos.training import canary as canaries
 
