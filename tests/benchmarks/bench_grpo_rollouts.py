@@ -34,9 +34,10 @@ import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The warmed tiny model writes its tool call near-greedily only: sampled at the smoke run's T 1.0
-# its first turn carried no parseable call in 32 of 32 rollouts, so the tool loop this bench is
-# about never ran. A well-formed call is ~60 tokens; the cap bounds a garbled turn.
+# Sampled at the smoke run's T 1.0 the warmed tiny model's first turn carried no parseable call in
+# 32 of 32 rollouts; near-greedily it does not either (0 turns after a call, the count printed), so
+# the tool loop never runs here: the bench measures the executor side. A well-formed call is ~60
+# tokens; the cap bounds a garbled turn.
 TEMPERATURE, COMPLETION = 0.05, 128
 sys.path.insert(0, str(ROOT / "tests"))  # llm_server.py
 
