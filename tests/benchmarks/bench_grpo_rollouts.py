@@ -18,9 +18,17 @@ executor, engine and endpoint and no trainer or model at all: what the executor 
 reach on this machine, the ceiling the step's ratio is read against, with the CPU seconds one
 executor request costs in that process (engine, prompt, SDK; the endpoint's own process aside).
 
+With a fifth argument, the warm start of the curator canary (`skillos canary curator`'s
+OUT/warm, which writes a well-formed call in 80 of 80 samples at T 1.0), the step runs the
+canary's config (heat and cool tasks, |G| 2) from that model at its own temperature, with
+max_completion_length 1500 (CANARY_COMPLETION) so that a tool result, the game's text, fits
+(at the canary's 200 TRL drops it and ends the rollout after its call): its turns carry calls,
+so the play-ahead workers play them and generate the turn after each.
+
 Run by hand: `python tests/benchmarks/bench_grpo_rollouts.py [rollouts] [latency_s] [max_steps]
-[sequential_rollouts]` (defaults 32, 0.2, 30, 8: the sequential path takes rollouts x |G| x
-max_steps x latency, so it runs fewer rollouts; its ratio does not depend on how many).
+[sequential_rollouts] [canary_warm_start]` (defaults 32, 0.2, 30, 8, none: the sequential path
+takes rollouts x |G| x max_steps x latency, so it runs fewer rollouts; its ratio does not depend
+on how many).
 """
 
 import json
@@ -39,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the tool loop never runs here: the bench measures the executor side. A well-formed call is ~60
 # tokens; the cap bounds a garbled turn.
 TEMPERATURE, COMPLETION = 0.05, 128
+CANARY_COMPLETION = 1500  # the canary's own 200 is shorter than a tool result
 sys.path.insert(0, str(ROOT / "tests"))  # llm_server.py
 
 STEP = """
@@ -51,16 +60,19 @@ turns = []  # the play-ahead workers' turns: each follows a tool call
 submit = pipeline.Batcher.submit
 pipeline.Batcher.submit = lambda self, ids: (turns.append(1), submit(self, ids))[1]
 
-cfg = cfgmod.load({smoke!r})
+cfg = cfgmod.load({config!r})
 t = cfg.training
 t.output_dir, t.max_steps, t.save_steps = {out!r}, 1, 10
 t.num_generations, t.generation_batch_size, t.per_device_train_batch_size = 2, {rollouts}, {rollouts}
 t.rollout_concurrency = {concurrency!r}
-t.temperature, t.max_completion_length = {temperature!r}, {completion!r}
+if {model!r}:  # the canary's warm start at the canary's temperature
+    t.model, t.max_completion_length = {model!r}, {canary_completion!r}
+else:
+    t.temperature, t.max_completion_length = {temperature!r}, {completion!r}
 cfg.env.max_steps = {max_steps}
 cfg.executor.backend, cfg.executor.model, cfg.executor.base_url = "openai", "executor", {url!r}
 cfg.executor.max_retries, cfg.executor.timeout_s = 0, 60
-summary = train(cfg, None, echo=lambda line: print(line, file=sys.stderr))
+summary = train(cfg, None, echo=lambda line: print(line, file=sys.stderr), warmup=not {model!r})
 summary["steps"][0]["turns_after_calls"] = len(turns)
 print(json.dumps(summary["steps"]))
 """
@@ -74,7 +86,7 @@ from skillos.evals.arms import load_games
 from skillos.evals.envs.registry import environment
 from skillos.evals.runner import play
 
-cfg = cfgmod.load({smoke!r}, ["executor.backend=openai", "executor.model=executor", "executor.base_url={url}",
+cfg = cfgmod.load({config!r}, ["executor.backend=openai", "executor.model=executor", "executor.base_url={url}",
                               "executor.max_retries=0", "executor.timeout_s=60", "env.max_steps={max_steps}"])
 games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
 domain, size = environment(cfg), cfg.training.group_size
@@ -110,13 +122,19 @@ def endpoint(latency: float):
     return process, ports.get(timeout=30)
 
 
+SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+CANARY = ROOT / "training" / "configs" / "canary-curator.yaml"
+
+
 def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps: int, warm: Path | None,
-         temperature: float = None, completion: int = None):
+         temperature: float = None, completion: int = None, model: str = ""):
+    """One GRPO step: the smoke config (its warm-up copied from `warm`), or with `model` (the
+    curator canary's warm start) the canary's config from that model."""
     out = work / name
-    if warm is not None:
+    if warm is not None and not model:
         shutil.copytree(warm, out / "warmup")
-    code = STEP.format(smoke=str(ROOT / "training" / "configs" / "cpu-smoke.yaml"), out=str(out), rollouts=rollouts,
-                       concurrency=concurrency, max_steps=max_steps, url=url,
+    code = STEP.format(config=str(CANARY if model else SMOKE), model=model, canary_completion=CANARY_COMPLETION,
+                       out=str(out), rollouts=rollouts, concurrency=concurrency, max_steps=max_steps, url=url,
                        temperature=TEMPERATURE if temperature is None else temperature,
                        completion=COMPLETION if completion is None else completion)
     env = {**os.environ, "OPENAI_API_KEY": "bench", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
@@ -127,9 +145,8 @@ def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps:
     return json.loads(done.stdout.strip().splitlines()[-1])[0], health[0], out / "warmup"
 
 
-def play_only(url: str, rollouts: int, max_steps: int, latency: float) -> None:
-    code = PLAY.format(smoke=str(ROOT / "training" / "configs" / "cpu-smoke.yaml"), url=url, max_steps=max_steps,
-                       rollouts=rollouts)
+def play_only(url: str, rollouts: int, max_steps: int, latency: float, config: Path = SMOKE) -> None:
+    code = PLAY.format(config=str(config), url=url, max_steps=max_steps, rollouts=rollouts)
     env = {**os.environ, "OPENAI_API_KEY": "bench"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if done.returncode:
@@ -160,18 +177,20 @@ def main():
     latency = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
     max_steps = int(sys.argv[3]) if len(sys.argv) > 3 else 30
     sequential_rollouts = int(sys.argv[4]) if len(sys.argv) > 4 else 8
+    model = str(Path(sys.argv[5]).resolve()) if len(sys.argv) > 5 else ""
     work = Path(tempfile.mkdtemp(prefix="bench-grpo-"))
     fast, fast_url = endpoint(0.0)  # the warm-up reads real first inputs: no need to wait for them
     slow, url = endpoint(latency)
     try:
-        _, _, warm = step(work, "warm", fast_url, 2, None, max_steps, None)
-        print(f"{latency * 1000:.0f} ms per executor request, env.max_steps {max_steps}, |G| 3, "
+        warm = None if model else step(work, "warm", fast_url, 2, None, max_steps, None)[2]
+        print(f"{latency * 1000:.0f} ms per executor request, env.max_steps {max_steps}, "
+              f"{'the curator canary from ' + model + ', |G| 2' if model else 'the smoke config, |G| 3'}, "
               f"{os.cpu_count()} cores")
-        concurrent, line, _ = step(work, "concurrent", url, rollouts, None, max_steps, warm)
+        concurrent, line, _ = step(work, "concurrent", url, rollouts, None, max_steps, warm, model=model)
         report("concurrent", rollouts, None, latency, concurrent)
         print(f"  {line}")
-        play_only(url, rollouts, max_steps, latency)
-        sequential, line, _ = step(work, "sequential", url, sequential_rollouts, 1, max_steps, warm)
+        play_only(url, rollouts, max_steps, latency, CANARY if model else SMOKE)
+        sequential, line, _ = step(work, "sequential", url, sequential_rollouts, 1, max_steps, warm, model=model)
         report("sequential", sequential_rollouts, 1, latency, sequential)
         print(f"  {line}")
     finally:
