@@ -49,6 +49,13 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPERATURE, COMPLETION = 0.05, 128
 CANARY_COMPLETION = 1500  # the canary's own 200 is shorter than a tool result
 sys.path.insert(0, str(ROOT / "tests"))  # llm_server.py
+# The executor both the step and the play-only run use: the real SDK against the endpoint URL.
+EXECUTOR = ["executor.backend=openai", "executor.model=executor", "executor.max_retries=0", "executor.timeout_s=60"]
+
+
+def executor_sets(url: str, max_steps: int) -> list[str]:
+    return EXECUTOR + [f"executor.base_url={url}", f"env.max_steps={max_steps}"]
+
 
 STEP = """
 import json, sys
@@ -60,7 +67,7 @@ turns = []  # the play-ahead workers' turns: each follows a tool call
 submit = pipeline.Batcher.submit
 pipeline.Batcher.submit = lambda self, ids: (turns.append(1), submit(self, ids))[1]
 
-cfg = cfgmod.load({config!r})
+cfg = cfgmod.load({config!r}, {sets!r})
 t = cfg.training
 t.output_dir, t.max_steps, t.save_steps = {out!r}, 1, 10
 t.num_generations, t.generation_batch_size, t.per_device_train_batch_size = 2, {rollouts}, {rollouts}
@@ -69,9 +76,6 @@ if {model!r}:  # the canary's warm start at the canary's temperature
     t.model, t.max_completion_length = {model!r}, {canary_completion!r}
 else:
     t.temperature, t.max_completion_length = {temperature!r}, {completion!r}
-cfg.env.max_steps = {max_steps}
-cfg.executor.backend, cfg.executor.model, cfg.executor.base_url = "openai", "executor", {url!r}
-cfg.executor.max_retries, cfg.executor.timeout_s = 0, 60
 summary = train(cfg, None, echo=lambda line: print(line, file=sys.stderr), warmup=not {model!r})
 summary["steps"][0]["turns_after_calls"] = len(turns)
 print(json.dumps(summary["steps"]))
@@ -86,8 +90,7 @@ from skillos.evals.arms import load_games
 from skillos.evals.envs.registry import environment
 from skillos.evals.runner import play
 
-cfg = cfgmod.load({config!r}, ["executor.backend=openai", "executor.model=executor", "executor.base_url={url}",
-                              "executor.max_retries=0", "executor.timeout_s=60", "env.max_steps={max_steps}"])
+cfg = cfgmod.load({config!r}, {sets!r})
 games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
 domain, size = environment(cfg), cfg.training.group_size
 executor = domain.make_executor(cfg.executor)
@@ -134,8 +137,8 @@ def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps:
     if warm is not None and not model:
         shutil.copytree(warm, out / "warmup")
     code = STEP.format(config=str(CANARY if model else SMOKE), model=model, canary_completion=CANARY_COMPLETION,
-                       out=str(out), rollouts=rollouts, concurrency=concurrency, max_steps=max_steps, url=url,
-                       temperature=TEMPERATURE if temperature is None else temperature,
+                       out=str(out), rollouts=rollouts, concurrency=concurrency,
+                       sets=executor_sets(url, max_steps), temperature=TEMPERATURE if temperature is None else temperature,
                        completion=COMPLETION if completion is None else completion)
     env = {**os.environ, "OPENAI_API_KEY": "bench", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -146,7 +149,7 @@ def step(work: Path, name: str, url: str, rollouts: int, concurrency, max_steps:
 
 
 def play_only(url: str, rollouts: int, max_steps: int, latency: float, config: Path = SMOKE) -> None:
-    code = PLAY.format(config=str(config), url=url, max_steps=max_steps, rollouts=rollouts)
+    code = PLAY.format(config=str(config), sets=executor_sets(url, max_steps), rollouts=rollouts)
     env = {**os.environ, "OPENAI_API_KEY": "bench"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if done.returncode:
