@@ -99,6 +99,12 @@ MIGRATIONS = {
         plan_json TEXT NOT NULL, actor TEXT NOT NULL, created_at TEXT NOT NULL);
     CREATE INDEX approvals_key ON approvals (config_hash);
     """,
+    # a person's step records its witness (toolkit/person.py): the real user, the terminal, the
+    # process ancestry, agent variables and agent ancestors: a forged terminal is visible here.
+    6: """
+    ALTER TABLE approvals ADD COLUMN witness_json TEXT;
+    ALTER TABLE goals ADD COLUMN witness_json TEXT
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -121,6 +127,14 @@ CURRENT_FAILURES = """WITH latest AS (
 
 class LedgerError(SkillosError):
     """The ledger file is unusable or an operation on it is invalid."""
+
+
+def canary_passed(result: dict) -> bool:
+    """A canary passed when its trained run's verdict is an improvement and no negative control's
+    is (`control`, and each of `controls` where a canary records several), as the run recorded them."""
+    controls = [result.get("control")] + list((result.get("controls") or {}).values())
+    return (result.get("verdict") == "improvement" and all(isinstance(c, dict) for c in controls)
+            and all(c.get("verdict") != "improvement" for c in controls))
 
 
 def now() -> str:
@@ -274,13 +288,15 @@ class Ledger:
         return row
 
     # -- goal -----------------------------------------------------------------------------
-    def set_goal(self, text: str, person: str) -> int:
-        """A new goal, set by `person` (who confirmed it at a terminal: `skillos ledger goal`)."""
+    def set_goal(self, text: str, person: str, witness: dict | None = None) -> int:
+        """A new goal, set by `person` (who confirmed it at a terminal: `skillos ledger goal`);
+        `witness`: what the step saw of where it ran (toolkit/person.py)."""
         if not (person or "").strip() or person in ("agent", SKILLOS):
             raise LedgerError("the project goal is set by a person at an interactive terminal, not by an agent")
         if not (text or "").strip():
             raise LedgerError("a goal needs its text")
-        return self._insert("goals", text=redact_text(text), set_by=person)
+        return self._insert("goals", text=redact_text(text), set_by=person,
+                            witness_json=json.dumps(witness, sort_keys=True) if witness is not None else None)
 
     def goal(self) -> dict | None:
         row = self.db.execute("SELECT * FROM goals ORDER BY id DESC LIMIT 1").fetchone()
@@ -291,18 +307,36 @@ class Ledger:
         return [dict(r) for r in self.db.execute("SELECT * FROM goals ORDER BY id")]
 
     # -- approved plans ------------------------------------------------------------------------
-    def add_approval(self, config_hash: str, plan_sha256: str, plan: dict, person: str) -> int:
-        """A person approved a plan (`skillos approve`): the config hash it covers, what they read."""
+    def add_approval(self, plan_hash: str, plan_sha256: str, plan: dict, person: str,
+                     witness: dict | None = None) -> int:
+        """A person approved a plan (`skillos approve`): the plan hash it covers (stored in column
+        config_hash), what they read, and `witness`: what the step saw of where it ran."""
         if not (person or "").strip() or person in ("agent", SKILLOS):
             raise LedgerError("a plan is approved by a person at an interactive terminal, not by an agent")
-        return self._insert("approvals", config_hash=config_hash, plan_sha256=plan_sha256,
-                            plan_json=json.dumps(plan, sort_keys=True), actor=person)
+        return self._insert("approvals", config_hash=plan_hash, plan_sha256=plan_sha256,
+                            plan_json=json.dumps(plan, sort_keys=True), actor=person,
+                            witness_json=json.dumps(witness, sort_keys=True) if witness is not None else None)
 
-    def approval(self, config_hash: str) -> dict | None:
-        """The newest approval of a plan for this config hash (None: none recorded)."""
+    def approvals(self) -> list[dict]:
+        """Every approval, oldest first, with its witness parsed (None where none was recorded)."""
+        try:
+            rows = self.db.execute("SELECT * FROM approvals ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # a read-only ledger from before approvals
+            return []
+        out = []
+        for row in map(dict, rows):
+            try:
+                row["witness"] = json.loads(row.get("witness_json") or "null")
+            except ValueError:
+                row["witness"] = None
+            out.append(row)
+        return out
+
+    def approval(self, plan_hash: str) -> dict | None:
+        """The newest approval of a plan for this plan hash (None: none recorded)."""
         try:
             row = self.db.execute("SELECT * FROM approvals WHERE config_hash = ? ORDER BY id DESC LIMIT 1",
-                                  (config_hash,)).fetchone()
+                                  (plan_hash,)).fetchone()
         except sqlite3.OperationalError:  # a read-only ledger from before approvals: none recorded
             return None
         return dict(row) if row else None
@@ -459,28 +493,40 @@ class Ledger:
 
     # -- learning canaries ------------------------------------------------------------------
     def add_canary(self, run_id: int | None, result: dict) -> int:
-        """One canary's result (training/canary: the JSON `skillos canary --json` prints)."""
+        """One canary's result (training/canary: the JSON `skillos canary --json` prints). Whether
+        it passed is read from its own verdicts (the trained run an improvement, no control one),
+        never from a `passed` field a caller could set."""
         control = result["control"]
         return self._insert(
             "canaries", run_id=run_id, trainer=result["trainer"], code_hash=result["code_hash"],
             metric=result["metric"], n=result["n"], before_rate=result["before"], after_rate=result["after"],
             b=result["b"], c=result["c"], p=result["p"], verdict=result["verdict"], control_b=control["b"],
             control_c=control["c"], control_p=control["p"], control_verdict=control["verdict"],
-            passed=int(bool(result["passed"])), quick=int(bool(result.get("quick"))),
-            result_json=json.dumps(result, sort_keys=True))
+            passed=int(canary_passed(result)), quick=int(bool(result.get("quick"))),
+            result_json=json.dumps(result, sort_keys=True, default=str))
 
-    def passing_canary(self, trainer: str, code_hash: str) -> dict | None:
-        """The newest passing canary of `trainer` at its default size for this code, whose run
-        was not invalidated (None if there is none)."""
+    def passing_canaries(self, trainer: str) -> list[dict]:
+        """Every canary of `trainer` that passed by its own recorded verdicts, at its default size,
+        recorded by a canary run that finished and was not invalidated; newest first, each with its
+        `result` (the JSON it recorded: its identity). Whether one still vouches for the code as it
+        is now is the caller's to recompute (gates/learning.py)."""
         try:
-            rows = self.db.execute("SELECT * FROM canaries WHERE trainer = ? AND code_hash = ? AND passed = 1 "
-                                   "AND quick = 0 ORDER BY id DESC", (trainer, code_hash)).fetchall()
+            rows = self.db.execute("SELECT * FROM canaries WHERE trainer = ? AND quick = 0 AND run_id IS NOT NULL "
+                                   "ORDER BY id DESC", (trainer,)).fetchall()
         except sqlite3.OperationalError:  # a read-only ledger from before canaries: none recorded
-            return None
-        for row in rows:
-            if row["run_id"] is None or self.corrected("runs", self.row("runs", row["run_id"]))["valid"]:
-                return dict(row)
-        return None
+            return []
+        out = []
+        for row in map(dict, rows):
+            try:
+                row["result"] = json.loads(row["result_json"])
+            except ValueError:
+                continue
+            if not canary_passed(row["result"]) or row["verdict"] != row["result"].get("verdict"):
+                continue
+            run = self.corrected("runs", self.row("runs", row["run_id"]))
+            if run["valid"] and run["status"] == "finished":
+                out.append(row)
+        return out
 
     def canaries(self, trainer: str | None = None) -> list[dict]:
         query = "SELECT * FROM canaries" + (" WHERE trainer = ?" if trainer else "") + " ORDER BY id"

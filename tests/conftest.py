@@ -47,6 +47,27 @@ def tiny_curator(game_cache, tmp_path_factory):
                    tmp_path_factory.mktemp("tiny-curator"))
 
 
+def record_canary(ledger, key: str, *, verdict: str = "improvement", control: str = "not detected",
+                  modules=("skillos.training.trainer", "skillos.training.reward"), quick: bool = False,
+                  status: str = "finished") -> int:
+    """A canary of trainer `key` recorded as `skillos canary` records one: a run (ended with
+    `status`), a result with its verdicts and its identity (training/canary/identity.py) over
+    `modules`, for the code installed now. Returns the canary's row id."""
+    from skillos.training import canary
+    from skillos.training.canary import identity
+
+    name, _, variant = key.partition(":")
+    digest = identity.config_digest(canary.canary(name).config(quick, variant or None))
+    ran = identity.identity(modules, digest)
+    run = ledger.start_run(None, "canary", {"canary": name})
+    row = ledger.add_canary(run, {"trainer": key, "metric": "m", "n": 20, "before": 0.2, "after": 0.8, "b": 12,
+                                  "c": 0, "p": 0.0005, "verdict": verdict, "quick": quick,
+                                  "control": {"b": 1, "c": 1, "p": 1.0, "verdict": control},
+                                  "code_hash": ran["code_hash"], "identity": ran})
+    ledger.end_run(run, status)
+    return row
+
+
 @pytest.fixture
 def canaries_passed(skillos_home):
     """A ledger whose trainers have all passed their learning canaries for the current code, as
@@ -54,15 +75,9 @@ def canaries_passed(skillos_home):
     gate 6's recipe-learns check with it; tests/test_canary.py tests the check itself)."""
     from skillos.config import SELECTOR_CREDITS
     from skillos.ledger import Ledger
-    from skillos.training import canary
 
     skillos_home.mkdir(parents=True, exist_ok=True)
     with Ledger(skillos_home / "ledger.db") as ledger:
-        for key, name in (("curator", "curator"), ("optimize", "optimize"),
-                          *((f"selector:{v}", "selector") for v in SELECTOR_CREDITS)):
-            control = {"b": 1, "c": 1, "p": 1.0, "verdict": "not detected"}
-            ledger.add_canary(None, {"trainer": key, "metric": "m", "n": 20, "before": 0.2, "after": 0.8,
-                                     "b": 12, "c": 0, "p": 0.0005, "verdict": "improvement", "control": control,
-                                     "passed": True, "quick": False,
-                                     "code_hash": canary.code_hash(canary.canary(name).files)})
+        for key in ("curator", "optimize", *(f"selector:{v}" for v in SELECTOR_CREDITS)):
+            record_canary(ledger, key)
     return skillos_home

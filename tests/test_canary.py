@@ -10,7 +10,9 @@ import yaml
 from conftest import ROOT, run_cli
 from skillos import config, gates
 from skillos.ledger import Ledger
+from skillos.errors import SkillosError
 from skillos.training import canary as canaries
+from skillos.training.canary import identity
 
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
 CPU_SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
@@ -57,43 +59,99 @@ def test_unmeasured_tasks_are_dropped_and_counted_never_scored():
     assert judged.n_paired == 19 and judged.n_dropped == 1
 
 
-def test_the_code_hash_changes_with_any_file_the_canary_exercises(tmp_path, monkeypatch):
-    (tmp_path / "a.py").write_text("x = 1\n")
-    (tmp_path / "b.py").write_text("y = 2\n")
-    monkeypatch.setattr(canaries, "PACKAGE_ROOT", tmp_path)
-    first = canaries.code_hash(["a.py", "b.py"])
-    assert canaries.code_hash(["b.py", "a.py"]) == first
-    (tmp_path / "b.py").write_text("y = 3\n")
-    assert canaries.code_hash(["a.py", "b.py"]) != first
+def fake_sources(monkeypatch, tmp_path, names) -> dict:
+    """Modules `names` read from files under tmp_path (what identity.source finds), so a test can
+    edit the code a canary ran without touching the checkout."""
+    files = {}
+    for name in names:
+        files[name] = tmp_path / f"{name}.py"
+        files[name].write_text(f"# {name}\nx = 1\n")
+    real = identity.source
+    monkeypatch.setattr(identity, "source", lambda name: files.get(name) or real(name))
+    return files
 
 
-def test_every_canary_names_files_that_exist():
+def test_a_canary_identity_covers_every_module_it_ran_its_config_and_libraries(tmp_path, monkeypatch):
+    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline", "skillos.training.prompt_cap"])
+    first = identity.identity(files, "cfg1")
+    assert identity.identity(list(files)[::-1], "cfg1") == first  # order does not matter
+    assert set(first["modules"]) == set(files) and set(first["versions"]) == set(identity.LIBRARIES)
+    assert identity.changes(first, "cfg1") == []
+    assert identity.changes(first, "cfg2") == ["the canary's config changed"]
+    files["skillos.training.pipeline"].write_text("x = 2\n")  # an edit to a module the run imported
+    assert identity.changes(first, "cfg1") == ["skillos.training.pipeline changed"]
+    assert identity.identity(files, "cfg1")["code_hash"] != first["code_hash"]
+    files["skillos.training.prompt_cap"].unlink()
+    assert "skillos.training.prompt_cap removed" in identity.changes(first, "cfg1")
+    assert identity.changes({"code_hash": "x"}, "cfg1") == ["it carries no identity (recorded before canaries did)"]
+
+
+def test_the_modules_a_run_imported_are_read_from_sys_modules():
+    import skillos.training.reward  # noqa: F401 - imported: it is part of what ran
+
+    loaded = identity.loaded_modules()
+    assert "skillos.training.reward" in loaded and "skillos.config" in loaded
+    assert identity.source("skillos.training.reward") == ROOT / "training" / "reward.py"
+    assert identity.source("skillos.config") == ROOT / "toolkit" / "config.py"
+    assert identity.source("skillos.evals") == ROOT / "evals" / "__init__.py"
+    assert identity.source("skillos.training.no_such_module") is None
+
+
+def test_every_canary_resolves_its_config_and_each_size_is_its_own_identity():
     for name in canaries.CANARIES:
         chosen = canaries.canary(name)
-        assert all((canaries.PACKAGE_ROOT / f).is_file() for f in chosen.files), name
-        assert chosen.metric and canaries.code_hash(chosen.files)
+        full, quick = (identity.config_digest(chosen.config(q)) for q in (False, True))
+        assert chosen.metric and full != quick, name
+        assert identity.config_digest(config.with_sets(chosen.config(), ["compute.backend=ray"])) == full, name
 
 
-def test_the_ledger_keeps_passing_canaries_per_trainer_and_code(skillos_home):
+def test_a_folder_made_by_other_code_is_refused_never_restamped(tmp_path, monkeypatch):
+    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.reward"])
+    out = tmp_path / "canary"
+    identity.guard(out, "cfg")  # absent: fine
+    (out / "trained" / "checkpoint-4").mkdir(parents=True)
+    with pytest.raises(SkillosError, match="no canary-identity.json"):
+        identity.guard(out, "cfg")  # files of something else
+    identity.stamp(out, "cfg", ["skillos.training.reward"])
+    assert identity.recorded_modules(out / "trained" / "checkpoint-4" / identity.IDENTITY) == ["skillos.training.reward"]
+    identity.stamp(out, "cfg", [])  # a rerun that imported less keeps what the folder records
+    assert identity.recorded_modules(out / identity.IDENTITY) == ["skillos.training.reward"]
+    identity.guard(out, "cfg")  # the same code: its runs may be reused
+    with pytest.raises(SkillosError, match="the canary's config changed"):
+        identity.guard(out, "other")  # --quick into a full-size folder
+    files["skillos.training.reward"].write_text("sign = -1\n")  # the reward's sign flipped since
+    with pytest.raises(SkillosError, match="skillos.training.reward changed"):
+        identity.guard(out, "cfg")
+
+
+def test_the_ledger_counts_a_canary_by_its_own_verdicts_and_run(skillos_home):
+    from conftest import record_canary
+
     with Ledger(skillos_home / "ledger.db") as ledger:
-        good = result_of(measured(outcomes(4), outcomes(16), outcomes(4)), code="c1")
-        run = ledger.start_run(None, None, {})
-        ledger.add_canary(run, good)
-        assert ledger.passing_canary("curator", "c1")["b"] == 12
-        assert ledger.passing_canary("curator", "c2") is None  # the code changed since
-        assert ledger.passing_canary("selector:clean-oracle", "c1") is None
-        ledger.add_canary(None, {**good, "code_hash": "q", "quick": True})
-        assert ledger.passing_canary("curator", "q") is None  # a --quick run vouches for nothing
-        ledger.add_canary(None, {**result_of(measured(outcomes(4), outcomes(16), outcomes(16))), "code_hash": "f"})
-        assert ledger.passing_canary("curator", "f") is None  # its control learned too
-        ledger.correct("runs", run, "invalidate", "the canary ran on a broken checkout")
-        assert ledger.passing_canary("curator", "c1") is None
+        good = record_canary(ledger, "curator")
+        assert [r["id"] for r in ledger.passing_canaries("curator")] == [good]
+        assert ledger.passing_canaries("selector:clean-oracle") == []
+        record_canary(ledger, "curator", verdict="not detected")  # the trained run did not improve
+        record_canary(ledger, "curator", control="improvement")  # its control learned too
+        record_canary(ledger, "curator", quick=True)  # a --quick run vouches for nothing
+        record_canary(ledger, "curator", status="crashed")  # its run did not finish
+        assert [r["id"] for r in ledger.passing_canaries("curator")] == [good]
+        # a row that says it passed while its own verdicts say it failed
+        run = ledger.start_run(None, "canary", {})
+        forged = ledger.add_canary(run, {**result_of(measured(outcomes(4), outcomes(4), outcomes(4))),
+                                         "passed": True})
+        ledger.end_run(run, "finished")
+        assert ledger.row("canaries", forged)["passed"] == 0
+        assert [r["id"] for r in ledger.passing_canaries("curator")] == [good]
+        ledger.correct("runs", ledger.row("canaries", good)["run_id"], "invalidate", "a broken checkout")
+        assert ledger.passing_canaries("curator") == []
 
 
-def record_passing(home, trainer: str, name: str) -> None:
-    digest = canaries.code_hash(canaries.canary(name).files)
+def record_passing(home, trainer: str, modules=("skillos.training.trainer",)) -> None:
+    from conftest import record_canary
+
     with Ledger(home / "ledger.db") as ledger:
-        ledger.add_canary(None, result_of(measured(outcomes(4), outcomes(16), outcomes(4)), trainer, digest))
+        record_canary(ledger, trainer, modules=modules)
 
 
 def recipe(report):
@@ -104,17 +162,75 @@ def test_a_gpu_launch_is_refused_until_its_trainers_canary_passed(skillos_home):
     cfg = config.load(PAPER)
     refused = recipe(gates.check(cfg))
     assert refused.status == "FAIL" and "skillos canary curator" in refused.detail and refused.gates == (6,)
-    record_passing(skillos_home, "selector:clean-oracle", "selector")  # another trainer's canary
+    record_passing(skillos_home, "selector:clean-oracle")  # another trainer's canary
     assert recipe(gates.check(cfg)).status == "FAIL"
-    record_passing(skillos_home, "curator", "curator")
+    record_passing(skillos_home, "curator")
     passed = recipe(gates.check(cfg))
     assert passed.status == "PASS" and "b/c 12/0" in passed.detail
     assert recipe(gates.check(config.load(CPU_SMOKE))).status == "SKIP"  # the local CPU spends no GPU
 
 
+def test_a_canary_stops_vouching_once_a_module_it_ran_changes(skillos_home, tmp_path, monkeypatch):
+    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline"])
+    record_passing(skillos_home, "curator", modules=[*files, "skillos.training.trainer"])
+    cfg = config.load(PAPER)
+    assert recipe(gates.check(cfg)).status == "PASS"
+    files["skillos.training.pipeline"].write_text("# every curator tool loop, edited\n")
+    stale = recipe(gates.check(cfg))
+    assert stale.status == "FAIL" and "skillos.training.pipeline changed" in stale.detail
+    assert "no longer covers the code" in stale.detail
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        from skillos.gates.learning import standing
+
+        (row,) = standing(ledger)
+    assert row["trainer"] == "curator" and row["covers_current_code"] is False
+    assert row["changed"] == ["skillos.training.pipeline changed"]
+
+
+def test_a_launch_is_gated_by_the_gpus_it_will_use_not_the_ones_it_declares(skillos_home, monkeypatch):
+    from skillos import devices
+
+    lora = config.load(ROOT / "training" / "configs" / "single-gpu-lora.yaml")
+    unset = config.with_sets(lora, ["compute.gpu=null"])  # vllm executor, curator and judge: GPU only
+    for check in ("recipe-learns", "approved-plan"):
+        result = next(r for r in gates.check(unset, command="train").results if r.check == check)
+        assert result.status == "FAIL" and "vllm" in result.detail, (check, result.detail)
+    # the CPU smoke config on a process that sees a CUDA device: torch would train on it
+    smoke = config.load(CPU_SMOKE)
+    assert not devices.gpu_launch(smoke, cuda=0)
+    assert recipe(gates.check(smoke)).status == "SKIP"
+    monkeypatch.setattr(devices, "cuda_devices", lambda: 2)
+    launch = devices.gpu_launch(smoke)
+    assert launch and "sees 2 CUDA device(s)" in launch.why
+    results = {r.check: r for r in gates.check(smoke, command="train").results}
+    assert results["recipe-learns"].status == "FAIL" and results["approved-plan"].status == "FAIL"
+    assert results["gpu-declared"].status == "FAIL" and "compute.gpu" in results["gpu-declared"].detail
+    assert "CUDA_VISIBLE_DEVICES=" in results["gpu-declared"].detail
+    declared = config.with_sets(smoke, ["compute.gpu=L4:2"])
+    assert next(r for r in gates.check(declared).results if r.check == "gpu-declared").status == "PASS"
+    # a no-model eval on a GPU machine puts nothing on the GPU: not a GPU launch
+    assert not devices.gpu_launch(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"))
+    # every launch path asks the same predicate: the library's train refuses before any weight moves
+    from skillos.training.trainer import on_cpu
+
+    monkeypatch.setitem(__import__("sys").modules, "torch", _FakeTorch(2))
+    with pytest.raises(SkillosError, match="compute.gpu"):
+        on_cpu(smoke)
+    assert on_cpu(declared) is False
+
+
+class _FakeTorch:
+    """torch as a process that sees `n` CUDA devices reports it (the trainer asks nothing else first)."""
+
+    def __init__(self, n):
+        import types
+
+        self.cuda = types.SimpleNamespace(device_count=lambda: n, is_available=lambda: n > 0)
+
+
 def test_the_selector_canary_is_per_credit_variant(skillos_home):
     cfg = config.load(SELECTOR_GPU)
-    record_passing(skillos_home, f"selector:{cfg.skillgate.selector_credit}", "selector")
+    record_passing(skillos_home, f"selector:{cfg.skillgate.selector_credit}")
     assert recipe(gates.check(cfg)).status == "PASS"
     other = "first-oracle" if cfg.skillgate.selector_credit != "first-oracle" else "clean-oracle"
     mutated = config.with_sets(cfg, [f"skillgate.selector_credit={other}"])
@@ -145,8 +261,24 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     with Ledger(skillos_home / "ledger.db") as ledger:
         (row,) = ledger.canaries("curator")
         assert row["quick"] == 1 and row["code_hash"] == data["code_hash"]
-        assert ledger.passing_canary("curator", data["code_hash"]) is None  # quick vouches for nothing
+        assert ledger.passing_canaries("curator") == []  # quick vouches for nothing
     assert "reward health" in result.stderr and "policy entropy" in result.stderr
+    # its identity: every module it ran (not a hand-picked list), in its folder and every checkpoint
+    ran = data["identity"]
+    assert {"skillos.training.pipeline", "skillos.training.prompt_cap", "skillos.config",
+            "skillos.training.reward"} <= set(ran["modules"]) and ran["code_hash"] == data["code_hash"]
+    stamps = sorted((tmp_path / "c").rglob(identity.IDENTITY))
+    assert {p.parent.name for p in stamps} >= {"c", "warm", "trained", "control", "checkpoint-4"}
+    assert all(json.loads(p.read_text())["code_hash"] == data["code_hash"] for p in stamps if "checkpoint" in str(p))
+    # the trained run made by other code (a module's source differed): a rerun is refused, never re-stamped
+    trained = tmp_path / "c" / "trained" / identity.IDENTITY
+    other = json.loads(trained.read_text())
+    other["modules"]["skillos.training.reward"] = "0" * 16
+    trained.write_text(json.dumps(other))
+    again = run_cli("canary", "curator", "--quick", "--json", "--out", tmp_path / "c")
+    assert again.returncode == 2 and "skillos.training.reward changed" in again.stderr and not again.stdout
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert len(ledger.canaries("curator")) == 1
 
 
 def test_a_profile_without_selection_credit_is_vouched_for_by_the_methods_canary(skillos_home):
@@ -154,7 +286,7 @@ def test_a_profile_without_selection_credit_is_vouched_for_by_the_methods_canary
                                                         "skillgate.selector_coef=0.0"])
     refused = recipe(gates.check(cfg))
     assert refused.status == "FAIL" and "skillos canary selector --credit clean-oracle" in refused.detail
-    record_passing(skillos_home, "selector:clean-oracle", "selector")
+    record_passing(skillos_home, "selector:clean-oracle")
     passed = recipe(gates.check(cfg))
     assert passed.status == "PASS" and "task-mask-only gives the selection no credit" in passed.detail
     # a profile with a credit of its own needs its own canary

@@ -229,13 +229,15 @@ def killing_run_once(marker, folder_name):
     """training.canary._quiet_work (a canary's task body), killing its worker process the first
     time the run whose folder is `folder_name` reports progress after saving its state (state.json):
     Ray runs the task again on a new worker, which continues the folder."""
-    def task(work, signal, folder):
+    from skillos.training.canary import _stamped
+
+    def task(work, digest, signal, folder):
         def echo(_line):
             if folder.name == folder_name and (folder / "state.json").exists() and not os.path.exists(marker):
                 open(marker, "w").close()
                 os._exit(1)  # the worker dies mid-run, with a saved step behind it
 
-        return work(signal, folder, echo)
+        return _stamped(work, digest, signal, folder, echo)
 
     return task
 
@@ -268,14 +270,18 @@ def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(
     assert "2 Ray tasks submitted: the trained run and the negative control" in lines
     assert sorted(x.partition(" finished")[0] for x in lines if "finished on ray" in x) == [
         "canary control run", "canary trained run"]
-    varies = {"compute", "wall_s", "output_dir"}
+    varies = {"compute", "wall_s", "output_dir", "code_hash", "identity"}  # Ray's run imports Ray's modules too
     assert {k: v for k, v in on_ray.items() if k not in varies} == {k: v for k, v in local.items() if k not in varies}
     assert on_ray["compute"] == ["compute.backend=ray", "compute.ray_max_retries=1"] and local["compute"] == []
     for run in ("trained", "control"):
         ray_files, local_files = run_files(tmp_path / "ray" / run), run_files(tmp_path / "local" / run)
         configs = [identity(yaml.safe_load(files.pop("config.yaml"))) for files in (ray_files, local_files)]
         assert configs[0] == configs[1]  # the same run; where it ran aside
+        for files in (ray_files, local_files):  # each stamped with what made it, checked below
+            files.pop(canary.identity.IDENTITY)
         assert ray_files == local_files and {"report.json", "history.jsonl"} <= set(local_files)
+    assert "skillos.evals.distributed" in on_ray["identity"]["modules"]
+    assert canary.identity.changes(on_ray["identity"], on_ray["identity"]["config"]) == []
     with Ledger(skillos_home / "ledger.db") as ledger:
         assert [r["passed"] for r in ledger.canaries("optimize")] == [local["passed"], on_ray["passed"]]
     again = api.canary("optimize", quick=True, out=tmp_path / "ray", sets=["compute.backend=ray"])

@@ -1,7 +1,11 @@
 """The recipe learns: a launch that spends GPUs needs a passing learning canary (training/canary)
 of its trainer, for the code that trainer runs now. The reference reproduction trained for days
 on recipes whose reward carried no signal; a canary shows, on a CPU miniature and beside a
-negative control, that the trainer's code moves the number it exists to move."""
+negative control, that the trainer's code moves the number it exists to move.
+
+A canary vouches for what it ran (training/canary/identity.py): the check recomputes each passing
+canary's identity (every module it imported, its config, the training libraries) against the code
+installed now, and passes on the newest one that still holds."""
 
 from __future__ import annotations
 
@@ -10,16 +14,19 @@ from skillos.gates.core import Context, Result, read_ledger, static, training_on
 GATES = (6,)  # if training does not move the number, the recipe is wrong
 INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing (task reward +0.035 over "
             "60 steps while entropy collapsed)")
+CANARY_MINUTES = "~30-80 min on 2 CPU cores"  # measured: the curator canary's default size, idle to loaded
 
 
 @static
 @training_only(*GATES)
 def recipe_learns(ctx: Context) -> Result:
-    from skillos.training.canary import CANARIES, canary, code_hash, trainer_key
+    from skillos.devices import gpu_launch
+    from skillos.training.canary import CANARIES, trainer_key
 
     check, cfg = "recipe-learns", ctx.cfg
-    if not cfg.compute.spends_gpus:
-        return Result(check, GATES, "SKIP", detail="compute is the local CPU (no GPU is spent)")
+    launch = gpu_launch(cfg)
+    if not launch:
+        return Result(check, GATES, "SKIP", detail=f"no GPU is used: {launch.why}")
     key = trainer_key(cfg)
     credit = cfg.skillgate.selector_credit if cfg.skillgate.trainer == "selector" else None
     vouched = (f" (profile {credit} gives the selection no credit of its own: the method's canary on the same "
@@ -29,15 +36,70 @@ def recipe_learns(ctx: Context) -> Result:
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a trainer with a learning canary", INCIDENT,
                       f"no canary exists for trainer {key!r} (canaries: {', '.join(CANARIES)}); nothing has shown "
                       "that it learns")
-    digest = code_hash(canary(name).files)
-    found = read_ledger(ctx, lambda book: book.passing_canary(key, digest))
+    rows = read_ledger(ctx, lambda book: book.passing_canaries(key)) or []
+    found, stale = vouching(key, rows)
     command = f"skillos canary {name}" + (f" --credit {key.split(':', 1)[1]}" if ":" in key else "")
     if found is None:
-        return Result(check, GATES, "FAIL", "skillgate.trainer", key, f"a passing canary for code {digest}", INCIDENT,
-                      f"the ledger holds no passing canary of {key} for the current code ({digest}); run "
-                      f"`{command}` (~30 min on 2 CPU cores), then launch again")
-    return Result(check, GATES, "PASS", "skillgate.trainer", key, f"a passing canary for code {digest}", INCIDENT,
-                  f"canary #{found['id']}{vouched} passed for code {digest} on {found['created_at'][:10]}: {found['metric']} "
-                  f"{found['before_rate']:.0%} -> {found['after_rate']:.0%}, b/c {found['b']}/{found['c']}; "
-                  f"control b/c {found['control_b']}/{found['control_c']} ({found['control_verdict']})")
+        why = (f"the newest passing canary of {key} (#{stale[0]['id']}, code {stale[0]['code_hash']}) no longer "
+               f"covers the code: {_changed(stale[1])}" if stale else
+               f"the ledger holds no passing canary of {key}")
+        return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
+                      INCIDENT, f"{why} ({launch.why}); run `{command}` ({CANARY_MINUTES}), then launch again")
+    return Result(check, GATES, "PASS", "skillgate.trainer", key, "a passing canary for the code as it is", INCIDENT,
+                  f"canary #{found['id']}{vouched} passed for code {found['code_hash']} on {found['created_at'][:10]} "
+                  f"and still covers it ({len(found['result']['identity']['modules'])} modules it ran unchanged): "
+                  f"{found['metric']} {found['before_rate']:.0%} -> {found['after_rate']:.0%}, b/c "
+                  f"{found['b']}/{found['c']}; control b/c {found['control_b']}/{found['control_c']} "
+                  f"({found['control_verdict']})")
 
+
+def vouching(key: str, rows: list) -> tuple[dict | None, tuple | None]:
+    """(the newest of `rows` whose identity still holds for the code now, or None; (the newest
+    row, what changed since it) when none holds and there was one)."""
+    from skillos.training.canary import canary
+    from skillos.training.canary.identity import changes, config_digest
+
+    name, _, variant = key.partition(":")
+    configs: dict = {}
+    stale = None
+    for row in rows:
+        quick = bool(row["result"].get("quick"))
+        if quick not in configs:
+            configs[quick] = config_digest(canary(name).config(quick, variant or None))
+        differ = changes(row["result"].get("identity"), configs[quick])
+        if not differ:
+            return row, None
+        stale = stale or (row, differ)
+    return None, stale
+
+
+def _changed(differ: list) -> str:
+    return ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
+
+
+def standing(ledger) -> list[dict]:
+    """Per trainer with a canary in the ledger: its canaries run (and passed, by their own
+    verdicts), the code hash its newest passing canary covers, and whether that canary still
+    vouches for the code installed now (`skillos ledger canaries`)."""
+    from skillos.training.canary import canary
+
+    out = []
+    for trainer in dict.fromkeys(row["trainer"] for row in ledger.canaries()):
+        rows = ledger.canaries(trainer)
+        passing = ledger.passing_canaries(trainer)
+        entry = {"trainer": trainer, "canaries": len(rows), "passed": len(passing), "last_passing": None,
+                 "code_hash": None, "covers_current_code": None, "changed": []}
+        if passing:
+            newest = passing[0]
+            try:
+                canary(trainer.split(":")[0])
+            except Exception:  # noqa: BLE001 - a trainer whose canary this skillos no longer has
+                entry.update(last_passing=newest["id"], code_hash=newest["code_hash"], covers_current_code=False,
+                             changed=["this skillos has no such canary"])
+                out.append(entry)
+                continue
+            found, stale = vouching(trainer, passing[:1])
+            entry.update(last_passing=newest["id"], code_hash=newest["code_hash"], passed_at=newest["created_at"],
+                         covers_current_code=found is not None, changed=stale[1] if stale else [])
+        out.append(entry)
+    return out

@@ -9,16 +9,18 @@ permuted within each group): it must not show an improvement. A canary passes wh
 model's verdict is "improvement" and the control's is not; one that cannot fail proves nothing.
 
 Each canary is recorded in the ledger (an experiment `canary-NAME`, one run, a `canaries` row)
-with the code hash of the trainer files it exercised. Gate 6's `recipe-learns` check refuses a
-launch that spends GPUs unless a passing canary exists for the current code of its trainer.
+with its identity (training/canary/identity.py): every skillos module the run imported, its
+config as resolved, and the training libraries' versions, as one code hash. Gate 6's
+`recipe-learns` check refuses a launch that spends GPUs unless a canary of its trainer passed,
+by its own recorded verdicts, for code that is still what it ran.
 
 Where it runs is the one thing a canary's caller may set (`skillos canary --set compute.KEY=...`):
 with compute.backend ray its trained run and its negative control train at once, as two Ray
 tasks (`trained_and_control`); its miniature is fixed, since a canary tuned until it passes
 proves nothing.
 
-Canaries plug in here by name; each module's CANARY has `name`, `metric`, `files` (the code it
-exercises, hashed), `variants` (the settings it can check apart, e.g. the selector's credit
+Canaries plug in here by name; each module's CANARY has `name`, `metric`, `config(quick,
+variant)` (its miniature's config as resolved: part of its identity), `variants` (the settings it can check apart, e.g. the selector's credit
 profiles; empty for one that has none), `key(variant)` (what the ledger and the gate call the
 trainer it vouches for) and `measure(out, quick, echo, variant, compute) -> Measured` (`compute`:
 the compute.* settings, applied to its config).
@@ -27,7 +29,6 @@ the compute.* settings, applied to its config).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import sys
@@ -35,14 +36,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillos import config as cfgmod
+from skillos import devices
 from skillos.errors import SkillosError
+from skillos.training.canary import identity
 
 CANARIES = {
     "curator": "skillos.training.canary.curator:CANARY",  # SkillOS GRPO, curator env, reading executor
     "selector": "skillos.training.canary.selector:CANARY",  # SkillGate GRPO with clean-oracle credit
     "optimize": "skillos.training.canary.optimize:CANARY",  # text-space optimization with its gate
 }
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding toolkit/, evals/, training/
 SIGNALS = {"real": "trained", "shuffled": "control"}  # the learning signal, the negative control: their folders
 CANARY_COMPUTE = ("local", "ray")  # where a canary's two training runs can go (compute.backend)
 CANARY_KEYS = ("backend", "ray_address", "ray_max_retries", "ray_gpus_per_task", "gpu")  # what --set may move
@@ -118,17 +121,18 @@ def trained_and_control(cfg, out: Path, work, echo, model: bool = True) -> dict:
     finished there is reused; one cut off starts over: a canary checkpoints its last step only);
     this process alone writes the canary's result and the ledger. `model`: the runs train or run
     a model (a task then reserves a GPU when compute.gpu names them)."""
+    digest = identity.config_digest(cfg)
     if cfg.compute.backend != "ray":
-        return {signal: work(signal, out / folder, echo) for signal, folder in SIGNALS.items()}
+        return {signal: _stamped(work, digest, signal, out / folder, echo) for signal, folder in SIGNALS.items()}
     from skillos.evals import distributed
 
     out = Path(out).resolve()  # a worker's working folder is not this process's
-    tasks = [distributed.Task(f"canary {folder} run", _quiet_work, (work, signal, out / folder),
+    tasks = [distributed.Task(f"canary {folder} run", _quiet_work, (work, digest, signal, out / folder),
                               distributed.resources(cfg, model_in_task=model)) for signal, folder in SIGNALS.items()]
     results = {}
 
     def finished(task, result) -> None:
-        results[task.args[1]] = result
+        results[task.args[2]] = result
         echo(f"{task.label} finished on ray ({len(results)} of {len(tasks)})")
 
     echo(f"{len(tasks)} Ray tasks submitted: the trained run and the negative control")
@@ -136,19 +140,17 @@ def trained_and_control(cfg, out: Path, work, echo, model: bool = True) -> dict:
     return {signal: results[signal] for signal in SIGNALS}
 
 
-def _quiet_work(work, signal: str, folder: Path):
+def _stamped(work, digest: str, signal: str, folder: Path, echo):
+    """One run of a canary, its folder and checkpoints then stamped with the identity of the
+    process that ran it (a Ray worker imports what it trains with: the driver cannot see it)."""
+    result = work(signal, folder, echo)
+    identity.stamp(folder, digest)
+    return result
+
+
+def _quiet_work(work, digest: str, signal: str, folder: Path):
     """A canary's run as a Ray task: a worker's prints would be lost, so this process reports."""
-    return work(signal, folder, lambda _line: None)
-
-
-def code_hash(files) -> str:
-    """sha256 over the trainer files a canary exercises (path and bytes, in order): a canary
-    vouches for this code only; an edit to any of them asks for a new canary."""
-    digest = hashlib.sha256()
-    for rel in sorted(files):
-        path = PACKAGE_ROOT / rel
-        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return _stamped(work, digest, signal, folder, lambda _line: None)
 
 
 def judge(measured: Measured) -> dict:
@@ -180,17 +182,22 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     key = chosen.key(variant)
     started = time.perf_counter()
     folder = Path(out) if out else Path("runs") / f"canary-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    resolved = chosen.config(quick, variant)
+    placed = devices.undeclared(cfgmod.with_sets(resolved, sets)) if resolved.training.is_set() else None
+    if placed:  # before the warm start moves a weight
+        raise SkillosError(f"canary {name}: {placed.replace('set compute.gpu', 'add --set compute.gpu')}")
+    config = identity.config_digest(resolved)
+    identity.guard(folder, config)  # a folder made by other code is never recorded under this code's hash
     folder.mkdir(parents=True, exist_ok=True)
-    digest = code_hash(chosen.files)
+    identity.stamp(folder, config)  # what it ran so far: a rerun after a kill is guarded too
     run_id = None
     if ledger is not None:
         experiment = ledger.find_or_add_experiment(
-            f"canary-{key}", digest, hypothesis=f"{key}: training moves {chosen.metric} "
+            f"canary-{key}", config, hypothesis=f"{key}: training moves {chosen.metric} "
             "on held-out tasks; the same training with the signal destroyed does not",
             success_metric=f"{chosen.metric} (paired, exact McNemar) vs before training")
         run_id = ledger.start_run(experiment, "canary", config={"canary": name, "variant": variant, "quick": quick,
-                                                              "code_hash": digest, "files": list(chosen.files),
-                                                              "compute": sets})
+                                                              "config_digest": config, "compute": sets})
     try:
         with contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the result's
             measured = chosen.measure(folder, quick, echo, variant, sets)
@@ -199,6 +206,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
             ledger.end_experiment_run(run_id, status, f"{type(exc).__name__}: {exc}"[:300])
         raise
+    ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
     judged = judge(measured)
     trained, control = judged["trained"], judged["control"]
     c = trained["comparison"]
@@ -210,7 +218,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
                     "p": control["comparison"].p_value, "after": control["comparison"].treatment_rate,
                     "n": control["comparison"].n_paired, "verdict": control["verdict"].label},
         "passed": trained["verdict"].word == "improvement" and control["verdict"].word != "improvement",
-        "quick": quick, "compute": sets, "code_hash": digest, "wall_s": round(time.perf_counter() - started, 1),
+        "quick": quick, "compute": sets, "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
         "n_dropped": c.n_dropped, "reasons": {"trained": trained["verdict"].reasons,
                                               "control": control["verdict"].reasons},
         "detail": measured.detail, "output_dir": str(folder),

@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import Canary, Measured
+from skillos.training.canary import Canary, Measured, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
@@ -46,11 +46,13 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 class CuratorCanary(Canary):
     name = "curator"
     metric = "executor success at position 2 with the curator's sampled skill"
-    files = ("training/trainer.py", "training/rollouts.py", "training/env.py", "training/reward.py",
-             "training/groups.py", "training/warmup.py", "evals/curation.py", "evals/runner.py",
-             "evals/envs/household/heuristic/executor.py", "evals/envs/household/heuristic/reading.py",
-             "evals/backends/hf_chat.py", "evals/backends/chat.py", "training/canary/__init__.py",
-             "training/canary/curator.py")
+
+    def config(self, quick: bool = False, variant: str | None = None):
+        """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
+        from skillos import config as cfgmod
+
+        cfg = cfgmod.load(CONFIG, sets=QUICK if quick else [])
+        return cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
         import functools
@@ -59,9 +61,7 @@ class CuratorCanary(Canary):
         from skillos.evals.arms import load_games
         from skillos.training.canary import trained_and_control
 
-        sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else []) + list(compute)
-        cfg = cfgmod.load(CONFIG, sets=sets)
-        cfg = cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
+        cfg = cfgmod.with_sets(self.config(quick), [f"training.output_dir={out / 'trained'}", *compute])
         train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
         held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
         echo(f"canary curator: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
@@ -119,6 +119,7 @@ def warm_start(cfg, games, folder: Path) -> str:
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
             steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True)
+    identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
 
 

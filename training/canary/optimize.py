@@ -29,11 +29,12 @@ QUICK = ["env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "opt
 class OptimizeCanary(Canary):
     name = "optimize"
     metric = "executor success on the sealed test split, seed skills vs best"
-    files = ("training/optimize.py", "training/textual.py", "training/reflect.py", "training/document.py",
-             "training/slow.py", "training/candidates.py", "evals/stats.py", "evals/runner.py",
-             "evals/envs/household/heuristic/curator.py", "evals/envs/household/heuristic/notes.py",
-             "evals/envs/household/heuristic/executor.py", "evals/envs/household/heuristic/reading.py",
-             "training/canary/__init__.py", "training/canary/optimize.py")
+
+    def config(self, quick: bool = False, variant: str | None = None):
+        """The miniature's config as resolved (training/configs/optimize-quickstart.yaml; --quick's size)."""
+        from skillos import config as cfgmod
+
+        return cfgmod.load(CONFIG, sets=QUICK if quick else [])
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
         import functools
@@ -41,7 +42,7 @@ class OptimizeCanary(Canary):
         from skillos import config as cfgmod
         from skillos.training.canary import trained_and_control
 
-        cfg = cfgmod.load(CONFIG, sets=(QUICK if quick else []) + list(compute))
+        cfg = cfgmod.with_sets(self.config(quick), list(compute))
         reports = trained_and_control(cfg, out, functools.partial(optimize, cfg), echo, model=False)  # heuristic
         real, control = reports["real"], reports["shuffled"]
         return Measured(self.metric, real["test_outcomes"]["seed"], real["test_outcomes"]["best"],

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import SIGNALS, Canary, Measured
+from skillos.training.canary import SIGNALS, Canary, Measured, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -40,9 +40,15 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 class SelectorCanary(Canary):
     name = "selector"
     metric = "oracle read (the first read_skill call, sampled)"
-    files = ("training/selector_trainer.py", "training/selector_credit.py", "training/trainer.py",
-             "training/warmup.py", "evals/envs/slate/slates.py", "evals/runner.py", "evals/backends/hf_chat.py",
-             "evals/backends/chat.py", "training/canary/__init__.py", "training/canary/selector.py")
+
+    def config(self, quick: bool = False, variant: str | None = None):
+        """The miniature's config as resolved (training/configs/canary-selector.yaml; --quick's size;
+        `variant`: the credit profile)."""
+        from skillos import config as cfgmod
+
+        sets = (QUICK if quick else []) + ([f"skillgate.selector_credit={variant}"] if variant else [])
+        cfg = cfgmod.load(CONFIG, sets=sets)
+        return cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
 
     @property
     def variants(self) -> tuple:
@@ -63,10 +69,7 @@ class SelectorCanary(Canary):
         from skillos.evals.arms import load_games
         from skillos.training.canary import trained_and_control
 
-        sets = [f"training.output_dir={out / 'trained'}"] + (QUICK if quick else [])
-        sets += ([f"skillgate.selector_credit={variant}"] if variant else []) + list(compute)
-        cfg = cfgmod.load(CONFIG, sets=sets)
-        cfg = cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
+        cfg = cfgmod.with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
         held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
         echo(f"canary selector: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
@@ -119,6 +122,7 @@ def warm_start(cfg, games, out: Path) -> str:
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, tool_schemas(), folder, steps=cfg.canary.warmup_steps,
             learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True)
+    identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
 
 

@@ -1,0 +1,171 @@
+"""What a canary ran, as one hash: the certificate gate 6 reads.
+
+A canary's identity is computed from what actually ran, never from a list someone maintains:
+every skillos module the run imported (read from `sys.modules` when it ends, in this process and
+in each Ray worker that trained one of its runs), each by the sha256 of its source; the canary's
+config as resolved (where it runs left out: compute.* moves no result); and the versions of the
+libraries whose code trains (torch, transformers, trl, peft). An edit to any module the run
+imported, to the canary's YAML, or a library upgrade, makes a different identity.
+
+The identity is written into the canary's folder (IDENTITY) and into every checkpoint under it.
+A rerun into that folder first recomputes every identity the folder holds against the code as it
+is now (`guard`): a folder made by other code is refused, so its finished runs are never recorded
+under the new code's hash (a trainer with the reward's sign flipped would otherwise be recorded as
+that code's canary without training). Gate 6 recomputes a passing canary's identity the same way
+(`changes`): the canary vouches only while nothing it ran has changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from skillos.errors import SkillosError
+
+IDENTITY = "canary-identity.json"  # in the canary's folder, each run's folder and each checkpoint
+LIBRARIES = ("torch", "transformers", "trl", "peft")  # the code that trains, beside skillos's own
+PACKAGE = "skillos"
+
+
+def loaded_modules() -> list[str]:
+    """The skillos modules this process has imported (with a source file), sorted."""
+    return sorted(name for name, module in list(sys.modules.items())
+                  if (name == PACKAGE or name.startswith(PACKAGE + ".")) and
+                  str(getattr(module, "__file__", None) or "").endswith(".py"))
+
+
+def source(name: str) -> Path | None:
+    """The source file of skillos module `name` as installed now, found without importing it (its
+    parent packages below skillos's subpackages are plain folders); None: it is gone."""
+    parts = name.split(".")
+    for depth in (2, 1):  # skillos.evals / skillos.training / ... map to folders of their own
+        if len(parts) < depth:
+            continue
+        try:
+            spec = importlib.util.find_spec(".".join(parts[:depth]))
+        except (ImportError, ValueError):
+            continue
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        base = Path(list(spec.submodule_search_locations)[0]).joinpath(*parts[depth:])
+        for path in (base / "__init__.py", base.with_suffix(".py")) if len(parts) > depth else (base / "__init__.py",):
+            if path.is_file():
+                return path
+        return None
+    return None
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def versions() -> dict:
+    """The installed version of each library in LIBRARIES (None: not installed)."""
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def config_digest(cfg) -> str:
+    """The canary's config as resolved, less where it runs: its identity (config.identity: no
+    output paths or parallelism) without the compute section (local, Ray or a GPU train the same
+    miniature)."""
+    from skillos.config import identity
+
+    data = identity(cfg.to_dict())
+    data.pop("compute", None)
+    return _digest(json.dumps(data, sort_keys=True, default=str).encode())
+
+
+def identity(modules, config: str) -> dict:
+    """{code_hash, modules: {name: sha of its source, or None: gone}, config, versions} now."""
+    sources = {}
+    for name in sorted(set(modules)):
+        path = source(name)
+        try:
+            sources[name] = _digest(path.read_bytes()) if path is not None else None
+        except OSError:  # gone since it was found
+            sources[name] = None
+    body = {"modules": sources, "config": config, "versions": versions()}
+    return {"code_hash": _digest(json.dumps(body, sort_keys=True).encode()), **body}
+
+
+def changes(recorded: dict, config: str) -> list[str]:
+    """What differs between a recorded identity and the same modules, the canary config `config`
+    and the libraries now: one phrase each; [] when the identity still holds."""
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("modules"), dict) or not recorded["modules"]:
+        return ["it carries no identity (recorded before canaries did)"]
+    now = identity(recorded["modules"], config)
+    out = [f"{name} {'removed' if now['modules'][name] is None else 'changed'}"
+           for name, sha in recorded["modules"].items() if now["modules"].get(name) != sha]
+    if recorded.get("config") != config:
+        out.append("the canary's config changed")
+    out += [f"{lib} {recorded.get('versions', {}).get(lib)} -> {version}" for lib, version in now["versions"].items()
+            if (recorded.get("versions") or {}).get(lib) != version]
+    if not out and now["code_hash"] != recorded.get("code_hash"):
+        out.append("its code hash does not match what it records")
+    return out
+
+
+def recorded_modules(path: Path) -> list[str]:
+    """The modules an identity file records (a run's stamp, written by the process that ran it)."""
+    try:
+        return list(json.loads(Path(path).read_text(encoding="utf-8")).get("modules") or ())
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def stamp(folder: Path, config: str, modules=None) -> dict:
+    """Write into `folder` and every checkpoint folder under it the identity of what made them:
+    `modules` (default: what this process imported) with the modules each already records (a run
+    a rerun reused was made by those; `guard` checked they still hold), and the config digest.
+    Returns the identity written into `folder` itself."""
+    from skillos.files import write_atomic
+
+    folder = Path(folder)
+    modules = set(loaded_modules() if modules is None else modules)
+    written = None
+    for target in [folder] + sorted(p for p in folder.rglob("checkpoint-*") if p.is_dir()):
+        ident = identity(modules | set(recorded_modules(target / IDENTITY)), config)
+        write_atomic(target / IDENTITY, json.dumps(ident, indent=1, sort_keys=True) + "\n")
+        written = written or ident
+    return written
+
+
+def ran(folder: Path, config: str) -> dict:
+    """The identity of a whole canary: this process's modules and every module any identity under
+    `folder` records (its runs' processes, Ray workers included), stamped into all of them."""
+    modules = set(loaded_modules()).union(*(recorded_modules(p) for p in Path(folder).rglob(IDENTITY)))
+    return stamp(folder, config, modules)
+
+
+def guard(folder: Path, config: str) -> None:
+    """Refuse (one line) to run a canary into `folder` when what it holds was made by other code:
+    every identity under it is recomputed against the code now; a folder with files and no
+    identity of its own was not made by a canary of this skillos. An empty or absent folder passes."""
+    folder = Path(folder)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    own = folder / IDENTITY
+    if not own.is_file():
+        raise SkillosError(f"canary --out {folder}: it holds files but no {IDENTITY}: not a canary folder of this "
+                           "skillos; choose a new --out")
+    for path in sorted(folder.rglob(IDENTITY)):
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SkillosError(f"canary --out {folder}: {path} is unreadable ({type(exc).__name__}); choose a new "
+                               "--out") from None
+        differ = changes(recorded, config)
+        if differ:
+            shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
+            raise SkillosError(f"canary --out {folder}: made by other code than this ({shown}); its runs cannot vouch "
+                               "for this code and are not reused: choose a new --out")
