@@ -117,7 +117,6 @@ def dpo_args_spec(cfg: Config, cpu: bool, out=None) -> tuple:
 
 
 def _train(cfg: Config, ledger, echo, kind: str) -> dict:
-    import torch
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -126,9 +125,9 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.ledger.experiments import record_experiment
     from skillos.training.prompt_cap import cap_text
-    from skillos.training.trainer import archive_callback, archived, is_main_process, lora_config, output_dir
+    from skillos.training.trainer import archive_callback, archived, is_main_process, lora_config, on_cpu, output_dir
 
-    cpu = not torch.cuda.is_available()
+    cpu = on_cpu(cfg)
     out = output_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)

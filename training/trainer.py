@@ -266,14 +266,25 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "r
     return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))
 
 
+def on_cpu(cfg: Config) -> bool:
+    """Whether the trainer runs on the CPU (torch sees no CUDA device); a config that names no GPU
+    on a process that sees one is refused here, before any weight moves (skillos/devices.py)."""
+    import torch
+
+    from skillos.devices import undeclared
+
+    refused = undeclared(cfg, torch.cuda.device_count())
+    if refused:
+        raise SkillosError(f"{cfg.source or 'config'}: {refused}")
+    return not torch.cuda.is_available()
+
+
 def guarded(cfg: Config, echo, body) -> dict:
     """What every trainer does around its run: the output folder checked, a rerun of a finished
     run reported (never trained past max_steps), and the folder locked while one run writes it.
     `body(out, cpu)` trains and returns the summary."""
-    import torch
-
     check_report_to(cfg)
-    cpu = not torch.cuda.is_available()
+    cpu = on_cpu(cfg)
     out = output_dir(cfg)
     if out.exists() and not out.is_dir():
         raise SkillosError(f"training.output_dir: {out} is a file; an output folder is needed")

@@ -1,0 +1,133 @@
+"""Whether a launch uses a GPU: what it will use, not what it declares.
+
+Gates 5 (a person approved the plan) and 6 (the recipe learns) guard every launch that spends
+GPUs. A launch spends them when it names them (compute.gpu, an accelerate or Modal launch, Ray
+tasks that reserve GPUs), when something it runs exists only on a GPU (a vllm backend, a sweep
+serving adapters from one vLLM server, TRL's use_vllm, a DeepSpeed config), or when its process
+can see a CUDA device and will put a model on it (training, or an hf backend: torch moves both
+to CUDA whenever it sees one). `gpu_launch` is the one predicate; every launch path asks it,
+the library's included. A launch that names no GPU and finds one anyway (`undeclared`) is
+refused before any weight moves: the plan's GPU-hours and the approval would count none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillos.registry import BACKENDS, uses_model
+
+MODEL_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer")
+GPU_BACKENDS = ("accelerate", "modal")  # compute.backend values that launch on GPUs
+HIDE_CUDA = "CUDA_VISIBLE_DEVICES="  # what keeps a launch on the CPU of a machine with GPUs
+
+
+def cuda_devices() -> int:
+    """CUDA devices this process can see, without importing torch (the static gates stay light):
+    torch's own count when it is already imported, else the NVIDIA driver's devices less those
+    CUDA_VISIBLE_DEVICES hides."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            return int(torch.cuda.device_count())
+        except Exception:  # noqa: BLE001 - a broken CUDA install shows no device; the driver count follows
+            pass
+    gpus = Path("/proc/driver/nvidia/gpus")
+    try:
+        present = len(list(gpus.iterdir())) if gpus.is_dir() else len(
+            [p for p in Path("/dev").glob("nvidia*") if re.fullmatch(r"nvidia\d+", p.name)])
+    except OSError:
+        present = 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return present
+    ids = [v for v in visible.split(",") if v.strip()]
+    if not ids or ids[0].strip() == "-1":  # "" or -1: CUDA sees nothing
+        return 0
+    return min(present, len(ids))
+
+
+@dataclass
+class GpuLaunch:
+    """Why a launch uses GPUs (`reasons`, each naming its key); false when there is none."""
+
+    reasons: list = field(default_factory=list)
+    cuda: int = 0  # CUDA devices this process sees (0 when not probed)
+
+    def __bool__(self) -> bool:
+        return bool(self.reasons)
+
+    @property
+    def why(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else "the local CPU (no GPU named, no GPU-only backend, " \
+            "no CUDA device visible to a model this launch runs)"
+
+
+def declared(cfg) -> list[str]:
+    """What in the config itself puts the launch on GPUs, each naming its key."""
+    c, out = cfg.compute, []
+    if c.gpu is not None:
+        out.append(f"compute.gpu {c.gpu}")
+    if c.backend in GPU_BACKENDS:
+        out.append(f"compute.backend {c.backend}")
+    if (c.ray_gpus_per_task or 0) > 0 and c.backend == "ray":
+        out.append(f"compute.ray_gpus_per_task {c.ray_gpus_per_task:g}")
+    for section in MODEL_SECTIONS:
+        backend = _section(cfg, section).backend
+        entry = BACKENDS.get(backend)
+        if entry is not None and entry.gpu_only:
+            out.append(f"{section}.backend {backend} (GPU only)")
+    if cfg.sweep.serve == "adapters":
+        out.append("sweep.serve adapters (one vLLM server on a GPU)")
+    if cfg.training.is_set():
+        if cfg.training.use_vllm:
+            out.append("training.use_vllm (vLLM generation on GPUs)")
+        if c.deepspeed_config:
+            out.append(f"compute.deepspeed_config {c.deepspeed_config} (DeepSpeed shards over GPUs)")
+    return out
+
+
+def runs_model_here(cfg) -> list[str]:
+    """What puts a model on this process's devices: training, or a local backend it runs."""
+    out = ["training (the trainer moves the policy to CUDA when torch sees one)"] if cfg.training.is_set() else []
+    for section in MODEL_SECTIONS:
+        backend = _section(cfg, section).backend
+        entry = BACKENDS.get(backend)
+        if entry is not None and entry.local and uses_model(backend):
+            out.append(f"{section}.backend {backend}")
+    return out
+
+
+def gpu_launch(cfg, cuda: int | None = None) -> GpuLaunch:
+    """Whether `cfg`'s launch uses GPUs, and why: what it declares, or a CUDA device this process
+    sees (`cuda`: the count; None: probed now) beside a model it runs here."""
+    reasons = declared(cfg)
+    seen = cuda_devices() if cuda is None else cuda
+    here = runs_model_here(cfg)
+    if seen and here:
+        reasons.append(f"this process sees {seen} CUDA device(s) and runs {here[0]} on them")
+    return GpuLaunch(reasons, seen)
+
+
+def undeclared(cfg, cuda: int | None = None) -> str | None:
+    """Why the launch must be refused when it names no GPU and would put a model on one it finds
+    (the keys to set); None when it declares its GPUs or finds none it would use."""
+    if declared(cfg):
+        return None
+    seen = cuda_devices() if cuda is None else cuda
+    here = runs_model_here(cfg)
+    if not (seen and here):
+        return None
+    return (f"this process sees {seen} CUDA device(s) and the launch would run {here[0]} on them, but the config "
+            f"names no GPU: set compute.gpu (e.g. compute.gpu=H100:{seen}) so the plan, the approval and the canary "
+            f"gate count them, or run with {HIDE_CUDA} to stay on the CPU")
+
+
+def _section(cfg, dotted: str):
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
