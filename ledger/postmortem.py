@@ -1,5 +1,6 @@
 """A postmortem generated from the ledger's records, not written from memory: timeline,
-failures by category and mode, cost, what each gate did, overrides and their reasons, open items.
+failures by category and mode, cost, what each gate did, overrides and their reasons, a
+person's steps and where they ran, open items.
 
 Scope: one experiment (its runs and the failures linked to either), one run, or everything
 since a date.
@@ -7,6 +8,7 @@ since a date.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from skillos.ledger.stats import failure_counts
@@ -72,11 +74,42 @@ def postmortem(ledger: Ledger, experiment_id: int | None = None, run_id: int | N
         goal = ledger.goal()
         ids = {f["id"] for f in failures}
         fixes = [ledger.fix(row["id"]) for row in ledger.rows("fixes") if row["failure_id"] in ids]
-    return render(ledger.path, title, goal, experiments, runs, failures, stats, gates, overrides, fixes)
+        steps = _person_steps(ledger, experiments if experiment_id is not None or run_id is not None else None, since)
+    return render(ledger.path, title, goal, experiments, runs, failures, stats, gates, overrides, fixes, steps)
+
+
+def _person_steps(ledger: Ledger, experiments: list | None, since: str | None) -> list[dict]:
+    """The approvals in scope (of the scope's experiments by name; all of them for the whole
+    ledger) and, for the whole ledger, the goals: each a person's step with its witness."""
+    names = None if experiments is None else {e["name"] for e in experiments}
+    steps = []
+    for row in ledger.approvals():
+        plan = json.loads(row["plan_json"] or "{}")
+        if names is None or plan.get("experiment") in names:
+            steps.append({"what": f"approval #{row['id']} of plan hash {row['config_hash']} ({plan.get('experiment')})",
+                          "actor": row["actor"], "created_at": row["created_at"], "witness": row["witness"]})
+    if names is None:
+        for row in ledger.goals():
+            steps.append({"what": f"goal #{row['id']} set", "actor": row["set_by"], "created_at": row["created_at"],
+                          "witness": json.loads(row.get("witness_json") or "null")})
+    return sorted((s for s in steps if not since or s["created_at"] >= since), key=lambda s: s["created_at"])
+
+
+def person_step_line(step: dict) -> str:
+    """One person's step as the ledger and the postmortem show it: who, where, and what in its
+    witness suggests it was not a person at their terminal (toolkit/person.py)."""
+    from skillos.person import forged
+
+    seen = step["witness"] or {}
+    term = (seen.get("terminal") or {}).get("stdin") or "no terminal"
+    chain = " <- ".join(p["name"] for p in (seen.get("ancestry") or [])[:8]) or "not recorded"
+    flags = forged(step["witness"])
+    return (f"{step['created_at']} {step['what']} by {step['actor']} at {term}, under {chain}: "
+            + ("SUSPECT: " + "; ".join(flags) if flags else "a terminal, no agent found"))
 
 
 def render(path, title: str, goal: dict | None, experiments: list, runs: list, failures: list,
-           stats: dict, gates: list, overrides: list, fixes: list = ()) -> str:
+           stats: dict, gates: list, overrides: list, fixes: list = (), steps: list = ()) -> str:
     """The markdown; `failures` need FAILURE_COLUMNS, `stats` is failure_stats' dict."""
     out = [f"# Postmortem: {title}", "",
            f"Generated from the ledger at `{path}`: every line below is a record, not a recollection.",
@@ -152,6 +185,9 @@ def render(path, title: str, goal: dict | None, experiments: list, runs: list, f
     out += ["", "## Overrides", ""]
     out += [f"- gate {o['gate']} {o['check_name']}, by {o['actor']}: {o['reason']}" for o in overrides] \
         or ["None."]
+
+    out += ["", "## A person's steps (approvals, goals) and where they ran", ""]
+    out += [f"- {person_step_line(step)}" for step in steps] or ["None."]
 
     out += ["", "## Open items", ""]
     open_items = [f"- failure #{f['id']} is {f['status']}: {f['what']}" for f in failures

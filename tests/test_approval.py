@@ -23,14 +23,20 @@ PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
 SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
 
 
-def at_terminal(home, *args, typed: str) -> tuple[int, str]:
+def at_terminal(home, *args, typed: str, env: dict | None = None) -> tuple[int, str]:
     """`skillos ARGS` in a real pseudo-terminal (pty.fork: stdin and stdout are the terminal),
-    answering its confirmation prompt with `typed` ("CODE": the code the prompt asks for)."""
+    answering its confirmation prompt with `typed` ("CODE": the code the prompt asks for; None:
+    the step is expected to refuse before it asks)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the CLI, on the terminal
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "skillos", *map(str, args)],
-                  {**os.environ, "SKILLOS_HOME": str(home), "COLUMNS": "400"})
+                  {**os.environ, "SKILLOS_HOME": str(home), "COLUMNS": "400", **(env or {})})
+    if typed is None:
+        shown = _read_until(fd, None)
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        return os.waitstatus_to_exitcode(status), shown.decode(errors="replace").replace("\r\n", "\n")
     shown = _read_until(fd, b"to confirm")
     asked = re.search(rb"Type (\S+) to confirm", shown)
     assert asked, shown.decode(errors="replace")
@@ -105,7 +111,11 @@ def test_a_gpu_launch_needs_a_plan_a_person_approved_at_a_terminal(tmp_path, ski
         assert code == 1 and rows == [] and "not confirmed" in shown
         return
     assert code == 0 and len(rows) == 1, shown
-    assert rows[0]["actor"] == getpass.getuser() and rows[0]["config_hash"] == cfg.hash() and rows[0]["created_at"]
+    assert rows[0]["actor"] == getpass.getuser() and rows[0]["config_hash"] == cfg.plan_hash() and rows[0]["created_at"]
+    witness = json.loads(rows[0]["witness_json"])
+    assert witness["terminal"]["stdin"].startswith("/dev/") and witness["ancestry"][0]["pid"]
+    assert witness["agent_variables"] == [] and witness["user"] == getpass.getuser()
+    assert str(tmp_path / "plan.json") not in shown.split("Type ")[1][:20]  # the code is drawn, not the file's
     passed = approved_plan(gates.check(cfg, command="train"))
     assert passed.status == "PASS" and getpass.getuser() in passed.detail
     changed = config.with_sets(cfg, ["training.learning_rate=2e-6"])  # another config: another plan
@@ -132,6 +142,68 @@ def test_a_plan_whose_config_changed_is_not_approved(tmp_path):
     (tmp_path / "bad.json").write_text("[1]")
     bad = run_cli("approve", tmp_path / "bad.json")
     assert bad.returncode == 2 and "not a plan" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_approve_shows_the_configs_numbers_and_refuses_an_edited_plan(tmp_path, skillos_home):
+    from skillos.gates.approval import short_hash
+
+    run_cli("plan", PAPER, "--out", tmp_path / "plan.json")
+    written = json.loads((tmp_path / "plan.json").read_text())
+    for key, value in (("total", 12), ("held_out_per_arm", 5)):
+        forged = {**written, "games": {**written["games"], key: value}}
+        (tmp_path / "forged.json").write_text(json.dumps(forged))
+        refused = run_cli("approve", tmp_path / "forged.json")
+        assert refused.returncode == 2 and f"games.{key}: the file says {value}" in refused.stderr, refused.stderr
+        assert "edited" in refused.stderr and refused.stderr.count("\n") == 1
+    forged = {**written, "cost": {**written["cost"], "gpu_hours": 0.5}}
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    assert "cost.gpu_hours: the file says 0.5" in run_cli("approve", tmp_path / "forged.json").stderr
+    # what the person types is drawn when they approve: the plan file's own hash is not it
+    code, shown = at_terminal(skillos_home, "approve", tmp_path / "plan.json", typed=short_hash(
+        (tmp_path / "plan.json").read_text()))
+    assert code == 1 and "not confirmed" in shown
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert ledger.rows("approvals") == []
+
+
+def test_a_plan_covers_the_resources_it_reserves(tmp_path, skillos_home):
+    ray2, ray16 = (config.with_sets(config.load(PAPER), ["compute.backend=ray", f"compute.ray_gpus_per_task={n}"])
+                   for n in (2, 16))
+    assert ray2.hash() == ray16.hash()  # one experiment: the same rows
+    assert ray2.plan_hash() != ray16.plan_hash()  # two plans: different GPUs reserved
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        ledger.add_approval(ray2.plan_hash(), "0" * 64, {}, "alice")
+    assert approved_plan(gates.check(ray2, command="eval")).status == "PASS"
+    assert approved_plan(gates.check(ray16, command="eval")).status == "FAIL"
+    for gpu in ("H100:-3", "H100:0", "H100:two", ":4"):
+        refused = run_cli("plan", PAPER, "--set", f"compute.gpu={gpu}", "--out", tmp_path / "p.json")
+        assert refused.returncode == 2 and "compute.gpu" in refused.stderr and "1 or more" in refused.stderr
+        assert not (tmp_path / "p.json").exists()
+    refused = run_cli("plan", PAPER, "--set", "compute.ray_gpus_per_task=-1")
+    assert refused.returncode == 2 and "compute.ray_gpus_per_task" in refused.stderr
+
+
+@pytest.mark.parametrize("variable", ["CLAUDECODE", "CODEX_SANDBOX", "GEMINI_CLI"])
+def test_a_persons_step_is_refused_in_an_agents_shell_even_at_a_terminal(tmp_path, skillos_home, variable):
+    run_cli("plan", PAPER, "--out", tmp_path / "plan.json")
+    code, shown = at_terminal(skillos_home, "approve", tmp_path / "plan.json", typed=None, env={variable: "1"})
+    assert code == 1 and "coding agent" in shown and variable in shown and "to confirm" not in shown
+    code, shown = at_terminal(skillos_home, "ledger", "goal", "win", typed=None, env={variable: "1"})
+    assert code == 1 and "coding agent" in shown
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert ledger.rows("approvals") == [] and ledger.goals() == []
+
+
+def test_a_forged_login_is_visible_in_the_ledger_and_the_postmortem(tmp_path, skillos_home):
+    run_cli("plan", PAPER, "--out", tmp_path / "plan.json")
+    code, shown = at_terminal(skillos_home, "approve", tmp_path / "plan.json", typed="CODE",
+                              env={"LOGNAME": "the-boss", "USER": "the-boss"})
+    assert code == 0, shown
+    listed = json.loads(run_cli("ledger", "approvals", "--json").stdout)
+    assert listed[0]["actor"] == getpass.getuser()  # the real user, not $LOGNAME
+    assert any("$LOGNAME 'the-boss'" in s for s in listed[0]["suspect"])
+    report = run_cli("postmortem").stdout
+    assert "approval #1 of plan hash" in report and "SUSPECT: $LOGNAME 'the-boss'" in report
 
 
 def test_the_goal_is_set_at_a_terminal_and_every_goal_is_listed(skillos_home):

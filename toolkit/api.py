@@ -96,13 +96,20 @@ def plan(config: Config | str | Path, *, out: str | Path | None = None, sets: li
     from skillos.secrets import redact_text
 
     cfg = _config(config)
-    report = gates.check(cfg, dry_run=False)
     source = str(Path(cfg.source).resolve()) if cfg.source else None
-    proposal = approval.build(cfg, report, source, list(sets), actor())
-    text = redact_text(approval.plan_text(proposal))  # as write_atomic writes it: the hash is the file's
+    plan_ = proposal(cfg, source, list(sets), actor())
+    text = redact_text(approval.plan_text(plan_))  # as write_atomic writes it: the hash is the file's
     path = Path(out) if out else default_path().parent / "plans" / f"{cfg.experiment.name}-{cfg.hash()}.json"
     write_atomic(path, text)
-    return {"path": str(path), "short_hash": approval.short_hash(text), "plan": proposal}
+    return {"path": str(path), "short_hash": approval.short_hash(text), "plan": plan_}
+
+
+def proposal(cfg: Config, source: str | None, sets: list, proposed_by: str | None) -> dict:
+    """The plan of a loaded config, computed from it alone (the static gates and the step plan):
+    what `plan` writes, and what `skillos approve` computes again and shows the person."""
+    from skillos.gates import approval
+
+    return approval.build(cfg, gates.check(cfg, dry_run=False), source, list(sets), proposed_by)
 
 
 def evaluate(config: Config | str | Path, *, out: str | Path | None = None,

@@ -158,16 +158,19 @@ class _Plain(PlainProgress):
         return None
 
 
-def person_confirms(step: str, code: str, show: Iterable[str]) -> str:
-    """A person's step (approving a plan, setting the goal): only at an interactive terminal, and
-    only when the person types `code` back. Returns who confirmed (the login name). Refused in a
-    pipe, in a script, without a terminal: the refusal names the step and nothing else."""
-    import getpass
-
+def person_confirms(step: str, code: str, show: Iterable[str]) -> dict:
+    """A person's step (approving a plan, setting the goal): only at an interactive terminal, not
+    inside a coding agent's shell, and only when the person types `code` back (draw it fresh for
+    each step: secrets.token_hex). Returns the witness (toolkit/person.py: `user`, the real login,
+    the terminal, the process ancestry) the caller records beside the step. What this stops and
+    what it cannot: toolkit/person.py. A refusal names the step and nothing else."""
+    from skillos import person
     from skillos.errors import Refused
 
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise Refused(f"{step}: refused; this is a person's step, taken at an interactive terminal")
+    seen = person.witness()
+    refused = person.refusal(step, seen)
+    if refused:
+        raise Refused(refused)
     for line in show:
         typer.echo(line)
     try:
@@ -176,4 +179,4 @@ def person_confirms(step: str, code: str, show: Iterable[str]) -> str:
         typed = ""
     if typed.strip() != code:
         raise Refused(f"{step}: not confirmed (typed {typed.strip()[:20]!r}, expected {code}); nothing recorded")
-    return getpass.getuser()
+    return seen

@@ -217,6 +217,34 @@ def stats(as_json: bool = JSON):
     emit(data, as_json, failure_stats_lines)
 
 
+@app.command("canaries")
+def canaries(as_json: bool = JSON):
+    """Per trainer: the code hash its last passing canary covers, and whether it still covers the
+    code installed now (gate 6 recomputes it the same way)."""
+    from skillos.cli_render import canary_standing_lines
+    from skillos.gates.learning import standing
+
+    with _ledger() as ledger:
+        data = standing(ledger)
+    emit(data, as_json, canary_standing_lines)
+
+
+@app.command("approvals")
+def approvals(as_json: bool = JSON):
+    """Every approved plan, with who approved it, at which terminal, under which processes, and
+    what in that record suggests it was not a person at their terminal."""
+    from skillos.ledger.postmortem import person_step_line
+    from skillos.person import forged
+
+    with _ledger() as ledger:
+        rows = ledger.approvals()
+    data = [{k: r[k] for k in ("id", "plan_sha256", "actor", "created_at", "witness")}
+            | {"plan_hash": r["config_hash"], "suspect": forged(r["witness"])} for r in rows]
+    emit(data, as_json, lambda rows: [person_step_line(
+        {"what": f"approval #{r['id']} of plan hash {r['plan_hash']}", "actor": r["actor"],
+         "created_at": r["created_at"], "witness": r["witness"]}) for r in rows] or ["no plan approved"])
+
+
 @app.command("modes")
 def modes(as_json: bool = JSON):
     """The failure categories and cross-cutting modes, with a line each."""
@@ -232,7 +260,7 @@ def goal(text: Optional[str] = typer.Argument(None, help="A new project goal: a 
          list_: bool = typer.Option(False, "--list", help="Every goal ever set, oldest first, with who set it and when."),
          as_json: bool = JSON):
     """Show the project goal (agents read it); a person sets a new one at their terminal."""
-    import hashlib
+    import secrets
 
     from skillos.cli_common import person_confirms
     from skillos.cli_render import goal_lines
@@ -244,10 +272,10 @@ def goal(text: Optional[str] = typer.Argument(None, help="A new project goal: a 
             raise SkillosError("ledger goal: the goal is empty")
         with _ledger() as ledger:
             current = ledger.goal()
-        who = person_confirms("set the project goal", hashlib.sha256(text.encode()).hexdigest()[:6], [
+        seen = person_confirms("set the project goal", secrets.token_hex(3), [
             f"current goal: {current['text'] if current else '(none)'}", f"new goal: {text}"])
         with _ledger() as ledger:
-            ledger.set_goal(text, who)
+            ledger.set_goal(text, seen["user"], seen)
     with _ledger() as ledger:
         if list_:
             emit(ledger.goals(), as_json, lambda rows: [goal_lines(g) for g in rows] or ["no goal set"])

@@ -1,6 +1,6 @@
 """`skillos plan` (an agent proposes) and `skillos approve` (a person approves, at a terminal):
 approval before compute. A launch that spends GPUs is refused by the `approved-plan` gate check
-unless its config hash has an approved plan (toolkit/gates/approval.py)."""
+unless its plan hash has an approved plan (toolkit/gates/approval.py)."""
 
 from __future__ import annotations
 
@@ -33,31 +33,44 @@ def plan_cmd(
 
 
 def approve_cmd(plan: Path = typer.Argument(..., help="A plan file written by `skillos plan`.")):
-    """A person's step: read the plan, type its short hash, and it is approved (recorded in the
-    ledger with who and when). Needs an interactive terminal."""
+    """A person's step: read the plan, type the code shown, and it is approved (recorded in the
+    ledger with who, when, the terminal and the process ancestry). Every number shown is computed
+    again from the config, never read from the plan file; a file that shows other numbers is
+    refused. Needs an interactive terminal outside any coding agent."""
+    import secrets
+
     from skillos import api
     from skillos.cli_render import plan_lines
-    from skillos.gates.approval import short_hash
+    from skillos.gates import approval
     from skillos.ledger import Ledger
     from skillos.safety import MAX_DOC_BYTES, parse_json, read_text
 
     text = read_text(plan, MAX_DOC_BYTES, "plan")
     try:
         proposal = parse_json(text)
-        digest, config = proposal["config_hash"], proposal["config"]
-        lines = plan_lines(proposal)
+        config, sets = proposal["config"], list(proposal.get("sets") or [])
+        version = proposal["plan"]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise SkillosError(f"{plan}: not a plan written by `skillos plan` ({type(exc).__name__}: {exc})") from None
-    if not config or not Path(config).is_file():
+    if version != approval.PLAN_VERSION:
+        raise SkillosError(f"{plan}: a plan of format {version!r}, this skillos writes {approval.PLAN_VERSION}; "
+                           "write the plan again with `skillos plan`")
+    if not isinstance(config, str) or not config or not Path(config).is_file():
         raise SkillosError(f"{plan}: its config {config} is not there; approve a plan where its config is")
-    now = api.load(config, proposal.get("sets") or []).hash()
-    if now != digest:
-        raise SkillosError(f"{plan}: {config} changed since the plan was written (config hash {now}, the plan's "
-                           f"{digest}); write the plan again")
-    code = short_hash(text)
-    who = person_confirms("approve this plan", code, lines)
+    computed = api.proposal(api.load(config, sets), config, sets, proposal.get("proposed_by"))
+    if (proposal.get("plan_hash"), proposal.get("config_hash")) != (computed["plan_hash"], computed["config_hash"]):
+        raise SkillosError(f"{plan}: {config} changed since the plan was written (plan hash {computed['plan_hash']}, "
+                           f"the plan's {proposal.get('plan_hash')}); write the plan again")
+    differ = approval.differences(proposal, computed)
+    if differ:
+        raise SkillosError(f"{plan}: the file shows {len(differ)} value(s) its config does not give ({differ[0]}): "
+                           "it was edited after `skillos plan` wrote it; write the plan again")
+    code = secrets.token_hex(4)  # drawn now, shown only here: nothing on disk tells it in advance
+    seen = person_confirms("approve this plan", code, plan_lines(computed))
+    shown = approval.plan_text(computed)
     with Ledger() as ledger:
-        approval = ledger.add_approval(digest, hashlib.sha256(text.encode()).hexdigest(), proposal, who)
-        row = ledger.row("approvals", approval)
-    emit(row, False, lambda r: [f"plan {code} approved by {r['actor']} at {r['created_at']}: launches of "
-                                f"config hash {r['config_hash']} pass the approved-plan check"])
+        row_id = ledger.add_approval(computed["plan_hash"], hashlib.sha256(shown.encode()).hexdigest(), computed,
+                                     seen["user"], seen)
+        row = ledger.row("approvals", row_id)
+    emit(row, False, lambda r: [f"plan {r['plan_sha256'][:8]} approved by {r['actor']} at {r['created_at']}: "
+                                f"launches of plan hash {r['config_hash']} pass the approved-plan check"])

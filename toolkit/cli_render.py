@@ -220,7 +220,8 @@ def plan_lines(p: dict) -> list[str]:
            f"discordant share {basis['discordance']:g}{' assumed' if basis['discordance_assumed'] else ''})"
            if p["mde"] is not None else "unmeasured")
     return [
-        f"plan for {p['experiment']} ({p['kind']}), config {p['config']}, config hash {p['config_hash']}",
+        f"plan for {p['experiment']} ({p['kind']}), config {p['config']}, config hash {p['config_hash']}, "
+        f"plan hash {p['plan_hash']}",
         f"  hypothesis: {p['hypothesis'] or '(none stated)'}",
         f"  arms: {', '.join(p['arms'])} (control {p['control']}); seeds: {', '.join(f'{k}={v}' for k, v in p['seeds'].items())}",
         f"  metric: {p['metric']}",
@@ -237,7 +238,7 @@ def plan_lines(p: dict) -> list[str]:
         + (f", {c['steps']} steps, {c['executor_calls']} executor calls at most"
            f"{' (latency assumed)' if c['latency_assumed'] else ''}" if c.get("steps") else ""),
         *(["  " + line for line in _ray_plan_lines(p["ray"])] if p.get("ray") else []),
-        f"  spends GPUs: {'yes' if p['spends_gpus'] else 'no (compute.gpu is not set)' if p.get('ray') else 'no (the local CPU)'}; gates: {p['gates']['counts']['FAIL']} "
+        f"  spends GPUs: {'yes: ' + '; '.join(p['gpu_reasons']) if p['spends_gpus'] else 'no (no GPU named, no GPU-only backend)'}; gates: {p['gates']['counts']['FAIL']} "
         f"fail{' (' + ', '.join(p['gates']['failed']) + ')' if p['gates']['failed'] else ''}; "
         f"proposed by {p['proposed_by']}",
     ]
@@ -367,6 +368,21 @@ def experiment_detail_lines(e: dict) -> list[str]:
         out.append(f"  peak checkpoints: {found}; {spread}; runs with no swept checkpoint: "
                    f"{len(peaks['runs_not_swept'])}")
     return out
+
+
+def canary_standing_lines(rows: list) -> list[str]:
+    """`ledger canaries`: per trainer, what its last passing canary covers."""
+    out = []
+    for r in rows:
+        head = f"{r['trainer']}: {r['passed']} of {r['canaries']} canaries passed"
+        if r["last_passing"] is None:
+            out.append(f"{head}; none covers any code")
+        elif r["covers_current_code"]:
+            out.append(f"{head}; the last, #{r['last_passing']}, covers code {r['code_hash']}: the code installed now")
+        else:
+            out.append(f"{head}; the last, #{r['last_passing']}, covers code {r['code_hash']}, not the code installed "
+                       f"now ({', '.join(r['changed'][:3])}{' ...' if len(r['changed']) > 3 else ''})")
+    return out or ["no canary recorded"]
 
 
 def goal_lines(g: dict) -> str:

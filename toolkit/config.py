@@ -276,7 +276,9 @@ class ComputeConfig:
                 "batch"})
     deepspeed_config: str | None = field(default=None, metadata={
         "help": "a DeepSpeed config file for the accelerate launch, relative to the config file"})
-    gpu: str | None = field(default=None, metadata={"help": 'e.g. "H100:8", for Modal and cost accounting'})
+    gpu: str | None = field(default=None, metadata={"help": 'the GPUs a launch uses, TYPE or TYPE:N (N >= 1), e.g. '
+                                                    '"H100:8": Modal\'s request, the plan\'s GPU-hours and the gates '
+                                                    'that guard GPU launches (approved plan, canary)'})
     step_minutes: float | None = field(default=None, metadata={
         "help": "measured minutes per training step, for save_steps"})
     max_checkpoint_gap_minutes: float = field(default=60.0, metadata={"help": "the most work a crash may lose"})
@@ -309,12 +311,6 @@ class ComputeConfig:
         "help": "compute.backend ray: GPUs each task reserves; None: 1 for an arm whose executor, curator or judge "
                 "runs its model in the task (hf, vllm), or a canary run that trains one, when compute.gpu is set, "
                 "else 0 (Ray hides the GPUs from a task that reserves none)"})
-
-    @property
-    def spends_gpus(self) -> bool:
-        """A launch that is not the local CPU: GPUs named, or an accelerate / Modal launch (a Ray
-        cluster spends GPUs when compute.gpu names them)."""
-        return self.gpu is not None or self.backend in ("accelerate", "modal")
 
 
 @dataclass
@@ -643,7 +639,7 @@ class Config:
 
     source = None  # the file it was loaded from (not a field: not hashed); relative paths resolve here
     declared = frozenset()  # the sections its file set (not a field): what it is for
-    family = None  # (config hash, run label) when expanded from a matrix or seeds (not a field: not hashed)
+    family = None  # (config hash, run label, plan hash) when expanded from a matrix or seeds (not a field: not hashed)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -653,9 +649,19 @@ class Config:
         return hashlib.sha256(json.dumps(identity(self.to_dict()), sort_keys=True).encode()).hexdigest()[:16]
 
     def experiment_hash(self) -> str:
-        """The hash that names its experiment in the ledger (and its approved plan): the config a
-        matrix or seed run was expanded from, else its own."""
+        """The hash that names its experiment in the ledger: the config a matrix or seed run was
+        expanded from, else its own."""
         return self.family[0] if self.family else self.hash()
+
+    def plan_hash(self) -> str:
+        """What an approved plan covers (gates/approval.py): the config's identity and every key
+        that changes what its launch reserves or costs (RESOURCE_KEYS), which the identity leaves
+        out; a matrix or seed run, its matrix's. Two plans that reserve different GPUs never share it."""
+        if self.family:
+            return self.family[2]
+        data = identity(self.to_dict())
+        data["resources"] = {key: _get(self, key) for key in RESOURCE_KEYS}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
@@ -663,6 +669,9 @@ class Config:
 OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
                     "compute.watchdog", "compute.stall_minutes", "sweep.port", "compute.ray_address",
                     "compute.ray_max_retries", "compute.ray_gpus_per_task")
+
+# Operational keys that change what a launch reserves or costs: an approved plan covers them.
+RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "eval.workers")
 
 
 def identity(data: dict) -> dict:
@@ -999,7 +1008,7 @@ class Run:
 def expand(cfg: Config) -> list[Run]:
     """`matrix:` x `experiment.seeds` -> the runs of the one experiment, in order (axes in file
     order, seeds last). A config with neither is one run: itself. Each run's config has no
-    matrix and no seeds, and carries `family` (the parent's hash, its label)."""
+    matrix and no seeds, and carries `family` (the parent's hash, its label, its plan hash)."""
     import itertools
 
     axes = _matrix_axes(cfg)
@@ -1012,7 +1021,7 @@ def expand(cfg: Config) -> list[Run]:
     if not axes and seeds is None:
         return [Run("run", {}, None, cfg)]
     base = dataclasses.replace(cfg, matrix={}, experiment=dataclasses.replace(cfg.experiment, seeds=None))
-    parent, runs = cfg.hash(), []
+    parent, plan, runs = cfg.hash(), cfg.plan_hash(), []
     for combo in itertools.product(*[[(name, key, v) for v in values] for name, key, values in axes]):
         for seed in (seeds if seeds is not None else [None]):
             sets = [f"{key}={json.dumps(value)}" for _, key, value in combo]
@@ -1026,7 +1035,7 @@ def expand(cfg: Config) -> list[Run]:
                 child = from_dict(apply_sets(base.to_dict(), sets))
             except ConfigError as exc:
                 raise ConfigError(f"matrix run {label}: {exc}") from None
-            child.source, child.declared, child.family = cfg.source, cfg.declared, (parent, label)
+            child.source, child.declared, child.family = cfg.source, cfg.declared, (parent, label, plan)
             runs.append(Run(label, {name: value for name, _, value in combo}, seed, child))
     if len({r.label for r in runs}) != len(runs):
         raise ConfigError("matrix: two runs get the same folder name; give the values distinct names")
@@ -1240,6 +1249,9 @@ BOUNDS = [
     ("compute.num_processes", 1, 4096), ("compute.step_minutes", 1e-6, 1e6),
     ("compute.max_checkpoint_gap_minutes", 1e-3, 1e6), ("compute.stall_minutes", 1e-3, 1e6),
     ("compute.ray_max_retries", 0, 100), ("compute.ray_gpus_per_task", 0.0, 64.0),
+    ("compute.num_machines", 1, 4096), ("compute.machine_rank", 0, 4095), ("compute.vllm_server_gpus", 0, 4096),
+    ("compute.main_process_port", 1, 65_535), ("compute.executor_latency_s", 0.0, 86_400.0),
+    ("compute.gpu_seconds_per_step", 1e-6, 1e9),
     ("optimize.epochs", 1, 1_000), ("optimize.minibatch_size", 1, 10_000),
     ("optimize.max_lines", 1, 100_000), ("optimize.min_lines", 1, 100_000),
     ("optimize.n_validation", 1, 10_000), ("optimize.gate.k", 0.0, 100.0),
@@ -1263,6 +1275,7 @@ BACKEND_BOUNDS = [  # for executor, curator, judge and optimize.optimizer
 ]
 BACKEND_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+GPU_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}(:[1-9][0-9]{0,3})?")  # TYPE[:N], N >= 1
 
 
 def _get(cfg, dotted: str):
@@ -1284,6 +1297,10 @@ def check_bounds(cfg: Config) -> None:
             raise ConfigError(f"{key}: must be between {low:g} and {high:g}, got {value:g}"
                               if isinstance(value, float) or isinstance(low, float)
                               else f"{key}: must be between {low} and {high}, got {value}")
+    gpu = cfg.compute.gpu
+    if gpu is not None and (not isinstance(gpu, str) or not GPU_SPEC.fullmatch(gpu)):
+        raise ConfigError(f"compute.gpu: {str(gpu)[:60]!r}: expected TYPE or TYPE:N with N GPUs, 1 or more "
+                          "(e.g. H100:8); a launch on the CPU leaves it unset")
     if not isinstance(cfg.experiment.name, str) or not EXPERIMENT_NAME.fullmatch(cfg.experiment.name):
         raise ConfigError(f"experiment.name: {str(cfg.experiment.name)[:60]!r} must be 1-100 letters, digits, "
                           "'.', '_' or '-', starting with a letter or digit (it becomes a folder name)")

@@ -17,27 +17,72 @@ from skillos.gates.core import Context, Report, Result, read_ledger, static
 CHECK = "approved-plan"
 GATES = (5,)  # the plan carries the MDE and the games it needs: a person reads them before compute
 INCIDENT = "GPU-days spent on a plan only the agent had read"
-PLAN_VERSION = 1
+PLAN_VERSION = 2  # 2: plan_hash (resources included) and gpu_reasons
 
 
 @static
 def approved_plan(ctx: Context) -> Result:
+    from skillos.devices import gpu_launch
+
     cfg = ctx.cfg
-    if not cfg.compute.spends_gpus:
-        return Result(CHECK, GATES, "SKIP", detail="compute is the local CPU (no GPU is spent)")
-    digest = cfg.experiment_hash()  # a run of a matrix: the matrix's plan
+    launch = gpu_launch(cfg)
+    if not launch:
+        return Result(CHECK, GATES, "SKIP", detail=f"no GPU is used: {launch.why}")
+    digest = cfg.plan_hash()  # a run of a matrix: the matrix's plan
     found = read_ledger(ctx, lambda book: book.approval(digest))
     if found is not None:
-        return Result(CHECK, GATES, "PASS", detail=f"plan {found['plan_sha256'][:8]} for config hash {digest} "
-                      f"approved by {found['actor']} at {found['created_at']}")
+        return Result(CHECK, GATES, "PASS", detail=f"plan {found['plan_sha256'][:8]} for plan hash {digest} "
+                      f"approved by {found['actor']} at {found['created_at']} ({launch.why})")
     return Result(CHECK, GATES, "FAIL" if ctx.command else "WARN", incident=INCIDENT,
-                  detail=f"no approved plan for config hash {digest}: write it with `skillos plan CONFIG` and ask "
-                  "the person to approve it" + ("" if ctx.command else " (a launch is refused until then)"))
+                  detail=f"no approved plan for plan hash {digest} ({launch.why}): write it with `skillos plan CONFIG` "
+                  "and ask the person to approve it" + ("" if ctx.command else " (a launch is refused until then)"))
+
+
+@static
+def gpu_declared(ctx: Context) -> Result:
+    """A launch that names no GPU and would put a model on one this process sees: its plan and
+    approval count no GPU-hours, so it is refused before any weight moves."""
+    from skillos.devices import undeclared
+
+    why = undeclared(ctx.cfg)
+    if why is None:
+        return Result("gpu-declared", GATES, "PASS", "compute.gpu", ctx.cfg.compute.gpu, "the GPUs the launch uses",
+                      detail="the GPUs this launch can use are the ones its config names (or it uses none)")
+    return Result("gpu-declared", GATES, "FAIL", "compute.gpu", None, "the GPUs the launch uses",
+                  "a launch the gates took for the CPU ran on the GPUs it found", why)
 
 
 def short_hash(text: str) -> str:
-    """What a person types back to approve a plan: the first 8 hex digits of its file's sha256."""
+    """A plan file's name for people: the first 8 hex digits of its sha256."""
     return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+# What a person reads and approves: recomputed from the config at `skillos approve`, never taken
+# from the plan file; a file whose values differ was edited or is stale, and is refused.
+SHOWN = ("plan_hash", "config_hash", "experiment", "hypothesis", "kind", "arms", "control", "seeds", "runs",
+         "metric", "mde", "mde_in_family", "games", "cost", "spends_gpus", "gpu_reasons", "ray")
+
+
+def differences(written: dict, computed: dict) -> list[str]:
+    """Each value a plan file shows that its config does not give, by its path in the plan:
+    'games.total: the file says 12, the config gives 3821'."""
+    out: list = []
+    for key in SHOWN:
+        _differ(key, written.get(key), computed.get(key), out)
+    return out
+
+
+def _differ(path: str, a, b, out: list) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            _differ(f"{path}.{key}", a.get(key), b.get(key), out)
+    elif json.dumps(a, sort_keys=True, default=str) != json.dumps(b, sort_keys=True, default=str):
+        out.append(f"{path}: the file says {_short(a)}, the config gives {_short(b)}")
+
+
+def _short(value) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def plan_text(plan: dict) -> str:
@@ -56,8 +101,12 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
     needed = mde.get("n_needed")
     runs = expand(cfg)
     per_run = cfg.env.n_games * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)
+    from skillos.devices import gpu_launch
+
+    launch = gpu_launch(cfg, cuda=0)  # what the config declares: the plan reads the same on any machine
     return {
         "plan": PLAN_VERSION, "config": config_path, "sets": list(sets), "config_hash": cfg.hash(),
+        "plan_hash": cfg.plan_hash(),
         "experiment": cfg.experiment.name, "hypothesis": cfg.experiment.hypothesis,
         "kind": "train" if cfg.training.is_set() else "eval",
         "arms": list(cfg.eval.arms), "control": cfg.eval.control.arm, "seeds": seeds(cfg),
@@ -70,7 +119,7 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
                   "runs": len(runs), "total": per_run * len(runs),
                   "needed_for_expected_effect": needed,
                   "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
-        "cost": cost(cfg, len(runs)), "spends_gpus": cfg.compute.spends_gpus,
+        "cost": cost(cfg, len(runs)), "spends_gpus": bool(launch), "gpu_reasons": launch.reasons,
         **({"ray": _ray_plan(cfg)} if cfg.compute.backend == "ray" else {}),  # where each arm's task runs
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
         "proposed_by": proposed_by,
