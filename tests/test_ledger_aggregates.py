@@ -72,8 +72,10 @@ def test_sql_counts_and_postmortems_equal_the_per_row_ones(tmp_path):
         failures = per_row_failures(ledger, **scope)
         assert json.dumps(failure_counts(ledger, condition, args)) == json.dumps(failure_stats(failures)), scope
         fixes = [ledger.fix(r["id"]) for r in ledger.rows("fixes") if r["failure_id"] in {f["id"] for f in failures}]
+        scoped = experiments if {"experiment_id", "run_id"} & set(scope) else None
+        steps = pm._person_steps(ledger, scoped, scope.get("since"))
         before = pm.render(ledger.path, title, ledger.goal(), experiments, runs, failures, failure_stats(failures),
-                           gates, overrides, fixes)
+                           gates, overrides, fixes, steps)
         assert pm.postmortem(ledger, **scope) == before, scope
     assert "0 failures (0 retracted or invalid" in pm.postmortem(ledger, since="2999-01-01")
     ledger.close()

@@ -93,7 +93,7 @@ def test_the_runs_of_a_matrix_launch_on_the_matrixs_approved_plan(skillos_home):
     child = config.expand(cfg)[1].cfg
     assert approved_plan(gates.check(child, command="eval")).status == "FAIL"
     with Ledger(skillos_home / "ledger.db") as ledger:
-        ledger.add_approval(cfg.hash(), "0" * 64, {"plan": 1}, "person")
+        ledger.add_approval(cfg.plan_hash(), "0" * 64, {"plan": 1}, "person")
     assert approved_plan(gates.check(child, command="eval")).status == "PASS"
 
 

@@ -62,7 +62,7 @@ def test_a_modal_launch_builds_the_app_and_without_a_token_says_so(tmp_path, gam
     from skillos.ledger import Ledger
 
     with Ledger(canaries_passed / "ledger.db") as ledger:  # as `skillos approve` records a person's approval
-        ledger.add_approval(cfgmod.load(config).hash(), "0" * 64, {"plan": 1}, "person")
+        ledger.add_approval(cfgmod.load(config).plan_hash(), "0" * 64, {"plan": 1}, "person")
     no_token = {"MODAL_TOKEN_ID": "", "MODAL_TOKEN_SECRET": "", "MODAL_CONFIG_PATH": str(tmp_path / "none.toml")}
     result = run_cli("train", config, cwd=tmp_path, env=no_token)
     assert result.returncode == 2, result.stderr[-2000:]
