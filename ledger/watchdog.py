@@ -1,5 +1,9 @@
 """Gate 7, "watch the box, not the job": a watchdog that looks at the machine and the job's
-artifacts, not at what the job says about its own health.
+artifacts, not at what the job says about its own health. It runs as a process of its own
+(`skillos watch`), beside every launch that gates it (`watching`: an eval, sweep, optimize run,
+sleep night or slate eval, and a training launch on each path: in this process, under accelerate,
+on Modal inside the container), in a session of its own so a Ctrl-C to the job does not reach
+it: a job that hangs, or dies, is still watched.
 
 It watches process liveness, growth of logs and checkpoints (a stall is no growth for N minutes
 while the process lives), GPU utilization (NVML, where there is a GPU) or CPU use, and the box
@@ -96,6 +100,7 @@ class Watchdog:
         self._sizes = {p: None for p in config.paths}
         self._busy_since = start  # last time the device was busy
         self._job_ended_at = None
+        self._ended_looks = 0  # looks since the job ended
         self._raised: set = set()
         self.alarms: list[Alarm] = []
 
@@ -155,10 +160,16 @@ class Watchdog:
 
     def run(self, interval_s: float = 60.0, max_ticks: int | None = None,
             sleep: Callable[[float], None] = time.sleep) -> list[Alarm]:
-        """Tick until the box-idle alarm (the job is over and the box is idle) or max_ticks."""
+        """Tick until the box-idle alarm (the job is over and the box is idle), until the job has
+        been over for idle_minutes with the box busy (another job's box now), or max_ticks."""
         ticks = 0
         while max_ticks is None or ticks < max_ticks:
             if any(a.kind == "box-idle" for a in self.tick()):
+                break
+            ended = self._job_ended_at
+            self._ended_looks = self._ended_looks + 1 if ended is not None else 0
+            if (self.config.pids and ended is not None and self._ended_looks > 2  # the idle alarm had its looks
+                    and (self.clock() - ended) / 60 >= self.config.idle_minutes):
                 break
             ticks += 1
             self.echo(self.status(ticks))
@@ -181,28 +192,63 @@ class Watchdog:
                 + (f"; {sizes}" if sizes else "") + f"; {len(self.alarms)} alarm(s)")
 
 
+def command(pids, paths, ledger_path, stall_minutes: float, gpus: int = 0, interval_s: float = 30.0,
+            idle_minutes: float | None = None) -> list[str]:
+    """The watchdog process (`skillos watch`) for these pids and paths, recording to the ledger at
+    `ledger_path`: what `watching` starts, and what a launch plan shows."""
+    import sys
+
+    argv = [sys.executable, "-m", "skillos", "watch", "--ledger", str(ledger_path), "--stall-minutes",
+            f"{stall_minutes:g}", "--interval", f"{interval_s:g}", "--gpus", str(gpus)]
+    if idle_minutes is not None:
+        argv += ["--idle-minutes", f"{idle_minutes:g}"]
+    for pid in pids:
+        argv += ["--pid", str(pid)]
+    for path in paths:
+        argv += ["--path", str(path)]
+    return argv
+
+
+def launch_watch(cfg, paths: list, where: str) -> dict | None:
+    """What gate 7 starts beside a launch of `cfg` (None: compute.watchdog is off): the paths it
+    watches, its stall rule, the GPUs it costs an idle box in, and `where` it runs. Every launch
+    path asks this (training/launch.py, skillos.api), and the trace reads the same answer."""
+    if not cfg.compute.watchdog:
+        return None
+    gpu = cfg.compute.gpu
+    gpus = int(gpu.split(":")[1]) if gpu and ":" in gpu else (1 if gpu else 0)
+    spec = {"where": where, "paths": [str(p) for p in paths], "stall_minutes": cfg.compute.stall_minutes,
+            "gpus": gpus}
+    spec["command"] = command(["PID"], spec["paths"], "LEDGER", spec["stall_minutes"], gpus)
+    return spec
+
+
 @contextmanager
 def watching(paths: list, ledger_path, stall_minutes: float, gpus: int = 0,
-             interval_s: float = 30.0, echo: Callable[[str], None] = print):
-    """Run a Watchdog on this process and `paths` in a background thread for the duration of a
-    launch (gate 7); its alarms go to `echo` and to the ledger at `ledger_path`."""
+             interval_s: float = 30.0, echo: Callable[[str], None] = print, pids: list | None = None):
+    """Run the watchdog as a process of its own (`command`) on `pids` (default: this process) and
+    `paths` for the duration of a launch (gate 7); its alarms go to `echo` and to the ledger at
+    `ledger_path`. Yields the watchdog's process."""
+    import subprocess
     import threading
 
-    stop = threading.Event()
-    config = WatchConfig([os.getpid()], [str(p) for p in paths], stall_minutes, gpus=gpus)
+    argv = command(pids or [os.getpid()], paths, ledger_path, stall_minutes, gpus, interval_s)
+    dog = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           text=True, start_new_session=True)  # a Ctrl-C to the job does not stop its watch
 
-    def loop():
-        from skillos.ledger.store import Ledger
+    def relay():
+        for line in dog.stdout:
+            if line.startswith("ALARM"):
+                echo(line.rstrip("\n"))
 
-        with Ledger(ledger_path) as ledger:  # SQLite connections stay in their thread
-            dog = Watchdog(config, ledger=ledger, echo=echo)
-            while not stop.wait(interval_s):
-                dog.tick()
-
-    thread = threading.Thread(target=loop, name="skillos-watchdog", daemon=True)
+    thread = threading.Thread(target=relay, name="skillos-watchdog-relay", daemon=True)
     thread.start()
     try:
-        yield thread
+        yield dog
     finally:
-        stop.set()
+        dog.terminate()
+        try:
+            dog.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            dog.kill()
         thread.join(timeout=5)

@@ -32,8 +32,12 @@ def mutate(key: str, value):
         return OTHER.get(value)
     leaf = key.rsplit(".", 1)[-1]
     if isinstance(value, int):
-        if leaf in ("num_generations", "max_prompt_length"):
+        if leaf == "num_generations":  # GRPO needs 2 or more (TRL's rule, checked at load)
+            return value // 2 if value >= 4 else None
+        if leaf == "max_prompt_length":
             return value // 2
+        if leaf == "per_device_train_batch_size":  # TRL: the generation batch stays a multiple of it
+            return value // 2 if value % 2 == 0 else None
         if leaf in ("group_size", "min_group_size", "history_length", "max_steps", "top_k", "n_games",
                     "save_steps"):
             return value - 1 if value > 2 else value + 1
@@ -41,8 +45,8 @@ def mutate(key: str, value):
     return value * 0.5
 
 
-def trace(cfg) -> dict:
-    report = gates.check(cfg, trace=True)
+def trace(cfg, command=None) -> dict:
+    report = gates.check(cfg, trace=True, command=command)
     return {row.key: row for row in report.trace}, report
 
 
@@ -183,3 +187,43 @@ def test_history_length_reaches_the_executor_only_where_the_environment_shows_a_
     (row,) = tracing.trace(Context(cfg), [Result("x", (1,), "PASS", "executor.history_length", 3, 3)])
     assert row.applied is reaches
     assert reaches or environment(env).history_unused in row.detail
+
+
+def test_a_row_says_applied_only_where_the_launch_path_receives_the_value():
+    """Each launch path's own consumer: the watchdog started beside the accelerate, local and Modal
+    training launches and beside an eval; a DeepSpeed config only an accelerate or Modal launch
+    passes on FAILs on a local one; a watchdog turned off is started nowhere."""
+    cfg = config.load(PAPER)
+    for backend in ("accelerate", "local", "modal"):
+        rows, report = trace(config.with_sets(cfg, [f"compute.backend={backend}"]))
+        watch = rows["compute.watchdog"]
+        assert watch.applied and backend in watch.consumer and "skillos watch" in watch.arrived, watch.line()
+        ds = rows["compute.deepspeed_config"]
+        if backend == "local":
+            assert ds.applied is False and "ignores it" in ds.detail
+            assert any(r.key == "compute.deepspeed_config" for r in report.failed if r.check == "trace")
+        else:
+            assert ds.applied and ds.arrived.endswith("zero3.json"), ds.line()
+    off, _ = trace(config.with_sets(cfg, ["compute.watchdog=false"]))
+    assert off["compute.watchdog"].applied and off["compute.watchdog"].arrived is None  # off, and nothing started
+    quick = config.load(ROOT / "evals" / "configs" / "quickstart.yaml")
+    rows, _ = trace(quick)
+    assert rows["compute.watchdog"].applied and "skillos.api._watching" in rows["compute.watchdog"].consumer
+
+
+def test_a_strict_optimize_gate_is_applied_and_trl_invalid_values_fail_at_load():
+    from skillos.errors import ConfigError
+
+    optimize = config.load(ROOT / "training" / "configs" / "optimize-quickstart.yaml")
+    rows, report = trace(config.with_sets(optimize, ["optimize.gate.mode=strict"]), command="optimize")
+    assert rows["optimize.gate.mode"].applied and rows["optimize.gate.mode"].arrived == "strict"
+    assert not [r for r in report.failed if r.check == "trace"]
+    smoke = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+    for sets, says in ((["training.report_to=[tensorboard, none]"], "'none' cannot stand beside"),
+                       (["training.report_to=[tensorboard, tensorboard]"], "twice"),
+                       (["training.num_generations=1", "training.generation_batch_size=2"], "at least 2"),
+                       (["training.generation_batch_size=3"], "multiple of training.num_generations")):
+        with pytest.raises(ConfigError, match=says):
+            config.load(smoke, sets)
+    refused = run_cli("gate", "check", smoke, "--set", "training.report_to=[tensorboard, none]")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "report_to" in refused.stderr

@@ -2,6 +2,7 @@
 and (slow, run in CI) a real CPU run of 2 GRPO steps whose checkpoint loads as a curator."""
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -70,6 +71,55 @@ def test_a_modal_launch_builds_the_app_and_without_a_token_says_so(tmp_path, gam
     assert last.startswith("error: modal: Token missing") and last.endswith("(modal token new)")
     assert "Traceback" not in result.stderr and "gates (train):" in result.stderr  # the gates ran first
     assert not (tmp_path / "checkpoints").exists()
+
+
+FAKE_ACCELERATE = """#!{python}
+# `accelerate launch ...` as a launch would run it: look for the watchdog process watching this pid
+import os, pathlib, sys, time
+me, found, deadline = str(os.getpid()), "", time.time() + 30
+while not found and time.time() < deadline:
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\\0")
+        except OSError:
+            continue
+        if "watch" in argv and "--pid" in argv and argv[argv.index("--pid") + 1] == me:
+            found = " ".join(argv)
+    time.sleep(0.2)
+pathlib.Path(os.environ["SEEN_WATCHDOG"]).write_text(found)
+"""
+
+
+def test_an_accelerate_launch_runs_beside_a_watchdog_process(tmp_path, game_cache, canaries_passed):
+    """Gate 7 on the accelerate path: the launch starts `skillos watch` as a process of its own on
+    the accelerate process (seen from inside the launched job), as the trace says."""
+    import sys
+
+    import yaml
+
+    from skillos import config as cfgmod
+    from skillos.ledger import Ledger
+
+    data = yaml.safe_load(SMOKE.read_text())
+    data["compute"]["backend"] = "accelerate"
+    config = tmp_path / "smoke-accelerate.yaml"
+    config.write_text(yaml.safe_dump(data))
+    with Ledger(canaries_passed / "ledger.db") as ledger:
+        ledger.add_approval(cfgmod.load(config).plan_hash(), "0" * 64, {"plan": 1}, "person")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "accelerate").write_text(FAKE_ACCELERATE.format(python=sys.executable))
+    (bin_dir / "accelerate").chmod(0o755)
+    seen = tmp_path / "seen.txt"
+    result = run_cli("train", config, cwd=tmp_path, env={"PATH": f"{bin_dir}:{os.environ['PATH']}",
+                                                          "SEEN_WATCHDOG": str(seen)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    watch = seen.read_text()
+    assert "-m skillos watch" in watch and "--path checkpoints/" in watch, watch
+    assert f"--ledger {canaries_passed / 'ledger.db'}" in watch
+    trace = json.loads(run_cli("gate", "check", config, "--trace", "--json").stdout)["trace"]
+    (row,) = [r for r in trace if r["key"] == "compute.watchdog"]
+    assert row["applied"] and "accelerate" in row["consumer"] and "skillos watch" in row["arrived"]
 
 
 def test_a_bad_backend_and_a_non_training_config_are_one_line_errors():

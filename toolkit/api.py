@@ -373,7 +373,7 @@ def evaluate_slate(config: Config | str | Path, *, out: str | Path, checkpoints:
     from skillos.evals.slate_eval import run
 
     cfg, echo = _config(config), echo or _quiet
-    with _ledger(ledger) as book:
+    with _ledger(ledger) as book, _watching(cfg, [out], book, echo):
         return run(cfg, out, book, checkpoints, echo,
                    gate=lambda c, b: gates.enforce(c, "slate eval", b, overrides, echo=echo))
 
@@ -404,10 +404,12 @@ def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_f
             cannot replay), or unreadable tasks.
     """
     from skillos.training.sleep import run_night
+    from skillos.training.sleep.stage import sleep_home
 
     cfg, echo = _config(config), echo or _quiet
-    return run_night(cfg, gate=lambda c, book: gates.enforce(c, "sleep night", book, overrides, echo=echo),
-                     ledger=ledger, tasks_file=tasks_file, echo=echo, unseal=unseal)
+    with _ledger(ledger) as book, _watching(cfg, [sleep_home(cfg.sleep) / "nights"], book, echo):
+        return run_night(cfg, gate=lambda c, b: gates.enforce(c, "sleep night", b, overrides, echo=echo),
+                         ledger=book, tasks_file=tasks_file, echo=echo, unseal=unseal)
 
 
 def train(config: Config | str | Path, *, backend: str | None = None, overrides: dict | None = None,
@@ -599,10 +601,15 @@ def _cluster(cfg: Config):
     return cluster(cfg)
 
 
-def _watching(cfg: Config, paths: list, ledger, echo: Echo):
-    """Gate 7: the launch runs under the watchdog unless the config turns it off."""
-    if not cfg.compute.watchdog:
-        return contextlib.nullcontext()
-    from skillos.ledger.watchdog import watching
+WATCHED = "a process beside this launch (local, or the Ray driver), watching it and its output folder"
 
-    return watching(paths, ledger.path, cfg.compute.stall_minutes, echo=echo)
+
+def _watching(cfg: Config, paths: list, ledger, echo: Echo):
+    """Gate 7: the launch runs beside a watchdog process (ledger/watchdog.launch_watch) unless the
+    config turns it off."""
+    from skillos.ledger.watchdog import launch_watch, watching
+
+    w = launch_watch(cfg, paths, WATCHED)
+    if w is None:
+        return contextlib.nullcontext()
+    return watching(w["paths"], ledger.path, w["stall_minutes"], gpus=w["gpus"], echo=echo or _quiet)

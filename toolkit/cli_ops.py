@@ -55,11 +55,14 @@ def watch(
     gpus: int = typer.Option(0, help="GPUs on the box, to cost an idle box in GPU-hours."),
     interval: float = typer.Option(60.0, help="Seconds between looks."),
     max_ticks: Optional[int] = typer.Option(None, help="Stop after this many looks."),
+    ledger_path: Optional[Path] = typer.Option(None, "--ledger", help="The ledger file alarms go to "
+                                               "(default $SKILLOS_HOME/ledger.db)."),
 ):
     """Gate 7: watch the box, not the job.
 
     Alarms go to stdout and the ledger; stops when the job has ended and the box has been idle
-    for --idle-minutes.
+    for --idle-minutes, or --idle-minutes after the job ended with the box busy (another job).
+    Every launch that gates it starts one beside itself.
     """
     from skillos.ledger import Ledger
     from skillos.ledger.watchdog import Watchdog, WatchConfig
@@ -68,7 +71,7 @@ def watch(
         raise SkillosError("watch needs at least one --pid or --path")
     config = WatchConfig(list(pid), [str(p) for p in path], stall_minutes, idle_minutes,
                          busy_percent, gpus)
-    with Ledger() as ledger:
+    with Ledger(ledger_path) as ledger:
         alarms = Watchdog(config, ledger=ledger, echo=typer.echo).run(interval, max_ticks)
     recorded = sum(a.kind != "process-exited" for a in alarms)
     emit(alarms, False,

@@ -261,8 +261,14 @@ class TrainingConfig:
         return [self.report_to] if isinstance(self.report_to, str) else list(self.report_to or [])
 
     def __post_init__(self):
-        for name in self.reporters():
+        names = self.reporters()
+        for name in names:
             _choice(name, REPORT_TO, "training.report_to")
+        if "none" in names and len(names) > 1:  # transformers refuses it when the trainer starts
+            raise ConfigError(f"training.report_to: {names}: 'none' cannot stand beside other integrations; "
+                              "write none alone, or list only the ones to use")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"training.report_to: {names} names one integration twice")
 
 
 @dataclass
@@ -690,6 +696,27 @@ def identity(data: dict) -> dict:
     return data
 
 
+def check_grpo_batch(cfg: Config) -> None:
+    """TRL's GRPOConfig rules on the batch, at load instead of after a warm-up (a GRPO trainer
+    only): at least 2 generations per prompt, and a generation batch made of whole groups that
+    divides over the processes' batch."""
+    t = cfg.training
+    trainer = registry.TRAINERS.get(cfg.skillgate.trainer)
+    if not t.is_set() or trainer is None or not trainer.grpo:
+        return
+    if t.num_generations is not None and t.num_generations < 2:
+        raise ConfigError(f"training.num_generations: GRPO needs at least 2 completions per prompt for an advantage, "
+                          f"got {t.num_generations}")
+    gen, g = t.generation_batch_size, t.num_generations
+    if gen is not None and g is not None and gen % g:
+        raise ConfigError(f"training.generation_batch_size {gen} is not a multiple of training.num_generations {g} "
+                          "(TRL generates whole groups)")
+    per_step = (t.per_device_train_batch_size or 0) * cfg.compute.num_processes
+    if gen is not None and per_step and gen % per_step:
+        raise ConfigError(f"training.generation_batch_size {gen} is not a multiple of per_device_train_batch_size x "
+                          f"compute.num_processes = {per_step} (TRL's rule)")
+
+
 def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
     """' (did you mean X?)' for the closest option; else the allowed options, or nothing."""
     close = difflib.get_close_matches(key, list(options), n=1)
@@ -895,6 +922,7 @@ def validate(cfg: Config) -> Config:
     if low is not None and high is not None and low > high:
         raise ConfigError(f"env.reasoning.min_group_size: {low} is above training.group_size {high} (|G| is drawn "
                           "from min_group_size to group_size)")
+    check_grpo_batch(cfg)
     if cfg.training.rollout_concurrency is not None and cfg.training.rollout_concurrency < 1:
         raise ConfigError(f"training.rollout_concurrency: at least 1 (or unset: every rollout of the step), "
                           f"got {cfg.training.rollout_concurrency}")
@@ -1250,7 +1278,7 @@ BOUNDS = [
     ("compute.max_checkpoint_gap_minutes", 1e-3, 1e6), ("compute.stall_minutes", 1e-3, 1e6),
     ("compute.ray_max_retries", 0, 100), ("compute.ray_gpus_per_task", 0.0, 64.0),
     ("compute.num_machines", 1, 4096), ("compute.machine_rank", 0, 4095), ("compute.vllm_server_gpus", 0, 4096),
-    ("compute.main_process_port", 1, 65_535), ("compute.executor_latency_s", 0.0, 86_400.0),
+    ("compute.executor_latency_s", 0.0, 86_400.0),
     ("compute.gpu_seconds_per_step", 1e-6, 1e9),
     ("optimize.epochs", 1, 1_000), ("optimize.minibatch_size", 1, 10_000),
     ("optimize.max_lines", 1, 100_000), ("optimize.min_lines", 1, 100_000),

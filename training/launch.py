@@ -27,12 +27,23 @@ def worker_command(config_path: str) -> list[str]:
 
 def plan(cfg: Config, config_path: str) -> dict:
     """The launch `cfg` would make, as data: printed by --dry-run, run by launch(); with the
-    step plan (training/plan.py) a person reads before paying."""
+    step plan (training/plan.py) a person reads before paying, and the watchdog (gate 7) started
+    beside it on this path (`watchdog`: None when compute.watchdog is off)."""
+    from skillos.ledger.watchdog import launch_watch
     from skillos.training.plan import step_plan
 
     p = _launch_plan(cfg, config_path)
+    out = p.get("output_dir") or str(training_output_dir(cfg))
+    p["watchdog"] = launch_watch(cfg, [out], WATCHED[p["backend"]])
     p["step_plan"] = step_plan(cfg).to_dict()
     return p
+
+
+# where gate 7's watchdog runs on each launch path: a process of its own beside the job
+WATCHED = {"local": "a process beside this one, watching it and the output folder",
+           "accelerate": "a process on this machine beside `accelerate launch`, watching it and the output folder",
+           "modal": "a process in the Modal container beside the job, watching it and the output folder on the "
+                    "volume, recording to the volume's ledger"}
 
 
 def _launch_plan(cfg: Config, config_path: str) -> dict:
@@ -87,22 +98,33 @@ def launch(cfg: Config, p: dict, ledger, echo) -> dict:
     hand the launch to `accelerate launch` or Modal. Returns the summary: `returncode` (0 when
     training finished), and for a local run the trained steps and archived checkpoints."""
     import contextlib
+    import os
 
-    if p["backend"] == "modal":
+    if p["backend"] == "modal":  # its watchdog starts in the container (_run_in_container)
         return {"backend": "modal", "returncode": launch_modal(p), "steps": [], "checkpoints": []}
     if p["backend"] == "accelerate":
         import subprocess
 
-        return {"backend": "accelerate", "returncode": subprocess.run(p["command"]).returncode,
-                "steps": [], "checkpoints": []}
-    from skillos.ledger.watchdog import watching
-    from skillos.training import registry, trainer
+        job = subprocess.Popen(p["command"])
+        with _watched(p, job.pid, ledger.path, echo):
+            return {"backend": "accelerate", "returncode": job.wait(), "steps": [], "checkpoints": []}
+    from skillos.training import registry
 
-    watch = (watching([trainer.output_dir(cfg)], ledger.path, cfg.compute.stall_minutes, echo=echo)
-             if cfg.compute.watchdog else contextlib.nullcontext())
-    with watch, contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the report's
+    with _watched(p, os.getpid(), ledger.path, echo), contextlib.redirect_stdout(sys.stderr):  # stdout: the report's
         summary = registry.train(cfg, ledger, echo=echo)  # skillgate.trainer picks the trainer
     return {"backend": "local", "returncode": 0, **summary}
+
+
+def _watched(p: dict, pid: int, ledger_path, echo):
+    """The plan's watchdog (gate 7) as a process of its own on `pid`, or nothing when it is off."""
+    import contextlib
+
+    from skillos.ledger.watchdog import watching
+
+    w = p.get("watchdog")
+    if not w:
+        return contextlib.nullcontext()
+    return watching(w["paths"], ledger_path, w["stall_minutes"], gpus=w["gpus"], echo=echo, pids=[pid])
 
 
 def launch_modal(p: dict) -> int:
@@ -129,17 +151,26 @@ def launch_modal(p: dict) -> int:
                           timeout=MODAL_TIMEOUT_HOURS * 3600)(_run_in_container)
     try:
         with modal.enable_output(), app.run():
-            return remote.remote(p["command"])
+            return remote.remote(p["command"], p.get("watchdog"))
     except modal.exception.AuthError as exc:
         raise SkillosError(f"modal: {str(exc).splitlines()[0]} (modal token new)") from exc
 
 
-def _run_in_container(command: list) -> int:
+def _run_in_container(command: list, watch: dict | None = None) -> int:
+    """The job in the container, and beside it the watchdog the plan names (gate 7: the box the job
+    runs on, its alarms in the volume's ledger)."""
     import os
     import subprocess
 
     env = {**os.environ, "SKILLOS_HOME": f"{MODAL_CHECKPOINTS}/.skillos"}
-    return subprocess.run(command, cwd=MODAL_CHECKPOINTS, env=env).returncode
+    job = subprocess.Popen(command, cwd=MODAL_CHECKPOINTS, env=env)
+    if not watch:
+        return job.wait()
+    from skillos.ledger.watchdog import watching
+
+    with watching(watch["paths"], f"{MODAL_CHECKPOINTS}/.skillos/ledger.db", watch["stall_minutes"],
+                  gpus=watch["gpus"], pids=[job.pid]):
+        return job.wait()
 
 
 def _repo_root() -> Path:

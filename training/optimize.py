@@ -365,6 +365,13 @@ def destroyed(trajectories: list, incumbent: dict, candidate: dict, seed: str) -
     return trajectories, inc, cand
 
 
+def gate_args(cfg) -> tuple:
+    """What every candidate's acceptance receives (stats.accept_candidate): the gate's mode, k and
+    the unmeasured share it tolerates; the trace reads the same tuple."""
+    o = cfg.optimize
+    return o.gate.mode, o.gate.k, o.gate.max_unmeasured
+
+
 def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal: str = "real") -> dict:
     import random
 
@@ -424,11 +431,11 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     def outcomes(rows) -> dict:
         return {r["game_id"]: r["success"] for r in rows}
 
-    gate_args = (o.gate.mode, o.gate.k, o.gate.max_unmeasured)
+    acceptance = gate_args(cfg)
     if state is None:
         echo(f"A/A calibration: the seed skills twice on the {len(validation)} validation tasks, before any candidate")
         first, aa = calibrated(lambda: outcomes(play(seed, validation, "seed")),
-                               lambda: outcomes(play(seed.copy(), validation, "seed-copy")), gate_args)
+                               lambda: outcomes(play(seed.copy(), validation, "seed-copy")), acceptance)
         run_id = None
         if ledger is not None:
             run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict(),
@@ -518,7 +525,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         if signal == "shuffled":
             _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
                                                               f"{cfg.env.seed}|{g}|gate")
-        return stats.accept_candidate(judged_incumbent, judged_candidate, *gate_args)
+        return stats.accept_candidate(judged_incumbent, judged_candidate, *acceptance)
 
     def record(candidate: Candidate, verdict: CandidateVerdict, now: Standing, candidate_val: dict) -> dict:
         # the paired numbers are the real outcomes even under a shuffled signal: only the gate is blinded

@@ -209,11 +209,13 @@ def deepspeed_accumulation(ctx: Context) -> Result:
     want = ctx.cfg.training.gradient_accumulation_steps
     seen = ds.get("gradient_accumulation_steps", "auto")
     if seen == "auto":
-        return Result(check, gates, "PASS", "gradient_accumulation_steps", seen, want, incident,
-                      f"{path.name} takes it from the training config (auto)")
-    return ctx.expect(check, gates, "training.gradient_accumulation_steps", seen, want,
-                      want is not None and same(seen, want), incident,
-                      f"{path.name} says {seen}")
+        result = Result(check, gates, "PASS", "gradient_accumulation_steps", seen, want, incident,
+                        f"{path.name} takes it from the training config (auto)")
+    else:
+        result = ctx.expect(check, gates, "training.gradient_accumulation_steps", seen, want,
+                            want is not None and same(seen, want), incident, f"{path.name} says {seen}")
+    result.reads = ("compute.deepspeed_config",)  # a file it approved: the launch must use it (the trace)
+    return result
 
 
 @static

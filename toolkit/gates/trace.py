@@ -192,16 +192,26 @@ class Tracer:
             return None
         return self.cached("trainer_class", build)
 
-    def launch_processes(self) -> tuple[int, str]:
+    @property
+    def training_launch(self) -> bool:
+        """Whether the launch traced is a training launch (`skillos train`, or `gate check` of a
+        config that trains), which training/launch.py makes on compute.backend's path; every other
+        launch runs in skillos.api's process (local, or a Ray driver)."""
+        return self.cfg.training.is_set() and self.ctx.command in (None, "train")
+
+    def launch_plan(self) -> dict:
+        """The launch training/launch.plan makes for this config: what launch() runs, as data."""
         def build():
             from skillos.training.launch import plan
 
-            p = plan(self.cfg, str(self.cfg.source or "config.yaml"))
-            command = p["command"]
-            n = int(command[command.index("--num_processes") + 1]) if "--num_processes" in command else 1
-            where = f"the {p['backend']} launch ({' '.join(map(str, command[:4]))} ...)"
-            return n, where
+            return plan(self.cfg, str(self.cfg.source or "config.yaml"))
         return self.cached("launch", build)
+
+    def launch_processes(self) -> tuple[int, str]:
+        p = self.launch_plan()
+        command = p["command"]
+        n = int(command[command.index("--num_processes") + 1]) if "--num_processes" in command else 1
+        return n, f"the {p['backend']} launch ({' '.join(map(str, command[:4]))} ...)"
 
     def sent(self, section: str) -> dict:
         def build():
@@ -630,14 +640,71 @@ def _reward_probe(t: Tracer) -> dict:
     return t.cached("reward", build)
 
 
+# the launch path: what each path runs, and the keys a path ignores ---------------------------------
+@resolver(r"^compute\.watchdog$")
+def _watchdog(t: Tracer, key, value):
+    """Gate 7 is applied where a watchdog process is started: the training launch's plan on its
+    path (local, accelerate, Modal), else skillos.api beside the launch (local or the Ray driver)."""
+    if t.training_launch:
+        p = t.launch_plan()
+        spec, consumer = p.get("watchdog"), f"training/launch.launch: the watchdog beside the {p['backend']} launch"
+    else:
+        from skillos.ledger.watchdog import launch_watch
+
+        spec = launch_watch(t.cfg, ["OUT"], "a process beside the launch")
+        consumer = f"skillos.api._watching: the watchdog beside the {t.ctx.command or 'launch'}"
+    started = spec is not None
+    return Row(key, value, consumer, bool(value) == started, " ".join(spec["command"]) if started else None,
+               spec["where"] if started else "no watchdog process is started on this path")
+
+
+LAUNCH_FLAGS = {"compute.num_machines": "--num_machines", "compute.machine_rank": "--machine_rank",
+                "compute.main_process_ip": "--main_process_ip", "compute.main_process_port": "--main_process_port",
+                "compute.deepspeed_config": "--deepspeed_config_file"}
+
+
+@resolver(r"^compute\.(num_machines|machine_rank|main_process_ip|main_process_port|deepspeed_config)$")
+def _launch_flag(t: Tracer, key, value):
+    """A key only some launch paths read: applied where the launch command carries it, a FAIL on a
+    path that ignores a value set away from its default (a DeepSpeed config a local launch never
+    uses passes nothing)."""
+    import dataclasses
+
+    from skillos.config import ComputeConfig
+
+    default = {f.name: f.default for f in dataclasses.fields(ComputeConfig)}[key.split(".", 1)[1]]
+    path = t.launch_plan()["backend"] if t.training_launch else f"{t.ctx.command or 'eval'} (skillos.api)"
+    if value is None or value == default:
+        return Row(key, value, f"the {path} launch", True, value, "the default: nothing to apply")
+    flag = LAUNCH_FLAGS[key]
+    command = [str(c) for c in t.launch_plan()["command"]] if t.training_launch else []
+    if flag not in command:
+        return Row(key, value, f"the {path} launch", False, None,
+                   f"the {path} launch ignores it (only an accelerate{' or Modal' if 'deepspeed' in key else ''} "
+                   "launch passes it on)")
+    arrived = command[command.index(flag) + 1]
+    if key == "compute.deepspeed_config":
+        from skillos.config import relative_to_config
+
+        local = relative_to_config(t.cfg, value)
+        return Row(key, value, f"the {path} launch: {flag}", Path(arrived).name == local.name, arrived)
+    return _row(key, value, f"the {path} launch: {flag}", type(value)(arrived))
+
+
+@resolver(r"^optimize\.gate\.(?P<name>mode|k|max_unmeasured)$")
+def _optimize_gate(t: Tracer, key, value, name):
+    from skillos.training.optimize import gate_args
+
+    arrived = dict(zip(("mode", "k", "max_unmeasured"), gate_args(t.cfg)))[name]
+    return _row(key, value, "evals/stats.accept_candidate: every candidate's acceptance (training/optimize.gate_args)",
+                arrived)
+
+
 # the gates' own inputs -------------------------------------------------------------------------
-@resolver(r"^(reference|experiment\.\w+|compute\.(watchdog|step_minutes|max_checkpoint_gap_minutes|num_machines|"
-          r"machine_rank|main_process_ip|main_process_port|vllm_server_gpus|gpu|deepspeed_config))$")
+@resolver(r"^(reference|experiment\.\w+|compute\.(step_minutes|max_checkpoint_gap_minutes|vllm_server_gpus|gpu))$")
 def _direct(t: Tracer, key, value):
     consumer = {
         "reference": "the gates: the table every row is diffed against",
-        "compute.watchdog": "skillos.api: every launch runs under the watchdog when true (gate 7)",
-        "compute.deepspeed_config": "the accelerate launch (--deepspeed_config_file)",
     }.get(key, "the gates and the launch plan: a planning input read as configured")
     if key.startswith("experiment."):
         consumer = "the gates (mde, fix, optimize-power) and the ledger's experiment record: read as configured"
