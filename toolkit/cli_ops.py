@@ -109,8 +109,9 @@ def canary_cmd(
     """Does the trainer learn? Its own code on a learnable CPU miniature, before vs after on
     held-out tasks, beside a negative control with the signal destroyed.
 
-    Recorded in the ledger with the code hash of the files it exercised; a launch that spends
-    GPUs needs a passing canary for the current code (gate 6, recipe-learns). Exit 0: passed;
+    Recorded in the ledger with its identity (every skillos module it imported, its config, the
+    training libraries' versions) as one code hash; a launch that uses GPUs needs a passing
+    canary whose identity still holds for the installed code (gate 6, recipe-learns). Exit 0: passed;
     1: it did not learn, or its negative control did. --set takes where it runs only (its
     miniature is fixed): compute.backend=ray trains the run and its control as two Ray tasks.
     """
