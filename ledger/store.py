@@ -129,12 +129,19 @@ class LedgerError(SkillosError):
     """The ledger file is unusable or an operation on it is invalid."""
 
 
-def canary_passed(result: dict) -> bool:
-    """A canary passed when its trained run's verdict is an improvement and no negative control's
-    is (`control`, and each of `controls` where a canary records several), as the run recorded them."""
-    controls = [result.get("control")] + list((result.get("controls") or {}).values())
-    return (result.get("verdict") == "improvement" and all(isinstance(c, dict) for c in controls)
-            and all(c.get("verdict") != "improvement" for c in controls))
+CONTROL_VERDICTS = ("not detected", "not detected (below the MDE)", "regression")  # measured, and no gain
+
+
+def canary_passed(result) -> bool:
+    """A canary passed when its trained run's verdict is an improvement and every negative control
+    (`control`, and each of `controls` where a canary records several) was measured and shows none
+    (a control that could not be judged proves nothing), as the run recorded them."""
+    if not isinstance(result, dict):
+        return False
+    more = result.get("controls") or {}
+    controls = [result.get("control")] + (list(more.values()) if isinstance(more, dict) else [None])
+    return (result.get("verdict") == "improvement"
+            and all(isinstance(c, dict) and c.get("verdict") in CONTROL_VERDICTS for c in controls))
 
 
 def now() -> str:
@@ -519,7 +526,7 @@ class Ledger:
         for row in map(dict, rows):
             try:
                 row["result"] = json.loads(row["result_json"])
-            except ValueError:
+            except (TypeError, ValueError):
                 continue
             if not canary_passed(row["result"]) or row["verdict"] != row["result"].get("verdict"):
                 continue

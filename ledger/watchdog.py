@@ -215,8 +215,9 @@ def launch_watch(cfg, paths: list, where: str) -> dict | None:
     path asks this (training/launch.py, skillos.api), and the trace reads the same answer."""
     if not cfg.compute.watchdog:
         return None
-    gpu = cfg.compute.gpu
-    gpus = int(gpu.split(":")[1]) if gpu and ":" in gpu else (1 if gpu else 0)
+    from skillos.devices import gpus_per_machine
+
+    gpus = gpus_per_machine(cfg) or 0
     spec = {"where": where, "paths": [str(p) for p in paths], "stall_minutes": cfg.compute.stall_minutes,
             "gpus": gpus}
     spec["command"] = command(["PID"], spec["paths"], "LEDGER", spec["stall_minutes"], gpus)

@@ -57,8 +57,9 @@ def record_canary(ledger, key: str, *, verdict: str = "improvement", control: st
     from skillos.training.canary import identity
 
     name, _, variant = key.partition(":")
-    digest = identity.config_digest(canary.canary(name).config(quick, variant or None))
-    ran = identity.identity(modules, digest)
+    chosen = canary.canary(name)
+    digest = identity.config_digest(chosen.config(quick, variant or None))
+    ran = identity.identity([*chosen.ran, *modules], digest)
     run = ledger.start_run(None, "canary", {"canary": name})
     row = ledger.add_canary(run, {"trainer": key, "metric": "m", "n": 20, "before": 0.2, "after": 0.8, "b": 12,
                                   "c": 0, "p": 0.0005, "verdict": verdict, "quick": quick,

@@ -181,6 +181,19 @@ def test_a_plan_covers_the_resources_it_reserves(tmp_path, skillos_home):
         assert not (tmp_path / "p.json").exists()
     refused = run_cli("plan", PAPER, "--set", "compute.ray_gpus_per_task=-1")
     assert refused.returncode == 2 and "compute.ray_gpus_per_task" in refused.stderr
+    assert "at most 64" in run_cli("plan", PAPER, "--set", "compute.gpu=H100:9999").stderr
+    # fewer GPUs than processes: the plan would cost 2 where the launch takes 8
+    few = next(r for r in gates.check(config.with_sets(config.load(PAPER), ["compute.gpu=H100:2"])).results
+               if r.check == "gpu-count")
+    assert few.status == "FAIL" and "8 training processes per machine on 2 GPU(s)" in few.detail
+    # a Modal launch that names no GPU asks for one per process: the plan costs the same
+    modal = json.loads(run_cli("plan", PAPER, "--set", "compute.backend=modal", "--set", "compute.gpu=null",
+                               "--out", tmp_path / "m.json", "--json").stdout)["plan"]
+    assert modal["cost"]["gpus"] == 8 and modal["cost"]["gpu_hours"] == 56.0
+    # where and how a Ray plan runs is part of what was approved
+    ray = config.with_sets(config.load(PAPER), ["compute.backend=ray"])
+    for more in ("compute.ray_address=ray://10.9.9.9:10001", "compute.ray_max_retries=100", "compute.watchdog=false"):
+        assert config.with_sets(ray, [more]).plan_hash() != ray.plan_hash(), more
 
 
 @pytest.mark.parametrize("variable", ["CLAUDECODE", "CODEX_SANDBOX", "GEMINI_CLI"])
@@ -194,6 +207,24 @@ def test_a_persons_step_is_refused_in_an_agents_shell_even_at_a_terminal(tmp_pat
         assert ledger.rows("approvals") == [] and ledger.goals() == []
 
 
+def test_what_approve_shows_cannot_drive_the_terminal(tmp_path, skillos_home):
+    """A plan file's proposer (not recomputable) or a hypothesis carrying escape sequences that
+    would clear the screen and draw another plan is shown escaped."""
+    import yaml
+
+    data = yaml.safe_load(PAPER.read_text())
+    data["experiment"]["hypothesis"] = "fine\x1b[2J\x1b[Hcost: 2.0 GPU-h"
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text(yaml.safe_dump(data))
+    (tmp_path / "zero3.json").write_text((PAPER.parent / "zero3.json").read_text())
+    written = run_cli("plan", config_file, "--out", tmp_path / "plan.json")
+    assert written.returncode == 0 and "\x1b" not in written.stdout and "fine\\x1b[2J" in written.stdout
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    (tmp_path / "plan.json").write_text(json.dumps({**plan, "proposed_by": "root\x1b[2J"}))
+    code, shown = at_terminal(skillos_home, "approve", tmp_path / "plan.json", typed="no")
+    assert "\x1b[2J" not in shown and "fine\\x1b[2J" in shown and "root\\x1b[2J" in shown, shown[-800:]
+
+
 def test_a_forged_login_is_visible_in_the_ledger_and_the_postmortem(tmp_path, skillos_home):
     run_cli("plan", PAPER, "--out", tmp_path / "plan.json")
     code, shown = at_terminal(skillos_home, "approve", tmp_path / "plan.json", typed="CODE",
@@ -202,8 +233,10 @@ def test_a_forged_login_is_visible_in_the_ledger_and_the_postmortem(tmp_path, sk
     listed = json.loads(run_cli("ledger", "approvals", "--json").stdout)
     assert listed[0]["actor"] == getpass.getuser()  # the real user, not $LOGNAME
     assert any("$LOGNAME 'the-boss'" in s for s in listed[0]["suspect"])
+    # the pseudo-terminal this test opens is held by python (pty.fork), not by a terminal: shown
+    assert any("its terminal is held by python" in s for s in listed[0]["suspect"]), listed[0]["suspect"]
     report = run_cli("postmortem").stdout
-    assert "approval #1 of plan hash" in report and "SUSPECT: $LOGNAME 'the-boss'" in report
+    assert "approval #1 of plan hash" in report and "SUSPECT: " in report and "$LOGNAME 'the-boss'" in report
 
 
 def test_the_goal_is_set_at_a_terminal_and_every_goal_is_listed(skillos_home):

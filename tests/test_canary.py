@@ -147,6 +147,41 @@ def test_the_ledger_counts_a_canary_by_its_own_verdicts_and_run(skillos_home):
         assert ledger.passing_canaries("curator") == []
 
 
+def test_a_degenerate_or_unjudged_canary_never_vouches(skillos_home, tmp_path, monkeypatch):
+    """An identity that lists a module missing when it ran, or not the canary's own trainer, or a
+    malformed one; a control that could not be judged: none of them passes gate 6."""
+    from conftest import record_canary
+    from skillos.gates.learning import standing, vouching
+
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        unjudged = record_canary(ledger, "curator", control="not reportable")
+        assert ledger.row("canaries", unjudged)["passed"] == 0 and ledger.passing_canaries("curator") == []
+        run = ledger.start_run(None, "canary", {})
+        for odd in (None, "x", [1]):  # controls that are not a dict of verdicts
+            result = {**result_of(measured(outcomes(4), outcomes(16), outcomes(4))), "controls": odd}
+            assert ledger.row("canaries", ledger.add_canary(run, result))["passed"] == (odd is None)
+        ledger.end_run(run, "finished")
+        rows = ledger.passing_canaries("curator")
+    digest = identity.config_digest(canaries.canary("curator").config())
+    base = {**rows[0], "result": {**rows[0]["result"]}}
+    for modules, says in ((["skillos.does_not_exist"], "skillos.does_not_exist was missing when it ran"),
+                          (["skillos.errors"], "it does not record running skillos.training.canary.curator")):
+        row = {**base, "result": {**base["result"], "identity": identity.identity(modules, digest)}}
+        found, stale = vouching("curator", [row])
+        assert found is None and any(says in c for c in stale[1]), stale
+    row = {**base, "result": {**base["result"], "identity": {"modules": {"a": "b"}, "versions": "abc"}}}
+    assert vouching("curator", [row])[1][1] == ["its identity is malformed (modules: name -> sha, versions: library "
+                                                "-> version)"]
+    with Ledger(skillos_home / "ledger.db") as ledger:  # the newest stale, an older one still holding
+        files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline"])
+        older = record_canary(ledger, "curator")
+        record_canary(ledger, "curator", modules=list(files))
+        files["skillos.training.pipeline"].write_text("# edited\n")
+        entry = next(e for e in standing(ledger) if e["trainer"] == "curator")
+    assert entry["vouching"] == older and entry["covers_current_code"] and entry["last_passing"] != older
+    assert recipe(gates.check(config.load(PAPER))).detail.startswith(f"canary #{older}")
+
+
 def record_passing(home, trainer: str, modules=("skillos.training.trainer",)) -> None:
     from conftest import record_canary
 
@@ -209,7 +244,12 @@ def test_a_launch_is_gated_by_the_gpus_it_will_use_not_the_ones_it_declares(skil
     declared = config.with_sets(smoke, ["compute.gpu=L4:2"])
     assert next(r for r in gates.check(declared).results if r.check == "gpu-declared").status == "PASS"
     # a no-model eval on a GPU machine puts nothing on the GPU: not a GPU launch
-    assert not devices.gpu_launch(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"))
+    quick = config.load(ROOT / "evals" / "configs" / "quickstart.yaml")
+    assert not devices.gpu_launch(quick)
+    # ... but a checkpoint arm runs its curator on a local backend: it is
+    ckpt = config.with_sets(quick, ["eval.arms=[no_memory, 'curator:a']", f"eval.curators={{a: {ROOT}}}"])
+    assert "eval arm curator:a: curator.backend hf" in devices.gpu_launch(ckpt).why
+    assert devices.undeclared(ckpt) and not devices.gpu_launch(ckpt, cuda=0)
     # every launch path asks the same predicate: the library's train refuses before any weight moves
     from skillos.training.trainer import on_cpu
 

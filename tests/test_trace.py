@@ -32,12 +32,8 @@ def mutate(key: str, value):
         return OTHER.get(value)
     leaf = key.rsplit(".", 1)[-1]
     if isinstance(value, int):
-        if leaf == "num_generations":  # GRPO needs 2 or more (TRL's rule, checked at load)
-            return value // 2 if value >= 4 else None
-        if leaf == "max_prompt_length":
+        if leaf in ("num_generations", "max_prompt_length"):
             return value // 2
-        if leaf == "per_device_train_batch_size":  # TRL: the generation batch stays a multiple of it
-            return value // 2 if value % 2 == 0 else None
         if leaf in ("group_size", "min_group_size", "history_length", "max_steps", "top_k", "n_games",
                     "save_steps"):
             return value - 1 if value > 2 else value + 1
@@ -220,10 +216,31 @@ def test_a_strict_optimize_gate_is_applied_and_trl_invalid_values_fail_at_load()
     assert not [r for r in report.failed if r.check == "trace"]
     smoke = ROOT / "training" / "configs" / "cpu-smoke.yaml"
     for sets, says in ((["training.report_to=[tensorboard, none]"], "'none' cannot stand beside"),
-                       (["training.report_to=[tensorboard, tensorboard]"], "twice"),
-                       (["training.num_generations=1", "training.generation_batch_size=2"], "at least 2"),
-                       (["training.generation_batch_size=3"], "multiple of training.num_generations")):
+                       (["training.report_to=[tensorboard, tensorboard]"], "twice")):
         with pytest.raises(ConfigError, match=says):
             config.load(smoke, sets)
     refused = run_cli("gate", "check", smoke, "--set", "training.report_to=[tensorboard, none]")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "report_to" in refused.stderr
+
+
+@pytest.mark.parametrize("sets, key", [
+    (["compute.num_machines=2"], "compute.num_machines"), (["compute.num_processes=4"], "compute.num_processes"),
+    (["compute.vllm_server_gpus=2"], "compute.vllm_server_gpus"), (["compute.backend=modal"], "compute.backend"),
+    (["compute.backend=accelerate"], "compute.backend"), (["compute.ray_max_retries=1"], "compute.ray_max_retries"),
+    (["compute.main_process_port=29501"], "compute.main_process_port")])
+def test_a_launch_key_the_eval_path_ignores_fails_though_no_check_reads_it(sets, key):
+    cfg = config.with_sets(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"), sets)
+    rows, report = trace(cfg, command="eval")
+    assert rows[key].applied is False and ("ignores" in rows[key].detail or "is for" in rows[key].detail), rows[key].line()
+    assert any(r.key == key for r in report.failed if r.check == "trace")
+
+
+def test_the_eval_on_ray_and_a_training_launchs_own_keys_are_applied():
+    quick = config.with_sets(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"),
+                             ["compute.backend=ray", "compute.ray_max_retries=1", "compute.ray_gpus_per_task=0.5"])
+    rows, report = trace(quick, command="eval")
+    assert all(rows[k].applied for k in ("compute.backend", "compute.ray_max_retries", "compute.ray_gpus_per_task"))
+    rows, _ = trace(quick, command="optimize")  # optimize plays in this process, never on Ray
+    assert rows["compute.backend"].applied is False and rows["compute.ray_max_retries"].applied is False
+    server, _ = trace(config.load(ROOT / "training" / "configs" / "skillos-paper-alfworld-vllm-server.yaml"))
+    assert server["compute.vllm_server_gpus"].applied and "--gpu_ids" in server["compute.vllm_server_gpus"].consumer

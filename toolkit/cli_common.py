@@ -5,6 +5,7 @@ several commands take (defined once here), one-line progress on stderr, loading 
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -65,7 +66,16 @@ def emit(data, as_json: bool, lines: Callable[[Any], Iterable[str]] | None = Non
         from skillos.secrets import redact_text
 
         for line in lines(data):
-            typer.echo(redact_text(line))
+            typer.echo(terminal_text(redact_text(line)))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+
+
+def terminal_text(text: str) -> str:
+    """A line as a terminal may show it: control characters (an escape sequence that clears the
+    screen or moves the cursor, from a config, a plan file or a ledger row) written as \\xNN."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def echo_err(line: str) -> None:
@@ -172,7 +182,7 @@ def person_confirms(step: str, code: str, show: Iterable[str]) -> dict:
     if refused:
         raise Refused(refused)
     for line in show:
-        typer.echo(line)
+        typer.echo(terminal_text(line))
     try:
         typed = input(f"Type {code} to confirm ({step}), anything else to cancel: ")
     except EOFError:

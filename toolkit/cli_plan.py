@@ -58,9 +58,11 @@ def approve_cmd(plan: Path = typer.Argument(..., help="A plan file written by `s
     if not isinstance(config, str) or not config or not Path(config).is_file():
         raise SkillosError(f"{plan}: its config {config} is not there; approve a plan where its config is")
     computed = api.proposal(api.load(config, sets), config, sets, proposal.get("proposed_by"))
-    if (proposal.get("plan_hash"), proposal.get("config_hash")) != (computed["plan_hash"], computed["config_hash"]):
-        raise SkillosError(f"{plan}: {config} changed since the plan was written (plan hash {computed['plan_hash']}, "
-                           f"the plan's {proposal.get('plan_hash')}); write the plan again")
+    hashes = ("config_hash", "plan_hash")
+    if any(proposal.get(key) != computed[key] for key in hashes):
+        now, then = (", ".join(f"{k.replace('_', ' ')} {str(p.get(k))[:16]}" for k in hashes) for p in (computed, proposal))
+        raise SkillosError(f"{plan}: {config} changed since the plan was written ({now}; the plan's {then}); "
+                           "write the plan again")
     differ = approval.differences(proposal, computed)
     if differ:
         raise SkillosError(f"{plan}: the file shows {len(differ)} value(s) its config does not give ({differ[0]}): "

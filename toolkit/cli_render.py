@@ -371,17 +371,18 @@ def experiment_detail_lines(e: dict) -> list[str]:
 
 
 def canary_standing_lines(rows: list) -> list[str]:
-    """`ledger canaries`: per trainer, what its last passing canary covers."""
+    """`ledger canaries`: per trainer, what its passing canaries cover."""
     out = []
     for r in rows:
         head = f"{r['trainer']}: {r['passed']} of {r['canaries']} canaries passed"
         if r["last_passing"] is None:
             out.append(f"{head}; none covers any code")
         elif r["covers_current_code"]:
-            out.append(f"{head}; the last, #{r['last_passing']}, covers code {r['code_hash']}: the code installed now")
+            out.append(f"{head}; #{r['vouching']} covers code {r['code_hash']}: the code installed now"
+                       + (f" (the newest, #{r['last_passing']}, does not)" if r["vouching"] != r["last_passing"] else ""))
         else:
-            out.append(f"{head}; the last, #{r['last_passing']}, covers code {r['code_hash']}, not the code installed "
-                       f"now ({', '.join(r['changed'][:3])}{' ...' if len(r['changed']) > 3 else ''})")
+            out.append(f"{head}; the newest, #{r['last_passing']}, covers code {r['last_passing_code_hash']}, not the "
+                       f"code installed now ({', '.join(r['changed'][:3])}{' ...' if len(r['changed']) > 3 else ''})")
     return out or ["no canary recorded"]
 
 

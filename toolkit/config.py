@@ -264,11 +264,11 @@ class TrainingConfig:
         names = self.reporters()
         for name in names:
             _choice(name, REPORT_TO, "training.report_to")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"training.report_to: {names} names one integration twice")
         if "none" in names and len(names) > 1:  # transformers refuses it when the trainer starts
             raise ConfigError(f"training.report_to: {names}: 'none' cannot stand beside other integrations; "
                               "write none alone, or list only the ones to use")
-        if len(set(names)) != len(names):
-            raise ConfigError(f"training.report_to: {names} names one integration twice")
 
 
 @dataclass
@@ -677,7 +677,8 @@ OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "trai
                     "compute.ray_max_retries", "compute.ray_gpus_per_task")
 
 # Operational keys that change what a launch reserves or costs: an approved plan covers them.
-RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "eval.workers")
+RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_address", "compute.ray_max_retries",
+                 "eval.workers", "compute.watchdog")
 
 
 def identity(data: dict) -> dict:
@@ -694,27 +695,6 @@ def identity(data: dict) -> dict:
     if data.get("compute", {}).get("backend") == "ray":
         data["compute"]["backend"] = "local"
     return data
-
-
-def check_grpo_batch(cfg: Config) -> None:
-    """TRL's GRPOConfig rules on the batch, at load instead of after a warm-up (a GRPO trainer
-    only): at least 2 generations per prompt, and a generation batch made of whole groups that
-    divides over the processes' batch."""
-    t = cfg.training
-    trainer = registry.TRAINERS.get(cfg.skillgate.trainer)
-    if not t.is_set() or trainer is None or not trainer.grpo:
-        return
-    if t.num_generations is not None and t.num_generations < 2:
-        raise ConfigError(f"training.num_generations: GRPO needs at least 2 completions per prompt for an advantage, "
-                          f"got {t.num_generations}")
-    gen, g = t.generation_batch_size, t.num_generations
-    if gen is not None and g is not None and gen % g:
-        raise ConfigError(f"training.generation_batch_size {gen} is not a multiple of training.num_generations {g} "
-                          "(TRL generates whole groups)")
-    per_step = (t.per_device_train_batch_size or 0) * cfg.compute.num_processes
-    if gen is not None and per_step and gen % per_step:
-        raise ConfigError(f"training.generation_batch_size {gen} is not a multiple of per_device_train_batch_size x "
-                          f"compute.num_processes = {per_step} (TRL's rule)")
 
 
 def did_you_mean(key: str, options, list_allowed: bool = True) -> str:
@@ -922,7 +902,6 @@ def validate(cfg: Config) -> Config:
     if low is not None and high is not None and low > high:
         raise ConfigError(f"env.reasoning.min_group_size: {low} is above training.group_size {high} (|G| is drawn "
                           "from min_group_size to group_size)")
-    check_grpo_batch(cfg)
     if cfg.training.rollout_concurrency is not None and cfg.training.rollout_concurrency < 1:
         raise ConfigError(f"training.rollout_concurrency: at least 1 (or unset: every rollout of the step), "
                           f"got {cfg.training.rollout_concurrency}")
@@ -1304,6 +1283,7 @@ BACKEND_BOUNDS = [  # for executor, curator, judge and optimize.optimizer
 BACKEND_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 GPU_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}(:[1-9][0-9]{0,3})?")  # TYPE[:N], N >= 1
+MAX_GPUS_PER_MACHINE = 64
 
 
 def _get(cfg, dotted: str):
@@ -1326,9 +1306,10 @@ def check_bounds(cfg: Config) -> None:
                               if isinstance(value, float) or isinstance(low, float)
                               else f"{key}: must be between {low} and {high}, got {value}")
     gpu = cfg.compute.gpu
-    if gpu is not None and (not isinstance(gpu, str) or not GPU_SPEC.fullmatch(gpu)):
-        raise ConfigError(f"compute.gpu: {str(gpu)[:60]!r}: expected TYPE or TYPE:N with N GPUs, 1 or more "
-                          "(e.g. H100:8); a launch on the CPU leaves it unset")
+    if gpu is not None and (not isinstance(gpu, str) or not GPU_SPEC.fullmatch(gpu)
+                            or int(gpu.partition(":")[2] or 1) > MAX_GPUS_PER_MACHINE):
+        raise ConfigError(f"compute.gpu: {str(gpu)[:60]!r}: expected TYPE or TYPE:N with N GPUs per machine, 1 or more "
+                          f"and at most {MAX_GPUS_PER_MACHINE} (e.g. H100:8); a launch on the CPU leaves it unset")
     if not isinstance(cfg.experiment.name, str) or not EXPERIMENT_NAME.fullmatch(cfg.experiment.name):
         raise ConfigError(f"experiment.name: {str(cfg.experiment.name)[:60]!r} must be 1-100 letters, digits, "
                           "'.', '_' or '-', starting with a letter or digit (it becomes a folder name)")

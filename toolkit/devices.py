@@ -18,11 +18,30 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillos.config import curator_config
 from skillos.registry import BACKENDS, uses_model
 
 MODEL_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer")
 GPU_BACKENDS = ("accelerate", "modal")  # compute.backend values that launch on GPUs
 HIDE_CUDA = "CUDA_VISIBLE_DEVICES="  # what keeps a launch on the CPU of a machine with GPUs
+MODAL_GPU = "H100"  # what a Modal launch asks for when compute.gpu names none: one per process
+
+
+def gpu_spec(cfg) -> str | None:
+    """The GPUs a launch asks for, TYPE:N per machine: compute.gpu; a Modal launch that names none
+    asks for one H100 per training process (what training/launch.py requests and the plan costs)."""
+    c = cfg.compute
+    if c.gpu:
+        return c.gpu
+    return f"{MODAL_GPU}:{c.num_processes}" if c.backend == "modal" else None
+
+
+def gpus_per_machine(cfg) -> int | None:
+    """N of `gpu_spec` (TYPE alone: 1); None when the launch names no GPU."""
+    spec = gpu_spec(cfg)
+    if not spec:
+        return None
+    return int(spec.split(":")[1]) if ":" in spec else 1
 
 
 def cuda_devices() -> int:
@@ -56,6 +75,7 @@ class GpuLaunch:
 
     reasons: list = field(default_factory=list)
     cuda: int = 0  # CUDA devices this process sees (0 when not probed)
+    undeclared: bool = False  # only the CUDA device makes it one: the config names no GPU
 
     def __bool__(self) -> bool:
         return bool(self.reasons)
@@ -75,11 +95,10 @@ def declared(cfg) -> list[str]:
         out.append(f"compute.backend {c.backend}")
     if (c.ray_gpus_per_task or 0) > 0 and c.backend == "ray":
         out.append(f"compute.ray_gpus_per_task {c.ray_gpus_per_task:g}")
-    for section in MODEL_SECTIONS:
-        backend = _section(cfg, section).backend
+    for where, backend in _backends(cfg):
         entry = BACKENDS.get(backend)
         if entry is not None and entry.gpu_only:
-            out.append(f"{section}.backend {backend} (GPU only)")
+            out.append(f"{where} {backend} (GPU only)")
     if cfg.sweep.serve == "adapters":
         out.append("sweep.serve adapters (one vLLM server on a GPU)")
     if cfg.training.is_set():
@@ -93,37 +112,41 @@ def declared(cfg) -> list[str]:
 def runs_model_here(cfg) -> list[str]:
     """What puts a model on this process's devices: training, or a local backend it runs."""
     out = ["training (the trainer moves the policy to CUDA when torch sees one)"] if cfg.training.is_set() else []
-    for section in MODEL_SECTIONS:
-        backend = _section(cfg, section).backend
+    for where, backend in _backends(cfg):
         entry = BACKENDS.get(backend)
         if entry is not None and entry.local and uses_model(backend):
-            out.append(f"{section}.backend {backend}")
+            out.append(f"{where} {backend}")
+    return out
+
+
+def _backends(cfg) -> list[tuple[str, str]]:
+    """(where, backend) of every model a launch of `cfg` may run: each model section's, and each
+    learning arm's curator (a `curator:NAME` arm runs its checkpoint on a local backend)."""
+    out = [(f"{section}.backend", _section(cfg, section).backend) for section in MODEL_SECTIONS]
+    out += [(f"eval arm {arm}: curator.backend", curator_config(cfg, arm).backend)
+            for arm in cfg.eval.arms if str(arm).startswith("curator:") and arm[8:] in cfg.eval.curators]
     return out
 
 
 def gpu_launch(cfg, cuda: int | None = None) -> GpuLaunch:
     """Whether `cfg`'s launch uses GPUs, and why: what it declares, or a CUDA device this process
     sees (`cuda`: the count; None: probed now) beside a model it runs here."""
-    reasons = declared(cfg)
+    named = declared(cfg)
     seen = cuda_devices() if cuda is None else cuda
-    here = runs_model_here(cfg)
-    if seen and here:
-        reasons.append(f"this process sees {seen} CUDA device(s) and runs {here[0]} on them")
-    return GpuLaunch(reasons, seen)
+    here = runs_model_here(cfg) if seen else []
+    found = [f"this process sees {seen} CUDA device(s) and runs {here[0]} on them"] if here else []
+    return GpuLaunch(named + found, seen, undeclared=bool(found) and not named)
 
 
 def undeclared(cfg, cuda: int | None = None) -> str | None:
     """Why the launch must be refused when it names no GPU and would put a model on one it finds
-    (the keys to set); None when it declares its GPUs or finds none it would use."""
-    if declared(cfg):
+    (the key to set); None when it declares its GPUs or finds none it would use."""
+    launch = gpu_launch(cfg, cuda)
+    if not launch.undeclared:
         return None
-    seen = cuda_devices() if cuda is None else cuda
-    here = runs_model_here(cfg)
-    if not (seen and here):
-        return None
-    return (f"this process sees {seen} CUDA device(s) and the launch would run {here[0]} on them, but the config "
-            f"names no GPU: set compute.gpu (e.g. compute.gpu=H100:{seen}) so the plan, the approval and the canary "
-            f"gate count them, or run with {HIDE_CUDA} to stay on the CPU")
+    return (f"{launch.reasons[-1]}, but the config names no GPU: set compute.gpu (e.g. compute.gpu=H100:"
+            f"{launch.cuda}) so the plan, the approval and the canary gate count them, or run with {HIDE_CUDA} "
+            "to stay on the CPU")
 
 
 def _section(cfg, dotted: str):

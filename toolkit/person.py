@@ -9,7 +9,9 @@ terminal outside an agent's process tree (a pty opened by a detached daemon, a t
 the agent drives, ssh to this machine) and types the code it reads off the screen. Such a step is
 not refused; it is made visible instead: every person's step records its witness (the real login
 of the process's user, the terminal device, the whole process ancestry with each command line,
-and any agent variable present), which `skillos ledger approvals` and the postmortem show.
+any agent variable present, and which ancestor holds the terminal's master side), which `skillos
+ledger approvals` and the postmortem show, flagging a terminal held by a program that is not a
+terminal (python, node, script) or by no ancestor at all.
 """
 
 from __future__ import annotations
@@ -71,6 +73,37 @@ def agent_ancestors(chain: list[dict]) -> list[str]:
     return found
 
 
+# Programs that own a person's terminal (hold its pseudo-terminal master): terminal emulators,
+# remote logins, multiplexers, editors' terminal hosts. Any other owner (python, node, script,
+# expect) is a program driving the terminal, shown as suspect.
+TERMINAL_HOSTS = ("sshd", "login", "mosh-server", "tmux", "tmux: server", "screen", "xterm", "uxterm", "urxvt",
+                  "gnome-terminal-", "gnome-terminal-server", "konsole", "kitty", "alacritty", "wezterm-gui",
+                  "foot", "st", "xfce4-terminal", "terminator", "tilix", "lxterminal", "mate-terminal",
+                  "qterminal", "terminology", "ghostty", "rio", "warp", "iterm2", "terminal", "code", "cursor",
+                  "zellij", "dtach", "abduco", "emacs", "vim", "nvim")
+
+
+def terminal_owner(chain: list[dict]) -> dict:
+    """The ancestor holding the pseudo-terminal master (/dev/ptmx) of this terminal, read from
+    /proc: {pid, name, command} or None with `known` False when an ancestor's descriptors could not
+    be read before one was found (another user's sshd: nothing to say), `known` True and None when
+    every ancestor was read and none holds it (the terminal was opened outside this process tree)."""
+    for proc in chain[1:]:
+        fds = Path(f"/proc/{proc['pid']}/fd")
+        try:
+            links = [os.readlink(fd) for fd in fds.iterdir()]
+        except OSError:
+            return {"owner": None, "known": False}
+        if "/dev/ptmx" in links:
+            return {"owner": proc, "known": True}
+    return {"owner": None, "known": bool(chain)}
+
+
+def _hosts(proc: dict) -> bool:
+    name = proc["name"].lower()
+    return name in TERMINAL_HOSTS or "ptyhost" in proc["command"].lower()
+
+
 def terminal() -> dict:
     """The terminal the step ran at: the device of stdin and stdout (None where there is none)."""
     def tty(stream):
@@ -98,7 +131,7 @@ def witness() -> dict:
     variables present, and the agents found among the ancestors."""
     chain = ancestry()
     return {**login(), "terminal": terminal(), "ancestry": chain, "agent_variables": agent_variables(),
-            "agent_ancestors": agent_ancestors(chain)}
+            "agent_ancestors": agent_ancestors(chain), "terminal_owner": terminal_owner(chain)}
 
 
 def refusal(step: str, seen: dict) -> str | None:
@@ -114,16 +147,28 @@ def refusal(step: str, seen: dict) -> str | None:
     return None
 
 
-def forged(seen: dict) -> list[str]:
+def forged(seen) -> list[str]:
     """What in a recorded witness suggests the step was not a person's: agents, a missing terminal,
-    a login variable that disagrees with the real user (shown by the ledger and the postmortem)."""
+    a terminal owned by a program that is not a terminal (a pty a script opened), a login variable
+    that disagrees with the real user (shown by the ledger and the postmortem)."""
     if not isinstance(seen, dict):
         return ["no witness recorded (a step from before skillos recorded one)"]
-    out = [f"agent variable {v}" for v in seen.get("agent_variables") or []]
-    out += [f"agent ancestor {a}" for a in seen.get("agent_ancestors") or []]
-    term = seen.get("terminal") or {}
+
+    def strings(value) -> list[str]:
+        return [str(v) for v in value] if isinstance(value, list) else [] if value is None else [str(value)]
+
+    out = [f"agent variable {v}" for v in strings(seen.get("agent_variables"))]
+    out += [f"agent ancestor {a}" for a in strings(seen.get("agent_ancestors"))]
+    term = seen.get("terminal") if isinstance(seen.get("terminal"), dict) else {}
     if not (term.get("stdin") and term.get("stdout")):
         out.append("no terminal device on stdin or stdout")
+    owner = seen.get("terminal_owner") if isinstance(seen.get("terminal_owner"), dict) else {}
+    proc = owner.get("owner")
+    if isinstance(proc, dict) and isinstance(proc.get("name"), str) and not _hosts(
+            {"name": proc["name"], "command": str(proc.get("command") or "")}):
+        out.append(f"its terminal is held by {proc['name']} (pid {proc.get('pid')}), a program, not a terminal")
+    elif owner.get("known") is True and proc is None:
+        out.append("no ancestor holds its terminal: it was opened by a process outside its process tree")
     if seen.get("LOGNAME") not in (None, seen.get("user")):
         out.append(f"$LOGNAME {seen.get('LOGNAME')!r} is not the real user {seen.get('user')!r}")
     return out

@@ -74,9 +74,10 @@ def _launch_plan(cfg: Config, config_path: str) -> dict:
             per_machine = c.num_processes // c.num_machines
             command += ["--gpu_ids", ",".join(str(c.vllm_server_gpus + i) for i in range(per_machine))]
         return {**out, "command": command + ["-m", "skillos.training.launch", config_path]}
-    gpu = c.gpu or f"H100:{c.num_processes}"
-    count = gpu.split(":")[1] if ":" in gpu else "1"
-    inner = ["accelerate", "launch", "--num_processes", count]
+    from skillos.devices import gpu_spec, gpus_per_machine
+
+    gpu = gpu_spec(cfg)
+    inner = ["accelerate", "launch", "--num_processes", str(gpus_per_machine(cfg))]
     files = {f"{MODAL_CONFIG}/{Path(config_path).name}": str(Path(config_path).resolve())}
     if c.deepspeed_config:
         local = relative_to_config(cfg, c.deepspeed_config)

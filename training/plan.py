@@ -104,16 +104,6 @@ def vllm_server_command(cfg) -> list[str] | None:
     return command
 
 
-def gpus_per_machine(cfg) -> int | None:
-    gpu = cfg.compute.gpu
-    if not gpu:
-        return None
-    try:
-        return int(gpu.split(":")[1]) if ":" in gpu else 1
-    except ValueError:
-        return None
-
-
 def duration_text(seconds: float | None) -> str:
     if seconds is None:
         return "unmeasured"

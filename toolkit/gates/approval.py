@@ -52,6 +52,24 @@ def gpu_declared(ctx: Context) -> Result:
                   "a launch the gates took for the CPU ran on the GPUs it found", why)
 
 
+@static
+def gpu_count(ctx: Context) -> Result:
+    """A training launch's processes each need a GPU of their own: a plan that names fewer GPUs
+    per machine than it runs processes costs the wrong GPU-hours and does not start."""
+    from skillos.devices import gpus_per_machine
+
+    cfg = ctx.cfg
+    gpus = gpus_per_machine(cfg)
+    if not cfg.training.is_set() or gpus is None or cfg.compute.backend not in ("accelerate", "modal"):
+        return Result("gpu-count", GATES, "SKIP", detail="not a multi-GPU training launch that names its GPUs")
+    per_machine = cfg.compute.num_processes // max(1, cfg.compute.num_machines)
+    detail = f"{per_machine} training processes per machine on {gpus} GPU(s) per machine"
+    return Result("gpu-count", GATES, "PASS" if gpus >= per_machine else "FAIL", "compute.gpu", cfg.compute.gpu,
+                  f">= {per_machine} GPUs per machine", "a plan costed for fewer GPUs than the launch takes",
+                  detail if gpus >= per_machine else f"{detail}: name at least {per_machine} (compute.gpu TYPE:"
+                  f"{per_machine}), or run fewer processes")
+
+
 def short_hash(text: str) -> str:
     """A plan file's name for people: the first 8 hex digits of its sha256."""
     return hashlib.sha256(text.encode()).hexdigest()[:8]
@@ -161,7 +179,8 @@ def cost(cfg, runs: int = 1) -> dict:
     if not cfg.training.is_set():
         return {"gpu_hours": None, "wall_hours": None,
                 "reason": "an eval: its cost is the games above; the step plan estimates training only"}
-    from skillos.training.plan import gpus_per_machine, step_plan
+    from skillos.devices import gpus_per_machine
+    from skillos.training.plan import step_plan
 
     step, steps = step_plan(cfg), (cfg.training.max_steps or 0) * runs or None
     per_machine = gpus_per_machine(cfg)

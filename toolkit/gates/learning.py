@@ -60,13 +60,15 @@ def vouching(key: str, rows: list) -> tuple[dict | None, tuple | None]:
     from skillos.training.canary.identity import changes, config_digest
 
     name, _, variant = key.partition(":")
-    configs: dict = {}
-    stale = None
+    chosen, configs, stale = canary(name), {}, None
     for row in rows:
         quick = bool(row["result"].get("quick"))
         if quick not in configs:
-            configs[quick] = config_digest(canary(name).config(quick, variant or None))
-        differ = changes(row["result"].get("identity"), configs[quick])
+            configs[quick] = config_digest(chosen.config(quick, variant or None))
+        ident = row["result"].get("identity")
+        differ = changes(ident, configs[quick])
+        if not differ:
+            differ = [f"it does not record running {m}" for m in chosen.ran if m not in ident["modules"]]
         if not differ:
             return row, None
         stale = stale or (row, differ)
@@ -78,28 +80,27 @@ def _changed(differ: list) -> str:
 
 
 def standing(ledger) -> list[dict]:
-    """Per trainer with a canary in the ledger: its canaries run (and passed, by their own
-    verdicts), the code hash its newest passing canary covers, and whether that canary still
-    vouches for the code installed now (`skillos ledger canaries`)."""
-    from skillos.training.canary import canary
+    """Per trainer with a canary in the ledger: its canaries run and passed (by their own
+    verdicts), the newest passing one, and the one that vouches for the code installed now as
+    gate 6 decides it (`vouching`: None, with what changed since the newest, when none does) —
+    `skillos ledger canaries`."""
+    from skillos.training.canary import CANARIES
 
     out = []
     for trainer in dict.fromkeys(row["trainer"] for row in ledger.canaries()):
-        rows = ledger.canaries(trainer)
         passing = ledger.passing_canaries(trainer)
-        entry = {"trainer": trainer, "canaries": len(rows), "passed": len(passing), "last_passing": None,
-                 "code_hash": None, "covers_current_code": None, "changed": []}
-        if passing:
-            newest = passing[0]
-            try:
-                canary(trainer.split(":")[0])
-            except Exception:  # noqa: BLE001 - a trainer whose canary this skillos no longer has
-                entry.update(last_passing=newest["id"], code_hash=newest["code_hash"], covers_current_code=False,
-                             changed=["this skillos has no such canary"])
-                out.append(entry)
-                continue
-            found, stale = vouching(trainer, passing[:1])
-            entry.update(last_passing=newest["id"], code_hash=newest["code_hash"], passed_at=newest["created_at"],
-                         covers_current_code=found is not None, changed=stale[1] if stale else [])
+        entry = {"trainer": trainer, "canaries": len(ledger.canaries(trainer)), "passed": len(passing),
+                 "last_passing": passing[0]["id"] if passing else None,
+                 "last_passing_code_hash": passing[0]["code_hash"] if passing else None,
+                 "vouching": None, "code_hash": None, "covers_current_code": False if passing else None,
+                 "changed": []}
+        if passing and trainer.split(":")[0] not in CANARIES:
+            entry["changed"] = ["this skillos has no such canary"]
+        elif passing:
+            found, stale = vouching(trainer, passing)
+            if found is not None:
+                entry.update(vouching=found["id"], code_hash=found["code_hash"], covers_current_code=True)
+            else:
+                entry["changed"] = stale[1]
         out.append(entry)
     return out

@@ -13,7 +13,7 @@ GATES = (7,)  # watch the box: GPUs that are paid for and idle
 @static
 @training_only(*GATES)
 def vllm_server(ctx: Context) -> Result:
-    from skillos.training.plan import gpus_per_machine
+    from skillos.devices import gpus_per_machine
 
     check = "vllm-server"
     t, c = ctx.cfg.training, ctx.cfg.compute

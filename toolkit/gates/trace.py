@@ -199,6 +199,13 @@ class Tracer:
         launch runs in skillos.api's process (local, or a Ray driver)."""
         return self.cfg.training.is_set() and self.ctx.command in (None, "train")
 
+    @property
+    def path(self) -> str:
+        """The launch path, as its rows name it: a training launch's backend, else the command."""
+        if self.training_launch:
+            return self.launch_plan()["backend"]
+        return self.ctx.command or ("optimize" if "optimize" in self.cfg.declared else "eval")
+
     def launch_plan(self) -> dict:
         """The launch training/launch.plan makes for this config: what launch() runs, as data."""
         def build():
@@ -366,6 +373,9 @@ def _training_field(t: Tracer, key, value, name):
 # derived batch quantities and the launch -------------------------------------------------------
 @resolver(r"^compute\.num_processes$")
 def _num_processes(t: Tracer, key, value):
+    if not t.training_launch:
+        return Row(key, value, f"the {t.path} (skillos.api)", value == 1, 1,
+                   "" if value == 1 else f"the {t.path} runs in one process: it ignores compute.num_processes")
     n, where = t.launch_processes()
     return _row(key, value, f"{where}: --num_processes", n)
 
@@ -673,7 +683,7 @@ def _launch_flag(t: Tracer, key, value):
     from skillos.config import ComputeConfig
 
     default = {f.name: f.default for f in dataclasses.fields(ComputeConfig)}[key.split(".", 1)[1]]
-    path = t.launch_plan()["backend"] if t.training_launch else f"{t.ctx.command or 'eval'} (skillos.api)"
+    path = t.path
     if value is None or value == default:
         return Row(key, value, f"the {path} launch", True, value, "the default: nothing to apply")
     flag = LAUNCH_FLAGS[key]
@@ -691,6 +701,45 @@ def _launch_flag(t: Tracer, key, value):
     return _row(key, value, f"the {path} launch: {flag}", type(value)(arrived))
 
 
+RAY_COMMANDS = ("eval", "sweep")  # what compute.backend ray runs as tasks (evals/distributed.py)
+
+
+@resolver(r"^compute\.backend$")
+def _compute_backend(t: Tracer, key, value):
+    if t.training_launch:
+        return _row(key, value, "training/launch.plan: the launch made", t.launch_plan()["backend"])
+    ok = value == "local" or (value == "ray" and t.path in RAY_COMMANDS)
+    return Row(key, value, f"the {t.path} (skillos.api)", ok, value if ok else "local",
+               "" if ok else f"the {t.path} runs in this process: compute.backend {value} is for "
+               + ("training launches" if value in ("accelerate", "modal") else "evals and sweeps"))
+
+
+@resolver(r"^compute\.(?P<name>ray_address|ray_max_retries|ray_gpus_per_task)$")
+def _ray(t: Tracer, key, value, name):
+    on_ray = t.cfg.compute.backend == "ray" and not t.training_launch and t.path in RAY_COMMANDS
+    if on_ray:
+        return Row(key, value, "evals/distributed: the cluster joined, each task's retries and resources", True, value)
+    import dataclasses
+
+    from skillos.config import ComputeConfig
+
+    default = {f.name: f.default for f in dataclasses.fields(ComputeConfig)}[name]
+    return Row(key, value, f"the {t.path} launch", value == default, None,
+               "the default: nothing to apply" if value == default else
+               f"the {t.path} launch is not on Ray (compute.backend {t.cfg.compute.backend}): it ignores it")
+
+
+@resolver(r"^compute\.vllm_server_gpus$")
+def _vllm_server_gpus(t: Tracer, key, value):
+    command = [str(c) for c in t.launch_plan()["command"]] if t.training_launch else []
+    if "--gpu_ids" in command:  # training takes the GPUs after the server's
+        first = int(command[command.index("--gpu_ids") + 1].split(",")[0])
+        return _row(key, value, f"the {t.path} launch: --gpu_ids (training after the server's GPUs)", first)
+    return Row(key, value, f"the {t.path} launch", not value, None,
+               "no vLLM server: nothing to reserve" if not value else
+               f"the {t.path} launch starts no vLLM server: it ignores it")
+
+
 @resolver(r"^optimize\.gate\.(?P<name>mode|k|max_unmeasured)$")
 def _optimize_gate(t: Tracer, key, value, name):
     from skillos.training.optimize import gate_args
@@ -701,7 +750,7 @@ def _optimize_gate(t: Tracer, key, value, name):
 
 
 # the gates' own inputs -------------------------------------------------------------------------
-@resolver(r"^(reference|experiment\.\w+|compute\.(step_minutes|max_checkpoint_gap_minutes|vllm_server_gpus|gpu))$")
+@resolver(r"^(reference|experiment\.\w+|compute\.(step_minutes|max_checkpoint_gap_minutes|gpu))$")
 def _direct(t: Tracer, key, value):
     consumer = {
         "reference": "the gates: the table every row is diffed against",
@@ -712,9 +761,26 @@ def _direct(t: Tracer, key, value):
 
 
 # -- the trace ---------------------------------------------------------------------------------------
+LAUNCH_KEYS = ("backend", "num_processes", "num_machines", "machine_rank", "main_process_ip", "main_process_port",
+               "deepspeed_config", "vllm_server_gpus", "ray_address", "ray_max_retries", "ray_gpus_per_task")
+
+
+def launch_keys(cfg) -> list[str]:
+    """The compute.* keys that say where a launch runs, set away from their defaults: traced
+    whether or not a check read them, since a path that ignores one launches something else."""
+    import dataclasses
+
+    from skillos.config import ComputeConfig
+
+    default = ComputeConfig()
+    return [f"compute.{f.name}" for f in dataclasses.fields(ComputeConfig)
+            if f.name in LAUNCH_KEYS and getattr(cfg.compute, f.name) != getattr(default, f.name)]
+
+
 def trace(ctx: Context, results: list[Result]) -> list[Row]:
     tracer, rows = Tracer(ctx), []
-    for key in gated_keys(ctx.cfg, results):
+    gated = gated_keys(ctx.cfg, results)
+    for key in gated + [k for k in launch_keys(ctx.cfg) if k not in gated]:
         value = _get(ctx.cfg, key) if key not in DERIVED else None
         rows.append(_resolve(tracer, key, value))
     if tracer.refused:

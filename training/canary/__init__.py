@@ -21,7 +21,8 @@ proves nothing.
 
 Canaries plug in here by name; each module's CANARY has `name`, `metric`, `config(quick,
 variant)` (its miniature's config as resolved: part of its identity), `variants` (the settings it can check apart, e.g. the selector's credit
-profiles; empty for one that has none), `key(variant)` (what the ledger and the gate call the
+profiles; empty for one that has none), `ran` (modules any run of it imports: an identity that
+lacks one did not come from it), `key(variant)` (what the ledger and the gate call the
 trainer it vouches for) and `measure(out, quick, echo, variant, compute) -> Measured` (`compute`:
 the compute.* settings, applied to its config).
 """
@@ -39,6 +40,7 @@ from pathlib import Path
 from skillos import config as cfgmod
 from skillos import devices
 from skillos.errors import SkillosError
+from skillos.ledger.store import canary_passed
 from skillos.training.canary import identity
 
 CANARIES = {
@@ -185,7 +187,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     resolved = chosen.config(quick, variant)
     placed = devices.undeclared(cfgmod.with_sets(resolved, sets)) if resolved.training.is_set() else None
     if placed:  # before the warm start moves a weight
-        raise SkillosError(f"canary {name}: {placed.replace('set compute.gpu', 'add --set compute.gpu')}")
+        raise SkillosError(f"canary {name}: {placed} (a canary takes it as --set compute.gpu=...)")
     config = identity.config_digest(resolved)
     identity.guard(folder, config)  # a folder made by other code is never recorded under this code's hash
     folder.mkdir(parents=True, exist_ok=True)
@@ -217,12 +219,13 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
         "control": {"b": control["comparison"].b, "c": control["comparison"].c,
                     "p": control["comparison"].p_value, "after": control["comparison"].treatment_rate,
                     "n": control["comparison"].n_paired, "verdict": control["verdict"].label},
-        "passed": trained["verdict"].word == "improvement" and control["verdict"].word != "improvement",
+
         "quick": quick, "compute": sets, "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
         "n_dropped": c.n_dropped, "reasons": {"trained": trained["verdict"].reasons,
                                               "control": control["verdict"].reasons},
         "detail": measured.detail, "output_dir": str(folder),
     }
+    result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
     (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
     if ledger is not None:
         ledger.add_canary(run_id, result)

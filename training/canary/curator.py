@@ -45,6 +45,8 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 
 class CuratorCanary(Canary):
     name = "curator"
+    # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
+    ran = ("skillos.training.canary.curator", "skillos.training.trainer", "skillos.training.reward")
     metric = "executor success at position 2 with the curator's sampled skill"
 
     def config(self, quick: bool = False, variant: str | None = None):

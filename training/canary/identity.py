@@ -103,13 +103,17 @@ def changes(recorded: dict, config: str) -> list[str]:
     and the libraries now: one phrase each; [] when the identity still holds."""
     if not isinstance(recorded, dict) or not isinstance(recorded.get("modules"), dict) or not recorded["modules"]:
         return ["it carries no identity (recorded before canaries did)"]
-    now = identity(recorded["modules"], config)
-    out = [f"{name} {'removed' if now['modules'][name] is None else 'changed'}"
-           for name, sha in recorded["modules"].items() if now["modules"].get(name) != sha]
+    modules, recorded_versions = recorded["modules"], recorded.get("versions")
+    if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in modules.items()) \
+            or not isinstance(recorded_versions, dict):
+        return ["its identity is malformed (modules: name -> sha, versions: library -> version)"]
+    now = identity(modules, config)
+    out = [f"{name} {'was missing when it ran' if sha is None else 'removed' if now['modules'][name] is None else 'changed'}"
+           for name, sha in modules.items() if sha is None or now["modules"].get(name) != sha]
     if recorded.get("config") != config:
         out.append("the canary's config changed")
-    out += [f"{lib} {recorded.get('versions', {}).get(lib)} -> {version}" for lib, version in now["versions"].items()
-            if (recorded.get("versions") or {}).get(lib) != version]
+    out += [f"{lib} {recorded_versions.get(lib)} -> {version}" for lib, version in now["versions"].items()
+            if recorded_versions.get(lib) != version]
     if not out and now["code_hash"] != recorded.get("code_hash"):
         out.append("its code hash does not match what it records")
     return out
@@ -118,9 +122,10 @@ def changes(recorded: dict, config: str) -> list[str]:
 def recorded_modules(path: Path) -> list[str]:
     """The modules an identity file records (a run's stamp, written by the process that ran it)."""
     try:
-        return list(json.loads(Path(path).read_text(encoding="utf-8")).get("modules") or ())
+        modules = json.loads(Path(path).read_text(encoding="utf-8")).get("modules") or {}
     except (OSError, ValueError, AttributeError):
         return []
+    return [name for name in modules if isinstance(name, str)] if isinstance(modules, dict) else []
 
 
 def stamp(folder: Path, config: str, modules=None) -> dict:

@@ -28,6 +28,8 @@ QUICK = ["env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "opt
 
 class OptimizeCanary(Canary):
     name = "optimize"
+    # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
+    ran = ("skillos.training.canary.optimize", "skillos.training.optimize")
     metric = "executor success on the sealed test split, seed skills vs best"
 
     def config(self, quick: bool = False, variant: str | None = None):

@@ -39,6 +39,8 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 
 class SelectorCanary(Canary):
     name = "selector"
+    # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
+    ran = ("skillos.training.canary.selector", "skillos.training.selector_trainer", "skillos.training.selector_credit")
     metric = "oracle read (the first read_skill call, sampled)"
 
     def config(self, quick: bool = False, variant: str | None = None):
