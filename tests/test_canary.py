@@ -303,6 +303,10 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
         assert row["quick"] == 1 and row["code_hash"] == data["code_hash"]
         assert ledger.passing_canaries("curator") == []  # quick vouches for nothing
     assert "reward health" in result.stderr and "policy entropy" in result.stderr
+    # each run says whether it learned anything (at this size: measured, every step signal-free)
+    assert set(data["detail"]["learning_signal"]) == {"trained", "control"}
+    assert all(line.startswith("learning signal: ") and " of 4 steps had no learning signal" in line
+               for line in data["detail"]["learning_signal"].values())
     # its identity: every module it ran (not a hand-picked list), in its folder and every checkpoint
     ran = data["identity"]
     assert {"skillos.training.pipeline", "skillos.training.prompt_cap", "skillos.config",

@@ -161,6 +161,10 @@ def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cach
     summary = json.loads(result.stdout)  # TRL's own logging stays off stdout
     health = [line for line in result.stderr.splitlines() if line.startswith("reward health:")]
     assert len(health) == 2 and all("of 2 over 2 rollouts" in line for line in health)
+    # every run says whether its steps could move the weights, from TRL's own log keys
+    steps = [line for line in result.stderr.splitlines() if line.startswith("learning signal: step")]
+    assert len(steps) == 2 and all("frac_reward_zero_std" in line and "grad_norm" in line for line in steps)
+    assert summary["signal"]["steps"] == 2 and summary["signal"]["line"] in result.stderr
     archive = tmp_path / "checkpoints" / "cpu-smoke" / "archive"
     assert summary["checkpoints"] == [str(Path("checkpoints/cpu-smoke/archive") / f"checkpoint-{s}") for s in (1, 2)]
     for step in (1, 2):

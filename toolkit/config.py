@@ -246,6 +246,11 @@ class TrainingConfig:
                 "rollout of the step; 1: TRL's own one-at-a-time loop"})
     vllm_server_base_url: str | None = field(default=None, metadata={
         "help": "vllm_mode server: where `trl vllm-serve` listens"})
+    max_signal_free_steps: int | None = field(default=10, metadata={
+        "help": "a launch on GPUs aborts after this many consecutive steps with no learning signal (every "
+                "group's rewards alike, or a zero gradient: TRL's frac_reward_zero_std 1 or grad_norm 0), "
+                "recorded in the ledger; every run prints 'N of M steps had no learning signal' either way; "
+                "None: never abort"})
     report_to: str | list = field(default="tensorboard", metadata={
         "help": "where the step logs go (TRL's integrations): tensorboard (event files under "
                 "OUTPUT_DIR/runs/, read by `tensorboard --logdir OUTPUT_DIR`), trackio, wandb, or none; "
@@ -673,7 +678,7 @@ class Config:
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
 # here are the same experiment (the same family, the same Config.hash()).
 OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
-                    "compute.watchdog", "compute.stall_minutes", "sweep.port", "compute.ray_address",
+                    "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "sweep.port", "compute.ray_address",
                     "compute.ray_max_retries", "compute.ray_gpus_per_task")
 
 # Operational keys that change what a launch reserves or costs: an approved plan covers them.
@@ -1272,6 +1277,7 @@ BOUNDS = [
     ("training.save_total_limit", 1, 1_000_000), ("training.seed", 0, 2**31 - 1),
     ("training.vllm_gpu_memory_utilization", 0.01, 1.0),
     ("training.vllm_tensor_parallel_size", 1, 1024), ("training.checkpoint_gb", 1e-6, 1e9),
+    ("training.max_signal_free_steps", 1, 10_000_000),
     ("canary.warmup_steps", 1, 1_000_000), ("canary.warmup_groups", 1, 100_000),
     ("canary.warmup_learning_rate", 1e-12, 1.0),
 ]

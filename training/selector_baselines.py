@@ -124,6 +124,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     from skillos.evals.backends.tiny_model import resolve
     from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.ledger.experiments import record_experiment
+    from skillos.training import signal
     from skillos.training.prompt_cap import cap_text
     from skillos.training.trainer import archive_callback, archived, is_main_process, lora_config, on_cpu, output_dir
 
@@ -146,7 +147,8 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
                               seed=cfg.training.seed) if ledger is not None else None
     columns = ("prompt", "completion") if kind == "bc" else ("prompt", "chosen", "rejected")
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
-    callbacks = [archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)]
+    watch = signal.for_run(cfg, echo, is_main_process())
+    callbacks = [archive_callback(cfg, ledger, run_id, echo, surface=SURFACE), watch.callback()]
     try:
         if kind == "bc":
             from trl import SFTTrainer
@@ -165,11 +167,13 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
         if ledger is not None:
             ledger.end_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
+    learned = signal.conclude(watch, ledger, run_id, echo)
     if ledger is not None:
-        ledger.end_run(run_id, "finished")
+        ledger.end_run(run_id, "finished", learned["line"])
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": losses,
-            "train_loss": result.training_loss, "examples": len(rows), "slate": str(Path(out) / "slate")}
+            "train_loss": result.training_loss, "examples": len(rows), "slate": str(Path(out) / "slate"),
+            "signal": learned}
 
 
 def train_bc(cfg: Config, ledger, echo=print, **_) -> dict:

@@ -269,12 +269,13 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         if ledger is not None:
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
-    fit(trainer, cfg, out, ledger, run_id, echo)
+    learned = fit(trainer, cfg, out, ledger, run_id, echo)
     from skillos.evals.envs.slate.slates import composition
 
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
             "slate": str(out / "slate"), "slates": composition(list(setup.slates.values())),
-            "profile": cfg.skillgate.selector_credit, "init": init or {"init": "base", "model": model}}
+            "profile": cfg.skillgate.selector_credit, "init": init or {"init": "base", "model": model},
+            "signal": learned}
 
 
 def _warm(model: str, out: Path, setup, rows, echo) -> str:

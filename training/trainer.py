@@ -29,7 +29,7 @@ from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
 # argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
-            "rollout_concurrency"}
+            "rollout_concurrency", "max_signal_free_steps"}
 WARMUP_STEPS = 240
 WARMUP_INPUTS = 6
 
@@ -324,9 +324,15 @@ def archived(out: Path) -> list[str]:
     return [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
 
 
-def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> None:
+def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> dict:
     """Train from the newest complete checkpoint (or the one the config names) and end the
-    ledger run as finished, crashed or interrupted."""
+    ledger run as finished, crashed, interrupted or aborted. Every step's learning signal is read
+    from TRL's log (training/signal.py); at GPU scale the launch aborts after
+    training.max_signal_free_steps signal-free steps in a row. Returns the signal's verdict."""
+    from skillos.training import signal
+
+    watch = signal.for_run(cfg, echo, is_main_process())
+    trainer.add_callback(watch.callback())
     try:
         resume = cfg.training.resume_from_checkpoint or newest_complete(out)
         if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
@@ -340,8 +346,10 @@ def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> None:
             ledger.end_experiment_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
                                       f"{type(exc).__name__}: {exc}"[:300])
         raise
+    verdict = signal.conclude(watch, ledger, run_id, echo)
     if ledger is not None:
-        ledger.end_experiment_run(run_id, "finished")
+        ledger.end_experiment_run(run_id, "finished", verdict["line"])
+    return verdict
 
 
 def finished_checkpoint(cfg: Config) -> str | None:
@@ -390,8 +398,9 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         if ledger is not None:
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
-    fit(trainer, cfg, out, ledger, run_id, echo)
-    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history}
+    signal_ = fit(trainer, cfg, out, ledger, run_id, echo)
+    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history,
+            "signal": signal_}
 
 
 def is_main_process() -> bool:

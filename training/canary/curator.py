@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import Canary, Measured, identity
+from skillos.training.canary import SIGNALS, Canary, Measured, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
@@ -77,12 +77,14 @@ class CuratorCanary(Canary):
             "prior": {name: weight for name, _, weight in PRIOR},
             # None: a run this canary's folder had finished before (reused) left no history here
             "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]] or None for s, r in runs.items()},
-            "task_share": {s: [h.get("task_share") for h in r[1]] or None for s, r in runs.items()}})
+            "task_share": {s: [h.get("task_share") for h in r[1]] or None for s, r in runs.items()},
+            "learning_signal": {SIGNALS[s]: r[2] for s, r in runs.items()}})
 
 
-def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list]:
+def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list, str | None]:
     """GRPO from the warm start into `folder` (signal "shuffled": the negative control), then the
-    metric on the held-out groups: (outcomes, the reward history of each step)."""
+    metric on the held-out groups: (outcomes, the reward history of each step, the run's
+    learning-signal verdict)."""
     from skillos import config as cfgmod
     from skillos.training.trainer import train
 
@@ -91,7 +93,7 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     after = evaluate(cfg, summary["checkpoints"][-1], held_out)
     echo(f"canary curator: after {folder.name} {_rate(after)}")
-    return after, summary["steps"]
+    return after, summary["steps"], (summary.get("signal") or {}).get("line")  # None: a finished run reused
 
 
 def warm_start(cfg, games, folder: Path) -> str:

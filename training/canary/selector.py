@@ -80,15 +80,17 @@ class SelectorCanary(Canary):
         before, picks = evaluate(cfg, warm, held_out, out / "slate-held-out")
         echo(f"canary selector: before training {_rate(before)}")
         runs = trained_and_control(cfg, out, functools.partial(train_and_evaluate, cfg, warm, held_out), echo)
-        chosen = {"before": picks, **{SIGNALS[signal]: reads for signal, (_, reads) in runs.items()}}
+        chosen = {"before": picks, **{SIGNALS[signal]: run[1] for signal, run in runs.items()}}
         return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], detail={
             "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
-            "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen})
+            "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen,
+            "learning_signal": {SIGNALS[signal]: run[2] for signal, run in runs.items()}})
 
 
-def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, dict]:
+def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, dict, str | None]:
     """GRPO from the warm start into `folder` (signal "shuffled": the utilities permuted, the
-    negative control), then the metric on the held-out games: (outcomes, reads by skill name)."""
+    negative control), then the metric on the held-out games: (outcomes, reads by skill name, the
+    run's learning-signal verdict)."""
     from skillos import config as cfgmod
     from skillos.training.selector_trainer import train
 
@@ -98,7 +100,7 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     # its own slate folder: the trained run and the control may evaluate at once (compute.backend ray)
     outcomes, reads = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out")
     echo(f"canary selector: after {folder.name} {_rate(outcomes)}")
-    return outcomes, reads
+    return outcomes, reads, (summary.get("signal") or {}).get("line")  # None: a finished run reused
 
 
 def warm_start(cfg, games, out: Path) -> str:
