@@ -90,6 +90,7 @@ pathlib.Path(os.environ["SEEN_WATCHDOG"]).write_text(found)
 """
 
 
+@pytest.mark.slow
 def test_an_accelerate_launch_runs_beside_a_watchdog_process(tmp_path, game_cache, canaries_passed):
     """Gate 7 on the accelerate path: the launch starts `skillos watch` as a process of its own on
     the accelerate process (seen from inside the launched job), as the trace says."""
