@@ -360,3 +360,42 @@ def test_a_canary_takes_where_it_runs_and_nothing_else(tmp_path, skillos_home):
     assert not (tmp_path / "c").exists() and not (skillos_home / "ledger.db").exists()
     assert canaries.compute_sets(["compute.backend=ray", "compute.ray_max_retries=1"]) == [
         "compute.backend=ray", "compute.ray_max_retries=1"]
+
+
+def test_a_canary_checks_its_extras_before_anything_is_written(tmp_path, skillos_home, monkeypatch):
+    """On the base install (no torch) a canary is one line naming the install, before its folder,
+    its ledger run or its games exist."""
+    import importlib.util
+
+    from skillos import api
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    with pytest.raises(SkillosError, match=r"canary curator: training needs what is not installed \(missing torch\); "
+                                           r"install with: pip install torch"):
+        api.canary("curator", quick=True, out=tmp_path / "c")
+    assert not (tmp_path / "c").exists() and not (skillos_home / "ledger.db").exists()
+
+
+def test_a_canary_stopped_by_sigterm_is_recorded_as_interrupted(tmp_path, skillos_home, game_cache):
+    """`kill PID` on a running canary: its ledger run ends as interrupted, never left running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "SKILLOS_HOME": str(skillos_home)}
+    proc = subprocess.Popen([sys.executable, "-m", "skillos", "canary", "optimize", "--quick", "--out",
+                             str(tmp_path / "c")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (tmp_path / "c" / identity.IDENTITY).exists():
+        time.sleep(0.2)
+    time.sleep(1.0)  # its ledger run has started
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        (run,) = ledger.rows("runs")
+        assert run["status"] == "interrupted" and "SystemExit" in (run["detail"] or "")

@@ -187,3 +187,13 @@ def test_a_record_of_another_schema_is_refused_in_one_line(tmp_path, version):
                          env={"SKILLOS_HOME": str(tmp_path / "home")})
         assert result.returncode == 2 and "newer than this skillos reads" in result.stderr
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_skillos_says_its_version():
+    from conftest import run_cli
+
+    import skillos
+
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"skillos {skillos.__version__}"
+    assert skillos.__version__ != "0+unknown"

@@ -10,7 +10,12 @@ The public API (skillos.api), loaded on first use:
 and the read-only viewer as its own package: skillos.view.serve, skillos.view.export_site.
 """
 
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+try:
+    __version__ = _metadata.version("skillos")  # one home: pyproject.toml's version
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 API = ("evaluate", "sweep", "optimize", "train", "compare", "check", "sleep", "evaluate_slate", "canary", "load",
        "GateRefused")

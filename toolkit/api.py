@@ -539,9 +539,27 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
     from skillos.training import canary as canaries
 
     canaries.compute_sets(sets)  # refused before the ledger opens
+    _canary_extras(trainer, credit, quick, sets or [])
     with _ledger(ledger) as book:
         return canaries.run(trainer, variant=credit, quick=quick, out=out, ledger=book, echo=echo or _quiet,
                             sets=sets or ())
+
+
+def _canary_extras(trainer: str, credit: str | None, quick: bool, sets: list) -> None:
+    """A canary's extras, checked as the gates check a launch's (gate 1's `extras`), before its
+    folder, its ledger run or its game generation: a one-line error naming the install line."""
+    from skillos.gates.core import Context
+    from skillos.gates.static import extras
+    from skillos.training import canary as canaries
+
+    chosen = canaries.canary(trainer)
+    if credit is not None and credit not in chosen.variants:
+        return  # run() says which variants it has
+    resolved = cfgmod.with_sets(chosen.config(quick, credit), sets)
+    for result in extras(Context(resolved)):
+        if result.status == "FAIL":
+            raise SkillosError(f"canary {trainer}: {result.key} needs what is not installed ({result.seen}); "
+                               f"{result.detail}")
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -37,6 +37,22 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from skillos import __version__
+
+        typer.echo(f"skillos {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", help="Print the installed skillos version and exit.",
+                                       callback=_version, is_eager=True)) -> None:
+    """skillos: research on agent skills (SKILL.md)."""
+
+
 app.add_typer(skills_app, name="skills")
 app.add_typer(gate_app, name="gate")
 app.add_typer(ledger_app, name="ledger")

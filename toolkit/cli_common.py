@@ -78,6 +78,17 @@ def terminal_text(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+def end_on_sigterm() -> None:
+    """`kill PID` ends a long command as Ctrl-C's sibling: SystemExit(143) unwinds it, so its
+    ledger run says it was stopped instead of "running" forever."""
+    import signal
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def echo_err(line: str) -> None:
     typer.echo(line, err=True)  # one unwrapped line each: agents grep these
 

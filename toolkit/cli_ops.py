@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from skillos.cli_common import JSON, OUT, OUT_FILE, SET, emit, load_config
+from skillos.cli_common import JSON, OUT, OUT_FILE, SET, emit, end_on_sigterm, load_config
 from skillos.errors import SkillosError
 
 
@@ -119,6 +119,7 @@ def canary_cmd(
     from skillos.cli_common import echo_err
     from skillos.training.canary import line
 
+    end_on_sigterm()  # kill PID: the canary's run ends as interrupted in the ledger, not "running"
     result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, sets=set_, echo=echo_err)
     emit(result, as_json, lambda r: [line(r)])
     raise typer.Exit(0 if result["passed"] else 1)

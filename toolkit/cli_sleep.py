@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from skillos import cli_render as render
-from skillos.cli_common import JSON, OVERRIDE, SET, emit, load_config
+from skillos.cli_common import JSON, OVERRIDE, SET, emit, end_on_sigterm, load_config
 
 app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
                   "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
@@ -100,12 +100,7 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
         plan = plan_night(cfg, tasks)
         emit(plan, as_json, render.night_plan_lines)
         return
-    import signal
-
-    def terminated(signum, frame):  # kill PID: the night ends as aborted in the ledger, not "running"
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, terminated)
+    end_on_sigterm()  # kill PID: the night ends as aborted in the ledger, not "running"
     report = api.sleep(cfg, overrides=gates.parse_overrides(override), tasks_file=tasks, echo=_err, unseal=unseal)
     emit(report, as_json, render.night_lines)
 

@@ -205,7 +205,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             measured = chosen.measure(folder, quick, echo, variant, sets)
     except BaseException as exc:
         if ledger is not None:
-            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
+            status = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "crashed"
             ledger.end_experiment_run(run_id, status, f"{type(exc).__name__}: {exc}"[:300])
         raise
     ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
