@@ -61,6 +61,25 @@ def task_resources(cfg: Config, arm: str) -> dict:
     return resources(cfg, any(s.backend in LOCAL_BACKENDS for s in sections if s.backend))
 
 
+CONNECT_TIMEOUT_S = 10.0  # how long joining a named cluster may wait for it to answer
+
+
+def reach(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """A cluster named HOST:PORT (or ray://HOST:PORT) answers within `timeout_s`, or a one-line
+    error says so (ray.init would wait on it without end); auto and a local cluster need no probe."""
+    import socket
+
+    if not address or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        raise SkillosError(f"compute.ray_address {address}: no Ray cluster answers there within {timeout_s:g} s "
+                           f"({exc.strerror or exc if isinstance(exc, OSError) else exc}); start it (ray start "
+                           "--head) or fix the address") from None
+
+
 def plan(cfg: Config) -> dict:
     """The Ray launch of `cfg` as data (sweep --dry-run, skillos plan): the cluster, each arm's task."""
     return {"backend": "ray", "address": cfg.compute.ray_address or LOCAL_CLUSTER,
@@ -91,6 +110,7 @@ def cluster(cfg: Config):
         yield ray
         return
     address = cfg.compute.ray_address
+    reach(address)
     local = {} if address else {"num_cpus": cfg.eval.workers or os.cpu_count() or 1}
     # log_to_driver off: a worker's prints would land in this process's stdout, the --json report's
     ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)

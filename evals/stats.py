@@ -297,10 +297,11 @@ def verdicts(comparisons: dict, *, alpha: float, family: str, correction: str,
             word = "improvement" if c.difference > 0 else "regression"
             out[key] = Verdict(word, [f"{numbers} < alpha {alpha:g}", _mde_text(c)], p_adjusted=p_adj, **base)
         elif c.mde is not None and abs(c.difference) < c.mde:
-            out[key] = Verdict("not detected", [
-                f"|{100 * c.difference:.1f}| pts is below the MDE of {100 * c.mde:.1f} pts at this n: "
-                "not evidence of no effect", f"{numbers} >= alpha {alpha:g}"],
-                p_adjusted=p_adj, below_mde=True, **base)
+            below = (f"|{100 * c.difference:.1f}| pts is below the MDE of {100 * c.mde:.1f} pts at this n"
+                     if c.mde <= 1 else f"this n can detect no difference at all (its MDE, {100 * c.mde:.0f} pts, is "
+                     "above 100)")
+            out[key] = Verdict("not detected", [f"{below}: not evidence of no effect", f"{numbers} >= alpha {alpha:g}"],
+                               p_adjusted=p_adj, below_mde=True, **base)
         else:
             out[key] = Verdict("not detected", [
                 f"not significant after {_correction_name(correction)} over a family of {size} ({family}) "
@@ -313,8 +314,9 @@ def _correction_name(correction: str) -> str:
 
 
 def _mde_text(c: Comparison) -> str:
-    return (f"MDE {100 * c.mde:.1f} pts" if c.mde is not None
-            else f"MDE unmeasured ({c.note or 'no discordant pairs'})")
+    if c.mde is None:
+        return f"MDE unmeasured ({c.note or 'no discordant pairs'})"
+    return f"MDE {100 * c.mde:.1f} pts" if c.mde <= 1 else f"MDE above 100 pts ({100 * c.mde:.0f}): this n detects nothing"
 
 
 def mean_ci(values: list, alpha: float, bounds: tuple | None = None) -> dict:

@@ -313,3 +313,21 @@ def test_a_resume_compares_what_a_run_measures_not_where_it_ran(tmp_path):
                                                        "eval.workers=3"))
     assert not run_folder.same_config(tmp_path, quickstart("env.n_games=4"))
     assert not run_folder.same_config(tmp_path, quickstart("compute.backend=modal"))
+
+
+def test_a_ray_address_is_checked_when_the_config_loads_and_reached_with_a_timeout():
+    import socket
+
+    from skillos.errors import ConfigError, SkillosError
+    from skillos.evals.distributed import reach
+
+    for bad in ("http://head:10001", "ray://head", "10.0.0.1", "a b:1"):
+        with pytest.raises(ConfigError, match="compute.ray_address: .* expected auto, HOST:PORT or ray://HOST:PORT"):
+            quickstart(f"compute.ray_address={bad}")
+    assert quickstart("compute.ray_address=ray://head.example:10001").compute.ray_address == "ray://head.example:10001"
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    with pytest.raises(SkillosError, match=f"compute.ray_address ray://127.0.0.1:{port}: no Ray cluster answers"):
+        reach(f"ray://127.0.0.1:{port}", timeout_s=2)
+    reach(None), reach("auto")  # a local cluster, or Ray's own discovery: nothing to probe

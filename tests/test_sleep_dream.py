@@ -133,8 +133,8 @@ def test_the_dry_run_plan_counts_dreamed_replays_in_its_worst_case(world):  # no
     with ScriptedLLM(follows_the_skill) as server:
         plain = plan_night(make(server, steps=2))
         dreamy = plan_night(make(server, steps=2, dream_factor=2))
-        with pytest.raises(SkillosError, match="sleep.dream_factor: 0 to 6, got 9"):
-            skillos.sleep(make(server, dream_factor=9), echo=lambda _: None)
+        with pytest.raises(SkillosError, match="sleep.dream_factor: must be between 0 and 6, got 9"):
+            make(server, dream_factor=9)  # refused when the config loads, not when a night starts
         assert not server.calls  # planning and refusing spend nothing
     # 8 train tasks, 2 variants each, replayed at each of 2 steps
     assert dreamy["worst_case"]["calls"] - plain["worst_case"]["calls"] == 2 * 16

@@ -118,3 +118,17 @@ def test_the_configs_control_age_takes_effect_in_compare(tmp_path):
         stale = skillos.compare(strict, [str(arm)], control=str(control), ledger=ledger)["arms"][0]
     assert fresh["verdict"]["word"] == "improvement"
     assert stale["verdict"]["word"] == "not reportable" and "days old (> 1e-05)" in stale["verdict"]["line"]
+
+
+def test_an_mde_above_100_points_says_this_n_detects_nothing():
+    """Two paired games cannot show any difference: the verdict says so instead of 'below the
+    MDE of 140.1 pts'."""
+    from skillos.evals import stats
+
+    before = {"g0": False, "g1": False}
+    after = {"g0": True, "g1": False}
+    c = stats.compare(before, after, names=("a", "b"), alpha=0.05, power=0.8, n_boot=200)
+    assert c.mde is not None and c.mde > 1
+    verdict = stats.verdicts({"a": c}, alpha=0.05, family="f", correction="none")["a"]
+    assert verdict.word == "not detected" and "this n can detect no difference at all" in verdict.line()
+    assert "MDE of" not in verdict.line()

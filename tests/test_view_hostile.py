@@ -337,3 +337,10 @@ def test_export_report_draws_every_payload_as_text(world, browser, tmp_path):
         # no payload closes the page's data block: it reads back whole, equal to data.json
         blob = (out / "report.html").read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0]
         assert json.loads(blob) == json.loads((out / "data.json").read_text())
+
+
+def test_the_viewer_names_no_flag_that_does_not_exist():
+    from conftest import ROOT
+
+    app = (ROOT / "toolkit" / "view" / "static" / "app.js").read_text()
+    assert "--person" not in app and "skillos ledger goal TEXT" in app

@@ -678,8 +678,8 @@ class Config:
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
 # here are the same experiment (the same family, the same Config.hash()).
 OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
-                    "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "sweep.port", "compute.ray_address",
-                    "compute.ray_max_retries", "compute.ray_gpus_per_task")
+                    "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "sweep.port",
+                    "compute.ray_address", "compute.ray_max_retries", "compute.ray_gpus_per_task")
 
 # Operational keys that change what a launch reserves or costs: an approved plan covers them.
 RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_address", "compute.ray_max_retries",
@@ -1243,6 +1243,7 @@ def load(path: str | Path, sets=()) -> Config:
 
 
 # -- bounds and named inputs, checked at load ---------------------------------------------
+DREAM_FRAMINGS = 6  # the rewordings training/sleep/dream.py has: a task gets at most this many dreams
 # (key, low, high): every number a config sets is finite and inside these, or the load fails
 # with the bound in the message. Wide enough for the paper's settings; narrow enough that a typo
 # (1e9 games, a 2**80 seed) is an error instead of a full disk, a hang or an overflow.
@@ -1278,6 +1279,7 @@ BOUNDS = [
     ("training.vllm_gpu_memory_utilization", 0.01, 1.0),
     ("training.vllm_tensor_parallel_size", 1, 1024), ("training.checkpoint_gb", 1e-6, 1e9),
     ("training.max_signal_free_steps", 1, 10_000_000),
+    ("sleep.dream_factor", 0, DREAM_FRAMINGS),
     ("canary.warmup_steps", 1, 1_000_000), ("canary.warmup_groups", 1, 100_000),
     ("canary.warmup_learning_rate", 1e-12, 1.0),
 ]
@@ -1290,6 +1292,7 @@ BACKEND_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 GPU_SPEC = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}(:[1-9][0-9]{0,3})?")  # TYPE[:N], N >= 1
 MAX_GPUS_PER_MACHINE = 64
+RAY_ADDRESS = re.compile(r"auto|(ray://)?([A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}")
 
 
 def _get(cfg, dotted: str):
@@ -1311,6 +1314,10 @@ def check_bounds(cfg: Config) -> None:
             raise ConfigError(f"{key}: must be between {low:g} and {high:g}, got {value:g}"
                               if isinstance(value, float) or isinstance(low, float)
                               else f"{key}: must be between {low} and {high}, got {value}")
+    address = cfg.compute.ray_address
+    if address is not None and (not isinstance(address, str) or not RAY_ADDRESS.fullmatch(address)):
+        raise ConfigError(f"compute.ray_address: {str(address)[:60]!r}: expected auto, HOST:PORT or ray://HOST:PORT "
+                          "(unset: a local cluster started for the run)")
     gpu = cfg.compute.gpu
     if gpu is not None and (not isinstance(gpu, str) or not GPU_SPEC.fullmatch(gpu)
                             or int(gpu.partition(":")[2] or 1) > MAX_GPUS_PER_MACHINE):

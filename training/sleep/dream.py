@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import re
 
+from skillos.config import DREAM_FRAMINGS
 from skillos.errors import SkillosError
 from skillos.training.sleep.mine import Task, task_id, validate_checks
 
 FRAMINGS = ("Please {p}", "{p}\n\nThanks.", "I need your help with this: {p}", "Quick one: {p}",
             "Could you do this for me? {p}", "{p}\n\n(Same request as before.)")
+assert len(FRAMINGS) == DREAM_FRAMINGS  # sleep.dream_factor's bound, checked when a config loads
 DREAM_PROMPT = ("Reword the request below {n} different ways. Keep its meaning and every constraint it states "
                 "(quoted text, sections, lengths, tools), so the same checks still apply. Reply with one reworded "
                 "request per line and nothing else.\n\nRequest: {prompt}\nChecks: {checks}")

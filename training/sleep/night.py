@@ -21,7 +21,7 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.registry import MODEL_BACKENDS, NO_MODEL
 from skillos.safety import RunLock
-from skillos.training.sleep.dream import FRAMINGS, dream, llm_mine
+from skillos.training.sleep.dream import dream, llm_mine
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
 from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
                                            Outage, Outcome, Replayer, SkillFollower, estimate_tokens,
@@ -39,11 +39,8 @@ def preflight(cfg) -> tuple[Path, str]:
         raise SkillosError(f"sleep.model.backend: a night replays tasks with a model backend "
                            f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r} (the offline example uses "
                            f"backend heuristic with model {OFFLINE_WRITER}: training/configs/sleep-example/)")
-    # The sleep settings' own rules (backends, gate, schedule, edits, budget, shares) are the
-    # config's (SleepConfig.__post_init__): a night's config arrives validated (api.sleep).
-    # dream_factor's bound is the number of framings dream.py has, so it is checked here.
-    if not 0 <= s.dream_factor <= len(FRAMINGS):
-        raise SkillosError(f"sleep.dream_factor: 0 to {len(FRAMINGS)}, got {s.dream_factor}")
+    # The sleep settings' own rules (backends, gate, schedule, edits, budget, shares, dream_factor's
+    # bound) are the config's: a night's config arrives validated (api.sleep).
     from skillos.config import relative_to_config
 
     return read_live_skill(relative_to_config(cfg, s.skill))

@@ -174,7 +174,7 @@ const pages = {};
 pages.experiments = (doc) => {
   const s = state.experiments = state.experiments || {evidence: false};
   const goal = doc.goal ? `<p>Project goal: <b>${esc(doc.goal.text)}</b> <span class="muted">(set by ${esc(doc.goal.set_by)})</span></p>`
-    : '<p class="muted">No project goal set (a person sets it: skillos ledger goal TEXT --person).</p>';
+    : '<p class="muted">No project goal set (a person sets it at their own terminal: skillos ledger goal TEXT).</p>';
   const exps = arr(doc.experiments).filter(e => !s.evidence || e.valid);
   const rows = exps.map(e => `<tr class="${e.valid ? "" : "invalidated"}" data-id="${esc(e.id)}">` +
     td(link(key("experiment", e.id), "#" + e.id)) + td(esc(e.name)) + td(headline(e.headline), "", "headline") + td(esc(e.hypothesis)) +
