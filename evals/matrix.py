@@ -10,6 +10,57 @@ import json
 from skillos.evals import stats
 
 FIELDS = set(stats.Comparison.__dataclass_fields__)
+FAMILY = "family.json"  # OUT/family.json: the runs a matrix's family holds once a result is in
+
+
+def family_members(out) -> list[str]:
+    """The run labels a matrix folder's family already holds: family.json, else the runs of a
+    matrix.json written before family.json existed; [] for a folder with no result yet."""
+    from pathlib import Path
+
+    from skillos.safety import read_json_file
+
+    for name, key in ((FAMILY, "members"), ("matrix.json", "runs")):
+        path = Path(out) / name
+        if path.is_file():
+            data = read_json_file(path, name)
+            items = data.get(key) if isinstance(data, dict) else None
+            if isinstance(items, list):
+                return [i["label"] if isinstance(i, dict) else i for i in items
+                        if isinstance(i, str) or (isinstance(i, dict) and isinstance(i.get("label"), str))]
+    return []
+
+
+def guard_family(out, runs: list, overwrite: bool = False) -> None:
+    """A family is fixed when its first result is recorded, and can only grow: a rerun into a
+    matrix folder whose family holds a run this config lacks is refused before any game (Holm over
+    fewer comparisons than were run, chosen after seeing them, is not a correction). `overwrite`
+    (a person replacing the folder's results) starts a new family."""
+    from pathlib import Path
+
+    from skillos.errors import SkillosError
+
+    if overwrite:
+        for name in (FAMILY, "matrix.json"):
+            (Path(out) / name).unlink(missing_ok=True)
+        return
+    labels = {r.label for r in runs}
+    lost = [label for label in family_members(out) if label not in labels]
+    if lost:
+        raise SkillosError(f"{out}: its family already holds {len(family_members(out))} runs with results, and this "
+                           f"config drops {len(lost)} of them ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): "
+                           "a family only grows once results are in; rerun the matrix as it was (more seeds or "
+                           "values may be added), or choose a new --out")
+
+
+def record_family(out, runs: list) -> None:
+    """The family after a run's result is in: every run of this config, with those it held."""
+    from pathlib import Path
+
+    from skillos.files import write_atomic
+
+    members = list(dict.fromkeys(family_members(out) + [r.label for r in runs]))
+    write_atomic(Path(out) / FAMILY, json.dumps({"members": members}, indent=1) + "\n")
 
 
 def summarize(cfg, runs: list, results: dict, outputs: dict) -> dict:

@@ -12,6 +12,7 @@ from conftest import run_cli
 from skillos import config, gates
 from skillos.config import ConfigError
 from skillos.evals import matrix, report, stats
+from skillos.errors import SkillosError
 from skillos.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,6 +126,13 @@ def test_a_two_seed_two_variant_matrix_is_one_experiment_and_resumes_after_a_kil
                              echo=lambda line: started.append(line) if line.startswith("run ") else None)
         finished_before = [r["id"] for r in ledger.rows("runs") if r["status"] == "finished"]
         assert len(finished_before) == 4  # two runs x two arms
+        # a family fixed by its first results never shrinks: a resume with one seed is refused, before any game
+        fewer = skillos.load(QUICKSTART, ["experiment.seeds=[0]", MATRIX[1], "env.n_games=4", "env.n_train_games=4",
+                                          "eval.workers=1"])
+        with pytest.raises(SkillosError, match=r"its family already holds 4 runs with results, and this config drops "
+                                               r"2 of them \(mode-bm25_seed-1, mode-shuffled_seed-1\)"):
+            skillos.evaluate(fewer, out=tmp_path / "m", ledger=ledger, resume=True)
+        assert len(ledger.rows("runs")) == 6 and len(ledger.experiments()) == 1  # nothing recorded by it
         result = skillos.evaluate(cfg, out=tmp_path / "m", ledger=ledger, resume=True)
         runs = ledger.rows("runs")
         experiments = ledger.experiments()

@@ -182,6 +182,7 @@ def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, 
     from skillos.safety import json_text
 
     runs = cfgmod.expand(cfg)
+    matrix.guard_family(out, runs, launch.get("overwrite", False))  # before any game: a family never shrinks
     results, outputs = {}, {}
     with _ledger(ledger) as book, _cluster(cfg):
         for i, run in enumerate(runs, 1):
@@ -190,6 +191,7 @@ def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, 
             started = where.is_dir() and any(where.iterdir())  # a resume continues only the runs that began
             results[run.label] = evaluate(run.cfg, out=where, ledger=book, echo=echo, resume=resume and started,
                                           **launch)
+            matrix.record_family(out, runs)
         summary = matrix.summarize(cfg, runs, results, outputs)
         summary["experiment_id"] = record_experiment(book, runs[0].cfg)
         summary["conclusion"] = conclusion.record(book, summary["experiment_id"], matrix.conclusion(summary))
@@ -290,6 +292,7 @@ def _sweep_runs(base: Config, *, out, resume: bool, overwrite: bool, ledger, ech
     out = Path(out) if out else default_out_dir(base)
     check_out(out, resume, overwrite)
     runs, results, outputs = cfgmod.expand(base), {}, {}
+    matrix.guard_family(out, runs, overwrite)
     with _ledger(ledger) as book, _cluster(base):
         for i, run in enumerate(runs, 1):
             (echo or _quiet)(f"run {i}/{len(runs)} of {base.experiment.name}: {run.label}")
@@ -297,6 +300,7 @@ def _sweep_runs(base: Config, *, out, resume: bool, overwrite: bool, ledger, ech
             started = where.is_dir() and any(where.iterdir())
             results[run.label] = sweep(run.cfg, out=where, resume=resume and started, overwrite=overwrite,
                                        ledger=book, echo=echo, envs=envs, **sweep_args)
+            matrix.record_family(out, runs)
         summary = matrix.summarize(base, runs, results, outputs)
         summary["peaks"] = matrix.peaks(runs, results)
         summary["experiment_id"] = results[runs[0].label]["ledger"]["experiment_id"]
