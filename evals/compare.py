@@ -78,14 +78,19 @@ def _describe(ledger: Ledger, exp_id) -> str:
 
 def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None, prefer: set[int] | None = None,
                 chosen: bool = False) -> int:
-    """A run id, or an arm name: that arm's newest run with a valid eval (within `experiments`).
+    """A run id (an int, or written `#ID`), or an arm name: that arm's newest run with a valid
+    eval (within `experiments`). A name is never read as an id: an imported arm named "3" is arm
+    "3", not run #3 of another experiment.
 
     An arm name measured in more than one experiment is ambiguous: the newest run in `prefer`
     (the compared runs' experiments, for a control) is taken; otherwise the name is refused,
     naming the experiments and environments it was found in, unless the scope was chosen
     (`chosen`: --family or --experiment)."""
-    if str(ref).isdigit():
-        return int(ref)
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        return ref
+    text = str(ref)
+    if text.startswith("#") and text[1:].isdigit():
+        return int(text[1:])
     found = []
     for row in reversed(ledger.rows("runs")):
         run = ledger.run(row["id"])
@@ -94,7 +99,8 @@ def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None, p
             found.append(run)
     if not found:
         scope = "" if experiments is None else " in the chosen experiments"
-        raise LedgerError(f"no measured run of arm {ref!r}{scope} in the ledger")
+        hint = f" (a run id is written #{text})" if text.isdigit() else ""
+        raise LedgerError(f"no measured run of arm {ref!r}{scope} in the ledger{hint}")
     if prefer:
         preferred = [r for r in found if r["experiment_id"] in prefer]
         if preferred:
@@ -104,7 +110,7 @@ def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None, p
         places = "; ".join(f"{_describe(ledger, e)} ({', '.join(sorted({str(run_env(r)) for r in found if r['experiment_id'] == e}))}, "
                            f"newest run #{next(r['id'] for r in found if r['experiment_id'] == e)})" for e in where[:6])
         raise LedgerError(f"arm {ref!r} was measured in {len(where)} experiments: {places}; choose one with "
-                          f"--experiment ID (or --family NAME), or pass a run id")
+                          f"--experiment ID (or --family NAME), or pass a run id as #ID")
     return found[0]["id"]
 
 

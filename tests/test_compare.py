@@ -102,12 +102,25 @@ def test_compare_cli_prints_denominators_and_the_mde(ledger, tmp_path):
     exp = ledger.add_experiment("e")
     control = record(ledger, tmp_path, exp, "no_memory", games(10))
     arm = record(ledger, tmp_path, exp, "closed_loop", games(30))
-    result = run_cli("compare", arm, "--control", control)
+    result = run_cli("compare", f"#{arm}", "--control", f"#{control}")
     assert result.returncode == 0, result.stderr
     assert "10/40 measured of 40 common games" in result.stdout and "MDE" in result.stdout
     assert "verdict: improvement" in result.stdout
-    result = run_cli("compare", arm, "--control", 999)
+    result = run_cli("compare", f"#{arm}", "--control", "#999")
     assert result.returncode == 2 and "999" in result.stderr and "Traceback" not in result.stderr
+    # a bare number is an arm's name, never a run id: no arm is named 999
+    bare = run_cli("compare", f"#{arm}", "--control", "999")
+    assert bare.returncode == 2 and "no measured run of arm '999'" in bare.stderr and "written #999" in bare.stderr
+
+
+def test_an_arm_named_like_a_number_is_that_arm_not_a_run_id(ledger, tmp_path):
+    exp = ledger.add_experiment("e")
+    other = ledger.add_experiment("other")
+    decoy = record(ledger, tmp_path, other, "no_memory", games(5))  # run #1 of another experiment
+    control = record(ledger, tmp_path, exp, "no_memory", games(10))
+    named = record(ledger, tmp_path, exp, str(decoy), games(30))  # an imported arm named "1"
+    (result,) = compare_runs(ledger, [str(decoy)], "no_memory", experiment=str(exp), **SETTINGS, n_boot=500)["arms"]
+    assert result["run_id"] == named and result["run_id"] != decoy
 
 
 def test_arms_by_name_and_a_named_family(ledger, tmp_path):

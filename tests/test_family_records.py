@@ -45,10 +45,10 @@ def test_a_run_recorded_twice_is_one_member_of_its_family(tmp_path):
         record(ledger, tmp_path, exp, "no_memory", 10)
         arm, path = record(ledger, tmp_path, exp, "closed_loop", 25)
         other, _ = record(ledger, tmp_path, exp, "shuffled", 12)
-        before = compare(ledger, [str(arm)])
+        before = compare(ledger, [f"#{arm}"])
         for _ in range(3):  # the same measurement recorded again (a resumed, re-recorded run)
             record(ledger, tmp_path, exp, "closed_loop", 25, path=path)
-        after = compare(ledger, [str(arm)])
+        after = compare(ledger, [f"#{arm}"])
         assert before["family"]["size"] == after["family"]["size"] == 2
         assert after["arms"][0]["p_adjusted"] == before["arms"][0]["p_adjusted"]  # Holm p did not widen
 
@@ -71,7 +71,7 @@ def test_an_arm_name_found_in_several_experiments_is_refused_unless_chosen(tmp_p
             arm, control = result["arms"][0], result["control"]
             assert (arm["experiment_id"], arm["env"], control["experiment_id"], control["env"]) == (exp, env, exp, env)
             assert arm["experiment"] == ledger.row("experiments", exp)["name"]
-        by_id = compare(ledger, [str(newest)])  # a run id is never ambiguous; its control is its own experiment's
+        by_id = compare(ledger, [f"#{newest}"])  # a run id is never ambiguous; its control is its own experiment's
         assert by_id["control"]["experiment_id"] == b and by_id["arms"][0]["p_adjusted"] is not None
 
 

@@ -113,9 +113,9 @@ def test_the_configs_control_age_takes_effect_in_compare(tmp_path):
         control = record(ledger, tmp_path, exp, "no_memory", outcomes(10))
         arm = record(ledger, tmp_path, exp, "closed_loop", outcomes(30))
         time.sleep(1.1)  # started_at has one-second resolution
-        fresh = skillos.compare(CFG, [str(arm)], control=str(control), ledger=ledger)["arms"][0]
+        fresh = skillos.compare(CFG, [f"#{arm}"], control=f"#{control}", ledger=ledger)["arms"][0]
         strict = config.with_sets(CFG, ["eval.control.max_age_days=0.00001"])
-        stale = skillos.compare(strict, [str(arm)], control=str(control), ledger=ledger)["arms"][0]
+        stale = skillos.compare(strict, [f"#{arm}"], control=f"#{control}", ledger=ledger)["arms"][0]
     assert fresh["verdict"]["word"] == "improvement"
     assert stale["verdict"]["word"] == "not reportable" and "days old (> 1e-05)" in stale["verdict"]["line"]
 

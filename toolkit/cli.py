@@ -206,10 +206,10 @@ def sweep_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    runs: List[str] = typer.Argument(..., help="Arms to compare: ledger run ids, or arm names "
-                                     "(the newest measured run of that arm)."),
-    control: Optional[str] = typer.Option(None, "--control", help="The control: a run id or an arm "
-                                          "name (default: eval.control)."),
+    runs: List[str] = typer.Argument(..., help="Arms to compare: arm names (the newest measured run of "
+                                     "that arm), or ledger run ids written #ID (a bare 3 is arm '3')."),
+    control: Optional[str] = typer.Option(None, "--control", help="The control: an arm name or a run id "
+                                          "written #ID (default: eval.control)."),
     family: Optional[str] = typer.Option(None, "--family", help="Experiment name whose every measured "
                                          "run forms the family (default: the compared runs' experiments)."),
     experiment: Optional[str] = typer.Option(None, "--experiment", help="Look arm names up in this experiment "
