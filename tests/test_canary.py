@@ -303,10 +303,21 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
         assert row["quick"] == 1 and row["code_hash"] == data["code_hash"]
         assert ledger.passing_canaries("curator") == []  # quick vouches for nothing
     assert "reward health" in result.stderr and "policy entropy" in result.stderr
-    # each run says whether it learned anything (at this size: measured, every step signal-free)
-    assert set(data["detail"]["learning_signal"]) == {"trained", "control"}
-    assert all(line.startswith("learning signal: ") and " of 4 steps had no learning signal" in line
-               for line in data["detail"]["learning_signal"].values())
+    # each run says whether it learned anything, and at this size its weights move: a gradient in
+    # some step, read from TRL's own trainer_state as a user would, and the checkpoint differs
+    # from the warm start
+    signals = data["detail"]["learning_signal"]
+    assert set(signals) == {"trained", "control"}
+    assert all(s["line"].startswith("learning signal: ") and s["steps"] == 4 for s in signals.values())
+    state = json.loads((tmp_path / "c" / "trained" / "archive" / "checkpoint-4" / "trainer_state.json").read_text())
+    assert any((h.get("grad_norm") or 0) > 0 for h in state["log_history"])
+    assert signals["trained"]["grad_nonzero"] >= 1
+    assert ((tmp_path / "c" / "trained" / "checkpoint-4" / "model.safetensors").read_bytes()
+            != (tmp_path / "c" / "warm" / "model.safetensors").read_bytes())
+    # what 4 held-out groups can show, said: the smallest p is 0.125, above alpha
+    res = data["resolution"]
+    assert res["n"] == data["n"] and res["can_detect"] is False and res["smallest_p"] >= 0.125
+    assert "cannot show learning" in res["line"]
     # its identity: every module it ran (not a hand-picked list), in its folder and every checkpoint
     ran = data["identity"]
     assert {"skillos.training.pipeline", "skillos.training.prompt_cap", "skillos.config",
@@ -399,3 +410,20 @@ def test_a_canary_stopped_by_sigterm_is_recorded_as_interrupted(tmp_path, skillo
     with Ledger(skillos_home / "ledger.db") as ledger:
         (run,) = ledger.rows("runs")
         assert run["status"] == "interrupted" and "SystemExit" in (run["detail"] or "")
+
+
+def test_a_canary_says_what_its_size_can_show():
+    from skillos.training.canary import resolution
+
+    moved = {"learning_signal": {"trained": {"grad_nonzero": 3, "grad_logged": 4}}}
+    quick = resolution(4, 0.05, moved)
+    assert quick["smallest_p"] == pytest.approx(0.125) and quick["can_detect"] is False
+    assert quick["line"] == ("what this size can show: the smallest p 4 paired tasks allow is 0.12 (all 4 discordant "
+                             "one way), not below alpha 0.05: it cannot show learning, only that the trainer runs "
+                             "end to end and whether its weights moved (grad_norm > 0 in 3 of 4 trained steps)")
+    full = resolution(40, 0.05, {})
+    assert full["can_detect"] is True and full["smallest_p"] < 1e-10 and full["weights_moved"] is None
+    assert "it can detect learning" in full["line"]
+    assert resolution(5, 0.05, {})["can_detect"] is False and resolution(6, 0.05, {})["can_detect"] is True
+    nothing = resolution(0, 0.05, {"learning_signal": {"trained": None}})  # every pair unmeasured
+    assert nothing["smallest_p"] is None and nothing["can_detect"] is False and "no paired task" in nothing["line"]

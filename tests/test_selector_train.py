@@ -19,6 +19,10 @@ def test_two_selector_steps_then_an_eval_of_the_checkpoint(tmp_path, game_cache,
     summary = json.loads(result.stdout)
     assert len(summary["steps"]) == 2 and len(summary["checkpoints"]) == 2
     checkpoint = tmp_path / summary["checkpoints"][-1]
+    # the smoke run moves its weights (TRL's own trainer_state), through its selection-credit stream
+    state = json.loads((checkpoint / "trainer_state.json").read_text())
+    assert any((h.get("grad_norm") or 0) > 0 for h in state["log_history"]), state["log_history"]
+    assert summary["signal"]["grad_nonzero"] >= 1 and "selection/advantage_nonzero" in result.stderr
     surface = json.loads((checkpoint / "skillos-curator.json").read_text())
     assert surface["tools"] == "read_skill,act"
     for step in summary["steps"]:

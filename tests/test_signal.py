@@ -25,6 +25,10 @@ def test_a_step_has_a_signal_unless_every_group_was_alike_or_its_gradient_zero()
     assert signal.step_signal({**LIVE, "grad_norm": 0.0}) is False
     assert signal.step_signal({"loss": 0.3, "grad_norm": 1.2}) is True  # SFT / DPO: no rewards, a gradient
     assert signal.step_signal({"loss": 0.3}) is None  # unmeasured: never counted either way
+    # the selector's second stream: every outcome alike, yet its selection spans carried credit
+    assert signal.step_signal({**FLAT, "grad_norm": 0.2, "selection/advantage_nonzero": 0.5}) is True
+    assert signal.step_signal({**FLAT, "grad_norm": 0.2, "selection/advantage_nonzero": 0.0}) is False
+    assert signal.step_signal({**FLAT, "selection/advantage_nonzero": 0.5}) is False  # no gradient: nothing moved
 
 
 def test_the_run_ends_saying_how_many_steps_had_no_signal():
@@ -36,10 +40,22 @@ def test_the_run_ends_saying_how_many_steps_had_no_signal():
     assert "NONE (1 in a row)" in lines[0] and "grad_norm 0" in lines[0] and "yes" in lines[1]
     verdict = watch.verdict()
     assert (verdict["steps"], verdict["signal_free"], verdict["unmeasured"]) == (4, 2, 1)
-    assert verdict["line"] == "learning signal: 2 of 4 steps had no learning signal (1 unmeasured)"
+    assert verdict["line"] == ("learning signal: 2 of 4 steps had no learning signal (1 unmeasured); "
+                               "grad_norm > 0 in 1 of 3")
+    assert (verdict["grad_nonzero"], verdict["grad_logged"]) == (1, 3)
     dead = signal.LearningSignal(lines.append)
     dead.log(1, FLAT)
     assert dead.verdict()["line"].endswith("the weights did not move: this run learned nothing")
+    # every group alike, yet a gradient (the KL term pulling toward the reference): nothing learned,
+    # and not said to be "did not move"
+    anchored = signal.LearningSignal(lines.append)
+    anchored.log(1, {**FLAT, "grad_norm": 0.3})
+    line = anchored.verdict()["line"]
+    assert "grad_norm > 0 in 1 of 1" in line and line.endswith("no step had a reward to learn from: this run "
+                                                               "learned nothing")
+    unlogged = signal.LearningSignal(lines.append)
+    unlogged.log(1, {"loss": 0.1, "frac_reward_zero_std": 0.5})
+    assert unlogged.verdict()["grad_nonzero"] is None and "grad_norm" not in unlogged.verdict()["line"]
     assert "unmeasured" in signal.LearningSignal(lines.append).verdict()["line"]
 
 

@@ -167,6 +167,10 @@ def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cach
     assert len(steps) == 2 and all("frac_reward_zero_std" in line and "grad_norm" in line for line in steps)
     assert summary["signal"]["steps"] == 2 and summary["signal"]["line"] in result.stderr
     archive = tmp_path / "checkpoints" / "cpu-smoke" / "archive"
+    # the smoke run moves its weights: a gradient in some step, in TRL's own trainer_state
+    state = json.loads((archive / "checkpoint-2" / "trainer_state.json").read_text())
+    assert any((h.get("grad_norm") or 0) > 0 for h in state["log_history"]), state["log_history"]
+    assert summary["signal"]["grad_nonzero"] >= 1
     assert summary["checkpoints"] == [str(Path("checkpoints/cpu-smoke/archive") / f"checkpoint-{s}") for s in (1, 2)]
     for step in (1, 2):
         marker = json.loads((archive / f"checkpoint-{step}" / "skillos-curator.json").read_text())

@@ -121,7 +121,7 @@ def canary_cmd(
 
     end_on_sigterm()  # kill PID: the canary's run ends as interrupted in the ledger, not "running"
     result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, sets=set_, echo=echo_err)
-    emit(result, as_json, lambda r: [line(r)])
+    emit(result, as_json, lambda r: [line(r), r["resolution"]["line"]])
     raise typer.Exit(0 if result["passed"] else 1)
 
 

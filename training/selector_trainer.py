@@ -26,7 +26,7 @@ from skillos.evals.envs.slate.slates import (NO_SKILL_INSTRUCTIONS, READ_TOOL, S
 from skillos.training import selector_credit as credit
 
 SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on
-WARMUP_STEPS = 120
+WARMUP_STEPS = 360
 
 
 def __getattr__(name: str):
@@ -113,6 +113,10 @@ def selector_classes():
                     selector = gathered[start:start + len(local)]
                 for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
                     row.update(outcome_advantage=outcome, selector_advantage=sel)
+                # the second stream's own learning signal (training/signal.py): with every outcome
+                # alike GRPO's advantages are 0, yet selection spans still carry credit
+                self._metrics["train" if self.model.training else "eval"]["selection/advantage_nonzero"].append(
+                    sum(abs(v) > 0 for v in selector.tolist()) / max(len(rows), 1))
                 out["advantages"] = credit.token_advantages(out["advantages"], selector, sel_mask, loss_mask,
                                                             variant, args.selector_coef,
                                                             torch.tensor(credits, device=ids.device))
@@ -285,5 +289,5 @@ def _warm(model: str, out: Path, setup, rows, echo) -> str:
     target = out / "warmup"
     if not (target / "config.json").is_file():
         echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed read_skill calls")
-        warm_up(model, warmup_conversations(setup, rows[:6]), tool_schemas(), target, steps=WARMUP_STEPS)
+        warm_up(model, warmup_conversations(setup, rows[:6]), tool_schemas(), target, steps=WARMUP_STEPS, decay=True)
     return str(target.resolve())

@@ -1,7 +1,8 @@
 """Whether a training run learned anything, step by step, from TRL's own log keys.
 
 A GRPO step has no learning signal when every group's rollouts got the same reward (TRL logs
-`frac_reward_zero_std` = 1: every advantage is 0) or when its gradient is exactly zero
+`frac_reward_zero_std` = 1: every advantage is 0) and no second credit stream (STREAMS: the
+selector's selection spans) gave a rollout an advantage, or when its gradient is exactly zero
 (`grad_norm` = 0); a supervised step (SFT, DPO) when its gradient is zero. Such a step leaves the
 weights where they were. The reference reproduction trained for days on steps like these. Every
 trainer's run (training/trainer.fit) prints a line per step with the numbers it read, ends with
@@ -17,15 +18,22 @@ CPU (smoke runs, canaries) it only says so.
 from __future__ import annotations
 
 KEYS = ("frac_reward_zero_std", "reward_std", "grad_norm")  # as TRL and transformers log them
+# A trainer's credit stream beside the reward's, logged as the share of rollouts it gave a non-zero
+# advantage: SkillGate's selection spans learn even when every outcome in a group is alike.
+STREAMS = ("selection/advantage_nonzero",)
 
 
 def step_signal(logs: dict) -> bool | None:
-    """True: the step moved the weights for a reason; False: it could not (all groups alike, or a
-    zero gradient); None: its log carries neither key (unmeasured)."""
+    """True: the step moved the weights for a reason; False: it could not (a zero gradient, or
+    every group's rewards alike and no other credit stream carrying anything); None: its log
+    carries neither key (unmeasured)."""
     frac, grad = logs.get("frac_reward_zero_std"), logs.get("grad_norm")
     if frac is None and grad is None:
         return None
-    return not ((frac is not None and float(frac) >= 1.0) or (grad is not None and float(grad) == 0.0))
+    if grad is not None and float(grad) == 0.0:
+        return False
+    streams = [float(logs[k]) for k in STREAMS if logs.get(k) is not None]
+    return frac is None or float(frac) < 1.0 or any(v > 0 for v in streams)
 
 
 class LearningSignal:
@@ -45,7 +53,7 @@ class LearningSignal:
         signal = step_signal(logs)
         self.steps.append({"step": step, "signal": signal, **{k: logs.get(k) for k in KEYS}})
         self.in_a_row = self.in_a_row + 1 if signal is False else 0
-        shown = ", ".join(f"{k} {_num(logs.get(k))}" for k in KEYS)
+        shown = ", ".join(f"{k} {_num(logs.get(k))}" for k in (*KEYS, *(k for k in STREAMS if k in logs)))
         state = {True: "yes", False: f"NONE ({self.in_a_row} in a row)", None: "unmeasured"}[signal]
         self.echo(f"learning signal: step {step}: {state} ({shown})")
         if self.abort_after is not None and self.in_a_row >= self.abort_after and self.aborted is None:
@@ -61,13 +69,19 @@ class LearningSignal:
         m = len(self.steps)
         none = sum(s["signal"] is False for s in self.steps)
         unmeasured = sum(s["signal"] is None for s in self.steps)
+        norms = [float(s["grad_norm"]) for s in self.steps if s["grad_norm"] is not None]
+        moved = sum(n > 0 for n in norms) if norms else None  # None: no step logged its gradient
         if not m:
             line = "learning signal: unmeasured (no training step logged frac_reward_zero_std or grad_norm)"
         else:
             line = (f"learning signal: {none} of {m} steps had no learning signal"
                     + (f" ({unmeasured} unmeasured)" if unmeasured else "")
-                    + ("; the weights did not move: this run learned nothing" if none == m else ""))
-        return {"steps": m, "signal_free": none, "unmeasured": unmeasured, "aborted": self.aborted, "line": line}
+                    + ("" if moved is None else f"; grad_norm > 0 in {moved} of {len(norms)}"))
+            if none == m:  # a KL term alone can move the weights, toward the start: nothing learned
+                line += ("; the weights did not move: this run learned nothing" if moved == 0
+                         else "; no step had a reward to learn from: this run learned nothing")
+        return {"steps": m, "signal_free": none, "unmeasured": unmeasured, "grad_nonzero": moved,
+                "grad_logged": len(norms), "aborted": self.aborted, "line": line}
 
     def callback(self):
         """The transformers callback feeding `log`; built on call (transformers loads with training)."""

@@ -228,10 +228,10 @@ class Check:
         self.accelerate(sets)
         for name in CANARIES:
             self.run(name, [py, "-m", "skillos", "canary", name.split("_")[1], "--quick", "--json",
-                            "--out", str(tmp / name)], 180,
+                            "--out", str(tmp / name)], 300,
                      ok_codes=(0, 1),  # 1: it ran and did not learn; that is reported, not failed
                      judge=lambda r: None if r and "passed" in r else "no canary JSON",
-                     describe=lambda r: f"ran; learned (passed): {r['passed']}")
+                     describe=_canary)
 
     def accelerate(self, sets):
         """`skillos train --backend accelerate` is refused by gate 6 without a canary at the default
@@ -401,5 +401,14 @@ def main(argv: list[str]) -> int:
     return check.main()
 
 
+def _canary(r: dict) -> str:
+    """A quick canary's line: whether its weights moved (its size cannot show learning: the
+    smallest p its n allows is above alpha) and its verdicts."""
+    res = r.get("resolution") or {}
+    return (f"ran; weights moved: {res.get('weights_moved') or 'unmeasured'}; learned (passed): {r['passed']} "
+            f"(smallest p at n {res.get('n')}: {res.get('smallest_p')})")
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+

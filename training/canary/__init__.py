@@ -208,6 +208,8 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             status = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "crashed"
             ledger.end_experiment_run(run_id, status, f"{type(exc).__name__}: {exc}"[:300])
         raise
+    from skillos.config import EvalConfig
+
     ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
     judged = judge(measured)
     trained, control = judged["trained"], judged["control"]
@@ -225,12 +227,33 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
                                               "control": control["verdict"].reasons},
         "detail": measured.detail, "output_dir": str(folder),
     }
+    result["resolution"] = resolution(c.n_paired, EvalConfig().alpha, measured.detail)
     result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
     (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
     if ledger is not None:
         ledger.add_canary(run_id, result)
         ledger.end_experiment_run(run_id, "finished", line(result), experiment_status="measured")
     return result
+
+
+def resolution(n: int, alpha: float, detail: dict) -> dict:
+    """What a canary of this size can show: the smallest p its n paired tasks allow (every pair
+    discordant one way, the exact test) against alpha, and whether the trained run's weights moved
+    (its learning-signal verdict's grad_norm count; None: unmeasured)."""
+    from skillos.evals.stats import mcnemar_exact
+
+    smallest = mcnemar_exact(n, 0) if n else None
+    detects = smallest is not None and smallest < alpha
+    signal = (detail.get("learning_signal") or {}).get("trained")
+    moved = None if not isinstance(signal, dict) or signal.get("grad_nonzero") is None else \
+        f"grad_norm > 0 in {signal['grad_nonzero']} of {signal['grad_logged']} trained steps"
+    bound = "no paired task was measured" if smallest is None else \
+        f"the smallest p {n} paired tasks allow is {smallest:.2g} (all {n} discordant one way)"
+    shows = (f"below alpha {alpha}: it can detect learning" if detects else
+             f"not below alpha {alpha}: it cannot show learning, only that the trainer runs end to end"
+             + (f" and whether its weights moved ({moved})" if moved else ""))
+    return {"n": n, "smallest_p": smallest, "alpha": alpha, "can_detect": detects, "weights_moved": moved,
+            "line": f"what this size can show: {bound}, {shows}"}
 
 
 def line(result: dict) -> str:

@@ -38,9 +38,11 @@ PRIOR = (
     ("cabinets-first", "Look for the X in the cabinets and drawers first.", 3),
     ("shelves-first", "Look for the X on the shelves and in the drawers first.", 3),
 )
-# --quick: the same pipeline at a size that runs in minutes (CI's slow suite); too small to learn.
-QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=60",
-         "canary.warmup_groups=2"]
+# --quick: the same pipeline at a size that runs in minutes (CI's slow suite): its weights move
+# (the warm start covers all 4 train groups; 60 steps on 2 wrote no call and no step had a
+# gradient, measured), but 4 held-out groups cannot show learning (smallest p 0.125).
+QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=600",
+         "canary.warmup_groups=4"]
 
 
 class CuratorCanary(Canary):
@@ -81,7 +83,7 @@ class CuratorCanary(Canary):
             "learning_signal": {SIGNALS[s]: r[2] for s, r in runs.items()}})
 
 
-def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list, str | None]:
+def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list, dict | None]:
     """GRPO from the warm start into `folder` (signal "shuffled": the negative control), then the
     metric on the held-out groups: (outcomes, the reward history of each step, the run's
     learning-signal verdict)."""
@@ -93,7 +95,7 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     after = evaluate(cfg, summary["checkpoints"][-1], held_out)
     echo(f"canary curator: after {folder.name} {_rate(after)}")
-    return after, summary["steps"], (summary.get("signal") or {}).get("line")  # None: a finished run reused
+    return after, summary["steps"], summary.get("signal")  # None: a finished run reused
 
 
 def warm_start(cfg, games, folder: Path) -> str:
