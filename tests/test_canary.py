@@ -52,6 +52,43 @@ def test_a_canary_passes_only_when_training_improves_and_its_control_does_not():
     assert not result_of(measured(before, flat, flat))["passed"]
 
 
+def test_a_sign_flipped_control_that_improves_fails_the_canary_and_every_control_is_printed():
+    before, learned, flat = outcomes(4), outcomes(16), outcomes(4)
+    judged = canaries.judge(canaries.Measured("metric", before, learned, flat, flipped_after=learned))
+    assert set(judged) == {"trained", "control", "flipped"}
+    assert judged["flipped"]["verdict"].word == "improvement"
+    from skillos.ledger.store import canary_passed
+
+    control = {"b": 0, "c": 0, "p": 1.0, "verdict": judged["control"]["verdict"].label, "after": 0.2}
+    flipped = {"b": 12, "c": 0, "p": 0.0005, "verdict": judged["flipped"]["verdict"].label, "after": 0.8}
+    row = {"verdict": "improvement", "control": control, "controls": {"flipped": flipped}}
+    assert not canary_passed(row)  # the sign-flipped run learned as well: the signal is not what moved it
+    worse = canaries.judge(canaries.Measured("metric", outcomes(10), outcomes(16), outcomes(10), flipped_after=outcomes(2)))
+    assert worse["flipped"]["verdict"].word == "regression"
+    row["controls"]["flipped"]["verdict"] = worse["flipped"]["verdict"].label
+    assert canary_passed(row)
+    text = canaries.line({**row, "trainer": "curator", "passed": True, "metric": "m", "before": 0.2, "after": 0.8,
+                          "n": 20, "b": 12, "c": 0, "p": 0.0005, "wall_s": 3, "code_hash": "abc"})
+    assert "shuffled control -> 20%" in text and "sign-flipped control -> 80%" in text
+
+
+def test_a_control_destroys_the_signal_one_way_or_the_other():
+    from skillos.training.optimize import destroyed as optimize_destroyed
+    from skillos.training.trainer import destroyed
+
+    values, groups = [0.0, 1.0, None, 0.5], list("aabb")
+    assert destroyed(values, groups, "s", "real") == values
+    assert destroyed(values, groups, "s", "flipped") == [-0.0, -1.0, None, -0.5]  # unmeasured stays so
+    shuffled = destroyed(values, groups, "s", "shuffled")
+    assert sorted(shuffled[:2]) == [0.0, 1.0] and set(shuffled[2:]) == {None, 0.5}
+    from skillos.evals.trajectory import Trajectory
+
+    seen = [Trajectory(f"t{i}", "task", "", steps=[], won=w, retrieved=[]) for i, w in enumerate((True, False, None))]
+    inc, cand = {"a": True, "b": False}, {"a": False, "b": True}
+    flipped, judged_inc, judged_cand = optimize_destroyed(seen, inc, cand, "s", "flipped")
+    assert [t.won for t in flipped] == [False, True, None] and (judged_inc, judged_cand) == (cand, inc)
+
+
 def test_unmeasured_tasks_are_dropped_and_counted_never_scored():
     before, after = outcomes(4), outcomes(16)
     before["g19"] = None
@@ -307,8 +344,10 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     # some step, read from TRL's own trainer_state as a user would, and the checkpoint differs
     # from the warm start
     signals = data["detail"]["learning_signal"]
-    assert set(signals) == {"trained", "control"}
+    assert set(signals) == {"trained", "control", "flipped"}  # the run and both negative controls
     assert all(s["line"].startswith("learning signal: ") and s["steps"] == 4 for s in signals.values())
+    assert set(data["controls"]) == {"flipped"} and {"b", "c", "p", "verdict"} <= set(data["controls"]["flipped"])
+    assert "rewards sign-flipped (negative control)" in result.stderr
     state = json.loads((tmp_path / "c" / "trained" / "archive" / "checkpoint-4" / "trainer_state.json").read_text())
     assert any((h.get("grad_norm") or 0) > 0 for h in state["log_history"])
     assert signals["trained"]["grad_nonzero"] >= 1
@@ -323,7 +362,7 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     assert {"skillos.training.pipeline", "skillos.training.prompt_cap", "skillos.config",
             "skillos.training.reward"} <= set(ran["modules"]) and ran["code_hash"] == data["code_hash"]
     stamps = sorted((tmp_path / "c").rglob(identity.IDENTITY))
-    assert {p.parent.name for p in stamps} >= {"c", "warm", "trained", "control", "checkpoint-4"}
+    assert {p.parent.name for p in stamps} >= {"c", "warm", "trained", "control", "flipped", "checkpoint-4"}
     assert all(json.loads(p.read_text())["code_hash"] == data["code_hash"] for p in stamps if "checkpoint" in str(p))
     # the trained run made by other code (a module's source differed): a rerun is refused, never re-stamped
     trained = tmp_path / "c" / "trained" / identity.IDENTITY

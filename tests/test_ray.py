@@ -251,7 +251,7 @@ def run_files(folder) -> dict:
 @pytest.mark.slow
 def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(cluster, tmp_path, monkeypatch,
                                                                               skillos_home):
-    """The optimize canary's trained run and negative control as two Ray tasks; the control's worker
+    """The optimize canary's trained run and negative controls as Ray tasks; the control's worker
     is killed once mid-run: the canary's result and the files of both runs are the local canary's,
     and the driver recorded it in its ledger. A rerun into a finished canary's folder reuses its
     runs."""
@@ -267,13 +267,13 @@ def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(
     on_ray = api.canary("optimize", quick=True, out=tmp_path / "ray", echo=lines.append,
                         sets=["compute.backend=ray", "compute.ray_max_retries=1"])
     assert marker.exists()  # the control's worker died, and its task ran again
-    assert "2 Ray tasks submitted: the trained run and the negative control" in lines
+    assert "3 Ray tasks submitted: the trained run and its negative controls (shuffled, sign-flipped)" in lines
     assert sorted(x.partition(" finished")[0] for x in lines if "finished on ray" in x) == [
-        "canary control run", "canary trained run"]
+        "canary control run", "canary flipped run", "canary trained run"]
     varies = {"compute", "wall_s", "output_dir", "code_hash", "identity"}  # Ray's run imports Ray's modules too
     assert {k: v for k, v in on_ray.items() if k not in varies} == {k: v for k, v in local.items() if k not in varies}
     assert on_ray["compute"] == ["compute.backend=ray", "compute.ray_max_retries=1"] and local["compute"] == []
-    for run in ("trained", "control"):
+    for run in ("trained", "control", "flipped"):
         ray_files, local_files = run_files(tmp_path / "ray" / run), run_files(tmp_path / "local" / run)
         configs = [identity(yaml.safe_load(files.pop("config.yaml"))) for files in (ray_files, local_files)]
         assert configs[0] == configs[1]  # the same run; where it ran aside

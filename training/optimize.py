@@ -347,20 +347,26 @@ def run(cfg, out: Path, ledger=None, echo=print, resume: bool = False, unseal: s
         return _run(cfg, Path(out), ledger, echo, resume, unseal, signal)
 
 
-def destroyed(trajectories: list, incumbent: dict, candidate: dict, seed: str) -> tuple[list, dict, dict]:
-    """The learning signal of one step destroyed (a learning canary's negative control): the
-    minibatch's outcomes permuted among its trajectories before the proposer reads them, and
-    each validation task's incumbent and candidate outcomes swapped with probability 1/2 before
-    the gate compares them (the paired permutation null: no candidate is better in expectation)."""
+def destroyed(trajectories: list, incumbent: dict, candidate: dict, seed: str,
+              signal: str = "shuffled") -> tuple[list, dict, dict]:
+    """The learning signal of one step destroyed (a learning canary's negative controls).
+    shuffled: the minibatch's outcomes permuted among its trajectories before the proposer reads
+    them, and each validation task's incumbent and candidate outcomes swapped with probability
+    1/2 before the gate compares them (the paired permutation null: no candidate is better in
+    expectation). flipped: every outcome inverted (a win read as a loss; unmeasured stays so) and
+    every task's pair swapped, so the gate accepts a candidate that did worse."""
     import dataclasses
 
     rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
     won = [t.won for t in trajectories]
-    rng.shuffle(won)
+    if signal == "flipped":
+        won = [w if w is None else not w for w in won]
+    else:
+        rng.shuffle(won)
     trajectories = [dataclasses.replace(t, won=w) for t, w in zip(trajectories, won)]
     inc, cand = dict(incumbent), dict(candidate)
     for task in sorted(set(inc) & set(cand)):
-        if rng.random() < 0.5:
+        if signal == "flipped" or rng.random() < 0.5:
             inc[task], cand[task] = cand[task], inc[task]
     return trajectories, inc, cand
 
@@ -497,8 +503,8 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         collect = _Collect()
         play(now.skill, batch, "minibatch", collect)
         seen = collect.trajectories
-        if signal == "shuffled":
-            seen, _, _ = destroyed(seen, {}, {}, f"{cfg.env.seed}|{g}|minibatch")
+        if signal != "real":
+            seen, _, _ = destroyed(seen, {}, {}, f"{cfg.env.seed}|{g}|minibatch", signal)
         reflections, gradient = proposer.reflect(now.skill, seen)
         proposed = proposer.propose(now.skill, seen, memory, budget.allowed, gradient)
         rejected = {key for r in memory.items for key in r.keys}  # an edit once rejected is not tried again
@@ -522,9 +528,9 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
 
     def judge(g: int, incumbent_val: dict, candidate_val: dict) -> CandidateVerdict:
         judged_incumbent, judged_candidate = incumbent_val, candidate_val
-        if signal == "shuffled":
+        if signal != "real":
             _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
-                                                              f"{cfg.env.seed}|{g}|gate")
+                                                              f"{cfg.env.seed}|{g}|gate", signal)
         return stats.accept_candidate(judged_incumbent, judged_candidate, *acceptance)
 
     def record(candidate: Candidate, verdict: CandidateVerdict, now: Standing, candidate_val: dict) -> dict:

@@ -91,13 +91,14 @@ def selector_classes():
                              "read_spans": located})
             sel_mask = torch.tensor(masks, device=ids.device)
             if variant not in credit.OUTCOME_ONLY:
-                if getattr(self, "signal", "real") == "shuffled":  # a canary's negative control
-                    from skillos.training.trainer import shuffled_within_groups
+                signal = getattr(self, "signal", "real")
+                if signal != "real":  # a canary's negative control: utilities and outcomes alike
+                    from skillos.training.trainer import destroyed
 
                     blocks = [i // self.num_generations for i in range(len(utilities))]
                     key = f"{args.seed}|{self.state.global_step}"
-                    utilities = shuffled_within_groups(utilities, blocks, key)
-                    outcomes = shuffled_within_groups(outcomes, blocks, key + "|outcome")
+                    utilities = destroyed(utilities, blocks, key, signal)
+                    outcomes = destroyed(outcomes, blocks, key + "|outcome", signal)
                 # Groups may span processes: normalise over the gathered batch, keep this process's rows.
                 # hybrid_slate's pairs are neighbours in this process's batch: its regret is local.
                 local = torch.tensor(utilities, device=ids.device)
@@ -143,8 +144,8 @@ def selector_classes():
 
 class SlateReward:
     """The outcome reward: 1 won, 0 lost, None unmeasured (TRL gives it no advantage). With
-    `signal="shuffled"` (a canary's negative control) the rewards are permuted within each
-    group of `group` completions."""
+    `signal` "shuffled" or "flipped" (a canary's negative controls) the rewards are permuted
+    within each group of `group` completions, or negated."""
 
     __name__ = "slate_outcome"
 
@@ -159,12 +160,10 @@ class SlateReward:
         self.echo(render_metrics("rollouts", metrics))
         self.history.append(metrics)
         rewards = [None if r["success"] is None else float(r["success"]) for r in records]
-        if self.signal == "shuffled":
-            from skillos.training.trainer import shuffled_within_groups
+        from skillos.training.trainer import destroyed
 
-            blocks = [i // self.group for i in range(len(rewards))]
-            rewards = shuffled_within_groups(rewards, blocks, f"{self.seed}|{len(self.history)}")
-        return rewards
+        blocks = [i // self.group for i in range(len(rewards))]
+        return destroyed(rewards, blocks, f"{self.seed}|{len(self.history)}", self.signal)
 
 
 def instructions(cfg: Config) -> str:
@@ -227,8 +226,8 @@ def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
 
 def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real") -> dict:
     """Selector-credit GRPO for `cfg` (gates already passed); returns the run's summary.
-    `signal="shuffled"`: rewards and selection utilities permuted within each group, the
-    negative control of the learning canary (training/canary)."""
+    `signal` "shuffled" / "flipped": rewards and selection utilities permuted within each group,
+    or negated: the learning canary's negative controls (training/canary)."""
     from skillos.training.trainer import guarded
 
     return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))

@@ -104,7 +104,21 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
     return [{"prompt": prompt, **g.row()} for g in groups]
 
 
-SIGNALS = ("real", "shuffled")  # shuffled: a learning canary's negative control (training/canary.py)
+# what a run learns from: the real rewards, or a learning canary's negative controls
+# (training/canary): shuffled within groups (nothing to learn) or sign-flipped (the opposite)
+SIGNALS = ("real", "shuffled", "flipped")
+DESTROYED = {"shuffled": "shuffled within groups", "flipped": "sign-flipped"}  # how each control's line says it
+
+
+def destroyed(values: list, groups: list, seed: str, signal: str) -> list:
+    """`values` (rewards, utilities) as a run with `signal` learns from them: as they are (real),
+    permuted within each group (shuffled), or negated (flipped: what a trainer that follows its
+    signal must then move away from). None and NaN stay unmeasured."""
+    if signal == "shuffled":
+        return shuffled_within_groups(values, groups, seed)
+    if signal == "flipped":
+        return [v if v is None else -v for v in values]
+    return list(values)
 
 
 def shuffled_within_groups(values: list, groups: list, seed: str) -> list:
@@ -127,8 +141,8 @@ class RewardFunction:
     """TRL reward function: finish each rollout, judge its contents, score it, print health.
     With `defer`, the health line waits in `pending` for `StepHealth` to print it at the end
     of the step, with the executor requests in flight and the rollout phase's share. With
-    `signal="shuffled"` the rewards GRPO gets are permuted within each group (the negative
-    control of a learning canary); the history keeps the real ones."""
+    `signal` "shuffled" or "flipped" the rewards GRPO gets are permuted within each group or
+    negated (a learning canary's negative controls); the history keeps the real ones."""
 
     __name__ = "curator_reward"
 
@@ -166,10 +180,9 @@ class RewardFunction:
                 totals[i] = value
         line = health(rewards, rollouts, keys)
         text = f"{line.line()}; mean reward {sum(totals) / len(totals):.3f}"
-        given = totals
-        if self.signal == "shuffled":
-            given = shuffled_within_groups(totals, keys, f"{c.training.seed}|{len(self.history)}")
-            text += "; rewards shuffled within groups (negative control)"
+        given = destroyed(totals, keys, f"{c.training.seed}|{len(self.history)}", self.signal)
+        if self.signal != "real":
+            text += f"; rewards {DESTROYED[self.signal]} (negative control)"
         if self.defer:
             self.pending = text
         else:
@@ -261,7 +274,7 @@ def policy_entropy(trainer) -> float | None:
 
 
 def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real") -> dict:
-    """Run GRPO for `cfg` (gates already passed); returns the run's summary. `signal="shuffled"`
+    """Run GRPO for `cfg` (gates already passed); returns the run's summary. `signal` "shuffled" or "flipped"
     trains a negative control (rewards permuted within groups), for the learning canary only."""
     return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))
 

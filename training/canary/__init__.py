@@ -3,10 +3,11 @@
 A canary runs a trainer's own code (the same trainer class, reward, credit, masks and rollout
 path a GPU run uses) on a miniature that a working recipe learns on 2 CPU cores, and measures a
 metric declared in advance on held-out tasks before and after training, paired, with the exact
-test and the verdict words of `evals/stats.py`. Beside it, a **negative control** trains the same
-way from the same start with the learning signal destroyed (rewards or selection utilities
-permuted within each group): it must not show an improvement. A canary passes when the trained
-model's verdict is "improvement" and the control's is not; one that cannot fail proves nothing.
+test and the verdict words of `evals/stats.py`. Beside it, two **negative controls** train the
+same way from the same start with the learning signal destroyed: rewards or selection utilities
+permuted within each group (nothing to learn), and sign-flipped (the opposite to learn); neither
+may show an improvement. A canary passes when the trained model's verdict is "improvement" and
+no control's is; one that cannot fail proves nothing.
 
 Each canary is recorded in the ledger (an experiment `canary-NAME`, one run, a `canaries` row)
 with its identity (training/canary/identity.py): every skillos module the run imported, its
@@ -48,7 +49,10 @@ CANARIES = {
     "selector": "skillos.training.canary.selector:CANARY",  # SkillGate GRPO with clean-oracle credit
     "optimize": "skillos.training.canary.optimize:CANARY",  # text-space optimization with its gate
 }
-SIGNALS = {"real": "trained", "shuffled": "control"}  # the learning signal, the negative control: their folders
+# the learning signal and the two negative controls (shuffled within groups: nothing to learn;
+# sign-flipped: the opposite to learn), each run's folder; a canary passes when the first is an
+# improvement and neither control is
+SIGNALS = {"real": "trained", "shuffled": "control", "flipped": "flipped"}
 CANARY_COMPUTE = ("local", "ray")  # where a canary's two training runs can go (compute.backend)
 CANARY_KEYS = ("backend", "ray_address", "ray_max_retries", "ray_gpus_per_task", "gpu")  # what --set may move
 
@@ -56,13 +60,15 @@ CANARY_KEYS = ("backend", "ray_address", "ray_max_retries", "ray_gpus_per_task",
 @dataclass
 class Measured:
     """What a miniature measured: the metric per held-out task (True / False / None) before
-    training, after it, and after the negative control's training; `detail` is reported as is."""
+    training, after it, and after each negative control's training (shuffled: `control_after`,
+    sign-flipped: `flipped_after`); `detail` is reported as is."""
 
     metric: str
     before: dict
     after: dict
     control_after: dict
     detail: dict = field(default_factory=dict)
+    flipped_after: dict | None = None  # after the sign-flipped control's training
 
 
 class Canary:
@@ -113,11 +119,18 @@ def compute_sets(sets) -> list[str]:
     return sets
 
 
+def described(signal: str, what: str) -> str:
+    """How a canary's progress line names a run's signal: `what`, or how a control destroyed it."""
+    from skillos.training.trainer import DESTROYED
+
+    return what if signal == "real" else f"{what} {DESTROYED[signal]}: a negative control"
+
+
 def trained_and_control(cfg, out: Path, work, echo, model: bool = True) -> dict:
     """{signal: work(signal, folder, echo)} for the run trained on the real signal (OUT/trained) and
-    the negative control (OUT/control), each from the same start. One after the other; with
-    compute.backend ray, as two Ray tasks (evals/distributed.py; at once when the cluster has two
-    CPUs free), each training into its folder from its worker: OUT, like the warm start and the
+    the negative controls (OUT/control: shuffled, OUT/flipped: sign-flipped), each from the same
+    start. One after the other; with compute.backend ray, as Ray tasks (evals/distributed.py; at
+    once when the cluster has the CPUs free), each training into its folder from its worker: OUT, like the warm start and the
     games the tasks read, must be on a file system the workers share (true of a local cluster). A
     task whose worker died runs again on its folder as a rerun of the canary would (a run
     finished there is reused; one cut off starts over: a canary checkpoints its last step only);
@@ -137,7 +150,7 @@ def trained_and_control(cfg, out: Path, work, echo, model: bool = True) -> dict:
         results[task.args[2]] = result
         echo(f"{task.label} finished on ray ({len(results)} of {len(tasks)})")
 
-    echo(f"{len(tasks)} Ray tasks submitted: the trained run and the negative control")
+    echo(f"{len(tasks)} Ray tasks submitted: the trained run and its negative controls (shuffled, sign-flipped)")
     distributed.run_tasks(cfg, tasks, finished, rerun=": run the canary again with the same --out")
     return {signal: results[signal] for signal in SIGNALS}
 
@@ -156,14 +169,17 @@ def _quiet_work(work, digest: str, signal: str, folder: Path):
 
 
 def judge(measured: Measured) -> dict:
-    """Before vs after and before vs the control's after, each its own family of one (the
+    """Before vs after and before vs each control's after, each its own family of one (a
     control is a falsification check, not a second claim), in the verdict function's words, at
     the schema's alpha, power and bootstrap."""
     from skillos.config import EvalConfig
     from skillos.evals import stats
 
     e, out = EvalConfig(), {}
-    for key, after in (("trained", measured.after), ("control", measured.control_after)):
+    runs = [("trained", measured.after), ("control", measured.control_after)]
+    if measured.flipped_after is not None:
+        runs.append(("flipped", measured.flipped_after))
+    for key, after in runs:
         comparison = stats.compare(measured.before, after, names=(key, "before"), alpha=e.alpha, power=e.power,
                                    n_boot=e.bootstrap)
         verdict = stats.verdicts({key: comparison}, alpha=e.alpha, family=f"canary {key} vs before",
@@ -218,13 +234,12 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
         "trainer": key, "metric": measured.metric, "n": c.n_paired,
         "before": c.control_rate, "after": c.treatment_rate, "b": c.b, "c": c.c, "p": c.p_value,
         "verdict": trained["verdict"].label,
-        "control": {"b": control["comparison"].b, "c": control["comparison"].c,
-                    "p": control["comparison"].p_value, "after": control["comparison"].treatment_rate,
-                    "n": control["comparison"].n_paired, "verdict": control["verdict"].label},
+        "control": _control(control),
+        # every further control must show no improvement too (ledger.store.canary_passed)
+        "controls": {key: _control(judged[key]) for key in judged if key not in ("trained", "control")},
 
         "quick": quick, "compute": sets, "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
-        "n_dropped": c.n_dropped, "reasons": {"trained": trained["verdict"].reasons,
-                                              "control": control["verdict"].reasons},
+        "n_dropped": c.n_dropped, "reasons": {key: judged[key]["verdict"].reasons for key in judged},
         "detail": measured.detail, "output_dir": str(folder),
     }
     result["resolution"] = resolution(c.n_paired, EvalConfig().alpha, measured.detail)
@@ -234,6 +249,12 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
         ledger.add_canary(run_id, result)
         ledger.end_experiment_run(run_id, "finished", line(result), experiment_status="measured")
     return result
+
+
+def _control(judged: dict) -> dict:
+    c = judged["comparison"]
+    return {"b": c.b, "c": c.c, "p": c.p_value, "after": c.treatment_rate, "n": c.n_paired,
+            "verdict": judged["verdict"].label}
 
 
 def resolution(n: int, alpha: float, detail: dict) -> dict:
@@ -261,13 +282,17 @@ def line(result: dict) -> str:
     def rate(x):
         return "unmeasured" if x is None else f"{x:.0%}"
 
-    ctl = result["control"]
-    p = "unmeasured" if result["p"] is None else f"{result['p']:.2g}"
-    cp = "unmeasured" if ctl["p"] is None else f"{ctl['p']:.2g}"
+    def p(x):
+        return "unmeasured" if x is None else f"{x:.2g}"
+
+    named = {"control": "shuffled control", "flipped": "sign-flipped control"}
+    controls = [("control", result["control"]), *(result.get("controls") or {}).items()]
+    said = "; ".join(f"{named.get(k, k)} -> {rate(c['after'])}, b/c {c['b']}/{c['c']}, p {p(c['p'])}: {c['verdict']}"
+                     for k, c in controls)
     return (f"canary {result['trainer']}: {'PASS' if result['passed'] else 'FAIL'} — {result['metric']} "
             f"{rate(result['before'])} -> {rate(result['after'])} on {result['n']} held-out tasks, b/c "
-            f"{result['b']}/{result['c']}, p {p}: {result['verdict']}; negative control -> {rate(ctl['after'])}, "
-            f"b/c {ctl['b']}/{ctl['c']}, p {cp}: {ctl['verdict']}; {result['wall_s']:.0f} s; code {result['code_hash']}")
+            f"{result['b']}/{result['c']}, p {p(result['p'])}: {result['verdict']}; {said}; "
+            f"{result['wall_s']:.0f} s; code {result['code_hash']}")
 
 
 def trainer_key(cfg) -> str:

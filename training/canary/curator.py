@@ -16,8 +16,9 @@ quarters of its mass on those. So what GRPO can learn is which skill to write, a
 only through r_task: the executor reading the skill and winning position 2 of its group
 (|G| = 2). The metric, declared here: executor success at position 2 of held-out groups
 (valid_unseen, floor plans train never uses) with the skill the curator samples (training
-temperature, a seed fixed per group), before vs after training. The negative control trains the
-same way from the same warm start with the rewards permuted within each group.
+temperature, a seed fixed per group), before vs after training. Two negative controls train the
+same way from the same warm start, one with the rewards permuted within each group, one with them
+sign-flipped.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import SIGNALS, Canary, Measured, identity
+from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
@@ -74,7 +75,7 @@ class CuratorCanary(Canary):
         before = evaluate(cfg, warm, held_out)
         echo(f"canary curator: before training {_rate(before)}")
         runs = trained_and_control(cfg, out, functools.partial(train_and_evaluate, cfg, warm, held_out), echo)
-        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], detail={
+        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], flipped_after=runs["flipped"][0], detail={
             "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
             "prior": {name: weight for name, _, weight in PRIOR},
             # None: a run this canary's folder had finished before (reused) left no history here
@@ -84,14 +85,14 @@ class CuratorCanary(Canary):
 
 
 def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list, dict | None]:
-    """GRPO from the warm start into `folder` (signal "shuffled": the negative control), then the
+    """GRPO from the warm start into `folder` (signal "shuffled" or "flipped": a negative control), then the
     metric on the held-out groups: (outcomes, the reward history of each step, the run's
     learning-signal verdict)."""
     from skillos import config as cfgmod
     from skillos.training.trainer import train
 
     run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
-    echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({'rewards' if signal == 'real' else 'rewards shuffled within groups: the negative control'})")
+    echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({described(signal, 'rewards')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     after = evaluate(cfg, summary["checkpoints"][-1], held_out)
     echo(f"canary curator: after {folder.name} {_rate(after)}")

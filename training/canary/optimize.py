@@ -8,7 +8,9 @@ size (24 train games, 40 validation, 40 sealed test): the smallest run whose gat
 seed skills (none) vs the best skills the run accepted. The negative control runs the same
 loop with its learning signal destroyed: the minibatch's outcomes permuted among its
 trajectories before the proposer reads them, and each validation task's incumbent and
-candidate outcomes swapped with probability 1/2 before the gate compares them.
+candidate outcomes swapped with probability 1/2 before the gate compares them. A second control
+flips the sign: every minibatch outcome inverted and every task's pair swapped, so its gate
+accepts what did worse.
 
 What it can show: the heuristic proposer also writes down where objects were seen, whatever
 the outcome, so an optimizer that improves under the control too is learning from observation,
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillos.training.canary import Canary, Measured
+from skillos.training.canary import Canary, Measured, described
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "optimize-quickstart.yaml"
 QUICK = ["env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "optimize.epochs=1",
@@ -48,14 +50,15 @@ class OptimizeCanary(Canary):
         reports = trained_and_control(cfg, out, functools.partial(optimize, cfg), echo, model=False)  # heuristic
         real, control = reports["real"], reports["shuffled"]
         return Measured(self.metric, real["test_outcomes"]["seed"], real["test_outcomes"]["best"],
-                        control["test_outcomes"]["best"], detail={
+                        control["test_outcomes"]["best"], flipped_after=reports["flipped"]["test_outcomes"]["best"],
+                        detail={
                             "candidates": {s: r["candidates_tried"] for s, r in reports.items()},
                             "accepted": {s: r["accepted"] for s, r in reports.items()},
                             "test_games": real["scored_on"]["n_games"]})
 
 
 def optimize(cfg, signal: str, folder: Path, echo) -> dict:
-    """One optimize run into `folder` (signal "shuffled": the negative control); its report. A run
+    """One optimize run into `folder` (signal "shuffled" or "flipped": a negative control); its report. A run
     the folder holds (a canary killed mid-way, rerun with its --out) is continued where it stopped,
     and one that finished there is reused (its report)."""
     from skillos import safety
@@ -65,7 +68,7 @@ def optimize(cfg, signal: str, folder: Path, echo) -> dict:
     if (folder / REPORT).is_file():
         echo(f"canary optimize: {folder} already finished; its {REPORT} is reused")
         return safety.read_json_file(folder / REPORT, "optimize report")
-    echo(f"canary optimize: {cfg.optimize.epochs} epochs ({'real outcomes' if signal == 'real' else 'outcomes destroyed: the negative control'})")
+    echo(f"canary optimize: {cfg.optimize.epochs} epochs ({described(signal, 'outcomes')})")
     return run(cfg, folder, None, echo=echo, signal=signal, resume=holds_run(folder))
 
 

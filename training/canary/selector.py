@@ -15,8 +15,9 @@ oracle: a warm start, not a teacher. Each episode ends after the read (env.max_s
 the outcome reward is 0 for every rollout and carries nothing: the only learning signal is the
 selector credit on the selection spans. The metric, declared here: the oracle-read rate of the
 first read_skill call (sampled at the training temperature, a seed fixed per game) on held-out
-games (valid_unseen) before vs after training. The negative control trains the same way from
-the same warm start with the selection utilities (and rewards) permuted within each group.
+games (valid_unseen) before vs after training. Two negative controls train the same way from
+the same warm start with the selection utilities (and rewards) permuted within each group, or
+sign-flipped.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import SIGNALS, Canary, Measured, identity
+from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -83,7 +84,7 @@ class SelectorCanary(Canary):
         echo(f"canary selector: before training {_rate(before)}")
         runs = trained_and_control(cfg, out, functools.partial(train_and_evaluate, cfg, warm, held_out), echo)
         chosen = {"before": picks, **{SIGNALS[signal]: run[1] for signal, run in runs.items()}}
-        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], detail={
+        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], flipped_after=runs["flipped"][0], detail={
             "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
             "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen,
             "learning_signal": {SIGNALS[signal]: run[2] for signal, run in runs.items()}})
@@ -97,7 +98,7 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     from skillos.training.selector_trainer import train
 
     run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
-    echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({'selection credit' if signal == 'real' else 'utilities shuffled within groups: the negative control'})")
+    echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({described(signal, 'selection utilities')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     # its own slate folder: the trained run and the control may evaluate at once (compute.backend ray)
     outcomes, reads = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out")
