@@ -133,15 +133,19 @@ CONTROL_VERDICTS = ("not detected", "not detected (below the MDE)", "regression"
 
 
 def canary_passed(result) -> bool:
-    """A canary passed when its trained run's verdict is an improvement and every negative control
-    (`control`, and each of `controls` where a canary records several) was measured and shows none
-    (a control that could not be judged proves nothing), as the run recorded them."""
+    """A canary passed when its trained runs' pooled verdict is an improvement, every seed's run
+    moved up (`seeds`), and every negative control (`control`, and each of `controls`) was
+    measured and shows none (a control that could not be judged proves nothing), as the run
+    recorded them."""
     if not isinstance(result, dict):
         return False
     more = result.get("controls") or {}
     controls = [result.get("control")] + (list(more.values()) if isinstance(more, dict) else [None])
+    seeds = result.get("seeds")  # every training seed's run moved up (training/canary RULE)
     return (result.get("verdict") == "improvement"
-            and all(isinstance(c, dict) and c.get("verdict") in CONTROL_VERDICTS for c in controls))
+            and all(isinstance(c, dict) and c.get("verdict") in CONTROL_VERDICTS for c in controls)
+            and isinstance(seeds, list) and bool(seeds)
+            and all(isinstance(x, dict) and x.get("direction") == "up" for x in seeds))
 
 
 def now() -> str:

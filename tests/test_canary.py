@@ -28,16 +28,10 @@ def measured(before, after, control) -> canaries.Measured:
 
 
 def result_of(m: canaries.Measured, trainer="curator", code="abc", quick=False) -> dict:
-    judged = canaries.judge(m)
-    t, c = judged["trained"], judged["control"]
-    return {"trainer": trainer, "metric": m.metric, "n": t["comparison"].n_paired,
-            "before": t["comparison"].control_rate, "after": t["comparison"].treatment_rate,
-            "b": t["comparison"].b, "c": t["comparison"].c, "p": t["comparison"].p_value,
-            "verdict": t["verdict"].label,
-            "control": {"b": c["comparison"].b, "c": c["comparison"].c, "p": c["comparison"].p_value,
-                        "verdict": c["verdict"].label},
-            "passed": t["verdict"].word == "improvement" and c["verdict"].word != "improvement",
-            "quick": quick, "code_hash": code}
+    from skillos.ledger.store import canary_passed
+
+    result = {**canaries.judged_result([m]), "trainer": trainer, "quick": quick, "code_hash": code}
+    return {**result, "passed": canary_passed(result)}
 
 
 def test_a_canary_passes_only_when_training_improves_and_its_control_does_not():
@@ -61,7 +55,8 @@ def test_a_sign_flipped_control_that_improves_fails_the_canary_and_every_control
 
     control = {"b": 0, "c": 0, "p": 1.0, "verdict": judged["control"]["verdict"].label, "after": 0.2}
     flipped = {"b": 12, "c": 0, "p": 0.0005, "verdict": judged["flipped"]["verdict"].label, "after": 0.8}
-    row = {"verdict": "improvement", "control": control, "controls": {"flipped": flipped}}
+    row = {"verdict": "improvement", "control": control, "controls": {"flipped": flipped},
+           "seeds": [{"seed": 0, "direction": "up"}]}
     assert not canary_passed(row)  # the sign-flipped run learned as well: the signal is not what moved it
     worse = canaries.judge(canaries.Measured("metric", outcomes(10), outcomes(16), outcomes(10), flipped_after=outcomes(2)))
     assert worse["flipped"]["verdict"].word == "regression"
@@ -70,6 +65,47 @@ def test_a_sign_flipped_control_that_improves_fails_the_canary_and_every_control
     text = canaries.line({**row, "trainer": "curator", "passed": True, "metric": "m", "before": 0.2, "after": 0.8,
                           "n": 20, "b": 12, "c": 0, "p": 0.0005, "wall_s": 3, "code_hash": "abc"})
     assert "shuffled control -> 20%" in text and "sign-flipped control -> 80%" in text
+
+
+def test_seeds_are_pooled_by_seed_and_task_and_every_seed_must_move_up():
+    from skillos.ledger.store import canary_passed
+
+    def seed(s, before, after, control=4, flipped=2):
+        return canaries.Measured("metric", outcomes(before), outcomes(after), outcomes(control),
+                                 flipped_after=outcomes(flipped), seed=s)
+
+    good = canaries.judged_result([seed(0, 4, 12), seed(1, 4, 10), seed(2, 4, 9)])
+    assert good["n"] == 60 and (good["b"], good["c"]) == (19, 0)  # 3 seeds x 20 tasks, paired by seed and task
+    assert [x["direction"] for x in good["seeds"]] == ["up", "up", "up"] and good["verdict"] == "improvement"
+    assert all(good["rule"][k] for k in ("pooled_improvement", "every_seed_up", "no_control_improves"))
+    assert good["rule"]["text"] == canaries.RULE and canary_passed(good)
+    assert set(good["seeds"][0]["controls"]) == {"flipped"} and set(good["detail"]) == {"0", "1", "2"}
+    # the pool is an improvement, but one seed went down: the rule, declared first, says FAIL
+    mixed = canaries.judged_result([seed(0, 4, 16), seed(1, 4, 16), seed(2, 6, 4)])
+    assert mixed["verdict"] == "improvement" and mixed["seeds"][2]["direction"] == "down"
+    assert mixed["rule"]["every_seed_up"] is False and not canary_passed(mixed)
+    flat = canaries.judged_result([seed(0, 4, 16), seed(1, 4, 4)])
+    assert flat["seeds"][1]["direction"] == "flat" and not canary_passed(flat)
+    # a control that learned too, pooled: FAIL whatever the trained runs did
+    copied = canaries.judged_result([seed(s, 4, 12, control=12) for s in (0, 1, 2)])
+    assert copied["rule"]["no_control_improves"] is False and not canary_passed(copied)
+    assert not canary_passed({**good, "seeds": []})  # no seed recorded: nothing to vouch with
+    text = canaries.line({**good, "trainer": "curator", "passed": True, "wall_s": 1, "code_hash": "abc"})
+    assert "(seed 0 up, b/c 8/0) (seed 1 up, b/c 6/0) (seed 2 up, b/c 5/0)" in text
+
+
+def test_a_canary_takes_its_seeds_from_its_config_and_quick_runs_one(tmp_path):
+    from skillos.errors import ConfigError
+
+    for name in ("curator", "selector", "optimize"):
+        chosen = canaries.canary(name)
+        assert chosen.config().canary.seeds == [0, 1, 2] and chosen.config(quick=True).canary.seeds == [0]
+    with pytest.raises(ConfigError, match="canary.seeds: 1 to 64 distinct integer seeds"):
+        config.with_sets(config.load(CPU_SMOKE), ["canary.seeds=[]"])
+    # a key added later keeps every published hash: at its default it is not in the identity
+    assert config.load(ROOT / "evals" / "configs" / "quickstart.yaml").hash() == "7876ff12c4e2ae8f"
+    base = config.load(CPU_SMOKE)
+    assert config.with_sets(base, ["canary.seeds=[0, 1]"]).hash() != base.hash()
 
 
 def test_a_control_destroys_the_signal_one_way_or_the_other():
@@ -343,15 +379,17 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     # each run says whether it learned anything, and at this size its weights move: a gradient in
     # some step, read from TRL's own trainer_state as a user would, and the checkpoint differs
     # from the warm start
-    signals = data["detail"]["learning_signal"]
+    assert [x["seed"] for x in data["seeds"]] == [0] and data["rule"]["text"] == canaries.RULE
+    assert "the pass rule, declared before the run" in result.stderr
+    signals = data["detail"]["0"]["learning_signal"]
     assert set(signals) == {"trained", "control", "flipped"}  # the run and both negative controls
     assert all(s["line"].startswith("learning signal: ") and s["steps"] == 4 for s in signals.values())
     assert set(data["controls"]) == {"flipped"} and {"b", "c", "p", "verdict"} <= set(data["controls"]["flipped"])
     assert "rewards sign-flipped (negative control)" in result.stderr
-    state = json.loads((tmp_path / "c" / "trained" / "archive" / "checkpoint-4" / "trainer_state.json").read_text())
+    state = json.loads((tmp_path / "c" / "seed-0" / "trained" / "archive" / "checkpoint-4" / "trainer_state.json").read_text())
     assert any((h.get("grad_norm") or 0) > 0 for h in state["log_history"])
     assert signals["trained"]["grad_nonzero"] >= 1
-    assert ((tmp_path / "c" / "trained" / "checkpoint-4" / "model.safetensors").read_bytes()
+    assert ((tmp_path / "c" / "seed-0" / "trained" / "checkpoint-4" / "model.safetensors").read_bytes()
             != (tmp_path / "c" / "warm" / "model.safetensors").read_bytes())
     # what 4 held-out groups can show, said: the smallest p is 0.125, above alpha
     res = data["resolution"]
@@ -365,7 +403,7 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     assert {p.parent.name for p in stamps} >= {"c", "warm", "trained", "control", "flipped", "checkpoint-4"}
     assert all(json.loads(p.read_text())["code_hash"] == data["code_hash"] for p in stamps if "checkpoint" in str(p))
     # the trained run made by other code (a module's source differed): a rerun is refused, never re-stamped
-    trained = tmp_path / "c" / "trained" / identity.IDENTITY
+    trained = tmp_path / "c" / "seed-0" / "trained" / identity.IDENTITY
     other = json.loads(trained.read_text())
     other["modules"]["skillos.training.reward"] = "0" * 16
     trained.write_text(json.dumps(other))
@@ -454,15 +492,18 @@ def test_a_canary_stopped_by_sigterm_is_recorded_as_interrupted(tmp_path, skillo
 def test_a_canary_says_what_its_size_can_show():
     from skillos.training.canary import resolution
 
-    moved = {"learning_signal": {"trained": {"grad_nonzero": 3, "grad_logged": 4}}}
+    def ran(*signals):
+        return [canaries.Measured("m", {}, {}, {}, detail={"learning_signal": {"trained": x}}) for x in signals]
+
+    moved = ran({"grad_nonzero": 1, "grad_logged": 2}, {"grad_nonzero": 2, "grad_logged": 2})  # two seeds, summed
     quick = resolution(4, 0.05, moved)
     assert quick["smallest_p"] == pytest.approx(0.125) and quick["can_detect"] is False
     assert quick["line"] == ("what this size can show: the smallest p 4 paired tasks allow is 0.12 (all 4 discordant "
                              "one way), not below alpha 0.05: it cannot show learning, only that the trainer runs "
                              "end to end and whether its weights moved (grad_norm > 0 in 3 of 4 trained steps)")
-    full = resolution(40, 0.05, {})
+    full = resolution(40, 0.05, [])
     assert full["can_detect"] is True and full["smallest_p"] < 1e-10 and full["weights_moved"] is None
     assert "it can detect learning" in full["line"]
-    assert resolution(5, 0.05, {})["can_detect"] is False and resolution(6, 0.05, {})["can_detect"] is True
-    nothing = resolution(0, 0.05, {"learning_signal": {"trained": None}})  # every pair unmeasured
+    assert resolution(5, 0.05, [])["can_detect"] is False and resolution(6, 0.05, [])["can_detect"] is True
+    nothing = resolution(0, 0.05, ran(None))  # every pair unmeasured, a reused run's signal unknown
     assert nothing["smallest_p"] is None and nothing["can_detect"] is False and "no paired task" in nothing["line"]

@@ -274,7 +274,7 @@ def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(
     assert {k: v for k, v in on_ray.items() if k not in varies} == {k: v for k, v in local.items() if k not in varies}
     assert on_ray["compute"] == ["compute.backend=ray", "compute.ray_max_retries=1"] and local["compute"] == []
     for run in ("trained", "control", "flipped"):
-        ray_files, local_files = run_files(tmp_path / "ray" / run), run_files(tmp_path / "local" / run)
+        ray_files, local_files = (run_files(tmp_path / where / "seed-0" / run) for where in ("ray", "local"))
         configs = [identity(yaml.safe_load(files.pop("config.yaml"))) for files in (ray_files, local_files)]
         assert configs[0] == configs[1]  # the same run; where it ran aside
         for files in (ray_files, local_files):  # each stamped with what made it, checked below

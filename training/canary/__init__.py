@@ -24,8 +24,10 @@ Canaries plug in here by name; each module's CANARY has `name`, `metric`, `confi
 variant)` (its miniature's config as resolved: part of its identity), `variants` (the settings it can check apart, e.g. the selector's credit
 profiles; empty for one that has none), `ran` (modules any run of it imports: an identity that
 lacks one did not come from it), `key(variant)` (what the ledger and the gate call the
-trainer it vouches for) and `measure(out, quick, echo, variant, compute) -> Measured` (`compute`:
-the compute.* settings, applied to its config).
+trainer it vouches for) and `measure(out, quick, echo, variant, compute) -> [Measured]`, one per
+training seed of `canary.seeds`, each trained into OUT/seed-S (`compute`: the compute.*
+settings, applied to its config). The result pools the seeds (paired by seed and task) and is
+judged by RULE, declared before the run and printed with its numbers.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class Measured:
     control_after: dict
     detail: dict = field(default_factory=dict)
     flipped_after: dict | None = None  # after the sign-flipped control's training
+    seed: int | None = None  # the training seed (of canary.seeds) these runs trained with
 
 
 class Canary:
@@ -216,6 +219,8 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             success_metric=f"{chosen.metric} (paired, exact McNemar) vs before training")
         run_id = ledger.start_run(experiment, "canary", config={"canary": name, "variant": variant, "quick": quick,
                                                               "config_digest": config, "compute": sets})
+    echo(f"canary {key}: seeds {', '.join(map(str, resolved.canary.seeds))}; the pass rule, declared before "
+         f"the run: {RULE}")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the result's
             measured = chosen.measure(folder, quick, echo, variant, sets)
@@ -227,22 +232,10 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     from skillos.config import EvalConfig
 
     ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
-    judged = judge(measured)
-    trained, control = judged["trained"], judged["control"]
-    c = trained["comparison"]
-    result = {
-        "trainer": key, "metric": measured.metric, "n": c.n_paired,
-        "before": c.control_rate, "after": c.treatment_rate, "b": c.b, "c": c.c, "p": c.p_value,
-        "verdict": trained["verdict"].label,
-        "control": _control(control),
-        # every further control must show no improvement too (ledger.store.canary_passed)
-        "controls": {key: _control(judged[key]) for key in judged if key not in ("trained", "control")},
-
-        "quick": quick, "compute": sets, "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
-        "n_dropped": c.n_dropped, "reasons": {key: judged[key]["verdict"].reasons for key in judged},
-        "detail": measured.detail, "output_dir": str(folder),
-    }
-    result["resolution"] = resolution(c.n_paired, EvalConfig().alpha, measured.detail)
+    result = {**judged_result(measured), "trainer": key, "quick": quick, "compute": sets,
+              "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
+              "output_dir": str(folder)}
+    result["resolution"] = resolution(result["n"], EvalConfig().alpha, measured)
     result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
     (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
     if ledger is not None:
@@ -251,23 +244,74 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     return result
 
 
+# The pass rule, fixed before any run and printed with its numbers (ledger.store.canary_passed
+# applies it to what a run recorded).
+RULE = ("the trained runs pooled over every seed (paired by seed and task, exact McNemar) are an improvement "
+        "at alpha; every seed's trained run moved up (more tasks gained than lost); and neither negative "
+        "control, pooled over the seeds, is an improvement")
+
+
+def pooled(measured: list) -> Measured:
+    """Every seed's measurements as one paired sample, keyed by seed and task."""
+    def merge(attr):
+        values = [getattr(m, attr) for m in measured]
+        if any(v is None for v in values):
+            return None
+        return {f"{m.seed}|{task}": outcome for m, v in zip(measured, values) for task, outcome in v.items()}
+
+    return Measured(measured[0].metric, merge("before"), merge("after"), merge("control_after"),
+                    flipped_after=merge("flipped_after"))
+
+
+def judged_result(measured: list) -> dict:
+    """The pooled verdicts (the result's top-level numbers and controls), each seed's own, and
+    the rule with whether each of its clauses held."""
+    judged = judge(pooled(measured))
+    trained, c = judged["trained"], judged["trained"]["comparison"]
+    seeds = []
+    for m in measured:
+        own = judge(m)
+        d = own["trained"]["comparison"]
+        direction = ("unmeasured" if d.difference is None else "up" if d.difference > 0
+                     else "down" if d.difference < 0 else "flat")
+        seeds.append({"seed": m.seed, "n": d.n_paired, "before": d.control_rate, "after": d.treatment_rate,
+                      "b": d.b, "c": d.c, "p": d.p_value, "verdict": own["trained"]["verdict"].label,
+                      "direction": direction, "control": _control(own["control"]),
+                      "controls": {k: _control(own[k]) for k in own if k not in ("trained", "control")}})
+    controls = [k for k in judged if k != "trained"]
+    return {
+        "metric": measured[0].metric, "n": c.n_paired, "before": c.control_rate, "after": c.treatment_rate,
+        "b": c.b, "c": c.c, "p": c.p_value, "verdict": trained["verdict"].label,
+        "control": _control(judged["control"]),
+        # every further control must show no improvement too (ledger.store.canary_passed)
+        "controls": {k: _control(judged[k]) for k in controls if k != "control"},
+        "seeds": seeds,
+        "rule": {"text": RULE, "pooled_improvement": trained["verdict"].word == "improvement",
+                 "every_seed_up": all(x["direction"] == "up" for x in seeds),
+                 "no_control_improves": all(judged[k]["verdict"].word != "improvement" for k in controls)},
+        "n_dropped": c.n_dropped, "reasons": {k: judged[k]["verdict"].reasons for k in judged},
+        "detail": {str(m.seed): m.detail for m in measured},
+    }
+
+
 def _control(judged: dict) -> dict:
     c = judged["comparison"]
     return {"b": c.b, "c": c.c, "p": c.p_value, "after": c.treatment_rate, "n": c.n_paired,
             "verdict": judged["verdict"].label}
 
 
-def resolution(n: int, alpha: float, detail: dict) -> dict:
+def resolution(n: int, alpha: float, measured: list) -> dict:
     """What a canary of this size can show: the smallest p its n paired tasks allow (every pair
-    discordant one way, the exact test) against alpha, and whether the trained run's weights moved
-    (its learning-signal verdict's grad_norm count; None: unmeasured)."""
+    discordant one way, the exact test) against alpha, and whether the trained runs' weights moved
+    (their learning-signal verdicts' grad_norm counts, over every seed; None: unmeasured)."""
     from skillos.evals.stats import mcnemar_exact
 
     smallest = mcnemar_exact(n, 0) if n else None
     detects = smallest is not None and smallest < alpha
-    signal = (detail.get("learning_signal") or {}).get("trained")
-    moved = None if not isinstance(signal, dict) or signal.get("grad_nonzero") is None else \
-        f"grad_norm > 0 in {signal['grad_nonzero']} of {signal['grad_logged']} trained steps"
+    signals = [((m.detail or {}).get("learning_signal") or {}).get("trained") for m in measured]
+    counted = [x for x in signals if isinstance(x, dict) and x.get("grad_nonzero") is not None]
+    moved = None if not counted else (f"grad_norm > 0 in {sum(x['grad_nonzero'] for x in counted)} of "
+                                      f"{sum(x['grad_logged'] for x in counted)} trained steps")
     bound = "no paired task was measured" if smallest is None else \
         f"the smallest p {n} paired tasks allow is {smallest:.2g} (all {n} discordant one way)"
     shows = (f"below alpha {alpha}: it can detect learning" if detects else
@@ -291,7 +335,10 @@ def line(result: dict) -> str:
                      for k, c in controls)
     return (f"canary {result['trainer']}: {'PASS' if result['passed'] else 'FAIL'} — {result['metric']} "
             f"{rate(result['before'])} -> {rate(result['after'])} on {result['n']} held-out tasks, b/c "
-            f"{result['b']}/{result['c']}, p {p(result['p'])}: {result['verdict']}; {said}; "
+            f"{result['b']}/{result['c']}, p {p(result['p'])}: {result['verdict']}"
+            + "".join(f" (seed {x.get('seed')} {x.get('direction')}, b/c {x.get('b')}/{x.get('c')})"
+                    for x in result.get("seeds") or [])
+            + f"; {said}; "
             f"{result['wall_s']:.0f} s; code {result['code_hash']}")
 
 

@@ -43,7 +43,7 @@ PRIOR = (
 # (the warm start covers all 4 train groups; 60 steps on 2 wrote no call and no step had a
 # gradient, measured), but 4 held-out groups cannot show learning (smallest p 0.125).
 QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=600",
-         "canary.warmup_groups=4"]
+         "canary.warmup_groups=4", "canary.seeds=[0]"]
 
 
 class CuratorCanary(Canary):
@@ -59,7 +59,7 @@ class CuratorCanary(Canary):
         cfg = cfgmod.load(CONFIG, sets=QUICK if quick else [])
         return cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
 
-    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
         from skillos import config as cfgmod
@@ -72,16 +72,22 @@ class CuratorCanary(Canary):
         echo(f"canary curator: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
              f"warm start ({cfg.canary.warmup_steps} supervised steps)")
         warm = warm_start(cfg, train_games, out / "warm")
-        before = evaluate(cfg, warm, held_out)
-        echo(f"canary curator: before training {_rate(before)}")
-        runs = trained_and_control(cfg, out, functools.partial(train_and_evaluate, cfg, warm, held_out), echo)
-        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], flipped_after=runs["flipped"][0], detail={
-            "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
-            "prior": {name: weight for name, _, weight in PRIOR},
-            # None: a run this canary's folder had finished before (reused) left no history here
-            "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]] or None for s, r in runs.items()},
-            "task_share": {s: [h.get("task_share") for h in r[1]] or None for s, r in runs.items()},
-            "learning_signal": {SIGNALS[s]: r[2] for s, r in runs.items()}})
+        measured = []
+        for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
+            seeded = cfgmod.with_sets(cfg, [f"training.seed={seed}"])
+            before = evaluate(seeded, warm, held_out)
+            echo(f"canary curator: seed {seed}: before training {_rate(before)}")
+            runs = trained_and_control(seeded, out / f"seed-{seed}",
+                                       functools.partial(train_and_evaluate, seeded, warm, held_out), echo)
+            measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
+                                     flipped_after=runs["flipped"][0], seed=seed, detail={
+                "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
+                "prior": {name: weight for name, _, weight in PRIOR},
+                # None: a run this canary's folder had finished before (reused) left no history here
+                "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]] or None for s, r in runs.items()},
+                "task_share": {s: [h.get("task_share") for h in r[1]] or None for s, r in runs.items()},
+                "learning_signal": {SIGNALS[s]: r[2] for s, r in runs.items()}}))
+        return measured
 
 
 def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list, dict | None]:
@@ -133,8 +139,9 @@ def warm_start(cfg, games, folder: Path) -> str:
 def evaluate(cfg, model: str, held_out) -> dict:
     """Held-out game id -> executor success at position 2 of its group, with the skill the
     curator `model` writes after seeing position 1, sampled at the training temperature with a
-    seed fixed per group (the same draw before and after training: what moves is the policy's
-    distribution, which is what GRPO changes); None: the game was unmeasured."""
+    seed fixed per group and training seed (the same draw before and after training: what moves
+    is the policy's distribution, which is what GRPO changes; each training seed its own draws);
+    None: the game was unmeasured."""
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
@@ -159,8 +166,9 @@ def evaluate(cfg, model: str, held_out) -> dict:
         for first, second in zip(ids[0::2], ids[1::2]):
             env = CuratorEnv(setup)
             text = env.reset(game_ids=[first, second], task_type=task_type)
-            # the same draw before and after training: a seed per held-out group
-            torch.manual_seed(int(hashlib.sha256(f"canary|{first}|{second}".encode()).hexdigest()[:8], 16))
+            # the same draw before and after training: a seed per held-out group and training seed
+            draw = f"canary|{first}|{second}" + (f"|{cfg.training.seed}" if cfg.training.seed else "")
+            torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))
             try:
                 reply = chat.chat([{"role": "system", "content": system}, {"role": "user", "content": user + text}],
                                   tools=TOOL_SURFACES["curate_and_advance"])

@@ -24,7 +24,7 @@ from pathlib import Path
 from skillos.training.canary import Canary, Measured, described
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "optimize-quickstart.yaml"
-QUICK = ["env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "optimize.epochs=1",
+QUICK = ["canary.seeds=[0]", "env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "optimize.epochs=1",
          "optimize.minibatch_size=3"]
 
 
@@ -40,21 +40,26 @@ class OptimizeCanary(Canary):
 
         return cfgmod.load(CONFIG, sets=QUICK if quick else [])
 
-    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
         from skillos import config as cfgmod
         from skillos.training.canary import trained_and_control
 
         cfg = cfgmod.with_sets(self.config(quick), list(compute))
-        reports = trained_and_control(cfg, out, functools.partial(optimize, cfg), echo, model=False)  # heuristic
-        real, control = reports["real"], reports["shuffled"]
-        return Measured(self.metric, real["test_outcomes"]["seed"], real["test_outcomes"]["best"],
-                        control["test_outcomes"]["best"], flipped_after=reports["flipped"]["test_outcomes"]["best"],
-                        detail={
-                            "candidates": {s: r["candidates_tried"] for s, r in reports.items()},
-                            "accepted": {s: r["accepted"] for s, r in reports.items()},
-                            "test_games": real["scored_on"]["n_games"]})
+        measured = []
+        for seed in cfg.canary.seeds:  # the optimizer's seed is the env's: its games and its minibatch order
+            seeded = cfgmod.with_sets(cfg, [f"env.seed={seed}"])
+            reports = trained_and_control(seeded, out / f"seed-{seed}", functools.partial(optimize, seeded), echo,
+                                          model=False)  # the heuristic proposer and executor: no model
+            real, control = reports["real"], reports["shuffled"]
+            measured.append(Measured(self.metric, real["test_outcomes"]["seed"], real["test_outcomes"]["best"],
+                                     control["test_outcomes"]["best"],
+                                     flipped_after=reports["flipped"]["test_outcomes"]["best"], seed=seed, detail={
+                                         "candidates": {s: r["candidates_tried"] for s, r in reports.items()},
+                                         "accepted": {s: r["accepted"] for s, r in reports.items()},
+                                         "test_games": real["scored_on"]["n_games"]}))
+        return measured
 
 
 def optimize(cfg, signal: str, folder: Path, echo) -> dict:

@@ -37,7 +37,7 @@ VOUCHED_BY_METHOD = {"no_skill": "clean-oracle", "task-mask-only": "clean-oracle
 # --quick: minutes, and its weights move (60 warm-up steps garbled every name: no read, no gradient;
 # 800 read, measured); its 8 held-out games reach p < 0.05 only if 6 or more change, all one way.
 QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=800",
-         "canary.warmup_groups=2"]
+         "canary.warmup_groups=2", "canary.seeds=[0]"]
 
 
 class SelectorCanary(Canary):
@@ -67,7 +67,7 @@ class SelectorCanary(Canary):
 
         return f"selector:{variant or cfgmod.load(CONFIG).skillgate.selector_credit}"
 
-    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> Measured:
+    def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
         from skillos import config as cfgmod
@@ -80,14 +80,20 @@ class SelectorCanary(Canary):
         echo(f"canary selector: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
              f"warm start ({cfg.canary.warmup_steps} supervised steps)")
         warm = warm_start(cfg, train_games, out)
-        before, picks = evaluate(cfg, warm, held_out, out / "slate-held-out")
-        echo(f"canary selector: before training {_rate(before)}")
-        runs = trained_and_control(cfg, out, functools.partial(train_and_evaluate, cfg, warm, held_out), echo)
-        chosen = {"before": picks, **{SIGNALS[signal]: run[1] for signal, run in runs.items()}}
-        return Measured(self.metric, before, runs["real"][0], runs["shuffled"][0], flipped_after=runs["flipped"][0], detail={
-            "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
-            "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen,
-            "learning_signal": {SIGNALS[signal]: run[2] for signal, run in runs.items()}})
+        measured = []
+        for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
+            seeded = cfgmod.with_sets(cfg, [f"training.seed={seed}"])
+            before, picks = evaluate(seeded, warm, held_out, out / f"seed-{seed}" / "slate-held-out")
+            echo(f"canary selector: seed {seed}: before training {_rate(before)}")
+            runs = trained_and_control(seeded, out / f"seed-{seed}",
+                                       functools.partial(train_and_evaluate, seeded, warm, held_out), echo)
+            chosen = {"before": picks, **{SIGNALS[signal]: run[1] for signal, run in runs.items()}}
+            measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
+                                     flipped_after=runs["flipped"][0], seed=seed, detail={
+                "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
+                "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen,
+                "learning_signal": {SIGNALS[signal]: run[2] for signal, run in runs.items()}}))
+        return measured
 
 
 def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, dict, dict | None]:
@@ -153,7 +159,8 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
     outcomes, names = {}, {}
     for game in held_out:
         text = SlateEnv(setup).reset(game_id=game.id)
-        torch.manual_seed(int(hashlib.sha256(f"canary|{game.id}".encode()).hexdigest()[:8], 16))  # same draw each time
+        draw = f"canary|{game.id}" + (f"|{cfg.training.seed}" if cfg.training.seed else "")  # per training seed
+        torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))  # the same draw each time
         try:
             reply = chat.chat([{"role": "system", "content": SYSTEM},
                                {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text}], tools=tool_schemas())
