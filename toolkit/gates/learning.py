@@ -14,7 +14,7 @@ from skillos.gates.core import Context, Result, read_ledger, static, training_on
 GATES = (6,)  # if training does not move the number, the recipe is wrong
 INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing (task reward +0.035 over "
             "60 steps while entropy collapsed)")
-CANARY_MINUTES = "hours on 2 CPU cores; minutes on a Ray cluster"  # 3 seeds x 3 runs; one seed and one control took 30-80 min (measured)
+CANARY_MINUTES = "an estimated 2-6 h on 2 CPU cores"  # 3 seeds x 3 runs; one seed and one control took 30-80 min (measured)
 
 
 @static
