@@ -148,6 +148,23 @@ def canary_passed(result) -> bool:
             and all(isinstance(x, dict) and x.get("direction") == "up" for x in seeds))
 
 
+def _sealed_games(result_json) -> str | None:
+    """The content digest of the sealed held-out games a recorded canary was judged on (None: it
+    was judged on the tuning split, or recorded before canaries had a sealed split)."""
+    try:
+        held = json.loads(result_json).get("held_out") or {}
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return held.get("games") if isinstance(held, dict) and held.get("split") == "sealed" else None
+
+
+def _survives_looks(result: dict, looks: int) -> bool:
+    """The pooled p, Bonferroni-corrected over `looks`, below the alpha the canary was judged at."""
+    p, alpha = result.get("p"), result.get("alpha")
+    return (isinstance(p, (int, float)) and isinstance(alpha, (int, float)) and looks >= 1
+            and p * looks < alpha)
+
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -516,11 +533,21 @@ class Ledger:
             passed=int(canary_passed(result)), quick=int(bool(result.get("quick"))),
             result_json=json.dumps(result, sort_keys=True, default=str))
 
+    def canary_looks(self, trainer: str, games: str, up_to: int | None = None) -> int:
+        """How many canaries of `trainer` were judged on the sealed held-out games `games` (their
+        content digest), at the default size; `up_to`: counting rows up to that id only."""
+        rows = self.db.execute("SELECT id, result_json FROM canaries WHERE trainer = ? AND quick = 0"
+                               + (" AND id <= ?" if up_to is not None else ""),
+                               (trainer, up_to) if up_to is not None else (trainer,)).fetchall()
+        return sum(_sealed_games(row["result_json"]) == games for row in rows)
+
     def passing_canaries(self, trainer: str) -> list[dict]:
         """Every canary of `trainer` that passed by its own recorded verdicts, at its default size,
-        recorded by a canary run that finished and was not invalidated; newest first, each with its
-        `result` (the JSON it recorded: its identity). Whether one still vouches for the code as it
-        is now is the caller's to recompute (gates/learning.py)."""
+        judged on the sealed split with its looks recounted here (the pooled p times every judged
+        look at the same games up to it stays below the alpha it was judged at), recorded by a
+        canary run that finished and was not invalidated; newest first, each with its `result`
+        (the JSON it recorded: its identity) and `looks`. Whether one still vouches for the code
+        as it is now is the caller's to recompute (gates/learning.py)."""
         try:
             rows = self.db.execute("SELECT * FROM canaries WHERE trainer = ? AND quick = 0 AND run_id IS NOT NULL "
                                    "ORDER BY id DESC", (trainer,)).fetchall()
@@ -533,6 +560,10 @@ class Ledger:
             except (TypeError, ValueError):
                 continue
             if not canary_passed(row["result"]) or row["verdict"] != row["result"].get("verdict"):
+                continue
+            games = _sealed_games(row["result_json"])
+            row["looks"] = self.canary_looks(trainer, games, up_to=row["id"]) if games else 0
+            if not games or not _survives_looks(row["result"], row["looks"]):
                 continue
             run = self.corrected("runs", self.row("runs", row["run_id"]))
             if run["valid"] and run["status"] == "finished":

@@ -64,7 +64,8 @@ def record_canary(ledger, key: str, *, verdict: str = "improvement", control: st
     row = ledger.add_canary(run, {"trainer": key, "metric": "m", "n": 20, "before": 0.2, "after": 0.8, "b": 12,
                                   "c": 0, "p": 0.0005, "verdict": verdict, "quick": quick,
                                   "control": {"b": 1, "c": 1, "p": 1.0, "verdict": control},
-                                  "seeds": [{"seed": s, "direction": "up"} for s in (0, 1, 2)],
+                                  "seeds": [{"seed": s, "direction": "up"} for s in (0, 1, 2)], "alpha": 0.05,
+                                  "held_out": {"split": "sealed", "games": "sealed-games-01", "looks": None},
                                   "code_hash": ran["code_hash"], "identity": ran})
     ledger.end_run(run, status)
     return row

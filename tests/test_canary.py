@@ -30,7 +30,8 @@ def measured(before, after, control) -> canaries.Measured:
 def result_of(m: canaries.Measured, trainer="curator", code="abc", quick=False) -> dict:
     from skillos.ledger.store import canary_passed
 
-    result = {**canaries.judged_result([m]), "trainer": trainer, "quick": quick, "code_hash": code}
+    result = {**canaries.judged_result([m]), "trainer": trainer, "quick": quick, "code_hash": code,
+              "held_out": {"split": "sealed", "games": "sealed-games-01", "looks": 1}}
     return {**result, "passed": canary_passed(result)}
 
 
@@ -507,3 +508,66 @@ def test_a_canary_says_what_its_size_can_show():
     assert resolution(5, 0.05, [])["can_detect"] is False and resolution(6, 0.05, [])["can_detect"] is True
     nothing = resolution(0, 0.05, ran(None))  # every pair unmeasured, a reused run's signal unknown
     assert nothing["smallest_p"] is None and nothing["can_detect"] is False and "no paired task" in nothing["line"]
+
+
+class _Fake(canaries.Canary):
+    """A canary whose trainer 'learns' 6 of 20 tasks on every seed (exact p 0.031 at one look):
+    run() end to end, its ledger rows, its split and its looks, in a second."""
+
+    name, ran, metric = "curator", (), "metric"
+
+    def config(self, quick=False, variant=None):
+        return config.with_sets(config.load(CPU_SMOKE), ["canary.seeds=[0]"])
+
+    def measure(self, out, quick, echo, variant=None, compute=()):
+        cfg = config.with_sets(self.config(quick), list(compute))
+        games = f"games-at-{canaries.held_out_seed(cfg)}"
+        return [canaries.Measured("metric", outcomes(4), outcomes(10), outcomes(4), flipped_after=outcomes(2),
+                                  seed=s, games=games) for s in cfg.canary.seeds]
+
+
+def test_the_sealed_split_counts_its_looks_and_corrects_the_p_for_them(skillos_home, tmp_path, monkeypatch):
+    monkeypatch.setattr(canaries, "canary", lambda name: _Fake())
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        first = canaries.run("curator", out=tmp_path / "1", ledger=ledger, echo=lambda _line: None)
+        assert first["held_out"] == {"split": "sealed", "env_seed": 1000, "games": first["held_out"]["games"],
+                                     "looks": 1, "why": None}
+        assert first["p"] == pytest.approx(0.03125) and first["p_corrected"] == pytest.approx(0.03125)
+        assert first["passed"] and [r["looks"] for r in ledger.passing_canaries("curator")] == [1]
+        # a tuning run reads other games, counts no look, and never vouches
+        tuned = canaries.run("curator", out=tmp_path / "t", ledger=ledger, echo=lambda _line: None, tune=True)
+        assert tuned["held_out"]["split"] == "tuning" and tuned["held_out"]["looks"] is None
+        assert tuned["held_out"]["env_seed"] == 0 and tuned["held_out"]["games"] != first["held_out"]["games"]
+        assert [r["looks"] for r in ledger.passing_canaries("curator")] == [1]
+        # a second look at the same sealed games: p 0.031 x 2 looks is not below alpha
+        second = canaries.run("curator", out=tmp_path / "2", ledger=ledger, echo=lambda _line: None)
+        assert second["held_out"]["looks"] == 2 and second["p_corrected"] == pytest.approx(0.0625)
+        assert second["verdict"].startswith("not detected") and not second["passed"]
+        assert "2 judged look(s) at the sealed canary split" in " ".join(second["reasons"]["trained"])
+        # the first still vouches: it was judged at its own look, recounted by the ledger up to its row
+        assert [r["id"] for r in ledger.passing_canaries("curator")] == [ledger.canaries("curator")[0]["id"]]
+        # a row that claims fewer looks than the ledger counts is judged by the count
+        forged = {**first, "held_out": {**first["held_out"], "looks": 1}}
+        run = ledger.start_run(None, "canary", {})
+        ledger.add_canary(run, forged)
+        ledger.end_run(run, "finished")
+        assert len(ledger.passing_canaries("curator")) == 1  # the forged third look: 0.031 x 3 > alpha
+    # the rule was printed before the numbers; the looks are in the line
+    lines = []
+    monkeypatch.setattr(canaries, "canary", lambda name: _Fake())
+    canaries.run("curator", out=tmp_path / "3", echo=lines.append)  # no ledger: looks uncounted
+    assert "the pass rule, declared before the run" in lines[0]
+
+
+def test_sealed_and_tuning_held_out_games_differ_by_content(game_cache):
+    from skillos.evals.arms import load_games
+
+    cfg = canaries.canary("curator").config()
+    assert cfg.canary.split == "sealed" and canaries.held_out_seed(cfg) == cfg.canary.sealed_seed
+    tuning = config.with_sets(cfg, ["canary.split=tuning"])
+    assert canaries.held_out_seed(tuning) == cfg.env.seed == 0 and canaries.held_out_seed(tuning, 2) == 2
+    sealed_games = load_games(config.with_sets(cfg, [f"env.seed={canaries.held_out_seed(cfg)}"]), cfg.env.split, 4)
+    tuning_games = load_games(tuning, cfg.env.split, 4)
+    assert [g.id for g in sealed_games] == [g.id for g in tuning_games]  # ids name an index only
+    assert not {g.content_hash for g in sealed_games} & {g.content_hash for g in tuning_games}
+    assert canaries.games_digest(sealed_games) != canaries.games_digest(tuning_games)

@@ -518,7 +518,7 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
 
 
 def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out: str | Path | None = None,
-           sets: list[str] | None = None, echo: Echo | None = None, ledger=None) -> dict:
+           sets: list[str] | None = None, echo: Echo | None = None, ledger=None, tune: bool = False) -> dict:
     """The learning canary of `trainer` (curator, selector, optimize): trained before/after on
     held-out tasks beside a negative control, judged by evals/stats.py and recorded in the ledger
     with the code hash it vouches for. Returns the result (`passed`: improvement and a control
@@ -534,9 +534,12 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
             other key, its miniature is fixed.
         echo: called with each progress line; None: quiet.
         ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+        tune: judge on the tuning split (env.seed's held-out games) instead of the sealed one
+            (canary.sealed_seed's): no look is counted, and it vouches for nothing.
     Returns:
-        The result: `passed` (improvement and a control that shows none), the before/after
-        measurements and the code hash it vouches for.
+        The result: `passed` (the declared rule held: a pooled improvement, every seed up, no
+        control improving), each seed's numbers, the held-out split with its looks, and the
+        code hash it vouches for.
     Raises:
         SkillosError: an unknown trainer, a variant it does not have, or a set it does not take.
     """
@@ -546,7 +549,7 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
     _canary_extras(trainer, credit, quick, sets or [])
     with _ledger(ledger) as book:
         return canaries.run(trainer, variant=credit, quick=quick, out=out, ledger=book, echo=echo or _quiet,
-                            sets=sets or ())
+                            sets=sets or (), tune=tune)
 
 
 def _canary_extras(trainer: str, credit: str | None, quick: bool, sets: list) -> None:

@@ -100,6 +100,9 @@ def canary_cmd(
     trainer: str = typer.Argument(..., help="curator | selector | optimize: the trainer to check."),
     quick: bool = typer.Option(False, "--quick", help="The few-minute size (CI's slow suite); a GPU launch "
                                "needs a canary passed at the default size."),
+    tune: bool = typer.Option(False, "--tune", help="Judge on the tuning split (env.seed's held-out games), free "
+                              "to look at while building a miniature: it counts no look at the sealed split and "
+                              "vouches for nothing (only a sealed canary at the default size does)."),
     credit: Optional[str] = typer.Option(None, "--credit", help="selector only: the credit profile to check "
                                          "(default clean-oracle, the method's); a GPU launch needs its profile's."),
     out_dir: Optional[Path] = OUT,
@@ -120,7 +123,7 @@ def canary_cmd(
     from skillos.training.canary import line
 
     end_on_sigterm()  # kill PID: the canary's run ends as interrupted in the ledger, not "running"
-    result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, sets=set_, echo=echo_err)
+    result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, sets=set_, echo=echo_err, tune=tune)
     emit(result, as_json, lambda r: [line(r), r["resolution"]["line"]])
     raise typer.Exit(0 if result["passed"] else 1)
 

@@ -585,12 +585,22 @@ class CanaryConfig:
     warmup_groups: int = field(default=12, metadata={
         "help": "train groups whose first curator inputs the warm start answers"})
     warmup_learning_rate: float = field(default=3e-3, metadata={"help": "learning rate of the warm start"})
+    split: str = field(default="sealed", metadata={
+        "help": "the held-out games a canary is judged on. sealed: drawn with env seed canary.sealed_seed (+ the "
+                "training seed, for optimize), games tuning never reads; the ledger counts every judged look at "
+                "them and the pooled p is Bonferroni-corrected over the looks; only a sealed canary vouches for a "
+                "launch. tuning: env.seed's held-out games (`skillos canary --tune`, --quick), free to look at, "
+                "vouching for nothing"})
+    sealed_seed: int = field(default=1000, metadata={
+        "help": "the env seed of the sealed held-out games; a new value draws a fresh sealed split (its looks "
+                "start at 0: the old split's looks stay in the ledger)"})
     seeds: list = field(default_factory=lambda: [0, 1, 2], metadata={
         "help": "training seeds: each trains the run and both negative controls from the one warm start and is "
                 "judged on its own evaluation draws; the pass rule (training/canary RULE) pools them and asks "
                 "every seed's run to move up"})
 
 
+CANARY_SPLITS = ("sealed", "tuning")
 SWEEP_SERVE = ("local", "adapters")
 
 
@@ -692,7 +702,7 @@ RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_ad
 
 # Keys added after configs' hashes were published: at their default they are left out of the
 # identity, so every hash published before (quickstart's 7876ff12c4e2ae8f) still names its config.
-LATER_KEYS = ("canary.seeds",)
+LATER_KEYS = ("canary.seeds", "canary.split", "canary.sealed_seed")
 
 
 def identity(data: dict) -> dict:
@@ -867,6 +877,7 @@ def validate(cfg: Config) -> Config:
     if (not isinstance(seeds, list) or not seeds or len(seeds) > 64 or len(set(seeds)) != len(seeds)
             or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**31 for x in seeds)):
         raise ConfigError(f"canary.seeds: 1 to 64 distinct integer seeds from 0, got {seeds!r}")
+    _choice(cfg.canary.split, CANARY_SPLITS, "canary.split")
     _choice(cfg.env.split, SPLITS, "env.split")
     _choice(cfg.env.train_split, SPLITS, "env.train_split")
     _choice(cfg.env.data, ("generated", "official"), "env.data")
@@ -1300,7 +1311,7 @@ BOUNDS = [
     ("training.max_signal_free_steps", 1, 10_000_000),
     ("sleep.dream_factor", 0, DREAM_FRAMINGS),
     ("canary.warmup_steps", 1, 1_000_000), ("canary.warmup_groups", 1, 100_000),
-    ("canary.warmup_learning_rate", 1e-12, 1.0),
+    ("canary.warmup_learning_rate", 1e-12, 1.0), ("canary.sealed_seed", 0, 2**31 - 1),
 ]
 BACKEND_BOUNDS = [  # for executor, curator, judge and optimize.optimizer
     ("temperature", 0.0, 10.0), ("top_p", 1e-9, 1.0), ("top_k", 1, 100_000),

@@ -49,8 +49,8 @@ def recipe_learns(ctx: Context) -> Result:
                   f"canary #{found['id']}{vouched} passed for code {found['code_hash']} on {found['created_at'][:10]} "
                   f"and still covers it ({len(found['result']['identity']['modules'])} modules it ran unchanged): "
                   f"{found['metric']} {found['before_rate']:.0%} -> {found['after_rate']:.0%}, b/c "
-                  f"{found['b']}/{found['c']}; control b/c {found['control_b']}/{found['control_c']} "
-                  f"({found['control_verdict']})")
+                  f"{found['b']}/{found['c']}, look {found['looks']} at its sealed held-out games; control b/c "
+                  f"{found['control_b']}/{found['control_c']} ({found['control_verdict']})")
 
 
 def vouching(key: str, rows: list) -> tuple[dict | None, tuple | None]:

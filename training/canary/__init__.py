@@ -71,6 +71,7 @@ class Measured:
     control_after: dict
     detail: dict = field(default_factory=dict)
     flipped_after: dict | None = None  # after the sign-flipped control's training
+    games: str | None = None  # games_digest of the held-out games judged (which split, by content)
     seed: int | None = None  # the training seed (of canary.seeds) these runs trained with
 
 
@@ -129,7 +130,21 @@ def described(signal: str, what: str) -> str:
     return what if signal == "real" else f"{what} {DESTROYED[signal]}: a negative control"
 
 
-def trained_and_control(cfg, out: Path, work, echo, model: bool = True) -> dict:
+def held_out_seed(cfg, offset: int | None = None) -> int:
+    """The env seed a canary's held-out games are drawn with: canary.sealed_seed on the sealed
+    split (games tuning never reads), env.seed on the tuning split; plus `offset` where a canary
+    draws all its games per training seed (optimize: the seed)."""
+    return (cfg.canary.sealed_seed if cfg.canary.split == "sealed" else cfg.env.seed or 0) + (offset or 0)
+
+
+def games_digest(games) -> str:
+    """Which games a canary was judged on, by content (a generated game's id names its index only)."""
+    import hashlib
+
+    return hashlib.sha256("|".join(sorted(g.content_hash for g in games)).encode()).hexdigest()[:16]
+
+
+def trained_and_control(cfg, out: Path, work, echo, model: bool = True, stamp_as: str | None = None) -> dict:
     """{signal: work(signal, folder, echo)} for the run trained on the real signal (OUT/trained) and
     the negative controls (OUT/control: shuffled, OUT/flipped: sign-flipped), each from the same
     start. One after the other; with compute.backend ray, as Ray tasks (evals/distributed.py; at
@@ -138,8 +153,10 @@ def trained_and_control(cfg, out: Path, work, echo, model: bool = True) -> dict:
     task whose worker died runs again on its folder as a rerun of the canary would (a run
     finished there is reused; one cut off starts over: a canary checkpoints its last step only);
     this process alone writes the canary's result and the ledger. `model`: the runs train or run
-    a model (a task then reserves a GPU when compute.gpu names them)."""
-    digest = identity.config_digest(cfg)
+    a model (a task then reserves a GPU when compute.gpu names them). `stamp_as`: the canary's
+    config digest its run folders are stamped with (default: `cfg`'s; a seed's config is the
+    canary's with its seed set)."""
+    digest = stamp_as or identity.config_digest(cfg)
     if cfg.compute.backend != "ray":
         return {signal: _stamped(work, digest, signal, out / folder, echo) for signal, folder in SIGNALS.items()}
     from skillos.evals import distributed
@@ -171,10 +188,11 @@ def _quiet_work(work, digest: str, signal: str, folder: Path):
     return _stamped(work, digest, signal, folder, lambda _line: None)
 
 
-def judge(measured: Measured) -> dict:
-    """Before vs after and before vs each control's after, each its own family of one (a
-    control is a falsification check, not a second claim), in the verdict function's words, at
-    the schema's alpha, power and bootstrap."""
+def judge(measured: Measured, looks: int | None = None) -> dict:
+    """Before vs after and before vs each control's after, in the verdict function's words, at
+    the schema's alpha, power and bootstrap. The trained comparison is corrected over `looks`
+    (Bonferroni; None: a family of one); each control is its own family of one, uncorrected (a
+    falsification check, not a second claim: correcting it would make it easier to pass)."""
     from skillos.config import EvalConfig
     from skillos.evals import stats
 
@@ -185,16 +203,22 @@ def judge(measured: Measured) -> dict:
     for key, after in runs:
         comparison = stats.compare(measured.before, after, names=(key, "before"), alpha=e.alpha, power=e.power,
                                    n_boot=e.bootstrap)
-        verdict = stats.verdicts({key: comparison}, alpha=e.alpha, family=f"canary {key} vs before",
-                                 correction="none")[key]
+        if key == "trained" and looks:  # every look at the sealed split was a chance to pass by luck
+            verdict = stats.verdicts({key: comparison}, alpha=e.alpha, correction="bonferroni", family_size=looks,
+                                     family=f"{looks} judged look(s) at the sealed canary split")[key]
+        else:
+            verdict = stats.verdicts({key: comparison}, alpha=e.alpha, family=f"canary {key} vs before",
+                                     correction="none")[key]
         out[key] = {"comparison": comparison, "verdict": verdict}
     return out
 
 
 def run(name: str, *, variant: str | None = None, quick: bool = False, out: str | Path | None = None, ledger=None,
-        echo=print, sets=()) -> dict:
+        echo=print, sets=(), tune: bool = False) -> dict:
     """Run canary `name` (at `variant`, for a canary that has them) and record it; the result
-    `skillos canary --json` prints. `sets`: compute.* KEY=VALUE items, where it runs."""
+    `skillos canary --json` prints. `sets`: compute.* KEY=VALUE items, where it runs. `tune`:
+    judged on the tuning split (as --quick is), vouching for nothing and counting no look at
+    the sealed one."""
     chosen = canary(name)
     sets = compute_sets(sets)
     if variant is not None and variant not in chosen.variants:
@@ -203,7 +227,8 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     key = chosen.key(variant)
     started = time.perf_counter()
     folder = Path(out) if out else Path("runs") / f"canary-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    resolved = chosen.config(quick, variant)
+    split_sets = ["canary.split=tuning"] if tune else []
+    resolved = cfgmod.with_sets(chosen.config(quick, variant), split_sets)
     placed = devices.undeclared(cfgmod.with_sets(resolved, sets)) if resolved.training.is_set() else None
     if placed:  # before the warm start moves a weight
         raise SkillosError(f"canary {name}: {placed} (a canary takes it as --set compute.gpu=...)")
@@ -223,7 +248,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
          f"the run: {RULE}")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the result's
-            measured = chosen.measure(folder, quick, echo, variant, sets)
+            measured = chosen.measure(folder, quick, echo, variant, [*sets, *split_sets])
     except BaseException as exc:
         if ledger is not None:
             status = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "crashed"
@@ -232,7 +257,9 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     from skillos.config import EvalConfig
 
     ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
-    result = {**judged_result(measured), "trainer": key, "quick": quick, "compute": sets,
+    held_out = looked_at(resolved, measured, key, ledger)
+    result = {**judged_result(measured, held_out["looks"]), "held_out": held_out, "trainer": key, "quick": quick,
+              "compute": sets,
               "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
               "output_dir": str(folder)}
     result["resolution"] = resolution(result["n"], EvalConfig().alpha, measured)
@@ -246,9 +273,24 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
 
 # The pass rule, fixed before any run and printed with its numbers (ledger.store.canary_passed
 # applies it to what a run recorded).
-RULE = ("the trained runs pooled over every seed (paired by seed and task, exact McNemar) are an improvement "
-        "at alpha; every seed's trained run moved up (more tasks gained than lost); and neither negative "
-        "control, pooled over the seeds, is an improvement")
+RULE = ("the trained runs pooled over every seed (paired by seed and task, exact McNemar, Bonferroni over every "
+        "judged look at the sealed held-out games) are an improvement at alpha; every seed's trained run moved up "
+        "(more tasks gained than lost); and neither negative control, pooled over the seeds, is an improvement; "
+        "only a canary on the sealed split at its default size vouches for a launch")
+
+
+def looked_at(cfg, measured: list, key: str, ledger) -> dict:
+    """Which held-out games the canary was judged on, and on the sealed split the looks at them:
+    every judged canary of `key` on the same games the ledger holds, this one included (None:
+    uncounted, with no ledger; the tuning split counts none)."""
+    import hashlib
+
+    digests = sorted({m.games for m in measured if m.games})
+    games = hashlib.sha256("|".join(digests).encode()).hexdigest()[:16] if digests else None
+    sealed = cfg.canary.split == "sealed"
+    looks = ledger.canary_looks(key, games) + 1 if sealed and games and ledger is not None else None
+    return {"split": cfg.canary.split, "env_seed": held_out_seed(cfg), "games": games, "looks": looks,
+            "why": None if looks or not sealed else "looks uncounted: no ledger"}
 
 
 def pooled(measured: list) -> Measured:
@@ -263,10 +305,11 @@ def pooled(measured: list) -> Measured:
                     flipped_after=merge("flipped_after"))
 
 
-def judged_result(measured: list) -> dict:
+def judged_result(measured: list, looks: int | None = None) -> dict:
     """The pooled verdicts (the result's top-level numbers and controls), each seed's own, and
-    the rule with whether each of its clauses held."""
-    judged = judge(pooled(measured))
+    the rule with whether each of its clauses held. `looks`: judged looks at the sealed split
+    (this one included): the pooled trained p is Bonferroni-corrected over them."""
+    judged = judge(pooled(measured), looks)
     trained, c = judged["trained"], judged["trained"]["comparison"]
     seeds = []
     for m in measured:
@@ -281,8 +324,9 @@ def judged_result(measured: list) -> dict:
     controls = [k for k in judged if k != "trained"]
     return {
         "metric": measured[0].metric, "n": c.n_paired, "before": c.control_rate, "after": c.treatment_rate,
-        "b": c.b, "c": c.c, "p": c.p_value, "verdict": trained["verdict"].label,
-        "control": _control(judged["control"]),
+        "b": c.b, "c": c.c, "p": c.p_value, "p_corrected": trained["verdict"].p_adjusted,
+        "alpha": trained["verdict"].alpha,
+        "verdict": trained["verdict"].label, "control": _control(judged["control"]),
         # every further control must show no improvement too (ledger.store.canary_passed)
         "controls": {k: _control(judged[k]) for k in controls if k != "control"},
         "seeds": seeds,
@@ -334,12 +378,21 @@ def line(result: dict) -> str:
     said = "; ".join(f"{named.get(k, k)} -> {rate(c['after'])}, b/c {c['b']}/{c['c']}, p {p(c['p'])}: {c['verdict']}"
                      for k, c in controls)
     return (f"canary {result['trainer']}: {'PASS' if result['passed'] else 'FAIL'} — {result['metric']} "
-            f"{rate(result['before'])} -> {rate(result['after'])} on {result['n']} held-out tasks, b/c "
+            f"{rate(result['before'])} -> {rate(result['after'])} on {result['n']} held-out tasks{_split(result)}, b/c "
             f"{result['b']}/{result['c']}, p {p(result['p'])}: {result['verdict']}"
             + "".join(f" (seed {x.get('seed')} {x.get('direction')}, b/c {x.get('b')}/{x.get('c')})"
                     for x in result.get("seeds") or [])
             + f"; {said}; "
             f"{result['wall_s']:.0f} s; code {result['code_hash']}")
+
+
+def _split(result: dict) -> str:
+    held = result.get("held_out")
+    if not isinstance(held, dict):
+        return ""
+    looks = held.get("looks")
+    return f" ({held.get('split')} split" + (f", look {looks}, p corrected {result.get('p_corrected'):.2g}"
+                                              if looks and result.get("p_corrected") is not None else "") + ")"
 
 
 def trainer_key(cfg) -> str:

@@ -26,7 +26,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
+from skillos.training.canary import (SIGNALS, Canary, Measured, described, games_digest, held_out_seed,
+                                     identity)
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
@@ -43,7 +44,7 @@ PRIOR = (
 # (the warm start covers all 4 train groups; 60 steps on 2 wrote no call and no step had a
 # gradient, measured), but 4 held-out groups cannot show learning (smallest p 0.125).
 QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=600",
-         "canary.warmup_groups=4", "canary.seeds=[0]"]
+         "canary.warmup_groups=4", "canary.seeds=[0]", "canary.split=tuning"]
 
 
 class CuratorCanary(Canary):
@@ -68,8 +69,11 @@ class CuratorCanary(Canary):
 
         cfg = cfgmod.with_sets(self.config(quick), [f"training.output_dir={out / 'trained'}", *compute])
         train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
-        held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
-        echo(f"canary curator: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
+        # the sealed split (canary.sealed_seed: games tuning never reads) or the tuning split (env.seed)
+        held_out = load_games(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games)
+        digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
+        echo(f"canary curator: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}, the "
+             f"{cfg.canary.split} split: env seed {held_out_seed(cfg)}); "
              f"warm start ({cfg.canary.warmup_steps} supervised steps)")
         warm = warm_start(cfg, train_games, out / "warm")
         measured = []
@@ -78,9 +82,11 @@ class CuratorCanary(Canary):
             before = evaluate(seeded, warm, held_out)
             echo(f"canary curator: seed {seed}: before training {_rate(before)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
-                                       functools.partial(train_and_evaluate, seeded, warm, held_out), echo)
+                                       functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
+                                       stamp_as=digest)
             measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
-                                     flipped_after=runs["flipped"][0], seed=seed, detail={
+                                     flipped_after=runs["flipped"][0], seed=seed, games=games_digest(held_out),
+                                     detail={
                 "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
                 "prior": {name: weight for name, _, weight in PRIOR},
                 # None: a run this canary's folder had finished before (reused) left no history here

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillos.training.canary import Canary, Measured, described
+from skillos.training.canary import Canary, Measured, described, held_out_seed, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "optimize-quickstart.yaml"
-QUICK = ["canary.seeds=[0]", "env.n_games=8", "env.n_train_games=6", "optimize.n_validation=8", "optimize.epochs=1",
-         "optimize.minibatch_size=3"]
+QUICK = ["canary.seeds=[0]", "canary.split=tuning", "env.n_games=8", "env.n_train_games=6",
+         "optimize.n_validation=8", "optimize.epochs=1", "optimize.minibatch_size=3"]
 
 
 class OptimizeCanary(Canary):
@@ -48,14 +48,18 @@ class OptimizeCanary(Canary):
 
         cfg = cfgmod.with_sets(self.config(quick), list(compute))
         measured = []
+        digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
         for seed in cfg.canary.seeds:  # the optimizer's seed is the env's: its games and its minibatch order
-            seeded = cfgmod.with_sets(cfg, [f"env.seed={seed}"])
+            # on the sealed split from canary.sealed_seed on (games tuning never reads); tuning: env.seed's
+            seeded = cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg, seed)}"])
+            echo(f"canary optimize: seed {seed} on the {cfg.canary.split} split (env seed {held_out_seed(cfg, seed)})")
             reports = trained_and_control(seeded, out / f"seed-{seed}", functools.partial(optimize, seeded), echo,
-                                          model=False)  # the heuristic proposer and executor: no model
+                                          model=False, stamp_as=digest)  # heuristic proposer and executor: no model
             real, control = reports["real"], reports["shuffled"]
             measured.append(Measured(self.metric, real["test_outcomes"]["seed"], real["test_outcomes"]["best"],
                                      control["test_outcomes"]["best"],
-                                     flipped_after=reports["flipped"]["test_outcomes"]["best"], seed=seed, detail={
+                                     flipped_after=reports["flipped"]["test_outcomes"]["best"], seed=seed,
+                                     games=real["scored_on"]["content_hash"][:16], detail={
                                          "candidates": {s: r["candidates_tried"] for s, r in reports.items()},
                                          "accepted": {s: r["accepted"] for s, r in reports.items()},
                                          "test_games": real["scored_on"]["n_games"]}))

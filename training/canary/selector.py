@@ -25,7 +25,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
+from skillos.training.canary import (SIGNALS, Canary, Measured, described, games_digest, held_out_seed,
+                                     identity)
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -37,7 +38,7 @@ VOUCHED_BY_METHOD = {"no_skill": "clean-oracle", "task-mask-only": "clean-oracle
 # --quick: minutes, and its weights move (60 warm-up steps garbled every name: no read, no gradient;
 # 800 read, measured); its 8 held-out games reach p < 0.05 only if 6 or more change, all one way.
 QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=800",
-         "canary.warmup_groups=2", "canary.seeds=[0]"]
+         "canary.warmup_groups=2", "canary.seeds=[0]", "canary.split=tuning"]
 
 
 class SelectorCanary(Canary):
@@ -76,8 +77,11 @@ class SelectorCanary(Canary):
 
         cfg = cfgmod.with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
-        held_out = load_games(cfg, cfg.env.split, cfg.env.n_games)
-        echo(f"canary selector: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}); "
+        # the sealed split (canary.sealed_seed: games tuning never reads) or the tuning split (env.seed)
+        held_out = load_games(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games)
+        digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
+        echo(f"canary selector: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}, the "
+             f"{cfg.canary.split} split: env seed {held_out_seed(cfg)}); "
              f"warm start ({cfg.canary.warmup_steps} supervised steps)")
         warm = warm_start(cfg, train_games, out)
         measured = []
@@ -86,10 +90,12 @@ class SelectorCanary(Canary):
             before, picks = evaluate(seeded, warm, held_out, out / f"seed-{seed}" / "slate-held-out")
             echo(f"canary selector: seed {seed}: before training {_rate(before)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
-                                       functools.partial(train_and_evaluate, seeded, warm, held_out), echo)
+                                       functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
+                                       stamp_as=digest)
             chosen = {"before": picks, **{SIGNALS[signal]: run[1] for signal, run in runs.items()}}
             measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
-                                     flipped_after=runs["flipped"][0], seed=seed, detail={
+                                     flipped_after=runs["flipped"][0], seed=seed, games=games_digest(held_out),
+                                     detail={
                 "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
                 "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen,
                 "learning_signal": {SIGNALS[signal]: run[2] for signal, run in runs.items()}}))
