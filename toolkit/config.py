@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -749,7 +750,7 @@ def explain(key: str) -> dict:
             raise ConfigError(f"{'.'.join(parts[:i + 1])}: not a key of {where}{did_you_mean(part, fields)}")
         owner, node, value = cls, fields[part], getattr(value, part)
         cls = type(value) if dataclasses.is_dataclass(value) else None
-    hint = typing.get_type_hints(owner)[node.name]
+    hint = _hints(owner)[node.name]
     out = {"key": ".".join(parts), "help": node.metadata.get("help"),
            "type": getattr(hint, "__name__", None) if isinstance(hint, type) else str(hint)}
     if cls is None:
@@ -778,8 +779,15 @@ def _build(cls, data: Any, where: str):
         if dataclasses.is_dataclass(sub):
             values[key] = _build(sub, value, path)
         else:
-            values[key] = _check_type(value, typing.get_type_hints(cls)[key], path)
+            values[key] = _check_type(value, _hints(cls)[key], path)
     return cls(**values)
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls) -> dict:
+    """A config section's resolved type hints, once per class (resolving them was 95% of a load:
+    a 512-run matrix took a minute to check)."""
+    return typing.get_type_hints(cls)
 
 
 def _close_help(cls, key: str) -> str:
@@ -1037,6 +1045,9 @@ def checkpoint_of(cfg: Config, arm: str) -> str:
     return model
 
 
+MAX_MATRIX_RUNS = 512  # runs of one matrix experiment (axes x seeds): a typo of a few lines is not minutes of work
+
+
 @dataclass
 class Run:
     """One run of a matrix: its label (a folder name), the axis values and seed it sets, its config."""
@@ -1060,6 +1071,11 @@ def expand(cfg: Config) -> list[Run]:
             raise ConfigError(f"experiment.seeds: a list of integer seeds, got {seeds!r}")
         if len(set(seeds)) != len(seeds):
             raise ConfigError(f"experiment.seeds: a seed is repeated in {seeds}")
+    sizes = [len(values) for _, _, values in axes] + ([len(seeds)] if seeds is not None else [])
+    if math.prod(sizes) > MAX_MATRIX_RUNS:  # counted before any run's config is built
+        raise ConfigError(f"matrix: {math.prod(sizes):,} runs ({' x '.join(map(str, sizes))}"
+                          f"{' seeds' if seeds is not None else ''}); one experiment holds at most "
+                          f"{MAX_MATRIX_RUNS}: split it into experiments, or drop values")
     if not axes and seeds is None:
         return [Run("run", {}, None, cfg)]
     base = dataclasses.replace(cfg, matrix={}, experiment=dataclasses.replace(cfg.experiment, seeds=None))
@@ -1107,6 +1123,11 @@ def _matrix_axes(cfg: Config) -> list[tuple]:
             raise ConfigError(f"{where}.values: a non-empty list, got {values!r}")
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise ConfigError(f"{where}.values: a value is repeated in {values}")
+        for other, other_key, _ in axes:  # one key set by two axes: the later wins and the labels lie
+            if str(key) == other_key or str(key).startswith(other_key + ".") or other_key.startswith(str(key) + "."):
+                raise ConfigError(f"{where}.key: {key!r} overlaps matrix.{other}.key {other_key!r}: one axis "
+                                  "would override the other's values and the run labels would name values "
+                                  "that never ran")
         axes.append((str(name), str(key), values))
     return axes
 

@@ -1,7 +1,8 @@
 """`skillos gate check` (static) on each shipped config against its 1 s target.
 
-Run by hand: `python tests/benchmarks/bench_gate_check.py [CONFIG...] [--repeats N]` (default: every
-shipped config, best of 5). Times the whole command (interpreter
+Run by hand: `python tests/benchmarks/bench_gate_check.py [CONFIG...] [--repeats N] [--matrix RUNS]`
+(default: every shipped config, best of 5; --matrix: the quickstart as a matrix of RUNS runs, its
+limit MATRIX_TARGET_S for config.MAX_MATRIX_RUNS runs). Times the whole command (interpreter
 start, imports, config load, every static check) as a subprocess, best of 5, and the checks
 alone in-process; prints each as a ratio of the target.
 """
@@ -36,9 +37,34 @@ def checks_only(path: Path) -> float:
     return time.perf_counter() - t
 
 
+MATRIX_TARGET_S = 10.0  # the largest matrix the schema accepts, checked in seconds, not minutes
+
+
+def matrix_config(runs: int) -> Path:
+    """The quickstart as a matrix of `runs` runs (eval.bootstrap values x 2 seeds), beside it (its
+    paths resolve from there); the caller removes it."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "evals/configs/quickstart.yaml").read_text())
+    data["experiment"]["seeds"] = [0, 1]
+    data["matrix"] = {"b": {"key": "eval.bootstrap", "values": list(range(1000, 1000 + runs // 2))}}
+    path = ROOT / "evals/configs" / f".bench-matrix-{runs}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 def main():
     args = sys.argv[1:]
     repeats = int(args[args.index("--repeats") + 1]) if "--repeats" in args else 5
+    if "--matrix" in args:
+        runs = int(args[args.index("--matrix") + 1])
+        path = matrix_config(runs)
+        try:
+            wall = command_wall(path, repeats)
+        finally:
+            path.unlink()
+        print(f"matrix of {runs} runs: command {wall:5.2f} s = {wall / MATRIX_TARGET_S:.2f} of {MATRIX_TARGET_S:.0f} s")
+        return
     paths = [Path(a) for i, a in enumerate(args) if a != "--repeats" and (i == 0 or args[i - 1] != "--repeats")]
     for path in paths or CONFIGS:
         wall, inner = command_wall(path, repeats), checks_only(path)
