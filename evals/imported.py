@@ -31,6 +31,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.secrets import safe_name
+
+# An import's stated bounds, checked before (bytes) and while (arms, rows) reading, before any
+# ledger write: each pair of arms is a comparison, so arms grow the work and the ledger as arms^2.
+MAX_IMPORT_BYTES = 512 << 20  # one result file
+MAX_IMPORT_ARMS = 64  # 2,016 pairs
+MAX_IMPORT_ROWS = 2_000_000  # (arm, game) outcomes over every file
 
 _TRUE = {"true", "1", "1.0", "c", "correct", "won", "win", "success", "succeeded", "pass", "passed", "yes"}
 _FALSE = {"false", "0", "0.0", "i", "incorrect", "lost", "loss", "failure", "failed", "fail", "no"}
@@ -114,6 +121,8 @@ def _jsonl_games(path: Path, mapping: Mapping) -> dict:
             if game in outcomes:
                 raise SkillosError(f"{where}: game {game!r} appears twice for arm {arm!r}")
             outcomes[game] = success_value(value, where)
+        if number % 1000 == 0 or len(games) > MAX_IMPORT_ARMS:
+            _bounded(games, where)  # stop early, not after a 10,000-column file was read whole
     if skips:
         raise SkillosError(f"{path}: damaged ({skips.places[0]})")
     return games
@@ -151,19 +160,35 @@ def _inspect_games(path: Path, mapping: Mapping) -> dict:
 def read_results(paths, mapping: Mapping) -> dict:
     """arm -> {game id: success} over every file; an arm's game in two files is an error."""
     merged: dict = {}
-    for path in map(Path, paths):
+    paths = list(map(Path, paths))
+    for path in paths:  # every file's size before any is read
         if not path.is_file():
             raise SkillosError(f"{path}: no such file")
+        if path.stat().st_size > MAX_IMPORT_BYTES:
+            raise SkillosError(f"{path}: {path.stat().st_size / 2**20:,.0f} MiB, above the {MAX_IMPORT_BYTES >> 20} "
+                               "MiB one result file may hold; split it")
+    for path in paths:
         read = _inspect_games if path.suffix in (".eval", ".json") else _jsonl_games
         for arm, outcomes in read(path, mapping).items():
-            known = merged.setdefault(arm, {})
+            known = merged.setdefault(safe_name(arm), {})  # a key-shaped arm name: a stable stand-in
             twice = sorted(set(known) & set(outcomes))
             if twice:
                 raise SkillosError(f"{path}: game {twice[0]!r} of arm {arm!r} is also in an earlier file")
             known.update(outcomes)
+        _bounded(merged, path)
     if not merged:
         raise SkillosError("no games in the given files")
     return merged
+
+
+def _bounded(games: dict, where) -> None:
+    """An import's arms and rows within MAX_IMPORT_ARMS and MAX_IMPORT_ROWS (a one-line error)."""
+    if len(games) > MAX_IMPORT_ARMS:
+        raise SkillosError(f"{where}: more than {MAX_IMPORT_ARMS} arms ({len(games)} so far; every pair is a "
+                           "comparison); import fewer arms, or map the arm column with --arm-col")
+    rows = sum(len(outcomes) for outcomes in games.values())
+    if rows > MAX_IMPORT_ROWS:
+        raise SkillosError(f"{where}: more than {MAX_IMPORT_ROWS:,} game outcomes ({rows:,} so far); split the import")
 
 
 def _sha256(path: Path) -> str:
@@ -187,23 +212,29 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
     sources = {str(Path(p).resolve()): _sha256(Path(p)) for p in paths}
     stamp = hashlib.sha256(json.dumps(sorted(sources.items())).encode()).hexdigest()[:12]
     folder = Path(home) / "imports" / stamp
-    exp = ledger.find_or_add_experiment(experiment, f"imported:{stamp}",
-                                        hypothesis="imported per-game results, re-tested by skillos",
-                                        success_metric="success rate per arm (paired, exact McNemar)")
-    runs = []
-    for arm, outcomes in sorted(results.items()):
+    files = {}
+    for arm, outcomes in sorted(results.items()):  # the rows' files first: re-written the same by a rerun
         rows = [GameRow(arm=arm, game_id=g, success=s, unmeasured_reason=None if s is not None else
                         "the source recorded no outcome").to_dict() for g, s in sorted(outcomes.items())]
         path = folder / f"{hashlib.sha256(arm.encode()).hexdigest()[:8]}.jsonl"
         text = "".join(json.dumps(r) + "\n" for r in rows)
         write_atomic(path, text)
-        config = {"imported": {"sources": sources, "mapping": asdict(mapping)}, "env": {"name": env},
-                  "arm": arm}
-        run_id = ledger.start_run(exp, arm, config=config, executor_fingerprint=f"imported:{stamp}")
-        measured = [s for s in outcomes.values() if s is not None]
-        summary = {"attempted": len(outcomes), "measured": len(measured), "unmeasured": len(outcomes) - len(measured),
-                   "successes": sum(measured), "coerced_actions": 0, "actions": 0}
-        ledger.add_eval(run_id, arm, summary, str(path.resolve()), hashlib.sha256(text.encode()).hexdigest())
-        ledger.end_run(run_id, "finished", f"imported from {len(sources)} file(s), {stamp}")
-        runs.append({"run_id": run_id, "arm": arm, "denominators": summary})
+        files[arm] = (path, hashlib.sha256(text.encode()).hexdigest())
+    runs = []
+    with ledger.writing():  # every arm's run, or none: a killed import leaves no half of itself
+        exp = ledger.find_or_add_experiment(experiment, f"imported:{stamp}",
+                                            hypothesis="imported per-game results, re-tested by skillos",
+                                            success_metric="success rate per arm (paired, exact McNemar)")
+        for arm, outcomes in sorted(results.items()):
+            config = {"imported": {"sources": sources, "mapping": asdict(mapping)}, "env": {"name": env},
+                      "arm": arm}
+            run_id = ledger.start_run(exp, arm, config=config, executor_fingerprint=f"imported:{stamp}")
+            measured = [s for s in outcomes.values() if s is not None]
+            summary = {"attempted": len(outcomes), "measured": len(measured),
+                       "unmeasured": len(outcomes) - len(measured), "successes": sum(measured),
+                       "coerced_actions": 0, "actions": 0}
+            path, digest = files[arm]
+            ledger.add_eval(run_id, arm, summary, str(path.resolve()), digest)
+            ledger.end_run(run_id, "finished", f"imported from {len(sources)} file(s), {stamp}")
+            runs.append({"run_id": run_id, "arm": arm, "denominators": summary})
     return {"experiment_id": exp, "experiment": experiment, "import": stamp, "sources": sources, "runs": runs}

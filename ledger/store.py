@@ -20,7 +20,7 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.ledger import taxonomy
-from skillos.secrets import redact, redact_text
+from skillos.secrets import redact, redact_text, safe_name
 
 APPLICATION_ID = 0x534B4C47  # "SKLG": marks the file as a skillos ledger
 TABLES = ("goals", "experiments", "arms", "runs", "evals", "checkpoints", "failures",
@@ -422,6 +422,7 @@ class Ledger:
         return [e for e in self.experiments(include_invalid=False) if e["status"] in self.EVIDENCE_STATUSES]
 
     def arm_id(self, experiment_id: int, name: str) -> int:
+        name = safe_name(name)  # a key-shaped arm name is never stored in clear
         self.db.execute("INSERT OR IGNORE INTO arms (experiment_id, name) VALUES (?, ?)",
                         (experiment_id, name))
         return self.db.execute("SELECT id FROM arms WHERE experiment_id = ? AND name = ?",
@@ -646,6 +647,18 @@ class Ledger:
         return {"shown": len(rows), "of": total, "limit": limit, "failures": rows}
 
     @contextlib.contextmanager
+    def writing(self):
+        """One write transaction: every row written inside lands together or not at all (a kill
+        or an error in the middle leaves none of them)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    @contextlib.contextmanager
     def snapshot(self):
         """One read transaction (unless one is open already): the reads inside see one state of
         the file while other processes append."""
@@ -769,6 +782,10 @@ class Ledger:
         if app_id != APPLICATION_ID:
             ledger.db.close()
             raise LedgerError(f"{path}: not a skillos ledger (application_id {app_id:#x})")
+        if version > SCHEMA_VERSION:  # its tables may mean what this skillos cannot read: never guess
+            ledger.db.close()
+            raise LedgerError(f"{path}: ledger schema {version} is newer than this skillos ({SCHEMA_VERSION}); "
+                              "upgrade skillos")
         ledger.version = version
         return ledger
 

@@ -104,3 +104,76 @@ def test_an_inspect_log_is_imported_by_its_samples(tmp_path, skillos_home):
     arm = _compare(env)["arms"][0]
     assert (arm["comparison"]["b"], arm["comparison"]["c"]) == (9, 2)
     assert arm["comparison"]["p_value"] == pytest.approx(P_BY_HAND)
+
+
+KEY = "sk-ant-api03-" + "Q7w8E9r0T1y2U3i4O5p6" * 3  # key-shaped: an arm named by a pasted key
+
+
+def test_a_key_shaped_arm_name_is_stored_and_printed_as_a_stable_stand_in(tmp_path, skillos_home):
+    from skillos.secrets import safe_name
+
+    rows = [{"game_id": g, "arm": arm, "success": won} for g in GAMES
+            for arm, won in (("base", CONTROL[g]), (KEY, TREATMENT[g]))]
+    src = _write(tmp_path / "keyed.jsonl", rows)
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    done = run_cli("import", src, "--experiment", "keyed", env=env)
+    assert done.returncode == 0, done.stderr
+    alias = safe_name(KEY)
+    assert alias.startswith("[redacted-") and alias == safe_name(KEY) != safe_name(KEY[:-1] + "x")
+    assert KEY[13:30] not in done.stdout + done.stderr and alias in done.stdout
+    db = sqlite3.connect(skillos_home / "ledger.db")
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        assert not [r for r in db.execute(f"SELECT * FROM {table}") if KEY[13:30] in str(r)], table
+    for path in (skillos_home / "imports").rglob("*"):
+        assert not path.is_file() or KEY[13:30] not in path.read_text()
+    compared = run_cli("compare", alias, "--control", "base", "--family", "keyed", "--json", env=env)
+    assert compared.returncode == 0 and json.loads(compared.stdout)["arms"][0]["comparison"]["b"] == 9
+
+
+def test_a_progress_line_never_prints_a_key():
+    from skillos.safety import Ticker
+
+    lines = []
+    Ticker(lines.append, f"{KEY}: games played", 4)(0)
+    assert lines and KEY[13:30] not in lines[0] and "[redacted]" in lines[0]
+
+
+def test_an_import_is_bounded_before_it_writes_and_atomic(tmp_path, skillos_home, monkeypatch):
+    from skillos.evals import imported
+    from skillos.errors import SkillosError
+    from skillos.ledger import Ledger
+
+    wide = _write(tmp_path / "wide.jsonl", [{"game": g, **{f"arm{a}": 1 for a in range(imported.MAX_IMPORT_ARMS + 1)}}
+                                            for g in GAMES])
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("game: game\narms: {" + ", ".join(f"arm{a}: a{a}" for a in range(65)) + "}\n")
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    refused = run_cli("import", wide, "--experiment", "wide", "--mapping", mapping, env=env)
+    assert refused.returncode == 2 and "line 1: more than 64 arms (65 so far" in refused.stderr
+    assert refused.stderr.strip().count("\n") == 0
+    db = skillos_home / "ledger.db"
+    assert not db.exists() or sqlite3.connect(db).execute("SELECT COUNT(*) FROM experiments").fetchone()[0] == 0
+    monkeypatch.setattr(imported, "MAX_IMPORT_BYTES", 100)
+    with pytest.raises(SkillosError, match=r"wide.jsonl: 0 MiB, above the 0 MiB one result file may hold"):
+        imported.read_results([wide], imported.Mapping.load(None))
+    monkeypatch.undo()
+    # killed (here: an error) after the first arm's rows were written: no run, no experiment left behind
+    src = _write(tmp_path / "two.jsonl", [{"game_id": g, "arm": arm, "success": True} for g in GAMES[:4]
+                                          for arm in ("a", "b")])
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        real, calls = ledger.add_eval, []
+
+        def dies_on_the_second(*args, **kwargs):
+            calls.append(args)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(ledger, "add_eval", dies_on_the_second)
+        with pytest.raises(KeyboardInterrupt):
+            imported.import_results(ledger, [src], "halves", imported.Mapping.load(None), skillos_home)
+        assert ledger.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+        assert ledger.db.execute("SELECT COUNT(*) FROM experiments").fetchone()[0] == 0
+        monkeypatch.undo()
+        again = imported.import_results(ledger, [src], "halves", imported.Mapping.load(None), skillos_home)
+        assert [r["arm"] for r in again["runs"]] == ["a", "b"]  # the rerun completes it

@@ -78,6 +78,8 @@ def test_newer_schema_is_refused(tmp_path):
     sqlite_file(path, "PRAGMA user_version = 99")
     with pytest.raises(LedgerError, match="newer than this skillos"):
         Ledger(path)
+    with pytest.raises(LedgerError, match="ledger schema 99 is newer than this skillos"):
+        Ledger.read_only(path)  # what the viewer reads: never read without a word
 
 
 def test_planted_secrets_never_reach_the_ledger(tmp_path, monkeypatch):

@@ -583,4 +583,6 @@ class Ticker:
         self.last_done, self.last_time = (done if done is not None else self.last_done or 0), now
         count = "" if done is None else (f"{done}/{total}" if total else f"{done}")
         elapsed = f"{now - self.start:.0f} s"
-        self.echo(f"{self.label}: {count}{' · ' if count else ''}{elapsed}" + (f" · {extra}" if extra else ""))
+        from skillos.secrets import redact_text  # a label names an arm: a key-shaped one never reaches a log
+
+        self.echo(redact_text(f"{self.label}: {count}{' · ' if count else ''}{elapsed}" + (f" · {extra}" if extra else "")))

@@ -49,6 +49,17 @@ def _env_secrets() -> list[str]:
     return _SECRETS_CACHE[1]
 
 
+def safe_name(name: str) -> str:
+    """A name (an arm's, a run's) with a key in it, replaced by a stable stand-in: the same name
+    always gives the same `[redacted-XXXXXXXX]` (a sha256 prefix), two different ones stay apart,
+    and the key is neither stored nor printed; any other name as it is."""
+    import hashlib
+
+    if not isinstance(name, str) or redact_text(name) == name:
+        return name
+    return f"{REDACTED[:-1]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}]"
+
+
 def redact_text(text: str | None) -> str | None:
     """`text` with every key in it replaced by [redacted]: the values of secret variables and
     known key shapes, also when they are written encoded (base64, standard or URL-safe; URL
