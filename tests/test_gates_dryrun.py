@@ -141,3 +141,18 @@ def test_an_unavailable_executor_is_a_one_line_error(game_cache):
 
     with pytest.raises(SkillosError, match="needs a GPU machine with vllm installed"):
         dry(**{"executor.backend": "vllm", "executor.model": "tiny-qwen2"})
+
+
+def test_a_launch_says_so_while_its_first_dry_run_generates_games(tmp_path, monkeypatch, skillos_home):
+    """A cold cache: the dry-run generates the games (a minute or more at the quickstart's size);
+    a launch prints only the gates' summary, yet says it is generating as it goes."""
+    from skillos.ledger import Ledger
+
+    monkeypatch.setenv("SKILLOS_CACHE", str(tmp_path / "cold"))
+    cfg = config.load(QUICKSTART, ["env.n_games=4", "env.n_train_games=4"])
+    lines = []
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        gates.enforce(cfg, "eval", ledger, echo=lines.append)
+    generating = [x for x in lines if "generating valid_unseen games for the dry-run" in x]
+    assert generating and generating[-1].split(": ")[1].startswith("4/4"), lines
+    assert lines.index(generating[0]) < next(i for i, x in enumerate(lines) if x.startswith("gates (eval)"))

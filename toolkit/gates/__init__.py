@@ -50,7 +50,8 @@ def refuse_on_failure(report: Report, command: str, detail: dict | None = None) 
 
 def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
           before_dry_run: Callable[[set], None] | None = None,
-          overridden: set | None = None, command: str | None = None, trace: bool = False) -> Report:
+          overridden: set | None = None, command: str | None = None, trace: bool = False,
+          progress: Callable[[str], None] | None = None) -> Report:
     """Run every static check (and the dry-run checks) on a loaded config.
 
     `before_dry_run(names)` is called with every check name once the static checks have run
@@ -58,7 +59,8 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     `overridden` (the checks a person overrode), a static FAIL outside it refuses before any
     code runs: the dry-run checks, which play games, are skipped. With `trace` (and always with
     the dry-run, so at every launch) every key a check read is traced to what its consumer
-    receives (gates/trace.py): a key checked but not applied is a FAIL of check `trace`."""
+    receives (gates/trace.py): a key checked but not applied is a FAIL of check `trace`.
+    `echo` gets each result's line; `progress` (default: `echo`) a long check's progress."""
     from skillos.gates import approval, dryrun, learning, scale, static  # noqa: F401 - register the checks
 
     ref = None
@@ -68,7 +70,8 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
         except ConfigError:
             ref = None  # the `reference` check reports it
     base = Path(cfg.source).parent if cfg.source else Path.cwd()
-    ctx = Context(cfg, ref, ledger, base, echo or (lambda _line: None), command=command)
+    quiet = lambda _line: None  # noqa: E731
+    ctx = Context(cfg, ref, ledger, base, echo or quiet, command=command, progress=progress or echo or quiet)
     last = [c for c in core.STATIC if c.__name__ == "divergences"]  # reads what the others used
     results = run_checks(ctx, [c for c in core.STATIC if c not in last])
     if dry_run:
@@ -123,7 +126,7 @@ def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
     # (and generate its games on a first run: minutes) and say nothing about a night, whose own
     # A/A calibration runs before any candidate. Its gates are the static ones.
     report = check(cfg, dry_run=command not in STATIC_ONLY, ledger=ledger, before_dry_run=known,
-                   overridden=set(overrides), command=command)
+                   overridden=set(overrides), command=command, progress=echo)  # a first run's games: minutes
     experiment = record_experiment(ledger, cfg)
     who = actor()
     for r in report.results:

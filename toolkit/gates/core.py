@@ -120,6 +120,9 @@ class Context:
     ledger: object = None
     base_dir: Path = Path(".")
     echo: Callable[[str], None] = lambda _line: None
+    # where a long check says it is still working (a first dry-run generates its games: minutes),
+    # also when a launch prints only the summary of the results (gates.enforce)
+    progress: Callable[[str], None] = lambda _line: None
     used_divergences: set = field(default_factory=set)
     cache: dict = field(default_factory=dict)  # shared by dry-run checks (games, pools)
     command: str | None = None  # the launch being gated (eval, optimize, ...); None: skillos gate check

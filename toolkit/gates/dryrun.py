@@ -66,7 +66,7 @@ def _generation_progress(ctx: Context, split: str):
     going silent before the first check line."""
     from skillos.safety import Ticker
 
-    return Ticker(ctx.echo, f"  generating {split} games for the dry-run")  # per 10% or per 10 s
+    return Ticker(ctx.progress, f"  generating {split} games for the dry-run")  # per 10% or per 10 s
 def curator_training(fn):
     """A check of the curator's training rollouts: another trainer (skillgate.trainer) has its
     own dry-run checks below, so here it is a SKIP that says so."""

@@ -137,6 +137,14 @@ def held_out_seed(cfg, offset: int | None = None) -> int:
     return (cfg.canary.sealed_seed if cfg.canary.split == "sealed" else cfg.env.seed or 0) + (offset or 0)
 
 
+def load(cfg, split: str, n: int, echo, what: str) -> list:
+    """A canary's games, saying so every 10% or 10 s while a first run generates them (minutes)."""
+    from skillos.evals.arms import load_games
+    from skillos.safety import Ticker
+
+    return load_games(cfg, split, n, Ticker(echo, f"{what}: generating {split} games"))
+
+
 def games_digest(games) -> str:
     """Which games a canary was judged on, by content (a generated game's id names its index only)."""
     import hashlib

@@ -64,22 +64,22 @@ class CuratorCanary(Canary):
         import functools
 
         from skillos import config as cfgmod
-        from skillos.evals.arms import load_games
-        from skillos.training.canary import trained_and_control
+        from skillos.training.canary import load, trained_and_control
 
         cfg = cfgmod.with_sets(self.config(quick), [f"training.output_dir={out / 'trained'}", *compute])
-        train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+        train_games = load(cfg, cfg.env.train_split, cfg.env.n_train_games, echo, "canary curator")
         # the sealed split (canary.sealed_seed: games tuning never reads) or the tuning split (env.seed)
-        held_out = load_games(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games)
+        held_out = load(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
+                        echo, "canary curator")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
         echo(f"canary curator: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}, the "
              f"{cfg.canary.split} split: env seed {held_out_seed(cfg)}); "
              f"warm start ({cfg.canary.warmup_steps} supervised steps)")
-        warm = warm_start(cfg, train_games, out / "warm")
+        warm = warm_start(cfg, train_games, out / "warm", echo)
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
             seeded = cfgmod.with_sets(cfg, [f"training.seed={seed}"])
-            before = evaluate(seeded, warm, held_out)
+            before = evaluate(seeded, warm, held_out, echo)
             echo(f"canary curator: seed {seed}: before training {_rate(before)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
                                        functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
@@ -106,12 +106,12 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({described(signal, 'rewards')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
-    after = evaluate(cfg, summary["checkpoints"][-1], held_out)
+    after = evaluate(cfg, summary["checkpoints"][-1], held_out, echo)
     echo(f"canary curator: after {folder.name} {_rate(after)}")
     return after, summary["steps"], summary.get("signal")  # None: a finished run reused
 
 
-def warm_start(cfg, games, folder: Path) -> str:
+def warm_start(cfg, games, folder: Path, echo=None) -> str:
     """The tiny model after the supervised warm-up on PRIOR (built once into `folder`)."""
     from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
     from skillos.evals.envs.registry import environment
@@ -137,12 +137,13 @@ def warm_start(cfg, games, folder: Path) -> str:
                                           {"id": f"call_{len(conversations)}", "type": "function", "function": call}]}])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
-            steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True)
+            steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
+            echo=echo)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
 
 
-def evaluate(cfg, model: str, held_out) -> dict:
+def evaluate(cfg, model: str, held_out, echo=None) -> dict:
     """Held-out game id -> executor success at position 2 of its group, with the skill the
     curator `model` writes after seeing position 1, sampled at the training temperature with a
     seed fixed per group and training seed (the same draw before and after training: what moves
@@ -153,6 +154,7 @@ def evaluate(cfg, model: str, held_out) -> dict:
     from skillos.evals.backends.hf_chat import HFChat
     from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
     from skillos.evals.envs.registry import environment
+    from skillos.safety import Ticker
     from skillos.training.env import CuratorEnv, finish, make_setup
 
     import hashlib
@@ -168,8 +170,10 @@ def evaluate(cfg, model: str, held_out) -> dict:
     for game in held_out:
         by_type.setdefault(game.task_type, []).append(game.id)
     outcomes = {}
+    tick = Ticker(echo, "canary curator: held-out groups played", sum(len(ids) // 2 for ids in by_type.values()))
     for task_type, ids in by_type.items():
         for first, second in zip(ids[0::2], ids[1::2]):
+            tick(len(outcomes))
             env = CuratorEnv(setup)
             text = env.reset(game_ids=[first, second], task_type=task_type)
             # the same draw before and after training: a seed per held-out group and training seed
@@ -185,6 +189,7 @@ def evaluate(cfg, model: str, held_out) -> dict:
                                if c["name"] == "curate_and_advance" and isinstance(c["arguments"], dict)), [])
             env.curate_and_advance(operations if isinstance(operations, list) else [])
             outcomes[second] = finish(env).positions[1]
+    tick(len(outcomes))
     return outcomes
 
 

@@ -72,22 +72,22 @@ class SelectorCanary(Canary):
         import functools
 
         from skillos import config as cfgmod
-        from skillos.evals.arms import load_games
-        from skillos.training.canary import trained_and_control
+        from skillos.training.canary import load, trained_and_control
 
         cfg = cfgmod.with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
-        train_games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+        train_games = load(cfg, cfg.env.train_split, cfg.env.n_train_games, echo, "canary selector")
         # the sealed split (canary.sealed_seed: games tuning never reads) or the tuning split (env.seed)
-        held_out = load_games(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games)
+        held_out = load(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
+                        echo, "canary selector")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
         echo(f"canary selector: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}, the "
              f"{cfg.canary.split} split: env seed {held_out_seed(cfg)}); "
              f"warm start ({cfg.canary.warmup_steps} supervised steps)")
-        warm = warm_start(cfg, train_games, out)
+        warm = warm_start(cfg, train_games, out, echo)
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
             seeded = cfgmod.with_sets(cfg, [f"training.seed={seed}"])
-            before, picks = evaluate(seeded, warm, held_out, out / f"seed-{seed}" / "slate-held-out")
+            before, picks = evaluate(seeded, warm, held_out, out / f"seed-{seed}" / "slate-held-out", echo)
             echo(f"canary selector: seed {seed}: before training {_rate(before)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
                                        functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
@@ -113,12 +113,12 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({described(signal, 'selection utilities')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     # its own slate folder: the trained run and the control may evaluate at once (compute.backend ray)
-    outcomes, reads = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out")
+    outcomes, reads = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out", echo)
     echo(f"canary selector: after {folder.name} {_rate(outcomes)}")
     return outcomes, reads, summary.get("signal")  # None: a finished run reused
 
 
-def warm_start(cfg, games, out: Path) -> str:
+def warm_start(cfg, games, out: Path, echo=None) -> str:
     """The tiny model after a supervised warm-up that reads each slate member equally often."""
     from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
                                                  tool_schemas)
@@ -140,12 +140,13 @@ def warm_start(cfg, games, out: Path) -> str:
                                                    "function": call}]}])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, tool_schemas(), folder, steps=cfg.canary.warmup_steps,
-            learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True)
+            learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
+            echo=echo)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
 
 
-def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
+def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dict, dict]:
     """(held-out game id -> the first read is the oracle, None: unmeasured; skill name -> reads),
     sampled at the training temperature with a seed fixed per game (the same draw before and
     after training: what moves is the policy's distribution)."""
@@ -154,6 +155,7 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
     from skillos.evals.backends.hf_chat import HFChat
     from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
                                                  tool_schemas)
+    from skillos.safety import Ticker
 
     import hashlib
 
@@ -163,7 +165,9 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
                                 max_tokens=cfg.training.max_completion_length, timeout_s=120))
     setup = make_slate_setup(cfg, held_out, slate_dir)
     outcomes, names = {}, {}
+    tick = Ticker(echo, "canary selector: held-out games played", len(held_out))
     for game in held_out:
+        tick(len(outcomes))
         text = SlateEnv(setup).reset(game_id=game.id)
         draw = f"canary|{game.id}" + (f"|{cfg.training.seed}" if cfg.training.seed else "")  # per training seed
         torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))  # the same draw each time
@@ -178,6 +182,7 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path) -> tuple[dict, dict]:
         first = reads[0] if reads else None
         outcomes[game.id] = first == setup.slates[game.id].oracle
         names[str(first)] = names.get(str(first), 0) + 1
+    tick(len(outcomes))
     return outcomes, names
 
 
