@@ -45,8 +45,27 @@ def made(tmp_path_factory, game_cache):
                                  modes=["comment-as-behaviour"], experiment_id=1, gate="2")
         ledger.add_fix(fid, "strip titles from skill bodies", "success_rate", "up", 0.1, before_run_id=1)
         ledger.add_override(5, "mde", "a smoke run, not a claim", "person", experiment_id=1)
-    return {"root": root, "home": home, "runs": runs, "run": runs / "q1",
+        canary = _record_canary(ledger)
+    return {"root": root, "home": home, "runs": runs, "run": runs / "q1", "canary": canary,
             "report": json.loads((runs / "q1" / "report.json").read_text())}
+
+
+def _record_canary(ledger) -> dict:
+    """A finished canary as `skillos canary` records it: two seeds, both controls, the sealed split."""
+    from skillos.training import canary as canaries
+
+    def wins(k, n=20):
+        return {f"g{i}": i < k for i in range(n)}
+
+    measured = [canaries.Measured("executor success", wins(4), wins(12), wins(4), flipped_after=wins(1), seed=s)
+                for s in (0, 1)]
+    result = {**canaries.judged_result(measured, 1), "trainer": "curator", "quick": False, "code_hash": "c0de",
+              "held_out": {"split": "sealed", "env_seed": 1000, "games": "abc", "looks": 1}, "wall_s": 60}
+    experiment = ledger.find_or_add_experiment("canary-curator", "cfg", hypothesis="curator: training moves it")
+    run = ledger.start_run(experiment, "canary", config={"canary": "curator"})
+    result["id"] = ledger.add_canary(run, result)
+    ledger.end_experiment_run(run, "finished", "canary curator: PASS", experiment_status="measured")
+    return {**result, "experiment": experiment}
 
 
 @pytest.fixture(scope="session")
@@ -189,6 +208,23 @@ def test_experiment_page_shows_denominators_comparisons_gates_and_overrides(made
     assert "curator wrote titles" in page.find_element("id", "failures").text
     written = page.find_element("id", "conclusions").text  # the conclusion skillos wrote, its verdict words
     assert "by skillos at" in written and comp["verdict"]["line"] in written
+
+
+def test_a_canary_shows_its_verdict_seeds_and_controls(made, server, browser):
+    canary = made["canary"]
+    page = open_page(browser, server, f"experiment/{canary['experiment']}")
+    assert not page.find_elements("id", "problems")
+    head = page.find_element("id", f"canary-{canary['id']}").text
+    assert head == "canary #%d curator: PASS" % canary["id"]
+    text = page.find_element("css selector", "main").text
+    assert "No report.json (the run has not finished)" not in text and "sealed split (env seed 1000), look 1" in text
+    assert canary["rule"]["text"] in text
+    seeds = cells(page, ".canary-seeds tbody tr")
+    assert [row[0] for row in seeds] == ["0", "1"] and all(row[4] == "up" for row in seeds)
+    assert [row[2] for row in seeds] == ["8/0", "8/0"]
+    controls = cells(page, ".canary-controls tbody tr")
+    assert [row[0] for row in controls] == ["shuffled control", "sign-flipped control"]
+    assert controls[1][4] == canary["controls"]["flipped"]["verdict"] == "regression"
 
 
 def test_run_page_counts_from_the_rows_and_filters_games(made, server, browser):

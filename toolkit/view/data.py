@@ -239,7 +239,8 @@ class Source:
     def experiment(self, exp_id: str) -> dict:
         problems: list = []
         data = {"kind": "experiment", "id": exp_id, "problems": problems, "runs": [], "reports": [],
-                "training": [], "gate_results": [], "overrides": [], "candidates": [], "failures": []}
+                "training": [], "gate_results": [], "overrides": [], "candidates": [], "failures": [],
+                "canaries": []}
         ledger = self._ledger(problems)
         if ledger is None:
             return data
@@ -283,6 +284,9 @@ class Source:
             data["candidates"] = [self._guard(problems, f"candidate #{c.get('id')}",
                                               lambda: ledger.corrected("candidates", c), c)
                                   for c in ledger.rows("candidates") if c["run_id"] in run_ids]
+            data["canaries"] = [self._guard(problems, f"canary #{c['id']}", lambda: _canary_view(c), {})
+                                for c in self._guard(problems, "canaries", lambda: ledger.canaries(), []) or []
+                                if c["run_id"] in run_ids]
             data["failures"] = self._guard(problems, "failures", lambda: [
                 f for f in ledger.failures() if f["experiment_id"] == exp_id or f["run_id"] in run_ids], [])
             from skillos.ledger.postmortem import postmortem
@@ -445,6 +449,18 @@ class Source:
         finally:
             ledger.close()
         return data
+
+
+def _canary_view(row: dict) -> dict:
+    """A canary's ledger row as the viewer shows it: its verdicts, rule, seeds, controls and split,
+    from the result it recorded (`passed` by the ledger's own rule, never the row's word)."""
+    from skillos.ledger.store import canary_passed
+
+    result = json.loads(row["result_json"])
+    keep = ("trainer", "metric", "n", "before", "after", "b", "c", "p", "p_corrected", "verdict", "control",
+            "controls", "seeds", "rule", "held_out", "quick", "code_hash", "wall_s", "resolution")
+    return {"id": row["id"], "run_id": row["run_id"], "created_at": row["created_at"],
+            "passed": canary_passed(result), **{k: result.get(k) for k in keep}}
 
 
 def _output(run_row: dict) -> str | None:

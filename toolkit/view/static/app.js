@@ -243,7 +243,8 @@ pages.experiment = (doc) => {
     <h2>Arms and runs</h2><p class="muted">attempted = measured + unmeasured; an unmeasured game is not a failure. coerced = actions replaced because they were not admissible.</p>
     ${table(["run", "arm", "status", "attempted", "measured", "unmeasured", "coerced", "won", "actions", "folder", "executor fingerprint", "commit", "time"], runs, 'id="runs"')}
     ${configs}
-    <h2>Comparisons</h2>${reports || '<p class="muted">No report.json (the run has not finished).</p>'}
+    ${arr(doc.canaries).length ? "<h2>Learning canary</h2>" + arr(doc.canaries).map(canaryView).join("") : ""}
+    <h2>Comparisons</h2>${reports || (arr(doc.canaries).length ? '<p class="muted">A canary writes no report.json: its verdicts are above.</p>' : '<p class="muted">No report.json (the run has not finished).</p>')}
     ${training ? `<h2>Training: reward, its components and health per step</h2>${training}` : ""}
     ${arr(doc.candidates).length ? "<h2>Optimize candidates</h2>" + candidatesTable(arr(doc.candidates)) : ""}
     <h2>Gate results</h2><p class="muted">${Object.entries(counts).map(([k, v]) => `${esc(k)} ${v}`).join(" · ")}</p>
@@ -252,6 +253,26 @@ pages.experiment = (doc) => {
     <h2>Failures linked</h2>${failuresTable(doc.failures)}
     ${doc.postmortem ? details("postmortem (generated from the ledger)", pre(doc.postmortem)) : ""}`;
 };
+
+function canaryView(c) {
+  c = obj(c);
+  const rate = x => isNum(x) ? pct(x) : other(x);
+  const control = (name, x) => { x = obj(x); return "<tr>" + td(esc(name)) + td(rate(x.after)) + td(num(x.b) + "/" + num(x.c)) +
+    td(num(x.p, 3)) + td(esc(x.verdict)) + "</tr>"; };
+  const controls = [control("shuffled control", c.control)].concat(Object.entries(obj(c.controls)).map(([k, x]) =>
+    control(k === "flipped" ? "sign-flipped control" : k, x)));
+  const seeds = arr(c.seeds).map(x => { x = obj(x); return "<tr>" + td(num(x.seed)) + td(rate(x.before) + " → " + rate(x.after)) +
+    td(num(x.b) + "/" + num(x.c)) + td(num(x.p, 3)) + td(esc(x.direction), "", "direction") + td(esc(x.verdict)) + "</tr>"; });
+  const held = obj(c.held_out), rule = obj(c.rule);
+  return `<h3 id="canary-${esc(c.id)}">canary #${esc(c.id)} ${esc(c.trainer)}: <span class="${c.passed ? "won" : "lost"}">${c.passed ? "PASS" : "FAIL"}</span></h3>
+    <dl class="kv"><dt>metric</dt><dd>${esc(c.metric)}</dd>
+    <dt>pooled</dt><dd>${rate(c.before)} → ${rate(c.after)} on ${num(c.n)} held-out tasks, b/c ${num(c.b)}/${num(c.c)}, p ${num(c.p, 3)}` +
+    `${isNum(c.p_corrected) ? ", corrected " + num(c.p_corrected, 3) : ""}: ${esc(c.verdict)}</dd>
+    <dt>held-out</dt><dd>${esc(held.split)} split (env seed ${esc(held.env_seed)}), look ${held.looks === null || held.looks === undefined ? "uncounted" : num(held.looks)}${c.quick ? "; --quick: vouches for nothing" : ""}</dd>
+    <dt>rule (declared first)</dt><dd>${esc(rule.text)}</dd><dt>code</dt><dd>${esc(c.code_hash)}</dd></dl>
+    ${table(["seed", "before → after", "b/c", "p", "direction", "verdict"], seeds, 'class="canary-seeds"')}
+    ${table(["control", "after", "b/c", "p", "verdict"], controls, 'class="canary-controls"')}`;
+}
 
 function candidatesTable(cands) {
   const rows = arr(cands).map((c, i) => {
