@@ -7,6 +7,7 @@ step from the newest checkpoint's log. Unmeasured values are written, never draw
 The world is written by tests/plot_world.py (no game played, no model trained)."""
 
 import csv
+import json
 
 import pytest
 
@@ -253,8 +254,16 @@ def test_export_report_of_an_experiment_and_a_refused_target(world, browser, tmp
     assert len(drawn(page, "#r0-arms circle.point")) == 3 and "unmeasured (" in page.find_element("id", "r0-arms").text
     # by name too, and a second export replaces the first
     assert export_report("exp1", out, world["home"], world["runs"])["target"] == f"experiment #{exp}"
+    # a training run's folder is a report of its training curves (it used to be refused as "no report.json")
+    trained = run_cli("export", "report", world["runs"] / "train", tmp_path / "train-report", "--json",
+                      "--home", world["home"], "--runs", world["runs"])
+    assert trained.returncode == 0, trained.stderr
+    assert json.loads(trained.stdout)["kind"] == "training" and json.loads(trained.stdout)["rows"]["training.csv"] > 0
+    plain = tmp_path / "not-a-run"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("no run files")
     before = sorted(p.name for p in tmp_path.iterdir())
-    for target in ("no-such-experiment", str(world["runs"] / "train")):  # the CLI: one line, exit 2
+    for target in ("no-such-experiment", str(plain)):  # the CLI: one line, exit 2
         refused = run_cli("export", "report", target, tmp_path / "refused", "--home", world["home"], "--runs", world["runs"])
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert "Traceback" not in refused.stderr and target in refused.stderr

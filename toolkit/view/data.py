@@ -262,7 +262,10 @@ class Source:
                 output = self._guard(problems, f"run #{run['id']} output", lambda: _output_of(run["config"], run.get("arm")))
                 run["rid"] = self._rid_of(output, folders)
                 if output and run["rid"] is None:
-                    problems.append(f"run #{run['id']}: its output folder {output} is missing")
+                    problems.append(
+                        f"run #{run['id']}: its output folder {output} is outside the run folders read here "
+                        f"({self.runs}): pass --runs {Path(output).parent}" if Path(output).is_dir() else
+                        f"run #{run['id']}: its output folder {output} is missing")
                 for ev in run["evals"]:
                     for col in ("n_attempted", "n_measured", "n_unmeasured", "successes", "coerced_actions"):
                         if ev[col] is not None and not isinstance(ev[col], int):

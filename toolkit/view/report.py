@@ -64,16 +64,18 @@ def document(target: str, home, runs) -> dict:
     source = Source(home, runs)
     folder = Path(target)
     if folder.is_dir():
-        if not (folder / REPORT).is_file():
-            raise SkillosError(f"{target}: no {REPORT} in this folder (not a finished eval or sweep run folder)")
         problems: list = []
         folder = folder.resolve()  # "." has a name once resolved
         report, training = Source(home, folder.parent).folder_plots(folder.name, folder, problems)
-        if report is None:
+        if (folder / REPORT).is_file() and report is None:
             raise SkillosError(f"{folder / REPORT}: no comparisons to report ({'; '.join(problems) or 'not an eval report'})")
-        kind = "sweep" if report.get("sweep") else "eval"
-        return {"kind": kind, "target": str(folder), "title": f"{kind} run {folder.name}", "reports": [report],
-                "training": [training] if training else [], "problems": problems}
+        if report is None and training is None:
+            raise SkillosError(f"{target}: no {REPORT} and no training log (checkpoint-*/trainer_state.json) in this "
+                               "folder: not a finished eval, sweep or training run folder")
+        kind = "training" if report is None else "sweep" if report.get("sweep") else "eval"
+        return {"kind": kind, "target": str(folder), "title": f"{kind} run {folder.name}",
+                "reports": [report] if report else [], "training": [training] if training else [],
+                "problems": problems}
     exp_id = experiment_id(source, target)
     doc = source.experiment(str(exp_id))
     exp = doc.get("experiment") or {}
