@@ -231,3 +231,24 @@ def test_gate_check_cli_exit_codes_and_json(tmp_path, canaries_passed):
     path.write_text("training: [unclosed\n")
     result = run_cli("gate", "check", path)
     assert result.returncode == 2 and "invalid YAML" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_plan_says_the_free_checks_missing_data_and_checkpoint_disk(tmp_path, monkeypatch):
+    """This machine's facts that cost nothing run in `plan` (and every launch), not only in the
+    dry-run: the paper config's official ALFWorld data and the disk its kept checkpoints need."""
+    paper = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    assert not {"data-present", "disk"} & {r.check for r in gates.check(config.load(paper)).results}  # the config alone
+    free = {(r.check, r.status) for r in gates.check(config.load(paper), machine=True).results}
+    assert ("data-present", "FAIL") in free and ("disk", "FAIL") in free  # 1.25 TB of checkpoints
+    (row,) = [r for r in gates.check(config.load(paper), machine=True).results if r.check == "disk"]
+    assert "checkpoints x" in row.expected and "GiB" in row.seen
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))  # set, but without the official layout
+    (held, train) = [r for r in gates.check(config.load(paper), machine=True).results if r.check == "data-present"]
+    assert held.status == "FAIL" and "json_2.1.1/valid_unseen" in held.detail
+    for split in ("valid_unseen", "train"):
+        (tmp_path / "json_2.1.1" / split).mkdir(parents=True)
+    assert {r.status for r in gates.check(config.load(paper), machine=True).results
+            if r.check == "data-present"} == {"PASS"}
+    planned = run_cli("plan", paper, env={"ALFWORLD_DATA": ""})
+    assert "data-present" in planned.stdout + planned.stderr and "disk" in planned.stdout + planned.stderr

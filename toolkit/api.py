@@ -109,7 +109,7 @@ def proposal(cfg: Config, source: str | None, sets: list, proposed_by: str | Non
     what `plan` writes, and what `skillos approve` computes again and shows the person."""
     from skillos.gates import approval
 
-    return approval.build(cfg, gates.check(cfg, dry_run=False), source, list(sets), proposed_by)
+    return approval.build(cfg, gates.check(cfg, dry_run=False, machine=True), source, list(sets), proposed_by)
 
 
 def evaluate(config: Config | str | Path, *, out: str | Path | None = None,

@@ -45,6 +45,11 @@ class Environment(Protocol):
         (the runner plays them; the eval checks hashes for train/held-out overlap); a missing
         data file is a one-line SkillosError."""
 
+    def data_missing(self, cfg, split: str) -> str | None:
+        """What a split's tasks need that is not on this machine (a data folder, a grading
+        package), in one line; None: all present. Loads no task: the gates ask it before any
+        dry-run, so `gate check` and `plan` say it for free."""
+
     def make_env(self, tasks=()):
         """A fresh game env (`load(path)`, `reset()`, `step(action)`, `task`) that can play those
         tasks; one per game in flight. An observation with no admissible commands takes free

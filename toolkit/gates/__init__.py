@@ -51,7 +51,7 @@ def refuse_on_failure(report: Report, command: str, detail: dict | None = None) 
 def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
           before_dry_run: Callable[[set], None] | None = None,
           overridden: set | None = None, command: str | None = None, trace: bool = False,
-          progress: Callable[[str], None] | None = None) -> Report:
+          progress: Callable[[str], None] | None = None, machine: bool = False) -> Report:
     """Run every static check (and the dry-run checks) on a loaded config.
 
     `before_dry_run(names)` is called with every check name once the static checks have run
@@ -60,7 +60,9 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     code runs: the dry-run checks, which play games, are skipped. With `trace` (and always with
     the dry-run, so at every launch) every key a check read is traced to what its consumer
     receives (gates/trace.py): a key checked but not applied is a FAIL of check `trace`.
-    `echo` gets each result's line; `progress` (default: `echo`) a long check's progress."""
+    `echo` gets each result's line; `progress` (default: `echo`) a long check's progress.
+    `machine` (and always with the dry-run): this machine's free facts too (core.MACHINE: free
+    disk for the checkpoints, the data present), as `plan` shows them."""
     from skillos.gates import approval, dryrun, learning, scale, static  # noqa: F401 - register the checks
 
     ref = None
@@ -73,7 +75,8 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     quiet = lambda _line: None  # noqa: E731
     ctx = Context(cfg, ref, ledger, base, echo or quiet, command=command, progress=progress or echo or quiet)
     last = [c for c in core.STATIC if c.__name__ == "divergences"]  # reads what the others used
-    results = run_checks(ctx, [c for c in core.STATIC if c not in last])
+    results = run_checks(ctx, [c for c in core.STATIC if c not in last]
+                         + (core.MACHINE if machine or dry_run else []))
     if dry_run:
         if before_dry_run:
             before_dry_run({r.check for r in results} | {c.__name__.replace("_", "-")

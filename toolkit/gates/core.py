@@ -176,10 +176,18 @@ def same(a, b) -> bool:
 Check = Callable[[Context], "Result | list[Result]"]
 STATIC: list[Check] = []
 DRY_RUN: list[Check] = []
+# Facts about this machine that cost nothing to read (free disk, data present): `plan` and every
+# launch run them with the static checks; `gate check` (the config alone) only with --dry-run.
+MACHINE: list[Check] = []
 
 
 def static(fn: Check) -> Check:
     STATIC.append(fn)
+    return fn
+
+
+def machine(fn: Check) -> Check:
+    MACHINE.append(fn)
     return fn
 
 

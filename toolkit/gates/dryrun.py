@@ -3,7 +3,7 @@
 Scripted ones drive the real runner, reward and curator environment with a stand-in game or a
 failing executor (the thing under test is the toolkit's own code path). Real ones play a few
 ALFWorld games with the configured executor, sample the task groups the data pipeline will
-yield, hash the splits, and measure the disk.
+yield, and hash the splits (the disk check, which plays nothing, is a machine check: `plan` runs it).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import shutil
 
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-from skillos.gates.core import Context, Result, dry_run, training_only
+from skillos.gates.core import Context, Result, dry_run, machine, training_only
 
 GIB = 1024 ** 3
 ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
@@ -345,7 +345,7 @@ def splits_disjoint(ctx: Context) -> Result:
 
 
 # -- gate 7 ----------------------------------------------------------------------------------
-@dry_run
+@machine  # it plays nothing: `plan` says a missing terabyte before any launch
 @training_only(7)
 def disk(ctx: Context) -> Result:
     check, gates = "disk", (7,)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from skillos.config import did_you_mean
-from skillos.gates.core import Context, Result, same, static, training_only
+from skillos.gates.core import Context, Result, machine, same, static, training_only
 from skillos.registry import BACKENDS, NO_MODEL, RAY_INSTALL, RAY_MODULES, TORCH_FIRST, TRAINERS
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
@@ -553,6 +553,29 @@ def extras(ctx: Context) -> list[Result]:
         else:
             results.append(Result("extras", (1,), "PASS", key, "installed", "installed"))
     return results or [Result("extras", (1,), "SKIP", detail="nothing beyond the base install is needed")]
+@machine
+def data_present(ctx: Context) -> list[Result]:
+    """The data each split's tasks come from is on this machine (ALFWorld's official games, a
+    reasoning dataset, its grader): asked of the environment without loading a task, so `plan`
+    says it for free, before the dry-run or the launch."""
+    from skillos.errors import SkillosError
+    from skillos.evals.arms import game_sets
+    from skillos.evals.envs.registry import environment
+
+    env = environment(ctx.cfg)
+    results = []
+    for role, (split, n) in game_sets(ctx.cfg).items():
+        if not n:
+            continue
+        missing = env.data_missing(ctx.cfg, split)
+        if missing and ctx.command:  # a launch: the user's input, one line and exit 2, like loading would
+            raise SkillosError(missing)
+        results.append(Result("data-present", (1,), "FAIL" if missing else "PASS", f"env ({role} games)", split,
+                              "its data on this machine", "a launch that stopped at its first game for data "
+                              "that was never downloaded", missing or ""))
+    return results or [Result("data-present", (1,), "SKIP", detail="no games are loaded")]
+
+
 # -- SkillGate (issue 17): the selector trainer's slate and credit, the frozen eval protocol ------
 @static
 def skillgate_slate(ctx: Context) -> Result:

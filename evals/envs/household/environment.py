@@ -5,6 +5,7 @@ file, and for a model backend the LLM executor and curator (evals/backends/build
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from skillos.evals.backends import build
 from skillos.errors import SkillosError
@@ -22,13 +23,22 @@ class Household:
 
         return CURATOR_SYSTEM
 
+    def data_missing(self, cfg, split: str) -> str | None:
+        if cfg.env.data != "official":
+            return None  # generated games are made here
+        if not os.environ.get("ALFWORLD_DATA"):
+            return ("env.data is 'official' but ALFWORLD_DATA is not set: download the data with "
+                    "`alfworld-download` (from the alfworld package; ~2 GB into ~/.cache/alfworld) and export "
+                    "ALFWORLD_DATA=~/.cache/alfworld")
+        folder = Path(os.environ["ALFWORLD_DATA"]) / "json_2.1.1" / split
+        return None if folder.is_dir() else f"ALFWORLD_DATA has no {folder}; expected the official json_2.1.1 layout"
+
     def load_tasks(self, cfg, split: str, n: int, progress=None):
         from skillos.evals.envs.alfworld import games, scenes
 
-        if cfg.env.data == "official" and not os.environ.get("ALFWORLD_DATA"):
-            raise SkillosError("env.data is 'official' but ALFWORLD_DATA is not set: download the data "
-                               "with `alfworld-download` (from the alfworld package; ~2 GB into ~/.cache/alfworld) "
-                               "and export ALFWORLD_DATA=~/.cache/alfworld")
+        missing = self.data_missing(cfg, split)
+        if missing and not os.environ.get("ALFWORLD_DATA"):
+            raise SkillosError(missing)
         scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
         if cfg.env.data == "official":
             types = games.task_types(cfg.env.task_types)

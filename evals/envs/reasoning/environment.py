@@ -63,6 +63,23 @@ class Reasoning:
     history_unused = "the reasoning executor answers in one turn with no history"
     curator_system = CURATOR_SYSTEM
 
+    def data_missing(self, cfg, split: str) -> str | None:
+        import importlib.util
+
+        if importlib.util.find_spec("math_verify") is None:
+            return "env.name reasoning grades with math-verify, which is not installed: pip install 'skillos[reasoning]'"
+        r = cfg.env.reasoning
+        source = r.datasets.get(split)
+        if source is None:
+            return f"env.reasoning.datasets names no problem set for split {split!r}"
+        if source == "generated":
+            return None
+        spec = datasets.HUB.get(source)
+        folder = relative_to_config(cfg, r.data_dir) / spec.repo if spec else None
+        if folder is not None and not folder.is_dir():
+            return f"dataset {source} ({spec.repo}): no folder {folder}; {spec.fetch_hint(folder)} (nothing downloads at run time)"
+        return None
+
     def load_tasks(self, cfg, split: str, n: int, progress=None):
         import importlib.util
 
