@@ -58,6 +58,8 @@ def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
     overwrite, and a resume with nothing to resume. Cheap: launchers call it before the gates."""
     if out.exists() and not out.is_dir():
         raise SkillosError(f"{out}: is a file; the output folder must be a folder")
+    if not out.exists():
+        creatable(out)
     used = holds_run(out)
     if resume and not used:
         raise SkillosError(f"{out}: nothing to resume (the folder is empty or missing)")
@@ -65,6 +67,27 @@ def check_out(out: Path, resume: bool = False, overwrite: bool = False) -> bool:
         raise SkillosError(f"{out}: output folder exists and is not empty; --resume to continue "
                            "it, --overwrite to replace it, or choose another --out")
     return used
+
+
+def creatable(out: Path) -> None:
+    """A one-line error now, before the gates, when `out` cannot be made (under /proc or /sys, a
+    read-only or full disk, a file on its path): probed by making it, then removing what the probe
+    made, so nothing is left behind."""
+    made, probe = [], Path(out).absolute()
+    while not probe.exists():
+        made.append(probe)
+        probe = probe.parent
+    try:
+        for folder in reversed(made):
+            folder.mkdir()
+    except OSError as exc:
+        raise SkillosError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from None
+    finally:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
 def config_text(cfg) -> str:

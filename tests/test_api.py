@@ -92,3 +92,21 @@ def test_an_aborted_arm_has_its_own_exit_code():
     from skillos.evals.runner import ArmAborted
 
     assert ArmAborted("x").exit_code not in (SkillosError("x").exit_code, skillos.GateRefused("x").exit_code, 0)
+
+
+@pytest.mark.parametrize("out", ["/proc/skillos-out", "/sys/skillos-out", "{file}/inside"])
+def test_an_output_folder_that_cannot_be_made_is_one_line_before_the_gates(out, tmp_path, skillos_home):
+    from skillos import api
+    from skillos.errors import SkillosError
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    out = out.format(file=a_file)
+    cfg = api.load(QUICKSTART, ["env.n_games=4", "env.n_train_games=4"])
+    with pytest.raises(SkillosError, match="cannot create the output folder") as refused:
+        api.evaluate(cfg, out=out)
+    assert "\n" not in str(refused.value) and not (skillos_home / "ledger.db").exists()
+    made = tmp_path / "new" / "deeper" / "run"
+    from skillos.evals.run_folder import check_out
+
+    assert check_out(made) is False and not (tmp_path / "new").exists()  # the probe leaves nothing behind

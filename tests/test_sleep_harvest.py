@@ -127,3 +127,28 @@ def test_an_interrupted_request_is_mined_as_corrected(tmp_path):
     tasks, _ = mine(harvest(_cfg(tmp_path)).sessions)
     assert [(t.prompt, t.why, t.checks) for t in tasks] == [
         ("Write the changelog for 3.0", "corrected", [{"rule": "section", "value": "3.0"}])]
+
+
+def test_metadata_of_the_wrong_shape_is_read_as_absent_never_a_traceback(tmp_path):
+    """A list sessionId, a list or numeric cwd, an object timestamp (Claude Code), a list session id
+    or cwd (Codex): read as absent, the turns still read."""
+    from collections import Counter
+
+    from skillos.training.sleep import harvest as h
+
+    claude = tmp_path / "c.jsonl"
+    claude.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"type": "user", "sessionId": ["a", "b"], "cwd": ["/x"], "timestamp": {"t": 1}, "version": [1],
+         "message": {"role": "user", "content": "please fix the failing build on main"}},
+        {"type": "assistant", "sessionId": ["a"], "cwd": 5, "timestamp": "2026-01-01T00:00:00Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "fixed it"}]}}]))
+    s = h.read_claude(claude, Counter(), Counter())
+    assert (s.id, s.project, s.started, s.version) == ("c", None, "2026-01-01T00:00:00Z", None)
+    assert len(s.turns) == 2 and json.dumps(s.to_dict())
+    codex = tmp_path / "x.jsonl"
+    codex.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"type": "session_meta", "timestamp": "2026-01-01T00:00:00Z", "payload": {"id": ["x"], "cwd": ["/y"]}},
+        {"type": "event_msg", "timestamp": ["no"], "payload": {"type": "user_message", "message": "hello there"}},
+        {"type": "event_msg", "timestamp": "2026-01-01T00:00:02Z", "payload": {"type": "agent_message", "message": "hi"}}]))
+    s = h.read_codex(codex, "codex", Counter(), Counter())
+    assert (s.id, s.project, s.started) == ("x", None, "2026-01-01T00:00:00Z") and json.dumps(s.to_dict())

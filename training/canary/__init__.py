@@ -241,6 +241,10 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     if placed:  # before the warm start moves a weight
         raise SkillosError(f"canary {name}: {placed} (a canary takes it as --set compute.gpu=...)")
     config = identity.config_digest(resolved)
+    if not folder.exists():
+        from skillos.evals.run_folder import creatable
+
+        creatable(folder)  # /proc, a read-only disk: one line before anything runs
     identity.guard(folder, config)  # a folder made by other code is never recorded under this code's hash
     folder.mkdir(parents=True, exist_ok=True)
     identity.stamp(folder, config)  # what it ran so far: a rerun after a kill is guarded too

@@ -172,6 +172,12 @@ def _lines(path: Path, skipped: Counter, repaired: Counter, source: str):
                 skipped["unparseable-line" if reason in ("not-an-object", "partial-last-line") else reason] += n
 
 
+def _field(value) -> str | None:
+    """A transcript's metadata field (a session id, a cwd, a timestamp, a version) as text: a
+    list, an object or a number where a string belongs is malformed, read as absent."""
+    return value if isinstance(value, str) and value else None
+
+
 def _text_of(content) -> str:
     """The text of a message's content: a string, or the text blocks of a list."""
     if isinstance(content, str):
@@ -228,7 +234,7 @@ def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool
         if REPLAY_MARKER in line:
             skipped["skillos-replay"] += 1
             return None
-        kind, ts = rec.get("type"), rec.get("timestamp")
+        kind, ts = rec.get("type"), _field(rec.get("timestamp"))
         if kind not in ("user", "assistant") or not isinstance(rec.get("message"), dict):
             skipped["other-record"] += 1
             types[str(kind)] += 1
@@ -236,10 +242,12 @@ def read_claude(path: Path, skipped: Counter, repaired: Counter, subagents: bool
         if rec.get("isSidechain") and not subagents:  # a sub-agent's records inside the main file
             skipped["subagent-record"] += 1
             continue
-        session.id = rec.get("sessionId") or session.id
-        session.project = session.project or rec.get("cwd")
+        session.id = _field(rec.get("sessionId")) or session.id
+        session.project = session.project or _field(rec.get("cwd"))
         session.started = session.started or ts
-        session.version = session.version or (str(rec["version"]) if rec.get("version") else None)
+        version = rec.get("version")
+        session.version = session.version or _field(version) or (
+            str(version) if isinstance(version, (int, float)) and not isinstance(version, bool) else None)
         content = rec["message"].get("content")
         if kind == "user":
             if rec.get("isCompactSummary"):
@@ -329,11 +337,11 @@ def read_codex(path: Path, source: str, skipped: Counter, repaired: Counter,
     has_event = {"user": any(k == "user_message" for _, _, k in records),
                  "assistant": any(k == "agent_message" for _, _, k in records)}
     for rec, payload, kind in records:
-        ts = rec.get("timestamp") or payload.get("timestamp")
+        ts = _field(rec.get("timestamp")) or _field(payload.get("timestamp"))
         session.started = session.started or ts
-        session.project = session.project or payload.get("cwd")
+        session.project = session.project or _field(payload.get("cwd"))
         if kind == "session_meta":
-            session.id = str(payload.get("id") or session.id)
+            session.id = _field(payload.get("id")) or session.id
             session.version = session.version or (str(payload["cli_version"]) if payload.get("cli_version") else None)
             instructions = payload.get("base_instructions") or payload.get("instructions")
             _note_listed_skills(session, instructions.get("text") if isinstance(instructions, dict) else instructions)
