@@ -177,3 +177,13 @@ def test_an_import_is_bounded_before_it_writes_and_atomic(tmp_path, skillos_home
         monkeypatch.undo()
         again = imported.import_results(ledger, [src], "halves", imported.Mapping.load(None), skillos_home)
         assert [r["arm"] for r in again["runs"]] == ["a", "b"]  # the rerun completes it
+
+
+def test_an_imported_experiments_report_says_why_there_is_none(tmp_path, skillos_home):
+    src = _write(tmp_path / "r.jsonl", [{"game_id": g, "arm": arm, "success": True} for g in GAMES[:4]
+                                        for arm in ("base", "treated")])
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    assert run_cli("import", src, "--experiment", "elsewhere", env=env).returncode == 0
+    report = run_cli("export", "report", "elsewhere", tmp_path / "rep", env=env)
+    assert report.returncode == 2 and "no run recorded" not in report.stderr
+    assert "its 2 runs were imported (skillos import)" in report.stderr and "--family elsewhere" in report.stderr

@@ -80,8 +80,15 @@ def document(target: str, home, runs) -> dict:
     doc = source.experiment(str(exp_id))
     exp = doc.get("experiment") or {}
     if not doc["reports"] and not doc["training"]:
+        runs = doc["runs"]
+        imported = [r for r in runs if isinstance(r.get("config"), dict) and "imported" in r["config"]]
+        if runs and len(imported) == len(runs):
+            raise SkillosError(f"experiment #{exp_id}: its {len(runs)} runs were imported (skillos import): they have "
+                               f"no run folder to report; re-test them with `skillos compare ARM --control ARM --family "
+                               f"{exp.get('name', exp_id)}`")
+        why = "; ".join(doc["problems"]) or (f"its {len(runs)} runs recorded no run folder" if runs else "no run recorded")
         raise SkillosError(f"experiment #{exp_id}: none of its run folders under {source.runs} has a {REPORT} or a "
-                           f"training log yet ({'; '.join(doc['problems']) or 'no run recorded'}); nothing to report")
+                           f"training log yet ({why}); nothing to report")
     kind = "sweep" if any(r.get("sweep") for r in doc["reports"]) else "experiment"
     return {"kind": kind, "target": f"experiment #{exp_id}", "title": f"experiment #{exp_id} {exp.get('name', '')}",
             "hypothesis": exp.get("hypothesis"), "valid": exp.get("valid"), "invalid_reason": exp.get("invalid_reason"),
