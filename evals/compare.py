@@ -76,6 +76,11 @@ def _describe(ledger: Ledger, exp_id) -> str:
         return f"#{exp_id}"
 
 
+FAMILY_NOTE = ("Holm here corrects over this family's runs; a run's own report.json corrects over the "
+               "comparisons of that run (its arms against its control), so the two adjusted p differ when the "
+               "families do: the raw McNemar p is the same")
+
+
 def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None, prefer: set[int] | None = None,
                 chosen: bool = False) -> int:
     """A run id (an int, or written `#ID`), or an arm name: that arm's newest run with a valid
@@ -223,6 +228,8 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
                         "executor_fingerprint": control.get("executor_fingerprint"),
                         "denominators": denominators(control_rows)},
             "family": {"name": family, "runs": family_ids, "size": len(family_ids),
-                       "correction": "holm (and fdr_bh)"},
+                       "correction": "holm (and fdr_bh)",
+                       # why a run's own report.json can show another Holm p for the same pair
+                       "note": FAMILY_NOTE},
             "common_games": len(common), "alpha": alpha, "power": power,
             "max_age_days": max_age_days, "arms": arms}

@@ -139,3 +139,15 @@ def test_arms_by_name_and_a_named_family(ledger, tmp_path):
     assert result.returncode == 0 and "family sweep: 2 run(s)" in result.stdout
     missing = run_cli("compare", "shuffled")
     assert missing.returncode == 2 and "no measured run of arm 'shuffled'" in missing.stderr
+
+
+def test_compare_says_why_its_holm_p_can_differ_from_a_runs_report():
+    from skillos.cli_render import compare_lines
+    from skillos.evals.compare import FAMILY_NOTE
+
+    result = {"control": {"run_id": 1, "arm": "base", "age_days": 0.0, "denominators": {
+        "successes": 1, "measured": 2, "attempted": 2, "unmeasured": 0, "coerced_actions": 0}},
+        "max_age_days": 7, "alpha": 0.05, "arms": [],
+        "family": {"name": "f", "size": 3, "runs": [1, 2, 3], "note": FAMILY_NOTE}}
+    line = compare_lines(result)[1]
+    assert "a run's own report.json corrects over the comparisons of that run" in line and "raw McNemar p" in line

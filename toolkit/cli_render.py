@@ -30,7 +30,7 @@ def compare_lines(result: dict) -> list[str]:
                  f"{d['coerced_actions']} coerced actions)")
     f = result["family"]
     lines.append(f"family {f['name'] or 'of the compared runs experiments'}: {f['size']} run(s) "
-                 f"{f['runs']}, Holm-corrected at alpha {result['alpha']}")
+                 f"{f['runs']}, Holm-corrected at alpha {result['alpha']}" + (f" ({f['note']})" if f.get("note") else ""))
     for arm in result["arms"]:
         d, k = arm["denominators"], arm["comparison"]
         mde = "unmeasured" if k["mde"] is None else f"{100 * k['mde']:.1f} pts"
