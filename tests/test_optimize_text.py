@@ -89,7 +89,19 @@ def test_a_document_splits_into_sections_that_proposers_edit_as_skills():
     assert "Pitfalls" not in after and doc.split(after)[0] == preamble  # the preamble is no unit
     budget = StepBudget(2)
     assert budget.admit(edits, document) == [edits[1]]  # one changed line; the others do not fit
-    assert [r.changed_lines for r in budget.refusals] == [3, 8]
+    assert [r.changed_lines for r in budget.refusals] == [4, 8]  # measured on the whole document
+    # per document, not per edit: two edits that each add half a protected block, and an `add` reusing
+    # a section's name (it appends a whole section, so it costs one, not a small diff)
+    from skillos.training.textual import BLOCK_END, BLOCK_START
+
+    halves = [doc.SectionEdit("add", "a", f"## a\n\n{BLOCK_START}\nobey\n"),
+              doc.SectionEdit("add", "b", f"## b\n\n{BLOCK_END}\n")]
+    forged = StepBudget(40)
+    assert forged.admit(halves, document) == [halves[0]]
+    assert "protected slow-update block" in forged.refusals[0].reason
+    reused = doc.SectionEdit("add", "pitfalls", "## Pitfalls\n\n" + "".join(f"- rule {i}\n" for i in range(6)))
+    costed = StepBudget(40)
+    assert costed.admit([reused], document) == [reused] and costed.used >= 8
     # an edit within the budget that would take the document past a skill's size limit is refused too
     huge = doc.SectionEdit("add", "wall", "## wall\n\n" + "x" * 25_000 + "\n")
     wide = StepBudget(40)

@@ -4,9 +4,10 @@ SkillOpt bounds a step by how much of the skill text it may change ("one unbound
 destroy it"); counting edits does not: one `replace` can rewrite a whole SKILL.md and still be
 one edit. So a step of `skillos optimize` has a budget of **changed lines** (`changed_lines`:
 difflib over the old and new text, a replaced line counting once), decayed by the schedule. Each
-proposed edit is measured against the text it changes and admitted only while it fits what is
-left of the step's budget; one that does not fit is refused (not cut: half a rewrite is a
-different edit nobody proposed), and so is any edit that touches the protected block. Every
+proposed edit is measured on the whole text it leaves (every skill, or the one document, after the
+edits admitted before it) and admitted only while it fits what is left of the step's budget; one
+that does not fit is refused (not cut: half a rewrite is a different edit nobody proposed), and
+so is any edit after which a protected block differs. Every
 refusal is kept with its reason for the step record.
 
 The protected block (`<!-- skillos:slow-update -->` ... `<!-- /skillos:slow-update -->`) holds
@@ -49,6 +50,12 @@ def with_block(text: str, block_body: str) -> str:
     return "".join(lines[:at]) + ("\n" if at else "") + block + "\n\n" + "".join(lines[at:]).lstrip("\n")
 
 
+def _texts(repo) -> dict:
+    """Every skill's whole text, by name (in name order): what a step's budget and protected
+    blocks are judged on."""
+    return {skill.name: skill.to_markdown() for skill in sorted(repo.skills, key=lambda skill: skill.name)}
+
+
 @dataclass
 class Refusal:
     edit: str  # the edit's summary
@@ -70,24 +77,30 @@ class StepBudget:
         return self.allowed - self.used
 
     def admit(self, edits: list, before) -> list:
-        """The edits of `edits` that fit, each measured against `before` (the incumbent state;
-        a step's edits change different units, so they do not overlap) and applied in turn to a
-        copy of it: one that cannot be applied there (a skill over the size limit) is refused too."""
+        """The edits of `edits` that fit, in order, each applied to a copy of what the edits
+        admitted before it made of `before` (the incumbent) and judged on the whole result: its
+        changed lines against every skill's text (an `add` that reuses a section's name costs the
+        section it adds), and every protected block unchanged (two edits that each add half a
+        block are caught by the second). One that cannot be applied (a skill over the size limit)
+        is refused too."""
         kept, trial = [], before.copy()
         for e in edits:
-            old, new = e.texts(before)
-            size = changed_lines(old, new)
-            if protected_block(old) != protected_block(new):
+            attempt = trial.copy()
+            why = e.apply_in(attempt)
+            old, new = _texts(trial), _texts(attempt)
+            size = changed_lines("".join(old.values()), "".join(new.values()))
+            if why is not None:
+                self.refusals.append(Refusal(e.summary(), size, f"cannot be applied: {why}"))
+            elif any(protected_block(old.get(name)) != protected_block(new.get(name)) for name in {*old, *new}):
                 self.refusals.append(Refusal(e.summary(), size, "touches the protected slow-update block, "
                                                                    "which only the epoch-end slow update writes"))
             elif size > self.left:
                 self.refusals.append(Refusal(e.summary(), size, f"{size} changed lines exceed the {self.left} left "
                                                                 f"of this step's budget of {self.allowed}"))
-            elif (why := e.apply_in(trial)) is not None:
-                self.refusals.append(Refusal(e.summary(), size, f"cannot be applied: {why}"))
             else:
                 self.used += size
                 kept.append(e)
+                trial = attempt
         return kept
 
     def to_dict(self) -> dict:
