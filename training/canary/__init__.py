@@ -145,6 +145,18 @@ def load(cfg, split: str, n: int, echo, what: str) -> list:
     return load_games(cfg, split, n, Ticker(echo, f"{what}: generating {split} games"))
 
 
+def miniature_games(cfg, echo, name: str) -> tuple[list, list]:
+    """A model canary's train games and its held-out games: the sealed split (canary.sealed_seed:
+    games tuning never reads) or the tuning split (env.seed), saying which."""
+    what = f"canary {name}"
+    train = load(cfg, cfg.env.train_split, cfg.env.n_train_games, echo, what)
+    held_out = load(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
+                    echo, what)
+    echo(f"{what}: {len(train)} train games, {len(held_out)} held-out ({cfg.env.split}, the {cfg.canary.split} "
+         f"split: env seed {held_out_seed(cfg)}); warm start ({cfg.canary.warmup_steps} supervised steps)")
+    return train, held_out
+
+
 def games_digest(games) -> str:
     """Which games a canary was judged on, by content (a generated game's id names its index only)."""
     import hashlib

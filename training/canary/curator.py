@@ -26,8 +26,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import (SIGNALS, Canary, Measured, described, games_digest, held_out_seed,
-                                     identity)
+from skillos.training.canary import SIGNALS, Canary, Measured, described, games_digest, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
@@ -64,17 +63,11 @@ class CuratorCanary(Canary):
         import functools
 
         from skillos import config as cfgmod
-        from skillos.training.canary import load, trained_and_control
+        from skillos.training.canary import miniature_games, trained_and_control
 
         cfg = cfgmod.with_sets(self.config(quick), [f"training.output_dir={out / 'trained'}", *compute])
-        train_games = load(cfg, cfg.env.train_split, cfg.env.n_train_games, echo, "canary curator")
-        # the sealed split (canary.sealed_seed: games tuning never reads) or the tuning split (env.seed)
-        held_out = load(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
-                        echo, "canary curator")
+        train_games, held_out = miniature_games(cfg, echo, "curator")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
-        echo(f"canary curator: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}, the "
-             f"{cfg.canary.split} split: env seed {held_out_seed(cfg)}); "
-             f"warm start ({cfg.canary.warmup_steps} supervised steps)")
         warm = warm_start(cfg, train_games, out / "warm", echo)
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples

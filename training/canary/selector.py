@@ -25,8 +25,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import (SIGNALS, Canary, Measured, described, games_digest, held_out_seed,
-                                     identity)
+from skillos.training.canary import SIGNALS, Canary, Measured, described, games_digest, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -72,17 +71,11 @@ class SelectorCanary(Canary):
         import functools
 
         from skillos import config as cfgmod
-        from skillos.training.canary import load, trained_and_control
+        from skillos.training.canary import miniature_games, trained_and_control
 
         cfg = cfgmod.with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
-        train_games = load(cfg, cfg.env.train_split, cfg.env.n_train_games, echo, "canary selector")
-        # the sealed split (canary.sealed_seed: games tuning never reads) or the tuning split (env.seed)
-        held_out = load(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
-                        echo, "canary selector")
+        train_games, held_out = miniature_games(cfg, echo, "selector")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
-        echo(f"canary selector: {len(train_games)} train games, {len(held_out)} held-out ({cfg.env.split}, the "
-             f"{cfg.canary.split} split: env seed {held_out_seed(cfg)}); "
-             f"warm start ({cfg.canary.warmup_steps} supervised steps)")
         warm = warm_start(cfg, train_games, out, echo)
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
