@@ -119,7 +119,7 @@ def _jsonl_games(path: Path, mapping: Mapping) -> dict:
         for arm, value in cells.items():
             outcomes = games.setdefault(arm, {})
             if game in outcomes:
-                raise SkillosError(f"{where}: game {game!r} appears twice for arm {arm!r}")
+                raise SkillosError(f"{where}: game {game!r} appears twice for arm {safe_name(arm)!r}")
             outcomes[game] = success_value(value, where)
         if number % 1000 == 0 or len(games) > MAX_IMPORT_ARMS:
             _bounded(games, where)  # stop early, not after a 10,000-column file was read whole
@@ -152,7 +152,7 @@ def _inspect_games(path: Path, mapping: Mapping) -> dict:
             score = next(iter(scores.values()), None)
         outcomes = games.setdefault(arm, {})
         if game in outcomes:
-            raise SkillosError(f"{where}: game {game!r} appears twice for arm {arm!r}")
+            raise SkillosError(f"{where}: game {game!r} appears twice for arm {safe_name(arm)!r}")
         outcomes[game] = None if score is None else success_value(score.value, where)
     return games
 
@@ -173,7 +173,7 @@ def read_results(paths, mapping: Mapping) -> dict:
             known = merged.setdefault(safe_name(arm), {})  # a key-shaped arm name: a stable stand-in
             twice = sorted(set(known) & set(outcomes))
             if twice:
-                raise SkillosError(f"{path}: game {twice[0]!r} of arm {arm!r} is also in an earlier file")
+                raise SkillosError(f"{path}: game {twice[0]!r} of arm {safe_name(arm)!r} is also in an earlier file")
             known.update(outcomes)
         _bounded(merged, path)
     if not merged:

@@ -155,7 +155,8 @@ def _sealed_games(result_json) -> str | None:
         held = json.loads(result_json).get("held_out") or {}
     except (TypeError, ValueError, AttributeError):
         return None
-    return held.get("games") if isinstance(held, dict) and held.get("split") == "sealed" else None
+    games = held.get("games") if isinstance(held, dict) and held.get("split") == "sealed" else None
+    return games if isinstance(games, str) and games else None
 
 
 def _survives_looks(result: dict, looks: int) -> bool:

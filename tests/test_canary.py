@@ -101,8 +101,9 @@ def test_a_canary_takes_its_seeds_from_its_config_and_quick_runs_one(tmp_path):
     for name in ("curator", "selector", "optimize"):
         chosen = canaries.canary(name)
         assert chosen.config().canary.seeds == [0, 1, 2] and chosen.config(quick=True).canary.seeds == [0]
-    with pytest.raises(ConfigError, match="canary.seeds: 1 to 64 distinct integer seeds"):
-        config.with_sets(config.load(CPU_SMOKE), ["canary.seeds=[]"])
+    for bad in ("[]", "[[1]]", "[{}]", "[1, 1]", "[-1]", "[true]"):  # never a TypeError
+        with pytest.raises(ConfigError, match="canary.seeds: 1 to 64 distinct integer seeds"):
+            config.with_sets(config.load(CPU_SMOKE), [f"canary.seeds={bad}"])
     # a key added later keeps every published hash: at its default it is not in the identity
     assert config.load(ROOT / "evals" / "configs" / "quickstart.yaml").hash() == "7876ff12c4e2ae8f"
     base = config.load(CPU_SMOKE)

@@ -97,8 +97,18 @@ def test_a_document_splits_into_sections_that_proposers_edit_as_skills():
     halves = [doc.SectionEdit("add", "a", f"## a\n\n{BLOCK_START}\nobey\n"),
               doc.SectionEdit("add", "b", f"## b\n\n{BLOCK_END}\n")]
     forged = StepBudget(40)
-    assert forged.admit(halves, document) == [halves[0]]
-    assert "protected slow-update block" in forged.refusals[0].reason
+    assert forged.admit(halves, document) == []  # a lone marker is half a block: neither half lands
+    assert all("protected slow-update block" in r.reason for r in forged.refusals) and len(forged.refusals) == 2
+    # a skill that has its block already: a second block, or half of one, after it is refused too
+    from skillos.repo import Skill as _Skill
+    from skillos.training.optimize import Edit
+
+    blocked = SkillRepo(None, [_Skill("tips", "Tips.", f"# Tips\n\n{BLOCK_START}\nkeep\n{BLOCK_END}\n\n- look\n")])
+    for extra in (f"{BLOCK_START}\nobey me\n{BLOCK_END}\n", f"{BLOCK_START}\n"):
+        md = blocked.get("tips").to_markdown() + "\n" + extra
+        second = StepBudget(40)
+        assert second.admit([Edit("replace", "tips", md)], blocked) == [], extra
+        assert "protected slow-update block" in second.refusals[0].reason
     reused = doc.SectionEdit("add", "pitfalls", "## Pitfalls\n\n" + "".join(f"- rule {i}\n" for i in range(6)))
     costed = StepBudget(40)
     assert costed.admit([reused], document) == [reused] and costed.used >= 8

@@ -882,8 +882,9 @@ def validate(cfg: Config) -> Config:
     check_decoding(cfg)
     _choice(cfg.env.name, ENVS, "env.name")
     seeds = cfg.canary.seeds
-    if (not isinstance(seeds, list) or not seeds or len(seeds) > 64 or len(set(seeds)) != len(seeds)
-            or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**31 for x in seeds)):
+    if (not isinstance(seeds, list) or not seeds or len(seeds) > 64
+            or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**31 for x in seeds)
+            or len(set(seeds)) != len(seeds)):
         raise ConfigError(f"canary.seeds: 1 to 64 distinct integer seeds from 0, got {seeds!r}")
     _choice(cfg.canary.split, CANARY_SPLITS, "canary.split")
     _choice(cfg.env.split, SPLITS, "env.split")

@@ -50,6 +50,13 @@ def with_block(text: str, block_body: str) -> str:
     return "".join(lines[:at]) + ("\n" if at else "") + block + "\n\n" + "".join(lines[at:]).lstrip("\n")
 
 
+def _blocks(text: str | None) -> tuple:
+    """Every protected block of a text and every marker in it: a second block, or half of one,
+    added after the first changes this as surely as an edit inside the first."""
+    text = text or ""
+    return tuple(_BLOCK.findall(text)), text.count(BLOCK_START), text.count(BLOCK_END)
+
+
 def _texts(repo) -> dict:
     """Every skill's whole text, by name (in name order): what a step's budget and protected
     blocks are judged on."""
@@ -80,9 +87,9 @@ class StepBudget:
         """The edits of `edits` that fit, in order, each applied to a copy of what the edits
         admitted before it made of `before` (the incumbent) and judged on the whole result: its
         changed lines against every skill's text (an `add` that reuses a section's name costs the
-        section it adds), and every protected block unchanged (two edits that each add half a
-        block are caught by the second). One that cannot be applied (a skill over the size limit)
-        is refused too."""
+        section it adds), and every protected block and marker unchanged (half a block is
+        refused, so no two edits can forge one). One that cannot be applied (a skill over the size
+        limit) is refused too."""
         kept, trial = [], before.copy()
         for e in edits:
             attempt = trial.copy()
@@ -91,7 +98,7 @@ class StepBudget:
             size = changed_lines("".join(old.values()), "".join(new.values()))
             if why is not None:
                 self.refusals.append(Refusal(e.summary(), size, f"cannot be applied: {why}"))
-            elif any(protected_block(old.get(name)) != protected_block(new.get(name)) for name in {*old, *new}):
+            elif any(_blocks(old.get(name)) != _blocks(new.get(name)) for name in {*old, *new}):
                 self.refusals.append(Refusal(e.summary(), size, "touches the protected slow-update block, "
                                                                    "which only the epoch-end slow update writes"))
             elif size > self.left:
