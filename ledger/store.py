@@ -148,15 +148,20 @@ def canary_passed(result) -> bool:
             and all(isinstance(x, dict) and x.get("direction") == "up" for x in seeds))
 
 
-def _sealed_games(result_json) -> str | None:
-    """The content digest of the sealed held-out games a recorded canary was judged on (None: it
-    was judged on the tuning split, or recorded before canaries had a sealed split)."""
-    try:
-        held = json.loads(result_json).get("held_out") or {}
-    except (TypeError, ValueError, AttributeError):
-        return None
+def _sealed_games(result) -> str | None:
+    """The content digest of the sealed held-out games a recorded canary's result was judged on
+    (None: it was judged on the tuning split, recorded before canaries had a sealed split, or
+    damaged)."""
+    held = result.get("held_out") if isinstance(result, dict) else None
     games = held.get("games") if isinstance(held, dict) and held.get("split") == "sealed" else None
     return games if isinstance(games, str) and games else None
+
+
+def _parsed(result_json):
+    try:
+        return json.loads(result_json)
+    except (TypeError, ValueError):
+        return None
 
 
 def _survives_looks(result: dict, looks: int) -> bool:
@@ -541,7 +546,7 @@ class Ledger:
         rows = self.db.execute("SELECT id, result_json FROM canaries WHERE trainer = ? AND quick = 0"
                                + (" AND id <= ?" if up_to is not None else ""),
                                (trainer, up_to) if up_to is not None else (trainer,)).fetchall()
-        return sum(_sealed_games(row["result_json"]) == games for row in rows)
+        return sum(_sealed_games(_parsed(row["result_json"])) == games for row in rows)
 
     def passing_canaries(self, trainer: str) -> list[dict]:
         """Every canary of `trainer` that passed by its own recorded verdicts, at its default size,
@@ -563,7 +568,7 @@ class Ledger:
                 continue
             if not canary_passed(row["result"]) or row["verdict"] != row["result"].get("verdict"):
                 continue
-            games = _sealed_games(row["result_json"])
+            games = _sealed_games(row["result"])
             row["looks"] = self.canary_looks(trainer, games, up_to=row["id"]) if games else 0
             if not games or not _survives_looks(row["result"], row["looks"]):
                 continue

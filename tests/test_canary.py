@@ -571,4 +571,6 @@ def test_sealed_and_tuning_held_out_games_differ_by_content(game_cache):
     tuning_games = load_games(tuning, cfg.env.split, 4)
     assert [g.id for g in sealed_games] == [g.id for g in tuning_games]  # ids name an index only
     assert not {g.content_hash for g in sealed_games} & {g.content_hash for g in tuning_games}
-    assert canaries.games_digest(sealed_games) != canaries.games_digest(tuning_games)
+    from skillos.evals.protocol import task_set_hash
+
+    assert task_set_hash(sealed_games) != task_set_hash(tuning_games)

@@ -703,7 +703,7 @@ RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_ad
 
 # Keys added after configs' hashes were published: at their default they are left out of the
 # identity, so every hash published before (quickstart's 7876ff12c4e2ae8f) still names its config.
-LATER_KEYS = ("canary.seeds", "canary.split", "canary.sealed_seed")
+LATER_KEYS = {f"canary.{key}": getattr(CanaryConfig(), key) for key in ("seeds", "split", "sealed_seed")}
 
 
 def identity(data: dict) -> dict:
@@ -717,10 +717,8 @@ def identity(data: dict) -> dict:
     for key in OPERATIONAL_KEYS:
         section, _, leaf = key.partition(".")
         data.get(section, {}).pop(leaf, None)
-    for key in LATER_KEYS:
+    for key, default in LATER_KEYS.items():
         section, _, leaf = key.partition(".")
-        section_type = {f.name: f.default_factory for f in dataclasses.fields(Config)}[section]
-        default = getattr(section_type(), leaf)
         if leaf in data.get(section, {}) and data[section][leaf] == default:
             del data[section][leaf]
     if data.get("compute", {}).get("backend") == "ray":

@@ -71,7 +71,7 @@ class Measured:
     control_after: dict
     detail: dict = field(default_factory=dict)
     flipped_after: dict | None = None  # after the sign-flipped control's training
-    games: str | None = None  # games_digest of the held-out games judged (which split, by content)
+    games: str | None = None  # the held-out games judged, by content (evals.protocol.task_set_hash)
     seed: int | None = None  # the training seed (of canary.seeds) these runs trained with
 
 
@@ -155,13 +155,6 @@ def miniature_games(cfg, echo, name: str) -> tuple[list, list]:
     echo(f"{what}: {len(train)} train games, {len(held_out)} held-out ({cfg.env.split}, the {cfg.canary.split} "
          f"split: env seed {held_out_seed(cfg)}); warm start ({cfg.canary.warmup_steps} supervised steps)")
     return train, held_out
-
-
-def games_digest(games) -> str:
-    """Which games a canary was judged on, by content (a generated game's id names its index only)."""
-    import hashlib
-
-    return hashlib.sha256("|".join(sorted(g.content_hash for g in games)).encode()).hexdigest()[:16]
 
 
 def trained_and_control(cfg, out: Path, work, echo, model: bool = True, stamp_as: str | None = None) -> dict:
@@ -278,15 +271,13 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             status = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "crashed"
             ledger.end_experiment_run(run_id, status, f"{type(exc).__name__}: {exc}"[:300])
         raise
-    from skillos.config import EvalConfig
-
     ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
     held_out = looked_at(resolved, measured, key, ledger)
     result = {**judged_result(measured, held_out["looks"]), "held_out": held_out, "trainer": key, "quick": quick,
               "compute": sets,
               "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
               "output_dir": str(folder)}
-    result["resolution"] = resolution(result["n"], EvalConfig().alpha, measured)
+    result["resolution"] = resolution(result["n"], result["alpha"], measured)
     result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
     (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
     if ledger is not None:
@@ -307,10 +298,10 @@ def looked_at(cfg, measured: list, key: str, ledger) -> dict:
     """Which held-out games the canary was judged on, and on the sealed split the looks at them:
     every judged canary of `key` on the same games the ledger holds, this one included (None:
     uncounted, with no ledger; the tuning split counts none)."""
-    import hashlib
+    from skillos.evals.protocol import digest
 
     digests = sorted({m.games for m in measured if m.games})
-    games = hashlib.sha256("|".join(digests).encode()).hexdigest()[:16] if digests else None
+    games = digest(digests) if digests else None
     sealed = cfg.canary.split == "sealed"
     looks = ledger.canary_looks(key, games) + 1 if sealed and games and ledger is not None else None
     return {"split": cfg.canary.split, "env_seed": held_out_seed(cfg), "games": games, "looks": looks,

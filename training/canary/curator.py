@@ -26,7 +26,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import SIGNALS, Canary, Measured, described, games_digest, identity
+from skillos.evals.protocol import task_set_hash
+from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
@@ -78,7 +79,7 @@ class CuratorCanary(Canary):
                                        functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
                                        stamp_as=digest)
             measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
-                                     flipped_after=runs["flipped"][0], seed=seed, games=games_digest(held_out),
+                                     flipped_after=runs["flipped"][0], seed=seed, games=task_set_hash(held_out),
                                      detail={
                 "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
                 "prior": {name: weight for name, _, weight in PRIOR},

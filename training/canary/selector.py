@@ -25,7 +25,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from skillos.training.canary import SIGNALS, Canary, Measured, described, games_digest, identity
+from skillos.evals.protocol import task_set_hash
+from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -87,7 +88,7 @@ class SelectorCanary(Canary):
                                        stamp_as=digest)
             chosen = {"before": picks, **{SIGNALS[signal]: run[1] for signal, run in runs.items()}}
             measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
-                                     flipped_after=runs["flipped"][0], seed=seed, games=games_digest(held_out),
+                                     flipped_after=runs["flipped"][0], seed=seed, games=task_set_hash(held_out),
                                      detail={
                 "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
                 "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen,

@@ -37,7 +37,7 @@ class Household:
         from skillos.evals.envs.alfworld import games, scenes
 
         missing = self.data_missing(cfg, split)
-        if missing and not os.environ.get("ALFWORLD_DATA"):
+        if missing:
             raise SkillosError(missing)
         scenes.alfworld_root()  # a missing engine is a one-line error before anything starts
         if cfg.env.data == "official":
