@@ -577,6 +577,25 @@ class Ledger:
                 out.append(row)
         return out
 
+    def canary_timings(self, trainer: str, quick: bool) -> list[dict]:
+        """The wall time of every recorded canary of `trainer` at `quick`'s size: {wall_s, machine
+        (the devices.machine_kind it ran on; None: recorded before canaries said), config (its
+        canary config digest)}, oldest first; what an estimate of the next one's time reads."""
+        try:
+            rows = self.db.execute("SELECT result_json FROM canaries WHERE trainer = ? AND quick = ? ORDER BY id",
+                                   (trainer, int(bool(quick)))).fetchall()
+        except sqlite3.OperationalError:  # a read-only ledger from before canaries
+            return []
+        out = []
+        for row in rows:
+            result = _parsed(row["result_json"])
+            wall = result.get("wall_s") if isinstance(result, dict) else None
+            if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall > 0:
+                machine, ran = result.get("machine"), result.get("identity")
+                out.append({"wall_s": float(wall), "machine": machine if isinstance(machine, dict) else None,
+                            "config": ran.get("config") if isinstance(ran, dict) else None})
+        return out
+
     def canaries(self, trainer: str | None = None) -> list[dict]:
         query = "SELECT * FROM canaries" + (" WHERE trainer = ?" if trainer else "") + " ORDER BY id"
         return [dict(r) for r in self.db.execute(query, (trainer,) if trainer else ())]

@@ -49,10 +49,11 @@ def tiny_curator(game_cache, tmp_path_factory):
 
 def record_canary(ledger, key: str, *, verdict: str = "improvement", control: str = "not detected",
                   modules=("skillos.training.trainer", "skillos.training.reward"), quick: bool = False,
-                  status: str = "finished") -> int:
+                  status: str = "finished", extra: dict | None = None) -> int:
     """A canary of trainer `key` recorded as `skillos canary` records one: a run (ended with
     `status`), a result with its verdicts and its identity (training/canary/identity.py) over
-    `modules`, for the code installed now. Returns the canary's row id."""
+    `modules`, for the code installed now; `extra`: further result fields (wall_s, machine).
+    Returns the canary's row id."""
     from skillos.training import canary
     from skillos.training.canary import identity
 
@@ -66,7 +67,7 @@ def record_canary(ledger, key: str, *, verdict: str = "improvement", control: st
                                   "control": {"b": 1, "c": 1, "p": 1.0, "verdict": control},
                                   "seeds": [{"seed": s, "direction": "up"} for s in (0, 1, 2)], "alpha": 0.05,
                                   "held_out": {"split": "sealed", "games": "sealed-games-01", "looks": None},
-                                  "code_hash": ran["code_hash"], "identity": ran})
+                                  "code_hash": ran["code_hash"], "identity": ran, **(extra or {})})
     ledger.end_run(run, status)
     return row
 

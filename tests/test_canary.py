@@ -280,6 +280,40 @@ def test_a_gpu_launch_is_refused_until_its_trainers_canary_passed(skillos_home):
     assert recipe(gates.check(config.load(CPU_SMOKE))).status == "SKIP"  # the local CPU spends no GPU
 
 
+def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(skillos_home):
+    import os
+
+    from conftest import record_canary
+    from skillos.devices import machine_kind
+
+    cfg = config.load(PAPER)
+    untimed = recipe(gates.check(cfg)).detail
+    assert "never timed in this ledger" in untimed and f"this machine: {os.cpu_count()} CPU cores" in untimed
+    here = machine_kind()
+    with Ledger(skillos_home / "ledger.db") as ledger:  # failed canaries: timed all the same
+        record_canary(ledger, "curator", verdict="no change", extra={"wall_s": 3000, "machine": {**here, "cpus": 64}})
+    assert "median 50 min over 1 finished canary (50 min-50 min) on other machines" in recipe(gates.check(cfg)).detail
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        for wall in (1200, 2400):
+            record_canary(ledger, "curator", verdict="no change", extra={"wall_s": wall, "machine": here})
+        record_canary(ledger, "curator", quick=True, extra={"wall_s": 60, "machine": here})  # another size
+        record_canary(ledger, "selector:clean-oracle", verdict="no change", extra={"wall_s": 9, "machine": here})
+        record_canary(ledger, "curator", verdict="no change", extra={"wall_s": "soon", "machine": here})  # damaged
+    detail = recipe(gates.check(cfg)).detail
+    assert "(its wall time measured: median 30 min over 2 finished canaries (20 min-40 min) on this kind of machine;" \
+        in detail and "then launch again" in detail
+
+
+def test_a_canary_estimate_says_which_runs_it_read():
+    kind = {"cpus": 2, "cuda": 0, "backend": "local"}
+    timings = [{"wall_s": 7200.0, "machine": kind, "config": "old"},
+               {"wall_s": 600.0, "machine": {**kind, "backend": "ray"}, "config": "now"}]
+    said = canaries.expected_time("now", timings, kind)
+    assert said.startswith("measured: median 2.0 h over 1 finished canary") and "at another config" in said
+    assert said.endswith("this machine: 2 CPU cores, no GPU, local")
+    assert canaries.expected_time("now", [], kind).startswith(canaries.UNTIMED)
+
+
 def test_a_canary_stops_vouching_once_a_module_it_ran_changes(skillos_home, tmp_path, monkeypatch):
     files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline"])
     record_passing(skillos_home, "curator", modules=[*files, "skillos.training.trainer"])
@@ -383,6 +417,9 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     # from the warm start
     assert [x["seed"] for x in data["seeds"]] == [0] and data["rule"]["text"] == canaries.RULE
     assert "the pass rule, declared before the run" in result.stderr
+    from skillos.devices import machine_kind
+
+    assert data["machine"] == machine_kind() and "expected wall time: never timed in this ledger" in result.stderr
     signals = data["detail"]["0"]["learning_signal"]
     assert set(signals) == {"trained", "control", "flipped"}  # the run and both negative controls
     assert all(s["line"].startswith("learning signal: ") and s["steps"] == 4 for s in signals.values())

@@ -69,6 +69,20 @@ def cuda_devices() -> int:
     return min(present, len(ids))
 
 
+def machine_kind(backend: str = "local") -> dict:
+    """What a wall time measured on this machine depends on: its CPU cores, the CUDA devices this
+    process sees, and where the work ran (compute.backend). Recorded with every canary, so an
+    estimate quotes runs on a machine like the one that asks."""
+    return {"cpus": os.cpu_count() or 1, "cuda": cuda_devices(), "backend": backend}
+
+
+def kind_line(kind: dict) -> str:
+    """A machine kind in words: '2 CPU cores, no GPU, local'."""
+    cuda = kind.get("cuda") or 0
+    return (f"{kind.get('cpus')} CPU cores, " + (f"{cuda} CUDA device{'s' if cuda != 1 else ''}" if cuda else "no GPU")
+            + f", {kind.get('backend', 'local')}")
+
+
 @dataclass
 class GpuLaunch:
     """Why a launch uses GPUs (`reasons`, each naming its key); false when there is none."""

@@ -14,14 +14,13 @@ from skillos.gates.core import Context, Result, read_ledger, static, training_on
 GATES = (6,)  # if training does not move the number, the recipe is wrong
 INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing (task reward +0.035 over "
             "60 steps while entropy collapsed)")
-CANARY_MINUTES = "an estimated 2-6 h on 2 CPU cores"  # 3 seeds x 3 runs; one seed and one control took 30-80 min (measured)
 
 
 @static
 @training_only(*GATES)
 def recipe_learns(ctx: Context) -> Result:
     from skillos.devices import gpu_launch
-    from skillos.training.canary import CANARIES, trainer_key
+    from skillos.training.canary import CANARIES, estimate, trainer_key
 
     check, cfg = "recipe-learns", ctx.cfg
     launch = gpu_launch(cfg)
@@ -43,8 +42,9 @@ def recipe_learns(ctx: Context) -> Result:
         why = (f"the newest passing canary of {key} (#{stale[0]['id']}, code {stale[0]['code_hash']}) no longer "
                f"covers the code: {_changed(stale[1])}" if stale else
                f"the ledger holds no passing canary of {key}")
+        took = estimate(key, False, read_ledger(ctx, lambda book: book.canary_timings(key, False)) or [])
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
-                      INCIDENT, f"{why} ({launch.why}); run `{command}` ({CANARY_MINUTES}), then launch again")
+                      INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}), then launch again")
     return Result(check, GATES, "PASS", "skillgate.trainer", key, "a passing canary for the code as it is", INCIDENT,
                   f"canary #{found['id']}{vouched} passed for code {found['code_hash']} on {found['created_at'][:10]} "
                   f"and still covers it ({len(found['result']['identity']['modules'])} modules it ran unchanged): "

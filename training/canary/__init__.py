@@ -261,8 +261,11 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             success_metric=f"{chosen.metric} (paired, exact McNemar) vs before training")
         run_id = ledger.start_run(experiment, "canary", config={"canary": name, "variant": variant, "quick": quick,
                                                               "config_digest": config, "compute": sets})
+    kind = devices.machine_kind(cfgmod.with_sets(resolved, sets).compute.backend)
     echo(f"canary {key}: seeds {', '.join(map(str, resolved.canary.seeds))}; the pass rule, declared before "
          f"the run: {RULE}")
+    if ledger is not None:
+        echo(f"canary {key}: expected wall time: {expected_time(config, ledger.canary_timings(key, quick), kind)}")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the result's
             measured = chosen.measure(folder, quick, echo, variant, [*sets, *split_sets])
@@ -276,7 +279,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     result = {**judged_result(measured, held_out["looks"]), "held_out": held_out, "trainer": key, "quick": quick,
               "compute": sets,
               "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
-              "output_dir": str(folder)}
+              "machine": kind, "output_dir": str(folder)}
     result["resolution"] = resolution(result["n"], result["alpha"], measured)
     result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
     (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
@@ -292,6 +295,45 @@ RULE = ("the trained runs pooled over every seed (paired by seed and task, exact
         "judged look at the sealed held-out games) are an improvement at alpha; every seed's trained run moved up "
         "(more tasks gained than lost); and neither negative control, pooled over the seeds, is an improvement; "
         "only a canary on the sealed split at its default size vouches for a launch")
+
+
+# What a canary took before canaries recorded their wall time and machine: the curator canary at
+# its default size, one seed and one control, on 2 idle CPU cores (README, measured).
+UNTIMED = ("never timed in this ledger; one seed and one control took 30-80 min on 2 CPU cores in the project's "
+           "own runs, and a canary now runs every seed of canary.seeds with two controls")
+
+
+def expected_time(config: str, timings: list, kind: dict) -> str:
+    """How long a canary (config digest `config`) should take on a machine of `kind`
+    (devices.machine_kind), read from the wall times its trainer's finished canaries at the same
+    size recorded (`timings`: Ledger.canary_timings): the same config on the same kind of machine
+    first, then the same kind at another config, then other machines, each said as what it is;
+    UNTIMED when none."""
+    from statistics import median
+
+    from skillos.devices import kind_line
+
+    tiers = [([t["wall_s"] for t in timings if t["machine"] == kind and t["config"] == config],
+              "on this kind of machine"),
+             ([t["wall_s"] for t in timings if t["machine"] == kind], "on this kind of machine at another config"),
+             ([t["wall_s"] for t in timings], "on other machines (none timed on this kind)")]
+    for walls, where in tiers:
+        if walls:
+            return (f"measured: median {_minutes(median(walls))} over {len(walls)} finished "
+                    f"canar{'y' if len(walls) == 1 else 'ies'} ({_minutes(min(walls))}-{_minutes(max(walls))}) "
+                    f"{where}; this machine: {kind_line(kind)}")
+    return f"{UNTIMED}; this machine: {kind_line(kind)}"
+
+
+def estimate(key: str, quick: bool, timings: list, backend: str = "local") -> str:
+    """expected_time of canary `key` at `quick`'s size, run here on compute.backend `backend`."""
+    name, _, variant = key.partition(":")
+    config = identity.config_digest(canary(name).config(quick, variant or None))
+    return expected_time(config, timings, devices.machine_kind(backend))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 def looked_at(cfg, measured: list, key: str, ledger) -> dict:
