@@ -17,6 +17,7 @@ from rich.console import Console
 from skillos.cli_common import (JSON, OUT, OVERRIDE, OVERWRITE, RESUME, SET, ProgressBars, console, echo_err, emit,
                                 load_config, resumable)
 from skillos.cli_config import app as config_app
+from skillos.cli_models import app as models_app
 from skillos.cli_gate import gate_app
 from skillos.cli_export import app as export_app
 from skillos.cli_ledger import app as ledger_app
@@ -61,6 +62,7 @@ app.add_typer(view_app, name="view")
 app.add_typer(export_app, name="export")
 app.add_typer(slate_app, name="slate")
 app.add_typer(config_app, name="config")
+app.add_typer(models_app, name="models")
 
 # Every command that spends compute: each API call runs the launch gates first
 # (tests/test_launch_gates.py and tests/test_api.py check that each one refuses a failing config).

@@ -181,5 +181,6 @@ def _local_model(name: str, section) -> Check:
 
         path = TINY_NAME if section.model == TINY_NAME else resolve(section.model)  # the tiny model builds on use
     except SkillosError as exc:
-        return Check(name, "fail", str(exc), "point model at a weights folder, or an org/name in the hub cache")
+        return Check(name, "fail", str(exc), "fetch a named model (`skillos models list`), or point model at a "
+                     "weights folder or an org/name in the hub cache")
     return Check(name, "ok", f"weights at {path}")

@@ -1,8 +1,9 @@
 """A local model through transformers: `model:` is a weights folder (full model or a LoRA
 adapter that skillos train wrote), a name already in the local Hugging Face cache, or
 `tiny-qwen2` (built here, no download). Runs on CPU for small models, on a GPU when one is
-visible. The prompt is the model's own chat template with the tools; tool calls and reasoning
-are parsed from the generated text (`chat.parse_generated`).
+visible. The prompt is the model's own chat template with the tools (or, for a template that
+renders no tools, skillos's tool format: tool_format.py); tool calls and reasoning are parsed
+from the generated text (`chat.parse_generated`).
 
 One model serves every thread: calls are serialised by a lock (generate is not thread-safe),
 so concurrency buys nothing here; for throughput on a GPU use `vllm serve` and the openai backend.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import BackendError, ChatResult, parse_generated
+from skillos.evals.backends.tool_format import renders_tools, with_tools
 
 DEFAULT_MAX_TOKENS = 512
 LOCAL = {"local_files_only": True}  # weights are never downloaded at run time
@@ -56,12 +58,16 @@ class HFChat:
         self.model = config.model
         self.net, self.tokenizer, self.path = load_weights(config.model)
         check_thinking_switch(self.tokenizer.chat_template, config)
+        # a template that shows the model no tools gets them from skillos's own format (tool_format)
+        self.renders_tools = renders_tools(self.tokenizer)
         if torch.cuda.is_available():
             self.net.to("cuda")
         self._lock = threading.Lock()
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
         c = self.config
+        if tools and not self.renders_tools:
+            messages, tools = with_tools(messages, tools), None
         prompt = self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
                                                     tokenize=False, **template_kwargs(c))
         inputs = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(self.net.device)

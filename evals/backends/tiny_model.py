@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.models import MODELS, folder, models_dir
 
 TINY_NAME = "tiny-qwen2"
 VOCAB_SIZE = 1024
@@ -27,16 +28,15 @@ SHAPE = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_at
              num_key_value_heads=2, max_position_embeddings=8192, tie_word_embeddings=True)
 
 
-def models_dir() -> Path:
-    return Path(os.environ.get("SKILLOS_CACHE", Path.home() / ".cache" / "skillos")) / "models"
-
-
 def resolve(model: str) -> str:
     """A config's `model:` -> what from_pretrained loads: `tiny-qwen2` is built on first use; a
-    folder must hold weights (config.json, or adapter_config.json for a LoRA adapter); an
-    `org/name` is looked up in the local hub cache only (weights are never downloaded)."""
+    named model (skillos.models) is its fetched folder; a folder must hold weights (config.json,
+    or adapter_config.json for a LoRA adapter); an `org/name` is looked up in the local hub cache
+    only (weights are never downloaded)."""
     if model == TINY_NAME:
         return str(build())
+    if model in MODELS:
+        return str(folder(model))
     path = Path(model).expanduser()
     if (path / "config.json").is_file() or (path / "adapter_config.json").is_file():
         return str(path)
@@ -49,7 +49,8 @@ def resolve(model: str) -> str:
         if isinstance(found, str):
             return str(Path(found).parent)
     raise SkillosError(f"model {model!r}: not a weights folder (no config.json or adapter_config.json) "
-                       f"and not an org/name in the local hub cache; {TINY_NAME!r} is the tiny CPU model")
+                       f"and not an org/name in the local hub cache; {TINY_NAME!r} is the tiny CPU model, and "
+                       f"`skillos models list` names the real ones skillos can fetch")
 
 
 def build(seed: int = 0) -> Path:

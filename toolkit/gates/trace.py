@@ -465,11 +465,12 @@ def _local_template(model: str | None) -> str | None:
     hub cache), read without loading or building anything; None when it is not here."""
     import json
 
-    from skillos.evals.backends.tiny_model import TINY_NAME, models_dir
+    from skillos.evals.backends.tiny_model import TINY_NAME
+    from skillos.models import MODELS, models_dir
 
     if not model:
         return None
-    folder = models_dir() / TINY_NAME if model == TINY_NAME else Path(model).expanduser()
+    folder = models_dir() / model if model in (TINY_NAME, *MODELS) else Path(model).expanduser()
     files = [folder / "chat_template.jinja", folder / "tokenizer_config.json"]
     if not folder.is_dir() and model.count("/") == 1:
         try:

