@@ -247,6 +247,12 @@ class TrainingConfig:
                 "rollout of the step; 1: TRL's own one-at-a-time loop"})
     vllm_server_base_url: str | None = field(default=None, metadata={
         "help": "vllm_mode server: where `trl vllm-serve` listens"})
+    format_warmup_steps: int | None = field(default=None, metadata={
+        "help": "supervised steps on well-formed curator tool calls before GRPO (training/warmup.py): a model "
+                "that never writes a call gives GRPO nothing to compare; None: 240 for tiny-qwen2, none for "
+                "any other model; 0: none"})
+    format_warmup_learning_rate: float | None = field(default=None, metadata={
+        "help": "learning rate of the format warm-up (full fine-tuning, AdamW); None: 3e-3, the tiny model's"})
     max_signal_free_steps: int | None = field(default=10, metadata={
         "help": "a launch on GPUs aborts after this many consecutive steps with no learning signal (every "
                 "group's rewards alike, or a zero gradient: TRL's frac_reward_zero_std 1 or grad_norm 0), "
@@ -704,6 +710,7 @@ RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_ad
 # Keys added after configs' hashes were published: at their default they are left out of the
 # identity, so every hash published before (quickstart's 7876ff12c4e2ae8f) still names its config.
 LATER_KEYS = {f"canary.{key}": getattr(CanaryConfig(), key) for key in ("seeds", "split", "sealed_seed")}
+LATER_KEYS.update({f"training.{key}": None for key in ("format_warmup_steps", "format_warmup_learning_rate")})
 
 
 def identity(data: dict) -> dict:

@@ -29,8 +29,9 @@ from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
 # argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
-            "rollout_concurrency", "max_signal_free_steps"}
+            "rollout_concurrency", "max_signal_free_steps", "format_warmup_steps", "format_warmup_learning_rate"}
 WARMUP_STEPS = 240
+WARMUP_RATE = 3e-3  # the tiny model's
 WARMUP_INPUTS = 6
 
 
@@ -380,15 +381,17 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     from skillos.evals.judge import make_judge
     from skillos.training.env import CuratorEnv, make_setup
     from skillos.training.rollouts import InFlight
-    from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+    from skillos.evals.backends.tiny_model import resolve
+    from skillos.evals.backends.tool_format import for_training
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     rows = dataset_rows(cfg, games)
     model = resolve(cfg.training.model)
     gauge = InFlight()
     setup = make_setup(cfg, games, gauge)
-    if warmup and cfg.training.model == TINY_NAME:
-        model = _warm(model, out, setup, rows, echo)
+    steps = format_warmup_steps(cfg)
+    if warmup and steps:
+        model = _warm(model, out, setup, rows, echo, steps, cfg.training.format_warmup_learning_rate or WARMUP_RATE)
     if not is_main_process():  # under accelerate every process trains; one records
         ledger = None
     run_id = None
@@ -404,6 +407,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         trainer = trainer_cls(
             model=model, reward_funcs=[reward_fn], args=build_args(cfg, cpu),
             train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
+            processing_class=for_training(model),  # None: TRL's own; a template without tools: tool_format's
             environment_factory=partial(CuratorEnv, setup),
             callbacks=[step_health.callback(), archive_callback(cfg, ledger, run_id, echo)])
         step_health.trainer = trainer
@@ -422,21 +426,30 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def _warm(model: str, out: Path, setup, rows: list[dict], echo) -> str:
-    """The tiny model never emits a tool call on its own: warm it up on the format, on the real
-    first inputs of the first groups (it writes the call only for prompts like its warm-up's)."""
+def format_warmup_steps(cfg: Config) -> int:
+    """training.format_warmup_steps, its None read: WARMUP_STEPS for the tiny model, none for others."""
+    from skillos.evals.backends.tiny_model import TINY_NAME
+
+    steps = cfg.training.format_warmup_steps
+    return (WARMUP_STEPS if cfg.training.model == TINY_NAME else 0) if steps is None else steps
+
+
+def _warm(model: str, out: Path, setup, rows: list[dict], echo, steps: int, learning_rate: float) -> str:
+    """A model that never emits a tool call on its own (the tiny one, a small real one): warm it up
+    on the format, on the real first inputs of the first groups (the tiny model writes the call
+    only for prompts like its warm-up's)."""
     from skillos.evals.curation import TOOL_SURFACES
     from skillos.training.env import CuratorEnv
     from skillos.training.warmup import curator_examples, warm_up
 
     target = out / "warmup"
     if not (target / "config.json").is_file():
-        echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed curate_and_advance calls")
+        echo(f"warm-up: {steps} supervised steps on well-formed curate_and_advance calls")
         inputs = [CuratorEnv(setup).reset(**{k: v for k, v in row.items() if k != "prompt"})
                   for row in rows[:WARMUP_INPUTS]]
         system = rows[0]["prompt"][0]["content"]  # the environment's curator instructions
         warm_up(model, curator_examples(inputs, system), TOOL_SURFACES["curate_and_advance"], target,
-                steps=WARMUP_STEPS, echo=echo)
+                steps=steps, learning_rate=learning_rate, echo=echo)
     return str(target.resolve())  # adapters record their base by this path: absolute, so they load from anywhere
 
 

@@ -31,8 +31,10 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
 
     from skillos.evals.backends.tiny_model import resolve
 
+    from skillos.evals.backends.tool_format import for_training
+
     path = resolve(model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = for_training(path) or AutoTokenizer.from_pretrained(path)  # the format training will read
     net = AutoModelForCausalLM.from_pretrained(path)
     examples = [_example(tokenizer, conv, tools) for conv in conversations]
     torch.manual_seed(seed)

@@ -14,6 +14,11 @@ replies go through (`chat.parse_generated`):
 Earlier calls and their results, which such a template cannot show either, become text the same
 way: an assistant turn's calls as `<tool_call>` blocks, a tool result as a user turn holding a
 `<tool_response>` block.
+
+Training renders the same format: a ChatML model (`<|im_start|>`/`<|im_end|>` tokens) whose
+template renders no tools trains under TRL's own Qwen2.5 template, which writes exactly this
+and which TRL's tool-call parser and multi-turn masks know (`for_training`). A model that is
+neither is refused in one line: nothing would parse its calls.
 """
 
 from __future__ import annotations
@@ -74,3 +79,26 @@ def _as_text(message: dict) -> dict:
     if role == "tool":
         return {"role": "user", "content": f"<tool_response>\n{message.get('content') or ''}\n</tool_response>"}
     return message
+
+
+def for_training(path: str):
+    """The tokenizer a trainer gets for the model at `path`, or None where TRL's own load is right
+    (its template renders tools); for a ChatML model whose template renders none, that model's
+    tokenizer under TRL's Qwen2.5 template (the format above, which TRL parses)."""
+    from transformers import AutoTokenizer
+
+    from skillos.errors import SkillosError
+
+    tokenizer = AutoTokenizer.from_pretrained(path, truncation_side="left")
+    if renders_tools(tokenizer):
+        return None
+    chatml = all(tokenizer.convert_tokens_to_ids(t) not in (None, tokenizer.unk_token_id)
+                 for t in ("<|im_start|>", "<|im_end|>"))
+    if not chatml:
+        raise SkillosError(f"model {path}: its chat template renders no tools and it is not a ChatML model "
+                           "(no <|im_start|>/<|im_end|> tokens), so no tool-call format skillos knows would be "
+                           "parsed in training; use a model whose template renders tools")
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    tokenizer.chat_template = qwen2_5_chat_template
+    return tokenizer
