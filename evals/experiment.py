@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import sys
 import queue
 import shutil
 from concurrent.futures import ProcessPoolExecutor
@@ -187,7 +188,7 @@ def _play_in_parallel(jobs, workers: int, progress: Progress | None) -> dict:
     # dies with this process (a kill -9 of the main process must not leave writers behind).
     events = context.Queue()
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                             initargs=(os.getpid(), events)) as pool:
+                             initargs=(os.getpid(), events, workers)) as pool:
         futures = {job[1]: pool.submit(_play_arm_reporting, job) for job in jobs}
         try:
             while not all(f.done() for f in futures.values()):
@@ -203,10 +204,22 @@ def _play_in_parallel(jobs, workers: int, progress: Progress | None) -> dict:
 _EVENTS = None  # in a worker: the queue its progress events go to
 
 
-def _start_worker(parent_pid: int, events) -> None:
+def _start_worker(parent_pid: int, events, workers: int = 1) -> None:
     global _EVENTS
     die_with_parent(parent_pid)
     _EVENTS = events
+    share_cores(workers)
+
+
+def share_cores(workers: int) -> None:
+    """This worker's share of the cores for a local model's math: torch takes every core in each
+    process, and `workers` processes each doing so ran a 2-arm hf eval on 2 cores ~2x slower than
+    one thread each (measured, README). Set before torch is imported (OMP_NUM_THREADS) or after."""
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    else:
+        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
 
 
 def _play_arm_reporting(job):

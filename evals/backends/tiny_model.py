@@ -12,7 +12,6 @@ renamed into place, so an interrupted build is never mistaken for a model.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
