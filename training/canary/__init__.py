@@ -325,11 +325,13 @@ def expected_time(config: str, timings: list, kind: dict) -> str:
     return f"{UNTIMED}; this machine: {kind_line(kind)}"
 
 
-def estimate(key: str, quick: bool, timings: list, backend: str = "local") -> str:
-    """expected_time of canary `key` at `quick`'s size, run here on compute.backend `backend`."""
+def estimate(key: str, quick: bool, timings: list, backend: str | None = None) -> str:
+    """expected_time of canary `key` at `quick`'s size, run here on compute.backend `backend`
+    (None: the config's default)."""
     name, _, variant = key.partition(":")
-    config = identity.config_digest(canary(name).config(quick, variant or None))
-    return expected_time(config, timings, devices.machine_kind(backend))
+    resolved = canary(name).config(quick, variant or None)
+    config = identity.config_digest(resolved)
+    return expected_time(config, timings, devices.machine_kind(backend or resolved.compute.backend))
 
 
 def _minutes(seconds: float) -> str:
