@@ -270,7 +270,9 @@ def test_a_canary_on_ray_with_a_killed_worker_measures_what_it_measures_locally(
     assert "3 Ray tasks submitted: the trained run and its negative controls (shuffled, sign-flipped)" in lines
     assert sorted(x.partition(" finished")[0] for x in lines if "finished on ray" in x) == [
         "canary control run", "canary flipped run", "canary trained run"]
-    varies = {"compute", "wall_s", "output_dir", "code_hash", "identity"}  # Ray's run imports Ray's modules too
+    # where and how long it ran; Ray's run imports Ray's modules too
+    varies = {"compute", "wall_s", "machine", "output_dir", "code_hash", "identity"}
+    assert on_ray["machine"]["backend"] == "ray" and local["machine"]["backend"] == "local"
     assert {k: v for k, v in on_ray.items() if k not in varies} == {k: v for k, v in local.items() if k not in varies}
     assert on_ray["compute"] == ["compute.backend=ray", "compute.ray_max_retries=1"] and local["compute"] == []
     for run in ("trained", "control", "flipped"):
