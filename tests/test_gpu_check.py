@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHECK = ROOT / "tests" / "gpu" / "check.py"
 CUDA_ITEMS = {"tiny_full_bf16", "tiny_lora_bf16_gc", "grpo_train_cuda", "selector_train_cuda",
-              "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick"}
+              "hf_games_cuda", "accelerate_launch", "canary_curator_quick", "canary_selector_quick",
+              "smollm2_games_cuda", "smollm2_grpo_lora_cuda"}
 
 
 def test_budget_and_only(tmp_path):
@@ -40,7 +41,7 @@ def test_cpu_mode_summary(tmp_path):
     items = {i["name"]: i for i in summary["items"]}
     assert set(items) == CUDA_ITEMS | {"facts", "wheels", "stack"}
     assert summary["cuda"] is False and "no GPU" in summary["no_cuda_reason"]
-    assert summary["counts"] == {"pass": 2, "fail": 0, "skipped": 9}
+    assert summary["counts"] == {"pass": 2, "fail": 0, "skipped": 11}
     for name in CUDA_ITEMS:
         assert items[name]["status"] == "skipped" and items[name]["reason"].startswith("no CUDA: ")
     assert items["facts"]["status"] == items["stack"]["status"] == "pass"
@@ -53,6 +54,18 @@ def test_cpu_mode_summary(tmp_path):
     # one line an item on stdout, then the counts
     assert len(proc.stdout.strip().splitlines()) == len(items) + 1
     assert (tmp_path / "check.log").read_text().count("=====") >= 2
+
+
+def test_the_real_model_items_say_when_the_model_is_not_here(tmp_path):
+    """A CPU rehearsal of the real model's items where it is not fetched: skipped, saying why and how."""
+    env = {**__import__("os").environ, "SKILLOS_CACHE": str(tmp_path / "empty-cache")}
+    proc = check(str(tmp_path / "out"), "--no-wheels", "--on-cpu", "--only", "smollm2_games_cuda", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    items = {i["name"]: i for i in json.loads((tmp_path / "out" / "summary.json").read_text())["items"]}
+    assert items["smollm2_games_cuda"]["status"] == "skipped"
+    assert "is not fetched here" in items["smollm2_games_cuda"]["reason"]
+    assert "skillos models fetch smollm2-135m-instruct" in items["smollm2_games_cuda"]["reason"]
+    assert items["smollm2_grpo_lora_cuda"]["reason"] == "not in --only"
 
 
 @pytest.mark.parametrize("args, words", [

@@ -97,6 +97,11 @@ def optimize_lines(report: dict) -> list[str]:
         lines.append(f"best - seed: {c['difference']:+.1%}, b/c = {c['b']}/{c['c']}, 95% CI "
                      f"[{c['ci_low']:+.1%}, {c['ci_high']:+.1%}], n = {c['n_paired']}")
     lines.append(f"verdict: {report['verdict']}")
+    replies = report.get("proposer_replies")
+    if replies:  # a model proposer: every step's reply parsed or counted as failed
+        lines.append(f"proposer replies: {replies['parsed']} of {replies['steps']} steps parsed to tool calls, "
+                     f"{replies['failed']} counted as failed" + (f" (first: {replies['failures'][0]})"
+                                                                  if replies["failures"] else ""))
     if report.get("target") == "document":  # one SKILL.md, with each accepted version
         lines.append(f"best skill: {report['best_skill']} (history: {report['best_skill_history']})")
     else:

@@ -245,6 +245,7 @@ class HeuristicProposer:
 
     name = "heuristic"
     meta_skill = None  # set by the run; rules read no prose (the step record names the version all the same)
+    reply = None  # no model reply to parse or count
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
         from skillos.training.reflect import reflect_all
@@ -281,6 +282,7 @@ class LLMProposer:
         self.chat = make_chat(config)
         self.name = f"{config.backend}:{config.model}"
         self.meta_skill = None  # the meta skill's text (how to edit skills), read with the instructions
+        self.reply = None  # the last step's reply: {parsed_calls, failure} (steps.jsonl; counted in the report)
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
         from skillos.training.reflect import ModelReflector, reflect_all
@@ -303,10 +305,14 @@ class LLMProposer:
                                                 f"{told}Trajectories:\n{games}"}]
         try:
             reply = self.chat.chat(messages, tools=TOOLS)
-        except BackendError:
-            return []  # no proposal this step; the incumbent stays
+        except BackendError as exc:  # no proposal this step (the incumbent stays), counted as failed
+            self.reply = {"parsed_calls": 0, "failure": f"model call failed: {str(exc)[:200]}"}
+            return []
+        ops = ops_from_tool_calls(reply.tool_calls)
+        self.reply = {"parsed_calls": len(reply.tool_calls), "failure": None if reply.tool_calls else
+                      f"the reply held no parseable tool call: {reply.text[:200]!r}"}
         scratch = incumbent.copy()
-        for op in ops_from_tool_calls(reply.tool_calls):
+        for op in ops:
             apply_op(scratch, op)
         return edits_between(incumbent, scratch)
 
@@ -513,8 +519,11 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         step_info.clear()
         step_info.update({"epoch": epoch, "step": step, "g": g, "minibatch": len(batch), "proposed": len(proposed),
                           "already_rejected": len(proposed) - len(fresh), "admitted": len(edits),
+                          "proposer_reply": inner.reply,
                           "budget": budget.to_dict(), **step_record(seen, reflections, gradient),
                           "meta_skill": meta["version"], "candidate": None, "verdict": None})
+        if inner.reply is not None and inner.reply["failure"]:
+            echo(f"epoch {epoch} step {step}: the proposer's reply counts as failed: {inner.reply['failure']}")
         echo(f"epoch {epoch} step {step}: {len(reflections)} reflections -> gradient; {len(proposed)} edits proposed, "
              f"{len(edits)} admitted ({budget.used} of {budget.allowed} changed lines), {len(budget.refusals)} "
              f"refused (steps.jsonl says why), {len(proposed) - len(fresh)} rejected before")
@@ -581,6 +590,7 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
                            "n_games": len(final), "content_hash": test.content_hash}
     report["test_outcomes"] = {"seed": outcomes(seed_rows), "best": outcomes(best_rows)}
+    report["proposer_replies"] = proposer_replies(_steps(out))
     if document_mode:
         doc.write_version(out, incumbent, _last_accepted(out))
         seed_val = [v for v in state["seed_validation"].values() if v is not None]
@@ -595,6 +605,17 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
 
 
 STEPS = "steps.jsonl"  # one record per step: budget, refusals, reflections, gradient, candidate
+
+
+def proposer_replies(steps: list[dict]) -> dict | None:
+    """How a model proposer's replies went over the run's steps: {steps, parsed, failed, failures};
+    None for a proposer with no model (the rules have no reply to parse)."""
+    replies = [s["proposer_reply"] for s in steps if s.get("proposer_reply") is not None]
+    if not replies:
+        return None
+    failed = [r["failure"] for r in replies if r["failure"]]
+    return {"steps": len(replies), "parsed": len(replies) - len(failed), "failed": len(failed),
+            "failures": failed[:5]}
 
 
 def positions(cfg) -> tuple[int, int, int]:

@@ -100,6 +100,8 @@ class Health:
     coerced_actions: int
     task_share: float | None = None
     task_share_reason: str | None = None
+    verdicts: int = 0  # judge verdicts asked this step (0: no judge ran)
+    verdicts_unmeasured: int = 0  # of them, calls that failed or replies that did not parse (left out of r_cnt)
 
     def line(self) -> str:
         if self.measured_median is None:
@@ -109,7 +111,8 @@ class Health:
         return (f"reward health: positions measured median {self.measured_median:g} "
                 f"(min {self.measured_min}, max {self.measured_max}) of {self.denominator} "
                 f"over {self.rollouts} rollouts; {self.neutralised} unmeasured rollouts "
-                f"neutralised; {self.coerced_actions} actions coerced; {share}")
+                f"neutralised; {self.coerced_actions} actions coerced; {share}"
+                + (f"; judge verdicts unmeasured {self.verdicts_unmeasured} of {self.verdicts}" if self.verdicts else ""))
 
 
 def task_share(rewards: list[Reward], groups: list) -> tuple[float | None, str | None]:
@@ -138,4 +141,6 @@ def health(rewards: list[Reward], rollouts: list[Rollout], groups: list | None =
         measured_median=statistics.median(counts) if counts else None,
         measured_min=min(counts) if counts else None, measured_max=max(counts) if counts else None,
         neutralised=sum(r.total is None for r in rewards),
-        coerced_actions=sum(r.coerced_actions for r in rollouts), task_share=share, task_share_reason=reason)
+        coerced_actions=sum(r.coerced_actions for r in rollouts), task_share=share, task_share_reason=reason,
+        verdicts=sum(len(r.verdicts) for r in rollouts),
+        verdicts_unmeasured=sum(v is None for r in rollouts for v in r.verdicts))
