@@ -85,6 +85,7 @@ MUTATIONS = [
     ({"training.max_steps": 100}, "table.training.max_steps", 1),
     ({"training.group_size": 5}, "table.training.group_size", 1),
     ({"training.max_prompt_length": 8192}, "table.training.max_prompt_length", 1),
+    ({"training.format_warmup_steps": 20}, "table.training.format_warmup_steps", 1),  # a supervised stage first
     ({"retrieval.top_k": 3}, "table.retrieval.top_k", 1),
     ({"env.max_steps": 10}, "table.env.max_steps", 1),  # a default of 10 biased long tasks low
     ({"executor.history_length": 1}, "table.executor.history_length", 1),

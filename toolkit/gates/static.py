@@ -134,6 +134,10 @@ def table(ctx: Context) -> list[Result]:
 
 
 def _seen(cfg, key: str):
+    if key == "training.format_warmup_steps":  # its None means a number, which the trainer owns
+        from skillos.training.trainer import format_warmup_steps
+
+        return format_warmup_steps(cfg)
     return derived(cfg, key) if key in ("prompts_per_step", "completions_per_step") else get(cfg, key)
 
 
