@@ -340,6 +340,15 @@ def _rollout_concurrency(t: Tracer, key, value):
                 "read as configured when the trainer class is built")
 
 
+@resolver(r"^training\.format_warmup_steps$")  # gate 1 diffs it against the paper's none
+def _format_warmup(t: Tracer, key, value):
+    from skillos.training.trainer import format_warmup_steps
+
+    steps = format_warmup_steps(t.cfg)
+    return _row(key, value, "training/warmup.warm_up(steps=) before GRPO, by training/trainer._warm", steps,
+                "" if steps else "no warm-up runs (format_warmup_steps 0)")
+
+
 @resolver(r"^training\.resume_from_checkpoint$")
 def _resume(t: Tracer, key, value):
     return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/trainer.fit", value,
