@@ -331,3 +331,40 @@ def test_the_budget_decays_to_half_of_max_lines_unless_min_lines_says_otherwise(
         config.load(SHIPPED, sets=["optimize.max_lines=5", "optimize.min_lines=6"])
     with pytest.raises(ConfigError, match="optimize.max_edits: unknown key"):  # the old count of edits is gone
         config.load(SHIPPED, sets=["optimize.max_edits=4"])
+
+
+def test_a_model_proposers_every_reply_is_parsed_or_counted_as_failed():
+    """optimize's LLM proposer on a chat that fails, answers in prose, names only refused operations
+    and edits: each step's reply is recorded, and the run's summary counts them (None for rules)."""
+    from skillos.evals.backends.chat import BackendError, ChatResult
+    from skillos.training.optimize import LLMProposer, RejectedMemory, proposer_replies
+
+    class Chat:
+        def __init__(self, replies):
+            self.replies = list(replies)
+
+        def chat(self, messages, tools=None):
+            reply = self.replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
+
+    add = {"name": "curate_and_advance", "arguments": {"operations": [
+        {"op": "insert", "skill_name": "heat", "content": "Heat the X with the microwave."}]}}
+    refused = {"name": "curate_and_advance", "arguments": {"operations": [{"op": "insert", "skill_name": "x"}]}}
+    proposer = LLMProposer.__new__(LLMProposer)
+    proposer.chat, proposer.meta_skill = Chat([BackendError("503 from the endpoint"), ChatResult("I would add a skill."),
+                                               ChatResult("", [refused]), ChatResult("", [add])]), None
+    steps = []
+    for _ in range(4):
+        edits = proposer.propose(repo_of(), [], RejectedMemory(None), 40)
+        steps.append({"proposer_reply": proposer.reply, "edits": len(edits)})
+    failures = [s["proposer_reply"]["failure"] for s in steps]
+    assert failures[0].startswith("model call failed: 503")
+    assert failures[1] == "the reply held no parseable tool call: 'I would add a skill.'"
+    assert failures[2].startswith("every operation its calls named was refused: - insert x: refused: no content")
+    assert failures[3] is None and steps[3]["edits"] == 1 and steps[3]["proposer_reply"]["applied_ops"] == 1
+    summary = proposer_replies(steps)
+    assert summary["steps"] == 4 and summary["parsed"] == 1 and summary["failed"] == 3
+    assert proposer_replies([{"proposer_reply": None}]) is None  # the rules: no reply to count
+    assert HeuristicProposer.reply is None

@@ -82,9 +82,10 @@ def served(smollm2):
                     if path in reply.read().decode():
                         break
             except OSError:
-                time.sleep(0.5)
+                pass
+            time.sleep(0.5)
         else:
-            pytest.fail("transformers serve did not load the model in 120 s")
+            pytest.fail("transformers serve did not list the model within ~120 s")
         yield path, url
     finally:
         server.terminate()
@@ -169,10 +170,13 @@ def test_the_judge_on_the_real_model_gives_a_verdict_or_a_counted_unmeasured_one
     verdicts = [judge.judge(text) for text in skills]
     assert all(v in (True, False, None) for v in verdicts)
     rollout = Rollout(positions=[True], ops_valid=1, ops_total=1, verdicts=verdicts)
-    line = health([reward(rollout, 1, 1.0, 1.0, 0.0)], [rollout]).line()
-    # an unparseable verdict is left out of r_cnt and counted in the step's health line
-    assert f"judge verdicts unmeasured {sum(v is None for v in verdicts)} of 2" in line
-    assert parse_verdict("no json here") is None
+    scored = reward(rollout, 1, 1.0, 1.0, 0.0)
+    line = health([scored], [rollout]).line()
+    # an unparseable verdict is left out of r_cnt (None when none parsed) and counted in the health line
+    parsed = [v for v in verdicts if v is not None]
+    assert scored.r_cnt == (sum(parsed) / len(parsed) if parsed else None)
+    assert f"judge verdicts unmeasured {len(verdicts) - len(parsed)} of 2" in line
+    assert parse_verdict('{"type": "Skill", "description": "Always look first."}') is None  # a reply it wrote
 
 
 def test_the_llm_miner_on_the_real_model_keeps_valid_checks_or_counts_the_reply(smollm2_chat):

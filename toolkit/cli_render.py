@@ -99,7 +99,7 @@ def optimize_lines(report: dict) -> list[str]:
     lines.append(f"verdict: {report['verdict']}")
     replies = report.get("proposer_replies")
     if replies:  # a model proposer: every step's reply parsed or counted as failed
-        lines.append(f"proposer replies: {replies['parsed']} of {replies['steps']} steps parsed to tool calls, "
+        lines.append(f"proposer replies: {replies['parsed']} of {replies['steps']} steps parsed to tool calls that applied, "
                      f"{replies['failed']} counted as failed" + (f" (first: {replies['failures'][0]})"
                                                                   if replies["failures"] else ""))
     if report.get("target") == "document":  # one SKILL.md, with each accepted version

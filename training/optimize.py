@@ -308,12 +308,14 @@ class LLMProposer:
         except BackendError as exc:  # no proposal this step (the incumbent stays), counted as failed
             self.reply = {"parsed_calls": 0, "failure": f"model call failed: {str(exc)[:200]}"}
             return []
-        ops = ops_from_tool_calls(reply.tool_calls)
-        self.reply = {"parsed_calls": len(reply.tool_calls), "failure": None if reply.tool_calls else
-                      f"the reply held no parseable tool call: {reply.text[:200]!r}"}
         scratch = incumbent.copy()
-        for op in ops:
-            apply_op(scratch, op)
+        applied = [apply_op(scratch, op) for op in ops_from_tool_calls(reply.tool_calls)]
+        refused = [a.line for a in applied if not a.ok]
+        failure = (f"the reply held no parseable tool call: {reply.text[:200]!r}" if not reply.tool_calls else
+                   None if len(refused) < len(applied) else
+                   f"every operation its calls named was refused: {refused[0][:200] if refused else 'none named'}")
+        self.reply = {"parsed_calls": len(reply.tool_calls), "applied_ops": len(applied) - len(refused),
+                      "refused_ops": len(refused), "failure": failure}
         return edits_between(incumbent, scratch)
 
 
