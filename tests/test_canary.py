@@ -292,7 +292,7 @@ def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(sk
     here = machine_kind()
     with Ledger(skillos_home / "ledger.db") as ledger:  # failed canaries: timed all the same
         record_canary(ledger, "curator", verdict="no change", extra={"wall_s": 3000, "machine": {**here, "cpus": 64}})
-    assert "median 50 min over 1 finished canary (50 min-50 min) on other machines" in recipe(gates.check(cfg)).detail
+    assert "median 50.0 min over 1 finished canary (50.0 min-50.0 min) on other machines" in recipe(gates.check(cfg)).detail
     with Ledger(skillos_home / "ledger.db") as ledger:
         for wall in (1200, 2400):
             record_canary(ledger, "curator", verdict="no change", extra={"wall_s": wall, "machine": here})
@@ -300,7 +300,7 @@ def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(sk
         record_canary(ledger, "selector:clean-oracle", verdict="no change", extra={"wall_s": 9, "machine": here})
         record_canary(ledger, "curator", verdict="no change", extra={"wall_s": "soon", "machine": here})  # damaged
     detail = recipe(gates.check(cfg)).detail
-    assert "(its wall time measured: median 30 min over 2 finished canaries (20 min-40 min) on this kind of machine;" \
+    assert "(its wall time measured: median 30.0 min over 2 finished canaries (20.0 min-40.0 min) on this kind of machine;" \
         in detail and "then launch again" in detail
 
 

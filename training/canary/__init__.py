@@ -312,6 +312,7 @@ def expected_time(config: str, timings: list, kind: dict) -> str:
     from statistics import median
 
     from skillos.devices import kind_line
+    from skillos.training.plan import duration_text
 
     tiers = [([t["wall_s"] for t in timings if t["machine"] == kind and t["config"] == config],
               "on this kind of machine"),
@@ -319,9 +320,9 @@ def expected_time(config: str, timings: list, kind: dict) -> str:
              ([t["wall_s"] for t in timings], "on other machines (none timed on this kind)")]
     for walls, where in tiers:
         if walls:
-            return (f"measured: median {_minutes(median(walls))} over {len(walls)} finished "
-                    f"canar{'y' if len(walls) == 1 else 'ies'} ({_minutes(min(walls))}-{_minutes(max(walls))}) "
-                    f"{where}; this machine: {kind_line(kind)}")
+            low, high = duration_text(min(walls)), duration_text(max(walls))
+            return (f"measured: median {duration_text(median(walls))} over {len(walls)} finished "
+                    f"canar{'y' if len(walls) == 1 else 'ies'} ({low}-{high}) {where}; this machine: {kind_line(kind)}")
     return f"{UNTIMED}; this machine: {kind_line(kind)}"
 
 
@@ -332,10 +333,6 @@ def estimate(key: str, quick: bool, timings: list, backend: str | None = None) -
     resolved = canary(name).config(quick, variant or None)
     config = identity.config_digest(resolved)
     return expected_time(config, timings, devices.machine_kind(backend or resolved.compute.backend))
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 def looked_at(cfg, measured: list, key: str, ledger) -> dict:
