@@ -140,13 +140,13 @@ def test_grpo_with_lora_on_the_real_model_moves_its_weights_and_its_checkpoint_s
     # the trained checkpoint curates in a sweep (LoRA on the fetched base, in-process) beside a fresh control
     sweep = run_cli("sweep", ROOT / "evals" / "configs" / "smollm2-hf.yaml", "--checkpoint",
                     out / "archive" / "checkpoint-2", "--executor", "heuristic", "--out", tmp_path / "sweep", "--json",
-                    "--set", "env.max_steps=10", "--set", "curator.max_tokens=128")
+                    "--set", "env.max_steps=10", "--set", "env.n_train_games=1", "--set", "curator.max_tokens=128")
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     arms = json.loads(sweep.stdout)["arms"]
     assert set(arms) == {"no_memory", "curator:checkpoint-2"} and all(a["measured"] == 2 for a in arms.values())
     # its calls parsed or counted: every call applied or refused an operation, or failed and was counted
     ckpt = arms["curator:checkpoint-2"]
-    assert ckpt["curator_calls"] == 2 and ckpt["curator_applied_ops"] + ckpt["curator_refused_ops"] + \
+    assert ckpt["curator_calls"] >= 1 and ckpt["curator_applied_ops"] + ckpt["curator_refused_ops"] + \
         ckpt["curator_failed_calls"] >= ckpt["curator_calls"]
 
 
@@ -198,7 +198,7 @@ def test_the_llm_miner_on_the_real_model_keeps_valid_checks_or_counts_the_reply(
 
 def test_the_llm_proposer_on_the_real_model_parses_or_counts_every_reply(smollm2, tmp_path):
     sets = ["optimize.optimizer.backend=hf", f"optimize.optimizer.model={NAME}", "optimize.optimizer.temperature=0",
-            "optimize.optimizer.max_tokens=96", "env.n_games=2", "env.n_train_games=2", "env.max_steps=6",
+            "optimize.optimizer.max_tokens=48", "env.n_games=2", "env.n_train_games=2", "env.max_steps=6",
             "optimize.n_validation=2", "optimize.epochs=1", "optimize.minibatch_size=2", "optimize.slow_update=false"]
     result = run_cli("optimize", ROOT / "training" / "configs" / "optimize-document.yaml", "--out", tmp_path / "o",
                      "--json", "--override", "optimize-power=a model path's smoke run, not an experiment",
