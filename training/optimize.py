@@ -282,7 +282,7 @@ class LLMProposer:
         self.chat = make_chat(config)
         self.name = f"{config.backend}:{config.model}"
         self.meta_skill = None  # the meta skill's text (how to edit skills), read with the instructions
-        self.reply = None  # the last step's reply: {parsed_calls, failure} (steps.jsonl; counted in the report)
+        self.reply = None  # the last step's reply: {parsed_calls, applied_ops, refused_ops, failure} (steps.jsonl)
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
         from skillos.training.reflect import ModelReflector, reflect_all
@@ -306,7 +306,8 @@ class LLMProposer:
         try:
             reply = self.chat.chat(messages, tools=TOOLS)
         except BackendError as exc:  # no proposal this step (the incumbent stays), counted as failed
-            self.reply = {"parsed_calls": 0, "failure": f"model call failed: {str(exc)[:200]}"}
+            self.reply = {"parsed_calls": 0, "applied_ops": 0, "refused_ops": 0,
+                          "failure": f"model call failed: {str(exc)[:200]}"}
             return []
         scratch = incumbent.copy()
         applied = [apply_op(scratch, op) for op in ops_from_tool_calls(reply.tool_calls)]

@@ -100,7 +100,7 @@ class Health:
     coerced_actions: int
     task_share: float | None = None
     task_share_reason: str | None = None
-    verdicts: int = 0  # judge verdicts asked this step (0: no judge ran)
+    verdicts: int = 0  # judge verdicts asked this step (0: no judge ran, or it had nothing to judge)
     verdicts_unmeasured: int = 0  # of them, calls that failed or replies that did not parse (left out of r_cnt)
 
     def line(self) -> str:
