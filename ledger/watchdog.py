@@ -31,6 +31,8 @@ class WatchConfig:
     idle_minutes: float = 10.0
     busy_percent: float = 10.0  # GPU (or CPU, without a GPU) use below this counts as idle
     gpus: int = 0  # GPUs on the box, for the GPU-hours an idle box costs
+    stop_on: list = field(default_factory=list)  # alarm kinds that stop the job (compute.stop_on)
+    stop_grace_s: float = 30.0  # after SIGTERM, the job's time to save before SIGKILL
 
 
 @dataclass
@@ -56,6 +58,25 @@ class SystemProbes:
                 return True
             except OSError:
                 return False
+
+    def stop(self, pid: int, grace_s: float) -> None:
+        """SIGTERM (accelerate forwards it to its ranks; the trainer may save), then SIGKILL after
+        `grace_s` if it still lives."""
+        import signal
+
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if not self.alive(pid):
+                return
+            time.sleep(0.2)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
     def size(self, path: str) -> int | None:
         p = Path(path)
@@ -103,6 +124,7 @@ class Watchdog:
         self._ended_looks = 0  # looks since the job ended
         self._raised: set = set()
         self.alarms: list[Alarm] = []
+        self.stopped: str | None = None  # the alarm kind that stopped the job
 
     def job_alive(self) -> bool:
         return any(self.probes.alive(pid) for pid in self.config.pids)
@@ -149,13 +171,20 @@ class Watchdog:
         alarm = Alarm(key[0], message, minutes)
         self.alarms.append(alarm)
         self.echo(f"ALARM [{alarm.kind}] {message}")
+        stopping = alarm.kind in self.config.stop_on and self.job_alive()
         if self.ledger is not None and alarm.kind != "process-exited":
             hours = minutes / 60
             self.ledger.add_failure(
-                f"watchdog {alarm.kind}: {message}", "wasted-compute", ["job-not-box"],
+                f"watchdog {alarm.kind}: {message}" + ("; the launch was stopped (compute.stop_on)" if stopping else ""),
+                "wasted-compute", ["job-not-box"],
                 kind="operational", cost_wall_hours=hours,
                 cost_gpu_hours=hours * self.config.gpus if self.config.gpus else None,
                 detected_by="watchdog", gate="7")
+        if stopping:  # the configured rule: a stalled or idle launch stops paying for its GPUs
+            self.echo(f"STOP [{alarm.kind}] stopping the job's processes {self.config.pids} (compute.stop_on)")
+            for pid in self.config.pids:
+                self.probes.stop(pid, self.config.stop_grace_s)
+            self.stopped = alarm.kind
         return [alarm]
 
     def run(self, interval_s: float = 60.0, max_ticks: int | None = None,
@@ -193,7 +222,7 @@ class Watchdog:
 
 
 def command(pids, paths, ledger_path, stall_minutes: float, gpus: int = 0, interval_s: float = 30.0,
-            idle_minutes: float | None = None) -> list[str]:
+            idle_minutes: float | None = None, stop_on: list | None = None) -> list[str]:
     """The watchdog process (`skillos watch`) for these pids and paths, recording to the ledger at
     `ledger_path`: what `watching` starts, and what a launch plan shows."""
     import sys
@@ -202,6 +231,8 @@ def command(pids, paths, ledger_path, stall_minutes: float, gpus: int = 0, inter
             f"{stall_minutes:g}", "--interval", f"{interval_s:g}", "--gpus", str(gpus)]
     if idle_minutes is not None:
         argv += ["--idle-minutes", f"{idle_minutes:g}"]
+    for kind in stop_on or []:
+        argv += ["--stop-on", kind]
     for pid in pids:
         argv += ["--pid", str(pid)]
     for path in paths:
@@ -219,27 +250,29 @@ def launch_watch(cfg, paths: list, where: str) -> dict | None:
 
     gpus = gpus_per_machine(cfg) or 0
     spec = {"where": where, "paths": [str(p) for p in paths], "stall_minutes": cfg.compute.stall_minutes,
-            "gpus": gpus}
-    spec["command"] = command(["PID"], spec["paths"], "LEDGER", spec["stall_minutes"], gpus)
+            "gpus": gpus, "stop_on": list(cfg.compute.stop_on)}
+    spec["command"] = command(["PID"], spec["paths"], "LEDGER", spec["stall_minutes"], gpus,
+                              stop_on=spec["stop_on"])
     return spec
 
 
 @contextmanager
 def watching(paths: list, ledger_path, stall_minutes: float, gpus: int = 0,
-             interval_s: float = 30.0, echo: Callable[[str], None] = print, pids: list | None = None):
+             interval_s: float = 30.0, echo: Callable[[str], None] = print, pids: list | None = None,
+             stop_on: list | None = None):
     """Run the watchdog as a process of its own (`command`) on `pids` (default: this process) and
     `paths` for the duration of a launch (gate 7); its alarms go to `echo` and to the ledger at
     `ledger_path`. Yields the watchdog's process."""
     import subprocess
     import threading
 
-    argv = command(pids or [os.getpid()], paths, ledger_path, stall_minutes, gpus, interval_s)
+    argv = command(pids or [os.getpid()], paths, ledger_path, stall_minutes, gpus, interval_s, stop_on=stop_on)
     dog = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                            text=True, start_new_session=True)  # a Ctrl-C to the job does not stop its watch
 
     def relay():
         for line in dog.stdout:
-            if line.startswith("ALARM"):
+            if line.startswith(("ALARM", "STOP")):
                 echo(line.rstrip("\n"))
 
     thread = threading.Thread(target=relay, name="skillos-watchdog-relay", daemon=True)

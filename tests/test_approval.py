@@ -20,6 +20,7 @@ from skillos.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
+MULTI = ROOT / "training" / "configs" / "skillos-paper-alfworld-2x8.yaml"
 SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
 
 
@@ -185,11 +186,12 @@ def test_a_plan_covers_the_resources_it_reserves(tmp_path, skillos_home):
     # fewer GPUs than processes: the plan would cost 2 where the launch takes 8
     few = next(r for r in gates.check(config.with_sets(config.load(PAPER), ["compute.gpu=H100:2"])).results
                if r.check == "gpu-count")
-    assert few.status == "FAIL" and "8 training processes per machine on 2 GPU(s)" in few.detail
+    assert few.status == "FAIL" and "4 training processes + 4 server GPU(s) per machine on 2 GPU(s)" in few.detail
     # a Modal launch that names no GPU asks for one per process: the plan costs the same
-    modal = json.loads(run_cli("plan", PAPER, "--set", "compute.backend=modal", "--set", "compute.gpu=null",
+    modal = json.loads(run_cli("plan", MULTI, "--set", "compute.backend=modal", "--set", "compute.gpu=null",
+                               "--set", "compute.num_machines=1", "--set", "compute.num_processes=8",
                                "--out", tmp_path / "m.json", "--json").stdout)["plan"]
-    assert modal["cost"]["gpus"] == 8 and modal["cost"]["gpu_hours"] == 56.0
+    assert modal["cost"]["gpus"] == 8 and modal["cost"]["gpu_hours"] == 8 * modal["cost"]["wall_hours"]
     # where and how a Ray plan runs is part of what was approved
     ray = config.with_sets(config.load(PAPER), ["compute.backend=ray"])
     for more in ("compute.ray_address=ray://10.9.9.9:10001", "compute.ray_max_retries=100", "compute.watchdog=false"):
@@ -216,7 +218,7 @@ def test_what_approve_shows_cannot_drive_the_terminal(tmp_path, skillos_home):
     data["experiment"]["hypothesis"] = "fine\x1b[2J\x1b[Hcost: 2.0 GPU-h"
     config_file = tmp_path / "c.yaml"
     config_file.write_text(yaml.safe_dump(data))
-    (tmp_path / "zero3.json").write_text((PAPER.parent / "zero3.json").read_text())
+    (tmp_path / "zero3-offload.json").write_text((PAPER.parent / "zero3-offload.json").read_text())
     written = run_cli("plan", config_file, "--out", tmp_path / "plan.json")
     assert written.returncode == 0 and "\x1b" not in written.stdout and "fine\\x1b[2J" in written.stdout
     plan = json.loads((tmp_path / "plan.json").read_text())

@@ -161,11 +161,11 @@ def test_vllm_passes_sampling_params_and_chat_template_kwargs(monkeypatch):
 
 
 @pytest.mark.parametrize("sets, message", [
-    (["executor.reasoning_effort=medium"], "has no meaning for backend vllm"),
+    (["executor.backend=vllm", "executor.reasoning_effort=medium"], "has no meaning for backend vllm"),
     (["executor.reasoning_effort=maximal"], "is not one of"),
-    (["executor.temperature=0", "executor.top_p=0.9"], "greedy decoding"),
-    (["executor.backend=openai", "executor.reasoning_effort=high"], "the OpenAI API has no top_k"),
-    (["executor.backend=openai", "executor.reasoning_effort=on"], "takes low, medium, high or none"),
+    (["executor.backend=vllm", "executor.temperature=0", "executor.top_p=0.9"], "greedy decoding"),
+    (["executor.base_url=null", "executor.reasoning_effort=high"], "the OpenAI API has no top_k"),
+    (["executor.base_url=null", "executor.reasoning_effort=on"], "takes low, medium, high or none"),
     (["judge.backend=anthropic", "judge.reasoning_effort=high", "judge.temperature=0.6"], "extended thinking"),
     (["judge.backend=anthropic", "judge.reasoning_effort=high", "judge.temperature=null", "judge.top_p=null",
       "judge.top_k=null", "judge.max_tokens=8192"], "leaves no room"),
@@ -181,6 +181,6 @@ def test_a_setting_a_backend_cannot_carry_is_refused_in_one_line(sets, message):
 def test_yaml_on_and_off_read_as_the_thinking_switch(tmp_path):
     text = PAPER.read_text().replace("reasoning_effort: on    #", "reasoning_effort: off    #", 1)
     (tmp_path / "c.yaml").write_text(text)
-    (tmp_path / "zero3.json").write_text((ROOT / "training" / "configs" / "zero3.json").read_text())
+    (tmp_path / "zero3-offload.json").write_text((ROOT / "training" / "configs" / "zero3-offload.json").read_text())
     assert config.load(tmp_path / "c.yaml").executor.reasoning_effort == "none"
     assert config.load(PAPER).executor.reasoning_effort == "on"

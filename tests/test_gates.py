@@ -71,8 +71,8 @@ DELETE = object()
 # documented failure of the reference reproduction, or a departure from Table 4.
 MUTATIONS = [
     ({"training.learning_rate": 1e-5}, "table.training.learning_rate", 1),
-    ({"training.per_device_train_batch_size": 8}, "batch", 1),  # the declared 4 prompts per step went stale
-    ({"compute.num_processes": 4}, "batch", 1),
+    ({"training.per_device_train_batch_size": 2}, "batch", 1),  # the declared 4 prompts per step went stale
+    ({"compute.num_processes": 8}, "batch", 1),
     ({"training.gradient_accumulation_steps": 4}, "batch", 1),
     ({"divergences.prompts_per_step": DELETE}, "batch", 1),  # Table 4's 32 prompts, undeclared
     ({"executor.temperature": DELETE}, "table.executor.temperature", 1),  # vLLM's T 1.0, not the card's 0.6
@@ -144,16 +144,17 @@ def test_each_documented_failure_is_refused_with_its_gate_named(mutation, check_
 
 def test_deepspeed_accumulation_must_match_the_trainer(tmp_path):
     data = raw("paper")
-    ds = json.loads((ROOT / "training" / "configs" / "zero3.json").read_text())
+    name = data["compute"]["deepspeed_config"]
+    ds = json.loads((ROOT / "training" / "configs" / name).read_text())
     ds["gradient_accumulation_steps"] = 4
-    (tmp_path / "zero3.json").write_text(json.dumps(ds))
+    (tmp_path / name).write_text(json.dumps(ds))
     report = check(data, source=tmp_path / "c.yaml")
     r = by_name(report)["deepspeed-accumulation"]
-    assert r.status == "FAIL" and r.seen == 4 and r.expected == 1
-    (tmp_path / "zero3.json").write_text("{not json")
+    assert r.status == "FAIL" and r.seen == 4 and r.expected == 8
+    (tmp_path / name).write_text("{not json")
     assert by_name(check(data, source=tmp_path / "c.yaml"))["deepspeed-accumulation"].status == "FAIL"
-    ds["gradient_accumulation_steps"] = 1
-    (tmp_path / "zero3.json").write_text(json.dumps(ds))
+    ds["gradient_accumulation_steps"] = 8
+    (tmp_path / name).write_text(json.dumps(ds))
     assert by_name(check(data, source=tmp_path / "c.yaml"))["deepspeed-accumulation"].status == "PASS"
 
 
@@ -219,7 +220,7 @@ def test_gate_check_cli_exit_codes_and_json(tmp_path, canaries_passed):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS gate 1   table.training.learning_rate" in result.stdout
     bad = _set(raw("paper"), "training.learning_rate", 1e-5)
-    _set(bad, "compute.deepspeed_config", str(ROOT / "training" / "configs" / "zero3.json"))
+    _set(bad, "compute.deepspeed_config", str(ROOT / "training" / "configs" / "zero3-offload.json"))
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
     result = run_cli("gate", "check", path, "--json")

@@ -93,3 +93,22 @@ def test_last_json_reads_one_line_and_indented_results():
     assert last_json('{"log": 1}\nstep\n{\n "steps": [\n  {"r": 1}\n ],\n "returncode": 0\n}\n') == \
         {"steps": [{"r": 1}], "returncode": 0}
     assert last_json("no result\n{not json") is None
+
+
+def test_a_training_items_memory_prediction_is_the_plans_rank_less_its_context():
+    """What goes beside a training item's measured peak: the memory plan's rank for the config it
+    trains, per part, or unmeasured with why (a model not fetched here)."""
+    from skillos import config
+    from skillos.training.memory import CONTEXT_GIB, GIB, memory_plan
+
+    sets = ["--set", "training.bf16=true", "--set", "training.max_steps=2"]
+    proc = subprocess.run([sys.executable, str(CHECK.parent / "steps.py"), "memory", "training/configs/cpu-smoke.yaml",
+                           *sets], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    cfg = config.load(ROOT / "training" / "configs" / "cpu-smoke.yaml",
+                      sets=["training.bf16=true", "compute.gpu=H100:1"])
+    rank = memory_plan(cfg).placements[0]
+    assert got["predicted_gpu_mb"] == pytest.approx((rank.total_gib - CONTEXT_GIB) * GIB / 2**20, abs=0.5)
+    assert {"weights", "gradients", "optimizer", "activations", "logits"} <= set(got["predicted_parts_mb"])
+    assert "CUDA context" in got["predicted_reason"]

@@ -8,7 +8,6 @@ from conftest import ROOT, run_cli
 
 CONFIGS = ROOT / "training" / "configs"
 PAPER = CONFIGS / "skillos-paper-alfworld.yaml"
-SERVER = CONFIGS / "skillos-paper-alfworld-vllm-server.yaml"
 MULTI = CONFIGS / "skillos-paper-alfworld-2x8.yaml"
 
 
@@ -31,15 +30,17 @@ def test_train_dry_run_prints_the_step_plan_and_the_server_and_multi_node_launch
     out = run_cli("train", PAPER, "--dry-run")
     assert out.returncode == 0, out.stderr
     assert "step plan: 32 rollouts x 10 games x <= 30 actions = 9600 executor calls per step" in out.stdout
-    assert "32 rollouts in flight -> 5.0 min per step (Little's law; one at a time: 2.7 h" in out.stdout
-    assert "GPUs busy 29% of it" in out.stdout and "vLLM: colocate" in out.stdout
-    server = json.loads(run_cli("train", SERVER, "--dry-run", "--json").stdout)
+    assert "32 rollouts in flight (the executor server's 32 slots" in out.stdout
+    assert "-> 5.0 min per step (Little's law; one at a time: 2.7 h" in out.stdout
+    assert "GPUs busy 29% of it" in out.stdout and "vLLM: server" in out.stdout
+    assert "memory plan on H100:8 (79.2 GiB each): 8 of 8 GPUs per machine placed" in out.stdout
+    server = json.loads(run_cli("train", PAPER, "--dry-run", "--json").stdout)
     assert server["gates"]["exit_code"] == 0
     command = server["plan"]["command"]
     assert command[command.index("--gpu_ids") + 1] == "4,5,6,7" and command[3] == "4"
     assert server["plan"]["vllm_server"].endswith(
-        "CUDA_VISIBLE_DEVICES=0,1,2,3 trl vllm-serve --model Qwen/Qwen3-8B --tensor-parallel-size 1 "
-        "--data-parallel-size 4 --port 8000")
+        "CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model Qwen/Qwen3-8B --tensor-parallel-size 1 "
+        "--data-parallel-size 1 --port 8000")
     assert server["plan"]["step_plan"]["vllm_mode"].startswith("server")
     multi = json.loads(run_cli("train", MULTI, "--dry-run", "--json").stdout)
     assert multi["gates"]["exit_code"] == 0
@@ -56,13 +57,13 @@ def _result(cfg, check):
 
 
 def test_the_gates_refuse_a_server_or_multi_node_layout_that_cannot_start():
-    cfg = cfgmod.load(SERVER)
+    cfg = cfgmod.load(PAPER)
     assert _result(cfg, "vllm-server").status == "PASS"
     cfg.training.vllm_server_base_url, cfg.compute.vllm_server_gpus = None, 5
     result = _result(cfg, "vllm-server")
     assert result.status == "FAIL" and "vllm_server_base_url" in result.detail
     assert "4 training processes + 5 server GPUs per machine exceed the 8 GPUs" in result.detail
-    colocate = cfgmod.load(PAPER)
+    colocate = cfgmod.load(MULTI)
     colocate.compute.vllm_server_gpus = 2
     assert _result(colocate, "vllm-server").status == "FAIL"  # GPUs held for a server nobody starts
     cfg = cfgmod.load(MULTI)
@@ -71,3 +72,4 @@ def test_the_gates_refuse_a_server_or_multi_node_layout_that_cannot_start():
     detail = _result(cfg, "multi-node").detail
     assert "main_process_ip" in detail and "machine_rank 2 is not in 0..1" in detail and "does not divide" in detail
     assert _result(cfgmod.load(PAPER), "multi-node").status == "SKIP"
+    assert _result(cfgmod.load(MULTI), "memory").status == "PASS"

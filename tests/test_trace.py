@@ -55,13 +55,17 @@ def test_every_gated_key_of_a_shipped_config_reaches_its_consumer(path):
     assert not [r for r in report.failed if r.check == "trace"]
 
 
-def test_the_paper_configs_decoding_arrives_at_the_vllm_sampling_call():
-    rows, _ = trace(config.load(PAPER))
+def test_the_paper_configs_decoding_arrives_at_its_servers_and_the_vllm_sampling_call():
+    rows, _ = trace(config.load(PAPER))  # the executor and the judge on `vllm serve`: the request body
     for key, value in (("executor.temperature", 0.6), ("executor.top_p", 0.95), ("executor.top_k", 20),
                        ("executor.max_tokens", 8192), ("judge.temperature", 0.6)):
-        assert rows[key].arrived == value and "SamplingParams" in rows[key].consumer, rows[key].line()
+        assert rows[key].arrived == value and "POST /chat/completions body" in rows[key].consumer, rows[key].line()
     assert rows["executor.reasoning_effort"].arrived == "on"
     assert "enable_thinking': True" in rows["executor.reasoning_effort"].consumer
+    local, _ = trace(config.load(PAPER, sets=["executor.backend=vllm", "executor.base_url=null",
+                                              "compute.servers={judge: {gpus: 2}}"]))
+    assert local["executor.top_k"].arrived == 20 and "SamplingParams" in local["executor.top_k"].consumer
+    assert "enable_thinking': True" in local["executor.reasoning_effort"].consumer
     assert "PromptCap" in rows["training.max_prompt_length"].consumer and rows["training.max_prompt_length"].arrived == 16384
 
 
@@ -199,7 +203,7 @@ def test_a_row_says_applied_only_where_the_launch_path_receives_the_value():
             assert ds.applied is False and "ignores it" in ds.detail
             assert any(r.key == "compute.deepspeed_config" for r in report.failed if r.check == "trace")
         else:
-            assert ds.applied and ds.arrived.endswith("zero3.json"), ds.line()
+            assert ds.applied and ds.arrived.endswith("zero3-offload.json"), ds.line()
     off, _ = trace(config.with_sets(cfg, ["compute.watchdog=false"]))
     assert off["compute.watchdog"].applied and off["compute.watchdog"].arrived is None  # off, and nothing started
     quick = config.load(ROOT / "evals" / "configs" / "quickstart.yaml")
@@ -242,5 +246,5 @@ def test_the_eval_on_ray_and_a_training_launchs_own_keys_are_applied():
     assert all(rows[k].applied for k in ("compute.backend", "compute.ray_max_retries", "compute.ray_gpus_per_task"))
     rows, _ = trace(quick, command="optimize")  # optimize plays in this process, never on Ray
     assert rows["compute.backend"].applied is False and rows["compute.ray_max_retries"].applied is False
-    server, _ = trace(config.load(ROOT / "training" / "configs" / "skillos-paper-alfworld-vllm-server.yaml"))
+    server, _ = trace(config.load(ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"))
     assert server["compute.vllm_server_gpus"].applied and "--gpu_ids" in server["compute.vllm_server_gpus"].consumer

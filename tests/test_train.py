@@ -15,6 +15,7 @@ from skillos.gates.reference import load
 
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
 SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+MULTI = ROOT / "training" / "configs" / "skillos-paper-alfworld-2x8.yaml"
 
 
 def test_grpo_config_from_the_paper_config_matches_table_4():
@@ -34,18 +35,22 @@ def test_grpo_config_from_the_paper_config_matches_table_4():
     assert args.max_completion_length == cfg.training.group_size * 4096  # the whole multi-turn rollout
     assert args.max_tool_calling_iterations == cfg.training.group_size - 1
     assert args.loss_type == "grpo" and getattr(args.lr_scheduler_type, "value", None) == "constant"
-    assert args.use_vllm and args.vllm_mode == "colocate" and args.save_steps == 5
+    assert args.use_vllm and args.vllm_mode == "server" and args.save_steps == 5
     assert args.save_total_limit is None  # every checkpoint kept for the sweep
 
 
 def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path, canaries_passed):
-    result = run_cli("train", PAPER, "--backend", "modal", "--dry-run")
+    result = run_cli("train", MULTI, "--backend", "modal", "--dry-run", "--set", "compute.num_machines=1",
+                     "--set", "compute.num_processes=8", "--set", "training.gradient_accumulation_steps=4")
     assert result.returncode == 0, result.stderr
     assert "launch: modal" in result.stdout and "gpu: H100:8" in result.stdout
     assert "volume: {'/checkpoints': 'skillos-checkpoints'}" in result.stdout
     assert "accelerate launch --num_processes 8 --use_deepspeed" in result.stdout
+    # the paper's layout serves its models from GPUs a Modal container never starts a server on
+    refused = run_cli("train", PAPER, "--backend", "modal", "--dry-run")
+    assert refused.returncode == 1 and "a Modal launch starts only the training processes" in refused.stdout + refused.stderr
     plan = json.loads(run_cli("train", PAPER, "--backend", "accelerate", "--dry-run", "--json").stdout)["plan"]
-    assert plan["command"][:4] == ["accelerate", "launch", "--num_processes", "8"]
+    assert plan["command"][:4] == ["accelerate", "launch", "--num_processes", "4"]
     assert plan["command"][-3:] == ["-m", "skillos.training.launch", str(PAPER)]
     assert Path(plan["command"][plan["command"].index("--deepspeed_config_file") + 1]).is_file()
 

@@ -159,3 +159,57 @@ def test_a_launch_runs_under_the_watchdog(tmp_path):
     with Ledger(tmp_path / "ledger.db") as ledger:
         stalls = [f for f in ledger.failures() if "stall" in f["what"]]
         assert len(stalls) == 1 and stalls[0]["detected_by"] == "watchdog" and stalls[0]["gate"] == "7"
+
+
+class StoppableProbes(FakeProbes):
+    def __init__(self):
+        super().__init__()
+        self.stopped = []
+
+    def stop(self, pid, grace_s):
+        self.stopped.append(pid)
+        self.pids_alive[pid] = False
+
+
+def test_the_configured_rule_stops_a_stalled_launch_and_says_so_in_the_ledger(tmp_path):
+    clock, probes = FakeClock(), StoppableProbes()
+    ledger = Ledger(tmp_path / "l.db")
+    lines = []
+    dog = Watchdog(WatchConfig(pids=[1], paths=["train.log"], stall_minutes=15, gpus=8, stop_on=["stall"]),
+                   probes, clock, ledger, lines.append)
+    dog.tick()
+    for _ in range(20):
+        clock.minutes(1)
+        dog.tick()
+    assert probes.stopped == [1] and dog.stopped == "stall"
+    assert "STOP [stall] stopping the job's processes [1] (compute.stop_on)" in lines
+    (failure,) = ledger.failures()
+    assert "the launch was stopped (compute.stop_on)" in failure["what"]
+    # the same stall without the rule alarms and records, and stops nothing
+    quiet = StoppableProbes()
+    dog = Watchdog(WatchConfig(pids=[1], paths=["train.log"], stall_minutes=15), quiet, clock, None, lines.append)
+    dog.tick()
+    clock.minutes(20)
+    assert [a.kind for a in dog.tick()] == ["stall"] and quiet.stopped == [] and dog.stopped is None
+
+
+def test_skillos_watch_stops_a_real_stalled_process(tmp_path, skillos_home):
+    import subprocess
+    import sys
+
+    from conftest import run_cli
+
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        (tmp_path / "out").mkdir()
+        result = run_cli("watch", "--pid", str(job.pid), "--path", tmp_path / "out", "--stall-minutes", "0.005",
+                         "--interval", "0.5", "--max-ticks", "6", "--stop-on", "stall", "--busy-percent", "0")
+        assert result.returncode == 0, result.stderr
+        assert job.wait(timeout=30) is not None  # SIGTERM reached it
+        assert "STOP [stall]" in result.stdout
+        with Ledger(skillos_home / "ledger.db") as ledger:
+            assert any("the launch was stopped" in f["what"] for f in ledger.failures())
+        refused = run_cli("watch", "--pid", str(job.pid), "--stop-on", "stal")
+        assert refused.returncode == 2 and "--stop-on stal: not one of stall, device-idle" in refused.stderr
+    finally:
+        job.kill()

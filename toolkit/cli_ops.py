@@ -55,6 +55,8 @@ def watch(
     gpus: int = typer.Option(0, help="GPUs on the box, to cost an idle box in GPU-hours."),
     interval: float = typer.Option(60.0, help="Seconds between looks."),
     max_ticks: Optional[int] = typer.Option(None, help="Stop after this many looks."),
+    stop_on: List[str] = typer.Option([], "--stop-on", help="An alarm kind that stops the job's processes "
+                                      "(SIGTERM, then SIGKILL after 30 s): stall or device-idle (repeatable)."),
     ledger_path: Optional[Path] = typer.Option(None, "--ledger", help="The ledger file alarms go to "
                                                "(default $SKILLOS_HOME/ledger.db)."),
 ):
@@ -69,8 +71,13 @@ def watch(
 
     if not pid and not path:
         raise SkillosError("watch needs at least one --pid or --path")
+    from skillos.config import STOP_ON
+
+    for kind in stop_on:
+        if kind not in STOP_ON:
+            raise SkillosError(f"--stop-on {kind}: not one of {', '.join(STOP_ON)}")
     config = WatchConfig(list(pid), [str(p) for p in path], stall_minutes, idle_minutes,
-                         busy_percent, gpus)
+                         busy_percent, gpus, list(stop_on))
     with Ledger(ledger_path) as ledger:
         alarms = Watchdog(config, ledger=ledger, echo=typer.echo).run(interval, max_ticks)
     recorded = sum(a.kind != "process-exited" for a in alarms)

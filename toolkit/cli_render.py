@@ -206,12 +206,13 @@ def launch_lines(p: dict) -> list[str]:
 
     lines = [f"launch: {p['backend']}"]
     for key, value in p.items():
-        if key in ("backend", "command", "step_plan"):
+        if key in ("backend", "command", "step_plan", "memory_plan"):
             continue
         lines.append(f"  {key}: {value}")
     lines.append(f"  command: {shlex.join(p['command'])}")
     if "step_plan" in p:
         lines += StepPlan(**p["step_plan"]).lines()
+    lines += p.get("memory_plan", {}).get("lines", [])
     return lines
 
 

@@ -304,6 +304,10 @@ class ComputeConfig:
     stall_minutes: float = field(default=30.0, metadata={
         "help": "the watchdog alarms when the output folder has not grown, or the device has been idle, this "
                 "long while the job is alive"})
+    stop_on: list = field(default_factory=list, metadata={
+        "help": "alarms on which the watchdog stops the launch (SIGTERM, then SIGKILL after 30 s), recorded in the "
+                "ledger: stall (the output folder has not grown for stall_minutes while the job lives), "
+                "device-idle (the GPUs idle that long); empty: it alarms and records only"})
     # The step plan (training/plan.py, printed by `train --dry-run`) and multi-GPU layouts.
     executor_latency_s: float | None = field(default=None, metadata={
         "help": "seconds per executor action at the endpoint (the step plan)"})
@@ -311,6 +315,12 @@ class ComputeConfig:
         "help": "a step's generation + update with no executor wait (the step plan)"})
     vllm_server_gpus: int = field(default=0, metadata={
         "help": "GPUs per machine for `trl vllm-serve` (training.vllm_mode: server)"})
+    servers: dict = field(default_factory=dict, metadata={
+        "help": "model servers a launch starts on GPUs of its own (`vllm serve`, reached by the role's openai "
+                "backend at its base_url), by role: {executor: {gpus: 1}, judge: {gpus: 2}}; each may say "
+                "tensor_parallel_size (default: its gpus), gpu_memory_utilization (0.9), max_model_len (the "
+                "model's), max_num_seqs (256). The memory plan (gate 7) places them and the step plan caps "
+                "concurrency at the executor server's slots"})
     num_machines: int = field(default=1, metadata={
         "help": "accelerate multi-node: machines; num_processes counts every machine's"})
     machine_rank: int = field(default=0, metadata={
@@ -700,11 +710,12 @@ class Config:
 # here are the same experiment (the same family, the same Config.hash()).
 OPERATIONAL_KEYS = ("eval.workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
                     "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "sweep.port",
-                    "compute.ray_address", "compute.ray_max_retries", "compute.ray_gpus_per_task")
+                    "compute.ray_address", "compute.ray_max_retries", "compute.ray_gpus_per_task",
+                    "compute.stop_on", "compute.servers")
 
 # Operational keys that change what a launch reserves or costs: an approved plan covers them.
 RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_address", "compute.ray_max_retries",
-                 "eval.workers", "compute.watchdog")
+                 "eval.workers", "compute.watchdog", "compute.servers")
 
 
 # Keys added after configs' hashes were published: at their default they are left out of the
@@ -855,9 +866,9 @@ def decoding_problem(section: str, b: BackendConfig) -> str | None:
         if b.temperature == 0 and (b.top_p is not None or b.top_k is not None):
             return (f"{section}.top_p / top_k: temperature 0 is greedy decoding on backend {b.backend}, which "
                     "ignores them; unset them or set a temperature above 0")
-    elif effort == "on":
-        return (f"{section}.reasoning_effort: 'on' is the hf / vllm chat-template switch; backend {b.backend} "
-                f"takes {', '.join(API_EFFORTS)} or none")
+    elif effort == "on" and not (b.backend == "openai" and b.base_url):
+        return (f"{section}.reasoning_effort: 'on' is the chat-template switch of hf, vllm and a `vllm serve` "
+                f"base_url; backend {b.backend} takes {', '.join(API_EFFORTS)} or none")
     if b.backend == "openai" and b.top_k is not None and not b.base_url:
         return (f"{section}.top_k: the OpenAI API has no top_k and rejects the request; unset it, or set "
                 f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
@@ -892,6 +903,11 @@ def validate(cfg: Config) -> Config:
             or len(set(seeds)) != len(seeds)):
         raise ConfigError(f"canary.seeds: 1 to 64 distinct integer seeds from 0, got {seeds!r}")
     _choice(cfg.canary.split, CANARY_SPLITS, "canary.split")
+    check_servers(cfg)
+    if not isinstance(cfg.compute.stop_on, list):
+        raise ConfigError(f"compute.stop_on: a list of alarms ({', '.join(STOP_ON)}), got {cfg.compute.stop_on!r}")
+    for kind in cfg.compute.stop_on:
+        _choice(kind, STOP_ON, "compute.stop_on")
     _choice(cfg.env.split, SPLITS, "env.split")
     _choice(cfg.env.train_split, SPLITS, "env.train_split")
     _choice(cfg.env.data, ("generated", "official"), "env.data")
@@ -973,6 +989,32 @@ def validate(cfg: Config) -> Config:
     return cfg
 
 
+STOP_ON = ("stall", "device-idle")  # watchdog alarms that may stop a launch (compute.stop_on)
+SERVED_ROLES = ("executor", "judge")  # sections a launch may serve from GPUs of its own (compute.servers)
+SERVER_KEYS = {"gpus": (1, 1024), "tensor_parallel_size": (1, 1024), "gpu_memory_utilization": (0.01, 1.0),
+               "max_model_len": (1, 1 << 22), "max_num_seqs": (1, 1 << 20)}
+
+
+def check_servers(cfg: Config) -> None:
+    """compute.servers: known roles, each a mapping of known keys within their bounds (whether the
+    role's backend reaches its server is gate 7's memory check)."""
+    servers = cfg.compute.servers
+    if not isinstance(servers, dict):
+        raise ConfigError(f"compute.servers: a mapping of role to server, e.g. {{executor: {{gpus: 1}}}}, got {servers!r}")
+    for role, spec in servers.items():
+        where = f"compute.servers.{role}"
+        _choice(role, SERVED_ROLES, "compute.servers role")
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where}: a mapping such as {{gpus: 1}}, got {spec!r}")
+        for key, value in spec.items():
+            if key not in SERVER_KEYS:
+                raise ConfigError(f"{where}.{key}: unknown key{did_you_mean(key, list(SERVER_KEYS))}")
+            low, high = SERVER_KEYS[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \
+                    or (isinstance(low, int) and not isinstance(value, int)):
+                raise ConfigError(f"{where}.{key}: a number from {low} to {high}, got {value!r}")
+
+
 def relative_to_config(cfg: Config, path: str | Path) -> Path:
     """A path a config names: relative paths resolve beside the config file it was loaded from."""
     p = Path(path)
@@ -1005,6 +1047,12 @@ def groups_per_step(cfg: Config) -> int | float | None:
     if done is None or not g:
         return None
     return done // g if done % g == 0 else done / g
+
+
+def server_gpus(cfg: Config) -> int:
+    """GPUs per machine that serve (`trl vllm-serve` and compute.servers), before the training
+    processes' (training/launch.py gives training the GPUs after them)."""
+    return cfg.compute.vllm_server_gpus + sum(int(s.get("gpus", 1)) for s in (cfg.compute.servers or {}).values())
 
 
 def rollouts_per_generation(cfg: Config) -> int | None:

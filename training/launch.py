@@ -29,13 +29,17 @@ def plan(cfg: Config, config_path: str) -> dict:
     """The launch `cfg` would make, as data: printed by --dry-run, run by launch(); with the
     step plan (training/plan.py) a person reads before paying, and the watchdog (gate 7) started
     beside it on this path (`watchdog`: None when compute.watchdog is off)."""
+    from skillos.devices import gpu_spec
     from skillos.ledger.watchdog import launch_watch
+    from skillos.training.memory import memory_plan
     from skillos.training.plan import step_plan
 
     p = _launch_plan(cfg, config_path)
     out = p.get("output_dir") or str(training_output_dir(cfg))
     p["watchdog"] = launch_watch(cfg, [out], WATCHED[p["backend"]])
     p["step_plan"] = step_plan(cfg).to_dict()
+    if gpu_spec(cfg):  # what each GPU will hold (gate 7's memory row reads the same plan)
+        p["memory_plan"] = memory_plan(cfg).to_dict()
     return p
 
 
@@ -56,7 +60,8 @@ def _launch_plan(cfg: Config, config_path: str) -> dict:
     if c.backend == "local":
         return {"backend": "local", "where": "this process", "command": worker_command(config_path)}
     if c.backend == "accelerate":
-        from skillos.training.plan import vllm_server_command
+        from skillos.config import server_gpus
+        from skillos.training.plan import server_commands, vllm_server_command
 
         command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
         where = f"{c.num_processes} processes on this machine"
@@ -71,8 +76,11 @@ def _launch_plan(cfg: Config, config_path: str) -> dict:
         server = vllm_server_command(cfg)
         if server:  # started first, by hand, on the main machine's first GPUs; training uses the rest
             out["vllm_server"] = f"start first on the main machine: {' '.join(server)}"
+        for role, serve in server_commands(cfg).items():
+            out[f"{role}_server"] = f"start first on the main machine: {' '.join(serve)}"
+        if server_gpus(cfg):
             per_machine = c.num_processes // c.num_machines
-            command += ["--gpu_ids", ",".join(str(c.vllm_server_gpus + i) for i in range(per_machine))]
+            command += ["--gpu_ids", ",".join(str(server_gpus(cfg) + i) for i in range(per_machine))]
         return {**out, "command": command + ["-m", "skillos.training.launch", config_path]}
     from skillos.devices import gpu_spec, gpus_per_machine
 
@@ -125,7 +133,8 @@ def _watched(p: dict, pid: int, ledger_path, echo):
     w = p.get("watchdog")
     if not w:
         return contextlib.nullcontext()
-    return watching(w["paths"], ledger_path, w["stall_minutes"], gpus=w["gpus"], echo=echo, pids=[pid])
+    return watching(w["paths"], ledger_path, w["stall_minutes"], gpus=w["gpus"], echo=echo, pids=[pid],
+                    stop_on=w.get("stop_on"))
 
 
 def launch_modal(p: dict) -> int:
@@ -170,7 +179,7 @@ def _run_in_container(command: list, watch: dict | None = None) -> int:
     from skillos.ledger.watchdog import watching
 
     with watching(watch["paths"], f"{MODAL_CHECKPOINTS}/.skillos/ledger.db", watch["stall_minutes"],
-                  gpus=watch["gpus"], pids=[job.pid]):
+                  gpus=watch["gpus"], pids=[job.pid], stop_on=watch.get("stop_on")):
         return job.wait()
 
 

@@ -27,6 +27,7 @@ class StepPlan:
     latency_s: float
     latency_stated: bool  # compute.executor_latency_s is set (else ASSUMED_LATENCY_S)
     concurrency: int  # rollouts in flight at once
+    executor_slots: int | None  # requests the executor's server holds at once (compute.servers); None: not served
     rollout_seconds: float  # Little's law: calls x latency / concurrency
     sequential_seconds: float  # one rollout at a time: calls x latency
     gpu_seconds: float | None  # compute.gpu_seconds_per_step; None: unmeasured
@@ -43,7 +44,10 @@ class StepPlan:
             else f"(assumed: set compute.executor_latency_s to the endpoint's measured latency)")
         out = [f"step plan: {self.rollouts} rollouts x {self.positions} games x <= {self.max_actions} actions "
                f"= {self.executor_calls} executor calls per step, at {latency}",
-               f"  rollout phase: {self.concurrency} rollouts in flight -> {duration_text(self.rollout_seconds)} per step "
+               f"  rollout phase: {self.concurrency} rollouts in flight"
+               + (f" (the executor server's {self.executor_slots} slots: KV cache / a request's tokens, the memory "
+                  "plan)" if self.executor_slots is not None else "")
+               + f" -> {duration_text(self.rollout_seconds)} per step "
                f"(Little's law; one at a time: {duration_text(self.sequential_seconds)}"
                + (f", GPUs busy {self.gpu_seconds / (self.gpu_seconds + self.sequential_seconds):.1%})"
                   if self.gpu_seconds is not None else ")")]
@@ -79,13 +83,42 @@ def step_plan(cfg) -> StepPlan:
     positions = t.group_size or 1
     calls = rollouts * positions * cfg.env.max_steps
     latency = c.executor_latency_s if c.executor_latency_s is not None else ASSUMED_LATENCY_S
-    concurrency = max(1, min(together, t.rollout_concurrency or together))
+    slots = executor_slots(cfg)
+    concurrency = max(1, min(together, t.rollout_concurrency or together, slots or together))
     rollout_seconds = calls * latency / concurrency
     gpu = c.gpu_seconds_per_step
     step = rollout_seconds + gpu if gpu is not None else None
     return StepPlan(rollouts, positions, cfg.env.max_steps, calls, latency, c.executor_latency_s is not None,
-                    concurrency, rollout_seconds, calls * latency, gpu, step,
+                    concurrency, slots, rollout_seconds, calls * latency, gpu, step,
                     gpu / step if gpu is not None and step else None, vllm_mode(cfg))
+
+
+def executor_slots(cfg) -> int | None:
+    """The executor server's slots (training/memory.py), when compute.servers serves the executor and
+    compute.gpu says how much memory its GPUs have; None otherwise."""
+    if "executor" not in (cfg.compute.servers or {}) or not cfg.compute.gpu:
+        return None
+    from skillos.training.memory import memory_plan
+
+    return memory_plan(cfg).slots("executor")
+
+
+def server_commands(cfg) -> dict:
+    """`vllm serve` for each model server of compute.servers, on the GPUs after `trl vllm-serve`'s, in
+    role order; the training processes take the GPUs after them (training/launch.py)."""
+    first, out = cfg.compute.vllm_server_gpus, {}
+    for role, spec in sorted((cfg.compute.servers or {}).items()):
+        section = getattr(cfg, role)
+        gpus = int(spec.get("gpus", 1))
+        port = (section.base_url or "").split("://", 1)[-1].split("/", 1)[0].rpartition(":")[2]
+        command = [f"CUDA_VISIBLE_DEVICES={','.join(str(first + i) for i in range(gpus))}", "vllm", "serve",
+                   str(section.model), "--tensor-parallel-size", str(spec.get("tensor_parallel_size", gpus))]
+        for key in ("gpu_memory_utilization", "max_model_len", "max_num_seqs"):
+            if key in spec:
+                command += [f"--{key.replace('_', '-')}", str(spec[key])]
+        out[role] = command + (["--port", port] if port.isdigit() else [])
+        first += gpus
+    return out
 
 
 def vllm_server_command(cfg) -> list[str] | None:

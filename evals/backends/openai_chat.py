@@ -53,6 +53,9 @@ def request_body(config, messages: list[dict], tools: list[dict] | None = None) 
     for key in ("temperature", "top_p", "max_tokens", "reasoning_effort", "top_k"):
         if getattr(c, key) is not None:
             body[key] = getattr(c, key)
+    if c.reasoning_effort == "on":  # Qwen3-style thinking on a `vllm serve` base_url: its chat template's switch
+        del body["reasoning_effort"]
+        body["chat_template_kwargs"] = {"enable_thinking": True}
     if tools:  # the API takes name, description and parameters only
         body["tools"] = [{"type": "function", "function": {k: v for k, v in t["function"].items()
                                                            if k != "return"}} for t in tools]
@@ -62,8 +65,12 @@ def request_body(config, messages: list[dict], tools: list[dict] | None = None) 
 def sent(config) -> dict:
     """Decoding key -> (where it arrives, the value that arrives), for one probe request."""
     body = request_body(config, [{"role": "user", "content": "probe"}])
-    return {key: (f"openai POST /chat/completions body.{key}", body.get(key))
-            for key in ("model", "temperature", "top_p", "top_k", "max_tokens", "reasoning_effort")}
+    out = {key: (f"openai POST /chat/completions body.{key}", body.get(key))
+           for key in ("model", "temperature", "top_p", "top_k", "max_tokens", "reasoning_effort")}
+    if "chat_template_kwargs" in body:
+        out["reasoning_effort"] = (f"openai POST /chat/completions body.chat_template_kwargs="
+                                   f"{body['chat_template_kwargs']}", "on")
+    return out
 
 
 def _result(payload) -> ChatResult:

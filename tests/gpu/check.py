@@ -110,12 +110,29 @@ class Check:
                 "peak_gpu_mb": peak[0], "peak_gpu_reason": peak[1], **extra}
         self.items.append(item)
         self.write_summary()
-        print(f"{status.upper():7} {name:24} {'' if wall_s is None else f'{wall_s:6.1f}s'}  {reason}", flush=True)
+        memory = "" if extra.get("predicted_gpu_mb") is None else \
+            f" [GPU MB: predicted {extra['predicted_gpu_mb']}, peak {peak[0] if peak[0] is not None else 'unmeasured'}]"
+        print(f"{status.upper():7} {name:24} {'' if wall_s is None else f'{wall_s:6.1f}s'}  {reason}{memory}", flush=True)
         return item
 
-    def run(self, name: str, argv: list[str], timeout: float, judge=None, ok_codes=(0,), describe=None) -> dict:
+    def predicted(self, train: list | None) -> dict:
+        """The memory plan's prediction for an item that trains `train` ([config, --set, k=v, ...]),
+        beside its measured peak; unmeasured (None + why) for the others."""
+        if not train:
+            return {"predicted_gpu_mb": None, "predicted_reason": "the memory plan covers training launches only"}
+        try:
+            done = subprocess.run([sys.executable, str(HERE / "steps.py"), "memory", *train], cwd=ROOT, env=self.env,
+                                  capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return {"predicted_gpu_mb": None, "predicted_reason": "the memory step timed out"}
+        return last_json(done.stdout) or {"predicted_gpu_mb": None,
+                                          "predicted_reason": f"memory step: {done.stderr.strip()[-200:]}"}
+
+    def run(self, name: str, argv: list[str], timeout: float, judge=None, ok_codes=(0,), describe=None,
+            train: list | None = None) -> dict:
         """Run one item's process (python children under peak.py) and record its one line.
-        judge(result_json) returns a failure reason or None; describe(result_json) a pass's reason."""
+        judge(result_json) returns a failure reason or None; describe(result_json) a pass's reason;
+        `train` (the config it trains and its sets): the memory plan's prediction goes beside the peak."""
         if self.only and name not in self.only | {"facts"}:  # facts: whether there is CUDA
             return self.record(name, "skipped", "not in --only")
         if self.left() < MIN_START_S:
@@ -152,13 +169,15 @@ class Check:
         self.log.flush()
         result = last_json(stdout)
         peak = self.peak(peak_file, poll)
+        predicted = self.predicted(train)
         if code is None:
-            return self.record(name, "fail", f"timeout after {timeout:.0f}s", wall, peak, result=result)
+            return self.record(name, "fail", f"timeout after {timeout:.0f}s", wall, peak, result=result, **predicted)
         problem = (judge(result) if judge else None) if code in ok_codes else \
             f"exit {code}: {(stderr.strip().splitlines() or ['(no stderr)'])[-1][:240]}"
         if problem:
-            return self.record(name, "fail", problem, wall, peak, result=result)
-        return self.record(name, "pass", describe(result) if describe else "ok", wall, peak, result=result)
+            return self.record(name, "fail", problem, wall, peak, result=result, **predicted)
+        return self.record(name, "pass", describe(result) if describe else "ok", wall, peak, result=result,
+                           **predicted)
 
     def peak(self, peak_file: Path, poll: GpuPoll) -> tuple:
         if peak_file.is_file():
@@ -226,10 +245,11 @@ class Check:
         # no step logs: the bare machine has no tensorboard (training.report_to's default)
         sets = ["--set", "training.bf16=true", "--set", "training.max_steps=2", "--set", "training.report_to=none"]
         self.run("grpo_train_cuda", [py, "-m", "skillos", "train", "training/configs/cpu-smoke.yaml", "--json", *sets,
-                                     "--set", f"training.output_dir={tmp / 'grpo'}"], 150, judge=_trained, describe=_steps)
+                                     "--set", f"training.output_dir={tmp / 'grpo'}"], 150, judge=_trained, describe=_steps,
+                 train=["training/configs/cpu-smoke.yaml", *sets])
         self.run("selector_train_cuda", [py, "-m", "skillos", "train", "training/configs/selector-cpu.yaml", "--json",
                                          *sets, "--set", f"training.output_dir={tmp / 'selector'}"], 150,
-                 judge=_trained, describe=_steps)
+                 judge=_trained, describe=_steps, train=["training/configs/selector-cpu.yaml", *sets])
         self.run("hf_games_cuda", [py, "-m", "skillos", "eval", "tests/gpu/hf-games.yaml", "--json",
                                    "--out", str(tmp / "hf-games")], 120, judge=_played, describe=_games)
         self.accelerate(sets)
@@ -266,7 +286,7 @@ class Check:
                                         "--out", str(tmp / "smollm2-games")], 180, judge=_played, describe=_games)
         self.run("smollm2_grpo_lora_cuda", [py, "-m", "skillos", "train", "training/configs/cpu-smoke-smollm2.yaml",
                                             "--json", *sets, "--set", f"training.output_dir={tmp / 'smollm2-grpo'}"],
-                 240, judge=_moved, describe=_steps)
+                 240, judge=_moved, describe=_steps, train=["training/configs/cpu-smoke-smollm2.yaml", *sets])
 
     def accelerate(self, sets):
         """`skillos train --backend accelerate` is refused by gate 6 without a canary at the default

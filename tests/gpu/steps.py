@@ -182,6 +182,22 @@ def launch_command(path: str) -> dict:
     return {"command": plan(cfg, path)["command"]}
 
 
+def memory(path: str, sets: list[str]) -> dict:
+    """The memory plan's training rank for the config an item trains (training/memory.py), less the
+    CUDA context: what torch's allocator peak (peak.py) should come to at most."""
+    from skillos import config
+    from skillos.training.memory import CONTEXT_GIB, GIB, memory_plan
+
+    cfg = config.load(path, sets=sets + ([] if config.load(path, sets=sets).compute.gpu else ["compute.gpu=H100:1"]))
+    plan = memory_plan(cfg)
+    rank = next((p for p in plan.placements if p.where == "training rank"), None)
+    if rank is None:
+        return {"predicted_gpu_mb": None, "predicted_reason": "; ".join(plan.unestimated) or "no training rank"}
+    parts = {p.name: round(p.gib * GIB / 2**20, 1) for p in rank.parts if p.name != "CUDA context"}
+    return {"predicted_gpu_mb": round(sum(parts.values()), 1), "predicted_parts_mb": parts,
+            "predicted_reason": f"memory plan: a training rank less its {CONTEXT_GIB} GiB CUDA context"}
+
+
 def requirements(wheels: list[str]) -> dict:
     """Each wheel's Requires-Dist (no extras; markers evaluated here) against what is installed:
     the carried wheels go in with --no-deps, so a need the machine does not meet shows here."""
@@ -237,6 +253,8 @@ def main(argv: list[str]) -> None:
         out(derive(args[0], args[1], _sets(args[2:])))
     elif command == "launch-command":
         out(launch_command(args[0]))
+    elif command == "memory":
+        out(memory(args[0], _sets(args[1:])))
     elif command == "requirements":
         out(requirements(args))
     else:

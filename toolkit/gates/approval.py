@@ -62,12 +62,17 @@ def gpu_count(ctx: Context) -> Result:
     gpus = gpus_per_machine(cfg)
     if not cfg.training.is_set() or gpus is None or cfg.compute.backend not in ("accelerate", "modal"):
         return Result("gpu-count", GATES, "SKIP", detail="not a multi-GPU training launch that names its GPUs")
+    from skillos.config import server_gpus
+
     per_machine = cfg.compute.num_processes // max(1, cfg.compute.num_machines)
-    detail = f"{per_machine} training processes per machine on {gpus} GPU(s) per machine"
-    return Result("gpu-count", GATES, "PASS" if gpus >= per_machine else "FAIL", "compute.gpu", cfg.compute.gpu,
-                  f">= {per_machine} GPUs per machine", "a plan costed for fewer GPUs than the launch takes",
-                  detail if gpus >= per_machine else f"{detail}: name at least {per_machine} (compute.gpu TYPE:"
-                  f"{per_machine}), or run fewer processes")
+    served = server_gpus(cfg)  # the trl server's and the model servers' GPUs, before training's
+    need = per_machine + served
+    detail = (f"{per_machine} training processes" + (f" + {served} server GPU(s)" if served else "")
+              + f" per machine on {gpus} GPU(s) per machine")
+    return Result("gpu-count", GATES, "PASS" if gpus >= need else "FAIL", "compute.gpu", cfg.compute.gpu,
+                  f">= {need} GPUs per machine", "a plan costed for fewer GPUs than the launch takes",
+                  detail if gpus >= need else f"{detail}: name at least {need} (compute.gpu TYPE:"
+                  f"{need}), or run fewer processes")
 
 
 def short_hash(text: str) -> str:

@@ -72,3 +72,41 @@ def multi_node(ctx: Context) -> Result:
                   "a main address, a rank in range, processes that divide", incident,
                   "; ".join(problems) or f"rank {c.machine_rank} of {c.num_machines}, main "
                   f"{c.main_process_ip}:{c.main_process_port}, {c.num_processes // c.num_machines} processes each")
+
+
+@static
+@training_only(*GATES)
+def memory(ctx: Context) -> Result:
+    """Each GPU's planned memory against the declared GPU's (training/memory.py): a layout that cannot
+    start is refused before any GPU is paid for; every component's number is in the detail."""
+    from skillos.config import server_gpus
+    from skillos.devices import gpu_spec
+    from skillos.training.memory import memory_plan
+
+    check = "memory"
+    incident = "a launch that allocated every GPU and then ran out of memory loading its second engine"
+    if not gpu_spec(ctx.cfg):
+        return Result(check, GATES, "SKIP", detail="no GPU declared (compute.gpu): nothing to place")
+    plan = memory_plan(ctx.cfg)
+    values = plan.to_dict()
+    problems = [f"{p.where}: {p.total_gib:.1f} GiB > {plan.capacity_gib} GiB" if not p.problems
+                else f"{p.where}: {'; '.join(p.problems)}" for p in plan.over()]
+    problems += plan.unreached
+    if ctx.cfg.compute.backend == "modal" and server_gpus(ctx.cfg):  # the container runs accelerate alone
+        problems.append(f"a Modal launch starts only the training processes: the {server_gpus(ctx.cfg)} server GPU(s) "
+                        "would serve nothing (launch with accelerate on a machine that starts the servers)")
+    if plan.gpus_per_machine is not None and plan.gpus_used > plan.gpus_per_machine:
+        problems.append(f"{plan.gpus_used} GPUs placed per machine ("
+                        + " + ".join(f"{p.gpus} {p.where}" for p in plan.placements)
+                        + f") > the {plan.gpus_per_machine} of compute.gpu {plan.gpu}")
+    detail = " | ".join(plan.lines())
+    if problems:
+        return Result(check, GATES, "FAIL", "compute.gpu", plan.gpu, "every GPU's plan within its memory",
+                      incident, "; ".join(problems) + " | " + detail, values=values)
+    near = [f"{p.where} at {p.total_gib / plan.capacity_gib:.0%} of the GPU" for p in plan.near()]
+    if near or plan.unestimated:
+        why = near + [f"unestimated: {u}" for u in plan.unestimated]
+        return Result(check, GATES, "WARN", "compute.gpu", plan.gpu, "every GPU's plan within 90% of its memory",
+                      incident, "; ".join(why) + " | " + detail, values=values)
+    return Result(check, GATES, "PASS", "compute.gpu", plan.gpu, "every GPU's plan within its memory", incident,
+                  detail, values=values)

@@ -742,9 +742,13 @@ def _ray(t: Tracer, key, value, name):
 @resolver(r"^compute\.vllm_server_gpus$")
 def _vllm_server_gpus(t: Tracer, key, value):
     command = [str(c) for c in t.launch_plan()["command"]] if t.training_launch else []
-    if "--gpu_ids" in command:  # training takes the GPUs after the server's
+    if "--gpu_ids" in command:  # training takes the GPUs after the trl server's and the model servers'
+        from skillos.config import server_gpus
+
+        served = server_gpus(t.cfg) - t.cfg.compute.vllm_server_gpus
         first = int(command[command.index("--gpu_ids") + 1].split(",")[0])
-        return _row(key, value, f"the {t.path} launch: --gpu_ids (training after the server's GPUs)", first)
+        return _row(key, value, f"the {t.path} launch: --gpu_ids (training after the server's GPUs"
+                    + (f" and compute.servers' {served}" if served else "") + ")", first - served)
     return Row(key, value, f"the {t.path} launch", not value, None,
                "no vLLM server: nothing to reserve" if not value else
                f"the {t.path} launch starts no vLLM server: it ignores it")

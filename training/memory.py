@@ -1,0 +1,393 @@
+"""The GPU memory plan: what each GPU of a launch holds, from the config alone (gate 7's `memory`
+row, `skillos train --dry-run`), so a layout that cannot start is refused before the GPUs are paid
+for. The seed lost days to launches that allocated every GPU and then died loading a second engine.
+
+A launch puts three kinds of thing on GPUs:
+- a **training rank** (one per training process): the policy's weights, a reference model when
+  beta != 0 and the run is not LoRA, its gradients and Adam states, sharded as the DeepSpeed config's
+  ZeRO stage shards them (Rajbhandari et al. 2020: weights 2Ψ, gradients 2Ψ, Adam K·Ψ with K = 12 in
+  mixed precision; stage 1 divides the optimizer states by N, stage 2 the gradients too, stage 3 the
+  weights too), activations for the largest micro-batch (per_device_train_batch_size sequences of
+  max_prompt_length + max_completion_length: the layer inputs gradient checkpointing keeps plus one
+  layer's working set, Korthikanti et al. 2022's 34·s·b·h bytes at 16 bits), the completion logits
+  TRL's loss holds, and every vLLM engine that runs in the process: TRL's colocated generator
+  (vllm_gpu_memory_utilization of the GPU) and an executor or judge on the in-process vllm backend
+  (vLLM's default 0.9 of the GPU each);
+- **TRL's generation server** (`trl vllm-serve`, training.vllm_mode server): its GPUs of its own;
+- a **model server** (compute.servers: the executor or judge on `vllm serve`, reached by the openai
+  backend): weights over its tensor-parallel GPUs, vLLM's profile-run activations, and the KV cache,
+  which takes the rest of gpu_memory_utilization; a server whose cache cannot hold one max_model_len
+  sequence does not start (vLLM's own refusal), and its cache divided by a request's tokens is the
+  slots the step plan's concurrency is capped by.
+
+Shapes come from the model's config.json (a local folder, a fetched model, the tiny model) or the
+table below (each entry that model's published config.json); a model in neither is unestimated,
+never guessed. Estimates, not measurements: tests/test_memory.py holds them to the ZeRO paper's
+numbers, vLLM's own start-up lines and tensors measured on CPU, and tests/gpu/check.py prints the
+prediction beside each item's measured peak.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+GIB = 1024 ** 3
+CONTEXT_GIB = 0.5  # a CUDA context and the allocator's slack, per process on a GPU
+WARN_SHARE = 0.9  # within 10% of the GPU: WARN
+VLLM_UTILIZATION = 0.9  # vLLM's (and `trl vllm-serve`'s) default gpu_memory_utilization
+TRL_COLOCATE_UTILIZATION = 0.3  # TRL GRPOConfig.vllm_gpu_memory_utilization's default
+VLLM_BATCHED_TOKENS = 8192  # vLLM's max_num_batched_tokens: the profile run's batch
+VLLM_OVERHEAD_GIB = 0.75  # CUDA graphs and non-torch memory (vLLM's start-up lines: 0.3-0.6 GiB)
+VLLM_MAX_SEQS = 256  # vLLM's max_num_seqs default: requests one engine runs at once
+PROMPT_TOKENS = 4096  # assumed prompt of one executor request (skills, history, observation)
+TRL_DEFAULTS = {"per_device_train_batch_size": 8, "max_prompt_length": 512, "max_completion_length": 256}
+LOGIT_COPIES = 3  # the completion logits, their temperature-scaled copy, the log-softmax kept for backward
+
+# total memory torch reports, GiB (nvidia-smi's MiB / 1024); a TYPE of compute.gpu not here is unestimated
+GPU_GIB = {"H100": 79.2, "H200": 139.8, "B200": 178.4, "A100-80GB": 79.2, "A100-40GB": 39.4, "A100": 39.4,
+           "L40S": 44.4, "A10G": 22.0, "A10": 22.0, "L4": 22.0, "T4": 14.6}
+
+# config.json fields of models a config may name by hub id (no download: this machine reaches no hub)
+_QWEN3 = dict(model_type="qwen3", head_dim=128, num_key_value_heads=8, vocab_size=151936,
+              max_position_embeddings=40960, torch_dtype="bfloat16")
+SHAPES = {
+    "Qwen/Qwen3-0.6B": dict(_QWEN3, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
+                            num_attention_heads=16, tie_word_embeddings=True),
+    "Qwen/Qwen3-1.7B": dict(_QWEN3, hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
+                            num_attention_heads=16, tie_word_embeddings=True),
+    "Qwen/Qwen3-4B": dict(_QWEN3, hidden_size=2560, intermediate_size=9728, num_hidden_layers=36,
+                          num_attention_heads=32, tie_word_embeddings=True),
+    "Qwen/Qwen3-8B": dict(_QWEN3, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                          num_attention_heads=32, tie_word_embeddings=False),
+    "Qwen/Qwen3-14B": dict(_QWEN3, hidden_size=5120, intermediate_size=17408, num_hidden_layers=40,
+                           num_attention_heads=40, tie_word_embeddings=False),
+    "Qwen/Qwen3-32B": dict(_QWEN3, hidden_size=5120, intermediate_size=25600, num_hidden_layers=64,
+                           num_attention_heads=64, tie_word_embeddings=False),
+    "Qwen/Qwen2.5-7B-Instruct": dict(model_type="qwen2", hidden_size=3584, intermediate_size=18944,
+                                     num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4,
+                                     vocab_size=152064, tie_word_embeddings=False, max_position_embeddings=32768,
+                                     torch_dtype="bfloat16"),
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A decoder's shape: what its weights, KV cache and activations are made of."""
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool
+    qkv_bias: bool  # Qwen2: q, k and v projections have biases
+    qk_norm: bool  # Qwen3: per-head RMSNorm on q and k
+    max_positions: int
+    weight_bytes: int  # 2 for a bf16/fp16 checkpoint, 4 for fp32
+
+    @classmethod
+    def from_hf(cls, c: dict) -> "Shape":
+        heads = c["num_attention_heads"]
+        dtype = str(c.get("torch_dtype") or c.get("dtype") or "float32")
+        return cls(c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], heads,
+                   c.get("num_key_value_heads") or heads, c.get("head_dim") or c["hidden_size"] // heads,
+                   c["vocab_size"], bool(c.get("tie_word_embeddings", False)), c.get("model_type") == "qwen2",
+                   c.get("model_type") == "qwen3", c.get("max_position_embeddings") or 4096,
+                   4 if "32" in dtype else 2)
+
+    def linears(self) -> dict:
+        """Each layer's linear modules as (in, out): what LoRA's target_modules name."""
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        return {"q_proj": (self.hidden, q), "k_proj": (self.hidden, kv), "v_proj": (self.hidden, kv),
+                "o_proj": (q, self.hidden), "gate_proj": (self.hidden, self.intermediate),
+                "up_proj": (self.hidden, self.intermediate), "down_proj": (self.intermediate, self.hidden)}
+
+    @property
+    def params(self) -> int:
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        layer = sum(i * o for i, o in self.linears().values()) + 2 * self.hidden
+        layer += (q + 2 * kv) * self.qkv_bias + 2 * self.head_dim * self.qk_norm
+        return self.vocab * self.hidden * (1 if self.tied else 2) + self.layers * layer + self.hidden
+
+    def lora_params(self, lora: dict) -> int:
+        """Trainable parameters of a LoRA adapter (peft: r·(in + out) per targeted linear module)."""
+        targets = lora.get("target_modules") or ["q_proj", "v_proj"]  # peft's default for these models
+        names = list(self.linears()) if targets == "all-linear" else [targets] if isinstance(targets, str) else targets
+        r = int(lora.get("r", 8))
+        return self.layers * sum(r * (i + o) for n, (i, o) in self.linears().items() if n in names)
+
+    def kv_bytes_per_token(self, tensor_parallel: int = 1) -> int:
+        """K and V of every layer for one token at 16 bits, on one of `tensor_parallel` GPUs."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * 2 // min(tensor_parallel, self.kv_heads)
+
+
+def shape_of(model: str | None) -> tuple[Shape | None, str]:
+    """The model's shape and where it came from; (None, why) when neither a config.json nor the table
+    has it."""
+    if not model:
+        return None, "no model named"
+    from skillos.evals.backends import tiny_model
+    from skillos.models import MODELS, models_dir
+
+    if model == tiny_model.TINY_NAME:
+        return Shape.from_hf({**tiny_model.SHAPE, "model_type": "qwen2", "vocab_size": tiny_model.VOCAB_SIZE}), \
+            "skillos's tiny model (evals/backends/tiny_model.py)"
+    path = models_dir() / model if model in MODELS else Path(model).expanduser()
+    config = path / "config.json"
+    if model in MODELS and not config.is_file():
+        return None, f"{model!r} is not fetched here (`skillos models fetch {model}`): its config.json gives its shape"
+    if config.is_file():
+        try:
+            return Shape.from_hf(json.loads(config.read_text())), str(config)
+        except (ValueError, KeyError, TypeError) as exc:
+            return None, f"{config} has no decoder shape ({exc})"
+    known = {name.lower(): name for name in SHAPES}
+    if model.lower() in known:
+        return Shape.from_hf(SHAPES[known[model.lower()]]), f"{known[model.lower()]}'s config.json (training/memory.py)"
+    return None, (f"{model!r}: not in the memory plan's table (training/memory.py SHAPES) and no config.json "
+                  "on this machine")
+
+
+@dataclass
+class Part:
+    name: str
+    gib: float
+    how: str
+
+
+@dataclass
+class Placement:
+    """What one GPU of a kind holds (every training rank alike; every GPU of one server alike)."""
+    where: str
+    gpus: int  # GPUs of the launch placed like this (per machine)
+    parts: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # why it cannot start, apart from the total
+    slots: int | None = None  # a model server: requests it holds at once (KV cache / a request's tokens)
+    reserves: float | None = None  # a server sizes itself to this share of the GPU (not a near miss)
+
+    @property
+    def total_gib(self) -> float:
+        return sum(p.gib for p in self.parts)
+
+    def line(self, capacity: float | None) -> str:
+        parts = ", ".join(f"{p.name} {p.gib:.1f}" for p in self.parts)
+        of = f" of {capacity:.1f} GiB" if capacity else ""
+        return f"{self.where} (x{self.gpus}): {self.total_gib:.1f}{of} = {parts}"
+
+
+@dataclass
+class MemoryPlan:
+    gpu: str | None  # compute.gpu
+    capacity_gib: float | None  # one GPU's memory; None: the type is not in GPU_GIB
+    gpus_per_machine: int | None
+    placements: list = field(default_factory=list)
+    unestimated: list = field(default_factory=list)  # what has no estimate, and why
+    unreached: list = field(default_factory=list)  # servers placed that nothing calls
+
+    @property
+    def gpus_used(self) -> int:
+        return sum(p.gpus for p in self.placements)
+
+    def over(self) -> list:
+        """Placements that exceed the GPU or cannot start."""
+        return [p for p in self.placements if p.problems or (self.capacity_gib and p.total_gib > self.capacity_gib)]
+
+    def near(self) -> list:
+        return [p for p in self.placements if p not in self.over() and self.capacity_gib and p.reserves is None
+                and p.total_gib > WARN_SHARE * self.capacity_gib]
+
+    def slots(self, role: str) -> int | None:
+        return next((p.slots for p in self.placements if p.where == f"{role} server"), None)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for p, d in zip(self.placements, out["placements"]):
+            d["total_gib"] = round(p.total_gib, 2)
+            d["parts"] = [{**part, "gib": round(part["gib"], 2)} for part in d["parts"]]
+        out["lines"] = self.lines()
+        return out
+
+    def lines(self) -> list[str]:
+        head = (f"memory plan on {self.gpu} ({self.capacity_gib} GiB each): {self.gpus_used} of "
+                f"{self.gpus_per_machine} GPUs per machine placed")
+        return [head] + ["  " + p.line(self.capacity_gib) + "".join(f"; {x}" for x in p.problems)
+                         for p in self.placements] + [f"  unestimated: {u}" for u in self.unestimated]
+
+
+def gpu_capacity(gpu: str | None) -> tuple[float | None, str]:
+    kind = (gpu or "").split(":")[0]
+    known = {k.lower(): k for k in GPU_GIB}
+    if kind.lower() in known:
+        return GPU_GIB[known[kind.lower()]], kind
+    return None, f"GPU type {kind!r} is not in the memory plan's table ({', '.join(GPU_GIB)})"
+
+
+def memory_plan(cfg) -> MemoryPlan:
+    """Per-GPU memory of `cfg`'s launch (see the module's docstring)."""
+    from skillos.devices import gpu_spec, gpus_per_machine
+
+    spec = gpu_spec(cfg)
+    capacity, why = gpu_capacity(spec)
+    plan = MemoryPlan(spec, capacity, gpus_per_machine(cfg))
+    if capacity is None:
+        plan.unestimated.append(why)
+    t, c = cfg.training, cfg.compute
+    policy, source = shape_of(t.model)
+    if t.model and policy is None:
+        plan.unestimated.append(f"training.model: {source}")
+    if t.model and policy is not None:
+        plan.placements.append(_training_rank(cfg, policy, capacity or 0.0, plan.unestimated))
+    if t.use_vllm and t.vllm_mode == "server" and policy is not None:
+        tp = t.vllm_tensor_parallel_size or 1
+        plan.placements.append(_server("trl vllm-serve", policy, max(1, c.vllm_server_gpus), tp, VLLM_UTILIZATION,
+                                       policy.max_positions, VLLM_MAX_SEQS, None, capacity or 0.0))
+    for role, s in sorted((c.servers or {}).items()):
+        section = _section(cfg, role)
+        if section.backend != "openai" or not section.base_url:  # a server nothing reaches holds its GPUs for nothing
+            plan.unreached.append(f"compute.servers.{role}: {role}.backend is {section.backend!r}; a served {role} is "
+                                  f"reached by backend openai with {role}.base_url set to the server")
+        shape, source = shape_of(section.model)
+        if shape is None:
+            plan.unestimated.append(f"compute.servers.{role}: {source}")
+            continue
+        gpus = int(s.get("gpus", 1))
+        request = min(s.get("max_model_len") or shape.max_positions,
+                      (_section(cfg, role).max_tokens or 0) + PROMPT_TOKENS)
+        plan.placements.append(_server(f"{role} server", shape, gpus, int(s.get("tensor_parallel_size", gpus)),
+                                       float(s.get("gpu_memory_utilization", VLLM_UTILIZATION)),
+                                       s.get("max_model_len") or shape.max_positions,
+                                       int(s.get("max_num_seqs", VLLM_MAX_SEQS)), request, capacity or 0.0))
+    return plan
+
+
+def _section(cfg, role: str):
+    return getattr(cfg, role)
+
+
+def _training_rank(cfg, shape: Shape, capacity: float, unestimated: list) -> Placement:
+    from skillos.registry import BACKENDS
+
+    t, c = cfg.training, cfg.compute
+    n = max(1, c.num_processes)
+    stage, offload = zero_stage(cfg)
+    mixed = bool(t.bf16)
+    wbytes = 2 if mixed else shape.weight_bytes
+    psi = shape.params
+    trainable = shape.lora_params(t.lora) if t.lora else psi
+    weights, grads, optim = model_states(psi, trainable, n, stage, mixed, offload, wbytes)
+    zero = f"ZeRO-{stage} over {n}" if stage else "no ZeRO: every rank holds all of it"
+    rank = Placement("training rank", n // max(1, c.num_machines))
+    rank.parts.append(Part("weights", weights / GIB,
+                           f"{psi / 1e9:.2f}B params x {wbytes} B ({zero if stage >= 3 else 'whole on every rank'})"))
+    if t.beta != 0 and not t.lora:
+        rank.parts.append(Part("reference model", weights / GIB, "beta != 0: TRL keeps a frozen copy"))
+    rank.parts.append(Part("gradients", grads / GIB,
+                           f"{trainable / 1e6:.1f}M trainable" + (" (LoRA)" if t.lora else "")))
+    rank.parts.append(Part("optimizer", optim / GIB, "offloaded to CPU (DeepSpeed offload_optimizer)" if offload
+                           else "Adam: " + ("12 B per trainable parameter (fp32 master, m, v)" if mixed
+                                            else "8 B per trainable parameter (m, v)")))
+    b = t.per_device_train_batch_size or TRL_DEFAULTS["per_device_train_batch_size"]
+    completion = t.max_completion_length or TRL_DEFAULTS["max_completion_length"]
+    seq = (t.max_prompt_length or TRL_DEFAULTS["max_prompt_length"]) + completion
+    abytes = 2 if mixed else 4
+    per_layer = b * seq * shape.hidden * abytes
+    layers = (shape.layers + 17) if t.gradient_checkpointing else 17 * shape.layers
+    rank.parts.append(Part("activations", per_layer * layers / GIB,
+                           f"{b} x {seq} tokens, " + ("checkpointed layer inputs + one layer's 34sbh"
+                                                      if t.gradient_checkpointing else "34sbh per layer")))
+    rank.parts.append(Part("logits", LOGIT_COPIES * b * completion * shape.vocab * abytes / GIB,
+                           f"{LOGIT_COPIES} x {b} x {completion} completion tokens x {shape.vocab} vocab"))
+    if not t.use_vllm:  # the training model generates: transformers' KV cache for its share of the batch
+        from skillos.config import rollouts_per_generation
+
+        rows = -(-(rollouts_per_generation(cfg) or b) // n)
+        rank.parts.append(Part("generation KV cache", rows * seq * shape.kv_bytes_per_token() / GIB,
+                               f"no vLLM: {rows} rollouts x {seq} tokens generated by the training model"))
+    if t.use_vllm and (t.vllm_mode or "colocate") == "colocate":
+        util, tp = t.vllm_gpu_memory_utilization or TRL_COLOCATE_UTILIZATION, t.vllm_tensor_parallel_size or 1
+        tokens = _engine(shape, tp, util * capacity)[3]
+        rank.parts.append(Part("trl vLLM (colocate)", util * capacity,
+                               f"vllm_gpu_memory_utilization {util}, tensor parallel {tp}: KV cache {tokens:,} tokens"))
+        if capacity and tokens < seq:
+            rank.problems.append(f"TRL's colocated vLLM: its {util} of the GPU leaves a KV cache of {tokens:,} tokens, "
+                                 f"less than one {seq:,}-token rollout: vLLM refuses to start")
+    for role in ("executor", "judge"):
+        section = _section(cfg, role)
+        entry = BACKENDS.get(section.backend)
+        if not (entry and section.model and _runs_in_training(cfg, role)):
+            continue
+        if entry.gpu_only and entry.local:  # an engine in the process: vLLM takes its share of the whole GPU
+            rank.parts.append(Part(f"{role} vLLM (in-process)", VLLM_UTILIZATION * capacity,
+                                   f"{section.backend} backend: vLLM's default gpu_memory_utilization {VLLM_UTILIZATION}"))
+        elif entry.local:  # hf: the weights, in the process
+            shape_r, source = shape_of(section.model)
+            if shape_r is None:
+                unestimated.append(f"{role}.model: {source}")
+            else:
+                rank.parts.append(Part(f"{role} weights (in-process)", shape_r.params * shape_r.weight_bytes / GIB,
+                                       f"{section.backend} backend"))
+    rank.parts.append(Part("CUDA context", CONTEXT_GIB, "per process"))
+    return rank
+
+
+def model_states(params: int, trainable: int, ranks: int, stage: int, mixed: bool, offload: bool = False,
+                 weight_bytes: int | None = None) -> tuple[float, float, float]:
+    """Bytes per rank of the weights, gradients and Adam states (Rajbhandari et al. 2020, section 3:
+    2Ψ + 2Ψ + KΨ in mixed precision with K = 12; 4Ψ + 4Ψ + 8Ψ in fp32); ZeRO stage 1 shards the
+    optimizer states over the ranks, 2 the gradients too, 3 the weights too."""
+    shard = lambda k: ranks if stage >= k else 1  # noqa: E731
+    wbytes, gbytes, k = (2, 2, 12) if mixed else (4, 4, 8)
+    return (params * (weight_bytes or wbytes) / shard(3), trainable * gbytes / shard(2),
+            0.0 if offload else trainable * k / shard(1))
+
+
+def _runs_in_training(cfg, role: str) -> bool:
+    """The executor plays every rollout's games in the training process; the judge is called there
+    when the content reward is on."""
+    return role == "executor" or bool(cfg.reward.lambda_cnt)
+
+
+def zero_stage(cfg) -> tuple[int, bool]:
+    """The DeepSpeed config's ZeRO stage (0 without one) and whether it offloads the optimizer."""
+    from skillos.config import relative_to_config
+
+    if not cfg.compute.deepspeed_config:
+        return 0, False
+    try:
+        ds = json.loads(relative_to_config(cfg, cfg.compute.deepspeed_config).read_text())
+    except (OSError, ValueError):
+        return 0, False  # the deepspeed check reports an unreadable file
+    z = ds.get("zero_optimization") or {}
+    device = (z.get("offload_optimizer") or {}).get("device", "none")
+    return int(z.get("stage", 0)), device == "cpu"
+
+
+def _engine(shape: Shape, tp: int, budget_gib: float) -> tuple[float, float, float, int]:
+    """One GPU of a vLLM engine given `budget_gib` (gpu_memory_utilization x the GPU): its share of
+    the weights, the profile run's activations, the KV cache the rest leaves (GiB) and its tokens."""
+    weights = shape.params * 2 / tp / GIB
+    act = VLLM_BATCHED_TOKENS * (4 * shape.intermediate + 8 * shape.hidden) / tp / GIB
+    kv = max(0.0, budget_gib - weights - act - VLLM_OVERHEAD_GIB)
+    return weights, act, kv, int(kv * GIB // shape.kv_bytes_per_token(tp))
+
+
+def _server(where: str, shape: Shape, gpus: int, tp: int, util: float, max_len: int, max_seqs: int,
+            request: int | None, capacity: float) -> Placement:
+    """One GPU of a vLLM server: weights over tensor parallelism, the profile run, the KV cache."""
+    p = Placement(where, gpus, reserves=util)
+    weights, act, kv, tokens = _engine(shape, tp, util * capacity)
+    p.parts += [Part("weights", weights, f"{shape.params / 1e9:.2f}B params x 2 B / tensor parallel {tp}"),
+                Part("profile activations", act, f"{VLLM_BATCHED_TOKENS} batched tokens"),
+                Part("graphs and non-torch", VLLM_OVERHEAD_GIB, "vLLM's start-up lines"),
+                Part("KV cache", kv, f"the rest of gpu_memory_utilization {util}: {tokens:,} tokens")]
+    if capacity and tokens < max_len:
+        p.problems.append(f"its KV cache holds {tokens:,} tokens, less than one max_model_len {max_len:,} "
+                          "sequence: vLLM refuses to start")
+    if gpus % tp:
+        p.problems.append(f"{gpus} GPUs do not divide into tensor parallel {tp}")
+    if request and capacity:
+        p.slots = min(max_seqs, tokens // request) * max(1, gpus // tp)
+    return p
