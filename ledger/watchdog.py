@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from skillos.config import STOP_GRACE_S
+
 
 @dataclass
 class WatchConfig:
@@ -32,7 +34,7 @@ class WatchConfig:
     busy_percent: float = 10.0  # GPU (or CPU, without a GPU) use below this counts as idle
     gpus: int = 0  # GPUs on the box, for the GPU-hours an idle box costs
     stop_on: list = field(default_factory=list)  # alarm kinds that stop the job (compute.stop_on)
-    stop_grace_s: float = 30.0  # after SIGTERM, the job's time to save before SIGKILL
+    stop_grace_s: float = STOP_GRACE_S  # after SIGTERM, the job's time to save before SIGKILL
 
 
 @dataclass
@@ -59,24 +61,25 @@ class SystemProbes:
             except OSError:
                 return False
 
-    def stop(self, pid: int, grace_s: float) -> None:
-        """SIGTERM (accelerate forwards it to its ranks; the trainer may save), then SIGKILL after
-        `grace_s` if it still lives."""
+    def stop(self, pids: list, grace_s: float) -> None:
+        """SIGTERM to every pid (accelerate forwards it to its ranks; the trainer may save), then one
+        wait of `grace_s` for them all, then SIGKILL to any still alive."""
         import signal
 
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            if not self.alive(pid):
-                return
+        while time.monotonic() < deadline and any(self.alive(pid) for pid in pids):
             time.sleep(0.2)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        for pid in pids:
+            if self.alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def size(self, path: str) -> int | None:
         p = Path(path)
@@ -182,8 +185,7 @@ class Watchdog:
                 detected_by="watchdog", gate="7")
         if stopping:  # the configured rule: a stalled or idle launch stops paying for its GPUs
             self.echo(f"STOP [{alarm.kind}] stopping the job's processes {self.config.pids} (compute.stop_on)")
-            for pid in self.config.pids:
-                self.probes.stop(pid, self.config.stop_grace_s)
+            self.probes.stop(list(self.config.pids), self.config.stop_grace_s)
             self.stopped = alarm.kind
         return [alarm]
 
@@ -240,7 +242,7 @@ def command(pids, paths, ledger_path, stall_minutes: float, gpus: int = 0, inter
     return argv
 
 
-def launch_watch(cfg, paths: list, where: str) -> dict | None:
+def launch_watch(cfg, paths: list, where: str, training: bool = False) -> dict | None:
     """What gate 7 starts beside a launch of `cfg` (None: compute.watchdog is off): the paths it
     watches, its stall rule, the GPUs it costs an idle box in, and `where` it runs. Every launch
     path asks this (training/launch.py, skillos.api), and the trace reads the same answer."""
@@ -250,7 +252,7 @@ def launch_watch(cfg, paths: list, where: str) -> dict | None:
 
     gpus = gpus_per_machine(cfg) or 0
     spec = {"where": where, "paths": [str(p) for p in paths], "stall_minutes": cfg.compute.stall_minutes,
-            "gpus": gpus, "stop_on": list(cfg.compute.stop_on)}
+            "gpus": gpus, "stop_on": list(cfg.compute.stop_on) if training else []}  # stops training launches only
     spec["command"] = command(["PID"], spec["paths"], "LEDGER", spec["stall_minutes"], gpus,
                               stop_on=spec["stop_on"])
     return spec

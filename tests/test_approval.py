@@ -191,7 +191,7 @@ def test_a_plan_covers_the_resources_it_reserves(tmp_path, skillos_home):
     modal = json.loads(run_cli("plan", MULTI, "--set", "compute.backend=modal", "--set", "compute.gpu=null",
                                "--set", "compute.num_machines=1", "--set", "compute.num_processes=8",
                                "--out", tmp_path / "m.json", "--json").stdout)["plan"]
-    assert modal["cost"]["gpus"] == 8 and modal["cost"]["gpu_hours"] == 8 * modal["cost"]["wall_hours"]
+    assert modal["cost"]["gpus"] == 8 and modal["cost"]["wall_hours"] == 4.5 and modal["cost"]["gpu_hours"] == 36.0
     # where and how a Ray plan runs is part of what was approved
     ray = config.with_sets(config.load(PAPER), ["compute.backend=ray"])
     for more in ("compute.ray_address=ray://10.9.9.9:10001", "compute.ray_max_retries=100", "compute.watchdog=false"):

@@ -13,7 +13,7 @@ import pytest
 
 from skillos import config
 from skillos.errors import ConfigError
-from skillos.training.memory import GIB, SHAPES, Shape, memory_plan, model_states, shape_of
+from skillos.training.memory import GIB, LOGIT_COPIES, SHAPES, TRL_DEFAULTS, Shape, memory_plan, model_states, shape_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
@@ -71,7 +71,7 @@ def test_the_tiny_models_shape_states_and_lora_are_what_torch_holds_on_cpu():
 
 def test_the_paper_config_passes_on_8_h100s_with_every_component_in_the_row():
     result = _gate(config.load(PAPER))
-    assert result.status == "PASS", result.detail
+    assert result.status == "PASS", result.detail  # on 8 x H100-80GB
     placements = {p["where"]: p for p in result.values["placements"]}
     assert set(placements) == {"training rank", "trl vllm-serve", "executor server", "judge server"}
     assert sum(p["gpus"] for p in placements.values()) == 8
@@ -117,7 +117,9 @@ def test_the_step_plans_concurrency_is_the_executor_servers_slots():
     from skillos.training.plan import step_plan
 
     plan = step_plan(config.load(PAPER))
-    assert plan.executor_slots == memory_plan(config.load(PAPER)).slots("executor") and plan.concurrency == 32
+    # 0.9 x 79.2 GiB less 15.3 of weights, 0.6 of activations and 0.75 of graphs: 54.6 GiB of KV cache at
+    # 144 KiB a token = 397k tokens, over 8192 + 4096 tokens a request: 32 slots
+    assert plan.executor_slots == 32 and plan.concurrency == 32
     few = step_plan(config.load(PAPER, sets=["compute.servers.executor.max_num_seqs=8"]))
     assert few.executor_slots == 8 and few.concurrency == 8
     assert "the executor server's 8 slots" in "\n".join(few.lines())
@@ -159,3 +161,89 @@ def test_thinking_on_reaches_a_vllm_server_through_its_chat_template():
     assert sent(cfg.executor)["reasoning_effort"][1] == "on"
     with pytest.raises(ConfigError, match="'on' is the chat-template switch"):
         config.load(PAPER, sets=["executor.base_url=null", "compute.servers={judge: {gpus: 2}}"])
+
+
+def test_unset_training_values_are_read_as_trl_runs_them():
+    """A value the config leaves unset is TRL's own default (pinned to the installed TRL), not off."""
+    import dataclasses
+
+    GRPOConfig = pytest.importorskip("trl").GRPOConfig
+    fields = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    for key, value in TRL_DEFAULTS.items():
+        if key != "bf16":  # None in the dataclass, True after its __post_init__ on a GPU
+            assert fields[key] == value, key
+    unset = ["training.gradient_checkpointing=null", "training.bf16=null", "training.beta=null"]
+    set_ = ["training.gradient_checkpointing=true", "training.bf16=true", "training.beta=0.0"]
+    rank = lambda sets: memory_plan(config.load(PAPER, sets=sets)).placements[0]  # noqa: E731
+    assert rank(unset).total_gib == pytest.approx(rank(set_).total_gib)
+    assert "reference model" not in {p.name for p in rank(unset).parts}  # TRL's beta 0: no reference model
+
+
+def test_the_logits_part_is_the_completion_logits_trl_holds():
+    cfg = config.load(PAPER)
+    rank = memory_plan(cfg).placements[0]
+    logits = next(p for p in rank.parts if p.name == "logits")
+    # one 40,960-token completion per micro-batch, 151,936 logits each, bf16, LOGIT_COPIES alive at once
+    assert logits.gib * GIB == LOGIT_COPIES * 1 * 40960 * 151936 * 2
+    activations = next(p for p in rank.parts if p.name == "activations")
+    assert "1 x 40960 tokens" in activations.how  # the rollout is capped at the model's 40,960 positions
+
+
+@pytest.mark.parametrize("targets, modules", [
+    ("all-linear", ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    (["q_proj", "v_proj"], ["q_proj", "v_proj"]),
+    (["self_attn.q_proj"], ["q_proj"]),  # a dotted suffix of the module's name, as peft matches it
+    (r".*\.mlp\..*_proj", ["gate_proj", "up_proj", "down_proj"]),  # a string: a regular expression, as peft's
+    (["attention.query"], []),  # another architecture's names match nothing here: counted as unestimated
+])
+def test_lora_targets_match_as_peft_matches_them(targets, modules):
+    shape = Shape.from_hf(SHAPES["Qwen/Qwen3-8B"])
+    linears = shape.linears()
+    assert shape.lora_params({"r": 8, "target_modules": targets}) == \
+        shape.layers * sum(8 * sum(linears[m]) for m in modules)
+    if not modules:
+        plan = memory_plan(config.load(PAPER, sets=[f"training.lora={{r: 8, target_modules: {targets}}}"]))
+        assert any("matches none of the model's linear modules" in u for u in plan.unestimated)
+
+
+def test_what_the_plan_cannot_read_is_one_line_or_unestimated(tmp_path):
+    for bad, says in (('{"zero_optimization": {"stage": "auto"}}', "zero_optimization.stage must be 0, 1, 2 or 3"),
+                      ('{"zero_optimization": {"stage": 3, "offload_optimizer": "cpu"}}',
+                       "zero_optimization.offload_optimizer must be a mapping"),
+                      ("[1, 2]", "zero_optimization must be a mapping")):
+        (tmp_path / "ds.json").write_text(bad)
+        cfg = config.load(PAPER, sets=[f"compute.deepspeed_config={tmp_path / 'ds.json'}"])
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            memory_plan(cfg)
+    with pytest.raises(ConfigError, match="training.lora.r: a positive integer rank"):
+        memory_plan(config.load(PAPER, sets=["training.lora={r: sixteen}"]))
+    (tmp_path / "nvme.json").write_text('{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}}}')
+    nvme = memory_plan(config.load(PAPER, sets=[f"compute.deepspeed_config={tmp_path / 'nvme.json'}"]))
+    assert next(p for p in nvme.placements[0].parts if p.name == "optimizer").gib == 0
+    moe = tmp_path / "moe"
+    moe.mkdir()
+    (moe / "config.json").write_text(json.dumps({**SHAPES["Qwen/Qwen3-8B"], "num_experts": 128}))
+    plan = memory_plan(config.load(PAPER, sets=[f"training.model={moe}"]))
+    assert any("mixture of experts" in u for u in plan.unestimated)
+    unknown = memory_plan(config.load(PAPER, sets=["compute.gpu=MI300X:8"]))
+    assert "memory per GPU unknown" in unknown.lines()[0]
+    assert not any(p.name == "KV cache" for pl in unknown.placements for p in pl.parts)  # unknown, never 0
+
+
+def test_servers_need_a_model_a_port_and_an_accelerate_launch():
+    no_port = _gate(config.load(PAPER, sets=["executor.base_url=http://127.0.0.1/v1"]))
+    assert no_port.status == "FAIL" and "needs executor.model and a port" in no_port.detail
+    local = _gate(config.load(PAPER, sets=["compute.backend=local"]))
+    assert local.status == "FAIL" and "a local launch starts only the training processes" in local.detail
+    unknown = _gate(config.load(PAPER, sets=["judge.model=someone/judge-70b", "compute.servers.judge.gpus=6"]))
+    assert "12 GPUs placed per machine" in unknown.detail  # an unestimated server still takes its GPUs
+
+
+def test_a_data_parallel_server_is_launched_data_parallel():
+    from skillos.training.plan import server_commands
+
+    cfg = config.load(PAPER, sets=["compute.servers.executor={gpus: 2, tensor_parallel_size: 1}",
+                                   "compute.num_processes=3"])
+    assert server_commands(cfg)["executor"][:8] == ["CUDA_VISIBLE_DEVICES=1,2", "vllm", "serve", "Qwen/Qwen3-8B",
+                                                    "--tensor-parallel-size", "1", "--data-parallel-size", "2"]
+    assert memory_plan(cfg).slots("executor") == 64  # two replicas of 32

@@ -140,7 +140,7 @@ def test_grpo_with_lora_on_the_real_model_moves_its_weights_and_its_checkpoint_s
     # the trained checkpoint curates in a sweep (LoRA on the fetched base, in-process) beside a fresh control
     sweep = run_cli("sweep", ROOT / "evals" / "configs" / "smollm2-hf.yaml", "--checkpoint",
                     out / "archive" / "checkpoint-2", "--executor", "heuristic", "--out", tmp_path / "sweep", "--json",
-                    "--set", "env.max_steps=10", "--set", "curator.max_tokens=128")
+                    "--set", "env.max_steps=10", "--set", "curator.max_tokens=64")
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     arms = json.loads(sweep.stdout)["arms"]
     assert set(arms) == {"no_memory", "curator:checkpoint-2"} and all(a["measured"] == 2 for a in arms.values())

@@ -62,7 +62,7 @@ def test_the_gates_refuse_a_server_or_multi_node_layout_that_cannot_start():
     cfg.training.vllm_server_base_url, cfg.compute.vllm_server_gpus = None, 5
     result = _result(cfg, "vllm-server")
     assert result.status == "FAIL" and "vllm_server_base_url" in result.detail
-    assert "4 training processes + 5 server GPUs per machine exceed the 8 GPUs" in result.detail
+    assert "4 training processes + 8 server GPUs per machine exceed the 8 GPUs" in result.detail  # 5 + 3 served
     colocate = cfgmod.load(MULTI)
     colocate.compute.vllm_server_gpus = 2
     assert _result(colocate, "vllm-server").status == "FAIL"  # GPUs held for a server nobody starts

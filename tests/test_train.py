@@ -48,7 +48,7 @@ def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path, canari
     assert "accelerate launch --num_processes 8 --use_deepspeed" in result.stdout
     # the paper's layout serves its models from GPUs a Modal container never starts a server on
     refused = run_cli("train", PAPER, "--backend", "modal", "--dry-run")
-    assert refused.returncode == 1 and "a Modal launch starts only the training processes" in refused.stdout + refused.stderr
+    assert refused.returncode == 1 and "a modal launch starts only the training processes" in refused.stdout + refused.stderr
     plan = json.loads(run_cli("train", PAPER, "--backend", "accelerate", "--dry-run", "--json").stdout)["plan"]
     assert plan["command"][:4] == ["accelerate", "launch", "--num_processes", "4"]
     assert plan["command"][-3:] == ["-m", "skillos.training.launch", str(PAPER)]

@@ -166,9 +166,10 @@ class StoppableProbes(FakeProbes):
         super().__init__()
         self.stopped = []
 
-    def stop(self, pid, grace_s):
-        self.stopped.append(pid)
-        self.pids_alive[pid] = False
+    def stop(self, pids, grace_s):
+        for pid in pids:
+            self.stopped.append(pid)
+            self.pids_alive[pid] = False
 
 
 def test_the_configured_rule_stops_a_stalled_launch_and_says_so_in_the_ledger(tmp_path):

@@ -637,5 +637,4 @@ def _watching(cfg: Config, paths: list, ledger, echo: Echo):
     w = launch_watch(cfg, paths, WATCHED)
     if w is None:
         return contextlib.nullcontext()
-    return watching(w["paths"], ledger.path, w["stall_minutes"], gpus=w["gpus"], echo=echo or _quiet,
-                    stop_on=w.get("stop_on"))
+    return watching(w["paths"], ledger.path, w["stall_minutes"], gpus=w["gpus"], echo=echo or _quiet)

@@ -56,7 +56,7 @@ def watch(
     interval: float = typer.Option(60.0, help="Seconds between looks."),
     max_ticks: Optional[int] = typer.Option(None, help="Stop after this many looks."),
     stop_on: List[str] = typer.Option([], "--stop-on", help="An alarm kind that stops the job's processes "
-                                      "(SIGTERM, then SIGKILL after 30 s): stall or device-idle (repeatable)."),
+                                      "(SIGTERM, then SIGKILL after config.STOP_GRACE_S): stall or device-idle (repeatable)."),
     ledger_path: Optional[Path] = typer.Option(None, "--ledger", help="The ledger file alarms go to "
                                                "(default $SKILLOS_HOME/ledger.db)."),
 ):

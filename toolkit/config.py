@@ -305,9 +305,10 @@ class ComputeConfig:
         "help": "the watchdog alarms when the output folder has not grown, or the device has been idle, this "
                 "long while the job is alive"})
     stop_on: list = field(default_factory=list, metadata={
-        "help": "alarms on which the watchdog stops the launch (SIGTERM, then SIGKILL after 30 s), recorded in the "
-                "ledger: stall (the output folder has not grown for stall_minutes while the job lives), "
-                "device-idle (the GPUs idle that long); empty: it alarms and records only"})
+        "help": "alarms on which the watchdog stops a training launch (SIGTERM, then SIGKILL after "
+                "config.STOP_GRACE_S), recorded in the ledger: stall (the output folder has not grown for "
+                "stall_minutes while the job lives), device-idle (the GPUs idle that long); empty: it alarms and "
+                "records only"})
     # The step plan (training/plan.py, printed by `train --dry-run`) and multi-GPU layouts.
     executor_latency_s: float | None = field(default=None, metadata={
         "help": "seconds per executor action at the endpoint (the step plan)"})
@@ -990,6 +991,7 @@ def validate(cfg: Config) -> Config:
 
 
 STOP_ON = ("stall", "device-idle")  # watchdog alarms that may stop a launch (compute.stop_on)
+STOP_GRACE_S = 30.0  # after the watchdog's SIGTERM, a stopped launch's time to save before SIGKILL
 SERVED_ROLES = ("executor", "judge")  # sections a launch may serve from GPUs of its own (compute.servers)
 SERVER_KEYS = {"gpus": (1, 1024), "tensor_parallel_size": (1, 1024), "gpu_memory_utilization": (0.01, 1.0),
                "max_model_len": (1, 1 << 22), "max_num_seqs": (1, 1 << 20)}
@@ -1049,10 +1051,30 @@ def groups_per_step(cfg: Config) -> int | float | None:
     return done // g if done % g == 0 else done / g
 
 
+def server_specs(cfg: Config) -> dict:
+    """compute.servers with every default filled in, by role in order: gpus (1), tensor_parallel_size
+    (its gpus), data_parallel_size, gpu_memory_utilization (vLLM's 0.9), max_model_len (None: the
+    model's), max_num_seqs (vLLM's 256), the GPU ids it takes (after `trl vllm-serve`'s) and the port
+    of its role's base_url (None when it names none). The memory plan, the launch's `vllm serve`
+    commands and the GPU counts all read this."""
+    first, out = cfg.compute.vllm_server_gpus, {}
+    for role, spec in sorted((cfg.compute.servers or {}).items()):
+        gpus = int(spec.get("gpus", 1))
+        tp = int(spec.get("tensor_parallel_size", gpus))
+        url = getattr(cfg, role).base_url or ""
+        port = url.split("://", 1)[-1].split("/", 1)[0].rpartition(":")[2]
+        out[role] = {"gpus": gpus, "tensor_parallel_size": tp, "data_parallel_size": max(1, gpus // tp),
+                     "gpu_memory_utilization": float(spec.get("gpu_memory_utilization", 0.9)),
+                     "max_model_len": spec.get("max_model_len"), "max_num_seqs": int(spec.get("max_num_seqs", 256)),
+                     "gpu_ids": list(range(first, first + gpus)), "port": int(port) if port.isdigit() else None}
+        first += gpus
+    return out
+
+
 def server_gpus(cfg: Config) -> int:
     """GPUs per machine that serve (`trl vllm-serve` and compute.servers), before the training
     processes' (training/launch.py gives training the GPUs after them)."""
-    return cfg.compute.vllm_server_gpus + sum(int(s.get("gpus", 1)) for s in (cfg.compute.servers or {}).values())
+    return cfg.compute.vllm_server_gpus + sum(s["gpus"] for s in server_specs(cfg).values())
 
 
 def rollouts_per_generation(cfg: Config) -> int | None:

@@ -37,12 +37,14 @@ GIB = 1024 ** 3
 CONTEXT_GIB = 0.5  # a CUDA context and the allocator's slack, per process on a GPU
 WARN_SHARE = 0.9  # within 10% of the GPU: WARN
 VLLM_UTILIZATION = 0.9  # vLLM's (and `trl vllm-serve`'s) default gpu_memory_utilization
-TRL_COLOCATE_UTILIZATION = 0.3  # TRL GRPOConfig.vllm_gpu_memory_utilization's default
 VLLM_BATCHED_TOKENS = 8192  # vLLM's max_num_batched_tokens: the profile run's batch
 VLLM_OVERHEAD_GIB = 0.75  # CUDA graphs and non-torch memory (vLLM's start-up lines: 0.3-0.6 GiB)
 VLLM_MAX_SEQS = 256  # vLLM's max_num_seqs default: requests one engine runs at once
 PROMPT_TOKENS = 4096  # assumed prompt of one executor request (skills, history, observation)
-TRL_DEFAULTS = {"per_device_train_batch_size": 8, "max_prompt_length": 512, "max_completion_length": 256}
+# TRL 1.16 GRPOConfig's own values for fields a config leaves unset (bf16: on, set in its __post_init__
+# on a GPU); tests/test_memory.py holds them to the installed TRL
+TRL_DEFAULTS = {"per_device_train_batch_size": 8, "max_completion_length": 512, "bf16": True,
+                "gradient_checkpointing": True, "beta": 0.0, "vllm_gpu_memory_utilization": 0.3}
 LOGIT_COPIES = 3  # the completion logits, their temperature-scaled copy, the log-softmax kept for backward
 
 # total memory torch reports, GiB (nvidia-smi's MiB / 1024); a TYPE of compute.gpu not here is unestimated
@@ -90,6 +92,8 @@ class Shape:
 
     @classmethod
     def from_hf(cls, c: dict) -> "Shape":
+        if any(c.get(k) for k in ("num_experts", "num_local_experts", "n_routed_experts")):
+            raise ValueError("a mixture of experts: its experts' weights are not in this table's dense formula")
         heads = c["num_attention_heads"]
         dtype = str(c.get("torch_dtype") or c.get("dtype") or "float32")
         return cls(c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], heads,
@@ -113,11 +117,35 @@ class Shape:
         return self.vocab * self.hidden * (1 if self.tied else 2) + self.layers * layer + self.hidden
 
     def lora_params(self, lora: dict) -> int:
-        """Trainable parameters of a LoRA adapter (peft: r·(in + out) per targeted linear module)."""
-        targets = lora.get("target_modules") or ["q_proj", "v_proj"]  # peft's default for these models
-        names = list(self.linears()) if targets == "all-linear" else [targets] if isinstance(targets, str) else targets
-        r = int(lora.get("r", 8))
-        return self.layers * sum(r * (i + o) for n, (i, o) in self.linears().items() if n in names)
+        """Trainable parameters of a LoRA adapter: r·(in + out) per linear module it targets, matched as
+        peft matches them (a string is a regular expression over the module's full name, a list entry
+        the name or a dotted suffix of it, "all-linear" every linear layer but the output head)."""
+        import re
+
+        from skillos.errors import ConfigError
+
+        targets, r = lora.get("target_modules") or ["q_proj", "v_proj"], lora.get("r", 8)  # peft's defaults here
+        if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+            raise ConfigError(f"training.lora.r: a positive integer rank, got {r!r}")
+        if not isinstance(targets, (str, list)) or isinstance(targets, list) and not all(
+                isinstance(x, str) for x in targets):
+            raise ConfigError(f"training.lora.target_modules: a module name, a list of them or all-linear, "
+                              f"got {targets!r}")
+        full = {n: f"model.layers.0.{'self_attn' if n.endswith(('q_proj', 'k_proj', 'v_proj', 'o_proj')) else 'mlp'}.{n}"
+                for n in self.linears()}
+
+        def hit(name: str) -> bool:
+            if targets == "all-linear":
+                return True
+            if isinstance(targets, str):
+                try:
+                    return re.fullmatch(targets, full[name]) is not None
+                except re.error as exc:
+                    raise ConfigError(f"training.lora.target_modules: {targets!r} is not a regular expression "
+                                      f"({exc})") from None
+            return any(full[name] == x or full[name].endswith("." + x) for x in targets)
+
+        return self.layers * sum(r * (i + o) for n, (i, o) in self.linears().items() if hit(n))
 
     def kv_bytes_per_token(self, tensor_parallel: int = 1) -> int:
         """K and V of every layer for one token at 16 bits, on one of `tensor_parallel` GPUs."""
@@ -211,8 +239,8 @@ class MemoryPlan:
         return out
 
     def lines(self) -> list[str]:
-        head = (f"memory plan on {self.gpu} ({self.capacity_gib} GiB each): {self.gpus_used} of "
-                f"{self.gpus_per_machine} GPUs per machine placed")
+        each = f"{self.capacity_gib} GiB each" if self.capacity_gib else "memory per GPU unknown"
+        head = f"memory plan on {self.gpu} ({each}): {self.gpus_used} of {self.gpus_per_machine} GPUs per machine placed"
         return [head] + ["  " + p.line(self.capacity_gib) + "".join(f"; {x}" for x in p.problems)
                          for p in self.placements] + [f"  unestimated: {u}" for u in self.unestimated]
 
@@ -227,6 +255,7 @@ def gpu_capacity(gpu: str | None) -> tuple[float | None, str]:
 
 def memory_plan(cfg) -> MemoryPlan:
     """Per-GPU memory of `cfg`'s launch (see the module's docstring)."""
+    from skillos.config import server_specs
     from skillos.devices import gpu_spec, gpus_per_machine
 
     spec = gpu_spec(cfg)
@@ -236,68 +265,94 @@ def memory_plan(cfg) -> MemoryPlan:
         plan.unestimated.append(why)
     t, c = cfg.training, cfg.compute
     policy, source = shape_of(t.model)
-    if t.model and policy is None:
-        plan.unestimated.append(f"training.model: {source}")
-    if t.model and policy is not None:
-        plan.placements.append(_training_rank(cfg, policy, capacity or 0.0, plan.unestimated))
-    if t.use_vllm and t.vllm_mode == "server" and policy is not None:
+    if t.model:
+        rank = Placement("training rank", max(1, c.num_processes) // max(1, c.num_machines))
+        plan.placements.append(rank)
+        if policy is None:
+            plan.unestimated.append(f"training.model: {source}")
+        else:
+            _training_rank(cfg, policy, capacity, rank, plan.unestimated)
+    if t.use_vllm and t.vllm_mode == "server":
         tp = t.vllm_tensor_parallel_size or 1
-        plan.placements.append(_server("trl vllm-serve", policy, max(1, c.vllm_server_gpus), tp, VLLM_UTILIZATION,
-                                       policy.max_positions, VLLM_MAX_SEQS, None, capacity or 0.0))
-    for role, s in sorted((c.servers or {}).items()):
-        section = _section(cfg, role)
+        server = Placement("trl vllm-serve", max(1, c.vllm_server_gpus), reserves=VLLM_UTILIZATION)
+        plan.placements.append(server)
+        if policy is not None:
+            _server(server, policy, tp, VLLM_UTILIZATION, policy.max_positions, VLLM_MAX_SEQS, None, capacity,
+                    plan.unestimated)
+    for role, s in server_specs(cfg).items():
+        section = getattr(cfg, role)
         if section.backend != "openai" or not section.base_url:  # a server nothing reaches holds its GPUs for nothing
             plan.unreached.append(f"compute.servers.{role}: {role}.backend is {section.backend!r}; a served {role} is "
                                   f"reached by backend openai with {role}.base_url set to the server")
+        if not section.model or s["port"] is None:
+            plan.unreached.append(f"compute.servers.{role}: `vllm serve` needs {role}.model and a port in "
+                                  f"{role}.base_url (http://HOST:PORT/v1), the one the client calls")
+        server = Placement(f"{role} server", s["gpus"], reserves=s["gpu_memory_utilization"])
+        plan.placements.append(server)  # its GPUs count whether or not its memory can be estimated
         shape, source = shape_of(section.model)
         if shape is None:
             plan.unestimated.append(f"compute.servers.{role}: {source}")
             continue
-        gpus = int(s.get("gpus", 1))
-        request = min(s.get("max_model_len") or shape.max_positions,
-                      (_section(cfg, role).max_tokens or 0) + PROMPT_TOKENS)
-        plan.placements.append(_server(f"{role} server", shape, gpus, int(s.get("tensor_parallel_size", gpus)),
-                                       float(s.get("gpu_memory_utilization", VLLM_UTILIZATION)),
-                                       s.get("max_model_len") or shape.max_positions,
-                                       int(s.get("max_num_seqs", VLLM_MAX_SEQS)), request, capacity or 0.0))
+        max_len = s["max_model_len"] or shape.max_positions
+        request = min(max_len, (section.max_tokens or 0) + PROMPT_TOKENS)
+        _server(server, shape, s["tensor_parallel_size"], s["gpu_memory_utilization"], max_len, s["max_num_seqs"],
+                request, capacity, plan.unestimated)
     return plan
 
 
-def _section(cfg, role: str):
-    return getattr(cfg, role)
+def resolved(cfg) -> dict:
+    """The training values TRL will run with: skillos's, else TRL's own default (TRL_DEFAULTS)."""
+    t = cfg.training
+    out = {key: getattr(t, key) if getattr(t, key) is not None else default for key, default in TRL_DEFAULTS.items()}
+    out["max_prompt_length"] = t.max_prompt_length  # None: skillos caps nothing (training/prompt_cap.py)
+    return out
 
 
-def _training_rank(cfg, shape: Shape, capacity: float, unestimated: list) -> Placement:
+def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, unestimated: list) -> None:
     from skillos.registry import BACKENDS
 
     t, c = cfg.training, cfg.compute
+    r = resolved(cfg)
     n = max(1, c.num_processes)
-    stage, offload = zero_stage(cfg)
-    mixed = bool(t.bf16)
-    wbytes = 2 if mixed else shape.weight_bytes
+    stage, offload_optimizer, offload_params = zero_stage(cfg)
+    mixed = bool(r["bf16"])
+    deepspeed = bool(c.deepspeed_config)
     psi = shape.params
-    trainable = shape.lora_params(t.lora) if t.lora else psi
-    weights, grads, optim = model_states(psi, trainable, n, stage, mixed, offload, wbytes)
+    if t.lora:
+        trainable = shape.lora_params(t.lora)
+        if not trainable:
+            unestimated.append(f"training.lora target_modules {t.lora.get('target_modules')!r} matches none of the "
+                               f"model's linear modules ({', '.join(shape.linears())})")
+    else:
+        trainable = psi
+    # TRL loads the policy in float32 (no model_init_kwargs dtype); DeepSpeed under bf16 casts it to bf16
+    # and keeps an fp32 master copy in its optimizer: 16 bytes per parameter either way, placed differently
+    weights, grads, optim = model_states(psi, trainable, n, stage, mixed and deepspeed, offload_optimizer)
+    wbytes = 2 if mixed and deepspeed else 4
     zero = f"ZeRO-{stage} over {n}" if stage else "no ZeRO: every rank holds all of it"
-    rank = Placement("training rank", n // max(1, c.num_machines))
-    rank.parts.append(Part("weights", weights / GIB,
+    rank.parts.append(Part("weights", 0.0 if offload_params else weights / GIB,
+                           "offloaded to CPU (DeepSpeed offload_param)" if offload_params else
                            f"{psi / 1e9:.2f}B params x {wbytes} B ({zero if stage >= 3 else 'whole on every rank'})"))
-    if t.beta != 0 and not t.lora:
-        rank.parts.append(Part("reference model", weights / GIB, "beta != 0: TRL keeps a frozen copy"))
+    if r["beta"] and not t.lora:
+        rank.parts.append(Part("reference model", 0.0 if offload_params else weights / GIB,
+                               "beta != 0: TRL keeps a frozen copy"))
     rank.parts.append(Part("gradients", grads / GIB,
                            f"{trainable / 1e6:.1f}M trainable" + (" (LoRA)" if t.lora else "")))
-    rank.parts.append(Part("optimizer", optim / GIB, "offloaded to CPU (DeepSpeed offload_optimizer)" if offload
-                           else "Adam: " + ("12 B per trainable parameter (fp32 master, m, v)" if mixed
+    rank.parts.append(Part("optimizer", optim / GIB, "offloaded (DeepSpeed offload_optimizer)" if offload_optimizer
+                           else "Adam: " + ("12 B per trainable parameter (fp32 master, m, v)" if mixed and deepspeed
                                             else "8 B per trainable parameter (m, v)")))
-    b = t.per_device_train_batch_size or TRL_DEFAULTS["per_device_train_batch_size"]
-    completion = t.max_completion_length or TRL_DEFAULTS["max_completion_length"]
-    seq = (t.max_prompt_length or TRL_DEFAULTS["max_prompt_length"]) + completion
+    b, completion = r["per_device_train_batch_size"], r["max_completion_length"]
+    # the longest sequence a micro-batch holds: prompt + completion, never past what the generator or the
+    # model takes (TRL's vLLM: vllm_max_model_length, default the model's; training/pipeline.py caps there)
+    seq = min((r["max_prompt_length"] or shape.max_positions) + completion, shape.max_positions)
+    completion = min(completion, seq)
     abytes = 2 if mixed else 4
     per_layer = b * seq * shape.hidden * abytes
-    layers = (shape.layers + 17) if t.gradient_checkpointing else 17 * shape.layers
+    checkpointing = bool(r["gradient_checkpointing"])
+    layers = (shape.layers + 17) if checkpointing else 17 * shape.layers
     rank.parts.append(Part("activations", per_layer * layers / GIB,
                            f"{b} x {seq} tokens, " + ("checkpointed layer inputs + one layer's 34sbh"
-                                                      if t.gradient_checkpointing else "34sbh per layer")))
+                                                      if checkpointing else "34sbh per layer")))
     rank.parts.append(Part("logits", LOGIT_COPIES * b * completion * shape.vocab * abytes / GIB,
                            f"{LOGIT_COPIES} x {b} x {completion} completion tokens x {shape.vocab} vocab"))
     if not t.use_vllm:  # the training model generates: transformers' KV cache for its share of the batch
@@ -306,22 +361,16 @@ def _training_rank(cfg, shape: Shape, capacity: float, unestimated: list) -> Pla
         rows = -(-(rollouts_per_generation(cfg) or b) // n)
         rank.parts.append(Part("generation KV cache", rows * seq * shape.kv_bytes_per_token() / GIB,
                                f"no vLLM: {rows} rollouts x {seq} tokens generated by the training model"))
+    engines = []
     if t.use_vllm and (t.vllm_mode or "colocate") == "colocate":
-        util, tp = t.vllm_gpu_memory_utilization or TRL_COLOCATE_UTILIZATION, t.vllm_tensor_parallel_size or 1
-        tokens = _engine(shape, tp, util * capacity)[3]
-        rank.parts.append(Part("trl vLLM (colocate)", util * capacity,
-                               f"vllm_gpu_memory_utilization {util}, tensor parallel {tp}: KV cache {tokens:,} tokens"))
-        if capacity and tokens < seq:
-            rank.problems.append(f"TRL's colocated vLLM: its {util} of the GPU leaves a KV cache of {tokens:,} tokens, "
-                                 f"less than one {seq:,}-token rollout: vLLM refuses to start")
+        engines.append(("trl vLLM (colocate)", r["vllm_gpu_memory_utilization"], t.vllm_tensor_parallel_size or 1))
     for role in ("executor", "judge"):
-        section = _section(cfg, role)
+        section = getattr(cfg, role)
         entry = BACKENDS.get(section.backend)
         if not (entry and section.model and _runs_in_training(cfg, role)):
             continue
         if entry.gpu_only and entry.local:  # an engine in the process: vLLM takes its share of the whole GPU
-            rank.parts.append(Part(f"{role} vLLM (in-process)", VLLM_UTILIZATION * capacity,
-                                   f"{section.backend} backend: vLLM's default gpu_memory_utilization {VLLM_UTILIZATION}"))
+            engines.append((f"{role} vLLM (in-process)", VLLM_UTILIZATION, 1))
         elif entry.local:  # hf: the weights, in the process
             shape_r, source = shape_of(section.model)
             if shape_r is None:
@@ -329,19 +378,17 @@ def _training_rank(cfg, shape: Shape, capacity: float, unestimated: list) -> Pla
             else:
                 rank.parts.append(Part(f"{role} weights (in-process)", shape_r.params * shape_r.weight_bytes / GIB,
                                        f"{section.backend} backend"))
+    for name, util, tp in engines:
+        if capacity is None:
+            unestimated.append(f"{name}: {util} of a GPU whose memory is unknown")
+            continue
+        tokens = _engine(shape, tp, util * capacity)[3]
+        rank.parts.append(Part(name, util * capacity, f"gpu_memory_utilization {util}, tensor parallel {tp}"
+                               + (f": KV cache {tokens:,} tokens" if name.startswith("trl") else "")))
+        if name.startswith("trl") and tokens < seq:
+            rank.problems.append(f"TRL's colocated vLLM: its {util} of the GPU leaves a KV cache of {tokens:,} tokens, "
+                                 f"less than one {seq:,}-token rollout")
     rank.parts.append(Part("CUDA context", CONTEXT_GIB, "per process"))
-    return rank
-
-
-def model_states(params: int, trainable: int, ranks: int, stage: int, mixed: bool, offload: bool = False,
-                 weight_bytes: int | None = None) -> tuple[float, float, float]:
-    """Bytes per rank of the weights, gradients and Adam states (Rajbhandari et al. 2020, section 3:
-    2Ψ + 2Ψ + KΨ in mixed precision with K = 12; 4Ψ + 4Ψ + 8Ψ in fp32); ZeRO stage 1 shards the
-    optimizer states over the ranks, 2 the gradients too, 3 the weights too."""
-    shard = lambda k: ranks if stage >= k else 1  # noqa: E731
-    wbytes, gbytes, k = (2, 2, 12) if mixed else (4, 4, 8)
-    return (params * (weight_bytes or wbytes) / shard(3), trainable * gbytes / shard(2),
-            0.0 if offload else trainable * k / shard(1))
 
 
 def _runs_in_training(cfg, role: str) -> bool:
@@ -350,19 +397,43 @@ def _runs_in_training(cfg, role: str) -> bool:
     return role == "executor" or bool(cfg.reward.lambda_cnt)
 
 
-def zero_stage(cfg) -> tuple[int, bool]:
-    """The DeepSpeed config's ZeRO stage (0 without one) and whether it offloads the optimizer."""
+def model_states(params: int, trainable: int, ranks: int, stage: int, mixed: bool, offload: bool = False,
+                 ) -> tuple[float, float, float]:
+    """Bytes per rank of the weights, gradients and Adam states (Rajbhandari et al. 2020, section 3:
+    2Ψ + 2Ψ + KΨ in mixed precision with K = 12; 4Ψ + 4Ψ + 8Ψ in fp32); ZeRO stage 1 shards the
+    optimizer states over the ranks, 2 the gradients too, 3 the weights too."""
+    shard = lambda k: ranks if stage >= k else 1  # noqa: E731
+    wbytes, gbytes, k = (2, 2, 12) if mixed else (4, 4, 8)
+    return (params * wbytes / shard(3), trainable * gbytes / shard(2), 0.0 if offload else trainable * k / shard(1))
+
+
+def zero_stage(cfg) -> tuple[int, bool, bool]:
+    """The DeepSpeed config's ZeRO stage (0 without one) and whether it offloads the optimizer states
+    and the parameters (to CPU or NVMe); a file of the wrong shape is a one-line ConfigError."""
     from skillos.config import relative_to_config
+    from skillos.errors import ConfigError
 
     if not cfg.compute.deepspeed_config:
-        return 0, False
+        return 0, False, False
+    path = relative_to_config(cfg, cfg.compute.deepspeed_config)
     try:
-        ds = json.loads(relative_to_config(cfg, cfg.compute.deepspeed_config).read_text())
+        ds = json.loads(path.read_text())
     except (OSError, ValueError):
-        return 0, False  # the deepspeed check reports an unreadable file
-    z = ds.get("zero_optimization") or {}
-    device = (z.get("offload_optimizer") or {}).get("device", "none")
-    return int(z.get("stage", 0)), device == "cpu"
+        return 0, False, False  # the deepspeed check reports an unreadable file
+    z = ds.get("zero_optimization", {}) if isinstance(ds, dict) else None
+    if not isinstance(z, dict):
+        raise ConfigError(f"{path.name}: zero_optimization must be a mapping, got {z!r}")
+    stage = z.get("stage", 0)
+    if isinstance(stage, bool) or stage not in (0, 1, 2, 3):
+        raise ConfigError(f"{path.name}: zero_optimization.stage must be 0, 1, 2 or 3, got {stage!r}")
+    offloaded = []
+    for key in ("offload_optimizer", "offload_param"):
+        entry = z.get(key) or {}
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path.name}: zero_optimization.{key} must be a mapping such as "
+                              f'{{"device": "cpu"}}, got {entry!r}')
+        offloaded.append(entry.get("device", "none") in ("cpu", "nvme"))
+    return stage, offloaded[0], offloaded[1] and stage == 3
 
 
 def _engine(shape: Shape, tp: int, budget_gib: float) -> tuple[float, float, float, int]:
@@ -374,20 +445,24 @@ def _engine(shape: Shape, tp: int, budget_gib: float) -> tuple[float, float, flo
     return weights, act, kv, int(kv * GIB // shape.kv_bytes_per_token(tp))
 
 
-def _server(where: str, shape: Shape, gpus: int, tp: int, util: float, max_len: int, max_seqs: int,
-            request: int | None, capacity: float) -> Placement:
-    """One GPU of a vLLM server: weights over tensor parallelism, the profile run, the KV cache."""
-    p = Placement(where, gpus, reserves=util)
+def _server(p: Placement, shape: Shape, tp: int, util: float, max_len: int, max_seqs: int,
+            request: int | None, capacity: float | None, unestimated: list) -> None:
+    """One GPU of a vLLM server: weights over tensor parallelism, the profile run, the KV cache; its
+    slots (requests held at once, over every data-parallel replica) when a request's tokens are known."""
+    if p.gpus % tp:
+        p.problems.append(f"{p.gpus} GPUs do not divide into tensor parallel {tp}")
+    if capacity is None:
+        weights = shape.params * 2 / tp / GIB
+        p.parts.append(Part("weights", weights, f"{shape.params / 1e9:.2f}B params x 2 B / tensor parallel {tp}"))
+        unestimated.append(f"{p.where}: its KV cache (the rest of {util} of a GPU whose memory is unknown)")
+        return
     weights, act, kv, tokens = _engine(shape, tp, util * capacity)
     p.parts += [Part("weights", weights, f"{shape.params / 1e9:.2f}B params x 2 B / tensor parallel {tp}"),
                 Part("profile activations", act, f"{VLLM_BATCHED_TOKENS} batched tokens"),
                 Part("graphs and non-torch", VLLM_OVERHEAD_GIB, "vLLM's start-up lines"),
                 Part("KV cache", kv, f"the rest of gpu_memory_utilization {util}: {tokens:,} tokens")]
-    if capacity and tokens < max_len:
+    if tokens < max_len:
         p.problems.append(f"its KV cache holds {tokens:,} tokens, less than one max_model_len {max_len:,} "
                           "sequence: vLLM refuses to start")
-    if gpus % tp:
-        p.problems.append(f"{gpus} GPUs do not divide into tensor parallel {tp}")
-    if request and capacity:
-        p.slots = min(max_seqs, tokens // request) * max(1, gpus // tp)
-    return p
+    if request:
+        p.slots = min(max_seqs, tokens // request) * max(1, p.gpus // tp)

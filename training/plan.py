@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from skillos.config import server_specs
+
 # What a remote executor answers in (seconds per action) when the config states nothing: the
 # order of a hosted 8B model's reply with reasoning; printed as assumed, never as measured.
 ASSUMED_LATENCY_S = 1.0
@@ -84,7 +86,7 @@ def step_plan(cfg) -> StepPlan:
     calls = rollouts * positions * cfg.env.max_steps
     latency = c.executor_latency_s if c.executor_latency_s is not None else ASSUMED_LATENCY_S
     slots = executor_slots(cfg)
-    concurrency = max(1, min(together, t.rollout_concurrency or together, slots or together))
+    concurrency = max(1, min(together, t.rollout_concurrency or together, together if slots is None else slots))
     rollout_seconds = calls * latency / concurrency
     gpu = c.gpu_seconds_per_step
     step = rollout_seconds + gpu if gpu is not None else None
@@ -104,20 +106,19 @@ def executor_slots(cfg) -> int | None:
 
 
 def server_commands(cfg) -> dict:
-    """`vllm serve` for each model server of compute.servers, on the GPUs after `trl vllm-serve`'s, in
-    role order; the training processes take the GPUs after them (training/launch.py)."""
-    first, out = cfg.compute.vllm_server_gpus, {}
-    for role, spec in sorted((cfg.compute.servers or {}).items()):
-        section = getattr(cfg, role)
-        gpus = int(spec.get("gpus", 1))
-        port = (section.base_url or "").split("://", 1)[-1].split("/", 1)[0].rpartition(":")[2]
-        command = [f"CUDA_VISIBLE_DEVICES={','.join(str(first + i) for i in range(gpus))}", "vllm", "serve",
-                   str(section.model), "--tensor-parallel-size", str(spec.get("tensor_parallel_size", gpus))]
+    """`vllm serve` for each model server of compute.servers (config.server_specs: its GPUs, tensor
+    and data parallelism, port); the training processes take the GPUs after them (training/launch.py)."""
+    out = {}
+    for role, s in server_specs(cfg).items():
+        command = [f"CUDA_VISIBLE_DEVICES={','.join(map(str, s['gpu_ids']))}", "vllm", "serve",
+                   str(getattr(cfg, role).model), "--tensor-parallel-size", str(s["tensor_parallel_size"])]
+        if s["data_parallel_size"] > 1:
+            command += ["--data-parallel-size", str(s["data_parallel_size"])]
+        spec = cfg.compute.servers[role]
         for key in ("gpu_memory_utilization", "max_model_len", "max_num_seqs"):
             if key in spec:
                 command += [f"--{key.replace('_', '-')}", str(spec[key])]
-        out[role] = command + (["--port", port] if port.isdigit() else [])
-        first += gpus
+        out[role] = command + (["--port", str(s["port"])] if s["port"] else [])
     return out
 
 

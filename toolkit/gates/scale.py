@@ -32,12 +32,14 @@ def vllm_server(ctx: Context) -> Result:
     if c.vllm_server_gpus and c.vllm_server_gpus % tp:
         problems.append(f"compute.vllm_server_gpus {c.vllm_server_gpus} is not a multiple of "
                         f"training.vllm_tensor_parallel_size {tp}")
+    from skillos.config import server_gpus
+
     gpus = gpus_per_machine(ctx.cfg)
     per_machine = c.num_processes // max(1, c.num_machines)
     if gpus is None:
         problems.append("compute.gpu (e.g. H100:8) must say how many GPUs a machine has")
-    elif per_machine + c.vllm_server_gpus > gpus:
-        problems.append(f"{per_machine} training processes + {c.vllm_server_gpus} server GPUs per machine "
+    elif per_machine + server_gpus(ctx.cfg) > gpus:
+        problems.append(f"{per_machine} training processes + {server_gpus(ctx.cfg)} server GPUs per machine "
                         f"exceed the {gpus} GPUs of compute.gpu {c.gpu}")
     return Result(check, GATES, "FAIL" if problems else "PASS", "training.vllm_mode", "server",
                   "a server with GPUs of its own and an address", incident,
@@ -92,9 +94,10 @@ def memory(ctx: Context) -> Result:
     problems = [f"{p.where}: {p.total_gib:.1f} GiB > {plan.capacity_gib} GiB" if not p.problems
                 else f"{p.where}: {'; '.join(p.problems)}" for p in plan.over()]
     problems += plan.unreached
-    if ctx.cfg.compute.backend == "modal" and server_gpus(ctx.cfg):  # the container runs accelerate alone
-        problems.append(f"a Modal launch starts only the training processes: the {server_gpus(ctx.cfg)} server GPU(s) "
-                        "would serve nothing (launch with accelerate on a machine that starts the servers)")
+    if ctx.cfg.compute.backend != "accelerate" and server_gpus(ctx.cfg):  # only its plan gives training other GPUs
+        problems.append(f"a {ctx.cfg.compute.backend} launch starts only the training processes, on the first GPUs: "
+                        f"the {server_gpus(ctx.cfg)} server GPU(s) would serve nothing or share training's "
+                        "(launch with accelerate, which starts training after the servers' GPUs)")
     if plan.gpus_per_machine is not None and plan.gpus_used > plan.gpus_per_machine:
         problems.append(f"{plan.gpus_used} GPUs placed per machine ("
                         + " + ".join(f"{p.gpus} {p.where}" for p in plan.placements)
