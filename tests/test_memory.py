@@ -247,3 +247,18 @@ def test_a_data_parallel_server_is_launched_data_parallel():
     assert server_commands(cfg)["executor"][:8] == ["CUDA_VISIBLE_DEVICES=1,2", "vllm", "serve", "Qwen/Qwen3-8B",
                                                     "--tensor-parallel-size", "1", "--data-parallel-size", "2"]
     assert memory_plan(cfg).slots("executor") == 64  # two replicas of 32
+
+
+def test_a_lora_base_loads_in_bf16_and_a_selector_plays_itself():
+    from skillos.training.trainer import grpo_kwargs
+
+    lora = config.load(ROOT / "training" / "configs" / "single-gpu-lora.yaml")
+    assert grpo_kwargs(lora, cpu=False)["model_init_kwargs"] == {"dtype": "bfloat16"}
+    assert "model_init_kwargs" not in grpo_kwargs(lora, cpu=True)  # the CPU runs in float32
+    assert "model_init_kwargs" not in grpo_kwargs(config.load(PAPER), cpu=False)  # DeepSpeed casts a full fine-tune
+    weights = next(p for p in memory_plan(lora).placements[0].parts if p.name == "weights")
+    assert weights.gib == pytest.approx(Shape.from_hf(SHAPES["Qwen/Qwen3-8B"]).params * 2 / GIB)
+    # the selector trainer's policy is the executor: no second executor engine in its process
+    selector = config.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
+    assert selector.executor.backend == "vllm" and _gate(selector).status == "PASS"
+    assert not any("executor" in p.name for p in memory_plan(selector).placements[0].parts)

@@ -53,6 +53,7 @@ class Trainer:
     target: str  # "module" (its `train`) or "module:function"; called as train(cfg, ledger, echo=...)
     args_spec: str  # "module:function" -> (class, keyword arguments) the trainer is built with
     grpo: bool = False  # trains with GRPO (group-relative advantages): the GRPO gates apply
+    plays_itself: bool = False  # the trained model is the executor: no executor model runs beside it in training
 
     def train_function(self):
         return load(self.target, "train")
@@ -145,11 +146,11 @@ TRAINERS: Registry[Trainer] = Registry(
     Trainer("curator", "skillos.training.trainer", "skillos.training.trainer:args_spec", grpo=True),
     # SkillGate: GRPO + selector credit
     Trainer("selector", "skillos.training.selector_trainer", "skillos.training.selector_trainer:args_spec",
-            grpo=True),
+            grpo=True, plays_itself=True),
     # SFT on the gold first read
     Trainer("selector-bc", "skillos.training.selector_baselines:train_bc",
-            "skillos.training.selector_baselines:bc_args_spec"),
+            "skillos.training.selector_baselines:bc_args_spec", plays_itself=True),
     # the gold read over the misleading read
     Trainer("selector-dpo", "skillos.training.selector_baselines:train_dpo",
-            "skillos.training.selector_baselines:dpo_args_spec"),
+            "skillos.training.selector_baselines:dpo_args_spec", plays_itself=True),
 )

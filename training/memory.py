@@ -325,10 +325,12 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
                                f"model's linear modules ({', '.join(shape.linears())})")
     else:
         trainable = psi
-    # TRL loads the policy in float32 (no model_init_kwargs dtype); DeepSpeed under bf16 casts it to bf16
-    # and keeps an fp32 master copy in its optimizer: 16 bytes per parameter either way, placed differently
+    # TRL loads a full fine-tune's policy in float32 (its default dtype); DeepSpeed under bf16 casts it to
+    # bf16 and keeps an fp32 master copy in its optimizer: 16 bytes per parameter either way, placed
+    # differently. A LoRA base under bf16 is loaded in bf16 (training/trainer.grpo_kwargs).
     weights, grads, optim = model_states(psi, trainable, n, stage, mixed and deepspeed, offload_optimizer)
-    wbytes = 2 if mixed and deepspeed else 4
+    wbytes = 2 if mixed and (deepspeed or t.lora) else 4
+    weights = psi * wbytes / (n if stage >= 3 else 1)
     zero = f"ZeRO-{stage} over {n}" if stage else "no ZeRO: every rank holds all of it"
     rank.parts.append(Part("weights", 0.0 if offload_params else weights / GIB,
                            "offloaded to CPU (DeepSpeed offload_param)" if offload_params else
@@ -392,8 +394,13 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
 
 
 def _runs_in_training(cfg, role: str) -> bool:
-    """The executor plays every rollout's games in the training process; the judge is called there
-    when the content reward is on."""
+    """The executor plays every rollout's games in the training process, unless the trained model is
+    the executor (a selector trainer); the curator's judge is called there when the content reward is on."""
+    from skillos.registry import TRAINERS
+
+    trainer = TRAINERS.get(cfg.skillgate.trainer)
+    if trainer is not None and trainer.plays_itself:
+        return False
     return role == "executor" or bool(cfg.reward.lambda_cnt)
 
 

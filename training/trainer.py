@@ -49,6 +49,8 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
     )
     if cpu:
         kwargs.update(use_cpu=True, bf16=False)
+    elif t.lora and t.bf16 is not False:  # a frozen LoRA base in bf16, not TRL's float32 default: half its memory
+        kwargs.update(model_init_kwargs={"dtype": "bfloat16"})
     return kwargs
 
 
