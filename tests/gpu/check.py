@@ -141,7 +141,7 @@ class Check:
             return self.record(name, "skipped", f"no CUDA: {self.cuda}")
         if self.cuda:  # an --on-cpu rehearsal: the CPU is many times slower
             timeout = max(timeout, 900)
-        timeout = min(timeout, self.left())
+        own, timeout = timeout, min(timeout, self.left())
         peak_file = self.work / f"{name}.peak.json"
         if argv[0] == "PY":  # a Python child: its own allocator peak, via peak.py
             argv = [sys.executable, str(HERE / "peak.py"), str(peak_file)] + argv[1:]
@@ -170,6 +170,9 @@ class Check:
         result = last_json(stdout)
         peak = self.peak(peak_file, poll)
         predicted = self.predicted(train)
+        if code is None and timeout < own:  # the budget cut it short: not finished, not failed
+            return self.record(name, "skipped", f"time budget: stopped after {timeout:.0f}s of its {own:.0f}s", wall,
+                               peak, result=result, **predicted)
         if code is None:
             return self.record(name, "fail", f"timeout after {timeout:.0f}s", wall, peak, result=result, **predicted)
         problem = (judge(result) if judge else None) if code in ok_codes else \
