@@ -112,3 +112,20 @@ def test_a_training_items_memory_prediction_is_the_plans_rank_less_its_context()
     assert got["predicted_gpu_mb"] == pytest.approx((rank.total_gib - CONTEXT_GIB) * GIB / 2**20, abs=0.5)
     assert {"weights", "gradients", "optimizer", "activations", "logits"} <= set(got["predicted_parts_mb"])
     assert "CUDA context" in got["predicted_reason"]
+
+
+def test_an_item_the_budget_cuts_short_is_skipped_not_failed(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", CHECK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "MIN_START_S", 0.1)
+    check = module.Check(tmp_path, None, budget=1.5, baseline={}, on_cpu=False, only=set())
+    check.cuda = None  # as on a GPU machine: the item runs
+    item = check.run("stack", [sys.executable, "-c", "import time; time.sleep(30)"], 60)
+    assert item["status"] == "skipped" and item["reason"].startswith("time budget: stopped after")
+    assert item["wall_s"] is not None  # it ran, and for how long is said
+    check.budget = 60
+    failed = check.run("wheels", [sys.executable, "-c", "import time; time.sleep(30)"], 1)
+    assert failed["status"] == "fail" and failed["reason"] == "timeout after 1s"  # its own timeout: a failure
