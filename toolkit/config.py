@@ -992,6 +992,8 @@ def validate(cfg: Config) -> Config:
 
 STOP_ON = ("stall", "device-idle")  # watchdog alarms that may stop a launch (compute.stop_on)
 STOP_GRACE_S = 30.0  # after the watchdog's SIGTERM, a stopped launch's time to save before SIGKILL
+VLLM_UTILIZATION = 0.9  # vLLM's (and `trl vllm-serve`'s) default gpu_memory_utilization
+VLLM_MAX_SEQS = 256  # vLLM's max_num_seqs default: requests one engine runs at once
 SERVED_ROLES = ("executor", "judge")  # sections a launch may serve from GPUs of its own (compute.servers)
 SERVER_KEYS = {"gpus": (1, 1024), "tensor_parallel_size": (1, 1024), "gpu_memory_utilization": (0.01, 1.0),
                "max_model_len": (1, 1 << 22), "max_num_seqs": (1, 1 << 20)}
@@ -1064,8 +1066,9 @@ def server_specs(cfg: Config) -> dict:
         url = getattr(cfg, role).base_url or ""
         port = url.split("://", 1)[-1].split("/", 1)[0].rpartition(":")[2]
         out[role] = {"gpus": gpus, "tensor_parallel_size": tp, "data_parallel_size": max(1, gpus // tp),
-                     "gpu_memory_utilization": float(spec.get("gpu_memory_utilization", 0.9)),
-                     "max_model_len": spec.get("max_model_len"), "max_num_seqs": int(spec.get("max_num_seqs", 256)),
+                     "gpu_memory_utilization": float(spec.get("gpu_memory_utilization", VLLM_UTILIZATION)),
+                     "max_model_len": spec.get("max_model_len"),
+                     "max_num_seqs": int(spec.get("max_num_seqs", VLLM_MAX_SEQS)),
                      "gpu_ids": list(range(first, first + gpus)), "port": int(port) if port.isdigit() else None}
         first += gpus
     return out

@@ -33,13 +33,13 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from skillos.config import VLLM_MAX_SEQS, VLLM_UTILIZATION
+
 GIB = 1024 ** 3
 CONTEXT_GIB = 0.5  # a CUDA context and the allocator's slack, per process on a GPU
 WARN_SHARE = 0.9  # within 10% of the GPU: WARN
-VLLM_UTILIZATION = 0.9  # vLLM's (and `trl vllm-serve`'s) default gpu_memory_utilization
 VLLM_BATCHED_TOKENS = 8192  # vLLM's max_num_batched_tokens: the profile run's batch
 VLLM_OVERHEAD_GIB = 0.75  # CUDA graphs and non-torch memory (vLLM's start-up lines: 0.3-0.6 GiB)
-VLLM_MAX_SEQS = 256  # vLLM's max_num_seqs default: requests one engine runs at once
 PROMPT_TOKENS = 4096  # assumed prompt of one executor request (skills, history, observation)
 # TRL 1.16 GRPOConfig's own values for fields a config leaves unset (bf16: on, set in its __post_init__
 # on a GPU); tests/test_memory.py holds them to the installed TRL
