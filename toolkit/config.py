@@ -1053,6 +1053,12 @@ def groups_per_step(cfg: Config) -> int | float | None:
     return done // g if done % g == 0 else done / g
 
 
+def url_port(url: str | None) -> str | None:
+    """The port an http(s) address names (`http://HOST:PORT/v1` -> "PORT"); None when it names none."""
+    host = (url or "").split("://", 1)[-1].split("/", 1)[0]
+    return host.rsplit(":", 1)[1] if ":" in host else None
+
+
 def server_specs(cfg: Config) -> dict:
     """compute.servers with every default filled in, by role in order: gpus (1), tensor_parallel_size
     (its gpus), data_parallel_size, gpu_memory_utilization (vLLM's 0.9), max_model_len (None: the
@@ -1063,13 +1069,13 @@ def server_specs(cfg: Config) -> dict:
     for role, spec in sorted((cfg.compute.servers or {}).items()):
         gpus = int(spec.get("gpus", 1))
         tp = int(spec.get("tensor_parallel_size", gpus))
-        url = getattr(cfg, role).base_url or ""
-        port = url.split("://", 1)[-1].split("/", 1)[0].rpartition(":")[2]
+        port = url_port(getattr(cfg, role).base_url)
         out[role] = {"gpus": gpus, "tensor_parallel_size": tp, "data_parallel_size": max(1, gpus // tp),
                      "gpu_memory_utilization": float(spec.get("gpu_memory_utilization", VLLM_UTILIZATION)),
                      "max_model_len": spec.get("max_model_len"),
                      "max_num_seqs": int(spec.get("max_num_seqs", VLLM_MAX_SEQS)),
-                     "gpu_ids": list(range(first, first + gpus)), "port": int(port) if port.isdigit() else None}
+                     "gpu_ids": list(range(first, first + gpus)),
+                     "port": int(port) if port and port.isdigit() else None}
         first += gpus
     return out
 

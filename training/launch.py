@@ -37,9 +37,10 @@ def plan(cfg: Config, config_path: str) -> dict:
     p = _launch_plan(cfg, config_path)
     out = p.get("output_dir") or str(training_output_dir(cfg))
     p["watchdog"] = launch_watch(cfg, [out], WATCHED[p["backend"]], training=True)
-    p["step_plan"] = step_plan(cfg).to_dict()
-    if gpu_spec(cfg):  # what each GPU will hold (gate 7's memory row reads the same plan)
-        p["memory_plan"] = memory_plan(cfg).to_dict()
+    memory = memory_plan(cfg) if gpu_spec(cfg) else None  # what each GPU will hold (gate 7's memory row's plan)
+    p["step_plan"] = step_plan(cfg, memory).to_dict()
+    if memory is not None:
+        p["memory_plan"] = memory.to_dict()
     return p
 
 

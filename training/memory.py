@@ -328,9 +328,8 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
     # TRL loads a full fine-tune's policy in float32 (its default dtype); DeepSpeed under bf16 casts it to
     # bf16 and keeps an fp32 master copy in its optimizer: 16 bytes per parameter either way, placed
     # differently. A LoRA base under bf16 is loaded in bf16 (training/trainer.grpo_kwargs).
-    weights, grads, optim = model_states(psi, trainable, n, stage, mixed and deepspeed, offload_optimizer)
     wbytes = 2 if mixed and (deepspeed or t.lora) else 4
-    weights = psi * wbytes / (n if stage >= 3 else 1)
+    weights, grads, optim = model_states(psi, trainable, n, stage, mixed and deepspeed, offload_optimizer, wbytes)
     zero = f"ZeRO-{stage} over {n}" if stage else "no ZeRO: every rank holds all of it"
     rank.parts.append(Part("weights", 0.0 if offload_params else weights / GIB,
                            "offloaded to CPU (DeepSpeed offload_param)" if offload_params else
@@ -405,13 +404,14 @@ def _runs_in_training(cfg, role: str) -> bool:
 
 
 def model_states(params: int, trainable: int, ranks: int, stage: int, mixed: bool, offload: bool = False,
-                 ) -> tuple[float, float, float]:
+                 weight_bytes: int | None = None) -> tuple[float, float, float]:
     """Bytes per rank of the weights, gradients and Adam states (Rajbhandari et al. 2020, section 3:
     2Ψ + 2Ψ + KΨ in mixed precision with K = 12; 4Ψ + 4Ψ + 8Ψ in fp32); ZeRO stage 1 shards the
-    optimizer states over the ranks, 2 the gradients too, 3 the weights too."""
+    optimizer states over the ranks, 2 the gradients too, 3 the weights too. `weight_bytes`: the
+    weights' own width where it is not the mixed-precision one (a bf16 LoRA base without DeepSpeed)."""
     shard = lambda k: ranks if stage >= k else 1  # noqa: E731
     wbytes, gbytes, k = (2, 2, 12) if mixed else (4, 4, 8)
-    return (params * wbytes / shard(3), trainable * gbytes / shard(2), 0.0 if offload else trainable * k / shard(1))
+    return (params * (weight_bytes or wbytes) / shard(3), trainable * gbytes / shard(2), 0.0 if offload else trainable * k / shard(1))
 
 
 def zero_stage(cfg) -> tuple[int, bool, bool]:

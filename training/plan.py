@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from skillos.config import server_specs
+from skillos.config import server_specs, url_port
 
 # What a remote executor answers in (seconds per action) when the config states nothing: the
 # order of a hosted 8B model's reply with reasoning; printed as assumed, never as measured.
@@ -75,7 +75,8 @@ def vllm_mode(cfg) -> str:
             "memory)")
 
 
-def step_plan(cfg) -> StepPlan:
+def step_plan(cfg, memory=None) -> StepPlan:
+    """`memory`: the launch's memory plan when the caller has it (training/launch.plan), else made here."""
     t, c = cfg.training, cfg.compute
     from skillos.config import completions_per_step, rollouts_per_generation
 
@@ -85,7 +86,7 @@ def step_plan(cfg) -> StepPlan:
     positions = t.group_size or 1
     calls = rollouts * positions * cfg.env.max_steps
     latency = c.executor_latency_s if c.executor_latency_s is not None else ASSUMED_LATENCY_S
-    slots = executor_slots(cfg)
+    slots = executor_slots(cfg, memory)
     concurrency = max(1, min(together, t.rollout_concurrency or together, together if slots is None else slots))
     rollout_seconds = calls * latency / concurrency
     gpu = c.gpu_seconds_per_step
@@ -95,14 +96,14 @@ def step_plan(cfg) -> StepPlan:
                     gpu / step if gpu is not None and step else None, vllm_mode(cfg))
 
 
-def executor_slots(cfg) -> int | None:
-    """The executor server's slots (training/memory.py), when compute.servers serves the executor and
-    compute.gpu says how much memory its GPUs have; None otherwise."""
+def executor_slots(cfg, memory=None) -> int | None:
+    """The executor server's slots (training/memory.py, or the plan `memory` already made), when
+    compute.servers serves the executor and compute.gpu says how much memory its GPUs have; None otherwise."""
     if "executor" not in (cfg.compute.servers or {}) or not cfg.compute.gpu:
         return None
     from skillos.training.memory import memory_plan
 
-    return memory_plan(cfg).slots("executor")
+    return (memory or memory_plan(cfg)).slots("executor")
 
 
 def server_commands(cfg) -> dict:
@@ -131,10 +132,9 @@ def vllm_server_command(cfg) -> list[str] | None:
     command = [f"CUDA_VISIBLE_DEVICES={gpus}", "trl", "vllm-serve", "--model", str(t.model),
                "--tensor-parallel-size", str(t.vllm_tensor_parallel_size or 1),
                "--data-parallel-size", str(max(1, c.vllm_server_gpus // (t.vllm_tensor_parallel_size or 1)))]
-    if t.vllm_server_base_url:
-        host_port = t.vllm_server_base_url.split("://", 1)[-1].split("/", 1)[0]
-        if ":" in host_port:
-            command += ["--port", host_port.rsplit(":", 1)[1]]
+    port = url_port(t.vllm_server_base_url)
+    if port:
+        command += ["--port", port]
     return command
 
 
