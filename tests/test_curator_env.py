@@ -140,6 +140,47 @@ def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):
     assert env.curate_and_advance([]) == "The rollout is over: every task has been played."
 
 
+def test_a_rollout_finished_ahead_while_a_late_call_arrives_plays_each_position_once(setup):
+    """The pipeline may play a rollout's unreached positions ahead of the reward while TRL makes a
+    call no worker foresaw: both see a position left. However they interleave, every position is
+    played once (before, a curator canary at |G| = 3 crashed on 4 positions of 3)."""
+    import threading
+
+    from skillos.training.env import CuratorEnv, Setup, finish
+
+    setup, pool = setup
+    group = build_groups(pool, 3, 1, seed=0)[0]
+    inside, release = threading.Event(), threading.Event()
+
+    class Slow:  # the executor holds position 3 until the late call has been made
+        def __init__(self, executor):
+            self.executor, self.name = executor, executor.name
+
+        def new_episode(self, task, skills):
+            if env_state.positions and len(env_state.positions) == 2:
+                inside.set()
+                release.wait(5)
+            return self.executor.new_episode(task, skills)
+
+    slow = Setup(**{**setup.__dict__, "executor": Slow(setup.executor)})
+    env = CuratorEnv(slow)
+    env.reset(**group.row())
+    env.curate_and_advance([])
+    env_state = env._state
+    ahead = threading.Thread(target=finish, args=(env,))
+    ahead.start()
+    assert inside.wait(5)
+    late = []
+    caller = threading.Thread(target=lambda: late.append(env.curate_and_advance([])))
+    caller.start()
+    caller.join(0.3)  # it waits for the finishing play: it must not play position 3 a second time
+    release.set()
+    ahead.join(10)
+    caller.join(10)
+    assert late == ["The rollout is over: every task has been played."]
+    assert len(finish(env).positions) == 3
+
+
 def test_r_fc_counts_a_turn_with_no_parseable_call_as_a_measured_invalid_call(setup):
     """A curator that never calls the tool scores r_fc 0, measured; one that calls at every turn
     is not penalised; only an outage (a position lost) is unmeasured, and r_fc is not its place."""

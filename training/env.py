@@ -15,6 +15,8 @@ retrieval path, in training and in eval.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass, field
 
 from skillos.evals.curation import apply_op, curator_input, ops_from_tool_calls
@@ -61,6 +63,10 @@ class CuratorEnv:
         self._setup = setup
         self._env = setup.make_env()
         self._state: RolloutState | None = None
+        # One rollout's state changes one at a time: a rollout's finishing plays may start ahead of
+        # the reward (training/pipeline.py) while TRL makes a call no worker foresaw; without it
+        # both saw a position left and played it (4 positions of 3, measured).
+        self._lock = threading.RLock()
 
     @together  # TRL resets one rollout at a time; under training/rollouts.py a step's resets run at once
     def reset(self, **row) -> str:
@@ -90,17 +96,18 @@ class CuratorEnv:
             The result of each operation, then the next task, the skills the executor
             retrieved, its trajectory and whether it succeeded.
         """
-        state = self._state
-        if state is None:
-            return "error: no rollout in progress (reset was not called)"
-        state.calls += 1
-        if len(state.positions) >= len(state.game_ids):
-            return "The rollout is over: every task has been played."
-        # the eval path's normalisation: a non-list becomes one refused operation, and edits past
-        # MAX_OPS_PER_CALL are refused (counted in ops_total), not applied
-        ops = ops_from_tool_calls([{"name": "curate_and_advance", "arguments": {"operations": operations}}])
-        results = [_apply(state, op) for op in ops]
-        return "\n".join(["Operations:"] + (results or ["(none)"]) + ["", self._advance()])
+        with self._lock:
+            state = self._state
+            if state is None:
+                return "error: no rollout in progress (reset was not called)"
+            state.calls += 1
+            if len(state.positions) >= len(state.game_ids):
+                return "The rollout is over: every task has been played."
+            # the eval path's normalisation: a non-list becomes one refused operation, and edits past
+            # MAX_OPS_PER_CALL are refused (counted in ops_total), not applied
+            ops = ops_from_tool_calls([{"name": "curate_and_advance", "arguments": {"operations": operations}}])
+            results = [_apply(state, op) for op in ops]
+            return "\n".join(["Operations:"] + (results or ["(none)"]) + ["", self._advance()])
 
     # -- not tools ---------------------------------------------------------------------------
     def _advance(self) -> str:
@@ -152,13 +159,14 @@ def finish(env: CuratorEnv) -> Rollout:
     call to curate_and_advance (TRL ends the loop on a turn without a tool call, and a call it
     could not parse or run never reached the environment): that turn is one measured invalid
     operation, so r_fc counts it as 0, never as a missing value. Only an outage is unmeasured."""
-    state = env._state
-    if state is None:
-        raise ValueError("no rollout in progress")
-    if len(state.positions) < len(state.game_ids):
-        state.ops_total += 1  # the turn with no parseable call: invalid, and measured
-    while len(state.positions) < len(state.game_ids):
-        env._advance()
+    with getattr(env, "_lock", None) or contextlib.nullcontext():  # a probe's env (env_with_state) has none
+        state = env._state
+        if state is None:
+            raise ValueError("no rollout in progress")
+        if len(state.positions) < len(state.game_ids):
+            state.ops_total += 1  # the turn with no parseable call: invalid, and measured
+        while len(state.positions) < len(state.game_ids):
+            env._advance()
     words = sum(len(s.text.split()) for s in state.repo.skills)
     return Rollout(list(state.positions), state.ops_valid, state.ops_total, [], words,
                    state.input_words, state.coerced_actions)
