@@ -134,7 +134,8 @@ CONTROL_VERDICTS = ("not detected", "not detected (below the MDE)", "regression"
 
 def canary_passed(result) -> bool:
     """A canary passed when its trained runs' pooled verdict is an improvement, every seed's run
-    moved up (`seeds`), and every negative control (`control`, and each of `controls`) was
+    moved up (`seeds`), every stratum is an improvement of its own (`strata`, where the right answer
+    differs by input), and every negative control (`control`, and each of `controls`) was
     measured and shows none (a control that could not be judged proves nothing), as the run
     recorded them."""
     if not isinstance(result, dict):
@@ -142,10 +143,12 @@ def canary_passed(result) -> bool:
     more = result.get("controls") or {}
     controls = [result.get("control")] + (list(more.values()) if isinstance(more, dict) else [None])
     seeds = result.get("seeds")  # every training seed's run moved up (training/canary RULE)
+    strata = result.get("strata") or []  # each an improvement, where the right answer differs by input
     return (result.get("verdict") == "improvement"
             and all(isinstance(c, dict) and c.get("verdict") in CONTROL_VERDICTS for c in controls)
             and isinstance(seeds, list) and bool(seeds)
-            and all(isinstance(x, dict) and x.get("direction") == "up" for x in seeds))
+            and all(isinstance(x, dict) and x.get("direction") == "up" for x in seeds)
+            and isinstance(strata, list) and all(isinstance(x, dict) and x.get("improvement") is True for x in strata))
 
 
 def _sealed_games(result) -> str | None:

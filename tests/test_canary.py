@@ -95,6 +95,38 @@ def test_seeds_are_pooled_by_seed_and_task_and_every_seed_must_move_up():
     assert "(seed 0 up, b/c 8/0) (seed 1 up, b/c 6/0) (seed 2 up, b/c 5/0)" in text
 
 
+def test_where_the_answer_depends_on_the_input_every_stratum_must_improve_on_its_own():
+    """A trainer that ignored its prompt could raise one task type only by lowering the other, or
+    both a little from a garbled start: a pooled improvement made of heat up and cool down fails,
+    and so does one whose second stratum rose by a task; each stratum an improvement passes."""
+    from skillos.ledger.store import canary_passed
+
+    strata = {f"g{i}": "heat" if i < 20 else "cool" for i in range(40)}
+
+    def run(heat_after, cool_after, before=5):
+        start = {f"g{i}": i % 20 < before for i in range(40)}
+        after = {f"g{i}": (i % 20 < heat_after) if i < 20 else (i % 20 < cool_after) for i in range(40)}
+        return canaries.judged_result([canaries.Measured("metric", start, after, start, flipped_after=start,
+                                                         seed=0, strata=strata)])
+
+    constant = run(heat_after=20, cool_after=2)  # everything on the heat skill: heat 5 -> 20, cool 5 -> 2
+    assert constant["verdict"] == "improvement" and constant["seeds"][0]["direction"] == "up"
+    by = {x["stratum"]: x for x in constant["strata"]}
+    assert (by["heat"]["b"], by["heat"]["c"], by["heat"]["n"]) == (15, 0, 20) and by["cool"]["direction"] == "down"
+    assert by["heat"]["improvement"] and not by["cool"]["improvement"]
+    assert constant["rule"]["every_stratum_improves"] is False and not canary_passed(constant)
+    garbled = run(heat_after=2, cool_after=12, before=1)  # both up, one by a single task: not shown for heat
+    assert {x["stratum"]: x["direction"] for x in garbled["strata"]} == {"heat": "up", "cool": "up"}
+    assert garbled["verdict"] == "improvement" and not canary_passed(garbled)
+    both = run(heat_after=14, cool_after=13)
+    assert both["rule"]["every_stratum_improves"] is True and canary_passed(both)
+    text = canaries.line({**both, "trainer": "curator", "passed": True, "wall_s": 1, "code_hash": "abc"})
+    assert "(cool: b/c 8/0 of 20, improvement) (heat: b/c 9/0 of 20, improvement)" in text
+    # one right answer for every task (no strata): the clause does not apply
+    plain = canaries.judged_result([canaries.Measured("metric", outcomes(4), outcomes(12), outcomes(4), seed=0)])
+    assert plain["strata"] == [] and plain["rule"]["every_stratum_improves"] is None and canary_passed(plain)
+
+
 def test_a_canary_takes_its_seeds_from_its_config_and_quick_runs_one(tmp_path):
     from skillos.errors import ConfigError
 
@@ -406,7 +438,7 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     assert {"trainer", "metric", "n", "before", "after", "b", "c", "p", "verdict", "control", "code_hash",
             "wall_s"} <= set(data)
     assert {"b", "c", "p", "verdict"} <= set(data["control"]) and data["quick"] is True
-    assert data["n"] + data["n_dropped"] == 4  # 8 held-out games: 4 groups of 2
+    assert data["n"] + data["n_dropped"] == 4  # 12 held-out games: 4 groups of 3 (2 heat, 2 cool)
     with Ledger(skillos_home / "ledger.db") as ledger:
         (row,) = ledger.canaries("curator")
         assert row["quick"] == 1 and row["code_hash"] == data["code_hash"]

@@ -158,10 +158,15 @@ def test_a_repo_without_the_oracle_is_refused(tmp_path):
         build_slate(with_misleading(repo, 2), _Game("g1", "pick_heat_then_place_in_recep"), 0, 2, 1, 0)
 
 
-def test_the_canary_keeps_its_four_skill_slates():
+def test_the_canary_keeps_its_four_skill_slates_and_its_right_name_depends_on_the_task():
     cfg = cfgmod.load(ROOT / "training" / "configs" / "canary-selector.yaml")
-    repo, (slate,) = build_slates(cfg, [_Game("g", "pick_cool_then_place_in_recep")])
-    assert slate.counts() == {"oracle": 1, "relevant": 0, "misleading": 2, "irrelevant": 1}
+    games = [_Game(f"g{i}", t) for i, t in enumerate(cfg.env.task_types)]
+    assert len(games) >= 2
+    repo, slates = build_slates(cfg, games)
+    assert all(s.counts() == {"oracle": 1, "relevant": 0, "misleading": 2, "irrelevant": 1} for s in slates)
+    # each task type has its own oracle: a policy that wrote one name whatever it read is right on one type only
+    assert len({s.oracle for s in slates}) == len(slates)
+    assert all(s.oracle not in other.order for s in slates for other in slates if other is not s)
 
 
 def test_the_snapshot_is_frozen_with_a_manifest(tmp_path):

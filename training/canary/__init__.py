@@ -73,6 +73,10 @@ class Measured:
     flipped_after: dict | None = None  # after the sign-flipped control's training
     games: str | None = None  # the held-out games judged, by content (evals.protocol.task_set_hash)
     seed: int | None = None  # the training seed (of canary.seeds) these runs trained with
+    # held-out task -> its stratum (a task type), where the right answer differs by stratum: a
+    # trainer that ignored its input could raise one stratum only by lowering another, so every
+    # stratum must move up (RULE); None: one right answer for every task
+    strata: dict | None = None
 
 
 class Canary:
@@ -293,7 +297,9 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
 # applies it to what a run recorded).
 RULE = ("the trained runs pooled over every seed (paired by seed and task, exact McNemar, Bonferroni over every "
         "judged look at the sealed held-out games) are an improvement at alpha; every seed's trained run moved up "
-        "(more tasks gained than lost); and neither negative control, pooled over the seeds, is an improvement; "
+        "(more tasks gained than lost); where the right answer differs by input, every stratum (task type) pooled "
+        "over the seeds is an improvement at alpha on its own, so a trainer that ignored its input cannot pass; "
+        "and neither negative control, pooled over the seeds, is an improvement; "
         "only a canary on the sealed split at its default size vouches for a launch")
 
 
@@ -357,22 +363,56 @@ def pooled(measured: list) -> Measured:
             return None
         return {f"{m.seed}|{task}": outcome for m, v in zip(measured, values) for task, outcome in v.items()}
 
+    strata = None if any(m.strata is None for m in measured) else \
+        {f"{m.seed}|{task}": stratum for m in measured for task, stratum in m.strata.items()}
     return Measured(measured[0].metric, merge("before"), merge("after"), merge("control_after"),
-                    flipped_after=merge("flipped_after"))
+                    flipped_after=merge("flipped_after"), strata=strata)
+
+
+def by_stratum(measured: Measured) -> list[dict]:
+    """The trained runs pooled over the seeds, judged per stratum (none: the canary has one right
+    answer for every task): each stratum's n, before/after, b/c, p, direction and verdict. Every
+    stratum must be an improvement at alpha on its own, uncorrected: the claim "it learned for
+    every input" holds only if each part does (an intersection-union test needs no correction),
+    and a policy that wrote one answer whatever it read moves one stratum at most, or every
+    stratum a little from a garbled start (measured: a selector warm start at 10 of 40 unread
+    went 1/20 -> 2/20 on heat and 4/20 -> 12/20 on cool, 26 of 40 first reads naming the cool
+    oracle whatever the slate)."""
+    from skillos.config import EvalConfig
+    from skillos.evals import stats
+
+    if not measured.strata:
+        return []
+    e, out = EvalConfig(), []
+    for stratum in sorted(set(measured.strata.values())):
+        tasks = [t for t, s in measured.strata.items() if s == stratum]
+        c = stats.compare({t: measured.before.get(t) for t in tasks}, {t: measured.after.get(t) for t in tasks},
+                          names=(stratum, "before"), alpha=e.alpha, power=e.power, n_boot=e.bootstrap)
+        verdict = stats.verdicts({stratum: c}, alpha=e.alpha, family=f"canary stratum {stratum} vs before",
+                                 correction="none")[stratum]
+        out.append({"stratum": stratum, "n": c.n_paired, "before": c.control_rate, "after": c.treatment_rate,
+                    "b": c.b, "c": c.c, "p": c.p_value, "direction": _direction(c.difference),
+                    "verdict": verdict.label, "improvement": verdict.word == "improvement"})
+    return out
+
+
+def _direction(difference) -> str:
+    return "unmeasured" if difference is None else "up" if difference > 0 else "down" if difference < 0 else "flat"
 
 
 def judged_result(measured: list, looks: int | None = None) -> dict:
     """The pooled verdicts (the result's top-level numbers and controls), each seed's own, and
     the rule with whether each of its clauses held. `looks`: judged looks at the sealed split
     (this one included): the pooled trained p is Bonferroni-corrected over them."""
-    judged = judge(pooled(measured), looks)
+    together = pooled(measured)
+    judged = judge(together, looks)
     trained, c = judged["trained"], judged["trained"]["comparison"]
+    strata = by_stratum(together)
     seeds = []
     for m in measured:
         own = judge(m)
         d = own["trained"]["comparison"]
-        direction = ("unmeasured" if d.difference is None else "up" if d.difference > 0
-                     else "down" if d.difference < 0 else "flat")
+        direction = _direction(d.difference)
         seeds.append({"seed": m.seed, "n": d.n_paired, "before": d.control_rate, "after": d.treatment_rate,
                       "b": d.b, "c": d.c, "p": d.p_value, "verdict": own["trained"]["verdict"].label,
                       "direction": direction, "control": _control(own["control"]),
@@ -385,9 +425,10 @@ def judged_result(measured: list, looks: int | None = None) -> dict:
         "verdict": trained["verdict"].label, "control": _control(judged["control"]),
         # every further control must show no improvement too (ledger.store.canary_passed)
         "controls": {k: _control(judged[k]) for k in controls if k != "control"},
-        "seeds": seeds,
+        "seeds": seeds, "strata": strata,
         "rule": {"text": RULE, "pooled_improvement": trained["verdict"].word == "improvement",
                  "every_seed_up": all(x["direction"] == "up" for x in seeds),
+                 "every_stratum_improves": all(x["improvement"] for x in strata) if strata else None,
                  "no_control_improves": all(judged[k]["verdict"].word != "improvement" for k in controls)},
         "n_dropped": c.n_dropped, "reasons": {k: judged[k]["verdict"].reasons for k in judged},
         "detail": {str(m.seed): m.detail for m in measured},
@@ -438,6 +479,8 @@ def line(result: dict) -> str:
             f"{result['b']}/{result['c']}, p {p(result['p'])}: {result['verdict']}"
             + "".join(f" (seed {x.get('seed')} {x.get('direction')}, b/c {x.get('b')}/{x.get('c')})"
                     for x in result.get("seeds") or [])
+            + "".join(f" ({x.get('stratum')}: b/c {x.get('b')}/{x.get('c')} of {x.get('n')}, {x.get('verdict')})"
+                      for x in result.get("strata") or [])
             + f"; {said}; "
             f"{result['wall_s']:.0f} s; code {result['code_hash']}")
 

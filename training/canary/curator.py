@@ -1,24 +1,29 @@
 """The curator's learning canary: SkillOS GRPO (training/trainer.py, the curator environment,
-the composite reward, every rollout in flight) on a miniature the tiny CPU model can learn.
+the composite reward, the play-ahead pipeline, every rollout in flight) on a miniature the tiny
+CPU model can learn.
 
 The miniature, and why. The tiny model (0.4M parameters, random init) cannot invent prose, so
-it starts from a supervised warm-up on the real first curator inputs of its train groups (the
-same `warm_up` the CPU smoke run uses), each answered with one of a few short, well-formed skills
-in plain English: the miniature's stand-in for a pretrained model's prior. The warm-up sees 80
-distinct first positions (160 train games): the tiny model writes the call only for prompts like
-those it was warmed on, and warmed on 12 it wrote no call in 61 of 80 samples on held-out
-prompts (11 of 20 prompts never), so GRPO's groups were all-malformed or all-alike and the
-before/after metric measured the format; warmed on 80 it wrote a well-formed call in 80 of 80. One of them helps the
-reading executor on the task types of the miniature (heat and cool tasks, where the executor
-without skills runs out of its 30 steps searching: 1/10 and 4/10 won on the quickstart): it
-says where to look first. The others send it to the wrong places, and the prior puts three
-quarters of its mass on those. So what GRPO can learn is which skill to write, and it learns it
-only through r_task: the executor reading the skill and winning position 2 of its group
-(|G| = 2). The metric, declared here: executor success at position 2 of held-out groups
-(valid_unseen, floor plans train never uses) with the skill the curator samples (training
-temperature, a seed fixed per group), before vs after training. Two negative controls train the
-same way from the same warm start, one with the rewards permuted within each group, one with them
-sign-flipped.
+it starts from a supervised warm-up on the real curator inputs of 80 train groups, each answered
+with one of two short, well-formed skills in plain English: the miniature's stand-in for a
+pretrained model's prior (warmed on 12 groups' first inputs it wrote no call in 61 of 80 samples
+on held-out prompts; on 80, a call in 80 of 80). The two skills help different task types: one
+says to heat the object with the microwave, the other to cool it with the fridge, and the reading
+executor takes from a skill only what concerns its own task. So the right answer depends on the
+input (the task sentence in the curator's prompt), the prior is even, and a trainer that ignored
+its prompt could raise one type only by lowering the other: the canary's strata are the task
+types, and each must improve on its own (training/canary RULE).
+
+Each rollout is a group of |G| = 3: the curator writes after position 1, reads position 2's
+result from its tool call (the kept tool result: masked in the loss, the pipeline's later turn)
+and writes again before position 3; the warm-up covers that second turn too (the other skill
+inserted, or the same one kept). Two prompts per step. What GRPO can learn is which skill to
+write for which task, and it learns it only through r_task. The metric, declared here: executor
+success at position 2 of held-out groups (valid_seen: games train never plays, in its floor
+plans; in valid_unseen rooms the executor runs out of steps searching and neither skill moves it,
+measured) with the skill the curator samples (training temperature, a seed fixed per group),
+before vs after training; position 3 and what each turn wrote, by task type, are reported beside
+it. Two negative controls train the same way from the same warm start, one with the rewards
+permuted within each group, one with them sign-flipped.
 """
 
 from __future__ import annotations
@@ -31,19 +36,20 @@ from skillos.training.canary import SIGNALS, Canary, Measured, described, identi
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
-# them well-formed when it samples. The first sends the executor where food and cups are in these
-# kitchens; measured on the 20 held-out groups, position 2 won heat 7/10 and cool 4/10 with it,
-# against 1/10 and 2/10 with no skill; the others send it to the cabinets or the shelves (heat
-# 1/10, cool 2/10 and 1/10). A quarter of the prior's mass is on the helpful one.
+# them well-formed when it samples. Each helps one task type only (the reading executor takes
+# from a skill what concerns its own task: reading.guidance): on the tuning split's train games
+# (|G| = 3, groups of 20 per type) heat won position 2 in 13/20 groups with the heat skill and
+# 6/20 with the cool one; cool won 8/20 with the cool skill and 4/20 with the heat one. The prior
+# is even, so a trainer that ignored its input could raise one type only by lowering the other.
 PRIOR = (
-    ("food-first", "Look for the X on the countertop, in the fridge and in the sinkbasin first.", 2),
-    ("cabinets-first", "Look for the X in the cabinets and drawers first.", 3),
-    ("shelves-first", "Look for the X on the shelves and in the drawers first.", 3),
+    ("heat-with-microwave", "Heat the X with the microwave, then put it in the Y.", 1),
+    ("cool-with-fridge", "Cool the X with the fridge, then put it in the Y.", 1),
 )
 # --quick: the same pipeline at a size that runs in minutes (CI's slow suite): its weights move
-# (the warm start covers all 4 train groups; 60 steps on 2 wrote no call and no step had a
-# gradient, measured), but 4 held-out groups cannot show learning (smallest p 0.125).
-QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=600",
+# (the warm start covers 4 train groups; 60 steps on 2 wrote no call and no step had a gradient,
+# measured), but 4 held-out groups of 3 cannot show learning (smallest p 0.125).
+QUICK = ["training.max_steps=4", "training.per_device_train_batch_size=8", "training.num_generations=4",
+         "training.generation_batch_size=8", "env.n_games=12", "env.n_train_games=12", "canary.warmup_steps=600",
          "canary.warmup_groups=4", "canary.seeds=[0]", "canary.split=tuning"]
 
 
@@ -73,16 +79,21 @@ class CuratorCanary(Canary):
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
             seeded = cfgmod.with_sets(cfg, [f"training.seed={seed}"])
-            before = evaluate(seeded, warm, held_out, echo)
-            echo(f"canary curator: seed {seed}: before training {_rate(before)}")
+            before, seen = evaluate(seeded, warm, held_out, echo)
+            echo(f"canary curator: seed {seed}: before training {_rate(before, seen)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
                                        functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
                                        stamp_as=digest)
             measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
                                      flipped_after=runs["flipped"][0], seed=seed, games=task_set_hash(held_out),
-                                     detail={
-                "held_out_groups": len(before), "train_games": len(train_games), "steps": cfg.training.max_steps,
+                                     strata=seen["strata"], detail={
+                "held_out_groups": len(before), "group_size": cfg.training.group_size,
+                "train_games": len(train_games), "steps": cfg.training.max_steps,
                 "prior": {name: weight for name, _, weight in PRIOR},
+                # what each turn wrote, by task type: the right skill differs by type
+                "written": {"before": seen["written"], **{SIGNALS[s]: r[3]["written"] for s, r in runs.items()}},
+                "position_3": {"before": _share(seen["position_3"]),
+                               **{SIGNALS[s]: _share(r[3]["position_3"]) for s, r in runs.items()}},
                 # None: a run this canary's folder had finished before (reused) left no history here
                 "mean_reward": {s: [round(h["mean_reward"], 3) for h in r[1]] or None for s, r in runs.items()},
                 "task_share": {s: [h.get("task_share") for h in r[1]] or None for s, r in runs.items()},
@@ -90,24 +101,28 @@ class CuratorCanary(Canary):
         return measured
 
 
-def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple[dict, list, dict | None]:
+def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple:
     """GRPO from the warm start into `folder` (signal "shuffled" or "flipped": a negative control), then the
     metric on the held-out groups: (outcomes, the reward history of each step, the run's
-    learning-signal verdict)."""
+    learning-signal verdict, what else the evaluation measured)."""
     from skillos import config as cfgmod
     from skillos.training.trainer import train
 
     run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({described(signal, 'rewards')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
-    after = evaluate(cfg, summary["checkpoints"][-1], held_out, echo)
-    echo(f"canary curator: after {folder.name} {_rate(after)}")
-    return after, summary["steps"], summary.get("signal")  # None: a finished run reused
+    after, seen = evaluate(cfg, summary["checkpoints"][-1], held_out, echo)
+    echo(f"canary curator: after {folder.name} {_rate(after, seen)}")
+    return after, summary["steps"], summary.get("signal"), seen  # signal None: a finished run reused
 
 
 def warm_start(cfg, games, folder: Path, echo=None) -> str:
-    """The tiny model after the supervised warm-up on PRIOR (built once into `folder`)."""
-    from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
+    """The tiny model after the supervised warm-up on PRIOR (built once into `folder`): for each
+    warm-up group, every first call, and after each first call's real tool result (position 2
+    played with that skill) every second call: the other skill inserted, or the same one kept
+    (an empty call). So the model writes the call at every turn a rollout reaches and chooses
+    nothing by its input."""
+    from skillos.evals.curation import TOOL_SURFACES
     from skillos.evals.envs.registry import environment
     from skillos.training.env import CuratorEnv, make_setup
     from skillos.training.groups import build_groups
@@ -117,18 +132,22 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
         return str(folder.resolve())
     c = cfg.canary
     setup = make_setup(cfg, games)
-    system = environment(cfg).curator_system
-    user = CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"
+    opening = _opening(environment(cfg).curator_system)
     conversations = []
-    for group in build_groups(games, 2, c.warmup_groups, cfg.training.seed or 0):
-        text = CuratorEnv(setup).reset(**group.row())
+    for group in build_groups(games, cfg.training.group_size, c.warmup_groups, cfg.training.seed or 0):
         for name, content, weight in PRIOR:
+            env = CuratorEnv(setup)
+            messages = opening(env.reset(**group.row()))
             for _ in range(weight):
-                call = {"name": "curate_and_advance", "arguments": {"operations": [
-                    {"op": "insert", "skill_name": name, "content": content}]}}
-                conversations.append([{"role": "system", "content": system}, {"role": "user", "content": user + text},
-                                      {"role": "assistant", "content": "", "tool_calls": [
-                                          {"id": f"call_{len(conversations)}", "type": "function", "function": call}]}])
+                conversations.append(messages + [_call(name, content, len(conversations))])
+            if cfg.training.group_size < 3:
+                continue
+            first = messages + [_call(name, content, len(conversations))]
+            answer = env.curate_and_advance(_operations(name, content))
+            then = first + [{"role": "tool", "name": "curate_and_advance", "content": answer}]
+            for second, text, again in PRIOR:  # the same skill again: keep it (inserting it twice is refused)
+                for _ in range(weight * again):
+                    conversations.append(then + [_call(second, text, len(conversations), keep=second == name)])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
             steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
@@ -137,16 +156,39 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     return str(folder.resolve())
 
 
-def evaluate(cfg, model: str, held_out, echo=None) -> dict:
-    """Held-out game id -> executor success at position 2 of its group, with the skill the
-    curator `model` writes after seeing position 1, sampled at the training temperature with a
-    seed fixed per group and training seed (the same draw before and after training: what moves
-    is the policy's distribution, which is what GRPO changes; each training seed its own draws);
-    None: the game was unmeasured."""
+def _opening(system: str):
+    from skillos.evals.curation import CURATOR_INSTRUCTIONS
+
+    user = CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"
+    return lambda text: [{"role": "system", "content": system}, {"role": "user", "content": user + text}]
+
+
+def _operations(name: str, content: str) -> list:
+    return [{"op": "insert", "skill_name": name, "content": content}]
+
+
+def _call(name: str, content: str, index: int, keep: bool = False) -> dict:
+    """An assistant turn calling curate_and_advance to insert one skill (`keep`: to change nothing),
+    the warm start's target."""
+    call = {"name": "curate_and_advance", "arguments": {"operations": [] if keep else _operations(name, content)}}
+    return {"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{index}", "type": "function",
+                                                                "function": call}]}
+
+
+def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
+    """(held-out group -> executor success at position 2, None: unmeasured; what else it
+    measured). The curator `model` plays each held-out group as a training rollout does: it
+    writes after position 1, reads what position 2 did (the tool result) and writes again before
+    position 3, each turn sampled at the training temperature with a seed fixed per group and
+    training seed (the same draw before and after training: what moves is the policy's
+    distribution, which is what GRPO changes; each training seed its own draws). A group is keyed
+    by its second game. The rest: position 3's outcomes, each group's task type (the canary's
+    strata), and the skill each turn wrote, counted by task type (does the choice follow the
+    input?)."""
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
-    from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
+    from skillos.evals.curation import TOOL_SURFACES
     from skillos.evals.envs.registry import environment
     from skillos.safety import Ticker
     from skillos.training.env import CuratorEnv, finish, make_setup
@@ -157,37 +199,72 @@ def evaluate(cfg, model: str, held_out, echo=None) -> dict:
 
     chat = HFChat(BackendConfig(backend="hf", model=model, temperature=cfg.training.temperature,
                                 max_tokens=cfg.training.max_completion_length, timeout_s=120))
+    size = cfg.training.group_size
     setup = make_setup(cfg, held_out)
-    system = environment(cfg).curator_system
-    user = CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"
-    by_type: dict[str, list] = {}
-    for game in held_out:
-        by_type.setdefault(game.task_type, []).append(game.id)
-    outcomes = {}
-    tick = Ticker(echo, "canary curator: held-out groups played", sum(len(ids) // 2 for ids in by_type.values()))
-    for task_type, ids in by_type.items():
-        for first, second in zip(ids[0::2], ids[1::2]):
-            tick(len(outcomes))
-            env = CuratorEnv(setup)
-            text = env.reset(game_ids=[first, second], task_type=task_type)
-            # the same draw before and after training: a seed per held-out group and training seed
-            draw = f"canary|{first}|{second}" + (f"|{cfg.training.seed}" if cfg.training.seed else "")
-            torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))
+    opening = _opening(environment(cfg).curator_system)
+    outcomes, later, strata = {}, {}, {}
+    written: dict = {t: {} for t in _by_type(held_out)}
+    groups = [(t, ids[i:i + size]) for t, ids in _by_type(held_out).items() for i in range(0, len(ids) - size + 1, size)]
+    tick = Ticker(echo, "canary curator: held-out groups played", len(groups))
+    for done, (task_type, ids) in enumerate(groups):
+        tick(done)
+        key = ids[1]
+        strata[key] = task_type
+        env = CuratorEnv(setup)
+        messages = opening(env.reset(game_ids=list(ids), task_type=task_type))
+        # the same draw before and after training: a seed per held-out group and training seed
+        draw = "canary|" + "|".join(ids[:2]) + (f"|{cfg.training.seed}" if cfg.training.seed else "")
+        torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))
+        measured = True
+        for turn in range(size - 1):
             try:
-                reply = chat.chat([{"role": "system", "content": system}, {"role": "user", "content": user + text}],
-                                  tools=TOOL_SURFACES["curate_and_advance"])
-            except BackendError:  # the curator could not answer: position 2 is unmeasured
-                outcomes[second] = None
-                continue
-            operations = next((c["arguments"].get("operations") for c in reply.tool_calls
-                               if c["name"] == "curate_and_advance" and isinstance(c["arguments"], dict)), [])
-            env.curate_and_advance(operations if isinstance(operations, list) else [])
-            outcomes[second] = finish(env).positions[1]
-    tick(len(outcomes))
-    return outcomes
+                reply = chat.chat(messages, tools=TOOL_SURFACES["curate_and_advance"])
+            except BackendError:  # the curator could not answer: the group is unmeasured
+                measured = False
+                break
+            call = next((c for c in reply.tool_calls if c["name"] == "curate_and_advance"
+                         and isinstance(c["arguments"], dict)), None)
+            operations = (call or {}).get("arguments", {}).get("operations") or []
+            operations = operations if isinstance(operations, list) else []
+            names = ([o.get("skill_name") for o in operations if isinstance(o, dict)] or ["(nothing)"]) if call \
+                else ["(no call)"]
+            counts = written[task_type].setdefault(f"turn {turn + 1}", {})
+            for name in names:
+                counts[str(name)] = counts.get(str(name), 0) + 1
+            if call is None:
+                break  # a turn with no call ends the rollout, as TRL's loop ends it (finish plays the rest)
+            answer = env.curate_and_advance(operations)
+            messages = messages + [{"role": "assistant", "content": reply.text or "", "tool_calls": [
+                {"id": f"call_{turn}", "type": "function", "function": call}]},
+                {"role": "tool", "name": "curate_and_advance", "content": answer}]
+        positions = finish(env).positions
+        outcomes[key] = positions[1] if measured else None
+        later[key] = positions[2] if measured and size > 2 else None
+    tick(len(groups))
+    return outcomes, {"position_3": later, "strata": strata, "written": written}
 
 
-def _rate(outcomes: dict) -> str:
+def _by_type(games) -> dict:
+    by_type: dict[str, list] = {}
+    for game in games:
+        by_type.setdefault(game.task_type, []).append(game.id)
+    return by_type
+
+
+def _rate(outcomes: dict, seen: dict) -> str:
+    measured = [v for v in outcomes.values() if v is not None]
+    types = ", ".join(f"{_short(t)}: " + ", ".join(f"{turn} {counts}" for turn, counts in by_turn.items())
+                      for t, by_turn in seen["written"].items())
+    return f"{sum(measured)}/{len(measured)} won ({len(outcomes) - len(measured)} unmeasured); wrote {types}"
+
+
+def _short(task_type: str) -> str:
+    """pick_heat_then_place_in_recep -> heat (the word a progress line needs)."""
+    parts = task_type.split("_")
+    return parts[1] if len(parts) > 1 else task_type
+
+
+def _share(outcomes: dict) -> str:
     measured = [v for v in outcomes.values() if v is not None]
     return f"{sum(measured)}/{len(measured)} won ({len(outcomes) - len(measured)} unmeasured)"
 
