@@ -215,12 +215,12 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
         # the same draw before and after training: a seed per held-out group and training seed
         draw = "canary|" + "|".join(ids[:2]) + (f"|{cfg.training.seed}" if cfg.training.seed else "")
         torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))
-        measured = True
+        failed = None  # the turn the curator could not answer at: the positions after it are unmeasured
         for turn in range(size - 1):
             try:
                 reply = chat.chat(messages, tools=TOOL_SURFACES["curate_and_advance"])
-            except BackendError:  # the curator could not answer: the group is unmeasured
-                measured = False
+            except BackendError:
+                failed = turn
                 break
             call = next((c for c in reply.tool_calls if c["name"] == "curate_and_advance"
                          and isinstance(c["arguments"], dict)), None)
@@ -238,8 +238,8 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
                 {"id": f"call_{turn}", "type": "function", "function": call}]},
                 {"role": "tool", "name": "curate_and_advance", "content": answer}]
         positions = finish(env).positions
-        outcomes[key] = positions[1] if measured else None
-        later[key] = positions[2] if measured and size > 2 else None
+        outcomes[key] = positions[1] if failed is None or failed >= 1 else None
+        later[key] = positions[2] if size > 2 and (failed is None or failed >= 2) else None
     tick(len(groups))
     return outcomes, {"position_3": later, "strata": strata, "written": written}
 
