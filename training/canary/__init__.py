@@ -75,7 +75,7 @@ class Measured:
     seed: int | None = None  # the training seed (of canary.seeds) these runs trained with
     # held-out task -> its stratum (a task type), where the right answer differs by stratum: a
     # trainer that ignored its input could raise one stratum only by lowering another, so every
-    # stratum must move up (RULE); None: one right answer for every task
+    # stratum must be an improvement on its own (RULE, by_stratum); None: one right answer for every task
     strata: dict | None = None
 
 
@@ -147,6 +147,14 @@ def load(cfg, split: str, n: int, echo, what: str) -> list:
     from skillos.safety import Ticker
 
     return load_games(cfg, split, n, Ticker(echo, f"{what}: generating {split} games"))
+
+
+def by_task_type(games) -> dict:
+    """Task type -> its games, each type in the order given (a canary's strata)."""
+    out: dict[str, list] = {}
+    for game in games:
+        out.setdefault(game.task_type, []).append(game)
+    return out
 
 
 def miniature_games(cfg, echo, name: str) -> tuple[list, list]:

@@ -32,14 +32,14 @@ import random
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
-from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
+from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, with how often (its prior): short, so the tiny model writes
 # them well-formed when it samples. Each helps one task type only (the reading executor takes
 # from a skill what concerns its own task: reading.guidance): on the tuning split's train games
 # (|G| = 3, groups of 20 per type) heat won position 2 in 13/20 groups with the heat skill and
-# 6/20 with the cool one; cool won 8/20 with the cool skill and 4/20 with the heat one. The prior
+# 6/20 with the cool one; cool won 9/20 with the cool skill and 4/20 with the heat one. The prior
 # is even, so a trainer that ignored its input could raise one type only by lowering the other.
 PRIOR = (
     ("heat-with-microwave", "Heat the X with the microwave, then put it in the Y.", 1),
@@ -203,8 +203,9 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     setup = make_setup(cfg, held_out)
     opening = _opening(environment(cfg).curator_system)
     outcomes, later, strata = {}, {}, {}
-    written: dict = {t: {} for t in _by_type(held_out)}
-    groups = [(t, ids[i:i + size]) for t, ids in _by_type(held_out).items() for i in range(0, len(ids) - size + 1, size)]
+    by_type = {t: [g.id for g in games] for t, games in by_task_type(held_out).items()}
+    written: dict = {t: {} for t in by_type}
+    groups = [(t, ids[i:i + size]) for t, ids in by_type.items() for i in range(0, len(ids) - size + 1, size)]
     tick = Ticker(echo, "canary curator: held-out groups played", len(groups))
     for done, (task_type, ids) in enumerate(groups):
         tick(done)
@@ -242,13 +243,6 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
         later[key] = positions[2] if size > 2 and (failed is None or failed >= 2) else None
     tick(len(groups))
     return outcomes, {"position_3": later, "strata": strata, "written": written}
-
-
-def _by_type(games) -> dict:
-    by_type: dict[str, list] = {}
-    for game in games:
-        by_type.setdefault(game.task_type, []).append(game.id)
-    return by_type
 
 
 def _rate(outcomes: dict, seen: dict) -> str:

@@ -6,7 +6,7 @@ The miniature, and why. The executor being trained reads one skill from a slate 
 oracle, two misleading skills built from it, one irrelevant, from the shipped household slate
 folder) on heat and cool tasks: each type has its own oracle and its own misleading skills, so
 the right name differs by input, and a policy that wrote one name whatever it read could raise
-one type only by lowering the other (the canary's strata: both must move up). The slate's order
+one type only by lowering the other (the canary's strata: each must be an improvement). The slate's order
 is seeded per game, so a position tells nothing. It starts from a supervised warm-up that reads
 every slate member equally often (2,400 steps on 16 games with a decaying rate: on one task type
 400 steps garbled the names at temperature 1 and GRPO collapsed to no read at all; on two, 1,200
@@ -28,7 +28,7 @@ import random
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
-from skillos.training.canary import SIGNALS, Canary, Measured, described, identity
+from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -144,9 +144,7 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
 
 def _interleaved(games) -> list:
     """The games, task types taking turns (heat, cool, heat, ...), each type in its own order."""
-    by_type: dict[str, list] = {}
-    for game in games:
-        by_type.setdefault(game.task_type, []).append(game)
+    by_type = by_task_type(games)
     rounds = itertools.zip_longest(*(by_type[t] for t in sorted(by_type)))
     return [game for one in rounds for game in one if game is not None]
 
