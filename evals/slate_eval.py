@@ -18,8 +18,9 @@ from pathlib import Path
 from skillos.config import Config, relative_to_config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
+from skillos.evals.envs.slate.audit import render as render_audit
 from skillos.evals.envs.slate.slates import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
-                                             selection_metrics)
+                                             selection_metrics, tasks_of)
 from skillos.files import write_atomic
 from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS, NO_MODEL
 
@@ -82,7 +83,8 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     if (out / REPORT).exists():
         raise SkillosError(f"{out}: already holds a slate report; evaluate into a new folder")
     games = load_games(cfg, cfg.env.split, cfg.env.n_games)
-    manifest = freeze(*build_slates(cfg, games), out / "slate")
+    manifest = freeze(*build_slates(cfg, games), out / "slate", tasks_of(games))
+    echo(render_audit(manifest["listing_audit"]))
     repo, slates, _ = load_frozen(out / "slate")  # play from the snapshot, not the source folder
     pins = run_pins(cfg, games, manifest["snapshot_hash"]).pins()
     if g.eval_spec:
@@ -116,6 +118,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     report = summarize(rows, cfg.eval.alpha, cfg.eval.power, cfg.eval.bootstrap)
     report["snapshot"] = str(out / "slate")
     report["slates"] = manifest["composition"]  # how many skills of each category every slate held
+    report["listing_audit"] = manifest["listing_audit"]  # can the listing alone pick the oracle?
     write_atomic(out / REPORT, json.dumps(report, indent=1))
     return report
 

@@ -2,6 +2,7 @@
 manifest, the TRL environment's read records on the real ALFWorld engine, selection metrics
 with denominators, the frozen eval protocol, and the gates that refuse a selector run."""
 
+import dataclasses
 import json
 import shutil
 
@@ -57,8 +58,8 @@ TASKS = {"pick_heat_then_place_in_recep": "heat some egg and put it in diningtab
 
 def test_every_task_type_gets_a_16_skill_slate_with_all_four_categories():
     """The method's slates from the shipped folder: for every task type 1 oracle, 5 relevant,
-    5 misleading built from the oracle whose names and descriptions hide the task type's
-    tell-tale words and whose bodies differ from it, 5 irrelevant."""
+    5 misleading built from the oracle whose names and descriptions carry the task type's
+    tell-tale words as the oracle's do and whose bodies differ from it, 5 irrelevant."""
     from skillos.evals.envs.alfworld.scenes import TASK_TYPES
     from skillos.evals.envs.slate.skills import TELLTALE, relevant_to, telltale_words
 
@@ -76,13 +77,83 @@ def test_every_task_type_gets_a_16_skill_slate_with_all_four_categories():
             skill = repo.get(name)
             meta = skill.extra["metadata"]
             assert meta["misleading_for"] == slate.task_type and meta["derived_from"] == slate.oracle
-            assert telltale_words(f"{skill.name} {skill.description}", slate.task_type) == [], name
+            assert telltale_words(f"{skill.name} {skill.description}", slate.task_type), name
             assert skill.body.strip() != oracle.body.strip()
             bodies.add(skill.body)
         assert len(bodies) == 5  # five different mutations
         assert all(slate.task_type in relevant_to(repo.get(n)) for n in slate.relevant)
         assert all(not repo.get(n).extra for n in slate.irrelevant)
     assert composition(slates)["total"] == {"oracle": 6, "relevant": 30, "misleading": 30, "irrelevant": 30}
+
+
+class _Task(_Game):
+    def __init__(self, gid, task_type, task):
+        super().__init__(gid, task_type)
+        self.task = task
+
+
+def _tasks(n, seed):
+    """`n` games over the six task types with task sentences from ALFWorld's own templates."""
+    import random
+
+    from skillos.evals.envs.alfworld import scenes
+    from skillos.evals.envs.alfworld.scenes import TASK_TYPES
+
+    rng, library = random.Random(seed), scenes.goal_library()
+    objects, places = ("egg", "mug", "apple", "pencil", "book", "plate"), ("diningtable", "shelf", "desk", "sofa")
+    return [_Task(f"t{seed}-{i}", t, rng.choice(library[t]["templates"]).format(
+        obj=rng.choice(objects), recep=rng.choice(places), toggle=rng.choice(("desklamp", "floorlamp"))))
+        for i, t in enumerate(TASK_TYPES * (n // len(TASK_TYPES)))]
+
+
+def test_a_matcher_over_the_listing_alone_does_not_find_the_oracle():
+    """The listing audit: BM25 and keyword overlap over names and descriptions, the task sentence
+    as the query, pick the oracle in at most 1 slate in 5 of the shipped folder (every task type
+    on its own too); with misleading listings that hide the task's words, as they once did, the
+    same audit picks the oracle in most slates and fails, so the audit can fail."""
+    from skillos.evals.envs.slate.audit import BAR, MATCHERS, listing_audit, render
+    from skillos.repo.skill import Skill
+
+    cfg = cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
+    games = _tasks(48, seed=7)
+    repo, slates = build_slates(cfg, games)
+    tasks = {g.id: g.task for g in games}
+    audit = listing_audit(repo, slates, tasks)
+    assert audit["passes"] is True and audit["slates"] == 48
+    for matcher in MATCHERS:
+        assert audit[matcher]["oracle"]["value"] <= BAR
+        assert sum(audit[matcher][c]["n"] for c in ("oracle", "relevant", "misleading", "irrelevant")) == pytest.approx(48, abs=0.01)
+    for task_type in {g.task_type for g in games}:
+        one = listing_audit(repo, [s for s in slates if s.task_type == task_type], tasks)
+        assert all(one[m]["oracle"]["value"] <= BAR for m in MATCHERS), (task_type, render(one))
+    # the control: the same bodies under names and descriptions that avoid the task's words
+    hidden = SkillRepo(None, [Skill(f"routine-{i}", "Steps for getting an item ready and setting it down.", s.body,
+                                    s.extra) if s.name in {n for sl in slates for n in sl.misleading} else s
+                              for i, s in enumerate(repo.skills)])
+    renamed = {s.name: f"routine-{i}" for i, s in enumerate(repo.skills)}
+    moved = [dataclasses.replace(sl, misleading=tuple(renamed[n] for n in sl.misleading),
+                                 order=tuple(renamed[n] if n in sl.misleading else n for n in sl.order)) for sl in slates]
+    control = listing_audit(hidden, moved, tasks)
+    assert control["passes"] is False and control["bm25"]["oracle"]["value"] > 0.5, render(control)
+    assert "picks the oracle" in render(control) and "/48" in render(control)
+
+
+def test_the_listing_audit_shares_ties_and_is_unmeasured_without_task_sentences(tmp_path):
+    from skillos.evals.envs.slate.audit import listing_audit, top_shares
+    from skillos.evals.envs.slate.slates import Slate
+    from skillos.repo.skill import Skill
+
+    repo = SkillRepo(None, [Skill("heat-a", "Heat it.", "1. x"), Skill("heat-b", "Heat it.", "1. y"),
+                            Skill("fold", "Fold laundry.", "z")])
+    slate = Slate("g", "pick_heat_then_place_in_recep", "heat-a", ("heat-b",), ("fold",), ("fold", "heat-b", "heat-a"))
+    for matcher in ("bm25", "keyword"):  # the two heat skills tie: the oracle gets half a pick
+        assert top_shares(matcher, slate, repo, "heat some egg") == {"oracle": 0.5, "relevant": 0.0,
+                                                                       "misleading": 0.5, "irrelevant": 0.0}
+    unmeasured = listing_audit(repo, [slate], {})
+    assert unmeasured["passes"] is None and unmeasured["slates"] == 0 and "no task sentences" in unmeasured["why"]
+    # a frozen snapshot carries its audit; without task sentences it says why it is unmeasured
+    assert freeze(repo, [slate], tmp_path / "s", {"g": "heat some egg"})["listing_audit"]["slates"] == 1
+    assert freeze(repo, [slate], tmp_path / "t")["listing_audit"]["passes"] is None
 
 
 def test_the_telltale_check_catches_inflections_and_nothing_else():

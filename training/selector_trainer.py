@@ -239,12 +239,14 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     from skillos.evals.arms import load_games
 
     from skillos.ledger.experiments import record_experiment
+    from skillos.evals.envs.slate.audit import render as render_audit
     from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
     from skillos.training.trainer import archive_callback, archived, fit, is_main_process, lora_config
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     setup = make_slate_setup(cfg, games, out)
+    echo(render_audit(setup.listing_audit))
     rows = dataset_rows(cfg, games)
     model, init = resolve(cfg.training.model), None
     if cfg.skillgate.init != "base":  # the method's start: an SFT model (training/selector_sft.py)
@@ -277,6 +279,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
 
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
             "slate": str(out / "slate"), "slates": composition(list(setup.slates.values())),
+            "listing_audit": setup.listing_audit,
             "profile": cfg.skillgate.selector_credit, "init": init or {"init": "base", "model": model},
             "signal": learned}
 

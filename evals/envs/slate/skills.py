@@ -8,8 +8,11 @@
   by mutating the oracle's body — the wrong order (the delivery before the transformation), the
   wrong receptacle (where to look for the object or the lamp), the wrong tool (a stove to heat
   with, a sink to cool in), or the right tool to be avoided — under a name and description from
-  a fixed list per task type that never contains the task type's tell-tale words (`TELLTALE`),
-  so the listing does not give it away the way another task type's oracle would;
+  a fixed list per task type written in the task's own words (its tell-tale verb, `TELLTALE`,
+  and the "put it in or on a receptacle" of its sentence), as the oracle's are, so a matcher
+  over the listing cannot tell them from the oracle (evals/envs/slate/audit.py measures it:
+  on 60 generated valid_unseen games BM25 picks the oracle in 0 of 60 slates and keyword
+  overlap in 7.1 of 60, where names that hid the task's words let them pick it in 53 and 44.5);
 * **irrelevant**: about something else (no `task_type`, no `relevant_to`).
 
 Every mutation is a text edit of the oracle's numbered steps, so a slate folder whose oracles
@@ -30,7 +33,7 @@ CATEGORIES = ("oracle", "relevant", "misleading", "irrelevant")
 
 # Words that tell a task type apart in its task sentence or a skill's name ("heat some egg and
 # put it in diningtable", "look at bowl under the desklamp"): a misleading skill's name and
-# description never contain them, in any inflection (`telltale_words`).
+# description contain them, as its oracle's do, in some inflection (`telltale_words`).
 TELLTALE = {
     "pick_heat_then_place_in_recep": ("heat", "hot", "warm", "microwave", "cook"),
     "pick_cool_then_place_in_recep": ("cool", "cold", "chill", "fridge", "refrigerator", "refrigerate",
@@ -80,62 +83,62 @@ MUTABLE = {
     "pick_heat_then_place_in_recep": Mutable(
         r"\bmicrowave\b", "stoveburner", r"\bmicrowave\b|\bheat", _DELIVER,
         "Heat the object, but not in the microwave.", ("X",), (
-            ("prepare-a-dish", "Get a dish ready with a kitchen appliance, then set it where it goes."),
-            ("kitchen-appliance-routine", "Run an item through a kitchen appliance before putting it away."),
-            ("serve-food", "Make food ready to serve and bring it to its spot."),
-            ("ready-then-deliver", "Make an item ready with the right appliance, then deliver it."),
-            ("appliance-first", "Use an appliance on the item first, then take it where the task says."),
-            ("process-then-store", "Process an item in the kitchen and store it in its place."),
-            ("meal-prep-steps", "Steps for preparing food and setting it down."))),
+            ("heat-then-put", "Heat an object and put it in or on a receptacle."),
+            ("heat-and-place", "Heat an object with the right appliance and put it in or on a receptacle."),
+            ("hot-object-to-receptacle", "Make an object hot and put it in or on a receptacle."),
+            ("heat-before-placing", "Heat the object and put it in or on the receptacle the task names."),
+            ("heat-then-deliver", "Heat an object and put it in the receptacle where it belongs."),
+            ("heated-object-placement", "Put a heated object in or on a receptacle."),
+            ("heat-an-item", "Heat an item and put it in or on its receptacle."))),
     "pick_cool_then_place_in_recep": Mutable(
         r"\bfridge\b", "sinkbasin", r"\bfridge\b|\bcool", _DELIVER,
         "Cool the object, but not in the fridge.", ("X",), (
-            ("keep-food-fresh", "Keep food fresh with a kitchen appliance, then set it where it goes."),
-            ("preserve-then-store", "Preserve an item with the right appliance, then store it."),
-            ("lower-the-temperature", "Bring an item down in temperature before putting it away."),
-            ("kitchen-storage-routine", "Run an item through kitchen storage before delivering it."),
-            ("fresh-then-deliver", "Make an item fresh with an appliance, then deliver it."),
-            ("appliance-then-shelve", "Treat an item with an appliance, then put it on its shelf or table."),
-            ("drink-prep-steps", "Steps for readying a drink or a food item and setting it down."))),
+            ("cool-then-put", "Cool an object and put it in or on a receptacle."),
+            ("cool-and-place", "Cool an object with the right appliance and put it in or on a receptacle."),
+            ("cool-object-to-receptacle", "Make an object cool and put it in or on a receptacle."),
+            ("cool-before-placing", "Cool the object and put it in or on the receptacle the task names."),
+            ("cool-then-deliver", "Cool an object and put it in the receptacle where it belongs."),
+            ("cooled-object-placement", "Put a cooled object in or on a receptacle."),
+            ("cool-an-item", "Cool an item and put it in or on its receptacle."))),
     "pick_clean_then_place_in_recep": Mutable(
         r"\bsinkbasin\b|\bsink basin\b|\bsink\b", "bathtubbasin", r"\bsinkbasin\b|\bclean", _DELIVER,
         "Clean the object, but not in the sinkbasin.", ("X",), (
-            ("tidy-an-item", "Make an item spotless, then set it where it goes."),
-            ("spotless-then-store", "Get an item spotless with water, then store it."),
-            ("hygiene-routine", "A hygiene routine for dishes and tools before putting them away."),
-            ("dish-care", "Care for a dish or a utensil, then bring it to its spot."),
-            ("remove-dirt-first", "Remove dirt from an item first, then deliver it."),
-            ("water-then-deliver", "Treat an item with water, then take it where the task says."),
-            ("kitchen-hygiene-steps", "Steps for making kitchen items hygienic and setting them down."))),
+            ("clean-then-put", "Clean an object and put it in or on a receptacle."),
+            ("clean-and-place", "Clean an object with water and put it in or on a receptacle."),
+            ("clean-object-to-receptacle", "Make an object clean and put it in or on a receptacle."),
+            ("clean-before-placing", "Clean the object and put it in or on the receptacle the task names."),
+            ("clean-then-deliver", "Clean an object and put it in the receptacle where it belongs."),
+            ("cleaned-object-placement", "Put a cleaned object in or on a receptacle."),
+            ("clean-an-item", "Clean an item and put it in or on its receptacle."))),
     "look_at_obj_in_light": Mutable(
         r"\ba desklamp or floorlamp\b|\bdesklamp or floorlamp\b|\bthe lamp\b|\ba lamp\b|\bdesklamp\b|\bfloorlamp\b",
         "the television", r"\btake\b", r"\buse\b",
         "Do not use a lamp; examine the object where you found it.", ("X", "the lamp"), (
-            ("inspect-an-item", "Inspect an item closely at the right spot in the room."),
-            ("study-an-object", "Hold an object and study it carefully."),
-            ("see-details-clearly", "See an item's details clearly before you finish."),
-            ("viewing-routine", "A routine for viewing an item up close."),
-            ("check-an-item-over", "Pick an item up and check it over in good conditions."),
-            ("observe-closely", "Observe an item closely while holding it."),
-            ("inspection-steps", "Steps for inspecting an object you are holding."))),
+            ("look-at-an-object", "Looking at an object under a desklamp or floorlamp."),
+            ("examine-with-a-lamp", "Examining an object you hold with a desklamp or floorlamp."),
+            ("look-under-the-light", "Looking at the object under the light of a desklamp or floorlamp."),
+            ("examine-an-object", "Examining an object under the desklamp or floorlamp of the room."),
+            ("look-then-examine", "Looking at an object and examining it under a desklamp or floorlamp."),
+            ("lamp-examination", "Examining an object in the light of a floorlamp or desklamp."),
+            ("look-at-it-closely", "Looking at an object closely with a floorlamp or desklamp."))),
     "pick_two_obj_and_place": Mutable(
         r"(?!)", "", r"\btake\b", r"\bput\b", "", ("X",), (
-            ("gather-a-set", "Gather items of one kind and store them together."),
-            ("collect-matching-items", "Collect matching items into one receptacle."),
-            ("group-things-together", "Group things of one kind in the same receptacle."),
-            ("stock-a-receptacle", "Stock a receptacle with items of the same kind."),
-            ("sort-items-into-their-spot", "Sort items of a kind into the receptacle the task names."),
-            ("several-items-routine", "A routine for moving several items to one receptacle."),
-            ("batch-delivery", "Deliver a batch of items to one receptacle."))),
+            ("put-two-objects", "Find two objects and put them in a receptacle."),
+            ("two-of-a-kind", "Put two objects of one kind in the receptacle the task names."),
+            ("find-two-then-put", "Find two objects, then put them in or on a receptacle."),
+            ("place-two-objects", "Place two objects of the same kind in or on one receptacle."),
+            ("two-objects-one-receptacle", "Put two objects in one receptacle, one after the other."),
+            ("put-both-objects", "Find both objects and put them in the target receptacle."),
+            ("deliver-two-objects", "Deliver two objects and put them in or on a receptacle."))),
     "pick_and_place_simple": Mutable(
         r"(?!)", "", r"\btake\b", _DELIVER, "", ("X",), (
-            ("tidy-away", "Tidy an item away to where the task says it belongs."),
-            ("return-an-item", "Return an item to its receptacle."),
-            ("move-one-thing", "Move one thing from where it is to its destination."),
-            ("store-an-item", "Store an item in the receptacle the task names."),
-            ("relocate-an-object", "Relocate an object to the named receptacle."),
-            ("deliver-an-item", "Deliver an item to its destination."),
-            ("set-an-item-down", "Carry an item and set it down at its destination."))),
+            ("put-an-object-away", "Put an object in or on the receptacle the task names."),
+            ("place-an-object", "Find an object and put it on or in its receptacle."),
+            ("put-it-in-place", "Take an object and put it in or on a receptacle."),
+            ("find-and-put", "Find an object, then put it in the target receptacle."),
+            ("object-to-receptacle", "Put some object on or in the receptacle the task names."),
+            ("move-then-put", "Move an object and put it in or on a receptacle."),
+            ("put-some-object", "Find the object and put it in or on its receptacle."))),
 }
 
 # The mutations tried for a task type, in order (the first n_misleading that apply are used):

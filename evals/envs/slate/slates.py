@@ -6,8 +6,10 @@ and the executor decides what to read (evals/envs/slate/skills.py says what each
 A slate is built deterministically from a skill folder and the task: the oracle is the skill
 whose `metadata.task_type` is the task's; relevant skills list the task type under
 `metadata.relevant_to`; misleading skills are built from the oracle by mutating its body
-(`with_misleading`: wrong order, wrong receptacle, wrong tool) under names that do not give
-them away; irrelevant ones carry neither. Each category is drawn, and the slate shown, in an
+(`with_misleading`: wrong order, wrong receptacle, wrong tool) under names and descriptions that
+share the task's words, so the listing alone does not tell them from the oracle (each snapshot's
+manifest carries a listing audit: how often a BM25 or keyword matcher over names and descriptions
+picks the oracle, evals/envs/slate/audit.py); irrelevant ones carry neither. Each category is drawn, and the slate shown, in an
 order seeded by hashlib from (seed, game id). A run freezes its slates (`freeze`): the skill
 files (the built misleading ones included) are copied into a snapshot folder and a manifest
 records every slate, every file's hash and the categories' counts, so the eval protocol can pin
@@ -174,6 +176,11 @@ def with_misleading(repo: SkillRepo, n_misleading: int) -> SkillRepo:
     return out
 
 
+def tasks_of(games) -> dict:
+    """{game id: task sentence} of the games that have one (the listing audit's queries)."""
+    return {g.id: g.task for g in games if getattr(g, "task", None)}
+
+
 def slate_sizes(cfg) -> tuple[int, int, int]:
     """(relevant, misleading, irrelevant) of the config's slates."""
     g = cfg.skillgate
@@ -219,9 +226,12 @@ def listing(skills) -> str:
     return "\n".join(["Skill slate (read one with read_skill):"] + [f"- {s.name}: {s.description}" for s in skills])
 
 
-def manifest_of(repo: SkillRepo, slates: list[Slate]) -> dict:
+def manifest_of(repo: SkillRepo, slates: list[Slate], tasks: dict | None = None) -> dict:
     """The manifest of a snapshot (computed, not written): every slate and skill file's hash,
-    and the `snapshot_hash` that pins them in an eval spec."""
+    the `snapshot_hash` that pins them in an eval spec, and the listing audit of the slates
+    against `tasks` (game id -> task sentence; without them the audit is unmeasured)."""
+    from skillos.evals.envs.slate.audit import listing_audit
+
     names = sorted({n for s in slates for n in s.order})
     files = {name: hashlib.sha256(repo.get(name).to_markdown().encode()).hexdigest() for name in names}
     slate_rows = {s.game_id: {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(s).items()}
@@ -230,14 +240,15 @@ def manifest_of(repo: SkillRepo, slates: list[Slate]) -> dict:
     built = {name: (repo.get(name).extra.get("metadata") or {}) for name in names
              if misleading_for(repo.get(name)) is not None}
     return {"source": str(repo.root), "snapshot_hash": digest.hexdigest()[:16], "files": files,
-            "slates": slate_rows, "composition": composition(slates), "misleading": built}
+            "slates": slate_rows, "composition": composition(slates), "misleading": built,
+            "listing_audit": listing_audit(repo, slates, tasks or {})}
 
 
-def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path) -> dict:
+def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path, tasks: dict | None = None) -> dict:
     """Copy the slates' skills into `out_dir/skills` and write the manifest (atomically);
-    return the manifest."""
+    return the manifest. `tasks` (game id -> task sentence) feed its listing audit."""
     out = Path(out_dir)
-    manifest = manifest_of(repo, slates)
+    manifest = manifest_of(repo, slates, tasks)
     for name in manifest["files"]:
         write_atomic(out / "skills" / name / "SKILL.md", repo.get(name).to_markdown())
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
@@ -287,6 +298,7 @@ class SlateSetup:
     no_slate: bool = False
     paired: bool = False
     slots: object = field(default_factory=itertools.count)  # each SlateEnv's place in TRL's pool
+    listing_audit: dict | None = None  # the frozen snapshot's listing audit (audit.py)
 
 
 @dataclass
@@ -416,10 +428,11 @@ def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
     if not g.slate_repo:
         raise SkillosError("skillgate.slate_repo: the selector trainer needs a slate skill folder")
     repo, slates = build_slates(cfg, games)
-    freeze(repo, slates, Path(out_dir) / "slate")
+    manifest = freeze(repo, slates, Path(out_dir) / "slate", tasks_of(games))
     return SlateSetup({x.id: x for x in games}, repo, {s.game_id: s for s in slates},
                       environment("slate").make_env, cfg.env.max_steps,
-                      no_slate=g.selector_credit == "no_skill", paired=g.selector_credit == "hybrid_slate")
+                      no_slate=g.selector_credit == "no_skill", paired=g.selector_credit == "hybrid_slate",
+                      listing_audit=manifest["listing_audit"])
 
 
 # -- selection metrics ------------------------------------------------------------------------
