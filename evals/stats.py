@@ -191,10 +191,9 @@ def accept_candidate(incumbent: dict, candidate: dict, mode: str, k: float,
                      max_unmeasured: float) -> CandidateVerdict:
     """incumbent/candidate: task id -> True/False/None on the same validation tasks.
 
-    paired (default): accept iff the mean paired difference exceeds k standard errors, so two
-    copies of one skill, or noise of one flipped task in a small split, do not pass. strict:
-    SkillOpt's rule, accept iff the candidate's rate is higher (no variance term), kept for
-    comparison. Either way, when more than `max_unmeasured` of the tasks are unmeasured the
+    strict (the config's default, the method's): SkillOpt's rule, accept iff the candidate's rate
+    is higher (no variance term). paired: accept iff the mean paired difference exceeds k standard
+    errors, so two copies of one skill, or noise of one flipped task in a small split, do not pass. Either way, when more than `max_unmeasured` of the tasks are unmeasured the
     verdict is indecisive: an outage is not evidence against an edit."""
     if mode not in GATE_MODES:
         raise ValueError(f"gate mode {mode!r} is not one of {', '.join(GATE_MODES)}")

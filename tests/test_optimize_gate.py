@@ -42,6 +42,25 @@ def test_a_copy_never_passes_and_one_flipped_task_passes_only_the_strict_rule():
     assert paired.verdict == "reject" and paired.mean_difference == pytest.approx(0.05)
 
 
+def test_the_method_s_strict_rule_is_the_default_and_the_shipped_configs_say_why_they_choose_paired():
+    """SkillOpt and SkillOpt-Sleep accept any higher held-out score: that is what a config that
+    sets no gate gets; every shipped config that sets `paired` gives its reason beside it."""
+    from conftest import ROOT
+    from skillos import config as cfgmod
+
+    default = cfgmod.Config()
+    assert default.optimize.gate.mode == default.sleep.gate.mode == "strict"
+    assert cfgmod.from_dict({"optimize": {"n_validation": 20}}).optimize.gate.mode == "strict"
+    assert "the method's rule" in cfgmod.OptimizeGateConfig.__dataclass_fields__["mode"].metadata["help"]
+    shipped = sorted((ROOT / "training" / "configs").glob("*.yaml"))
+    chose_paired = [p for p in shipped if "mode: paired" in p.read_text()]
+    assert chose_paired
+    for path in chose_paired:
+        lines = path.read_text().splitlines()
+        at = next(i for i, line in enumerate(lines) if "mode: paired" in line)
+        assert "not the method's strict" in " ".join(lines[max(0, at - 3):at]), path.name
+
+
 def test_the_paired_gate_against_hand_computed_values():
     better = changed(t01=True, t03=True, t05=True, t07=True, t09=True)  # five tasks fixed, none broken
     v = gate(BASE, better, k=2.0)

@@ -52,7 +52,7 @@ def world(tmp_path, monkeypatch, game_cache):
                           "codex_dir": str(tmp_path / ".codex"), "home": str(tmp_path / "home"),
                           "model": {"backend": "openai", "model": "Qwen3-8B", "base_url": server.openai_url,
                                     "api_key_env": "SLEEP_TEST_KEY", "max_retries": 0, "timeout_s": 5,
-                                    "max_tokens": 64}, **sleep}}
+                                    "max_tokens": 64}, "gate": {"mode": "paired"}, **sleep}}
         return cfgmod.from_dict(data)
 
     return make, skill, tmp_path / "home"

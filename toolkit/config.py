@@ -386,8 +386,11 @@ class EvalConfig:
 
 @dataclass
 class OptimizeGateConfig:
-    mode: str = field(default="paired", metadata={
-        "help": "paired: mean paired difference > k·SE; strict: SkillOpt's > (for comparison)"})
+    mode: str = field(default="strict", metadata={
+        "help": "strict: the method's rule (SkillOpt and SkillOpt-Sleep), accept a candidate whose held-out "
+                "score is higher, any gain; paired: ours, the mean paired difference must exceed k·SE, so a copy "
+                "of the incumbent or one flipped task on a small split is not accepted (a stricter bar: it can "
+                "reject a real small gain, and the run prints the smallest it can accept)"})
     k: float = field(default=2.0, metadata={
         "help": "paired mode: standard errors the mean paired gain must exceed for a candidate to be accepted"})
     max_unmeasured: float = field(default=0.1, metadata={
