@@ -81,7 +81,8 @@ def test_utilities_clean_oracle_against_first_oracle():
     assert u(None, "heat", "clean-oracle") is None and u(["heat"], None, "first-oracle") is None
     assert u(["cool", "heat"], "heat", "mixed_separated") == 0.0  # its behaviour utility is clean-oracle's
     assert u(["heat"], "heat", "mixed_separated") == 1.0
-    for none in ("task-mask-only", "hybrid_slate", "mixed_task_reward"):
+    assert u(["heat"], "heat", "hybrid_slate") == 1.0  # its stratified term's utility is clean-oracle's too
+    for none in ("task-mask-only", "mixed_task_reward"):
         with pytest.raises(ValueError):
             u(["heat"], "heat", none)
 
@@ -92,12 +93,14 @@ def test_clean_oracle_counts_only_reads_of_skills_on_the_slate():
     # a garbled name is no read of a skill: the trajectory read exactly one skill, the oracle
     assert u(["heat-then-plac", "heat"], "heat", "clean-oracle", slate) == 1.0
     assert u(["heat-then-plac", "heat"], "heat", "clean-oracle") == 0.0  # what counting every name gave
-    assert u(["heat", "heat"], "heat", "clean-oracle", slate) == 1.0  # one skill, read twice
+    assert u(["heat", "heat"], "heat", "clean-oracle", slate) == 0.0  # the oracle read twice: two reads
+    assert u(["heat"], "heat", "clean-oracle", ["cool", "notes"]) is None  # a slate shown without its oracle
     assert u(["nothing-real"], "heat", "clean-oracle", slate) == 0.0  # no skill read at all
     assert u(["cool", "heat"], "heat", "clean-oracle", slate) == 0.0
     from skillos.evals.envs.slate.slates import clean_oracle
 
     assert clean_oracle([None, "oracle"]) and not clean_oracle([None]) and not clean_oracle(["oracle", "misleading"])
+    assert not clean_oracle(["oracle", "oracle"]) and not clean_oracle(["oracle", None, "oracle"])
 
 
 def test_first_oracle_credits_the_first_oracle_reads_span_only(tokenizer):
@@ -218,6 +221,13 @@ def test_selector_advantages_dispatch_each_profile_by_hand():
     # strata: won {0, 2} with utilities {1, 0}; lost {1, 3} with {0, 0}
     h = 0.5 / (math.sqrt(0.5) + 1e-4)
     assert torch.allclose(credit.selector_advantages("mixed_separated", u, o, 4), torch.tensor([h, 0.0, -h, 0.0]))
-    assert torch.equal(credit.selector_advantages("hybrid_slate", u, o, 4, twins), torch.tensor([1.0, 0, 1.0, 0]))
+    # hybrid_slate: the twins (1, 3) were shown no oracle, so their utility is unmeasured; the
+    # members with it (0, 2) both won, utilities {1, 0}: stratified term +-0.5 / (sqrt(0.5) + EPS),
+    # plus each one's paired regret 1 - 0
+    hybrid_u = torch.tensor([1.0, float("nan"), 0.0, float("nan")])
+    assert torch.allclose(credit.selector_advantages("hybrid_slate", hybrid_u, o, 4, twins),
+                          torch.tensor([1.0 + h, 0.0, 1.0 - h, 0.0]))
+    assert torch.allclose(credit.selector_advantages("hybrid_slate", hybrid_u, o, 4),  # no pairs: the term alone
+                          torch.tensor([h, 0.0, -h, 0.0]))
     for none in ("no_skill", "mixed_task_reward", "task-mask-only"):
         assert torch.equal(credit.selector_advantages(none, u, o, 4), torch.zeros(4))

@@ -4,8 +4,10 @@ Two credit streams in one GRPO loss. Task (action) tokens get the ordinary group
 outcome advantage. Selection spans — the `<skill_reasoning>` block and each `read_skill` tool
 call — get a separate advantage from selection evidence within the rollout group:
 
-* clean-oracle utility (the method): 1 when the trajectory reads exactly one skill of the slate
-  and it is the oracle (a name not on the slate is no read of a skill: it is left out);
+* clean-oracle utility (the method): 1 when the trajectory makes exactly one read of a skill of
+  the slate and it is the oracle (two reads of the oracle are two reads, not clean; a name not on
+  the slate is no read of a skill: it is left out); unmeasured on a slate that does not show the
+  oracle (a hybrid_slate twin), where no read could be clean;
 * first-oracle utility (the ablation): 1 when the oracle is among the reads, whatever else;
 * 0 otherwise; None (unmeasured) when the episode could not be measured.
 
@@ -24,11 +26,14 @@ The profiles (`skillgate.selector_credit`), as the method's authors compare them
   the clean-oracle utility minus the mean over the group's members *with the same outcome*
   (divided by that stratum's std + EPS), so a selection is credited only for what it did beyond
   what the outcome already rewards; a stratum of one measured member gets 0 (`stratified_advantages`).
-* `hybrid_slate`: paired regret between slates with and without the oracle. Rollouts come in
-  pairs on one task (the environment shows the slate to the even member, its twin without the
-  oracle to the odd one); the member with the oracle gets the regret r(with) - r(without) on its
-  selection spans (what choosing from a slate that holds the oracle earned over the same task
-  without it), its twin gets 0 there; unmeasured or unpaired members get 0 (`paired_regret`).
+* `hybrid_slate`: paired regret between slates with and without the oracle, plus the stratified
+  behaviour advantage. Rollouts come in pairs on one task (the environment shows the slate to the
+  even member, its twin without the oracle to the odd one); the member with the oracle gets the
+  regret r(with) - r(without) on its selection spans (what choosing from a slate that holds the
+  oracle earned over the same task without it), its twin gets 0 there; unmeasured or unpaired
+  members get 0 (`paired_regret`). To that, mixed_separated's term: the clean-oracle utility
+  stratified by outcome, over the members that were shown the oracle (a twin's utility is
+  unmeasured, so it gets 0 and sits in no stratum).
 
 In every profile but the two outcome-only ones the selection spans are out of the outcome
 advantage. Spans never include tool-result tokens (TRL's tool_mask 0) or padding.
@@ -48,7 +53,8 @@ VARIANTS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", 
             "first-oracle", "clean-oracle")  # the config schema's SELECTOR_CREDITS, in its order
 OUTCOME_ONLY = ("no_skill", "mixed_task_reward")  # TRL's advantage untouched
 CREDITED = ("mixed_separated", "hybrid_slate", "first-oracle", "clean-oracle")  # coef x selector on spans
-UTILITY = {"clean-oracle": "clean-oracle", "first-oracle": "first-oracle", "mixed_separated": "clean-oracle"}
+UTILITY = {"clean-oracle": "clean-oracle", "first-oracle": "first-oracle", "mixed_separated": "clean-oracle",
+           "hybrid_slate": "clean-oracle"}
 EPS = 1e-4  # TRL's std guard
 
 
@@ -131,16 +137,16 @@ def selection_mask(pieces: list[bytes], tool_mask: list[int] | None = None) -> l
 
 def selection_utility(reads: list[str] | None, oracle: str | None, variant: str,
                       on_slate=None) -> float | None:
-    """The utility of one trajectory's reads; None when unmeasured (no record or no oracle).
-    `on_slate`: the slate's skill names; a read of any other name is left out (clean-oracle counts
-    only reads of skills on the slate)."""
-    if reads is None or oracle is None:
+    """The utility of one trajectory's reads; None when unmeasured (no record, no oracle, or a
+    slate shown without its oracle). `on_slate`: the names the slate showed; a read of any other
+    name is left out (clean-oracle counts only reads of skills on the slate)."""
+    if reads is None or oracle is None or (on_slate is not None and oracle not in on_slate):
         return None
     if on_slate is not None:
         reads = [r for r in reads if r in set(on_slate)]
     kind = UTILITY.get(variant)
     if kind == "clean-oracle":
-        return 1.0 if reads and set(reads) == {oracle} else 0.0
+        return 1.0 if reads == [oracle] else 0.0
     if kind == "first-oracle":
         return 1.0 if oracle in reads else 0.0
     raise ValueError(f"selection_utility: variant {variant!r} has no utility")
@@ -226,9 +232,10 @@ def paired_regret(outcomes, twins: list[int | None]):
 
 def selector_advantages(variant: str, utilities, outcomes, group_size: int, twins=None):
     """(B,) selector advantage of each rollout under `variant`: the group-normalised utility
-    (clean-oracle, first-oracle), the outcome-stratified one (mixed_separated), the paired regret
-    (hybrid_slate, with `twins` from `pair_twins`), or 0 (the outcome-only profiles and
-    task-mask-only). utilities, outcomes: (B,) with NaN for unmeasured."""
+    (clean-oracle, first-oracle), the outcome-stratified one (mixed_separated), that plus the
+    paired regret (hybrid_slate, with `twins` from `pair_twins`; without them the regret is 0),
+    or 0 (the outcome-only profiles and task-mask-only). utilities, outcomes: (B,) with NaN for
+    unmeasured."""
     import torch
 
     if variant in ("clean-oracle", "first-oracle"):
@@ -236,7 +243,8 @@ def selector_advantages(variant: str, utilities, outcomes, group_size: int, twin
     if variant == "mixed_separated":
         return stratified_advantages(utilities, outcomes, group_size)
     if variant == "hybrid_slate":
-        return paired_regret(outcomes, twins or [None] * len(outcomes))
+        return stratified_advantages(utilities, outcomes, group_size) + paired_regret(
+            outcomes, twins or [None] * len(outcomes))
     if variant not in VARIANTS:
         raise ValueError(f"selector_advantages: unknown variant {variant!r}")
     return torch.zeros_like(outcomes)

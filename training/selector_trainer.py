@@ -103,15 +103,13 @@ def selector_classes():
                 # hybrid_slate's pairs are neighbours in this process's batch: its regret is local.
                 local = torch.tensor(utilities, device=ids.device)
                 local_outcomes = torch.tensor(outcomes, device=ids.device)
+                gathered = credit.selector_advantages(
+                    variant, self.accelerator.gather(local), self.accelerator.gather(local_outcomes),
+                    self.num_generations)
+                start = self.accelerator.process_index * len(local)
+                selector = gathered[start:start + len(local)]
                 if variant == "hybrid_slate":
-                    selector = credit.selector_advantages(variant, local, local_outcomes, self.num_generations,
-                                                          credit.pair_twins(records))
-                else:
-                    gathered = credit.selector_advantages(
-                        variant, self.accelerator.gather(local), self.accelerator.gather(local_outcomes),
-                        self.num_generations)
-                    start = self.accelerator.process_index * len(local)
-                    selector = gathered[start:start + len(local)]
+                    selector = selector + credit.paired_regret(local_outcomes, credit.pair_twins(records))
                 for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
                     row.update(outcome_advantage=outcome, selector_advantage=sel)
                 # the second stream's own learning signal (training/signal.py): with every outcome

@@ -443,10 +443,9 @@ def _rate(numerator: int, denominator: int) -> dict:
 
 
 def clean_oracle(roles) -> bool:
-    """Exactly one skill of the slate read, and it is the oracle: reads of names not on the slate
-    (role None) are no reads of a skill and are left out."""
-    on_slate = [r for r in roles if r is not None]
-    return bool(on_slate) and all(r == "oracle" for r in on_slate)
+    """Exactly one read of a skill of the slate, and it is the oracle (two reads of the oracle are
+    not clean): reads of names not on the slate (role None) are no reads of a skill and are left out."""
+    return [r for r in roles if r is not None] == ["oracle"]
 
 
 FIRST_READ = (*CATEGORIES, "off_slate", "no_read")
