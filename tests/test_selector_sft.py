@@ -28,12 +28,36 @@ def test_init_needs_a_teacher_backend_for_sft():
     assert cfgmod.SkillGateConfig().init == "base"
     with pytest.raises(cfgmod.ConfigError, match="skillgate.teacher needs a model backend"):
         cfgmod.SkillGateConfig(init="sft")
-    cfgmod.SkillGateConfig(init="oracle-warmup")  # the gold reads need no teacher
-    with pytest.raises(cfgmod.ConfigError, match="skillgate.init: 'warm' is not one of base, sft, oracle-warmup"):
+    cfgmod.SkillGateConfig(init="gold-bc")  # the gold reads need no teacher
+    cfgmod.SkillGateConfig(init="oracle-warmup")  # nor does GRPO with the oracle shown
+    with pytest.raises(cfgmod.ConfigError, match="skillgate.init: 'warm' is not one of base, sft, gold-bc, oracle-warmup"):
         cfgmod.SkillGateConfig(init="warm")
+    with pytest.raises(cfgmod.ConfigError, match="skillgate.oracle_warmup_steps: at least 1"):
+        cfgmod.SkillGateConfig(init="oracle-warmup", oracle_warmup_steps=0)
 
 
-def test_oracle_warmup_rows_read_the_oracle_on_the_training_prompt(built):
+def test_the_oracle_warmup_exports_mid_training_and_shows_the_oracle_alone(built):
+    """The method's start: half of training.max_steps unless oracle_warmup_steps says otherwise,
+    on slates that show the oracle and nothing else."""
+    import dataclasses
+
+    from skillos.evals.envs.slate.slates import SlateEnv
+    from skillos.training.selector_sft import warmup_steps
+
+    cfg = cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
+    assert cfg.skillgate.init == "oracle-warmup" and warmup_steps(cfg) == cfg.training.max_steps // 2
+    assert warmup_steps(cfgmod.with_sets(cfg, ["skillgate.oracle_warmup_steps=7"])) == 7
+    setup, ids = built
+    env = SlateEnv(dataclasses.replace(setup, oracle_only=True))
+    first = env.reset(game_id=ids[0])
+    oracle = setup.slates[ids[0]].oracle
+    listed = [line for line in first.splitlines() if line.startswith("- ")]
+    assert listed == [f"- {oracle}: {setup.repo.get(oracle).description}"]
+    assert env.read_skill(setup.slates[ids[0]].misleading[0]).startswith("error:")  # not on this slate
+    assert "error" not in env.read_skill(oracle)
+
+
+def test_gold_bc_rows_read_the_oracle_on_the_training_prompt(built):
     from skillos.evals.envs.slate.slates import SLATE_INSTRUCTIONS
     from skillos.training.selector_sft import gold_turns
 
@@ -98,14 +122,34 @@ def test_the_start_rows_render_the_read_on_the_rollout_prompt(built):
                                                    add_generation_prompt=True, tokenize=False)
 
 
+def test_a_gold_bc_start_learns_the_gold_reads_on_the_tiny_model(built, tmp_path):
+    """init gold-bc: SFTTrainer on the gold reads of the training slates; the merged model and its
+    summary are saved, and a second call reuses them."""
+    from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+    from skillos.training.selector_sft import start
+
+    setup, ids = built
+    cfg = cfgmod.with_sets(cfgmod.load(CPU), ["skillgate.init=gold-bc", "skillgate.sft_steps=12",
+                                              "skillgate.sft_learning_rate=3.0e-3"])
+    assert cfg.training.model == TINY_NAME
+    lines = []
+    model, init = start(cfg, setup, ids, resolve(cfg.training.model), tmp_path, lines.append, cpu=True)
+    assert init["init"] == "gold-bc" and init["rows"] == len(ids) and init["dropped"] == {}
+    assert len(init["losses"]) == 12 and init["losses"][-1] < init["losses"][0]  # it learned the reads
+    assert (tmp_path / "sft-start" / "config.json").is_file() and model.endswith("sft-start")
+    again, same = start(cfg, setup, ids, "unused", tmp_path, lines.append, cpu=True)
+    assert (again, same) == (model, init) and lines[-1].startswith("init gold-bc: reusing")
+
+
 @pytest.mark.slow
-def test_sft_then_grpo_on_the_tiny_model(tmp_path, game_cache):
-    """init oracle-warmup: SFTTrainer on the gold reads of the 6 training slates, the merged
-    model saved, then 2 selector GRPO steps from it (not from the base model)."""
+def test_oracle_warmup_then_grpo_on_the_tiny_model(tmp_path, game_cache):
+    """init oracle-warmup, the method's start: the format warm-up, 2 outcome GRPO steps with the
+    oracle as the only skill on every rollout's slate, the merged model saved, then 2 selector GRPO
+    steps from it (not from the base model) on the full slates."""
     import yaml
 
     data = yaml.safe_load(CPU.read_text())
-    data["skillgate"].update(init="oracle-warmup", sft_steps=24, sft_learning_rate=3.0e-3,
+    data["skillgate"].update(init="oracle-warmup", oracle_warmup_steps=2,
                              slate_repo=str(CPU.parent / "slates/household"))
     data["training"].update(output_dir=str(tmp_path / "out"))
     config = tmp_path / "config.yaml"
@@ -114,10 +158,11 @@ def test_sft_then_grpo_on_the_tiny_model(tmp_path, game_cache):
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)
     init = summary["init"]
-    assert init["init"] == "oracle-warmup" and init["rows"] == 6 and init["dropped"] == {}
-    assert len(init["losses"]) == 24 and init["losses"][-1] < init["losses"][0]  # it learned the reads
+    assert init["init"] == "oracle-warmup" and init["steps"] == init["exported_at"] == 2
+    assert [r["of"] for r in init["rollouts"]] == [2, 2]  # two measured rollouts a step, success counted
     assert (tmp_path / "out" / "sft-start" / "config.json").is_file()
-    assert "warm-up:" not in result.stderr  # the SFT start replaces the format warm-up
+    warm = [json.loads(x) for x in (tmp_path / "out" / "oracle-warmup" / "selection.jsonl").read_text().splitlines()]
+    assert len(warm) == 4 and all(r["slate"] == [r["oracle"]] for r in warm)  # the oracle alone, every rollout
     assert len(summary["steps"]) == 2 and len(summary["checkpoints"]) == 2
     adapter = json.loads((tmp_path / summary["checkpoints"][-1] / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"].endswith("sft-start")  # GRPO trained on the SFT model

@@ -451,7 +451,7 @@ GATE_MODES = ("paired", "strict")  # evals/stats.py's gate modes (a test checks 
 # SkillGate's training profiles (training/selector_credit.py says what each does to the loss).
 SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
                     "first-oracle", "clean-oracle")
-SELECTOR_INITS = ("base", "sft", "oracle-warmup")  # where selector GRPO starts (training/selector_sft.py)
+SELECTOR_INITS = ("base", "sft", "gold-bc", "oracle-warmup")  # where selector GRPO starts (training/selector_sft.py)
 TRAINERS = registry.TRAINERS.names()  # what each one runs: training/registry.py
 
 
@@ -477,12 +477,16 @@ class SkillGateConfig:
         "help": "coef x the selector advantage on the selection tokens, for the credited profiles "
                 "(training/selector_credit.py); task-mask-only needs exactly 0"})
     init: str = field(default="base", metadata={
-        "help": "where selector GRPO starts: base | sft (a teacher's selection turns) | oracle-warmup (the gold "
-                "reads)"})
+        "help": "where selector GRPO starts: base | sft (SFT on a teacher's selection turns) | gold-bc (SFT on the "
+                "gold reads: the Gold-BC baseline as a start) | oracle-warmup (the method's: outcome GRPO with the "
+                "oracle as the only skill shown, exported mid-training and merged)"})
     teacher: BackendConfig = field(default_factory=BackendConfig, metadata={"help": "init sft: any model backend"})
-    sft_steps: int = field(default=60, metadata={"help": "SFTTrainer steps of the sft / oracle-warmup start"})
+    sft_steps: int = field(default=60, metadata={"help": "SFTTrainer steps of the sft / gold-bc start"})
     sft_learning_rate: float = field(default=1.0e-5, metadata={
-        "help": "learning rate of the sft / oracle-warmup start"})
+        "help": "learning rate of the sft / gold-bc start"})
+    oracle_warmup_steps: int | None = field(default=None, metadata={
+        "help": "init oracle-warmup: GRPO steps on oracle-only slates before the export; None: half of "
+                "training.max_steps (the method exports its oracle-GRPO run mid-training)"})
     max_tool_calls: int = field(default=6, metadata={"help": "reads + actions in one training rollout"})
     eval_spec: str | None = field(default=None, metadata={
         "help": "the frozen eval protocol (evals/protocol.py), relative to the config"})
@@ -507,7 +511,9 @@ class SkillGateConfig:
                               f"{1 + self.n_misleading + self.n_irrelevant}")
         if self.init == "sft" and not registry.uses_model(self.teacher.backend):
             raise ConfigError("skillgate.init: sft clones a teacher's selection turns, so skillgate.teacher needs a "
-                              "model backend (openai, anthropic, hf, vllm); oracle-warmup clones the gold reads")
+                              "model backend (openai, anthropic, hf, vllm); gold-bc clones the gold reads")
+        if self.oracle_warmup_steps is not None and self.oracle_warmup_steps < 1:
+            raise ConfigError(f"skillgate.oracle_warmup_steps: at least 1 GRPO step, got {self.oracle_warmup_steps}")
 
 
 @dataclass

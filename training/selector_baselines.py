@@ -7,6 +7,9 @@
   chosen = reading the oracle, rejected = reading a misleading skill; each gold read is paired
   with up to `DPO_REJECTED` (5, as the method does) misleading skills of its slate.
 
+Both start where the GRPO arms do (`skillgate.init`, training/selector_sft.py), so a comparison of
+BC, DPO and the GRPO profiles shares one initialisation.
+
 Examples are rendered with the model's chat template and the tool schemas TRL builds from
 SlateEnv, so the baselines learn the exact prompt and surface the selector trains and is
 evaluated on. The training arguments come from `training.*`.
@@ -133,9 +136,13 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     setup = make_slate_setup(cfg, games, out)
-    model = resolve(cfg.training.model)
-    tokenizer = AutoTokenizer.from_pretrained(model)
     ids = [g.id for g in games]
+    model, init = resolve(cfg.training.model), None
+    if cfg.skillgate.init != "base":  # the same start as the GRPO arms, so the comparison shares its init
+        from skillos.training.selector_sft import start
+
+        model, init = start(cfg, setup, ids, model, out, echo, cpu)
+    tokenizer = AutoTokenizer.from_pretrained(model)
     rows = bc_dataset(setup, ids, tokenizer) if kind == "bc" else dpo_pairs(setup, ids, tokenizer)
     for row in rows:  # training.max_prompt_length, applied (SFTConfig / DPOConfig have no prompt cap)
         row["prompt"] = cap_text(tokenizer, row["prompt"], cfg.training.max_prompt_length)
@@ -173,7 +180,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": losses,
             "train_loss": result.training_loss, "examples": len(rows), "slate": str(Path(out) / "slate"),
-            "signal": learned}
+            "init": init or {"init": "base", "model": model}, "signal": learned}
 
 
 def train_bc(cfg: Config, ledger, echo=print, **_) -> dict:

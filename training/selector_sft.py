@@ -1,9 +1,13 @@
-"""Where selector GRPO starts (`skillgate.init`), as the method starts it: not from the base model
-but from an SFT model.
+"""Where selector GRPO starts (`skillgate.init`): as the method starts it, not from the base model.
 
 * `base`: GRPO from `training.model` (the tiny CPU model gets its format warm-up);
-* `oracle-warmup`: SFT on the gold reads: each training slate's first turn, then a reasoning
-  block naming the oracle and one `read_skill` call of it (the rows `selector-bc` clones);
+* `oracle-warmup` (the method's start): outcome-only GRPO on the training games with the oracle
+  as the only skill on the slate, for `skillgate.oracle_warmup_steps` steps (None: half of
+  `training.max_steps`, the method's mid-training export), then exported and merged: the model
+  has learned to play with the right skill before it learns to choose one;
+* `gold-bc`: SFT on the gold reads: each training slate's first turn, then a reasoning block
+  naming the oracle and one `read_skill` call of it (the rows `selector-bc` clones: the Gold-BC
+  baseline used as a start);
 * `sft`: SFT on a teacher's selection turns: `skillgate.teacher` (any configured model backend)
   plays each training slate's first turn through the same prompt and tool schemas; a turn whose
   first read is the oracle is kept in the teacher's own words (its reasoning and its call), every
@@ -13,9 +17,12 @@ but from an SFT model.
 
 The SFT is TRL's SFTTrainer (`completion_only_loss`: the loss is on the selection turn only) for
 `skillgate.sft_steps` steps at `skillgate.sft_learning_rate`; the rest of its arguments come from
-`training.*` as the baselines' do. With a LoRA config the adapter is merged into the weights, so
-GRPO trains a fresh adapter on the SFT model. The start is written to OUTPUT_DIR/sft-start (and
-its rows to OUTPUT_DIR/sft_start.jsonl); a rerun reuses a finished one.
+`training.*` as the baselines' do. The oracle-warmup GRPO is the selector trainer itself, with the
+config's `training.*` and the outcome-only profile. With a LoRA config the adapter is merged into
+the weights, so GRPO trains a fresh adapter on the start. Every start is written to
+OUTPUT_DIR/sft-start (an SFT start's rows to OUTPUT_DIR/sft_start.jsonl) with its summary in
+OUTPUT_DIR/sft_start.json; a rerun reuses a finished one. BC and DPO (selector_baselines.py) start
+from the same `skillgate.init` as GRPO, so every arm of a comparison shares its start.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ START = "sft-start"
 
 
 def gold_turns(setup, game_ids: list[str]) -> list[dict]:
-    """oracle-warmup's rows: each slate's first turn -> reading its oracle."""
+    """gold-bc's rows: each slate's first turn -> reading its oracle."""
     from skillos.training.selector_baselines import prompt_messages, read_completion
 
     return [{"game_id": gid, "messages": prompt_messages(setup, gid) + [read_completion(setup.slates[gid].oracle)],
@@ -69,7 +76,7 @@ def teacher_turns(setup, game_ids: list[str], chat) -> tuple[list[dict], dict]:
 
 def collect(cfg: Config, setup, game_ids: list[str], chat=None) -> tuple[list[dict], dict]:
     """The start's rows for `skillgate.init` (the teacher from `skillgate.teacher` unless given)."""
-    if cfg.skillgate.init == "oracle-warmup":
+    if cfg.skillgate.init == "gold-bc":
         return gold_turns(setup, game_ids), {}
     if cfg.skillgate.init != "sft":
         raise ValueError(f"skillgate.init {cfg.skillgate.init!r} has no SFT start")
@@ -94,12 +101,72 @@ def sft_args(cfg: Config, cpu: bool, out: Path):
 
 
 def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, chat=None) -> tuple[str, dict]:
-    """Train the start from `model` and return (its folder, a summary: rows, dropped turns, losses)."""
+    """Train the start from `model` and return (its folder, a summary: an SFT start's rows, dropped
+    turns and losses; an oracle-warmup's steps and rollouts)."""
     target = out / START
     summary_path = out / "sft_start.json"
     if (target / "config.json").is_file() and summary_path.is_file():
         echo(f"init {cfg.skillgate.init}: reusing {target}")
         return str(target.resolve()), json.loads(summary_path.read_text())
+    if cfg.skillgate.init == "oracle-warmup":
+        net, tokenizer, summary = oracle_warmup(cfg, setup, model, out, echo, cpu)
+    else:
+        net, tokenizer, summary = _sft(cfg, setup, game_ids, model, out, echo, cpu, chat)
+    if hasattr(net, "merge_and_unload"):  # a LoRA start: GRPO trains its own adapter on the merged weights
+        net = net.merge_and_unload()
+    net.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    from skillos.files import write_atomic
+
+    summary = {"init": cfg.skillgate.init, **summary, "model": str(target)}
+    write_atomic(summary_path, json.dumps(summary, indent=1))
+    del net  # the GPU holds the GRPO model next
+    _free_memory()
+    return str(target.resolve()), summary
+
+
+def warmup_steps(cfg: Config) -> int:
+    """The oracle-warmup's GRPO steps: skillgate.oracle_warmup_steps, else half of training.max_steps."""
+    g = cfg.skillgate
+    return g.oracle_warmup_steps if g.oracle_warmup_steps is not None else max(1, (cfg.training.max_steps or 2) // 2)
+
+
+def oracle_warmup(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
+    """The method's start: outcome-only GRPO with the oracle as the only skill shown, stopped at
+    `warmup_steps` (its mid-training export). Returns (model, tokenizer, summary)."""
+    import dataclasses
+
+    from datasets import Dataset
+
+    from skillos import config as config_module
+    from skillos.training.selector_trainer import (SlateReward, build_args, dataset_rows, environment_factory,
+                                                   selector_classes)
+    from skillos.training.trainer import lora_config
+
+    steps = warmup_steps(cfg)
+    warm = config_module.with_sets(cfg, ["skillgate.selector_credit=mixed_task_reward", "skillgate.init=base",
+                                         f"training.max_steps={steps}"])
+    run = out / "oracle-warmup"
+    echo(f"init oracle-warmup: {steps} outcome-only GRPO steps with the oracle as the only skill on the slate")
+    games = [setup.games[gid] for gid in setup.games]
+    reward = SlateReward(echo, "real", cfg.training.num_generations or 1, cfg.training.seed or 0)
+    trainer = selector_classes()[1](
+        model=model, reward_funcs=[reward], train_dataset=Dataset.from_list(dataset_rows(warm, games)),
+        args=build_args(warm, cpu, run, extra={"output_dir": str(run), "save_strategy": "no"}),
+        peft_config=lora_config(cfg),
+        environment_factory=environment_factory(dataclasses.replace(setup, oracle_only=True, no_slate=False,
+                                                                    paired=False)))
+    trainer.train()
+    history = [h for h in trainer.state.log_history if "reward" in h]
+    summary = {"steps": trainer.state.global_step, "exported_at": trainer.state.global_step,
+               "rollouts": [m["success"] for m in reward.history],
+               "rewards": [h["reward"] for h in history],
+               "grad_norms": [h.get("grad_norm") for h in history]}
+    return trainer.model, trainer.processing_class, summary
+
+
+def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, chat=None):
+    """An SFT start (sft, gold-bc) from `model`: (model, tokenizer, summary)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -112,8 +179,8 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
     rows, dropped = collect(cfg, setup, game_ids, chat)
     if not rows:
         raise SkillosError(f"skillgate.init {cfg.skillgate.init}: no selection turn to learn from "
-                           f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init oracle-warmup or another "
-                           "teacher")
+                           f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init gold-bc, oracle-warmup "
+                           "or another teacher")
     tokenizer = AutoTokenizer.from_pretrained(model)
     tools = tool_schemas()
     for row in rows:
@@ -128,19 +195,11 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
                          train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]}
                                                           for r in rows]), peft_config=lora_config(cfg))
     result = trainer.train()
-    net = trainer.model
-    if hasattr(net, "merge_and_unload"):  # a LoRA start: GRPO trains its own adapter on the merged weights
-        net = net.merge_and_unload()
-    net.save_pretrained(target)
-    tokenizer.save_pretrained(target)
-    summary = {"init": cfg.skillgate.init, "rows": len(rows), "slates": len(game_ids), "dropped": dropped,
+    summary = {"rows": len(rows), "slates": len(game_ids), "dropped": dropped,
                "reads": {r["read"]: sum(x["read"] == r["read"] for x in rows) for r in rows},
                "train_loss": result.training_loss,
-               "losses": [h["loss"] for h in trainer.state.log_history if "loss" in h], "model": str(target)}
-    write_atomic(summary_path, json.dumps(summary, indent=1))
-    del trainer, net  # the GPU holds the GRPO model next
-    _free_memory()
-    return str(target.resolve()), summary
+               "losses": [h["loss"] for h in trainer.state.log_history if "loss" in h]}
+    return trainer.model, tokenizer, summary
 
 
 def _free_memory() -> None:

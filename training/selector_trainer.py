@@ -247,12 +247,13 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     echo(render_audit(setup.listing_audit))
     rows = dataset_rows(cfg, games)
     model, init = resolve(cfg.training.model), None
-    if cfg.skillgate.init != "base":  # the method's start: an SFT model (training/selector_sft.py)
+    # The tiny CPU model cannot call a tool before its format warm-up; an SFT start teaches the call itself.
+    if warmup and cfg.training.model == TINY_NAME and cfg.skillgate.init in ("base", "oracle-warmup"):
+        model = _warm(model, out, setup, rows, echo)
+    if cfg.skillgate.init != "base":  # the method's start (training/selector_sft.py)
         from skillos.training.selector_sft import start
 
         model, init = start(cfg, setup, [g.id for g in games], model, out, echo, cpu)
-    elif warmup and cfg.training.model == TINY_NAME:
-        model = _warm(model, out, setup, rows, echo)
     if not is_main_process():
         ledger = None
     run_id = None

@@ -286,7 +286,8 @@ class SlateRetriever:
 @dataclass
 class SlateSetup:
     """What every rollout of a selector run shares: the frozen slates, their skills, the games.
-    `no_slate` (the no_skill profile): the executor plays with no slate. `paired` (hybrid_slate):
+    `no_slate` (the no_skill profile): the executor plays with no slate. `oracle_only` (the
+    oracle-warmup start's GRPO): the slate shows the oracle alone. `paired` (hybrid_slate):
     environments alternate by their place in the batch (TRL hands pool instance k to rollout k
     of every batch): even ones show the slate, odd ones its twin without the oracle."""
 
@@ -296,6 +297,7 @@ class SlateSetup:
     make_env: object  # () -> a fresh game env
     max_steps: int  # env.max_steps, from the config (no second default)
     no_slate: bool = False
+    oracle_only: bool = False
     paired: bool = False
     slots: object = field(default_factory=itertools.count)  # each SlateEnv's place in TRL's pool
     listing_audit: dict | None = None  # the frozen snapshot's listing audit (audit.py)
@@ -334,7 +336,8 @@ class SlateEnv:
         if game_id not in self._setup.games:  # the held-out split is never in the setup
             raise KeyError(f"game {game_id!r} is not in the training pool")
         game, slate = self._setup.games[game_id], self._setup.slates[game_id]
-        shown = () if self._setup.no_slate else slate.order if self.with_oracle else slate.without_oracle().order
+        shown = (() if self._setup.no_slate else (slate.oracle,) if self._setup.oracle_only
+                 else slate.order if self.with_oracle else slate.without_oracle().order)
         self._episode = ep = _Episode(game, slate, shown)
         try:
             with ENGINE_LOCK:
