@@ -72,36 +72,88 @@ def test_gold_bc_rows_read_the_oracle_on_the_training_prompt(built):
         assert reply["tool_calls"][0]["function"]["arguments"] == {"name": slate.oracle}
 
 
-def test_a_teachers_turns_are_kept_only_when_it_reads_the_oracle(built, monkeypatch):
-    """The teacher (the OpenAI SDK against the scripted server) reads the oracle on the first
-    slate, a misleading skill on the second and nothing on the third: one row, in its own words,
-    and two drops counted by why."""
+def _teacher(setup, picks):
+    """A scripted teacher: on each game's first call it reads `picks[game]` (None: it acts
+    instead), then plays as the CPU executor would with that one skill read, from the
+    observation and admissible actions in the last message."""
+    from skillos.evals.envs.household.heuristic import HeuristicExecutor
+
+    episodes = {}
+
+    def policy(messages):
+        opening = messages[1]["content"]
+        gid = next(g for g in picks if setup.games[g].task in opening)
+        last = messages[-1]["content"]
+        if len(messages) == 2:
+            if picks[gid] is not None:
+                return {"content": f"<skill_reasoning>{picks[gid]} matches the task.</skill_reasoning>",
+                        "tool_calls": [{"name": "read_skill", "arguments": {"name": picks[gid]}}]}
+            last = opening
+        if gid not in episodes:
+            read = [setup.repo.get(picks[gid])] if picks[gid] else []
+            episodes[gid] = HeuristicExecutor().new_episode(setup.games[gid].task, read)
+        if messages[-1]["role"] == "tool" and messages[-1].get("name") == "read_skill":
+            last = opening  # the read's answer: the scene is still the opening's
+        scene, _, actions = last.rpartition("Admissible actions: ")
+        scene = scene.split("\n- ")[-1].split("\n", 1)[-1] if last is opening else scene
+        command = episodes[gid].act(scene, actions.strip().split(", "))
+        return {"content": "", "tool_calls": [{"name": "act", "arguments": {"command": command}}]}
+
+    return policy
+
+
+def test_a_teachers_whole_trajectories_are_kept_only_when_it_reads_the_oracle_and_wins(built, monkeypatch):
+    """The teacher (the OpenAI SDK against the scripted server, played as the slate executor)
+    reads the oracle on the first game and wins it, a misleading skill on the second, and
+    nothing on the third: every assistant turn of the first trajectory is a row (its read, then
+    its actions, each conditioned on all before it), and two trajectories are dropped by why."""
     from llm_server import ScriptedLLM
 
     from skillos.config import BackendConfig
-    from skillos.evals.backends.chat import make_chat
-    from skillos.training.selector_sft import teacher_turns
+    from skillos.evals.envs.registry import environment
+    from skillos.training.selector_sft import teacher_trajectories
 
     setup, ids = built
     slates = [setup.slates[i] for i in ids]
-    picks = iter([slates[0].oracle, slates[1].misleading[0], None])
-
-    def teacher(messages):
-        pick = next(picks)
-        if pick is None:
-            return {"content": "I will just play.", "tool_calls": [{"name": "act", "arguments": {"command": "look"}}]}
-        return {"content": f"<skill_reasoning>{pick} matches the task.</skill_reasoning>",
-                "tool_calls": [{"name": "read_skill", "arguments": {"name": pick}}]}
-
+    picks = {ids[0]: slates[0].oracle, ids[1]: slates[1].misleading[0], ids[2]: None}
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    with ScriptedLLM(teacher) as llm:
-        chat = make_chat(BackendConfig(backend="openai", model="Qwen3-8B", base_url=llm.openai_url))
-        rows, dropped = teacher_turns(setup, ids, chat)
+    with ScriptedLLM(_teacher(setup, picks)) as llm:
+        teacher = environment("slate").make_executor(BackendConfig(backend="openai", model="Qwen3-8B",
+                                                                   base_url=llm.openai_url))
+        rows, dropped = teacher_trajectories(setup, ids, teacher, max_steps=40)
         tools = [t["function"]["name"] for t in llm.calls[0]["body"]["tools"]]
     assert tools == ["act", "read_skill"]  # the schemas training and eval send
-    assert [r["game_id"] for r in rows] == [ids[0]] and rows[0]["source"] == "teacher"
-    assert rows[0]["messages"][-1]["content"] == f"<skill_reasoning>{slates[0].oracle} matches the task.</skill_reasoning>"
     assert dropped == {"first read misleading": 1, "no read": 1}
+    assert {r["game_id"] for r in rows} == {ids[0]} and all(r["source"] == "teacher" for r in rows)
+    assert len(rows) >= 3  # the read and at least two actions: the whole trajectory, not its first turn
+    first, *acts = rows
+    assert first["messages"][-1]["content"] == f"<skill_reasoning>{slates[0].oracle} matches the task.</skill_reasoning>"
+    assert all(r["messages"][-1]["tool_calls"][0]["function"]["name"] == "act" for r in acts)
+    assert all(len(b["messages"]) > len(a["messages"]) for a, b in zip(rows, rows[1:]))  # each on all before it
+    assert rows[-1]["messages"][:len(first["messages"])] == first["messages"]
+    from transformers import AutoTokenizer
+
+    from skillos.evals.backends.tiny_model import build
+    from skillos.evals.envs.slate.slates import tool_schemas
+    from skillos.training.selector_baselines import render_turn
+
+    tokenizer = AutoTokenizer.from_pretrained(build())
+    for row in rows:  # every turn renders as a prompt (the history, tool results included) and its completion
+        prompt, completion = render_turn(tokenizer, row["messages"], tool_schemas())
+        assert "<tool_call>" in completion and prompt.count("<tool_response>") == sum(
+            m["role"] == "tool" for m in row["messages"])
+    # the same teacher, reading the oracle and then only looking around, loses: dropped by why
+    looks = {ids[0]: slates[0].oracle}
+
+    def idle(messages):
+        if len(messages) == 2:
+            return {"content": "", "tool_calls": [{"name": "read_skill", "arguments": {"name": looks[ids[0]]}}]}
+        return {"content": "", "tool_calls": [{"name": "act", "arguments": {"command": "look"}}]}
+
+    with ScriptedLLM(idle) as llm:
+        teacher = environment("slate").make_executor(BackendConfig(backend="openai", model="Qwen3-8B",
+                                                                   base_url=llm.openai_url))
+        assert teacher_trajectories(setup, ids[:1], teacher, max_steps=3) == ([], {"lost after reading the oracle": 1})
 
 
 def test_the_start_rows_render_the_read_on_the_rollout_prompt(built):

@@ -477,7 +477,7 @@ class SkillGateConfig:
         "help": "coef x the selector advantage on the selection tokens, for the credited profiles "
                 "(training/selector_credit.py); task-mask-only needs exactly 0"})
     init: str = field(default="base", metadata={
-        "help": "where selector GRPO starts: base | sft (SFT on a teacher's selection turns) | gold-bc (SFT on the "
+        "help": "where selector GRPO starts: base | sft (SFT on a teacher's whole winning trajectories that read the oracle first) | gold-bc (SFT on the "
                 "gold reads: the Gold-BC baseline as a start) | oracle-warmup (the method's: outcome GRPO with the "
                 "oracle as the only skill shown, exported mid-training and merged)"})
     teacher: BackendConfig = field(default_factory=BackendConfig, metadata={"help": "init sft: any model backend"})
@@ -510,7 +510,7 @@ class SkillGateConfig:
                               f"{self.n_misleading} and n_irrelevant {self.n_irrelevant}; raise it to at least "
                               f"{1 + self.n_misleading + self.n_irrelevant}")
         if self.init == "sft" and not registry.uses_model(self.teacher.backend):
-            raise ConfigError("skillgate.init: sft clones a teacher's selection turns, so skillgate.teacher needs a "
+            raise ConfigError("skillgate.init: sft clones a teacher's trajectories, so skillgate.teacher needs a "
                               "model backend (openai, anthropic, hf, vllm); gold-bc clones the gold reads")
         if self.oracle_warmup_steps is not None and self.oracle_warmup_steps < 1:
             raise ConfigError(f"skillgate.oracle_warmup_steps: at least 1 GRPO step, got {self.oracle_warmup_steps}")

@@ -8,14 +8,16 @@
 * `gold-bc`: SFT on the gold reads: each training slate's first turn, then a reasoning block
   naming the oracle and one `read_skill` call of it (the rows `selector-bc` clones: the Gold-BC
   baseline used as a start);
-* `sft`: SFT on a teacher's selection turns: `skillgate.teacher` (any configured model backend)
-  plays each training slate's first turn through the same prompt and tool schemas; a turn whose
-  first read is the oracle is kept in the teacher's own words (its reasoning and its call), every
-  other turn is dropped and counted by why (no read, a read off the slate, a relevant,
-  misleading or irrelevant first read, a failed call), so the start clones what the teacher got
-  right, never what misled it.
+* `sft`: SFT on a teacher's whole trajectories: `skillgate.teacher` (any configured model backend)
+  plays each training game to its end as the slate executor (evals/envs/slate/executor.py: the
+  same prompt, tool schemas and tool results as training); a trajectory whose first read is the
+  oracle and that won is kept in the teacher's own words, every assistant turn of it (its
+  reasoning, its reads, its actions) a row conditioned on everything before it; every other
+  trajectory is dropped and counted by why (no read, a read off the slate, a relevant,
+  misleading or irrelevant first read, lost after reading the oracle, unmeasured: a failed call
+  or game), so the start clones what the teacher got right, never what misled it.
 
-The SFT is TRL's SFTTrainer (`completion_only_loss`: the loss is on the selection turn only) for
+The SFT is TRL's SFTTrainer (`completion_only_loss`: the loss is on each row's assistant turn) for
 `skillgate.sft_steps` steps at `skillgate.sft_learning_rate`; the rest of its arguments come from
 `training.*` as the baselines' do. The oracle-warmup GRPO is the selector trainer itself, with the
 config's `training.*` and the outcome-only profile. With a LoRA config the adapter is merged into
@@ -45,46 +47,56 @@ def gold_turns(setup, game_ids: list[str]) -> list[dict]:
              "read": setup.slates[gid].oracle, "role": "oracle", "source": "gold"} for gid in game_ids]
 
 
-def teacher_turns(setup, game_ids: list[str], chat) -> tuple[list[dict], dict]:
-    """sft's rows from a teacher (`chat`: a ChatBackend) and the turns dropped, by reason."""
-    from skillos.evals.backends.chat import BackendError
-    from skillos.evals.envs.slate.slates import tool_schemas
-    from skillos.training.selector_baselines import prompt_messages
+def teacher_trajectories(setup, game_ids: list[str], executor, max_steps: int) -> tuple[list[dict], dict]:
+    """sft's rows from a teacher (`executor`: the slate environment's model executor) and the
+    trajectories dropped, by reason: one row per assistant turn of each kept trajectory."""
+    from skillos.evals.envs.slate.slates import SlateRetriever
+    from skillos.evals.runner import play
 
     rows, dropped = [], {}
-    tools = tool_schemas()
+    env = setup.make_env()
     for gid in game_ids:
-        slate, messages = setup.slates[gid], prompt_messages(setup, gid)
-        try:
-            reply = chat.chat(messages, tools=tools)
-        except BackendError as exc:
-            reason = f"call failed ({type(exc).__name__})"
+        game, slate = setup.games[gid], setup.slates[gid]
+        episodes = []
+        traj = play(env, _Recording(executor, episodes), SlateRetriever(setup.repo, slate), game, max_steps,
+                    len(slate.order))
+        reads = [r.name for r in traj.reads]
+        role = slate.role(reads[0]) if reads else None
+        reason = ("unmeasured" if traj.won is None else "no read" if not reads
+                  else f"first read {role or 'off the slate'}" if role != "oracle"
+                  else "lost after reading the oracle" if not traj.won else None)
+        if reason:
             dropped[reason] = dropped.get(reason, 0) + 1
             continue
-        reads = [c for c in reply.tool_calls if c.get("name") == READ_TOOL and isinstance(c.get("arguments"), dict)]
-        first = reads[0]["arguments"].get("name") if reads else None
-        role = slate.role(first) if first is not None else None
-        if role != "oracle":
-            reason = "no read" if first is None else f"first read {role or 'off the slate'}"
-            dropped[reason] = dropped.get(reason, 0) + 1
-            continue
-        turn = {"role": "assistant", "content": reply.text or "",
-                "tool_calls": [{"type": "function", "function": {"name": READ_TOOL, "arguments": {"name": first}}}]}
-        rows.append({"game_id": gid, "messages": messages + [turn], "read": first, "role": role, "source": "teacher"})
+        messages = episodes[-1].messages
+        rows += [{"game_id": gid, "messages": messages[:i + 1], "read": reads[0], "role": role, "source": "teacher",
+                  "turn": i} for i, m in enumerate(messages) if m["role"] == "assistant"]
     return rows, dropped
 
 
-def collect(cfg: Config, setup, game_ids: list[str], chat=None) -> tuple[list[dict], dict]:
-    """The start's rows for `skillgate.init` (the teacher from `skillgate.teacher` unless given)."""
+class _Recording:
+    """An executor that keeps the episodes it starts (their messages are the trajectory)."""
+
+    def __init__(self, executor, episodes: list):
+        self.executor, self.name, self.episodes = executor, executor.name, episodes
+
+    def new_episode(self, task, skills):
+        self.episodes.append(self.executor.new_episode(task, skills))
+        return self.episodes[-1]
+
+
+def collect(cfg: Config, setup, game_ids: list[str], teacher=None) -> tuple[list[dict], dict]:
+    """The start's rows for `skillgate.init` (the teacher: the slate executor of
+    `skillgate.teacher` unless given)."""
     if cfg.skillgate.init == "gold-bc":
         return gold_turns(setup, game_ids), {}
     if cfg.skillgate.init != "sft":
         raise ValueError(f"skillgate.init {cfg.skillgate.init!r} has no SFT start")
-    if chat is None:
-        from skillos.evals.backends.chat import make_chat
+    if teacher is None:
+        from skillos.evals.envs.registry import environment
 
-        chat = make_chat(cfg.skillgate.teacher)
-    return teacher_turns(setup, game_ids, chat)
+        teacher = environment("slate").make_executor(cfg.skillgate.teacher)
+    return teacher_trajectories(setup, game_ids, teacher, cfg.env.max_steps)
 
 
 def sft_args(cfg: Config, cpu: bool, out: Path):
@@ -100,7 +112,8 @@ def sft_args(cfg: Config, cpu: bool, out: Path):
     return SFTConfig(**kwargs)
 
 
-def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, chat=None) -> tuple[str, dict]:
+def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool,
+          teacher=None) -> tuple[str, dict]:
     """Train the start from `model` and return (its folder, a summary: an SFT start's rows, dropped
     turns and losses; an oracle-warmup's steps and rollouts)."""
     target = out / START
@@ -111,7 +124,7 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
     if cfg.skillgate.init == "oracle-warmup":
         net, tokenizer, summary = oracle_warmup(cfg, setup, model, out, echo, cpu)
     else:
-        net, tokenizer, summary = _sft(cfg, setup, game_ids, model, out, echo, cpu, chat)
+        net, tokenizer, summary = _sft(cfg, setup, game_ids, model, out, echo, cpu, teacher)
     if hasattr(net, "merge_and_unload"):  # a LoRA start: GRPO trains its own adapter on the merged weights
         net = net.merge_and_unload()
     net.save_pretrained(target)
@@ -165,7 +178,7 @@ def oracle_warmup(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     return trainer.model, trainer.processing_class, summary
 
 
-def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, chat=None):
+def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, teacher=None):
     """An SFT start (sft, gold-bc) from `model`: (model, tokenizer, summary)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -176,7 +189,7 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
     from skillos.training.selector_baselines import render_turn
     from skillos.training.trainer import lora_config
 
-    rows, dropped = collect(cfg, setup, game_ids, chat)
+    rows, dropped = collect(cfg, setup, game_ids, teacher)
     if not rows:
         raise SkillosError(f"skillgate.init {cfg.skillgate.init}: no selection turn to learn from "
                            f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init gold-bc, oracle-warmup "
@@ -187,7 +200,8 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
         prompt, completion = render_turn(tokenizer, row.pop("messages"), tools)
         row.update(prompt=cap_text(tokenizer, prompt, cfg.training.max_prompt_length), completion=completion)
     write_atomic(out / "sft_start.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    echo(f"init {cfg.skillgate.init}: SFT on {len(rows)} selection turns from {len(game_ids)} slates"
+    kept = len({r["game_id"] for r in rows})
+    echo(f"init {cfg.skillgate.init}: SFT on {len(rows)} assistant turns of {kept} trajectories from {len(game_ids)} slates"
          + (f" (dropped: {dropped})" if dropped else "") + f", {cfg.skillgate.sft_steps} steps")
     from trl import SFTTrainer
 
@@ -195,8 +209,9 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
                          train_dataset=Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]}
                                                           for r in rows]), peft_config=lora_config(cfg))
     result = trainer.train()
-    summary = {"rows": len(rows), "slates": len(game_ids), "dropped": dropped,
-               "reads": {r["read"]: sum(x["read"] == r["read"] for x in rows) for r in rows},
+    firsts = {r["game_id"]: r["read"] for r in rows}
+    summary = {"rows": len(rows), "trajectories": kept, "slates": len(game_ids), "dropped": dropped,
+               "reads": {name: sum(v == name for v in firsts.values()) for name in firsts.values()},
                "train_loss": result.training_loss,
                "losses": [h["loss"] for h in trainer.state.log_history if "loss" in h]}
     return trainer.model, tokenizer, summary
