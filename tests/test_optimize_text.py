@@ -13,6 +13,7 @@ from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import SkillRepo
 from skillos.repo.skill import Skill
 from skillos.training import document as doc
+from skillos.training import slow as slow_module
 from skillos.training.optimize import Edit, HeuristicProposer, apply_edits, edits_between
 from skillos.training.reflect import aggregate_rules, order_by_gradient, reflect_rules
 from skillos.training.textual import StepBudget, changed_lines, protected_block, with_block
@@ -239,7 +240,8 @@ def test_single_document_mode_writes_best_skill_md_with_its_history(tmp_path, ga
     assert (out / "slow_update" / "after-step-0001.md").read_text().endswith(slow["guidance"] + "\n")
     assert step["meta_skill"] == "v0000.md" and slow["meta_skill"] == "after-step-0001.md"
     meta = (out / "meta_skill" / "after-step-0001.md").read_text()
-    assert meta.startswith((out / "meta_skill" / "v0000.md").read_text().rstrip("\n")) and "### Epoch 1" in meta
+    assert meta.startswith((out / "meta_skill" / "v0000.md").read_text().rstrip("\n"))
+    assert meta.count(slow_module.LESSONS) == 1 and "Over epochs 1-1:" in meta
     guided = [c for c in candidates if c["slow_update"]]
     assert [c["candidate"] for c in guided] == [slow["candidate"]] and "<!-- skillos:slow-update -->" in guided[0]["diff"]
     assert step["reflections"] == 3 - step["unmeasured_not_reflected"] and step["gradient"].startswith("Textual gradient")
@@ -271,6 +273,7 @@ def test_the_slow_update_writes_the_block_before_the_sections_where_ordinary_ste
     preamble, sections = doc.split(body)
     assert "<!-- skillos:slow-update -->" in preamble and [s.name for s in sections] == ["search-order", "pitfalls"]
     assert slow.slow_edit(guided, "document", "", "household") is None  # nothing new: no candidate
+    assert slow.slow_edit(guided, "document", guidance, "household") is None  # the same block: none either
     # an ordinary section edit fits beside the block; the block itself is the slow update's alone
     units = doc.units(guided)
     scratch = units.copy()
@@ -282,6 +285,45 @@ def test_the_slow_update_writes_the_block_before_the_sections_where_ordinary_ste
                                     "lines): propose smaller ones.", "- add edits: 0 of 1 in accepted candidates."]
     repo_mode = slow.slow_edit(repo_of(("search-order", BODY)), "repo", guidance, "household")
     assert repo_mode.name == slow.GUIDANCE_SKILL and "held: pitfalls" in repo_mode.markdown
+
+
+def test_consolidation_rewrites_the_guidance_and_the_lessons_instead_of_appending():
+    """Epoch 2's guidance merged into epoch 1's: one line per subject with its counts summed, the
+    newest epoch's word on a skill replacing the older one it contradicts (search-order, cited by
+    failures in epoch 1, held in epoch 2), one header over both epochs; the meta skill's lessons
+    are one section, rewritten over every epoch so far."""
+    from skillos.training import slow
+
+    first = ("Epoch 1 (2 steps, 1 candidates, 0 accepted):\n"
+             "- kept failing: pick_heat_then_place_in_recep tasks read no skill in 1 of 2 steps\n"
+             "- failures kept citing search-order (1 of 2 steps): follow it with care\n"
+             "- held: pitfalls (only won games cited it, 1 steps)")
+    second = ("Epoch 2 (3 steps, 2 candidates, 1 accepted):\n"
+              "- kept failing: pick_heat_then_place_in_recep tasks read no skill in 2 of 3 steps\n"
+              "- held: search-order (only won games cited it, 2 steps)\n"
+              "- Read the task's verb before choosing a section.")
+    assert slow.consolidate(first, second).splitlines() == [
+        "Epochs 1-2 (5 steps, 3 candidates, 1 accepted):",
+        "- kept failing: pick_heat_then_place_in_recep tasks read no skill in 3 of 5 steps",
+        "- held: search-order (only won games cited it, 2 steps)",
+        "- held: pitfalls (only won games cited it, 1 steps)",
+        "- Read the task's verb before choosing a section."]
+    assert slow.consolidate("", first) == first  # the first epoch's block is its guidance
+    document = SkillRepo(None, [Skill("household", "A household guide.", SEED)])
+    once = apply_edits(document, [slow.slow_edit(document, "document", first, "household")])
+    assert slow.current_guidance(once, "document") == first
+    merged, source = slow.guidance_model(None, 1, [], slow.current_guidance(once, "document"))
+    twice = apply_edits(once, [slow.slow_edit(once, "document", merged, "household")])
+    block = slow.current_guidance(twice, "document")
+    assert source == "rules" and block.count("kept failing") == 1 and block.startswith("Epoch")  # rewritten, not appended
+    meta = "---\nname: meta\ndescription: How to edit skills.\n---\n# Editing\n"
+    steps = [{"epoch": 0, "budget": {"refusals": [{"changed_lines": 30, "reason": "30 changed lines exceed 20"}]}}]
+    after_one = slow.with_lessons(meta, 0, steps, [{"edits": ["add x"], "verdict": "reject"}])
+    after_two = slow.with_lessons(after_one, 1, steps * 2, [{"edits": ["add x"], "verdict": "reject"},
+                                                           {"edits": ["add y"], "verdict": "accept"}])
+    assert after_two.count(slow.LESSONS) == 1 and after_two.startswith(meta.rstrip("\n"))
+    assert "Over epochs 1-2:" in after_two and "- add edits: 1 of 2 in accepted candidates." in after_two
+    assert "Over epochs 1-1:" not in after_two and "2 edits were refused over the budget" in after_two
 
 
 def test_a_missing_meta_skill_is_one_line_before_anything_runs(tmp_path):

@@ -481,10 +481,12 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
     def slow_update(g: int, epoch: int, step: int, now: Standing) -> Candidate | None:
         """The epoch's end: guidance into the protected block (a gated candidate), lessons into
         the meta skill (the proposer's, ungated: it only shapes proposals, which are gated)."""
-        steps = [s for s in _steps(out) if s.get("epoch") == epoch and not s.get("slow_update")]
-        tried = [h for h in _history(out) if h.get("epoch") == epoch and h.get("budget") is not None]
-        guidance, source = slow.guidance_model(getattr(inner, "chat", None), epoch, steps)
-        meta["text"] = meta["text"].rstrip("\n") + "\n\n" + slow.meta_lessons(epoch, steps, tried)
+        so_far = [s for s in _steps(out) if (s.get("epoch") or 0) <= epoch and not s.get("slow_update")]
+        steps = [s for s in so_far if s.get("epoch") == epoch]
+        tried = [h for h in _history(out) if (h.get("epoch") or 0) <= epoch and h.get("budget") is not None]
+        guidance, source = slow.guidance_model(getattr(inner, "chat", None), epoch, steps,
+                                               slow.current_guidance(now.skill, o.target))
+        meta["text"] = slow.with_lessons(meta["text"], epoch, so_far, tried)  # rewritten over every epoch
         meta["version"] = slow.write_versions(out, g, guidance, source, meta["text"])
         edit = slow.slow_edit(now.skill, o.target, guidance, cfg.env.name)
         step_info.clear()

@@ -7,9 +7,15 @@ refused edits, verdicts) and writes:
   `BLOCK_END`; in repo mode the block lives in its own skill, `GUIDANCE_SKILL`). Ordinary steps
   never edit it (`StepBudget.admit` refuses any edit that touches it); the slow update is one more
   candidate of the epoch, gated like any other, so guidance that does not help is rejected.
-* **lessons about editing** appended to the meta skill (how to edit skills), which the
-  model-backed proposer reads in its instructions. The heuristic proposer's rules read no prose:
-  the step record says which meta-skill version each step ran with all the same.
+  Consolidation rewrites the block, it does not only append: the rules merge each subject's
+  counts over the epochs, let the newest epoch's word on a subject replace an older one that it
+  contradicts (a skill that failures now cite is no longer "held"), and keep the block within
+  MAX_GUIDANCE_LINES; a model optimizer is handed the old block with the epoch's gradients and
+  asked for the whole block rewritten.
+* **lessons about editing** in the meta skill (how to edit skills), which the model-backed
+  proposer reads in its instructions: one section, rewritten at each epoch end over every epoch
+  so far. The heuristic proposer's rules read no prose: the step record says which meta-skill
+  version each step ran with all the same.
 
 Both are versioned in the run folder: `slow_update/after-step-NNNN.md` (the guidance proposed at
 that epoch end) and `meta_skill/v0000.md` (as given), `meta_skill/after-step-NNNN.md` (after each
@@ -94,28 +100,84 @@ def guidance_rules(epoch: int, steps: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def guidance_model(chat, epoch: int, steps: list[dict]) -> tuple[str, str]:
-    """(guidance, source): the model's summary of the epoch's gradients, else the rules'."""
+_HEADER = re.compile(r"^Epochs? (?:(\d+)-)?(\d+) \((\d+) steps, (\d+) candidates, (\d+) accepted\):$")
+_LINES = {  # kind -> (the line a rule writes, read back: subject, count, of)
+    "failing": re.compile(r"^- kept failing: (\S+) tasks read no skill in (\d+) of (\d+) steps$"),
+    "citing": re.compile(r"^- failures kept citing (\S+) \((\d+) of (\d+) steps\): follow it with care$"),
+    "held": re.compile(r"^- held: (\S+) \(only won games cited it, (\d+) steps\)$"),
+}
+CONTRADICTS = {"citing": "held", "held": "citing"}  # a newer word on a skill replaces the older opposite
+
+
+def _line(kind: str, subject: str, n: int, of: int) -> str:
+    return {"failing": f"- kept failing: {subject} tasks read no skill in {n} of {of} steps",
+            "citing": f"- failures kept citing {subject} ({n} of {of} steps): follow it with care",
+            "held": f"- held: {subject} (only won games cited it, {n} steps)"}[kind]
+
+
+def consolidate(old: str, new: str) -> str:
+    """The guidance block rewritten from the old block and the epoch's new guidance (the rules'):
+    one line per subject and kind with its counts summed over the epochs, a subject's newest word
+    replacing an older one it contradicts, one header over all the epochs, lines the rules did not
+    write (a model's) kept newest first, all within MAX_GUIDANCE_LINES."""
+    epochs, totals, merged, other = [], [0, 0, 0], {}, []
+    for newer, text in enumerate((old, new)):
+        for line in (x.strip() for x in text.splitlines()):
+            if m := _HEADER.match(line):
+                epochs += [int(m.group(1) or m.group(2)), int(m.group(2))]
+                totals = [t + int(v) for t, v in zip(totals, m.groups()[2:])]
+            elif found := next(((k, m) for k, p in _LINES.items() if (m := p.match(line))), None):
+                kind, m = found
+                subject, n, of = m.group(1), int(m.group(2)), int(m.group(3)) if kind != "held" else 0
+                if newer:
+                    merged.pop((subject, CONTRADICTS.get(kind)), None)  # the newest epoch's word stands
+                had = merged.get((subject, kind), (0, 0))
+                merged[(subject, kind)] = (had[0] + n, had[1] + of)
+            elif line:
+                other.append((newer, line))
+    out = []
+    if epochs:
+        span = f"Epoch {epochs[0]}" if len(set(epochs)) == 1 else f"Epochs {min(epochs)}-{max(epochs)}"
+        out.append(f"{span} ({totals[0]} steps, {totals[1]} candidates, {totals[2]} accepted):")
+    order = ("failing", "citing", "held")
+    for (subject, kind), (n, of) in sorted(merged.items(), key=lambda kv: (order.index(kv[0][1]), -kv[1][0], kv[0][0])):
+        out.append(_line(kind, subject, n, of))
+    out += [line for _, line in sorted(other, key=lambda x: -x[0])]
+    return "\n".join(out[:MAX_GUIDANCE_LINES])
+
+
+def guidance_model(chat, epoch: int, steps: list[dict], old: str = "") -> tuple[str, str]:
+    """(the whole guidance block, source): the old block consolidated with the epoch's by the
+    rules, or the model's rewrite of the old block given the epoch's gradients."""
     from skillos.evals.backends.chat import BackendError
 
-    rules = guidance_rules(epoch, steps)
+    rules = consolidate(old, guidance_rules(epoch, steps))
     if chat is None:
         return rules, "rules"
     gradients = "\n\n".join(f"Step {s['step'] + 1}: {s.get('gradient', '')}" for s in steps)
-    prompt = ("Below are the textual gradients of one epoch of skill optimization. Write at most 8 short lines of "
-              "guidance an agent should keep in mind across epochs (what kept failing, what held). Lines only.")
+    prompt = ("Below are the guidance an agent keeps across epochs of skill optimization and the textual gradients "
+              "of the epoch that just ended. Rewrite the whole guidance: merge what repeats, drop what the new "
+              "gradients contradict, keep what still holds, add what the epoch taught. At most 8 short lines. "
+              "Lines only.")
+    user = f"Guidance so far:\n{old or '(none)'}\n\nEpoch {epoch + 1} gradients:\n{gradients}"
     try:
-        text = chat.chat([{"role": "system", "content": prompt}, {"role": "user", "content": gradients}]).text
+        text = chat.chat([{"role": "system", "content": prompt}, {"role": "user", "content": user}]).text
     except BackendError as exc:
         return rules, f"rules (model failed: {str(exc)[:120]})"
     text = "\n".join(x.rstrip() for x in text.replace(BLOCK_START, "").replace(BLOCK_END, "").splitlines()[:8]
                      if x.strip())
-    return (f"Epoch {epoch + 1}:\n{text}" if text else rules), "model"
+    return (f"Epochs 1-{epoch + 1}:\n{text}" if text else rules), "model"
+
+
+def current_guidance(incumbent: SkillRepo, target: str) -> str:
+    """What the incumbent's guidance block holds now ("" when it has none)."""
+    skill = incumbent.skills[0] if target == "document" else incumbent.get(GUIDANCE_SKILL)
+    return block_text(skill.to_markdown()) if skill is not None else ""
 
 
 def slow_edit(incumbent: SkillRepo, target: str, guidance: str, env_name: str) -> BlockEdit | None:
-    """The incumbent's guidance block with this epoch's guidance added (older epochs kept while
-    they fit in MAX_GUIDANCE_LINES); None when nothing would change."""
+    """The incumbent's guidance block rewritten to `guidance` (the whole block, consolidated);
+    None when nothing would change."""
     from skillos.repo.skill import Skill
 
     if target == "document":
@@ -125,8 +187,9 @@ def slow_edit(incumbent: SkillRepo, target: str, guidance: str, env_name: str) -
             GUIDANCE_SKILL, f"Guidance kept across epochs of optimizing these {env_name} skills: what kept "
                             "failing and what held.", "# Cross-epoch guidance\n")
     old = block_text(skill.to_markdown())
-    lines = (old + "\n" + guidance).strip("\n").splitlines() if old else guidance.splitlines()
-    lines = lines[-MAX_GUIDANCE_LINES:]
+    lines = guidance.strip("\n").splitlines()[:MAX_GUIDANCE_LINES]
+    if not lines:
+        return None
     if target == "document" and not old:  # a new block goes before the first section: no section holds it
         from skillos.training.document import split
 
@@ -139,8 +202,20 @@ def slow_edit(incumbent: SkillRepo, target: str, guidance: str, env_name: str) -
     return None if current is not None and current.to_markdown() == new else BlockEdit(skill.name, new)
 
 
+LESSONS = "## Editing lessons (rewritten at each epoch end)"
+
+
+def with_lessons(meta: str, epoch: int, steps: list[dict], history: list[dict]) -> str:
+    """The meta skill with its lessons section rewritten over every epoch so far (`steps` and
+    `history`: all of them), not one more section appended per epoch."""
+    head = meta.split("\n" + LESSONS, 1)[0].rstrip("\n")
+    lessons = meta_lessons(epoch, steps, history).replace(f"### Epoch {epoch + 1}",
+                                                          f"Over epochs 1-{epoch + 1}:", 1)
+    return f"{head}\n\n{LESSONS}\n\n{lessons}"
+
+
 def meta_lessons(epoch: int, steps: list[dict], history: list[dict]) -> str:
-    """The epoch's editing lessons, as a section of the meta skill."""
+    """The editing lessons of `steps` and `history`, as a section of the meta skill."""
     refused = [r for s in steps for r in (s.get("budget") or {}).get("refusals", [])]
     over = [r for r in refused if "exceed" in r["reason"]]
     ops = Counter()
