@@ -470,6 +470,24 @@ def night_lines(r: dict) -> list[str]:
     return lines
 
 
+def agent_transfer_lines(r: dict) -> list[str]:
+    """skillos sleep transfer: each arm's success with its denominator, the paired verdict, the budget."""
+    lines = []
+    for arm, a in r["arms"].items():
+        s = a["success"]
+        rate = "unmeasured" if s["value"] is None else f"{s['value']:.0%} ({s['n']}/{s['of']})"
+        why = "; ".join(f"{k} x{n}" for k, n in a["unmeasured_reasons"].items())
+        lines.append(f"{arm}: {rate}, unmeasured {a['unmeasured']} of {a['runs']}" + (f" ({why})" if why else ""))
+    c = r["comparison"]
+    lines.append(f"with vs without the skill ({r['agent']}), paired n={c['n_paired']} (b={c['b']}, c={c['c']}): "
+                 f"{r['verdict']['line']}")
+    b = r["budget"]
+    cost = f"${b['cost_usd']:.2f} reported" if b["cost_reported"] else "cost not reported by this agent"
+    lines.append(f"budget: {b['runs']}/{b['planned']} planned runs made (cap {b['max_calls']}), {b['minutes']:.1f} "
+                 f"min, {cost}" + (f"; stopped: {b['stopped']}" if b["stopped"] else ""))
+    return lines
+
+
 def adopt_lines(m: dict, undo: bool) -> list[str]:
     if undo:
         return [f"undone: {m['skill']} restored from {m['restored_from']}"]

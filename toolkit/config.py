@@ -526,6 +526,31 @@ class SleepBudgetConfig:
 
 
 @dataclass
+class TransferConfig:
+    """skillos sleep transfer: a skill run inside a real coding-agent CLI, with and without it,
+    on reviewed tasks (training/sleep/transfer.py). Every cap is checked before a call is made."""
+    agent: str = field(default="claude", metadata={
+        "help": "the coding agent: claude (`claude -p`) | codex (`codex exec`); registry.AGENT_CLIS"})
+    repeats: int = field(default=1, metadata={"help": "runs of each task in each arm"})
+    max_calls: int = field(default=40, metadata={
+        "help": "agent runs a transfer may make; one that needs more (tasks x 2 arms x repeats) is refused before any"})
+    max_minutes: float = field(default=30.0, metadata={
+        "help": "wall-clock minutes; past them the remaining runs are not made and count as unmeasured"})
+    max_cost_usd: float | None = field(default=None, metadata={
+        "help": "stop when the agent's reported cost reaches this (Claude Code reports it; Codex does not); None: no cap"})
+    timeout_s: float = field(default=300.0, metadata={"help": "one agent run; a run past it is unmeasured"})
+
+    def __post_init__(self):
+        _choice(self.agent, registry.AGENT_CLIS.names(), "sleep.transfer.agent")
+        for key in ("repeats", "max_calls"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"sleep.transfer.{key}: at least 1, got {getattr(self, key)}")
+        for key in ("max_minutes", "timeout_s", "max_cost_usd"):
+            if getattr(self, key) is not None and getattr(self, key) <= 0:
+                raise ConfigError(f"sleep.transfer.{key}: must be above 0, got {getattr(self, key)}")
+
+
+@dataclass
 class SleepConfig:
     """skillos sleep: learn one skill from the agent's own Claude Code and Codex sessions. Mined
     tasks are split train / validation / sealed test by content hash; candidates are gated with
@@ -578,6 +603,8 @@ class SleepConfig:
         "help": "hard caps per night: calls, tokens, minutes"})
     home: str | None = field(default=None, metadata={
         "help": "where digests, nights, proposals and backups go; None: $SKILLOS_HOME/sleep"})
+    transfer: TransferConfig = field(default_factory=TransferConfig, metadata={
+        "help": "skillos sleep transfer: the skill inside a real coding-agent CLI, with and without it"})
 
     def __post_init__(self):
         # The sleep settings' own rules, here only (a night reads them validated). What a night

@@ -133,6 +133,27 @@ def key_env(section) -> str:
     """The environment variable a config section's API key is read from ("" when it has none)."""
     return section.api_key_env or default_key_env(section.backend) or ""
 
+@dataclass(frozen=True)
+class AgentCLI:
+    """A coding agent run non-interactively (`skillos sleep transfer`, training/sleep/transfer.py):
+    the command line (`{prompt}` stands for the request), where it discovers a project's skills
+    (the folder `npx skills add` installs to for that agent), and "module:function" reading its
+    stdout into (answer, cost in USD or None)."""
+
+    name: str
+    argv: tuple
+    skills_dir: str
+    parse: str
+
+
+AGENT_CLIS: Registry[AgentCLI] = Registry(
+    "coding-agent CLI",
+    AgentCLI("claude", ("claude", "-p", "{prompt}", "--output-format", "json"), ".claude/skills",
+             "skillos.training.sleep.transfer:claude_json"),
+    AgentCLI("codex", ("codex", "exec", "--skip-git-repo-check", "{prompt}"), ".codex/skills",
+             "skillos.training.sleep.transfer:plain_text"),
+)
+
 ENVIRONMENTS: Registry[Environment] = Registry(
     "environment",
     Environment("household", "skillos.evals.envs.household.environment:HOUSEHOLD"),
