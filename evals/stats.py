@@ -148,6 +148,34 @@ def compare(control: dict, treatment: dict, *, names=("treatment", "control"), a
                       ci_low=low, ci_high=high, mde=effect, significant=p < alpha, note=note)
 
 
+def compare_values(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,
+                   power: float, n_boot: int) -> Comparison:
+    """control/treatment: game id -> a number per game (a rate within it, such as the share of
+    its actions that were coerced) or None (unmeasured; the pair drops). The paired test is the
+    exact sign test over the games whose value moved, which is McNemar's test when the values are
+    0/1: b games went up, c went down; the CI is the paired bootstrap of the mean difference.
+    No MDE: it needs the values' distribution, not only the discordant share."""
+    ids = sorted(set(control) & set(treatment))
+    paired = [g for g in ids if control[g] is not None and treatment[g] is not None]
+    base = dict(treatment=names[0], control=names[1], n_paired=len(paired), alpha=alpha, power=power,
+                n_dropped=len(set(control) | set(treatment)) - len(paired), p_adjusted=None, mde=None)
+    if not paired:
+        return Comparison(**base, control_rate=None, treatment_rate=None, difference=None, b=0, c=0,
+                          p_value=None, ci_low=None, ci_high=None, significant=None,
+                          note="no game was measured in both arms")
+    import numpy as np
+
+    x = np.array([float(control[g]) for g in paired])
+    y = np.array([float(treatment[g]) for g in paired])
+    b, c = int((y > x).sum()), int((y < x).sum())
+    seed = int.from_bytes(hashlib.sha256("|".join(paired).encode()).digest()[:4], "big")
+    low, high = paired_bootstrap_ci(x, y, n_boot, seed)
+    p = mcnemar_exact(b, c)
+    return Comparison(**base, control_rate=float(x.mean()), treatment_rate=float(y.mean()),
+                      difference=float(y.mean() - x.mean()), b=b, c=c, p_value=p, ci_low=low, ci_high=high,
+                      significant=p < alpha, note="a sign test over per-game values: the MDE is not estimated")
+
+
 @dataclass
 class CandidateVerdict:
     """Whether a candidate beats the incumbent on the same validation tasks (skillos optimize)."""

@@ -1,5 +1,7 @@
 """Gate 6, "if a fix doesn't move the number, the diagnosis was wrong": compare the run before
-a fix with a run after it, paired on the same games, with the one statistics module.
+a fix with a run after it, paired on the same games, with the one statistics module, over the
+metric the fix named (its success rate, its rate of coerced actions, its rate of unmeasured
+games), with that metric's denominators: a fix for coercion is judged by coercion, not success.
 
 A fix is verified only when the number moved in the direction it promised and the paired test
 calls it significant; otherwise its failure is reopened with the numbers that say why.
@@ -17,9 +19,20 @@ from skillos.ledger.store import Ledger, LedgerError
 from skillos.ledger.taxonomy import MEASURED_METRICS as METRICS  # noqa: E402 - one list, the ledger's
 
 
-def run_outcomes(ledger: Ledger, run_id: int) -> dict:
-    """game id -> success (True/False/None) of a run's held-out games."""
-    return {game: r["success"] for game, r in run_rows(ledger, run_id).items()}
+# What each measured metric is on one game's row, and how two runs of it are compared: a 0/1
+# outcome (McNemar) or a number (the sign test). None: the game does not count for that metric.
+PER_GAME = {
+    "success_rate": (lambda r: r.get("success"), stats.compare),
+    "unmeasured_rate": (lambda r: r.get("success") is None, stats.compare),
+    "coercion_rate": (lambda r: None if r.get("success") is None or not r.get("steps")
+                      else (r.get("coerced_actions") or 0) / r["steps"], stats.compare_values),
+}
+
+
+def run_outcomes(ledger: Ledger, run_id: int, metric: str = "success_rate") -> dict:
+    """game id -> the metric's value on each of a run's held-out games (None: not measured)."""
+    value, _ = PER_GAME[metric]
+    return {game: value(r) for game, r in run_rows(ledger, run_id).items()}
 
 
 def run_rows(ledger: Ledger, run_id: int) -> dict:
@@ -63,9 +76,10 @@ def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, *, alpha: float, 
                           f"measured metrics: {', '.join(METRICS)}")
     if fix["before_run_id"] is None:
         raise LedgerError(f"fix #{fix_id} names no run before it (--before)")
-    before = run_outcomes(ledger, fix["before_run_id"])
-    after = run_outcomes(ledger, after_run_id)
-    comp = stats.compare(before, after, names=("after", "before"), alpha=alpha, power=power, n_boot=n_boot)
+    metric = fix["metric"]  # the number the failure named, not success by default
+    before = run_outcomes(ledger, fix["before_run_id"], metric)
+    after = run_outcomes(ledger, after_run_id, metric)
+    comp = PER_GAME[metric][1](before, after, names=("after", "before"), alpha=alpha, power=power, n_boot=n_boot)
     if comp.p_value is None:
         raise LedgerError(f"fix #{fix_id}: no game was measured in both runs; nothing to compare")
     verdict = stats.verdicts({"fix": comp}, alpha=alpha, family=f"fix #{fix_id}", correction="none")["fix"]
@@ -75,8 +89,9 @@ def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, *, alpha: float, 
     size_ok = fix["expected_size"] is None or sign * comp.difference >= fix["expected_size"]
     numbers = (f"{fix['metric']} {comp.control_rate:.3f} -> {comp.treatment_rate:.3f} "
                f"({100 * comp.difference:+.1f} pts, 95% CI [{100 * comp.ci_low:+.1f}, "
-               f"{100 * comp.ci_high:+.1f}], exact McNemar p={comp.p_value:.2g}, "
-               f"b/c={comp.b}/{comp.c}, paired n={comp.n_paired}, dropped {comp.n_dropped})")
+               f"{100 * comp.ci_high:+.1f}], {'exact McNemar' if PER_GAME[metric][1] is stats.compare else 'sign test'} "
+               f"p={comp.p_value:.2g}, b/c={comp.b}/{comp.c} games up/down, paired n={comp.n_paired} of "
+               f"{comp.n_paired + comp.n_dropped}, dropped {comp.n_dropped})")
     expected = f"expected {fix['direction']}" + ("" if fix["expected_size"] is None else f" by {fix['expected_size']}")
     if moved:
         detail = f"verified: {verdict.line()}; {numbers}; {expected}" + (

@@ -37,4 +37,5 @@ DETECTORS = ("gate", "watchdog", "person", "agent", "toolkit")
 STATUSES = ("open", "fixed", "verified")
 KINDS = ("scientific", "operational")
 # what a fix may promise to move: numbers a run measures and `ledger verify-fix` can compare
-MEASURED_METRICS = ("success_rate",)
+# (success and unmeasured per game: McNemar; coerced actions per step of a game: a sign test over games)
+MEASURED_METRICS = ("success_rate", "coercion_rate", "unmeasured_rate")

@@ -11,11 +11,13 @@ from skillos.ledger import Ledger, LedgerError
 SETTINGS = dict(alpha=0.05, power=0.8, n_boot=1000)
 
 
-def recorded_run(ledger, folder, name, successes):
-    """A run whose per-game JSONL has 40 games, the first `successes` of them won."""
+def recorded_run(ledger, folder, name, successes, coerced=0, unmeasured=0):
+    """A run whose per-game JSONL has 40 games of 10 steps, the first `successes` of them won, the
+    first `coerced` with 3 coerced actions, the last `unmeasured` unmeasured."""
     path = folder / f"{name}.jsonl"
-    rows = [{"arm": "closed_loop", "phase": "eval", "game_id": f"g{i:02d}", "success": i < successes,
-             "unmeasured": False} for i in range(40)]
+    rows = [{"arm": "closed_loop", "phase": "eval", "game_id": f"g{i:02d}",
+             "success": None if i >= 40 - unmeasured else i < successes, "unmeasured": i >= 40 - unmeasured,
+             "steps": 10, "coerced_actions": 3 if i < coerced else 0} for i in range(40)]
     rows.append({"arm": "no_memory", "phase": "eval", "game_id": "g00", "success": False})  # other arm
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     exp = ledger.add_experiment(name)
@@ -74,3 +76,35 @@ def test_changed_per_game_file_is_refused(tmp_path):
         with pytest.raises(LedgerError, match="changed since it was recorded"):
             verify_fix(ledger, fix, after, **SETTINGS)
         assert ledger.fix(fix).get("verdict") is None  # no verdict from tampered evidence
+
+
+def test_a_fix_is_judged_by_the_metric_its_failure_named(tmp_path):
+    """A fix for coerced actions is verified when coercion falls, whatever success did; one whose
+    coercion did not fall is reopened even though success rose; an outage fix is judged by the
+    unmeasured rate. Each with its denominators."""
+    from skillos.evals.verify import PER_GAME, verify_fix
+    from skillos.ledger import taxonomy
+
+    assert set(PER_GAME) == set(taxonomy.MEASURED_METRICS)
+    with Ledger(tmp_path / "l.db") as ledger:
+        failure = ledger.add_failure("the executor's actions were coerced", "harness-bug")
+        before, _ = recorded_run(ledger, tmp_path, "before", 10, coerced=20)
+        fewer, _ = recorded_run(ledger, tmp_path, "fewer", 10, coerced=2)
+        same, _ = recorded_run(ledger, tmp_path, "same", 30, coerced=20)
+        fix = ledger.add_fix(failure, "parse the action tag", "coercion_rate", "down", 0.1, before)
+        result = verify_fix(ledger, fix, fewer, **SETTINGS)
+        assert result["verified"] is True and result["verdict"]["word"] == "regression"  # the rate went down
+        c = result["comparison"]
+        assert (c["control_rate"], c["treatment_rate"], c["b"], c["c"]) == (pytest.approx(0.15), pytest.approx(0.015), 0, 18)
+        assert "coercion_rate 0.150 -> 0.015" in result["detail"] and "sign test" in result["detail"]
+        assert "paired n=40 of 40" in result["detail"]
+        again = ledger.add_fix(failure, "another parser", "coercion_rate", "down", None, before)
+        moved_success_only = verify_fix(ledger, again, same, **SETTINGS)
+        assert moved_success_only["verified"] is False and moved_success_only["comparison"]["b"] == 0
+        assert moved_success_only["comparison"]["c"] == 0  # coercion never moved; success did (10 -> 30)
+        outage = ledger.add_failure("an API outage left games unmeasured", "wasted-compute")
+        down, _ = recorded_run(ledger, tmp_path, "down", 10, unmeasured=12)
+        up, _ = recorded_run(ledger, tmp_path, "up", 10)
+        retry = ledger.add_fix(outage, "retry with backoff", "unmeasured_rate", "down", None, down)
+        judged = verify_fix(ledger, retry, up, **SETTINGS)
+        assert judged["verified"] is True and judged["comparison"]["c"] == 12 and judged["comparison"]["n_dropped"] == 0

@@ -139,8 +139,8 @@ def experiments_add(name: str = typer.Option(...), hypothesis: str = typer.Optio
 def fixes_add(
     failure: int = typer.Option(..., help="The failure this fixes."),
     description: str = typer.Option(..., help="What the fix changes."),
-    metric: str = typer.Option("success_rate", help="The number the fix should move: a measured metric "
-                               "(success_rate)."),
+    metric: str = typer.Option("success_rate", help="The number the fix should move, the one the failure "
+                               "named: success_rate | coercion_rate | unmeasured_rate."),
     direction: str = typer.Option("up", help="up or down"),
     expected: Optional[float] = typer.Option(None, help="Expected size of the move (0.1 = 10 pts)."),
     before: int = typer.Option(..., help="The run before the fix."),
