@@ -37,6 +37,28 @@ def test_grpo_config_from_the_paper_config_matches_table_4():
     assert args.loss_type == "grpo" and getattr(args.lr_scheduler_type, "value", None) == "constant"
     assert args.use_vllm and args.vllm_mode == "server" and args.save_steps == 5
     assert args.save_total_limit is None  # every checkpoint kept for the sweep
+    assert args.generation_kwargs == {"max_tokens": 4096}  # one response (vLLM's name), not the rollout
+
+
+def test_one_turn_is_capped_at_max_turn_tokens_while_the_rollout_keeps_max_completion_length(tmp_path):
+    """training.max_turn_tokens reaches TRL's generation config as max_new_tokens (the
+    transformers path: every generation call of a turn), beside the whole rollout's
+    max_completion_length; a cap above the rollout's is refused at load."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from skillos.evals.backends.tiny_model import build
+    from skillos.training.trainer import build_args
+
+    cfg = cfgmod.with_sets(cfgmod.load(ROOT / "training" / "configs" / "cpu-smoke.yaml"),
+                           ["training.max_turn_tokens=7", f"training.output_dir={tmp_path}"])
+    args = build_args(cfg, cpu=True)
+    assert args.generation_kwargs == {"max_new_tokens": 7} and args.max_completion_length == 512
+    trainer = GRPOTrainer(model=str(build()), reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+                          args=args, train_dataset=Dataset.from_list([{"prompt": "hi"}] * 4))
+    assert trainer.generation_config.max_new_tokens == 7 and trainer.max_completion_length == 512
+    with pytest.raises(cfgmod.ConfigError, match="max_turn_tokens .600. is above training.max_completion_length"):
+        cfgmod.with_sets(cfg, ["training.max_turn_tokens=600"])
 
 
 def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path, canaries_passed):

@@ -216,6 +216,10 @@ class TrainingConfig:
     group_size: int | None = field(default=None, metadata={"help": "tasks per curator rollout, |G|"})
     max_completion_length: int | None = field(default=None, metadata={
         "help": "TRL GRPOConfig.max_completion_length: TRL caps the whole multi-turn rollout with it"})
+    max_turn_tokens: int | None = field(default=None, metadata={
+        "help": "tokens one response (one turn of a multi-turn rollout) may generate, the paper's per-response "
+                "cap (4096); passed to generation as max_new_tokens (max_tokens under vLLM) while "
+                "max_completion_length still caps the whole rollout; None: a turn may use all that is left of it"})
     max_prompt_length: int | None = field(default=None, metadata={
         "help": "prompt tokens kept (training/prompt_cap.py cuts longer prompts; TRL's GRPOConfig has none)"})
     save_steps: int | None = field(default=None, metadata={
@@ -965,6 +969,10 @@ def validate(cfg: Config) -> Config:
     if o.document is not None and o.target != "document":
         raise ConfigError("optimize.document: set only with optimize.target: document")
     _choice(cfg.retrieval.mode, RETRIEVAL_MODES, "retrieval.mode")
+    t = cfg.training
+    if t.max_turn_tokens and t.max_completion_length and t.max_turn_tokens > t.max_completion_length:
+        raise ConfigError(f"training.max_turn_tokens ({t.max_turn_tokens}) is above training.max_completion_length "
+                          f"({t.max_completion_length}), which caps the whole rollout: one turn cannot use more")
     _choice(cfg.compute.backend, COMPUTE_BACKENDS, "compute.backend")
     if cfg.judge.backend is not None:
         _choice(cfg.judge.backend, BACKENDS, "judge.backend")
@@ -1446,6 +1454,7 @@ BOUNDS = [
     ("training.num_generations", 1, 4096), ("training.generation_batch_size", 1, 1 << 20),
     ("training.temperature", 0.0, 10.0), ("training.max_steps", 1, 10_000_000),
     ("training.group_size", 1, 1_000), ("training.max_completion_length", 1, 1 << 22),
+    ("training.max_turn_tokens", 1, 1 << 22),
     ("training.max_prompt_length", 1, 1 << 22), ("training.save_steps", 1, 10_000_000),
     ("training.save_total_limit", 1, 1_000_000), ("training.seed", 0, 2**31 - 1),
     ("training.vllm_gpu_memory_utilization", 0.01, 1.0),

@@ -28,7 +28,7 @@ from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
 # argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
-NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora",
+NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora", "max_turn_tokens",
             "rollout_concurrency", "max_signal_free_steps", "format_warmup_steps", "format_warmup_learning_rate"}
 WARMUP_STEPS = 240
 WARMUP_RATE = 3e-3  # the tiny model's
@@ -47,6 +47,8 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         logging_steps=1, save_strategy="steps",
         remove_unused_columns=False,  # reset(**row) needs game_ids and task_type
     )
+    if t.max_turn_tokens:  # one response, not the rollout: the cap every generation call of a turn gets
+        kwargs["generation_kwargs"] = {"max_tokens" if t.use_vllm else "max_new_tokens": t.max_turn_tokens}
     if cpu:
         kwargs.update(use_cpu=True, bf16=False)
     elif t.lora and t.bf16 is not False:  # a frozen LoRA base in bf16, not TRL's float32 default: half its memory

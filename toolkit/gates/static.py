@@ -14,9 +14,9 @@ from skillos.registry import BACKENDS, NO_MODEL, RAY_INSTALL, RAY_MODULES, TORCH
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
-DERIVED = ("prompts_per_step", "completions_per_step", "max_response_length")
+DERIVED = ("prompts_per_step", "completions_per_step")
 TRAINING_ONLY = ("training.", "reward.", "judge.", "prompts_per_step", "completions_per_step",
-                 "max_response_length", "env.reasoning.min_group_size", "skillgate.")
+                 "env.reasoning.min_group_size", "skillgate.")
 DECODING = ("temperature", "top_p", "top_k")
 MIN_REASONING_TOKENS = 4096
 MIN_JUDGE_TOKENS = 1024
@@ -116,8 +116,6 @@ def table(ctx: Context) -> list[Result]:
         return []
     out = []
     for key, expected in ctx.reference.values.items():
-        if key == "max_response_length":
-            continue  # read by completion-length
         check = f"table.{key}"
         why_not = _applies(ctx, key)
         if why_not or expected is None:
@@ -185,7 +183,8 @@ def completion_length(ctx: Context) -> Result:
     if ctx.cfg.skillgate.trainer != "curator":
         return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: one task per "
                       "rollout, no |G| curator turns to hold")
-    turn = (ctx.reference.values.get("max_response_length") if ctx.reference else None) or 4096
+    turn = t.max_turn_tokens or (ctx.reference.values.get("training.max_turn_tokens") if ctx.reference else None) \
+        or 4096
     need = (t.group_size or 0) * turn
     seen = t.max_completion_length
     ok = seen is not None and t.group_size is not None and seen >= need
@@ -193,7 +192,7 @@ def completion_length(ctx: Context) -> Result:
                         f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
                         "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
                         "~3 of 10 positions")
-    result.reads = ("training.group_size",)
+    result.reads = ("training.group_size", "training.max_turn_tokens")
     return result
 
 

@@ -334,6 +334,18 @@ def _max_prompt_length(t: Tracer, key, value):
                 "" if capped else "the trainer class does not cut prompts", applied=capped and _equal(value, arrived))
 
 
+@resolver(r"^training\.max_turn_tokens$")
+def _max_turn_tokens(t: Tracer, key, value):
+    args = t.args()
+    kwargs = getattr(args, "generation_kwargs", None) or {}
+    name = "max_tokens" if getattr(args, "use_vllm", False) else "max_new_tokens"
+    if value is None:
+        return _row(key, value, f"{type(args).__name__}.generation_kwargs (unset: a turn may use what is left of "
+                    "max_completion_length)", kwargs.get(name))
+    return _row(key, value, f"{type(args).__name__}.generation_kwargs[{name!r}]: every generation call of a turn "
+                "(TRL updates its generation config with it; vLLM's sampling params under use_vllm)", kwargs.get(name))
+
+
 @resolver(r"^training\.rollout_concurrency$")
 def _rollout_concurrency(t: Tracer, key, value):
     return _row(key, value, "training/rollouts.rollout_trainer(concurrency=)", value,
