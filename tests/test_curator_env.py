@@ -10,6 +10,8 @@ from functools import partial
 
 import pytest
 
+from conftest import ROOT
+
 from skillos.training.groups import build_groups
 from skillos.training.reward import Reward, Rollout, ShortRollout, group_rewards, health
 from skillos.training.reward import reward as _reward
@@ -88,6 +90,55 @@ def test_groups_are_same_type_round_robin_and_do_not_repeat_early():
     assert sorted(grp.task_type for grp in groups) == list("aabbcc")
     assert len({i for grp in groups for i in grp.game_ids}) == 18  # 6 groups x 3, all distinct
     assert build_groups(POOL, 3, 6, seed=1) == groups and build_groups(POOL, 3, 6, seed=2) != groups
+
+
+def test_the_natural_distribution_ablation_mixes_types_as_the_pool_holds_them():
+    """training.grouping natural: each group is the next |G| tasks of one seeded permutation of
+    the whole pool, so types mix (a group of several is labelled mixed) in the pool's proportions,
+    without repeats until the pool is used up."""
+    skewed = [G(f"a-{i}", "a") for i in range(12)] + [G(f"b-{i}", "b") for i in range(3)]
+    groups = build_groups(skewed, 3, 5, seed=1, grouping="natural")
+    drawn = [i for grp in groups for i in grp.game_ids]
+    assert len(drawn) == len(set(drawn)) == 15  # one pass over the pool, nothing twice
+    assert sum(i.startswith("b-") for i in drawn) == 3  # the pool's own proportions, 3 of 15
+    assert any(grp.task_type == "mixed" for grp in groups)
+    assert all(grp.task_type == ("mixed" if len({i[0] for i in grp.game_ids}) > 1 else grp.game_ids[0][0])
+               for grp in groups)
+    assert build_groups(skewed, 3, 5, seed=1, grouping="natural") == groups
+
+
+def test_the_curriculum_ablation_orders_what_a_run_reads_easiest_first():
+    """training.curriculum easy_first: each block of `consumed` groups sorted by its tasks' mean
+    expert-walkthrough length (the same groups, reordered, renumbered); TRL is told not to shuffle
+    them; tasks with no walkthrough length are a one-line error."""
+    from skillos import config as cfgmod
+    from skillos.errors import ConfigError
+    from skillos.training.trainer import grpo_kwargs
+
+    @dataclass(frozen=True)
+    class Walked:
+        id: str
+        task_type: str
+        oracle_steps: int
+
+    pool = [Walked(f"{t}-{i}", t, steps + i) for t, steps in (("a", 9), ("b", 3), ("c", 6)) for i in range(6)]
+    plain = build_groups(pool, 3, 8, seed=1)
+    easy = build_groups(pool, 3, 8, seed=1, curriculum="easy_first", consumed=4)
+    mean = {g.id: g.oracle_steps for g in pool}
+
+    def difficulty(grp):
+        return sum(mean[i] for i in grp.game_ids) / 3
+
+    assert [d for d in map(difficulty, easy[:4])] == sorted(map(difficulty, plain[:4]))
+    assert [d for d in map(difficulty, easy[4:])] == sorted(map(difficulty, plain[4:]))
+    assert {grp.game_ids for grp in easy} == {grp.game_ids for grp in plain} and [g.index for g in easy] == list(range(8))
+    with pytest.raises(ConfigError, match="oracle_steps"):
+        build_groups(POOL, 3, 6, seed=1, curriculum="easy_first")
+    cfg = cfgmod.with_sets(cfgmod.load(ROOT / "training" / "configs" / "cpu-smoke.yaml"), ["training.curriculum=easy_first"])
+    assert grpo_kwargs(cfg, cpu=True)["shuffle_dataset"] is False
+    assert "shuffle_dataset" not in grpo_kwargs(cfgmod.load(ROOT / "training" / "configs" / "cpu-smoke.yaml"), cpu=True)
+    with pytest.raises(cfgmod.ConfigError, match="training.grouping: 'by_type' is not one of task_type, natural"):
+        cfgmod.with_sets(cfg, ["training.grouping=by_type"])
 
 
 def test_groups_are_the_same_in_every_process():

@@ -214,6 +214,13 @@ class TrainingConfig:
         "help": "TRL GRPOConfig.temperature: sampling temperature of the trained model's rollouts"})
     max_steps: int | None = field(default=None, metadata={"help": "TRL GRPOConfig.max_steps: optimizer steps"})
     group_size: int | None = field(default=None, metadata={"help": "tasks per curator rollout, |G|"})
+    grouping: str = field(default="task_type", metadata={
+        "help": "how a rollout's |G| tasks are drawn (training/groups.py): task_type (the method's stream: one type "
+                "per group, related tasks) | natural (the natural-distribution ablation: the whole pool, types as "
+                "they come)"})
+    curriculum: str = field(default="none", metadata={
+        "help": "the order of the groups: none (TRL shuffles them) | easy_first (the curriculum ablation: shortest "
+                "expert walkthrough first, unshuffled)"})
     max_completion_length: int | None = field(default=None, metadata={
         "help": "TRL GRPOConfig.max_completion_length: TRL caps the whole multi-turn rollout with it"})
     max_turn_tokens: int | None = field(default=None, metadata={
@@ -448,6 +455,8 @@ class OptimizeConfig:
         return self.min_lines if self.min_lines is not None else max(1, self.max_lines // 2)
 
 
+GROUPINGS = ("task_type", "natural")  # how a curator rollout's tasks are drawn (training/groups.py)
+CURRICULA = ("none", "easy_first")  # the order of the groups (training/groups.py)
 OPTIMIZE_TARGETS = ("repo", "document")  # what `skillos optimize` trains: a skill folder, or one SKILL.md
 SCHEDULES = ("cosine", "linear", "constant")  # how a textual learning rate decays (optimize and sleep)
 GATE_MODES = ("paired", "strict")  # evals/stats.py's gate modes (a test checks they agree)
@@ -970,6 +979,8 @@ def validate(cfg: Config) -> Config:
         raise ConfigError("optimize.document: set only with optimize.target: document")
     _choice(cfg.retrieval.mode, RETRIEVAL_MODES, "retrieval.mode")
     t = cfg.training
+    _choice(t.grouping, GROUPINGS, "training.grouping")
+    _choice(t.curriculum, CURRICULA, "training.curriculum")
     if t.max_turn_tokens and t.max_completion_length and t.max_turn_tokens > t.max_completion_length:
         raise ConfigError(f"training.max_turn_tokens ({t.max_turn_tokens}) is above training.max_completion_length "
                           f"({t.max_completion_length}), which caps the whole rollout: one turn cannot use more")

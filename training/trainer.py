@@ -29,6 +29,7 @@ from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
 # argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora", "max_turn_tokens",
+            "grouping", "curriculum",
             "rollout_concurrency", "max_signal_free_steps", "format_warmup_steps", "format_warmup_learning_rate"}
 WARMUP_STEPS = 240
 WARMUP_RATE = 3e-3  # the tiny model's
@@ -47,6 +48,8 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         logging_steps=1, save_strategy="steps",
         remove_unused_columns=False,  # reset(**row) needs game_ids and task_type
     )
+    if t.curriculum != "none":  # the rows are in the curriculum's order: TRL must read them so
+        kwargs["shuffle_dataset"] = False
     if t.max_turn_tokens:  # one response, not the rollout: the cap every generation call of a turn gets
         kwargs["generation_kwargs"] = {"max_tokens" if t.use_vllm else "max_new_tokens": t.max_turn_tokens}
     if cpu:
@@ -105,7 +108,8 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
     low, high = env.group_sizes(cfg)
     prompt = [{"role": "system", "content": env.curator_system},
               {"role": "user", "content": CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"}]
-    groups = build_groups(games, high, n_groups, t.seed or 0, low if low != high else None)
+    groups = build_groups(games, high, n_groups, t.seed or 0, low if low != high else None, grouping=t.grouping,
+                          curriculum=t.curriculum, consumed=(t.max_steps or 1) * per_step)
     return [{"prompt": prompt, **g.row()} for g in groups]
 
 

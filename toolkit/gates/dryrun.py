@@ -291,12 +291,15 @@ def task_distribution(ctx: Context) -> Result:
 
     low, high = environment(ctx.cfg).group_sizes(ctx.cfg)
     try:
-        groups = build_groups(pool, t.group_size, k, _seed(ctx), low if low != high else None)
+        # the draws as drawn: a curriculum reorders the same groups, it draws none
+        groups = build_groups(pool, t.group_size, k, _seed(ctx), low if low != high else None, grouping=t.grouping)
     except ValueError as exc:
         return Result(check, gates, "FAIL", "env.n_train_games", len(pool), None, incident, str(exc))
+    type_of = {g.id: g.task_type for g in pool}
     by_type: dict = {}
-    for group in groups:
-        by_type.setdefault(group.task_type, []).extend(group.game_ids)
+    for group in groups:  # by each task's own type: a natural group mixes them
+        for game_id in group.game_ids:
+            by_type.setdefault(type_of[game_id], []).append(game_id)
     problems = []
     eligible = {tt for tt in types if sum(g.task_type == tt for g in pool) >= t.group_size}
     if len(by_type) < min(k, len(eligible)):

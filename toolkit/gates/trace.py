@@ -346,6 +346,25 @@ def _max_turn_tokens(t: Tracer, key, value):
                 "(TRL updates its generation config with it; vLLM's sampling params under use_vllm)", kwargs.get(name))
 
 
+@resolver(r"^training\.grouping$")
+def _grouping(t: Tracer, key, value):
+    if t.trainer != "curator":
+        return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
+    return _row(key, value, "training/groups.build_groups(grouping=) in training/trainer.dataset_rows", value,
+                "read as configured when the rows are built")
+
+
+@resolver(r"^training\.curriculum$")
+def _curriculum(t: Tracer, key, value):
+    if t.trainer != "curator":
+        return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
+    args = t.args()
+    unshuffled = getattr(args, "shuffle_dataset", True) is False
+    return _row(key, value, "training/groups.build_groups(curriculum=) and GRPOConfig.shuffle_dataset", value,
+                f"shuffle_dataset {getattr(args, 'shuffle_dataset', None)}",
+                applied=unshuffled == (value != "none"))
+
+
 @resolver(r"^training\.rollout_concurrency$")
 def _rollout_concurrency(t: Tracer, key, value):
     return _row(key, value, "training/rollouts.rollout_trainer(concurrency=)", value,
