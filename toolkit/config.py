@@ -769,9 +769,14 @@ RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_ad
 
 
 # Keys added after configs' hashes were published: at their default they are left out of the
-# identity, so every hash published before (quickstart's 7876ff12c4e2ae8f) still names its config.
+# identity, so every hash published before still names its config. (A changed default is not a
+# key added: when optimize.gate.mode and sleep.gate.mode became the method's strict, quickstart's
+# 7876ff12c4e2ae8f became 663b65666ea11953, since a config at the default now means another rule.)
 LATER_KEYS = {f"canary.{key}": getattr(CanaryConfig(), key) for key in ("seeds", "split", "sealed_seed")}
-LATER_KEYS.update({f"training.{key}": None for key in ("format_warmup_steps", "format_warmup_learning_rate")})
+LATER_KEYS.update({f"training.{key}": None for key in ("format_warmup_steps", "format_warmup_learning_rate",
+                                                        "max_turn_tokens")})
+LATER_KEYS.update({"training.grouping": "task_type", "training.curriculum": "none", "skillgate.oracle_warmup_steps": None,
+                   "sleep.transfer": {f.name: f.default for f in dataclasses.fields(TransferConfig)}})
 
 
 def identity(data: dict) -> dict:
