@@ -85,11 +85,12 @@ POOL = [G(f"{t}-{i}", t) for t in "abc" for i in range(7)]
 
 
 def test_groups_are_same_type_round_robin_and_do_not_repeat_early():
-    groups = build_groups(POOL, 3, 6, seed=1)
+    groups = build_groups(POOL, 3, 6, seed=1, grouping="task_type", curriculum="none")
     assert all(len({g.split("-")[0] for g in grp.game_ids}) == 1 for grp in groups)
     assert sorted(grp.task_type for grp in groups) == list("aabbcc")
     assert len({i for grp in groups for i in grp.game_ids}) == 18  # 6 groups x 3, all distinct
-    assert build_groups(POOL, 3, 6, seed=1) == groups and build_groups(POOL, 3, 6, seed=2) != groups
+    assert build_groups(POOL, 3, 6, seed=1, grouping="task_type", curriculum="none") == groups
+    assert build_groups(POOL, 3, 6, seed=2, grouping="task_type", curriculum="none") != groups
 
 
 def test_the_natural_distribution_ablation_mixes_types_as_the_pool_holds_them():
@@ -97,14 +98,14 @@ def test_the_natural_distribution_ablation_mixes_types_as_the_pool_holds_them():
     the whole pool, so types mix (a group of several is labelled mixed) in the pool's proportions,
     without repeats until the pool is used up."""
     skewed = [G(f"a-{i}", "a") for i in range(12)] + [G(f"b-{i}", "b") for i in range(3)]
-    groups = build_groups(skewed, 3, 5, seed=1, grouping="natural")
+    groups = build_groups(skewed, 3, 5, seed=1, grouping="natural", curriculum="none")
     drawn = [i for grp in groups for i in grp.game_ids]
     assert len(drawn) == len(set(drawn)) == 15  # one pass over the pool, nothing twice
     assert sum(i.startswith("b-") for i in drawn) == 3  # the pool's own proportions, 3 of 15
     assert any(grp.task_type == "mixed" for grp in groups)
     assert all(grp.task_type == ("mixed" if len({i[0] for i in grp.game_ids}) > 1 else grp.game_ids[0][0])
                for grp in groups)
-    assert build_groups(skewed, 3, 5, seed=1, grouping="natural") == groups
+    assert build_groups(skewed, 3, 5, seed=1, grouping="natural", curriculum="none") == groups
 
 
 def test_the_curriculum_ablation_orders_what_a_run_reads_easiest_first():
@@ -122,8 +123,8 @@ def test_the_curriculum_ablation_orders_what_a_run_reads_easiest_first():
         oracle_steps: int
 
     pool = [Walked(f"{t}-{i}", t, steps + i) for t, steps in (("a", 9), ("b", 3), ("c", 6)) for i in range(6)]
-    plain = build_groups(pool, 3, 8, seed=1)
-    easy = build_groups(pool, 3, 8, seed=1, curriculum="easy_first", consumed=4)
+    plain = build_groups(pool, 3, 8, seed=1, grouping="task_type", curriculum="none")
+    easy = build_groups(pool, 3, 8, seed=1, curriculum="easy_first", consumed=4, grouping="task_type")
     mean = {g.id: g.oracle_steps for g in pool}
 
     def difficulty(grp):
@@ -133,7 +134,7 @@ def test_the_curriculum_ablation_orders_what_a_run_reads_easiest_first():
     assert [d for d in map(difficulty, easy[4:])] == sorted(map(difficulty, plain[4:]))
     assert {grp.game_ids for grp in easy} == {grp.game_ids for grp in plain} and [g.index for g in easy] == list(range(8))
     with pytest.raises(ConfigError, match="oracle_steps"):
-        build_groups(POOL, 3, 6, seed=1, curriculum="easy_first")
+        build_groups(POOL, 3, 6, seed=1, curriculum="easy_first", grouping="task_type")
     cfg = cfgmod.with_sets(cfgmod.load(ROOT / "training" / "configs" / "cpu-smoke.yaml"), ["training.curriculum=easy_first"])
     assert grpo_kwargs(cfg, cpu=True)["shuffle_dataset"] is False
     assert "shuffle_dataset" not in grpo_kwargs(cfgmod.load(ROOT / "training" / "configs" / "cpu-smoke.yaml"), cpu=True)
@@ -146,11 +147,11 @@ def test_groups_are_the_same_in_every_process():
             "from skillos.training.groups import build_groups\n"
             "@dataclass(frozen=True)\nclass G:\n    id: str\n    task_type: str\n"
             "pool = [G(f'{t}-{i}', t) for t in 'abc' for i in range(7)]\n"
-            "print(json.dumps([g.row() for g in build_groups(pool, 3, 6, seed=1)]))")
+            "print(json.dumps([g.row() for g in build_groups(pool, 3, 6, seed=1, grouping='task_type', curriculum='none')]))")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(outs) == 1
-    assert json.loads(outs.pop()) == [g.row() for g in build_groups(POOL, 3, 6, seed=1)]
+    assert json.loads(outs.pop()) == [g.row() for g in build_groups(POOL, 3, 6, seed=1, grouping="task_type", curriculum="none")]
 
 
 @pytest.fixture
@@ -170,7 +171,7 @@ def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):
 
     setup, pool = setup
     assert published_tools(CuratorEnv) == ["curate_and_advance"]
-    group = build_groups(pool, 3, 1, seed=0)[0]
+    group = build_groups(pool, 3, 1, seed=0, grouping="task_type", curriculum="none")[0]
     env = CuratorEnv(setup)
     first = env.reset(**group.row())
     assert first.startswith("Task 1 of 3:") and "Result:" in first
@@ -200,7 +201,7 @@ def test_a_rollout_finished_ahead_while_a_late_call_arrives_plays_each_position_
     from skillos.training.env import CuratorEnv, Setup, finish
 
     setup, pool = setup
-    group = build_groups(pool, 3, 1, seed=0)[0]
+    group = build_groups(pool, 3, 1, seed=0, grouping="task_type", curriculum="none")[0]
     inside, release = threading.Event(), threading.Event()
 
     class Slow:  # the executor holds position 3 until the late call has been made
@@ -238,7 +239,7 @@ def test_r_fc_counts_a_turn_with_no_parseable_call_as_a_measured_invalid_call(se
     from skillos.training.env import CuratorEnv, finish
 
     setup, pool = setup
-    group = build_groups(pool, 3, 1, seed=0)[0]
+    group = build_groups(pool, 3, 1, seed=0, grouping="task_type", curriculum="none")[0]
     silent = CuratorEnv(setup)
     silent.reset(**group.row())  # the curator's first turn had no (parseable) tool call
     r = reward(finish(silent), 3)

@@ -45,8 +45,8 @@ class Group:
 MIXED = "mixed"  # a natural group's task_type when its tasks are of several types
 
 
-def build_groups(games, group_size: int, n_groups: int, seed: int, min_size: int | None = None,
-                 grouping: str = "task_type", curriculum: str = "none", consumed: int | None = None) -> list[Group]:
+def build_groups(games, group_size: int, n_groups: int, seed: int, min_size: int | None = None, *,
+                 grouping: str, curriculum: str, consumed: int | None = None) -> list[Group]:
     """`n_groups` groups of `group_size` games from the train pool: of one task type each
     (`grouping` task_type), or drawn from the whole pool (natural). With `min_size`, each group's
     size is drawn (seeded, per group) from min_size..group_size, as the paper does on reasoning

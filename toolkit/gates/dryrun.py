@@ -232,7 +232,8 @@ def rollout_positions(ctx: Context) -> Result:
     pool = _train_pool(ctx)
     setup = make_setup(ctx.cfg, pool)
     rollouts, rewards, short = [], [], 0
-    for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx), setup.min_group_size)):
+    for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx), setup.min_group_size,
+                                           grouping=ctx.cfg.training.grouping, curriculum="none")):
         size = len(group.game_ids)  # reasoning draws |G| per group from a range
         env = CuratorEnv(setup)
         env.reset(**group.row())
@@ -292,7 +293,8 @@ def task_distribution(ctx: Context) -> Result:
     low, high = environment(ctx.cfg).group_sizes(ctx.cfg)
     try:
         # the draws as drawn: a curriculum reorders the same groups, it draws none
-        groups = build_groups(pool, t.group_size, k, _seed(ctx), low if low != high else None, grouping=t.grouping)
+        groups = build_groups(pool, t.group_size, k, _seed(ctx), low if low != high else None, grouping=t.grouping,
+                              curriculum="none")
     except ValueError as exc:
         return Result(check, gates, "FAIL", "env.n_train_games", len(pool), None, incident, str(exc))
     type_of = {g.id: g.task_type for g in pool}

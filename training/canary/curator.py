@@ -134,7 +134,8 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     setup = make_setup(cfg, games)
     opening = _opening(environment(cfg).curator_system)
     conversations = []
-    for group in build_groups(games, cfg.training.group_size, c.warmup_groups, cfg.training.seed or 0):
+    for group in build_groups(games, cfg.training.group_size, c.warmup_groups, cfg.training.seed or 0,
+                              grouping=cfg.training.grouping, curriculum="none"):  # a warm start's order is its own
         for name, content, weight in PRIOR:
             env = CuratorEnv(setup)
             messages = opening(env.reset(**group.row()))
