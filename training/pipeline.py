@@ -213,13 +213,13 @@ class Pipeline:
 
 
 def _parse(trainer, ids, prefix, i, lock):
-    from trl.trainer.grpo_trainer import parse_response
+    from skillos.training.trl_compat import parse_response
 
     tools = (trainer._env_tools[trainer._batch_environments[i]] if trainer.environment_factories is not None
              else trainer.tools)
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)  # TRL's own choice
     with lock:
-        return parse_response(tokenizer, ids, prefix=prefix, tools=tools)
+        return parse_response(tokenizer, ids, prefix, tools)
 
 
 def _max_model_len(trainer) -> int:

@@ -55,16 +55,9 @@ class PromptCap:
 def capped(base):
     """`base` (a GRPOTrainer class) with the prompt cap; a TRL whose `_tokenize_prompts` changed
     shape is a one-line error naming its version, never a silently uncapped run."""
-    import inspect
+    from skillos.training import trl_compat
 
-    member = getattr(base, "_tokenize_prompts", None)
-    if not callable(member) or list(inspect.signature(member).parameters) != ["self", "prompts"]:
-        from importlib.metadata import version
-
-        from skillos.errors import SkillosError
-
-        raise SkillosError(f"trl {version('trl')}: GRPOTrainer._tokenize_prompts(self, prompts) is not there; "
-                           "skillos applies training.max_prompt_length through it (written for trl 1.16)")
+    trl_compat.check(base, ["_tokenize_prompts"])  # training.max_prompt_length is applied through it
     if issubclass(base, PromptCap):
         return base
     return type(f"PromptCapped{base.__name__}", (PromptCap, base), {"__module__": base.__module__})

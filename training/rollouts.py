@@ -42,16 +42,9 @@ from dataclasses import dataclass
 
 from skillos.errors import SkillosError
 
-# The TRL methods the subclass wraps, with the parameters the wrappers rely on.
-WRAPPED = {
-    "_generate_and_score_completions": ["self", "inputs"],
-    "_tool_call_loop": ["self", "prompts", "prompt_ids", "completion_ids", "completions", "logprobs",
-                        "images", "multimodal_fields"],
-    # what training/pipeline.py's workers call to play a rollout's turns ahead of the round loop
-    "_generate_single_turn": ["self", "prompt_ids", "images", "multimodal_fields", "num_generations",
-                              "has_tool_images"],
-    "_get_tool_suffix_ids": ["self", "tool_messages"],
-}
+# The TRL methods the subclass wraps, with the parameters the wrappers rely on (checked by
+# training/trl_compat.py, the one home of TRL's private API).
+WRAPPED = ("_generate_and_score_completions", "_tool_call_loop", "_generate_single_turn", "_get_tool_suffix_ids")
 
 _ACTIVE: contextvars.ContextVar["Batch | None"] = contextvars.ContextVar("skillos_rollout_batch", default=None)
 
@@ -268,22 +261,14 @@ def tool_plan(trainer, completions):
 
 # -- the trainer -------------------------------------------------------------------------------
 def check_trl(trainer_cls=None) -> None:
-    """The TRL methods `rollout_trainer` wraps exist with the parameters it relies on."""
-    from importlib.metadata import version
+    """The TRL methods `rollout_trainer` wraps exist with the parameters it relies on; else a one-line
+    error that says how to run TRL's own loop instead."""
+    from skillos.training import trl_compat
 
-    if trainer_cls is None:
-        from trl import GRPOTrainer as trainer_cls
-    trl_version = version("trl")
-    for name, params in WRAPPED.items():
-        member = getattr(trainer_cls, name, None)
-        if not callable(member):
-            raise SkillosError(f"trl {trl_version}: GRPOTrainer.{name} is missing; skillos's concurrent rollouts "
-                               "wrap it (written for trl 1.16); set training.rollout_concurrency: 1 for TRL's own loop")
-        found = list(inspect.signature(member).parameters)
-        if found != params:
-            raise SkillosError(f"trl {trl_version}: GRPOTrainer.{name}({', '.join(found)}) is not the "
-                               f"({', '.join(params)}) skillos's concurrent rollouts wrap (written for trl 1.16); "
-                               "set training.rollout_concurrency: 1 for TRL's own loop")
+    try:
+        trl_compat.check(trainer_cls, WRAPPED)
+    except SkillosError as exc:
+        raise SkillosError(f"{exc}; set training.rollout_concurrency: 1 for TRL's own loop") from None
 
 
 def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base=None, on_done=None):

@@ -42,7 +42,10 @@ def selector_classes():
     """(SelectorGRPOConfig, SelectorGRPOTrainer), built once on first call (trl loads only then)."""
     from trl import GRPOTrainer
 
+    from skillos.training import trl_compat
     from skillos.training.prompt_cap import capped, config_class
+
+    trl_compat.check_per_token(GRPOTrainer)  # the second credit stream hands the loss (B, T) advantages
 
     @dataclass
     class SelectorGRPOConfig(config_class()):

@@ -1,0 +1,104 @@
+"""TRL's private API, in one place: what skillos relies on beyond TRL's public surface.
+
+skillos's GRPO trainers wrap or call GRPOTrainer internals that TRL does not promise to keep:
+
+* methods it wraps or calls (`METHODS`, with the parameters it relies on): the rollout phase and
+  the tool loop (training/rollouts.py plays every rollout of a step at once), one generation turn
+  and a tool result's tokens (training/pipeline.py plays turns ahead of TRL's loop), the prompt
+  tokenizer (training/prompt_cap.py cuts prompts to `training.max_prompt_length`);
+* a module function: `parse_response` (a generated turn back into a message with tool calls);
+* instance state read during a step (`ATTRIBUTES`): the environments' tools and the batch's
+  environments, the metrics dict, whether the model is a VLM, the vLLM engine;
+* per-token advantages: the selector trainer hands the loss (B, T) advantages, which TRL's
+  `_compute_loss` takes as they are and only unsqueezes when they are (B,) (`PER_TOKEN`).
+
+They were read from TRL `WRITTEN_FOR`; pyproject pins `PIN` to match. Another TRL is refused when
+this module is imported (`check_version`: one line naming both versions), and every method's
+parameters and the per-token path are checked when a trainer class is built (`check`), so a TRL
+that moved its internals is a one-line error, never a silently different run.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from skillos.errors import SkillosError
+
+WRITTEN_FOR = (1, 16)
+PIN = "trl>=1.16,<1.17"
+METHODS = {
+    "_generate_and_score_completions": ["self", "inputs"],
+    "_tool_call_loop": ["self", "prompts", "prompt_ids", "completion_ids", "completions", "logprobs",
+                        "images", "multimodal_fields"],
+    "_generate_single_turn": ["self", "prompt_ids", "images", "multimodal_fields", "num_generations",
+                              "has_tool_images"],
+    "_get_tool_suffix_ids": ["self", "tool_messages"],
+    "_tokenize_prompts": ["self", "prompts"],
+}
+ATTRIBUTES = ("_env_tools", "_batch_environments", "environment_factories", "_metrics", "_is_vlm",
+              "vllm_generation", "max_completion_length", "max_tool_calling_iterations")
+PER_TOKEN = "if advantages.dim() == 1:"  # _compute_loss's line that leaves (B, T) advantages as they are
+
+
+def installed() -> str | None:
+    """The installed TRL's version, or None when TRL is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trl")
+    except PackageNotFoundError:
+        return None
+
+
+def check_version(found: str | None = None) -> None:
+    """TRL `WRITTEN_FOR`'s minor, or a one-line SkillosError (no TRL installed: nothing to check)."""
+    found = installed() if found is None else found
+    if found is None:
+        return
+    parts = tuple(int(p) for p in found.split(".")[:2] if p.isdigit())
+    if parts != WRITTEN_FOR:
+        written = ".".join(map(str, WRITTEN_FOR))
+        raise SkillosError(f"trl {found} is installed; skillos's GRPO trainers rely on trl {written}'s private API "
+                           f"(training/trl_compat.py): pip install '{PIN}'")
+
+
+def check(trainer_cls=None, names=None) -> None:
+    """`trainer_cls` (GRPOTrainer by default) has each of METHODS (or `names`) with the parameters
+    skillos relies on, and its loss takes per-token advantages; else a one-line SkillosError."""
+    if trainer_cls is None:
+        from trl import GRPOTrainer as trainer_cls
+    version = installed()
+    for name in names or METHODS:
+        member = getattr(trainer_cls, name, None)
+        if not callable(member):
+            raise SkillosError(f"trl {version}: GRPOTrainer.{name} is missing; skillos relies on it "
+                               f"(training/trl_compat.py, written for trl {'.'.join(map(str, WRITTEN_FOR))})")
+        found = list(inspect.signature(member).parameters)
+        if found != METHODS[name]:
+            raise SkillosError(f"trl {version}: GRPOTrainer.{name}({', '.join(found)}) is not the "
+                               f"({', '.join(METHODS[name])}) skillos relies on (training/trl_compat.py, written "
+                               f"for trl {'.'.join(map(str, WRITTEN_FOR))})")
+
+
+def check_per_token(trainer_cls=None) -> None:
+    """TRL's loss leaves (B, T) advantages as they are (the selector credit's second stream)."""
+    if trainer_cls is None:
+        from trl import GRPOTrainer as trainer_cls
+    try:
+        source = inspect.getsource(trainer_cls._compute_loss)
+    except (AttributeError, OSError, TypeError):
+        source = ""
+    if PER_TOKEN not in source:
+        raise SkillosError(f"trl {installed()}: GRPOTrainer._compute_loss no longer takes per-token (B, T) "
+                           "advantages as they are; the selector trainer's token-local credit relies on it "
+                           "(training/trl_compat.py)")
+
+
+def parse_response(tokenizer, ids, prefix, tools):
+    """TRL's own parser of a generated turn (a message with its tool calls)."""
+    from trl.trainer.grpo_trainer import parse_response as parse
+
+    return parse(tokenizer, ids, prefix=prefix, tools=tools)
+
+
+check_version()
