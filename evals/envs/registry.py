@@ -14,6 +14,7 @@ Entries are imported on first use, so naming one never loads another's engine.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 from skillos.errors import SkillosError
@@ -22,6 +23,16 @@ from skillos.registry import ENVIRONMENTS, load
 if TYPE_CHECKING:
     from skillos.evals.curator import Curator
     from skillos.evals.executor import Executor
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a game env's `reset()` and `step(action)` return, in every environment."""
+
+    text: str
+    admissible: tuple  # the commands it accepts now; empty where the answer is free text (reasoning)
+    won: bool
+    grading_timeout: bool = False  # a free-text answer whose grading passed its time bound: wrong, counted
 
 
 class Environment(Protocol):

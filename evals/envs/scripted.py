@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Observation:
-    text: str
-    admissible: tuple
-    won: bool
+from skillos.evals.envs.registry import Observation
 
 
 @dataclass(frozen=True)

@@ -5,17 +5,10 @@ and the admissible commands."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.evals.envs.alfworld import engine
-
-
-@dataclass(frozen=True)
-class Observation:
-    text: str
-    admissible: tuple[str, ...]
-    won: bool
+from skillos.evals.envs.registry import Observation
 
 
 class AlfworldEnv:

@@ -5,25 +5,17 @@ runner's `play` plays it unchanged with env.max_steps 1."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from skillos.config import relative_to_config
 from skillos.evals.backends import build
 from skillos.evals.envs.reasoning import datasets, generator
 from skillos.evals.envs.reasoning.grading import grade
+from skillos.evals.envs.registry import Observation
 from skillos.errors import SkillosError
 
 CURATOR_SYSTEM = ("You maintain a repository of skills (short markdown guides) that a problem-solving "
                   "agent retrieves before each math or science problem. After each problem, add, rewrite "
                   "or delete skills so the agent solves the next problems better.")
-
-
-@dataclass(frozen=True)
-class Observation:
-    text: str
-    admissible: tuple  # always empty: the answer is free text
-    won: bool
-    grading_timeout: bool = False  # the answer's parse passed the grader's time bound: wrong, counted
 
 
 class ReasoningEnv:
