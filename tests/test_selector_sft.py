@@ -9,6 +9,7 @@ import pytest
 from conftest import ROOT, run_cli
 
 from skillos import config as cfgmod
+from skillos.errors import SkillosError
 from skillos.training import selector_credit as credit
 
 CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
@@ -29,15 +30,18 @@ def test_init_needs_a_teacher_backend_for_sft():
     with pytest.raises(cfgmod.ConfigError, match="skillgate.teacher needs a model backend"):
         cfgmod.SkillGateConfig(init="sft")
     cfgmod.SkillGateConfig(init="gold-bc")  # the gold reads need no teacher
-    cfgmod.SkillGateConfig(init="oracle-warmup")  # nor does GRPO with the oracle shown
-    with pytest.raises(cfgmod.ConfigError, match="skillgate.init: 'warm' is not one of base, sft, gold-bc, oracle-warmup"):
+    cfgmod.SkillGateConfig(init="oracle-grpo")  # nor does GRPO with the oracle shown
+    with pytest.raises(cfgmod.ConfigError, match="skillgate.init: 'warm' is not one of base, sft, gold-bc, oracle-grpo"):
         cfgmod.SkillGateConfig(init="warm")
-    with pytest.raises(cfgmod.ConfigError, match="skillgate.oracle_warmup_steps: at least 1"):
-        cfgmod.SkillGateConfig(init="oracle-warmup", oracle_warmup_steps=0)
+    with pytest.raises(cfgmod.ConfigError, match="skillgate.oracle_grpo_steps: at least 1"):
+        cfgmod.SkillGateConfig(init="oracle-grpo", oracle_grpo_steps=0)
+    # the old name meant SFT on the gold reads: refused with what each recipe is called now
+    with pytest.raises(cfgmod.ConfigError, match="oracle-warmup was SFT on the gold reads, now gold-bc.*oracle-grpo"):
+        cfgmod.SkillGateConfig(init="oracle-warmup")
 
 
-def test_the_oracle_warmup_exports_mid_training_and_shows_the_oracle_alone(built):
-    """The method's start: half of training.max_steps unless oracle_warmup_steps says otherwise,
+def test_the_oracle_grpo_start_exports_mid_training_and_shows_the_oracle_alone(built):
+    """The method's start: half of training.max_steps unless oracle_grpo_steps says otherwise,
     on slates that show the oracle and nothing else."""
     import dataclasses
 
@@ -45,8 +49,8 @@ def test_the_oracle_warmup_exports_mid_training_and_shows_the_oracle_alone(built
     from skillos.training.selector_sft import warmup_steps
 
     cfg = cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
-    assert cfg.skillgate.init == "oracle-warmup" and warmup_steps(cfg) == cfg.training.max_steps // 2
-    assert warmup_steps(cfgmod.with_sets(cfg, ["skillgate.oracle_warmup_steps=7"])) == 7
+    assert cfg.skillgate.init == "oracle-grpo" and warmup_steps(cfg) == cfg.training.max_steps // 2
+    assert warmup_steps(cfgmod.with_sets(cfg, ["skillgate.oracle_grpo_steps=7"])) == 7
     setup, ids = built
     env = SlateEnv(dataclasses.replace(setup, oracle_only=True))
     first = env.reset(game_id=ids[0])
@@ -191,17 +195,20 @@ def test_a_gold_bc_start_learns_the_gold_reads_on_the_tiny_model(built, tmp_path
     assert (tmp_path / "sft-start" / "config.json").is_file() and model.endswith("sft-start")
     again, same = start(cfg, setup, ids, "unused", tmp_path, lines.append, cpu=True)
     assert (again, same) == (model, init) and lines[-1].startswith("init gold-bc: reusing")
+    other = cfgmod.with_sets(cfg, ["skillgate.init=oracle-grpo"])  # another recipe never reuses this start
+    with pytest.raises(SkillosError, match="a 'gold-bc' start, not the 'oracle-grpo'"):
+        start(other, setup, ids, "unused", tmp_path, lines.append, cpu=True)
 
 
 @pytest.mark.slow
-def test_oracle_warmup_then_grpo_on_the_tiny_model(tmp_path, game_cache):
-    """init oracle-warmup, the method's start: the format warm-up, 2 outcome GRPO steps with the
+def test_oracle_grpo_then_grpo_on_the_tiny_model(tmp_path, game_cache):
+    """init oracle-grpo, the method's start: the format warm-up, 2 outcome GRPO steps with the
     oracle as the only skill on every rollout's slate, the merged model saved, then 2 selector GRPO
     steps from it (not from the base model) on the full slates."""
     import yaml
 
     data = yaml.safe_load(CPU.read_text())
-    data["skillgate"].update(init="oracle-warmup", oracle_warmup_steps=2,
+    data["skillgate"].update(init="oracle-grpo", oracle_grpo_steps=2,
                              slate_repo=str(CPU.parent / "slates/household"))
     data["training"].update(output_dir=str(tmp_path / "out"))
     config = tmp_path / "config.yaml"
@@ -210,10 +217,10 @@ def test_oracle_warmup_then_grpo_on_the_tiny_model(tmp_path, game_cache):
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)
     init = summary["init"]
-    assert init["init"] == "oracle-warmup" and init["steps"] == init["exported_at"] == 2
+    assert init["init"] == "oracle-grpo" and init["steps"] == init["exported_at"] == 2
     assert [r["of"] for r in init["rollouts"]] == [2, 2]  # two measured rollouts a step, success counted
     assert (tmp_path / "out" / "sft-start" / "config.json").is_file()
-    warm = [json.loads(x) for x in (tmp_path / "out" / "oracle-warmup" / "selection.jsonl").read_text().splitlines()]
+    warm = [json.loads(x) for x in (tmp_path / "out" / "oracle-grpo" / "selection.jsonl").read_text().splitlines()]
     assert len(warm) == 4 and all(r["slate"] == [r["oracle"]] for r in warm)  # the oracle alone, every rollout
     assert len(summary["steps"]) == 2 and len(summary["checkpoints"]) == 2
     adapter = json.loads((tmp_path / summary["checkpoints"][-1] / "adapter_config.json").read_text())

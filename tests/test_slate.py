@@ -156,6 +156,17 @@ def test_the_listing_audit_shares_ties_and_is_unmeasured_without_task_sentences(
     assert freeze(repo, [slate], tmp_path / "t")["listing_audit"]["passes"] is None
 
 
+def test_a_twin_shown_no_oracle_is_out_of_the_oracle_rates():
+    rows = [{"success": True, "reads": ["o"], "read_roles": ["oracle"], "with_oracle": True},
+            {"success": False, "reads": ["m"], "read_roles": ["misleading"], "with_oracle": False},
+            {"success": False, "reads": [], "read_roles": [], "with_oracle": False}]
+    m = selection_metrics(rows)
+    assert m["oracle_read"] == {"value": 1.0, "n": 1, "of": 1} and m["clean_oracle_read"]["of"] == 1
+    assert m["misleading_read"] == {"value": 1 / 3, "n": 1, "of": 3}  # every other rate: all measured
+    twins = selection_metrics(rows[1:])
+    assert twins["oracle_read"]["value"] is None and "shown the oracle" in twins["oracle_read"]["reason"]
+
+
 def test_the_telltale_check_catches_inflections_and_nothing_else():
     from skillos.evals.envs.slate.skills import telltale_words
 
@@ -594,7 +605,7 @@ def test_each_profiles_gpu_config_passes_the_static_gates(path, canaries_passed)
     assert credit_row.status == ("PASS" if cfg.skillgate.selector_credit == "clean-oracle" else "WARN")
     assert (cfg.skillgate.selector_credit == "clean-oracle") != ("skillgate.selector_credit" in cfg.divergences)
     assert not any(c.startswith("table.reward.") or c == "table.retrieval.top_k" for c in by_name)
-    assert cfg.skillgate.init == "oracle-warmup"  # every arm starts from the same SFT model
+    assert cfg.skillgate.init == "oracle-grpo"  # every arm starts from the same SFT model
 
 
 def test_a_fresh_ledger_refuses_the_gpu_configs_until_their_canary_passed():

@@ -26,7 +26,8 @@ Always include `TL;DR:` in the answer.
 FAKE = """#!{python}
 import json, os, pathlib, sys, time
 agent, args = pathlib.Path(sys.argv[0]).name, sys.argv[1:]
-prompt = args[args.index("-p") + 1] if agent == "claude" else args[-1]
+assert args[-2] == "--", args  # the prompt after `--`: never read as an option
+prompt = args[-1]
 skills = sorted(pathlib.Path.cwd().glob("{{}}/skills/*/SKILL.md".format(".claude" if agent == "claude" else ".codex")))
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps({{"agent": agent, "prompt": prompt, "skills": [str(p.relative_to(pathlib.Path.cwd())) for p in skills]}}) + "\\n")
@@ -153,3 +154,13 @@ def test_the_cost_cap_stops_the_runs_in_both_arms_and_the_cli_prints_denominator
     assert lines[1] == "with_skill: 100% (4/4), unmeasured 0 of 4"
     assert lines[2].startswith("with vs without the skill (claude), paired n=4 (b=4, c=0): not detected")
     assert "8/8 planned runs made (cap 40)" in lines[3] and "$0.08 reported" in lines[3]
+
+
+def test_repeats_of_a_task_are_one_unit_not_independent_pairs(agents, tmp_path):
+    skill, calls = agents
+    tasks = tasks_file(tmp_path, ["Write note one.", "Write note two."])
+    report = transfer(cfg(agent="claude", repeats=3), skill, tasks, tmp_path / "out", echo=lambda _: None)
+    assert len(calls()) == 12 and report["arms"]["with_skill"]["success"] == {"value": 1.0, "n": 6, "of": 6}
+    c = report["comparison"]
+    assert (c["n_paired"], c["b"], c["c"]) == (2, 2, 0)  # two tasks, each its rate over 3 runs: not 6 pairs
+    assert "sign test" in c["note"]

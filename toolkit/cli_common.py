@@ -25,7 +25,8 @@ SET = typer.Option([], "--set", help=SET_HELP)
 OVERRIDE = typer.Option([], "--override", help=OVERRIDE_HELP)
 OUT = typer.Option(None, "--out", help="Output folder (default: a new one under runs/, named after the "
                    "experiment and the time).")
-NEW_OUT = typer.Option(..., "--out", help="A new folder for the rows and the report.")
+NEW_OUT = typer.Option(..., "--out", help="A new folder for the rows, snapshot and report.")
+RUNS_OUT = typer.Option(..., "--out", help="A new folder for rows.jsonl and report.json.")
 OUT_FILE = typer.Option(None, "--out", help="Write the markdown here.")
 PLAN_OUT = typer.Option(None, "--out", help="Where to write the plan (default: "
                         "$SKILLOS_HOME/plans/EXPERIMENT-CONFIGHASH.json).")

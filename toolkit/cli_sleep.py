@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from skillos import cli_render as render
-from skillos.cli_common import JSON, NEW_OUT, OVERRIDE, SET, emit, end_on_sigterm, load_config
+from skillos.cli_common import JSON, OVERRIDE, RUNS_OUT, SET, emit, end_on_sigterm, load_config
 
 app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
                   "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
@@ -109,7 +109,7 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
 def transfer_cmd(skill: Path = typer.Argument(..., help="The skill (a SKILL.md, or the folder holding it)."),
                  tasks: Path = typer.Option(..., "--tasks", help="A reviewed task file (JSONL: prompt and checks), "
                                             "e.g. a staged proposal's tasks.jsonl."),
-                 out: Path = NEW_OUT,
+                 out: Path = RUNS_OUT,
                  config: Optional[Path] = CONFIG, set_: List[str] = SET, as_json: bool = JSON):
     """Run each task in a real coding-agent CLI (sleep.transfer.agent: claude -p, codex exec) with the
     skill installed where the agent discovers skills and without it, grade both by the task's

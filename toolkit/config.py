@@ -464,7 +464,7 @@ GATE_MODES = ("paired", "strict")  # evals/stats.py's gate modes (a test checks 
 # SkillGate's training profiles (training/selector_credit.py says what each does to the loss).
 SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
                     "first-oracle", "clean-oracle")
-SELECTOR_INITS = ("base", "sft", "gold-bc", "oracle-warmup")  # where selector GRPO starts (training/selector_sft.py)
+SELECTOR_INITS = ("base", "sft", "gold-bc", "oracle-grpo")  # where selector GRPO starts (training/selector_sft.py)
 TRAINERS = registry.TRAINERS.names()  # what each one runs: training/registry.py
 
 
@@ -491,14 +491,14 @@ class SkillGateConfig:
                 "(training/selector_credit.py); task-mask-only needs exactly 0"})
     init: str = field(default="base", metadata={
         "help": "where selector GRPO starts: base | sft (SFT on a teacher's whole winning trajectories that read the oracle first) | gold-bc (SFT on the "
-                "gold reads: the Gold-BC baseline as a start) | oracle-warmup (the method's: outcome GRPO with the "
+                "gold reads: the Gold-BC baseline as a start) | oracle-grpo (the method's: outcome GRPO with the "
                 "oracle as the only skill shown, exported mid-training and merged)"})
     teacher: BackendConfig = field(default_factory=BackendConfig, metadata={"help": "init sft: any model backend"})
     sft_steps: int = field(default=60, metadata={"help": "SFTTrainer steps of the sft / gold-bc start"})
     sft_learning_rate: float = field(default=1.0e-5, metadata={
         "help": "learning rate of the sft / gold-bc start"})
-    oracle_warmup_steps: int | None = field(default=None, metadata={
-        "help": "init oracle-warmup: GRPO steps on oracle-only slates before the export; None: half of "
+    oracle_grpo_steps: int | None = field(default=None, metadata={
+        "help": "init oracle-grpo: GRPO steps on oracle-only slates before the export; None: half of "
                 "training.max_steps (the method exports its oracle-GRPO run mid-training)"})
     max_tool_calls: int = field(default=6, metadata={"help": "reads + actions in one training rollout"})
     eval_spec: str | None = field(default=None, metadata={
@@ -514,6 +514,9 @@ class SkillGateConfig:
             self.selector_credit = "mixed_task_reward"
         _choice(self.trainer, TRAINERS, "skillgate.trainer")
         _choice(self.selector_credit, SELECTOR_CREDITS, "skillgate.selector_credit")
+        if self.init == "oracle-warmup":  # its meaning moved: never let an old config run the new recipe silently
+            raise ConfigError("skillgate.init: oracle-warmup was SFT on the gold reads, now gold-bc; the method's start "
+                              "(outcome GRPO with the oracle alone on the slate) is oracle-grpo: choose one")
         _choice(self.init, SELECTOR_INITS, "skillgate.init")
         for key in ("slate_size", "n_misleading", "n_irrelevant", "max_tool_calls", "repeats", "sft_steps"):
             if getattr(self, key) < (1 if key in ("slate_size", "max_tool_calls", "repeats", "sft_steps") else 0):
@@ -525,8 +528,8 @@ class SkillGateConfig:
         if self.init == "sft" and not registry.uses_model(self.teacher.backend):
             raise ConfigError("skillgate.init: sft clones a teacher's trajectories, so skillgate.teacher needs a "
                               "model backend (openai, anthropic, hf, vllm); gold-bc clones the gold reads")
-        if self.oracle_warmup_steps is not None and self.oracle_warmup_steps < 1:
-            raise ConfigError(f"skillgate.oracle_warmup_steps: at least 1 GRPO step, got {self.oracle_warmup_steps}")
+        if self.oracle_grpo_steps is not None and self.oracle_grpo_steps < 1:
+            raise ConfigError(f"skillgate.oracle_grpo_steps: at least 1 GRPO step, got {self.oracle_grpo_steps}")
 
 
 @dataclass
@@ -775,7 +778,7 @@ RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_ad
 LATER_KEYS = {f"canary.{key}": getattr(CanaryConfig(), key) for key in ("seeds", "split", "sealed_seed")}
 LATER_KEYS.update({f"training.{key}": None for key in ("format_warmup_steps", "format_warmup_learning_rate",
                                                         "max_turn_tokens")})
-LATER_KEYS.update({"training.grouping": "task_type", "training.curriculum": "none", "skillgate.oracle_warmup_steps": None,
+LATER_KEYS.update({"training.grouping": "task_type", "training.curriculum": "none", "skillgate.oracle_grpo_steps": None,
                    "sleep.transfer": {f.name: f.default for f in dataclasses.fields(TransferConfig)}})
 
 

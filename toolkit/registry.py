@@ -133,6 +133,7 @@ def key_env(section) -> str:
     """The environment variable a config section's API key is read from ("" when it has none)."""
     return section.api_key_env or default_key_env(section.backend) or ""
 
+
 @dataclass(frozen=True)
 class AgentCLI:
     """A coding agent run non-interactively (`skillos sleep transfer`, training/sleep/transfer.py):
@@ -148,9 +149,9 @@ class AgentCLI:
 
 AGENT_CLIS: Registry[AgentCLI] = Registry(
     "coding-agent CLI",
-    AgentCLI("claude", ("claude", "-p", "{prompt}", "--output-format", "json"), ".claude/skills",
+    AgentCLI("claude", ("claude", "-p", "--output-format", "json", "--", "{prompt}"), ".claude/skills",
              "skillos.training.sleep.transfer:claude_json"),
-    AgentCLI("codex", ("codex", "exec", "--skip-git-repo-check", "{prompt}"), ".codex/skills",
+    AgentCLI("codex", ("codex", "exec", "--skip-git-repo-check", "--", "{prompt}"), ".codex/skills",
              "skillos.training.sleep.transfer:plain_text"),
 )
 

@@ -8,8 +8,8 @@ rollout → reflect → propose → gate → update loop builds on them.
   one textual gradient the proposer reads; both in the step record (`steps.jsonl`).
 * `optimize.target: document` (`document`): one SKILL.md, its sections the edit units,
   `best_skill.md` and its history.
-* The acceptance gate is `skillos.evals.stats.accept_candidate` (paired k·SE by default; SkillOpt's strict
-  rule for comparison; indecisive when too much of the validation split was unmeasured).
+* The acceptance gate is `skillos.evals.stats.accept_candidate` (SkillOpt's strict rule by default;
+  paired k·SE where a config chooses it; indecisive when too much of the validation split was unmeasured).
 * `calibrate` (in `candidates`, with the loop optimize and sleep share): an A/A test before any
   spending. The gate judges two copies of the seed skill; a gate that accepts a copy over itself
   would accept noise, so the run refuses to start.

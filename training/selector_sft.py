@@ -1,8 +1,8 @@
 """Where selector GRPO starts (`skillgate.init`): as the method starts it, not from the base model.
 
 * `base`: GRPO from `training.model` (the tiny CPU model gets its format warm-up);
-* `oracle-warmup` (the method's start): outcome-only GRPO on the training games with the oracle
-  as the only skill on the slate, for `skillgate.oracle_warmup_steps` steps (None: half of
+* `oracle-grpo` (the method's start): outcome-only GRPO on the training games with the oracle
+  as the only skill on the slate, for `skillgate.oracle_grpo_steps` steps (None: half of
   `training.max_steps`, the method's mid-training export), then exported and merged: the model
   has learned to play with the right skill before it learns to choose one;
 * `gold-bc`: SFT on the gold reads: each training slate's first turn, then a reasoning block
@@ -19,7 +19,7 @@
 
 The SFT is TRL's SFTTrainer (`completion_only_loss`: the loss is on each row's assistant turn) for
 `skillgate.sft_steps` steps at `skillgate.sft_learning_rate`; the rest of its arguments come from
-`training.*` as the baselines' do. The oracle-warmup GRPO is the selector trainer itself, with the
+`training.*` as the baselines' do. The oracle-grpo GRPO is the selector trainer itself, with the
 config's `training.*` and the outcome-only profile. With a LoRA config the adapter is merged into
 the weights, so GRPO trains a fresh adapter on the start. Every start is written to
 OUTPUT_DIR/sft-start (an SFT start's rows to OUTPUT_DIR/sft_start.jsonl) with its summary in
@@ -115,14 +115,18 @@ def sft_args(cfg: Config, cpu: bool, out: Path):
 def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool,
           teacher=None) -> tuple[str, dict]:
     """Train the start from `model` and return (its folder, a summary: an SFT start's rows, dropped
-    turns and losses; an oracle-warmup's steps and rollouts)."""
+    turns and losses; an oracle-grpo's steps and rollouts)."""
     target = out / START
     summary_path = out / "sft_start.json"
     if (target / "config.json").is_file() and summary_path.is_file():
+        made = json.loads(summary_path.read_text())
+        if made.get("init") != cfg.skillgate.init:
+            raise SkillosError(f"{target}: a {made.get('init')!r} start, not the {cfg.skillgate.init!r} skillgate.init asks "
+                               "for; train into a new training.output_dir")
         echo(f"init {cfg.skillgate.init}: reusing {target}")
-        return str(target.resolve()), json.loads(summary_path.read_text())
-    if cfg.skillgate.init == "oracle-warmup":
-        net, tokenizer, summary = oracle_warmup(cfg, setup, model, out, echo, cpu)
+        return str(target.resolve()), made
+    if cfg.skillgate.init == "oracle-grpo":
+        net, tokenizer, summary = oracle_grpo(cfg, setup, model, out, echo, cpu)
     else:
         net, tokenizer, summary = _sft(cfg, setup, game_ids, model, out, echo, cpu, teacher)
     if hasattr(net, "merge_and_unload"):  # a LoRA start: GRPO trains its own adapter on the merged weights
@@ -139,12 +143,17 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
 
 
 def warmup_steps(cfg: Config) -> int:
-    """The oracle-warmup's GRPO steps: skillgate.oracle_warmup_steps, else half of training.max_steps."""
+    """The oracle-grpo's GRPO steps: skillgate.oracle_grpo_steps, else half of training.max_steps."""
     g = cfg.skillgate
-    return g.oracle_warmup_steps if g.oracle_warmup_steps is not None else max(1, (cfg.training.max_steps or 2) // 2)
+    if g.oracle_grpo_steps is not None:
+        return g.oracle_grpo_steps
+    if not cfg.training.max_steps or cfg.training.max_steps < 2:
+        raise SkillosError("skillgate.oracle_grpo_steps: unset, and half of training.max_steps "
+                           f"({cfg.training.max_steps}) is no GRPO step; set one of them")
+    return cfg.training.max_steps // 2
 
 
-def oracle_warmup(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
+def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     """The method's start: outcome-only GRPO with the oracle as the only skill shown, stopped at
     `warmup_steps` (its mid-training export). Returns (model, tokenizer, summary)."""
     import dataclasses
@@ -157,10 +166,11 @@ def oracle_warmup(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     from skillos.training.trainer import lora_config
 
     steps = warmup_steps(cfg)
+    model = format_warmup(cfg, setup, model, out, echo)
     warm = config_module.with_sets(cfg, ["skillgate.selector_credit=mixed_task_reward", "skillgate.init=base",
                                          f"training.max_steps={steps}"])
-    run = out / "oracle-warmup"
-    echo(f"init oracle-warmup: {steps} outcome-only GRPO steps with the oracle as the only skill on the slate")
+    run = out / "oracle-grpo"
+    echo(f"init oracle-grpo: {steps} outcome-only GRPO steps with the oracle as the only skill on the slate")
     games = [setup.games[gid] for gid in setup.games]
     reward = SlateReward(echo, "real", cfg.training.num_generations or 1, cfg.training.seed or 0)
     trainer = selector_classes()[1](
@@ -178,6 +188,18 @@ def oracle_warmup(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     return trainer.model, trainer.processing_class, summary
 
 
+def format_warmup(cfg: Config, setup, model: str, out: Path, echo) -> str:
+    """The tiny CPU model's format warm-up (it writes no tool call before it); any other model as is.
+    Part of the oracle-grpo recipe, so every arm that starts there (GRPO, BC, DPO) runs it."""
+    from skillos.evals.backends.tiny_model import TINY_NAME
+
+    if cfg.training.model != TINY_NAME:
+        return model
+    from skillos.training.selector_trainer import dataset_rows, warm
+
+    return warm(model, out, setup, dataset_rows(cfg, list(setup.games.values())), echo)
+
+
 def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, teacher=None):
     """An SFT start (sft, gold-bc) from `model`: (model, tokenizer, summary)."""
     from datasets import Dataset
@@ -192,7 +214,7 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
     rows, dropped = collect(cfg, setup, game_ids, teacher)
     if not rows:
         raise SkillosError(f"skillgate.init {cfg.skillgate.init}: no selection turn to learn from "
-                           f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init gold-bc, oracle-warmup "
+                           f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init gold-bc, oracle-grpo "
                            "or another teacher")
     tokenizer = AutoTokenizer.from_pretrained(model)
     tools = tool_schemas()

@@ -130,9 +130,9 @@ def selector_classes():
             total = sum(r["completion_tokens"] for r in rows)
             self._metrics[mode]["selection/token_share"].append(
                 sum(r["selection_tokens"] for r in rows) / total if total else float("nan"))
-            measured = [r for r in rows if r["success"] is not None]
+            shown = [r for r in rows if r["success"] is not None and r.get("with_oracle", True)]  # no twin
             self._metrics[mode]["selection/oracle_read"].append(
-                sum(r["oracle"] in r["reads"] for r in measured) / len(measured) if measured else float("nan"))
+                sum(r["oracle"] in r["reads"] for r in shown) / len(shown) if shown else float("nan"))
             if self.args.selection_log and self.accelerator.is_main_process:
                 with open(self.args.selection_log, "a", encoding="utf-8") as fh:
                     for r in rows:
@@ -251,8 +251,8 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     rows = dataset_rows(cfg, games)
     model, init = resolve(cfg.training.model), None
     # The tiny CPU model cannot call a tool before its format warm-up; an SFT start teaches the call itself.
-    if warmup and cfg.training.model == TINY_NAME and cfg.skillgate.init in ("base", "oracle-warmup"):
-        model = _warm(model, out, setup, rows, echo)
+    if warmup and cfg.training.model == TINY_NAME and cfg.skillgate.init == "base":
+        model = warm(model, out, setup, rows, echo)
     if cfg.skillgate.init != "base":  # the method's start (training/selector_sft.py)
         from skillos.training.selector_sft import start
 
@@ -286,7 +286,8 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
             "signal": learned}
 
 
-def _warm(model: str, out: Path, setup, rows, echo) -> str:
+def warm(model: str, out: Path, setup, rows, echo) -> str:
+    """The tiny model's format warm-up on the first training slates (reused when it is there)."""
     from skillos.evals.envs.slate.slates import tool_schemas
     from skillos.training.warmup import warm_up
 

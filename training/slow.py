@@ -100,7 +100,8 @@ def guidance_rules(epoch: int, steps: list[dict]) -> str:
     return "\n".join(lines)
 
 
-_HEADER = re.compile(r"^Epochs? (?:(\d+)-)?(\d+) \((\d+) steps, (\d+) candidates, (\d+) accepted\):$")
+# "Epoch 2 (3 steps, 2 candidates, 1 accepted):" (the rules'), or a model's "Epochs 1-3:" (no counts)
+_HEADER = re.compile(r"^Epochs? (?:(\d+)-)?(\d+)(?: \((\d+) steps, (\d+) candidates, (\d+) accepted\))?:$")
 _LINES = {  # kind -> (the line a rule writes, read back: subject, count, of)
     "failing": re.compile(r"^- kept failing: (\S+) tasks read no skill in (\d+) of (\d+) steps$"),
     "citing": re.compile(r"^- failures kept citing (\S+) \((\d+) of (\d+) steps\): follow it with care$"),
@@ -119,13 +120,18 @@ def consolidate(old: str, new: str) -> str:
     """The guidance block rewritten from the old block and the epoch's new guidance (the rules'):
     one line per subject and kind with its counts summed over the epochs, a subject's newest word
     replacing an older one it contradicts, one header over all the epochs, lines the rules did not
-    write (a model's) kept newest first, all within MAX_GUIDANCE_LINES."""
-    epochs, totals, merged, other = [], [0, 0, 0], {}, []
+    write (a model's) kept newest first, all within MAX_GUIDANCE_LINES. A count is of every step the
+    header counts (a subject not reported in an epoch was not seen in its steps); where a header
+    came without counts (a model's), the header says so and each line keeps its own."""
+    epochs, totals, counted, merged, other = [], [0, 0, 0], True, {}, []
     for newer, text in enumerate((old, new)):
         for line in (x.strip() for x in text.splitlines()):
             if m := _HEADER.match(line):
                 epochs += [int(m.group(1) or m.group(2)), int(m.group(2))]
-                totals = [t + int(v) for t, v in zip(totals, m.groups()[2:])]
+                if m.group(3) is None:
+                    counted = False
+                else:
+                    totals = [t + int(v) for t, v in zip(totals, m.groups()[2:])]
             elif found := next(((k, m) for k, p in _LINES.items() if (m := p.match(line))), None):
                 kind, m = found
                 subject, n, of = m.group(1), int(m.group(2)), int(m.group(3)) if kind != "held" else 0
@@ -138,10 +144,11 @@ def consolidate(old: str, new: str) -> str:
     out = []
     if epochs:
         span = f"Epoch {epochs[0]}" if len(set(epochs)) == 1 else f"Epochs {min(epochs)}-{max(epochs)}"
-        out.append(f"{span} ({totals[0]} steps, {totals[1]} candidates, {totals[2]} accepted):")
+        out.append(f"{span} ({totals[0]} steps, {totals[1]} candidates, {totals[2]} accepted):" if counted
+                   else f"{span} (some epochs summarized by a model: counts are per line):")
     order = ("failing", "citing", "held")
     for (subject, kind), (n, of) in sorted(merged.items(), key=lambda kv: (order.index(kv[0][1]), -kv[1][0], kv[0][0])):
-        out.append(_line(kind, subject, n, of))
+        out.append(_line(kind, subject, n, totals[0] if counted and epochs else of))
     out += [line for _, line in sorted(other, key=lambda x: -x[0])]
     return "\n".join(out[:MAX_GUIDANCE_LINES])
 
@@ -231,7 +238,7 @@ def meta_lessons(epoch: int, steps: list[dict], history: list[dict]) -> str:
         tried, won = ops[(op, True)] + ops[(op, False)], ops[(op, True)]
         lines.append(f"- {op} edits: {won} of {tried} in accepted candidates.")
     if len(lines) == 1:
-        lines.append("- no edit was tried this epoch.")
+        lines.append("- no edit was tried.")
     return "\n".join(lines) + "\n"
 
 

@@ -48,7 +48,7 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         logging_steps=1, save_strategy="steps",
         remove_unused_columns=False,  # reset(**row) needs game_ids and task_type
     )
-    if t.curriculum != "none":  # the rows are in the curriculum's order: TRL must read them so
+    if t.curriculum != "none" and cfg.skillgate.trainer == "curator":  # rows in the curriculum's order: read so
         kwargs["shuffle_dataset"] = False
     if t.max_turn_tokens:  # one response, not the rollout: the cap every generation call of a turn gets
         kwargs["generation_kwargs"] = {"max_tokens" if t.use_vllm else "max_new_tokens": t.max_turn_tokens}

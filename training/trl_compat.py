@@ -13,9 +13,12 @@ skillos's GRPO trainers wrap or call GRPOTrainer internals that TRL does not pro
   `_compute_loss` takes as they are and only unsqueezes when they are (B,) (`PER_TOKEN`).
 
 They were read from TRL `WRITTEN_FOR`; pyproject pins `PIN` to match. Another TRL is refused when
-this module is imported (`check_version`: one line naming both versions), and every method's
-parameters and the per-token path are checked when a trainer class is built (`check`), so a TRL
-that moved its internals is a one-line error, never a silently different run.
+this module is imported (`check_version`: one line naming both versions); when a trainer class is
+built, the methods it relies on are checked for their parameters (`check`: the rollout trainer,
+the prompt cap) and the selector trainer checks the per-token path (`check_per_token`), so a TRL
+that moved its internals is a one-line error, never a silently different run. `ATTRIBUTES` is
+instance state, which no class check can see: it is the list a reader of this module and the
+structural test hold the code to.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def check_version(found: str | None = None) -> None:
 
 def check(trainer_cls=None, names=None) -> None:
     """`trainer_cls` (GRPOTrainer by default) has each of METHODS (or `names`) with the parameters
-    skillos relies on, and its loss takes per-token advantages; else a one-line SkillosError."""
+    skillos relies on; else a one-line SkillosError."""
     if trainer_cls is None:
         from trl import GRPOTrainer as trainer_cls
     version = installed()

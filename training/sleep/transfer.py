@@ -14,7 +14,12 @@ agent's reported cost reaches `max_cost_usd`, the remaining runs are not made. A
 (a non-zero exit, a timeout, output that cannot be read) is unmeasured with its reason, never a
 failure; so is a check the harness cannot grade (a rubric without a judge, a tool check on an
 answer that reports no tool calls). The arms alternate which goes first from task to task, so a
-cap or an outage that starts mid-run does not fall on one arm only.
+cap or an outage that starts mid-run does not fall on one arm only. With repeats, a task's runs are
+one unit (its success rate), never independent pairs.
+
+Each run is isolated from the others (a fresh workspace), not from the agent's own user-level
+setup: a skill installed for the user (e.g. ~/.claude/skills/NAME) is seen by both arms, so check
+that the skill under test is not installed there.
 """
 
 from __future__ import annotations
@@ -175,7 +180,7 @@ def transfer(cfg, skill: str | Path, tasks_file: str | Path, out: str | Path, ec
                 rows.append({"task": task.id, "repeat": repeat, "arm": arm, **run, "success": success,
                              "unmeasured_reason": why if success is None else None,
                              "why": why if success is False else None})
-    report = summarize(rows, cfg.eval.alpha, cfg.eval.power, cfg.eval.bootstrap)
+    report = summarize(rows, cfg.eval.alpha, cfg.eval.power, cfg.eval.bootstrap, t.repeats)
     report.update(agent=agent.name, skill=str(path), tasks=len(tasks), repeats=t.repeats,
                   budget={"runs": runner.calls, "planned": calls, "max_calls": t.max_calls,
                           "minutes": round((time.monotonic() - runner.started) / 60, 3),
@@ -188,7 +193,7 @@ def transfer(cfg, skill: str | Path, tasks_file: str | Path, out: str | Path, ec
     return report
 
 
-def summarize(rows: list[dict], alpha: float, power: float, n_boot: int) -> dict:
+def summarize(rows: list[dict], alpha: float, power: float, n_boot: int, repeats: int = 1) -> dict:
     """Per arm: success with its denominator and the unmeasured runs by reason; the paired
     comparison with_skill vs without_skill and its verdict (stats)."""
     from skillos.evals import stats
@@ -202,9 +207,16 @@ def summarize(rows: list[dict], alpha: float, power: float, n_boot: int) -> dict
                                  **({} if measured else {"reason": "no run was measured"})},
                      "runs": len(mine), "unmeasured": len(mine) - len(measured),
                      "unmeasured_reasons": dict(Counter(r["unmeasured_reason"] for r in mine if r["success"] is None))}
-    by = {arm: {f"{r['task']}#{r['repeat']}": r["success"] for r in rows if r["arm"] == arm} for arm in ARMS}
-    comparison = stats.compare(by["without_skill"], by["with_skill"], names=("with_skill", "without_skill"),
-                               alpha=alpha, power=power, n_boot=n_boot)
+    # The unit is the task: with repeats, its success rate over its measured runs (a sign test over
+    # tasks); with one run, its outcome (McNemar). Repeats are never independent pairs.
+    by = {arm: {} for arm in ARMS}
+    for arm in ARMS:
+        for task in dict.fromkeys(r["task"] for r in rows):
+            runs = [r["success"] for r in rows if r["arm"] == arm and r["task"] == task and r["success"] is not None]
+            by[arm][task] = (sum(runs) / len(runs) if runs else None) if repeats > 1 else (runs[0] if runs else None)
+    compare = stats.compare_values if repeats > 1 else stats.compare
+    comparison = compare(by["without_skill"], by["with_skill"], names=("with_skill", "without_skill"),
+                         alpha=alpha, power=power, n_boot=n_boot)
     verdict = stats.verdicts({"with_skill": comparison}, alpha=alpha, family="with vs without the skill",
                              correction="none")["with_skill"]
     return {"arms": arms, "comparison": comparison.to_dict(), "verdict": verdict.to_dict()}

@@ -287,7 +287,7 @@ class SlateRetriever:
 class SlateSetup:
     """What every rollout of a selector run shares: the frozen slates, their skills, the games.
     `no_slate` (the no_skill profile): the executor plays with no slate. `oracle_only` (the
-    oracle-warmup start's GRPO): the slate shows the oracle alone. `paired` (hybrid_slate):
+    oracle-grpo start's GRPO): the slate shows the oracle alone. `paired` (hybrid_slate):
     environments alternate by their place in the batch (TRL hands pool instance k to rollout k
     of every batch): even ones show the slate, odd ones its twin without the oracle."""
 
@@ -440,9 +440,9 @@ def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
 
 # -- selection metrics ------------------------------------------------------------------------
 
-def _rate(numerator: int, denominator: int) -> dict:
+def _rate(numerator: int, denominator: int, none: str = "no measured episodes") -> dict:
     return {"value": numerator / denominator if denominator else None, "n": numerator,
-            "of": denominator, **({} if denominator else {"reason": "no measured episodes"})}
+            "of": denominator, **({} if denominator else {"reason": none})}
 
 
 def clean_oracle(roles) -> bool:
@@ -465,21 +465,26 @@ def selection_metrics(rows: list[dict]) -> dict:
     episodes that read a skill of each category (oracle / relevant / misleading / irrelevant) at
     all, read nothing, and what their first read was (`first_read`: the categories, off_slate,
     no_read; they sum to the measured episodes). Unmeasured episodes are out of every rate and
-    counted. Rows with `selects: False` (an executor handed every skill's body, such as the CPU
-    one, which chooses nothing to read) leave every selection rate unmeasured, with the reason."""
+    counted. The oracle rates count only episodes shown the oracle (`with_oracle`, absent: shown):
+    a hybrid_slate twin could not read it. Rows with `selects: False` (an executor handed every
+    skill's body, such as the CPU one, which chooses nothing to read) leave every selection rate
+    unmeasured, with the reason."""
     measured = [r for r in rows if r.get("success") is not None]
     n = len(measured)
     if any(r.get("selects") is False for r in measured):
         return _no_selection(rows, measured)
     reads = sum(len(r["reads"]) for r in measured)
+    # a hybrid_slate twin was shown no oracle: it cannot read one, so it is out of the oracle rates
+    shown = [r for r in measured if r.get("with_oracle", True)]
+    no_oracle = "no measured episode was shown the oracle"
     counted = [r for r in measured if r.get("completion_tokens")]
     sel_tokens = sum(r.get("selection_tokens") or 0 for r in counted)
     all_tokens = sum(r["completion_tokens"] for r in counted)
     return {
         "episodes": len(rows), "measured": n, "unmeasured": len(rows) - n,
         "success": _rate(sum(bool(r["success"]) for r in measured), n),
-        "oracle_read": _rate(sum("oracle" in r["read_roles"] for r in measured), n),
-        "clean_oracle_read": _rate(sum(clean_oracle(r["read_roles"]) for r in measured), n),
+        "oracle_read": _rate(sum("oracle" in r["read_roles"] for r in shown), len(shown), no_oracle),
+        "clean_oracle_read": _rate(sum(clean_oracle(r["read_roles"]) for r in shown), len(shown), no_oracle),
         "relevant_read": _rate(sum("relevant" in r["read_roles"] for r in measured), n),
         "misleading_read": _rate(sum("misleading" in r["read_roles"] for r in measured), n),
         "irrelevant_read": _rate(sum("irrelevant" in r["read_roles"] for r in measured), n),
