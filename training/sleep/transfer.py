@@ -193,7 +193,7 @@ def transfer(cfg, skill: str | Path, tasks_file: str | Path, out: str | Path, ec
     return report
 
 
-def summarize(rows: list[dict], alpha: float, power: float, n_boot: int, repeats: int = 1) -> dict:
+def summarize(rows: list[dict], alpha: float, power: float, n_boot: int, repeats: int) -> dict:
     """Per arm: success with its denominator and the unmeasured runs by reason; the paired
     comparison with_skill vs without_skill and its verdict (stats)."""
     from skillos.evals import stats
