@@ -20,6 +20,7 @@ from typing import Callable
 
 from skillos.config import Config, check_inputs, curator_config, static_repo_path
 from skillos.errors import SkillError, SkillosError
+from skillos.registry import compute_of
 from skillos.evals import report as reporting
 from skillos.evals import conclusion, run_folder, trace
 from skillos.evals.arms import arm_settings, game_sets, learns, load_games
@@ -84,7 +85,7 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
     jobs = [(cfg, arm, held_out, train, out, done.get(arm, {})) for arm in cfg.eval.arms]
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
     try:
-        if cfg.compute.backend == "ray":  # each arm a Ray task; rows written here, as they finish
+        if compute_of(cfg).distributes:  # each arm a Ray task; rows written here, as they finish
             from skillos.evals import distributed
 
             rows = distributed.play_arms(jobs, out, progress)
@@ -214,7 +215,7 @@ def _start_worker(parent_pid: int, events, workers: int = 1) -> None:
 def share_cores(workers: int) -> None:
     """This worker's share of the cores for a local model's math: torch takes every core in each
     process, and `workers` processes each doing so ran a 2-arm hf eval on 2 cores ~2x slower than
-    one thread each (measured, README). Set before torch is imported (OMP_NUM_THREADS) or after."""
+    one thread each (measured, docs/backends.md). Set before torch is imported (OMP_NUM_THREADS) or after."""
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)

@@ -18,11 +18,11 @@ from pathlib import Path
 from skillos.config import Config, relative_to_config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
-from skillos.evals.envs.slate.audit import render as render_audit
-from skillos.evals.envs.slate.slates import (SlateRetriever, build_slates, freeze, load_frozen, render_metrics,
-                                             selection_metrics, tasks_of)
 from skillos.files import write_atomic
 from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS, NO_MODEL
+from skillos.evals.envs.registry import environment
+
+SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
 ROWS, REPORT, SPEC = "slate_games.jsonl", "slate_report.json", "eval_spec.yaml"
 
@@ -53,20 +53,18 @@ def arm_executors(cfg: Config, checkpoints: dict[str, str]) -> dict:
 def run_pins(cfg: Config, games, snapshot_hash: str) -> protocol.EvalSpec:
     """The pins of a run. The prompt and tool-schema hashes are of the bytes the slate executor
     sends, rendered by the functions that send them (envs/slate/executor.py: `sent_templates`, `tools_sent`)."""
-    from skillos.evals.envs.slate.executor import sent_templates, tools_sent
 
     return protocol.EvalSpec(
         task_set=protocol.task_set_hash(games), repeats=cfg.skillgate.repeats, seed=cfg.env.seed,
-        prompt_hash=protocol.digest(sent_templates()),
-        tool_schema_hash=protocol.digest(tools_sent()), snapshot_hash=snapshot_hash)
+        prompt_hash=protocol.digest(SLATE.sent_templates()),
+        tool_schema_hash=protocol.digest(SLATE.tools_sent()), snapshot_hash=snapshot_hash)
 
 
 def config_pins(cfg: Config, games) -> dict:
     """The pins a slate eval of `cfg` on `games` would run under (nothing is written)."""
-    from skillos.evals.envs.slate.slates import manifest_of
 
-    repo, slates = build_slates(cfg, games)
-    return run_pins(cfg, games, manifest_of(repo, slates)["snapshot_hash"]).pins()
+    repo, slates = SLATE.build_slates(cfg, games)
+    return run_pins(cfg, games, SLATE.manifest_of(repo, slates)["snapshot_hash"]).pins()
 
 
 def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | None, echo, gate) -> dict:
@@ -83,9 +81,9 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     if (out / REPORT).exists():
         raise SkillosError(f"{out}: already holds a slate report; evaluate into a new folder")
     games = load_games(cfg, cfg.env.split, cfg.env.n_games)
-    manifest = freeze(*build_slates(cfg, games), out / "slate", tasks_of(games))
-    echo(render_audit(manifest["listing_audit"]))
-    repo, slates, _ = load_frozen(out / "slate")  # play from the snapshot, not the source folder
+    manifest = SLATE.freeze(*SLATE.build_slates(cfg, games), out / "slate", SLATE.tasks_of(games))
+    echo(SLATE.render_audit(manifest["listing_audit"]))
+    repo, slates, _ = SLATE.load_frozen(out / "slate")  # play from the snapshot, not the source folder
     pins = run_pins(cfg, games, manifest["snapshot_hash"]).pins()
     if g.eval_spec:
         frozen = protocol.load_spec(relative_to_config(cfg, g.eval_spec)).pins()
@@ -99,7 +97,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
         for repeat in range(g.repeats):
             for game in games:
                 slate = slates[game.id]
-                traj = play(env, executor, SlateRetriever(repo, slate), game, cfg.env.max_steps,
+                traj = play(env, executor, SLATE.SlateRetriever(repo, slate), game, cfg.env.max_steps,
                             len(slate.order))
                 episode = executor.last
                 reads = [r.name for r in traj.reads]
@@ -112,7 +110,7 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
                     "steps": len(traj.steps), "coerced_actions": traj.coerced,
                     "completion_tokens": getattr(episode, "completion_tokens", None),
                     "selection_tokens": getattr(episode, "selection_tokens", None), "pins": pins})
-        echo(render_metrics(arm, selection_metrics([r for r in rows if r["arm"] == arm])))
+        echo(SLATE.render_metrics(arm, SLATE.selection_metrics([r for r in rows if r["arm"] == arm])))
     write_atomic(out / ROWS, "".join(json.dumps(r) + "\n" for r in rows))
     protocol.write_spec(protocol.EvalSpec(**pins), out / SPEC)  # freeze it with skillgate.eval_spec
     report = summarize(rows, cfg.eval.alpha, cfg.eval.power, cfg.eval.bootstrap)
@@ -134,7 +132,7 @@ def summarize(rows: list[dict], alpha: float, power: float, n_boot: int) -> dict
     repeats = max((r["repeat"] for r in rows), default=0) + 1
     report = {"pins": rows[0]["pins"] if rows else None, "arms": {}, "comparisons": []}
     for arm, arm_rows in by_arm.items():
-        report["arms"][arm] = {"selection": selection_metrics(arm_rows),
+        report["arms"][arm] = {"selection": SLATE.selection_metrics(arm_rows),
                                "pass": [protocol.pass_metrics(arm_rows, k) for k in range(1, repeats + 1)]}
     control = arms[0] if arms else None
     report["pass_comparisons"] = [{"control": control, "treatment": arm, "pass": protocol.pass_comparison(

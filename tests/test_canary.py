@@ -209,7 +209,7 @@ def test_the_modules_a_run_imported_are_read_from_sys_modules():
 
 
 def test_every_canary_resolves_its_config_and_each_size_is_its_own_identity():
-    for name in canaries.CANARIES:
+    for name in canaries.CANARIES.names():
         chosen = canaries.canary(name)
         full, quick = (identity.config_digest(chosen.config(q)) for q in (False, True))
         assert chosen.metric and full != quick, name

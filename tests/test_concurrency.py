@@ -49,7 +49,7 @@ def test_a_wave_plays_on_one_repo_snapshot_then_curates_in_order(games):
 
 def test_an_outage_with_games_in_flight_aborts_and_scores_nothing(games, monkeypatch):
     from skillos.config import BackendConfig
-    from skillos.evals.backends.llm_executor import LLMExecutor
+    from skillos.evals.envs.household.llm import LLMExecutor
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.runner import ArmAborted, run_arm
 

@@ -74,7 +74,8 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
     def always_fails(ctx):
         return core.Result("planted", (7,), "FAIL", detail="planted by the test")
 
-    monkeypatch.setattr(core, "STATIC", core.STATIC + [always_fails])
+    real = core.checks
+    monkeypatch.setattr(core, "checks", lambda phase: real(phase) + ([always_fails] if phase == "static" else []))
     repo = tmp_path / "step-10"
     repo.mkdir()
     out = tmp_path / "run"

@@ -12,7 +12,7 @@ from llm_server import ScriptedLLM
 from skillos.config import BackendConfig, CuratorConfig
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import BackendError, make_chat
-from skillos.evals.backends.llm_executor import LLMExecutor, parse_action
+from skillos.evals.envs.household.llm import LLMExecutor, parse_action
 from skillos.repo import Skill
 
 

@@ -520,7 +520,7 @@ def test_the_prompt_pin_is_the_hash_of_what_the_slate_executor_sends(monkeypatch
     from types import SimpleNamespace
 
     from skillos.evals import slate_eval
-    from skillos.evals.backends import llm_executor
+    from skillos.evals.envs.household import llm as llm_executor
     from skillos.evals.envs.slate import executor as slate_executor
     from skillos.evals.envs.slate import slates as slate
 

@@ -200,8 +200,8 @@ def test_the_launch_gates_refuse_a_night_before_any_call(world, monkeypatch):
     from skillos.gates import core
 
     make, skill, home = world
-    monkeypatch.setattr(core, "STATIC", core.STATIC + [
-        lambda ctx: core.Result("planted", (7,), "FAIL", detail="planted by the test")])
+    real, planted = core.checks, lambda ctx: core.Result("planted", (7,), "FAIL", detail="planted by the test")
+    monkeypatch.setattr(core, "checks", lambda phase: real(phase) + ([planted] if phase == "static" else []))
     with ScriptedLLM(follows_the_skill) as server:
         with pytest.raises(gates.GateRefused, match="planted"):
             skillos.sleep(make(server), echo=lambda _: None)

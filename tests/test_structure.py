@@ -190,3 +190,108 @@ def test_the_no_model_backend_is_asked_of_the_registry():
     assert no_model_comparisons(package_sources()) == []
     planted = {"evals/x.py": 'def f(b):\n    return b.backend == "heuristic" or b.judge in (None, "heuristic")\n'}
     assert no_model_comparisons(planted) == ["evals/x.py:2"] * 2  # the == and the tuple
+
+
+SLATE_PACKAGE = "skillos.evals.envs.slate"
+SLATE_HOME = "evals/envs/slate/"
+
+
+def slate_imports(sources: dict[str, str]) -> list[str]:
+    """Imports of the slate's own modules from outside its folder: every other module asks
+    `environment("slate")` (evals/envs/slate/environment.py) for what it uses."""
+    found = []
+    for path, text in sources.items():
+        if path.startswith(SLATE_HOME):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == SLATE_PACKAGE or n.startswith(SLATE_PACKAGE + ".") for n in names):
+                found.append(f"{path}:{node.lineno}")
+    return found
+
+
+def test_the_slate_is_reached_only_through_the_environment_protocol():
+    assert slate_imports(package_sources()) == []
+    planted = {"training/x.py": "def f():\n    from skillos.evals.envs.slate.slates import SYSTEM\n    return SYSTEM\n",
+               "evals/y.py": "import skillos.evals.envs.slate.audit\n",
+               "evals/envs/slate/z.py": "from skillos.evals.envs.slate import slates\n"}
+    assert slate_imports(planted) == ["training/x.py:2", "evals/y.py:1"]
+
+
+def name_branches(sources: dict[str, str], names, about: str, home: str) -> list[str]:
+    """Comparisons (==, !=, in, not in) of an expression that mentions `about` ("trainer") with a
+    literal registered name: a branch on the name where the registry entry should be asked what
+    it can do. The registry itself (`home`) is where names are spelled."""
+    def literals(node) -> set:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        return set()
+
+    found = []
+    for path, text in sources.items():
+        if path == home:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            named = set().union(*(literals(o) for o in operands)) & set(names)
+            others = [ast.get_source_segment(text, o) or "" for o in operands if not literals(o)]
+            if named and any(about in o for o in others):
+                found.append(f"{path}:{node.lineno}")
+    return found
+
+
+def test_no_module_branches_on_a_trainer_name():
+    from skillos.registry import TRAINERS
+
+    assert name_branches(package_sources(), TRAINERS.names(), "trainer", BACKENDS_HOME) == []
+    planted = {"toolkit/gates/x.py": 'def f(cfg, t):\n    if cfg.skillgate.trainer == "curator":\n'
+                                     '        return t.trainer in ("selector-bc", "selector-dpo")\n'
+                                     '    return cfg.section == "curator"\n'}
+    assert name_branches(planted, TRAINERS.names(), "trainer", BACKENDS_HOME) == ["toolkit/gates/x.py:2",
+                                                                                 "toolkit/gates/x.py:3"]
+
+
+def test_no_module_branches_on_a_compute_backend_name():
+    from skillos.registry import COMPUTE
+
+    assert name_branches(package_sources(), COMPUTE.names(), "backend", BACKENDS_HOME) == []
+    planted = {"training/x.py": 'def f(cfg, p):\n    if cfg.compute.backend not in ("accelerate", "modal"):\n'
+                                '        return p["backend"] == "local"\n    return cfg.sweep.serve == "local"\n'}
+    assert name_branches(planted, COMPUTE.names(), "backend", BACKENDS_HOME) == ["training/x.py:2", "training/x.py:3"]
+
+
+def test_every_compute_backend_that_trains_has_its_plan_and_run():
+    from skillos.registry import COMPUTE
+
+    for entry in COMPUTE:
+        if entry.trains:
+            plan, run = entry.launch_functions()
+            assert callable(plan) and callable(run), entry.name
+        assert entry.in_process or entry.watched or not entry.trains, entry.name
+
+
+def marked_checks(sources: dict[str, str]) -> dict[str, int]:
+    """Gate module -> how many of its functions carry a phase decorator (@static, @dry_run, @machine)."""
+    found = {}
+    for path, text in sources.items():
+        if not path.startswith("toolkit/gates/"):
+            continue
+        n = sum(1 for node in ast.walk(ast.parse(text)) if isinstance(node, ast.FunctionDef)
+                for d in node.decorator_list if isinstance(d, ast.Name) and d.id in ("static", "dry_run", "machine"))
+        if n:
+            found[path.rsplit("/", 1)[-1].removesuffix(".py")] = n
+    return found
+
+
+def test_every_marked_gate_check_is_registered_explicitly():
+    from skillos.gates import core
+
+    marked = marked_checks(package_sources())
+    assert set(marked) <= set(core.CHECK_MODULES), "a gate module with checks that CHECK_MODULES does not list"
+    assert sum(len(core.checks(p)) for p in core.PHASES) == sum(marked.values())
+    assert marked_checks({"toolkit/gates/new.py": "@static\ndef f(ctx):\n    pass\n"}) == {"new": 1}

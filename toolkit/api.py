@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 from skillos import config as cfgmod
 from skillos import gates
+from skillos.registry import IN_PROCESS, compute_of
 from skillos.config import Config
 from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
@@ -250,7 +251,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
         if dry_run:
             plans[target] = {"arms": list(cfg.eval.arms), "serve": cfg.sweep.serve, "server": served,
                              "wall": serve_adapters.expected_wall(cfg)}
-            if cfg.compute.backend == "ray":
+            if compute_of(cfg).distributes:
                 from skillos.evals import distributed
 
                 plans[target]["ray"] = distributed.plan(cfg)
@@ -467,9 +468,9 @@ def _train_runs(cfg: Config, *, dry_run: bool, echo: Echo | None, **launch_args)
     has nothing left to do). `dry_run`: every run's launch plan, the gates on the first."""
     from skillos.training import launch
 
-    if cfg.compute.backend != "local":  # its workers load the config file, which names the whole matrix
-        raise SkillosError(f"{cfg.source or 'config'}: a matrix or experiment.seeds trains on compute.backend local "
-                           f"only; for {cfg.compute.backend}, write one config per run")
+    if not compute_of(cfg).in_process:  # its workers load the config file, which names the whole matrix
+        raise SkillosError(f"{cfg.source or 'config'}: a matrix or experiment.seeds trains on compute.backend "
+                           f"{IN_PROCESS} only; for {cfg.compute.backend}, write one config per run")
     base = cfgmod.training_output_dir(cfg)
     runs = [(r.label, cfgmod.with_sets(r.cfg, [f"training.output_dir={base / r.label}"])) for r in cfgmod.expand(cfg)]
     if dry_run:
@@ -619,7 +620,7 @@ def _ledger(ledger, needed: bool = True) -> Iterator:
 def _cluster(cfg: Config):
     """compute.backend ray: one Ray cluster joined for every run of a matrix (each run's arms are
     its tasks, the runs in turn); else nothing."""
-    if cfg.compute.backend != "ray":
+    if not compute_of(cfg).distributes:
         return contextlib.nullcontext()
     from skillos.evals.distributed import cluster
 

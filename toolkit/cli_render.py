@@ -112,7 +112,10 @@ def optimize_lines(report: dict) -> list[str]:
 def train_lines(summary: dict) -> list[str]:
     if "runs" in summary:  # a matrix or seed replicates: one line per run
         return [f"{label}: {line}" for label, run in summary["runs"].items() for line in train_lines(run)]
-    if summary.get("backend", "local") != "local":
+    from skillos.registry import COMPUTE
+
+    launched = COMPUTE.get(summary.get("backend"))
+    if launched is not None and not launched.in_process:  # handed to another process: its exit code
         return [f"{summary['backend']} launch exited {summary['returncode']}"]
     return [f"trained {len(summary['steps'])} steps; checkpoints: "
             f"{', '.join(summary['checkpoints']) or 'none'}"]
@@ -294,11 +297,12 @@ def site_lines(result: dict) -> list[str]:
 
 def slate_lines(report: dict) -> list[str]:
     """A slate eval or comparison: selection metrics and pass@k per arm, then the comparisons."""
-    from skillos.evals.envs.slate.slates import render_metrics
+    from skillos.evals.envs.registry import environment
+    slate_domain = environment("slate")
 
     lines = []
     for arm, data in report["arms"].items():
-        lines.append(render_metrics(arm, data["selection"]))
+        lines.append(slate_domain.render_metrics(arm, data["selection"]))
         for p in data["pass"]:
             for form, label in (("protocol", "protocol (errored plays count as failures)"),
                                 ("measured_only", "measured-only")):

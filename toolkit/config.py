@@ -35,8 +35,7 @@ REASONING_FAMILIES = ("remainder-of-power", "linear-equation", "arithmetic-serie
                       "greatest-common-divisor", "divisor-count", "prime-choice", "digit-sum-of-power")
 SPLITS = ("train", "valid_seen", "valid_unseen")
 BACKENDS = registry.BACKENDS.names()  # their facts (extra, key variable, local or not): skillos/registry.py
-COMPUTE_BACKENDS = ("local", "accelerate", "modal", "ray")  # ray: evals and sweeps only (evals/distributed.py)
-TRAINING_BACKENDS = ("local", "accelerate", "modal")
+COMPUTE_BACKENDS = registry.COMPUTE.names()  # what each does and needs: skillos/registry.py
 REPORT_TO = ("tensorboard", "trackio", "wandb", "none")  # TRL / transformers logging integrations
 CURATOR_TOOLS = ("paper", "curate_and_advance")
 RETRIEVAL_MODES = ("bm25", "shuffled")
@@ -797,8 +796,9 @@ def identity(data: dict) -> dict:
         section, _, leaf = key.partition(".")
         if leaf in data.get(section, {}) and data[section][leaf] == default:
             del data[section][leaf]
-    if data.get("compute", {}).get("backend") == "ray":
-        data["compute"]["backend"] = "local"
+    compute = registry.COMPUTE.get(data.get("compute", {}).get("backend"))
+    if compute is not None and compute.distributes:  # the same runs as in this process: the same identity
+        data["compute"]["backend"] = registry.IN_PROCESS
     return data
 
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillos.config import curator_config
-from skillos.registry import BACKENDS, uses_model
+from skillos.registry import BACKENDS, COMPUTE, compute_of, uses_model
 
 MODEL_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer")
-GPU_BACKENDS = ("accelerate", "modal")  # compute.backend values that launch on GPUs
+GPU_BACKENDS = tuple(c.name for c in COMPUTE if c.spends_gpus)  # compute.backend values that launch on GPUs
 HIDE_CUDA = "CUDA_VISIBLE_DEVICES="  # what keeps a launch on the CPU of a machine with GPUs
 MODAL_GPU = "H100"  # what a Modal launch asks for when compute.gpu names none: one per process
 
@@ -33,7 +33,7 @@ def gpu_spec(cfg) -> str | None:
     c = cfg.compute
     if c.gpu:
         return c.gpu
-    return f"{MODAL_GPU}:{c.num_processes}" if c.backend == "modal" else None
+    return f"{MODAL_GPU}:{c.num_processes}" if compute_of(cfg).gpu_by_type else None
 
 
 def gpus_per_machine(cfg) -> int | None:
@@ -107,7 +107,7 @@ def declared(cfg) -> list[str]:
         out.append(f"compute.gpu {c.gpu}")
     if c.backend in GPU_BACKENDS:
         out.append(f"compute.backend {c.backend}")
-    if (c.ray_gpus_per_task or 0) > 0 and c.backend == "ray":
+    if (c.ray_gpus_per_task or 0) > 0 and compute_of(cfg).distributes:
         out.append(f"compute.ray_gpus_per_task {c.ray_gpus_per_task:g}")
     for where, backend in _backends(cfg):
         entry = BACKENDS.get(backend)

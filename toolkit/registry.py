@@ -1,4 +1,5 @@
-"""What plugs in by name: model backends, environments and trainers, each a table of entries.
+"""What plugs in by name: model backends, compute backends, environments, trainers and canaries,
+each a table of entries.
 
 Every fact about a backend (its class, pip extra, key variable, whether it runs here, what
 `doctor` and the gates check) is one entry in BACKENDS; the config schema, `make_chat`, the
@@ -49,11 +50,19 @@ class Environment:
 
 @dataclass(frozen=True)
 class Trainer:
+    """One trainer, with what the gates ask of it: they read these capabilities, never its name."""
+
     name: str
     target: str  # "module" (its `train`) or "module:function"; called as train(cfg, ledger, echo=...)
     args_spec: str  # "module:function" -> (class, keyword arguments) the trainer is built with
-    grpo: bool = False  # trains with GRPO (group-relative advantages): the GRPO gates apply
+    grpo: bool = False  # trains with GRPO (group-relative advantages): the GRPO gates apply; else fixed rows
     plays_itself: bool = False  # the trained model is the executor: no executor model runs beside it in training
+    # The trained model is the curator (SkillOS Algorithm 1): rollouts of |G| tasks, retrieval, the
+    # r_fc/r_cnt/r_comp reward and its judge. The others play one slate task per rollout, rewarded
+    # by its outcome, with the slate as the protocol (no retrieval).
+    curates: bool = False
+    selector_credit: bool = False  # reads skillgate.selector_credit and selector_coef
+    trainer_class: str | None = None  # "module:function(cfg)" -> its TRL trainer class (the gates' trace)
 
     def train_function(self):
         return load(self.target, "train")
@@ -90,9 +99,6 @@ class Registry(Generic[E]):
 
 
 TORCH_FIRST = "pip install torch==2.13.0 (CPU build; first, or pip pulls CUDA) && "
-# compute.backend ray (evals/distributed.py): what it imports, and the line that installs it (the
-# gates' extras check, doctor and the driver's own error read them here)
-RAY_MODULES, RAY_INSTALL = ("ray",), "pip install 'skillos[ray]'"
 
 BACKENDS: Registry[Backend] = Registry(
     "backend",
@@ -135,6 +141,54 @@ def key_env(section) -> str:
 
 
 @dataclass(frozen=True)
+class Compute:
+    """Where a run's work goes (`compute.backend`), with what the gates, the launcher and the
+    eval ask of it: they read these, never its name."""
+
+    name: str
+    in_process: bool = False  # runs in this process, on this machine
+    trains: str | None = None  # "module:plan_function,run_function" of a training launch (training/launch.py); None: no training
+    distributes: bool = False  # eval, sweep and canary runs as tasks on a cluster (evals/distributed.py)
+    spends_gpus: bool = False  # launches on GPUs: a person's approval and a passing canary come first
+    multi_node: bool = False  # launches on several machines, its plan placing servers on GPUs beside training
+    own_image: bool = False  # runs in an image that installs its own extras: this machine's are not checked
+    gpu_by_type: bool = False  # asks a provider for GPUs by TYPE:N (devices.gpu_spec's default when none is named)
+    modules: tuple = ()  # what must import for it to run: the gates' extras check
+    install: str = ""  # the line that installs those modules
+    watched: str = ""  # where gate 7's watchdog runs beside a training launch
+
+    def launch_functions(self):
+        """(plan, run) of its training launch (training/launch.py)."""
+        module, _, names = (self.trains or "").partition(":")
+        return tuple(load(f"{module}:{n}") for n in names.split(","))
+
+
+# compute.backend ray (evals/distributed.py): what it imports, and the line that installs it (the
+# gates' extras check, doctor and the driver's own error read them here)
+RAY_MODULES, RAY_INSTALL = ("ray",), "pip install 'skillos[ray]'"
+
+COMPUTE: Registry[Compute] = Registry(
+    "compute backend",
+    Compute("local", in_process=True, trains="skillos.training.launch:plan_local,run_local",
+            watched="a process beside this one, watching it and the output folder"),
+    Compute("accelerate", trains="skillos.training.launch:plan_accelerate,run_accelerate", spends_gpus=True,
+            multi_node=True,
+            watched="a process on this machine beside `accelerate launch`, watching it and the output folder"),
+    Compute("modal", trains="skillos.training.launch:plan_modal,run_modal", spends_gpus=True, own_image=True,
+            gpu_by_type=True, watched="a process in the Modal container beside the job, watching it and the output "
+                                      "folder on the volume, recording to the volume's ledger"),
+    Compute("ray", distributes=True, modules=RAY_MODULES, install=RAY_INSTALL),  # evals and sweeps only
+)
+TRAINING_BACKENDS = tuple(c.name for c in COMPUTE if c.trains)
+(IN_PROCESS,) = (c.name for c in COMPUTE if c.in_process)  # local: what a run's identity names for any place
+
+
+def compute_of(cfg) -> Compute:
+    """The registry entry of the compute backend a config names (`compute.backend`)."""
+    return COMPUTE[cfg.compute.backend]
+
+
+@dataclass(frozen=True)
 class AgentCLI:
     """A coding agent run non-interactively (`skillos sleep transfer`, training/sleep/transfer.py):
     the command line (`{prompt}` stands for the request), where it discovers a project's skills
@@ -165,10 +219,12 @@ ENVIRONMENTS: Registry[Environment] = Registry(
 TRAINERS: Registry[Trainer] = Registry(
     "trainer",
     # SkillOS Algorithm 1 (the curator)
-    Trainer("curator", "skillos.training.trainer", "skillos.training.trainer:args_spec", grpo=True),
+    Trainer("curator", "skillos.training.trainer", "skillos.training.trainer:args_spec", grpo=True, curates=True,
+            trainer_class="skillos.training.trainer:trainer_class"),
     # SkillGate: GRPO + selector credit
     Trainer("selector", "skillos.training.selector_trainer", "skillos.training.selector_trainer:args_spec",
-            grpo=True, plays_itself=True),
+            grpo=True, plays_itself=True, selector_credit=True,
+            trainer_class="skillos.training.selector_trainer:trainer_class"),
     # SFT on the gold first read
     Trainer("selector-bc", "skillos.training.selector_baselines:train_bc",
             "skillos.training.selector_baselines:bc_args_spec", plays_itself=True),
@@ -176,3 +232,24 @@ TRAINERS: Registry[Trainer] = Registry(
     Trainer("selector-dpo", "skillos.training.selector_baselines:train_dpo",
             "skillos.training.selector_baselines:dpo_args_spec", plays_itself=True),
 )
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A learning canary (training/canary/): `skillos canary NAME` and gate 6 find it here."""
+
+    name: str
+    target: str  # "module:CANARY", the object implementing training/canary's Canary
+
+
+CANARIES: Registry[Canary] = Registry(
+    "canary",
+    Canary("curator", "skillos.training.canary.curator:CANARY"),  # SkillOS GRPO, curator env, reading executor
+    Canary("selector", "skillos.training.canary.selector:CANARY"),  # SkillGate GRPO with clean-oracle credit
+    Canary("optimize", "skillos.training.canary.optimize:CANARY"),  # text-space optimization with its gate
+)
+
+
+def trainer_of(cfg) -> Trainer:
+    """The registry entry of the trainer a config selects (`skillgate.trainer`)."""
+    return TRAINERS[cfg.skillgate.trainer]

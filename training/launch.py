@@ -34,9 +34,10 @@ def plan(cfg: Config, config_path: str) -> dict:
     from skillos.training.memory import memory_plan
     from skillos.training.plan import step_plan
 
-    p = _launch_plan(cfg, config_path)
+    compute = _training_compute(cfg)
+    p = {"backend": compute.name, **compute.launch_functions()[0](cfg, config_path)}
     out = p.get("output_dir") or str(training_output_dir(cfg))
-    p["watchdog"] = launch_watch(cfg, [out], WATCHED[p["backend"]], training=True)
+    p["watchdog"] = launch_watch(cfg, [out], compute.watched, training=True)
     memory = memory_plan(cfg) if gpu_spec(cfg) else None  # what each GPU will hold (gate 7's memory row's plan)
     p["step_plan"] = step_plan(cfg, memory).to_dict()
     if memory is not None:
@@ -44,47 +45,53 @@ def plan(cfg: Config, config_path: str) -> dict:
     return p
 
 
-# where gate 7's watchdog runs on each launch path: a process of its own beside the job
-WATCHED = {"local": "a process beside this one, watching it and the output folder",
-           "accelerate": "a process on this machine beside `accelerate launch`, watching it and the output folder",
-           "modal": "a process in the Modal container beside the job, watching it and the output folder on the "
-                    "volume, recording to the volume's ledger"}
+def _training_compute(cfg: Config):
+    """The compute backend's registry entry (skillos/registry.py COMPUTE), refused when it takes no
+    training launch (ray: evals and sweeps, whose arms are independent tasks)."""
+    from skillos.registry import TRAINING_BACKENDS, compute_of
+
+    compute = compute_of(cfg)
+    if not compute.trains:
+        raise SkillosError(f"compute.backend {compute.name}: runs eval, sweep and matrix arms as tasks; training "
+                           f"launches on {', '.join(TRAINING_BACKENDS)} (set compute.backend, or --backend)")
+    return compute
 
 
-def _launch_plan(cfg: Config, config_path: str) -> dict:
-    from skillos.config import TRAINING_BACKENDS
+# One plan and one run function per compute backend that trains, named by its registry entry.
+def plan_local(cfg: Config, config_path: str) -> dict:
+    return {"where": "this process", "command": worker_command(config_path)}
+
+
+def plan_accelerate(cfg: Config, config_path: str) -> dict:
+    from skillos.config import server_gpus
+    from skillos.training.plan import server_commands, vllm_server_command
 
     c = cfg.compute
-    if c.backend not in TRAINING_BACKENDS:  # ray: evals and sweeps, whose arms are independent tasks
-        raise SkillosError(f"compute.backend {c.backend}: runs eval, sweep and matrix arms as tasks; training "
-                           f"launches on {', '.join(TRAINING_BACKENDS)} (set compute.backend, or --backend)")
-    if c.backend == "local":
-        return {"backend": "local", "where": "this process", "command": worker_command(config_path)}
-    if c.backend == "accelerate":
-        from skillos.config import server_gpus
-        from skillos.training.plan import server_commands, vllm_server_command
+    command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
+    where = f"{c.num_processes} processes on this machine"
+    if c.num_machines > 1:  # the same command on every machine, each with its own rank
+        command += ["--num_machines", str(c.num_machines), "--machine_rank", str(c.machine_rank),
+                    "--main_process_ip", str(c.main_process_ip), "--main_process_port", str(c.main_process_port)]
+        where = (f"{c.num_processes} processes on {c.num_machines} machines ({c.num_processes // c.num_machines} "
+                 f"each); this is machine rank {c.machine_rank}, main {c.main_process_ip}:{c.main_process_port}")
+    if c.deepspeed_config:
+        command += ["--use_deepspeed", "--deepspeed_config_file", str(relative_to_config(cfg, c.deepspeed_config))]
+    out = {"where": where}
+    server = vllm_server_command(cfg)
+    if server:  # started first, by hand, on the main machine's first GPUs; training uses the rest
+        out["vllm_server"] = f"start first on the main machine: {' '.join(server)}"
+    for role, serve in server_commands(cfg).items():
+        out[f"{role}_server"] = f"start first on the main machine: {' '.join(serve)}"
+    if server_gpus(cfg):
+        per_machine = c.num_processes // c.num_machines
+        command += ["--gpu_ids", ",".join(str(server_gpus(cfg) + i) for i in range(per_machine))]
+    return {**out, "command": command + ["-m", "skillos.training.launch", config_path]}
 
-        command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
-        where = f"{c.num_processes} processes on this machine"
-        if c.num_machines > 1:  # the same command on every machine, each with its own rank
-            command += ["--num_machines", str(c.num_machines), "--machine_rank", str(c.machine_rank),
-                        "--main_process_ip", str(c.main_process_ip), "--main_process_port", str(c.main_process_port)]
-            where = (f"{c.num_processes} processes on {c.num_machines} machines ({c.num_processes // c.num_machines} "
-                     f"each); this is machine rank {c.machine_rank}, main {c.main_process_ip}:{c.main_process_port}")
-        if c.deepspeed_config:
-            command += ["--use_deepspeed", "--deepspeed_config_file", str(relative_to_config(cfg, c.deepspeed_config))]
-        out = {"backend": "accelerate", "where": where}
-        server = vllm_server_command(cfg)
-        if server:  # started first, by hand, on the main machine's first GPUs; training uses the rest
-            out["vllm_server"] = f"start first on the main machine: {' '.join(server)}"
-        for role, serve in server_commands(cfg).items():
-            out[f"{role}_server"] = f"start first on the main machine: {' '.join(serve)}"
-        if server_gpus(cfg):
-            per_machine = c.num_processes // c.num_machines
-            command += ["--gpu_ids", ",".join(str(server_gpus(cfg) + i) for i in range(per_machine))]
-        return {**out, "command": command + ["-m", "skillos.training.launch", config_path]}
+
+def plan_modal(cfg: Config, config_path: str) -> dict:
     from skillos.devices import gpu_spec, gpus_per_machine
 
+    c = cfg.compute
     gpu = gpu_spec(cfg)
     inner = ["accelerate", "launch", "--num_processes", str(gpus_per_machine(cfg))]
     files = {f"{MODAL_CONFIG}/{Path(config_path).name}": str(Path(config_path).resolve())}
@@ -93,7 +100,7 @@ def _launch_plan(cfg: Config, config_path: str) -> dict:
         files[f"{MODAL_CONFIG}/{local.name}"] = str(local.resolve())
         inner += ["--use_deepspeed", "--deepspeed_config_file", f"{MODAL_CONFIG}/{local.name}"]
     out = str(training_output_dir(cfg))
-    return {"backend": "modal", "app": MODAL_APP, "gpu": gpu,
+    return {"app": MODAL_APP, "gpu": gpu,
             "image": "debian_slim python 3.11 + gcc/g++/make/cmake + pip install '.[train,alfworld]' vllm",
             "code": f"{_repo_root()} -> {MODAL_CODE}", "files": files,
             "volume": {MODAL_CHECKPOINTS: MODAL_VOLUME},
@@ -107,22 +114,32 @@ def launch(cfg: Config, p: dict, ledger, echo) -> dict:
     """Run the plan `p` (the gates have passed): train in this process under the watchdog, or
     hand the launch to `accelerate launch` or Modal. Returns the summary: `returncode` (0 when
     training finished), and for a local run the trained steps and archived checkpoints."""
+    from skillos.registry import COMPUTE
+
+    return {"backend": p["backend"], **COMPUTE[p["backend"]].launch_functions()[1](cfg, p, ledger, echo)}
+
+
+def run_local(cfg: Config, p: dict, ledger, echo) -> dict:
     import contextlib
     import os
 
-    if p["backend"] == "modal":  # its watchdog starts in the container (_run_in_container)
-        return {"backend": "modal", "returncode": launch_modal(p), "steps": [], "checkpoints": []}
-    if p["backend"] == "accelerate":
-        import subprocess
-
-        job = subprocess.Popen(p["command"])
-        with _watched(p, job.pid, ledger.path, echo):
-            return {"backend": "accelerate", "returncode": job.wait(), "steps": [], "checkpoints": []}
     from skillos.training import registry
 
     with _watched(p, os.getpid(), ledger.path, echo), contextlib.redirect_stdout(sys.stderr):  # stdout: the report's
         summary = registry.train(cfg, ledger, echo=echo)  # skillgate.trainer picks the trainer
-    return {"backend": "local", "returncode": 0, **summary}
+    return {"returncode": 0, **summary}
+
+
+def run_accelerate(cfg: Config, p: dict, ledger, echo) -> dict:
+    import subprocess
+
+    job = subprocess.Popen(p["command"])
+    with _watched(p, job.pid, ledger.path, echo):
+        return {"returncode": job.wait(), "steps": [], "checkpoints": []}
+
+
+def run_modal(cfg: Config, p: dict, ledger, echo) -> dict:  # its watchdog starts in the container (_run_in_container)
+    return {"returncode": launch_modal(p), "steps": [], "checkpoints": []}
 
 
 def _watched(p: dict, pid: int, ledger_path, echo):

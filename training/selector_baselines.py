@@ -21,22 +21,23 @@ import json
 from pathlib import Path
 
 from skillos.config import Config
-from skillos.evals.envs.slate.slates import (READ_TOOL, REASONING_CLOSE, REASONING_OPEN, SLATE_INSTRUCTIONS, SYSTEM,
-                                             SlateEnv, tool_schemas)
+from skillos.evals.envs.registry import environment
+
+SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
 SURFACE = "read_skill,act"
 DPO_REJECTED = 5  # misleading reads each gold read is preferred over (the method's pairing)
 
 
 def prompt_messages(setup, game_id: str) -> list[dict]:
-    text = SlateEnv(setup).reset(game_id=game_id)
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text}]
+    text = SLATE.SlateEnv(setup).reset(game_id=game_id)
+    return [{"role": "system", "content": SLATE.SYSTEM}, {"role": "user", "content": SLATE.SLATE_INSTRUCTIONS + "\n\n" + text}]
 
 
 def read_completion(name: str) -> dict:
     """The assistant turn that reasons about and reads skill `name`."""
-    return {"role": "assistant", "content": f"{REASONING_OPEN}{name} fits the task.{REASONING_CLOSE}",
-            "tool_calls": [{"type": "function", "function": {"name": READ_TOOL, "arguments": {"name": name}}}]}
+    return {"role": "assistant", "content": f"{SLATE.REASONING_OPEN}{name} fits the task.{SLATE.REASONING_CLOSE}",
+            "tool_calls": [{"type": "function", "function": {"name": SLATE.READ_TOOL, "arguments": {"name": name}}}]}
 
 
 def render_turn(tokenizer, messages: list[dict], tools) -> tuple[str, str]:
@@ -50,7 +51,7 @@ def render_turn(tokenizer, messages: list[dict], tools) -> tuple[str, str]:
 
 def bc_dataset(setup, game_ids: list[str], tokenizer) -> list[dict]:
     """Prompt-completion rows: each slate's first turn -> reading its oracle."""
-    tools = tool_schemas()
+    tools = SLATE.tool_schemas()
     rows = []
     for game_id in game_ids:
         slate = setup.slates[game_id]
@@ -63,7 +64,7 @@ def bc_dataset(setup, game_ids: list[str], tokenizer) -> list[dict]:
 def dpo_pairs(setup, game_ids: list[str], tokenizer) -> list[dict]:
     """Preference rows: reading the oracle (chosen) over reading each of up to DPO_REJECTED
     misleading skills of its slate, in the slate's order (rejected)."""
-    tools = tool_schemas()
+    tools = SLATE.tool_schemas()
     rows = []
     for game_id in game_ids:
         slate = setup.slates[game_id]
@@ -125,7 +126,6 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
 
     from skillos.evals.arms import load_games
     from skillos.evals.backends.tiny_model import resolve
-    from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.ledger.experiments import record_experiment
     from skillos.training import signal
     from skillos.training.prompt_cap import cap_text
@@ -135,7 +135,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     out = output_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
-    setup = make_slate_setup(cfg, games, out)
+    setup = SLATE.make_slate_setup(cfg, games, out)
     ids = [g.id for g in games]
     model, init = resolve(cfg.training.model), None
     if cfg.skillgate.init != "base":  # the same start as the GRPO arms, so the comparison shares its init

@@ -34,7 +34,9 @@ from pathlib import Path
 
 from skillos.config import Config
 from skillos.errors import SkillosError
-from skillos.evals.envs.slate.slates import READ_TOOL
+from skillos.evals.envs.registry import environment
+
+SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
 START = "sft-start"
 
@@ -50,7 +52,6 @@ def gold_turns(setup, game_ids: list[str]) -> list[dict]:
 def teacher_trajectories(setup, game_ids: list[str], executor, max_steps: int) -> tuple[list[dict], dict]:
     """sft's rows from a teacher (`executor`: the slate environment's model executor) and the
     trajectories dropped, by reason: one row per assistant turn of each kept trajectory."""
-    from skillos.evals.envs.slate.slates import SlateRetriever
     from skillos.evals.runner import play
 
     rows, dropped = [], {}
@@ -58,7 +59,7 @@ def teacher_trajectories(setup, game_ids: list[str], executor, max_steps: int) -
     for gid in game_ids:
         game, slate = setup.games[gid], setup.slates[gid]
         episodes = []
-        traj = play(env, _Recording(executor, episodes), SlateRetriever(setup.repo, slate), game, max_steps,
+        traj = play(env, _Recording(executor, episodes), SLATE.SlateRetriever(setup.repo, slate), game, max_steps,
                     len(slate.order))
         reads = [r.name for r in traj.reads]
         role = slate.role(reads[0]) if reads else None
@@ -205,7 +206,6 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
     from datasets import Dataset
     from transformers import AutoTokenizer
 
-    from skillos.evals.envs.slate.slates import tool_schemas
     from skillos.files import write_atomic
     from skillos.training.prompt_cap import cap_text
     from skillos.training.selector_baselines import render_turn
@@ -217,7 +217,7 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
                            f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init gold-bc, oracle-grpo "
                            "or another teacher")
     tokenizer = AutoTokenizer.from_pretrained(model)
-    tools = tool_schemas()
+    tools = SLATE.tool_schemas()
     for row in rows:
         prompt, completion = render_turn(tokenizer, row.pop("messages"), tools)
         row.update(prompt=cap_text(tokenizer, prompt, cfg.training.max_prompt_length), completion=completion)

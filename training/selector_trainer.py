@@ -21,9 +21,10 @@ from functools import partial
 from pathlib import Path
 
 from skillos.config import Config
-from skillos.evals.envs.slate.slates import (NO_SKILL_INSTRUCTIONS, READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv,
-                                             episode_record)
 from skillos.training import selector_credit as credit
+from skillos.evals.envs.registry import environment
+
+SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
 SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on
 WARMUP_STEPS = 360
@@ -35,6 +36,11 @@ def __getattr__(name: str):
     if name in ("SelectorGRPOConfig", "SelectorGRPOTrainer"):
         return dict(zip(("SelectorGRPOConfig", "SelectorGRPOTrainer"), selector_classes()))[name]
     raise AttributeError(name)
+
+
+def trainer_class(cfg: Config):
+    """The TRL trainer class a selector run builds (the gates' trace reads its arguments)."""
+    return selector_classes()[1]
 
 
 @functools.cache
@@ -80,7 +86,7 @@ def selector_classes():
             for b in range(ids.size(0)):
                 pieces = credit.token_bytes(self.processing_class, ids[b].tolist())
                 masks.append(credit.selection_mask(pieces, tool_mask[b].tolist()))
-                record = episode_record(self.environments[b]) if self.environments else {"success": None}
+                record = SLATE.episode_record(self.environments[b]) if self.environments else {"success": None}
                 records.append(record)
                 credits.append(credit.credit_mask(pieces, tool_mask[b].tolist(), variant, record.get("oracle")))
                 reads = record.get("reads") if record["success"] is not None else None
@@ -154,11 +160,10 @@ class SlateReward:
         self.echo, self.history, self.signal, self.group, self.seed = echo, [], signal, group, seed
 
     def __call__(self, prompts, completions, environments=None, **_) -> list:
-        from skillos.evals.envs.slate.slates import render_metrics, selection_metrics
 
-        records = [episode_record(env) for env in environments]
-        metrics = selection_metrics(records)
-        self.echo(render_metrics("rollouts", metrics))
+        records = [SLATE.episode_record(env) for env in environments]
+        metrics = SLATE.selection_metrics(records)
+        self.echo(SLATE.render_metrics("rollouts", metrics))
         self.history.append(metrics)
         rewards = [None if r["success"] is None else float(r["success"]) for r in records]
         from skillos.training.trainer import destroyed
@@ -169,7 +174,7 @@ class SlateReward:
 
 def instructions(cfg: Config) -> str:
     """What the first user turn opens with: the slate's instructions, or no_skill's."""
-    return NO_SKILL_INSTRUCTIONS if cfg.skillgate.selector_credit == "no_skill" else SLATE_INSTRUCTIONS
+    return SLATE.NO_SKILL_INSTRUCTIONS if cfg.skillgate.selector_credit == "no_skill" else SLATE.SLATE_INSTRUCTIONS
 
 
 def environment_factory(setup):
@@ -179,11 +184,11 @@ def environment_factory(setup):
     import dataclasses
     import itertools
 
-    return partial(SlateEnv, dataclasses.replace(setup, slots=itertools.count()))
+    return partial(SLATE.SlateEnv, dataclasses.replace(setup, slots=itertools.count()))
 
 
 def dataset_rows(cfg: Config, games) -> list[dict]:
-    prompt = [{"role": "system", "content": SYSTEM},
+    prompt = [{"role": "system", "content": SLATE.SYSTEM},
               {"role": "user", "content": instructions(cfg) + "\n\n"}]
     return [{"prompt": prompt, "game_id": g.id} for g in games]
 
@@ -213,11 +218,11 @@ def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
     oracle and half on a misleading skill, so a group starts with reads of both kinds."""
     conversations = []
     for i, row in enumerate(rows):
-        env = SlateEnv(setup)
+        env = SLATE.SlateEnv(setup)
         text = env.reset(**{k: v for k, v in row.items() if k != "prompt"})
         slate = setup.slates[row["game_id"]]
         pick = slate.oracle if i % 2 == 0 or not slate.misleading else slate.misleading[0]
-        call = {"name": READ_TOOL, "arguments": {"name": pick}}
+        call = {"name": SLATE.READ_TOOL, "arguments": {"name": pick}}
         conversations.append(row["prompt"][:-1] + [
             {"role": "user", "content": row["prompt"][-1]["content"] + text},
             {"role": "assistant", "content": f"<skill_reasoning>{pick} fits the task.</skill_reasoning>",
@@ -240,14 +245,12 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     from skillos.evals.arms import load_games
 
     from skillos.ledger.experiments import record_experiment
-    from skillos.evals.envs.slate.audit import render as render_audit
-    from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
     from skillos.training.trainer import archive_callback, archived, fit, is_main_process, lora_config
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
-    setup = make_slate_setup(cfg, games, out)
-    echo(render_audit(setup.listing_audit))
+    setup = SLATE.make_slate_setup(cfg, games, out)
+    echo(SLATE.render_audit(setup.listing_audit))
     rows = dataset_rows(cfg, games)
     model, init = resolve(cfg.training.model), None
     # The tiny CPU model cannot call a tool before its format warm-up; an SFT start teaches the call itself.
@@ -277,10 +280,9 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
     learned = fit(trainer, cfg, out, ledger, run_id, echo)
-    from skillos.evals.envs.slate.slates import composition
 
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
-            "slate": str(out / "slate"), "slates": composition(list(setup.slates.values())),
+            "slate": str(out / "slate"), "slates": SLATE.composition(list(setup.slates.values())),
             "listing_audit": setup.listing_audit,
             "profile": cfg.skillgate.selector_credit, "init": init or {"init": "base", "model": model},
             "signal": learned}
@@ -288,11 +290,10 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
 
 def warm(model: str, out: Path, setup, rows, echo) -> str:
     """The tiny model's format warm-up on the first training slates (reused when it is there)."""
-    from skillos.evals.envs.slate.slates import tool_schemas
     from skillos.training.warmup import warm_up
 
     target = out / "warmup"
     if not (target / "config.json").is_file():
         echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed read_skill calls")
-        warm_up(model, warmup_conversations(setup, rows[:6]), tool_schemas(), target, steps=WARMUP_STEPS, decay=True)
+        warm_up(model, warmup_conversations(setup, rows[:6]), SLATE.tool_schemas(), target, steps=WARMUP_STEPS, decay=True)
     return str(target.resolve())

@@ -25,6 +25,7 @@ from pathlib import Path
 from skillos.config import Config, groups_per_step
 from skillos.errors import SkillosError
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
+from skillos.registry import trainer_of
 
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
 # argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
@@ -48,7 +49,7 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         logging_steps=1, save_strategy="steps",
         remove_unused_columns=False,  # reset(**row) needs game_ids and task_type
     )
-    if t.curriculum != "none" and cfg.skillgate.trainer == "curator":  # rows in the curriculum's order: read so
+    if t.curriculum != "none" and trainer_of(cfg).curates:  # rows in the curriculum's order: read so
         kwargs["shuffle_dataset"] = False
     if t.max_turn_tokens:  # one response, not the rollout: the cap every generation call of a turn gets
         kwargs["generation_kwargs"] = {"max_tokens" if t.use_vllm else "max_new_tokens": t.max_turn_tokens}

@@ -1,9 +1,9 @@
 """An executor or a curator for the backend a config section names: the one place that tells the
 no-model backend (heuristic) from a model backend and refuses a name that is neither.
 
-Each environment (evals/envs/<name>/environment.py) calls these with its own heuristic, and with
-its own model executor where the household's LLMExecutor is not how it plays (the reasoning
-env's one-turn reasoner, the slate's tool-calling executor). So a new model backend is one entry
+Each environment (evals/envs/<name>/environment.py) calls these with its own heuristic and its own
+model executor (the household's LLMExecutor in envs/household/llm.py, the reasoning env's
+one-turn reasoner, the slate's tool-calling executor): none is another's silent default. So a new model backend is one entry
 of BACKENDS (skillos/registry.py) that every environment builds unchanged, and a new environment
 brings its heuristic without copying the check.
 """
@@ -23,15 +23,11 @@ def _uses_a_model(section: str, config) -> bool:
     return entry.chat is not None
 
 
-def executor(config, heuristic, model=None):
-    """`heuristic()` for the no-model backend; `model(config)` for a model backend (default: the
-    household's LLMExecutor, evals/backends/llm_executor.py)."""
+def executor(config, heuristic, model):
+    """`heuristic()` for the no-model backend; `model(config)` for a model backend: the
+    environment's own model executor (evals/envs/<name>/), never another domain's by default."""
     if not _uses_a_model("executor", config):
         return heuristic()
-    if model is None:
-        from skillos.evals.backends.llm_executor import LLMExecutor
-
-        model = LLMExecutor
     return model(config)
 
 

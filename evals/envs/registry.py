@@ -2,8 +2,8 @@
 
 An environment lives in its own folder, evals/envs/<name>/: `environment.py` holds the object
 that ENVIRONMENTS (skillos/registry.py, beside the backends and trainers) names, and beside it
-the executors and curators that know its text (its heuristic; a model executor where the
-household's LLMExecutor is not how it plays). Model backends are built for it by
+the executors and curators that know its text (its heuristic and its model executor: the
+household's is envs/household/llm.py; build.executor has no default). Model backends are built for it by
 evals/backends/build.py, so a new backend needs nothing here and a new environment is one folder
 (listed in pyproject's `packages`) plus one entry of ENVIRONMENTS, never an `if env.name == ...` in
 the callers. A free-text environment (observations with no admissible commands, as reasoning's)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/llm_server
 from llm_server import ScriptedLLM  # noqa: E402
 
 from skillos.config import BackendConfig  # noqa: E402
-from skillos.evals.backends.llm_executor import LLMExecutor  # noqa: E402
+from skillos.evals.envs.household.llm import LLMExecutor  # noqa: E402
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame  # noqa: E402
 from skillos.evals.runner import run_arm  # noqa: E402
 

@@ -61,10 +61,8 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     the dry-run, so at every launch) every key a check read is traced to what its consumer
     receives (gates/trace.py): a key checked but not applied is a FAIL of check `trace`.
     `echo` gets each result's line; `progress` (default: `echo`) a long check's progress.
-    `machine` (and always with the dry-run): this machine's free facts too (core.MACHINE: free
+    `machine` (and always with the dry-run): this machine's free facts too (core.checks("machine"): free
     disk for the checkpoints, the data present), as `plan` shows them."""
-    from skillos.gates import approval, dryrun, learning, scale, static  # noqa: F401 - register the checks
-
     ref = None
     if cfg.reference:
         try:
@@ -74,18 +72,19 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     base = Path(cfg.source).parent if cfg.source else Path.cwd()
     quiet = lambda _line: None  # noqa: E731
     ctx = Context(cfg, ref, ledger, base, echo or quiet, command=command, progress=progress or echo or quiet)
-    last = [c for c in core.STATIC if c.__name__ == "divergences"]  # reads what the others used
-    results = run_checks(ctx, [c for c in core.STATIC if c not in last]
-                         + (core.MACHINE if machine or dry_run else []))
+    static = core.checks("static")
+    last = [c for c in static if c.__name__ == "divergences"]  # reads what the others used
+    results = run_checks(ctx, [c for c in static if c not in last]
+                         + (core.checks("machine") if machine or dry_run else []))
     if dry_run:
         if before_dry_run:
             before_dry_run({r.check for r in results} | {c.__name__.replace("_", "-")
-                                                         for c in core.DRY_RUN + last} | {"trace"})
+                                                         for c in core.checks("dry_run") + last} | {"trace"})
         if overridden is not None and any(r.status == "FAIL" and r.check not in overridden
                                           for r in results):
             dry_run = False  # refused already: no game is played to find more
         else:
-            results += run_checks(ctx, core.DRY_RUN)
+            results += run_checks(ctx, core.checks("dry_run"))
     results += run_checks(ctx, last)
     rows = None
     if trace or dry_run:

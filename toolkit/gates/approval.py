@@ -13,6 +13,7 @@ import hashlib
 import json
 
 from skillos.gates.core import Context, Report, Result, read_ledger, static
+from skillos.registry import compute_of
 
 CHECK = "approved-plan"
 GATES = (5,)  # the plan carries the MDE and the games it needs: a person reads them before compute
@@ -60,7 +61,7 @@ def gpu_count(ctx: Context) -> Result:
 
     cfg = ctx.cfg
     gpus = gpus_per_machine(cfg)
-    if not cfg.training.is_set() or gpus is None or cfg.compute.backend not in ("accelerate", "modal"):
+    if not cfg.training.is_set() or gpus is None or not compute_of(cfg).spends_gpus:
         return Result("gpu-count", GATES, "SKIP", detail="not a multi-GPU training launch that names its GPUs")
     from skillos.config import server_gpus
 
@@ -143,7 +144,7 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
                   "needed_for_expected_effect": needed,
                   "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
         "cost": cost(cfg, len(runs)), "spends_gpus": bool(launch), "gpu_reasons": launch.reasons,
-        **({"ray": _ray_plan(cfg)} if cfg.compute.backend == "ray" else {}),  # where each arm's task runs
+        **({"ray": _ray_plan(cfg)} if compute_of(cfg).distributes else {}),  # where each arm's task runs
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
         "proposed_by": proposed_by,
     }

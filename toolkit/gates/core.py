@@ -174,26 +174,43 @@ def same(a, b) -> bool:
 
 
 Check = Callable[[Context], "Result | list[Result]"]
-STATIC: list[Check] = []
-DRY_RUN: list[Check] = []
-# Facts about this machine that cost nothing to read (free disk, data present): `plan` and every
-# launch run them with the static checks; `gate check` (the config alone) only with --dry-run.
-MACHINE: list[Check] = []
+# The modules of skillos.gates whose checks run, in this order: listing a module here registers
+# its checks; importing it elsewhere registers nothing. A check says its phase with a decorator:
+# `static` (reads the config and the ledger), `dry_run` (runs code: plays games, builds the
+# trainer) or `machine` (facts about this machine that cost nothing to read, free disk and data
+# present: `plan` and every launch run them with the static checks; `gate check`, which reads the
+# config alone, only with --dry-run).
+CHECK_MODULES = ("approval", "dryrun", "learning", "scale", "static")
+PHASES = ("static", "dry_run", "machine")
 
 
-def static(fn: Check) -> Check:
-    STATIC.append(fn)
-    return fn
+def _marked(phase: str):
+    def mark(fn: Check) -> Check:
+        fn.gate_phase = phase
+        return fn
+    return mark
 
 
-def machine(fn: Check) -> Check:
-    MACHINE.append(fn)
-    return fn
+static, dry_run, machine = (_marked(p) for p in PHASES)
 
 
-def dry_run(fn: Check) -> Check:
-    DRY_RUN.append(fn)
-    return fn
+@functools.cache
+def _registered(phase: str) -> tuple:
+    import importlib
+
+    found = []
+    for name in CHECK_MODULES:
+        module = importlib.import_module(f"skillos.gates.{name}")
+        found += [fn for fn in vars(module).values()
+                  if getattr(fn, "gate_phase", None) == phase and fn.__module__ == module.__name__]
+    return tuple(found)
+
+
+def checks(phase: str) -> list[Check]:
+    """The checks of one phase (PHASES), from CHECK_MODULES in order, each in its module's order."""
+    if phase not in PHASES:
+        raise ValueError(f"no gate phase {phase!r}; one of {', '.join(PHASES)}")
+    return list(_registered(phase))
 
 
 def training_only(*gates: int):

@@ -15,6 +15,7 @@ import shutil
 
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.gates.core import Context, Result, dry_run, machine, training_only
+from skillos.registry import trainer_of
 
 GIB = 1024 ** 3
 ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
@@ -74,7 +75,7 @@ def curator_training(fn):
 
     @functools.wraps(fn)
     def check(ctx: Context):
-        if ctx.training and ctx.cfg.skillgate.trainer != "curator":
+        if ctx.training and not trainer_of(ctx.cfg).curates:
             return Result(fn.__name__.replace("_", "-"), (3,), "SKIP",
                           detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: see the selector-* checks")
         return fn(ctx)
@@ -121,7 +122,7 @@ def top_k_used(ctx: Context) -> Result:
     from skillos.evals.runner import play
     from skillos.repo import Retriever, SkillRepo
 
-    if ctx.training and ctx.cfg.skillgate.trainer != "curator":
+    if ctx.training and not trainer_of(ctx.cfg).curates:
         return Result("top-k-used", (1,), "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the "
                       "slate is the protocol; retrieval plays no part")
     settings = arm_settings(ctx.cfg)
@@ -332,7 +333,7 @@ def splits_disjoint(ctx: Context) -> Result:
     overlap = {g.content_hash for g in held_out} & {g.content_hash for g in train}
     detail = (f"{len(held_out)} {cfg.env.split} and {len(train)} {cfg.env.train_split} games, "
               f"{len(overlap)} shared content hashes")
-    if not overlap and ctx.training and cfg.skillgate.trainer == "curator":  # selector: selector-rollouts
+    if not overlap and ctx.training and trainer_of(cfg).curates:  # a slate trainer: selector-rollouts
         from skillos.evals.arms import arm_settings
         from skillos.training.env import CuratorEnv, Setup
 
@@ -396,29 +397,30 @@ def selector_rollouts(ctx: Context) -> Result:
     no oracle: no_skill's empty slate, hybrid_slate's twin), an action steps the real game, the
     episode is measured, and a held-out game is refused."""
     check, gates, cfg = "selector-rollouts", (2, 3), ctx.cfg
-    if cfg.skillgate.trainer == "curator":
-        return Result(check, gates, "SKIP", detail="skillgate.trainer curator")
+    if trainer_of(cfg).curates:
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {cfg.skillgate.trainer} plays no slates")
     import tempfile
 
-    from skillos.evals.envs.slate.slates import SlateEnv, admissible, episode_record, make_slate_setup
+    from skillos.evals.envs.registry import environment
+    slate_domain = environment("slate")
     from skillos.training.env import published_tools
 
     incident = "selector credit computed from reads the environment never recorded"
-    tools = published_tools(SlateEnv)
+    tools = published_tools(slate_domain.SlateEnv)
     if tools != ["act", "read_skill"]:
         return Result(check, gates, "FAIL", "tools", tools, ["act", "read_skill"], incident)
     pool = _train_pool(ctx)[:ROLLOUTS]
     with tempfile.TemporaryDirectory() as tmp:
-        setup = make_slate_setup(cfg, pool, tmp)
+        setup = slate_domain.make_slate_setup(cfg, pool, tmp)
     problems, lines = [], []
     for game in pool:
-        env = SlateEnv(setup)
+        env = slate_domain.SlateEnv(setup)
         env.reset(game_id=game.id)
         slate = setup.slates[game.id]
         env.read_skill(slate.oracle)
         env.read_skill(next(iter(slate.misleading + slate.irrelevant + slate.relevant), slate.oracle))
-        env.act(admissible(env)[0])
-        record = episode_record(env)
+        env.act(slate_domain.admissible(env)[0])
+        record = slate_domain.episode_record(env)
         if record["success"] is None:
             problems.append(f"{game.id} unmeasured: {record['unmeasured_reason']}")
         if record["read_roles"][:1] != ["oracle" if env.with_oracle else None] or len(record["reads"]) != 2:
@@ -426,7 +428,7 @@ def selector_rollouts(ctx: Context) -> Result:
         lines.append(f"{game.id}: {len(record['slate'])} of {len(slate.order)} skills shown, reads {record['read_roles']}")
     held_out = _games(ctx, cfg.env.split, cfg.env.n_games)[0]
     try:
-        SlateEnv(setup).reset(game_id=held_out.id)
+        slate_domain.SlateEnv(setup).reset(game_id=held_out.id)
         problems.append("a training rollout could load a held-out game")
     except KeyError:
         lines.append("held-out games refused")

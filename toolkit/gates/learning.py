@@ -10,6 +10,7 @@ installed now, and passes on the newest one that still holds."""
 from __future__ import annotations
 
 from skillos.gates.core import Context, Result, read_ledger, static, training_only
+from skillos.registry import trainer_of
 
 GATES = (6,)  # if training does not move the number, the recipe is wrong
 INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing (task reward +0.035 over "
@@ -20,20 +21,21 @@ INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing 
 @training_only(*GATES)
 def recipe_learns(ctx: Context) -> Result:
     from skillos.devices import gpu_launch
-    from skillos.training.canary import CANARIES, estimate, trainer_key
+    from skillos.registry import CANARIES
+    from skillos.training.canary import estimate, trainer_key
 
     check, cfg = "recipe-learns", ctx.cfg
     launch = gpu_launch(cfg)
     if not launch:
         return Result(check, GATES, "SKIP", detail=f"no GPU is used: {launch.why}")
     key = trainer_key(cfg)
-    credit = cfg.skillgate.selector_credit if cfg.skillgate.trainer == "selector" else None
+    credit = cfg.skillgate.selector_credit if trainer_of(cfg).selector_credit else None
     vouched = (f" (profile {credit} gives the selection no credit of its own: the method's canary on the same "
                "code vouches for it)") if credit and key != f"selector:{credit}" else ""
     name = key.split(":")[0]
     if name not in CANARIES:
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a trainer with a learning canary", INCIDENT,
-                      f"no canary exists for trainer {key!r} (canaries: {', '.join(CANARIES)}); nothing has shown "
+                      f"no canary exists for trainer {key!r} (canaries: {', '.join(CANARIES.names())}); nothing has shown "
                       "that it learns")
     rows = read_ledger(ctx, lambda book: book.passing_canaries(key)) or []
     found, stale = vouching(key, rows)
@@ -84,7 +86,7 @@ def standing(ledger) -> list[dict]:
     verdicts), the newest passing one, and the one that vouches for the code installed now as
     gate 6 decides it (`vouching`: None, with what changed since the newest, when none does) —
     `skillos ledger canaries`."""
-    from skillos.training.canary import CANARIES
+    from skillos.registry import CANARIES
 
     out = []
     for trainer in dict.fromkeys(row["trainer"] for row in ledger.canaries()):

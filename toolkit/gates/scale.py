@@ -6,6 +6,7 @@ machine nobody named) or trains on GPUs the vLLM server already holds."""
 from __future__ import annotations
 
 from skillos.gates.core import Context, Result, static, training_only
+from skillos.registry import COMPUTE, compute_of
 
 GATES = (7,)  # watch the box: GPUs that are paid for and idle
 
@@ -59,8 +60,9 @@ def multi_node(ctx: Context) -> Result:
                           "a machine rank on a one-machine launch")
         return Result(check, GATES, "SKIP", detail="one machine")
     problems = []
-    if c.backend != "accelerate":
-        problems.append(f"compute.backend {c.backend!r} launches one machine; multi-node needs accelerate")
+    if not compute_of(ctx.cfg).multi_node:
+        problems.append(f"compute.backend {c.backend!r} launches one machine; multi-node needs "
+                        f"{' or '.join(m.name for m in COMPUTE if m.multi_node)}")
     if not c.main_process_ip:
         problems.append("compute.main_process_ip must name the main machine (rank 0)")
     if not 0 <= c.machine_rank < c.num_machines:
@@ -94,7 +96,7 @@ def memory(ctx: Context) -> Result:
     problems = [f"{p.where}: {p.total_gib:.1f} GiB > {plan.capacity_gib} GiB" if not p.problems
                 else f"{p.where}: {'; '.join(p.problems)}" for p in plan.over()]
     problems += plan.unreached
-    if ctx.cfg.compute.backend != "accelerate" and server_gpus(ctx.cfg):  # only its plan gives training other GPUs
+    if not compute_of(ctx.cfg).multi_node and server_gpus(ctx.cfg):  # only its plan gives training other GPUs
         problems.append(f"a {ctx.cfg.compute.backend} launch starts only the training processes, on the first GPUs: "
                         f"the {server_gpus(ctx.cfg)} server GPU(s) would serve nothing or share training's "
                         "(launch with accelerate, which starts training after the servers' GPUs)")

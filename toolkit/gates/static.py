@@ -10,7 +10,7 @@ from pathlib import Path
 
 from skillos.config import did_you_mean
 from skillos.gates.core import Context, Result, machine, same, static, training_only
-from skillos.registry import BACKENDS, NO_MODEL, RAY_INSTALL, RAY_MODULES, TORCH_FIRST, TRAINERS
+from skillos.registry import BACKENDS, COMPUTE, NO_MODEL, TORCH_FIRST, TRAINERS, compute_of, trainer_of
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -56,7 +56,7 @@ def derived(cfg, key: str):
 
 def judge_used(cfg) -> bool:
     """The judge scores r_cnt only in curator training with lambda_cnt > 0."""
-    return cfg.training.is_set() and cfg.skillgate.trainer == "curator" and bool(cfg.reward.lambda_cnt) \
+    return cfg.training.is_set() and trainer_of(cfg).curates and bool(cfg.reward.lambda_cnt) \
         and cfg.judge.backend is not None
 
 
@@ -71,7 +71,7 @@ def _applies(ctx: Context, key: str) -> str | None:
         return "the heuristic executor samples nothing"
     if leaf in DECODING and section == "judge" and not judge_used(ctx.cfg):
         return "no judge scores this run (r_cnt off, no judge backend, or not curator training)"
-    if key == "skillgate.selector_credit" and ctx.cfg.skillgate.trainer != "selector":
+    if key == "skillgate.selector_credit" and not trainer_of(ctx.cfg).selector_credit:
         return f"skillgate.trainer {ctx.cfg.skillgate.trainer} has no selector credit"
     return None
 
@@ -180,7 +180,7 @@ def batch(ctx: Context) -> Result:
 def completion_length(ctx: Context) -> Result:
     check, gates = "completion-length", (1, 3)
     t = ctx.cfg.training
-    if ctx.cfg.skillgate.trainer != "curator":
+    if not trainer_of(ctx.cfg).curates:
         return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: one task per "
                       "rollout, no |G| curator turns to hold")
     turn = t.max_turn_tokens or (ctx.reference.values.get("training.max_turn_tokens") if ctx.reference else None) \
@@ -368,7 +368,7 @@ def decoding(ctx: Context) -> list[Result]:
 @training_only(2)
 def judge(ctx: Context) -> Result:
     check, gates = "judge", (2,)
-    if ctx.cfg.skillgate.trainer != "curator":
+    if not trainer_of(ctx.cfg).curates:
         return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the reward is the "
                       "game outcome; no judge")
     lam = ctx.cfg.reward.lambda_cnt
@@ -526,7 +526,7 @@ EXTRAS = {
     "train": (("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
               TORCH_FIRST + "pip install 'skillos[train]'"),
     **{b.name: (b.modules, b.install) for b in BACKENDS if b.modules},
-    "ray": (RAY_MODULES, RAY_INSTALL),  # compute.backend ray (evals/distributed.py)
+    **{m.name: (m.modules, m.install) for m in COMPUTE if m.modules},  # compute backends' own (ray)
 }
 
 
@@ -535,13 +535,14 @@ def extras(ctx: Context) -> list[Result]:
     import importlib.util
 
     c = ctx.cfg
-    if c.compute.backend == "modal":  # the launch runs in Modal's image, which installs its own
-        return [Result("extras", (1,), "SKIP", detail="compute.backend modal installs its own image")]
+    compute = compute_of(c)
+    if compute.own_image:  # the launch runs in its own image, which installs its own
+        return [Result("extras", (1,), "SKIP", detail=f"compute.backend {compute.name} installs its own image")]
     needed = {s.backend for s in (c.executor, c.curator, c.judge, c.optimize.optimizer)} & set(EXTRAS)
     if ctx.training:
         needed.add("train")
-    if c.compute.backend == "ray":
-        needed.add("ray")
+    if compute.modules:
+        needed.add(compute.name)
     results = []
     for extra in sorted(needed):
         modules, line = EXTRAS[extra]
@@ -586,11 +587,12 @@ def skillgate_slate(ctx: Context) -> Result:
     an oracle, and enough relevant, misleading (built from the oracle) and irrelevant skills."""
     from skillos.errors import SkillError, SkillosError
     from skillos.evals.envs.alfworld.scenes import TASK_TYPES
-    from skillos.evals.envs.slate.slates import category_pools, missing_oracles, with_misleading
+    from skillos.evals.envs.registry import environment
+    slate_domain = environment("slate")
     from skillos.repo import SkillRepo
 
     check, gates, g = "skillgate-slate", (2,), ctx.cfg.skillgate
-    if g.trainer == "curator" and g.selector_credit == "mixed_task_reward":
+    if trainer_of(ctx.cfg).curates and g.selector_credit == "mixed_task_reward":
         return Result(check, gates, "SKIP", detail="no selector training (skillgate.trainer curator)")
     incident = "selector credit without an oracle on the slate credits no read at all"
     if not g.slate_repo:
@@ -603,17 +605,17 @@ def skillgate_slate(ctx: Context) -> Result:
     except (SkillError, OSError) as exc:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), "a readable skill folder",
                       incident, f"cannot load it: {exc}")
-    missing = missing_oracles(repo, TASK_TYPES)
+    missing = slate_domain.missing_oracles(repo, TASK_TYPES)
     if missing:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want,
                       incident, f"no skill has metadata.task_type {', '.join(missing)}: a slate with no oracle")
     try:
-        built = with_misleading(repo, g.n_misleading)
+        built = slate_domain.with_misleading(repo, g.n_misleading)
     except SkillosError as exc:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident, str(exc))
     needed = {"relevant": g.n_relevant, "misleading": g.n_misleading, "irrelevant": g.n_irrelevant}
     short = [f"{t}: {len(pool)} {c} of {needed[c]}" for t in TASK_TYPES
-             for c, pool in category_pools(built, t).items() if c in needed and len(pool) < needed[c]]
+             for c, pool in slate_domain.category_pools(built, t).items() if c in needed and len(pool) < needed[c]]
     if short:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident,
                       "the folder cannot fill the slates (" + "; ".join(short) + ")")
@@ -626,13 +628,13 @@ def skillgate_credit(ctx: Context) -> Result:
     from skillos.training.selector_credit import CREDITED
 
     check, gates, g = "skillgate-credit", (1,), ctx.cfg.skillgate
-    if g.trainer != "selector" and g.selector_credit == "mixed_task_reward":
+    if not trainer_of(ctx.cfg).selector_credit and g.selector_credit == "mixed_task_reward":
         return Result(check, gates, "SKIP", "skillgate.selector_credit", g.selector_credit,
                       detail=f"skillgate.trainer {g.trainer}: no selector credit")
     incident = "a credit variant that silently did something else than its name"
     generations = ctx.cfg.training.num_generations
-    problem = ("the selector trainer is not selected (skillgate.trainer), so the profile would be ignored"
-               if g.trainer != "selector" else
+    problem = (f"skillgate.trainer {g.trainer} has no selector credit, so the profile would be ignored"
+               if not trainer_of(ctx.cfg).selector_credit else
                "task-mask-only is the control: selector_coef must be exactly 0"
                if g.selector_credit == "task-mask-only" and g.selector_coef != 0 else
                f"{g.selector_credit} credits the selection spans: selector_coef must be > 0 (0 is task-mask-only)"

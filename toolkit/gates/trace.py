@@ -179,17 +179,19 @@ class Tracer:
                 return _unvalidated(cls, kwargs)
         return self.cached("args", build)
 
+    @property
+    def entry(self):
+        """The trainer's registry entry: what it is able to do, asked instead of its name."""
+        from skillos.registry import trainer_of
+
+        return trainer_of(self.cfg)
+
     def trainer_class(self):
         def build():
-            if self.trainer == "selector":
-                from skillos.training.selector_trainer import selector_classes
+            from skillos.registry import load
 
-                return selector_classes()[1]
-            if self.trainer == "curator":
-                from skillos.training.trainer import trainer_class
-
-                return trainer_class(self.cfg)
-            return None
+            spec = self.entry.trainer_class
+            return load(spec)(self.cfg) if spec else None
         return self.cached("trainer_class", build)
 
     @property
@@ -304,7 +306,7 @@ def _model(t: Tracer, key, value):
 
 @resolver(r"^training\.group_size$")
 def _group_size(t: Tracer, key, value):
-    if t.trainer != "curator":
+    if not t.entry.curates:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
     args = t.args()
     from skillos.evals.envs.registry import environment
@@ -320,7 +322,7 @@ def _group_size(t: Tracer, key, value):
 @resolver(r"^training\.max_prompt_length$")
 def _max_prompt_length(t: Tracer, key, value):
     args = t.args()
-    if t.trainer in ("selector-bc", "selector-dpo"):
+    if not t.entry.grpo:  # fits fixed rows
         return _row(key, value, "selector_baselines: every row's prompt cut by prompt_cap.cap_text",
                     t.cfg.training.max_prompt_length, f"and {type(args).__name__}.max_length "
                     f"{getattr(args, 'max_length', None)} (prompt + completion)")
@@ -348,7 +350,7 @@ def _max_turn_tokens(t: Tracer, key, value):
 
 @resolver(r"^training\.grouping$")
 def _grouping(t: Tracer, key, value):
-    if t.trainer != "curator":
+    if not t.entry.curates:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
     return _row(key, value, "training/groups.build_groups(grouping=) in training/trainer.dataset_rows", value,
                 "read as configured when the rows are built")
@@ -356,7 +358,7 @@ def _grouping(t: Tracer, key, value):
 
 @resolver(r"^training\.curriculum$")
 def _curriculum(t: Tracer, key, value):
-    if t.trainer != "curator":
+    if not t.entry.curates:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
     args = t.args()
     unshuffled = getattr(args, "shuffle_dataset", True) is False
@@ -401,7 +403,7 @@ def _training_field(t: Tracer, key, value, name):
         return _row(key, value, f"{cls}.output_dir", args.output_dir, applied=_equal(str(training_output_dir(t.cfg)),
                                                                                     args.output_dir))
     if not hasattr(args, name):
-        if t.trainer in ("selector-bc", "selector-dpo") and name == "max_completion_length":
+        if not t.entry.grpo and name == "max_completion_length":
             arrived = getattr(args, "max_length", None)
             mp = t.cfg.training.max_prompt_length
             return _row(key, value, f"{cls}.max_length (max_prompt_length + max_completion_length)", arrived,
@@ -449,7 +451,7 @@ def _trainer(t: Tracer, key, value):
 
 @resolver(r"^skillgate\.(?P<name>selector_credit|selector_coef)$")
 def _selector(t: Tracer, key, value, name):
-    if t.trainer != "selector":
+    if not t.entry.selector_credit:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} has no selector credit")
     args = t.args()
     return _row(key, value, f"{type(args).__name__}.{name}", getattr(args, name, None))
@@ -457,9 +459,10 @@ def _selector(t: Tracer, key, value, name):
 
 @resolver(r"^skillgate\.slate_size$")
 def _slate_size(t: Tracer, key, value):
-    from skillos.evals.envs.slate.slates import slate_sizes
+    from skillos.evals.envs.registry import environment
+    slate_domain = environment("slate")
 
-    sizes = slate_sizes(t.cfg)
+    sizes = slate_domain.slate_sizes(t.cfg)
     return _row(key, value, "evals/envs/slate.build_slates: the oracle + slate_sizes (relevant, misleading, "
                 "irrelevant) drawn per slate", 1 + sum(sizes), f"{sizes[0]} relevant, {sizes[1]} misleading, "
                 f"{sizes[2]} irrelevant")
@@ -468,10 +471,11 @@ def _slate_size(t: Tracer, key, value):
 @resolver(r"^skillgate\.slate_repo$")
 def _slate_repo(t: Tracer, key, value):
     from skillos.config import relative_to_config
-    from skillos.evals.envs.slate.slates import make_slate_setup
+    from skillos.evals.envs.registry import environment
+    slate_domain = environment("slate")
 
     with tempfile.TemporaryDirectory() as tmp:
-        setup = make_slate_setup(t.cfg, [], tmp)
+        setup = slate_domain.make_slate_setup(t.cfg, [], tmp)
     return _row(key, value, "evals/envs/slate.make_slate_setup: the slate skill folder loaded",
                 str(setup.repo.root), applied=Path(setup.repo.root) == relative_to_config(t.cfg, value))
 
@@ -540,13 +544,13 @@ def _history(t: Tracer, key, value):
     cfg = t.cfg
     if cfg.executor.backend == NO_MODEL:
         return _not_used(key, value, "the heuristic executor has no prompt history")
-    if t.trainer != "curator" and cfg.training.is_set():
+    if not t.entry.curates and cfg.training.is_set():
         return _not_used(key, value, "the slate executor (SkillGate) keeps its whole conversation")
     from skillos.evals.envs.registry import environment
 
     if environment(cfg).history_unused:
         return _not_used(key, value, environment(cfg).history_unused)
-    from skillos.evals.backends.llm_executor import LLMEpisode
+    from skillos.evals.envs.household.llm import LLMEpisode
 
     class _Executor:  # the episode reads only its executor's config to render a prompt
         config = cfg.executor
@@ -554,7 +558,7 @@ def _history(t: Tracer, key, value):
     episode = LLMEpisode(_Executor(), "probe task", [])
     episode.history = [(f"probe-action-{i}", f"observation {i}") for i in range(50)]
     shown = len(re.findall(r"^> probe-action-\d+$", episode.prompt("now", ["look"]), re.M))
-    return _row(key, value, "evals/backends/llm_executor.LLMEpisode.prompt: action/observation pairs shown",
+    return _row(key, value, "evals/envs/household/llm.LLMEpisode.prompt: action/observation pairs shown",
                 shown, "of 50 in the episode", applied=_equal(value or 0, shown))
 
 
@@ -598,7 +602,7 @@ def _scripted_play(t: Tracer):
 
 @resolver(r"^retrieval\.top_k$")
 def _top_k(t: Tracer, key, value):
-    if t.cfg.training.is_set() and t.trainer != "curator":
+    if t.cfg.training.is_set() and not t.entry.curates:
         return _not_used(key, value, "the slate is the protocol: SkillGate plays no retrieval")
     p = _scripted_play(t)
     return _row(key, value, "the retrieval call of every game (runner.play -> Retriever.search k)", p["k"],
@@ -614,11 +618,12 @@ def _mode(t: Tracer, key, value):
 @resolver(r"^env\.max_steps$")
 def _max_steps(t: Tracer, key, value):
     cfg = t.cfg
-    if cfg.training.is_set() and t.trainer != "curator":
-        from skillos.evals.envs.slate.slates import make_slate_setup
+    if cfg.training.is_set() and not t.entry.curates:
+        from skillos.evals.envs.registry import environment
+        slate_domain = environment("slate")
 
         with tempfile.TemporaryDirectory() as tmp:
-            setup = make_slate_setup(cfg, [], tmp)
+            setup = slate_domain.make_slate_setup(cfg, [], tmp)
         return _row(key, value, "SlateSetup.max_steps (actions per slate episode)", setup.max_steps)
     p = _scripted_play(t)
     return _row(key, value, "runner.play(max_steps) via arms.arm_settings: actions played before the "
@@ -661,7 +666,7 @@ def _control(t: Tracer, key, value, name):
 
 @resolver(r"^reward\.lambda_(?P<term>fc|cnt|comp)$")
 def _reward(t: Tracer, key, value, term):
-    if t.trainer != "curator":
+    if not t.entry.curates:
         return _not_used(key, value, f"skillgate.trainer {t.trainer}: the reward is the game outcome")
     weights = _reward_probe(t)
     return _row(key, value, "training/trainer.RewardFunction: the weight of r_" + term +
@@ -749,15 +754,20 @@ RAY_COMMANDS = ("eval", "sweep")  # what compute.backend ray runs as tasks (eval
 def _compute_backend(t: Tracer, key, value):
     if t.training_launch:
         return _row(key, value, "training/launch.plan: the launch made", t.launch_plan()["backend"])
-    ok = value == "local" or (value == "ray" and t.path in RAY_COMMANDS)
-    return Row(key, value, f"the {t.path} (skillos.api)", ok, value if ok else "local",
+    from skillos.registry import COMPUTE, IN_PROCESS
+
+    entry = COMPUTE[value]
+    ok = entry.in_process or (entry.distributes and t.path in RAY_COMMANDS)
+    return Row(key, value, f"the {t.path} (skillos.api)", ok, value if ok else IN_PROCESS,
                "" if ok else f"the {t.path} runs in this process: compute.backend {value} is for "
-               + ("training launches" if value in ("accelerate", "modal") else "evals and sweeps"))
+               + ("training launches" if entry.trains else "evals and sweeps"))
 
 
 @resolver(r"^compute\.(?P<name>ray_address|ray_max_retries|ray_gpus_per_task)$")
 def _ray(t: Tracer, key, value, name):
-    on_ray = t.cfg.compute.backend == "ray" and not t.training_launch and t.path in RAY_COMMANDS
+    from skillos.registry import compute_of
+
+    on_ray = compute_of(t.cfg).distributes and not t.training_launch and t.path in RAY_COMMANDS
     if on_ray:
         return Row(key, value, "evals/distributed: the cluster joined, each task's retries and resources", True, value)
     import dataclasses

@@ -33,7 +33,6 @@ judged by RULE, declared before the run and printed with its numbers.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import sys
 import time
@@ -44,18 +43,16 @@ from skillos import config as cfgmod
 from skillos import devices
 from skillos.errors import SkillosError
 from skillos.ledger.store import canary_passed
+from skillos import registry
+from skillos.registry import CANARIES, COMPUTE, compute_of, trainer_of
 from skillos.training.canary import identity
 
-CANARIES = {
-    "curator": "skillos.training.canary.curator:CANARY",  # SkillOS GRPO, curator env, reading executor
-    "selector": "skillos.training.canary.selector:CANARY",  # SkillGate GRPO with clean-oracle credit
-    "optimize": "skillos.training.canary.optimize:CANARY",  # text-space optimization with its gate
-}
 # the learning signal and the two negative controls (shuffled within groups: nothing to learn;
 # sign-flipped: the opposite to learn), each run's folder; a canary passes when the first is an
 # improvement and neither control is
 SIGNALS = {"real": "trained", "shuffled": "control", "flipped": "flipped"}
-CANARY_COMPUTE = ("local", "ray")  # where a canary's two training runs can go (compute.backend)
+# where a canary's two training runs can go (compute.backend): this process, or tasks on a cluster
+CANARY_COMPUTE = tuple(c.name for c in COMPUTE if c.in_process or c.distributes)
 CANARY_KEYS = ("backend", "ray_address", "ray_max_retries", "ray_gpus_per_task", "gpu")  # what --set may move
 
 
@@ -92,9 +89,8 @@ class Canary:
 def canary(name: str):
     """The canary of a trainer name (a one-line error for an unknown one)."""
     if name not in CANARIES:
-        raise SkillosError(f"canary {name!r}: no such canary; choose one of {', '.join(CANARIES)}")
-    module, _, attr = CANARIES[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+        raise SkillosError(f"canary {name!r}: no such canary; choose one of {', '.join(CANARIES.names())}")
+    return registry.load(CANARIES[name].target)
 
 
 def compute_sets(sets) -> list[str]:
@@ -120,7 +116,7 @@ def compute_sets(sets) -> list[str]:
     if compute.backend not in CANARY_COMPUTE:
         raise SkillosError(f"canary --set: compute.backend {compute.backend}: a canary runs on compute.backend "
                            f"{' or '.join(CANARY_COMPUTE)}")
-    if compute.backend == "ray":
+    if COMPUTE[compute.backend].distributes:
         from skillos.evals.distributed import require_ray
 
         require_ray()  # now, not after the warm start
@@ -182,7 +178,7 @@ def trained_and_control(cfg, out: Path, work, echo, model: bool = True, stamp_as
     config digest its run folders are stamped with (default: `cfg`'s; a seed's config is the
     canary's with its seed set)."""
     digest = stamp_as or identity.config_digest(cfg)
-    if cfg.compute.backend != "ray":
+    if not compute_of(cfg).distributes:
         return {signal: _stamped(work, digest, signal, out / folder, echo) for signal, folder in SIGNALS.items()}
     from skillos.evals import distributed
 
@@ -312,7 +308,7 @@ RULE = ("the trained runs pooled over every seed (paired by seed and task, exact
 
 
 # What a canary took before canaries recorded their wall time and machine: the curator canary at
-# its default size, one seed and one control, on 2 idle CPU cores (README, measured).
+# its default size, one seed and one control, on 2 idle CPU cores (docs/canaries.md, measured).
 UNTIMED = ("never timed in this ledger; one seed and one control took 30-80 min on 2 CPU cores in the project's "
            "own runs, and a canary now runs every seed of canary.seeds with two controls")
 
@@ -507,7 +503,7 @@ def trainer_key(cfg) -> str:
     selector's canary is per credit profile; a profile with no selection credit of its own is
     vouched for by the method's, see selector.VOUCHED_BY_METHOD)."""
     trainer = cfg.skillgate.trainer
-    if trainer == "selector":
+    if trainer_of(cfg).selector_credit:
         from skillos.training.canary.selector import VOUCHED_BY_METHOD
 
         credit = cfg.skillgate.selector_credit

@@ -116,26 +116,26 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
 
 def warm_start(cfg, games, out: Path, echo=None) -> str:
     """The tiny model after a supervised warm-up that reads each slate member equally often."""
-    from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
-                                                 tool_schemas)
+    from skillos.evals.envs.registry import environment
+    slate_domain = environment("slate")
     from skillos.training.warmup import warm_up
 
     folder = out / "warm"
     if (folder / "config.json").is_file():
         return str(folder.resolve())
-    setup = make_slate_setup(cfg, games, out / "slate-warm")
+    setup = slate_domain.make_slate_setup(cfg, games, out / "slate-warm")
     conversations = []
     for game in _interleaved(games)[:cfg.canary.warmup_groups]:  # every task type's slates
-        text = SlateEnv(setup).reset(game_id=game.id)
+        text = slate_domain.SlateEnv(setup).reset(game_id=game.id)
         for pick in setup.slates[game.id].order:
-            call = {"name": READ_TOOL, "arguments": {"name": pick}}
-            conversations.append([{"role": "system", "content": SYSTEM},
-                                  {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text},
+            call = {"name": slate_domain.READ_TOOL, "arguments": {"name": pick}}
+            conversations.append([{"role": "system", "content": slate_domain.SYSTEM},
+                                  {"role": "user", "content": slate_domain.SLATE_INSTRUCTIONS + "\n\n" + text},
                                   {"role": "assistant", "content": f"<skill_reasoning>{pick} fits the task.</skill_reasoning>",
                                    "tool_calls": [{"id": f"call_{len(conversations)}", "type": "function",
                                                    "function": call}]}])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
-    warm_up(cfg.training.model, conversations, tool_schemas(), folder, steps=cfg.canary.warmup_steps,
+    warm_up(cfg.training.model, conversations, slate_domain.tool_schemas(), folder, steps=cfg.canary.warmup_steps,
             learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
             echo=echo)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
@@ -157,8 +157,8 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
-    from skillos.evals.envs.slate.slates import (READ_TOOL, SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, make_slate_setup,
-                                                 tool_schemas)
+    from skillos.evals.envs.registry import environment
+    slate_domain = environment("slate")
     from skillos.safety import Ticker
 
     import hashlib
@@ -167,22 +167,22 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
 
     chat = HFChat(BackendConfig(backend="hf", model=model, temperature=cfg.training.temperature,
                                 max_tokens=cfg.training.max_completion_length, timeout_s=120))
-    setup = make_slate_setup(cfg, held_out, slate_dir)
+    setup = slate_domain.make_slate_setup(cfg, held_out, slate_dir)
     outcomes, names = {}, {}
     tick = Ticker(echo, "canary selector: held-out games played", len(held_out))
     for game in held_out:
         tick(len(outcomes))
-        text = SlateEnv(setup).reset(game_id=game.id)
+        text = slate_domain.SlateEnv(setup).reset(game_id=game.id)
         draw = f"canary|{game.id}" + (f"|{cfg.training.seed}" if cfg.training.seed else "")  # per training seed
         torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))  # the same draw each time
         try:
-            reply = chat.chat([{"role": "system", "content": SYSTEM},
-                               {"role": "user", "content": SLATE_INSTRUCTIONS + "\n\n" + text}], tools=tool_schemas())
+            reply = chat.chat([{"role": "system", "content": slate_domain.SYSTEM},
+                               {"role": "user", "content": slate_domain.SLATE_INSTRUCTIONS + "\n\n" + text}], tools=slate_domain.tool_schemas())
         except BackendError:
             outcomes[game.id] = None
             continue
         reads = [c["arguments"].get("name") for c in reply.tool_calls
-                 if c["name"] == READ_TOOL and isinstance(c["arguments"], dict)]
+                 if c["name"] == slate_domain.READ_TOOL and isinstance(c["arguments"], dict)]
         first = reads[0] if reads else None
         outcomes[game.id] = first == setup.slates[game.id].oracle
         read = names.setdefault(game.task_type, {})  # by task type: does the name follow the slate?

@@ -55,8 +55,9 @@ class Household:
 
     def make_executor(self, config):
         from skillos.evals.envs.household.heuristic import HeuristicExecutor
+        from skillos.evals.envs.household.llm import LLMExecutor
 
-        return build.executor(config, HeuristicExecutor)
+        return build.executor(config, HeuristicExecutor, LLMExecutor)
 
     def make_curator(self, config, horizon: int | None = None):
         from skillos.evals.envs.household.heuristic import HeuristicCurator

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from skillos.evals.backends.llm_executor import LLMExecutor, parse_action
+from skillos.evals.envs.household.llm import LLMExecutor, parse_action
 from skillos.evals.envs.slate import slates
 from skillos.evals.envs.slate.slates import READ_TOOL, Read
 
