@@ -3,6 +3,7 @@
 
 import ast
 import inspect
+import json
 from pathlib import Path
 
 from skillos.evals.stats import CandidateVerdict
@@ -58,24 +59,62 @@ def _verdict(word: str) -> CandidateVerdict:
                        mean_difference=None, se=None, threshold=None)
 
 
-def test_the_loop_accepts_remembers_counts_and_skips():
-    """Step 0 proposes nothing, step 1 is rejected, step 2 accepted: tried counts the two, the
-    rejected one is remembered against the incumbent it lost to, after_step sees every step."""
-    memory, seen = _Memory(), []
-    standing = candidates.Standing("seed", {"a": True})
+class _Search:
+    """Step 0 proposes nothing, step 1 is rejected, step 2 accepted."""
 
-    def propose(step, now):
+    def __init__(self):
+        self.seen, self.verdicts = [], {1: "reject", 2: "accept"}
+
+    def propose(self, step, now):
         return None if step == 0 else candidates.Candidate(f"skill-{step}", [f"edit {step}"], [f"k{step}"], 7, step)
 
-    verdicts = {1: "reject", 2: "accept"}
-    result = candidates.run_candidates(
-        range(3), standing, memory, propose=propose, evaluate=lambda c: {"a": c.skill == "skill-2"},
-        judge=lambda step, inc, cand: _verdict(verdicts[step]),
-        record=lambda c, v, now, val: (now.tried, c.step, v.verdict),
-        after_step=lambda step, now: seen.append((step, now.skill)))
+    def evaluate(self, candidate):
+        return {"a": candidate.skill == "skill-2"}
+
+    def judge(self, step, incumbent, candidate):
+        return _verdict(self.verdicts[step])
+
+    def describe(self, candidate, verdict, now, candidate_val, paired):
+        row = {"tried": now.tried, "step": candidate.step, "verdict": verdict.verdict,
+               "rates": [paired.control_rate, paired.treatment_rate]}
+        return candidates.Described(row, "+edit", "[]", f"step {candidate.step}: {verdict.verdict}")
+
+    def after_step(self, step, now):
+        self.seen.append((step, now.skill))
+
+
+def test_the_loop_accepts_remembers_counts_and_skips_and_keeps_the_books(tmp_path):
+    """Tried counts the two candidates; the rejected one is remembered against the incumbent it
+    lost to; after_step sees every step; the loop writes each candidate's history row with the
+    real paired rates and echoes its line (the ledger row is checked by the optimize and night
+    tests, which read it back)."""
+    memory, search, said = _Memory(), _Search(), []
+    standing = candidates.Standing("seed", {"a": True})
+    books = candidates.Books(tmp_path / "history.jsonl", None, None, said.append,
+                             {"alpha": 0.05, "power": 0.8, "n_boot": 50})
+    result = candidates.run_candidates(range(3), standing, memory, search, books)
     assert result is standing
     assert (standing.skill, standing.validation, standing.tried, standing.accepted) == ("skill-2", {"a": True}, 2, 1)
-    assert standing.history == [(1, 1, "reject"), (2, 2, "accept")]
+    rows = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    assert rows == standing.history == [{"tried": 1, "step": 1, "verdict": "reject", "rates": [1.0, 0.0]},
+                                        {"tried": 2, "step": 2, "verdict": "accept", "rates": [1.0, 1.0]}]
+    assert said == ["step 1: reject", "step 2: accept"]
     assert [(a[0], a[2], a[3], a[4], a[5], a[6]) for a in memory.added] == [
         ("edit 1", {"a": True}, {"a": False}, 7, 1, ["k1"])]
-    assert seen == [(0, "seed"), (1, "seed"), (2, "skill-2")]
+    assert search.seen == [(0, "seed"), (1, "seed"), (2, "skill-2")]
+
+
+def _length(module, qualname: str) -> int:
+    tree = ast.parse(inspect.getsource(module))
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == qualname)
+    return node.end_lineno - node.lineno + 1
+
+
+def test_the_two_runs_are_short_and_night_borrows_nothing_from_optimize():
+    """The loop owns the bookkeeping, so the runs that call it stay small; night.py imports
+    nothing from optimize.py (what both use lives in candidates.py)."""
+    assert _length(optimize, "_run") < 80
+    assert _length(night, "run_night") < 80
+    tree = ast.parse(inspect.getsource(night))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "skillos.training.optimize" not in imported

@@ -12,7 +12,7 @@ from skillos.evals import report, stats, sweep
 from skillos.evals.compare import compare_runs
 from skillos.evals.verify import verify_fix
 from skillos.ledger import Ledger
-from skillos.training import optimize
+from skillos.training import candidates
 
 N = 40
 CFG = config.validate(config.Config())
@@ -97,7 +97,7 @@ def test_every_report_says_the_same_words_for_the_same_numbers(control, treatmen
             seen["verify-fix"] = verify_fix(ledger, fix, after, **SETTINGS, n_boot=200)["verdict"]
     comp = stats.compare(a, b, names=("best", "seed"), **SETTINGS, n_boot=200)
     aa = stats.accept_candidate(a, a, "paired", 2.0, 0.1)
-    seen["optimize"] = optimize.sealed_test_report(cfg, comp, 1, 1, aa, {}, {}, 0, tmp_path)["decision"]
+    seen["optimize"] = candidates.sealed_report(cfg, comp, 1, 1, aa, {}, {}, 0, tmp_path, "paired")["decision"]
     assert {name: (v["word"], v["label"]) for name, v in seen.items()} == {name: (word, label) for name in seen}
     assert len({v["line"].split(":")[0] for v in seen.values()}) == 1
 

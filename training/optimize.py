@@ -2,8 +2,8 @@
 trainable state of a frozen executor. This module holds the parts that keep that honest; the
 rollout → reflect → propose → gate → update loop builds on them.
 
-* `edits_allowed`: the textual learning rate's schedule: a step's budget of changed lines of skill
-  text (`textual.StepBudget` admits or refuses each edit by its size), decaying on a schedule.
+* `edits_allowed` (candidates.py): the textual learning rate's schedule: a step's budget of changed
+  lines of skill text (`textual.StepBudget` admits or refuses each edit by its size), decaying on a schedule.
 * Reflect → aggregate (`reflect`): a reflection per trajectory of the minibatch, aggregated into
   one textual gradient the proposer reads; both in the step record (`steps.jsonl`).
 * `optimize.target: document` (`document`): one SKILL.md, its sections the edit units,
@@ -13,10 +13,12 @@ rollout → reflect → propose → gate → update loop builds on them.
 * `calibrate` (in `candidates`, with the loop optimize and sleep share): an A/A test before any
   spending. The gate judges two copies of the seed skill; a gate that accepts a copy over itself
   would accept noise, so the run refuses to start.
-* `RejectedMemory`: every rejected edit with what it broke and what it fixed, kept across
-  epochs (SkillOpt clears it each epoch) and shown to the optimizer as steering.
-* `SealedSplit`: the test split, read once at the end for the final report; a second read
-  raises, also from a resumed run (the seal is a file in the run's folder).
+* `RejectedMemory` (candidates.py): every rejected edit with what it broke and what it fixed, kept
+  across epochs (SkillOpt clears it each epoch) and shown to the optimizer as steering.
+* `SealedSplit` (candidates.py): the test split, read once at the end for the final report; a
+  second read raises, also from a resumed run (the seal is a file in the run's folder).
+* `OptimizeSearch`: optimize's side of the shared candidate loop (`candidates.run_candidates`,
+  which writes the history, the ledger's candidate rows and the sealed report).
 """
 
 from __future__ import annotations
@@ -25,153 +27,20 @@ import hashlib
 import json
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from skillos.config import SCHEDULES
 from skillos.errors import SkillosError
 from skillos.evals.run_folder import CONFIG, HISTORY, REPORT, config_text
 from skillos.evals.stats import CandidateVerdict
 from skillos.repo import SkillRepo
-from skillos.training.candidates import (CalibrationFailed, Candidate, Standing, broke, calibrate,  # noqa: F401
-                                         calibrated, fixed, run_candidates)
+from skillos.training.candidates import (Books, CalibrationFailed, Candidate, Described, RejectedMemory,  # noqa: F401
+                                         SealedSplit, Standing, calibrate, calibrated, edits_allowed,
+                                         read_rejected, run_candidates, sealed_report)
 from skillos.files import write_atomic
 from skillos.registry import NO_MODEL
 from skillos.safety import json_text
 
-
-
-def edits_allowed(step: int, total_steps: int, start: int, end: int, schedule: str) -> int:
-    """The budget of step `step` (0-based) of `total_steps` (optimize: changed lines; sleep: lines
-    added): `start` at the first step, `end` at the last, never below 1."""
-    if schedule not in SCHEDULES:  # the config checks its own; this guards a direct caller
-        raise SkillosError(f"optimize.schedule: {schedule!r} is not one of {', '.join(SCHEDULES)}")
-    if schedule == "constant" or total_steps <= 1:
-        return max(1, start)
-    t = min(max(step, 0), total_steps - 1) / (total_steps - 1)
-    weight = (1 + math.cos(math.pi * t)) / 2 if schedule == "cosine" else 1 - t
-    return max(1, round(end + (start - end) * weight))
-
-
-@dataclass
-class Rejected:
-    edit: str  # the edit, as the optimizer proposed it (a short diff or summary)
-    verdict: str  # reject | indecisive
-    broke: list = field(default_factory=list)  # validation tasks that passed before and failed with it
-    fixed: list = field(default_factory=list)  # validation tasks that failed before and passed with it
-    epoch: int = 0
-    step: int = 0
-    keys: list = field(default_factory=list)  # Edit.key() of each edit in the rejected candidate
-
-
-class RejectedMemory:
-    """Rejected edits across the whole run, saved beside it (`rejected.json`) so a resumed run
-    keeps them too."""
-
-    def __init__(self, path: Path | None = None):
-        self.path = Path(path) if path else None
-        self.items: list[Rejected] = []
-        if self.path and (self.path.is_file() or self.path.is_symlink() or self.path.exists()):
-            self.items = read_rejected(self.path)
-
-    def keep(self, before) -> None:
-        """Keep only the rejections of steps `before(epoch, step)` says a resumed run has saved."""
-        self.items = [r for r in self.items if before(r.epoch, r.step)]
-        if self.path:
-            write_atomic(self.path, json.dumps([asdict(r) for r in self.items], indent=1))
-
-    def add(self, edit: str, verdict: CandidateVerdict, incumbent: dict, candidate: dict, epoch: int, step: int,
-            keys: list | None = None) -> None:
-        self.items.append(Rejected(edit, verdict.verdict, broke(incumbent, candidate), fixed(incumbent, candidate),
-                                   epoch, step, list(keys or [])))
-        if self.path:
-
-            write_atomic(self.path, json.dumps([asdict(r) for r in self.items], indent=1))
-
-    def steering(self, limit: int = 10) -> str:
-        """The last `limit` rejected edits, for the optimizer's prompt."""
-        if not self.items:
-            return "No edit has been rejected yet."
-        lines = [f"Rejected edits so far ({len(self.items)}; the last {min(limit, len(self.items))} shown). "
-                 "Do not propose them again; keep what they fixed without what they broke:"]
-        for r in self.items[-limit:]:
-            lines.append(f"- epoch {r.epoch} step {r.step} ({r.verdict}): {r.edit} | broke {len(r.broke)}: "
-                         f"{', '.join(r.broke[:5]) or '-'} | fixed {len(r.fixed)}: {', '.join(r.fixed[:5]) or '-'}")
-        return "\n".join(lines)
-
-
-def read_rejected(path: Path) -> list[Rejected]:
-    """rejected.json, whole or a one-line error (never a traceback, never half of it)."""
-    from skillos.safety import read_json_file
-
-    data = read_json_file(path, "rejected-edit memory", expect=list)
-    names = {f for f in Rejected.__dataclass_fields__}
-    items = []
-    for i, r in enumerate(data):
-        if not isinstance(r, dict) or not {"edit", "verdict"} <= set(r) or set(r) - names \
-                or not all(isinstance(r.get(k, []), list) for k in ("broke", "fixed", "keys")) \
-                or not all(isinstance(r.get(k, 0), int) and not isinstance(r.get(k, 0), bool) for k in ("epoch", "step")):
-            raise SkillosError(f"{path}: damaged rejected-edit memory (entry {i + 1}); move it away to start the "
-                               "memory over, or rerun without --resume")
-        items.append(Rejected(**r))
-    return items
-
-
-class SealedSplit:
-    """The test split: `read()` once, at the end. The seal is kept in the ledger, keyed by the
-    experiment's name and the split's content hash, so no rerun, new output folder or other
-    process reads the same games twice; a file in the run's folder says when it was read (and
-    seals a run that has no ledger)."""
-
-    def __init__(self, games: list, seal: Path, ledger=None, experiment: str = "", override: str | None = None):
-        self._games = list(games)
-        self.seal, self.ledger, self.experiment, self.override = Path(seal), ledger, experiment, override
-
-    @property
-    def content_hash(self) -> str:
-        return hashlib.sha256("|".join(sorted(g.content_hash for g in self._games)).encode()).hexdigest()
-
-    @property
-    def sealed(self) -> bool:
-        return not self.seal.exists()
-
-    def check_unread(self) -> None:
-        """Refuse now, before any compute, a split this run could not read at its end: its seal
-        file exists, or the ledger has a read of it and no person's --unseal was given."""
-        if self.seal.exists():
-            raise SkillosError(f"the sealed test split was already read ({self.seal.read_text(errors='replace').strip()[:200]}); "
-                               "a second read would make it a validation split")
-        if self.ledger is not None and not (self.override or "").strip():
-            reads = self.ledger.seal_reads(self.experiment, self.content_hash)
-            if reads:
-                first = reads[0]
-                raise SkillosError(
-                    f"the sealed test split of {self.experiment!r} (content {self.content_hash[:12]}) was already "
-                    f"read {len(reads)} time(s), first at {first['created_at']} into {first['output']}; refused "
-                    "before any game is played. A person may override with --unseal \"reason\" (recorded)")
-
-    def read(self, why: str) -> list:
-        import os
-
-        self.seal.parent.mkdir(parents=True, exist_ok=True)
-        try:  # create-if-absent is one atomic step: two readers cannot both get the games
-            fd = os.open(self.seal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            raise SkillosError(f"the sealed test split was already read ({self.seal.read_text().strip()}); "
-                               "a second read would make it a validation split") from None
-        try:
-            if self.ledger is not None:
-                from skillos.ledger.store import actor
-
-                self.ledger.read_sealed(self.experiment, self.content_hash, why, str(self.seal.parent.resolve()),
-                                        actor(), self.override)
-        except BaseException:
-            os.close(fd)
-            self.seal.unlink()
-            raise
-        with os.fdopen(fd, "w") as fh:
-            fh.write(why + "\n")
-        return list(self._games)
 
 
 # -- edits -------------------------------------------------------------------------------------
@@ -388,147 +257,168 @@ def gate_args(cfg) -> tuple:
 
 
 def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal: str = "real") -> dict:
-    import random
-
-    from skillos.evals import stats
-    from skillos.evals.arms import arm_settings, game_sets, load_games
-    from skillos.evals.envs.registry import environment
-    from skillos.evals.report import arm_summary
-    from skillos.evals.run_folder import check_out
-    from skillos.evals.runner import run_arm
     from skillos.ledger.experiments import record_experiment
 
     from skillos.training import document as doc
-    from skillos.training import slow
-    from skillos.training.reflect import step_record
-    from skillos.training.textual import StepBudget
 
-    o = cfg.optimize
-    seed = preflight(cfg)
-    document_mode = o.target == "document"
-    out = Path(out)
-    # positions per epoch: its ordinary steps, then (optimize.slow_update) the epoch-end slow update
-    steps_per_epoch, per_epoch, total = positions(cfg)
-    ordinary_total = o.epochs * steps_per_epoch
-    # every refusal that needs no game is made before any game is generated or played
-    state = _resume_state(cfg, out, ledger, total, per_epoch) if check_out(out, resume) else None
-    train = load_games(cfg, *game_sets(cfg)["train"])
-    validation = load_games(cfg, o.validation_split, o.n_validation)
-    test_games = load_games(cfg, *game_sets(cfg)["held_out"])
-    hashes = [{g.content_hash for g in games} for games in (train, validation, test_games)]
-    if hashes[0] & hashes[1] or hashes[0] & hashes[2] or hashes[1] & hashes[2]:
-        raise SkillosError("optimize: the train, validation and test splits share games; refusing to run")
-    if len(train) != cfg.env.n_train_games:
-        raise SkillosError(f"optimize: env.n_train_games is {cfg.env.n_train_games} but the split has {len(train)}")
-    test = SealedSplit(test_games, out / "test.sealed", ledger, cfg.experiment.name, unseal)
-    test.check_unread()  # a split the ledger has sealed: refused now, not after the whole run
-    if state is not None:
-        _check_state_games(out, state, validation)
+    o, seed, run = cfg.optimize, preflight(cfg), _Games.load(cfg, out, ledger, resume, unseal)
+    state, acceptance = run.state, gate_args(cfg)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / CONFIG, config_text(cfg))
-    domain, pool = environment(cfg), train + validation + test_games
-    executor, env = domain.make_executor(cfg.executor), domain.make_env(pool)
+    player = _Player(cfg, run.train + run.validation + run.test_games, echo)
+    if state is None:
+        echo(f"A/A calibration: the seed skills twice on the {len(run.validation)} validation tasks, before any candidate")
+        first, aa = calibrated(lambda: player.outcomes(seed, run.validation, "seed"),
+                               lambda: player.outcomes(seed.copy(), run.validation, "seed-copy"), acceptance)
+        run_id = None
+        if ledger is not None:
+            run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict(),
+                                      seed=cfg.env.seed)
+        state = {"schema_version": STATE_VERSION, "next": 0, "tried": 0, "accepted": 0, "run_id": run_id,
+                 "seed_validation": first, "incumbent_validation": first, "calibration": aa.to_dict()}
+        incumbent = seed
+        if o.target == "document":
+            doc.write_version(out, seed, 0)
+    else:
+        aa = CandidateVerdict(**state["calibration"])
+        incumbent = SkillRepo.load(out / "incumbent").copy()
+        if o.target == "document":  # an acceptance logged after the last saved state was dropped
+            doc.write_version(out, incumbent, _last_accepted(out))
+        echo(f"resuming {out} at step {state['next']} of {run.total}: {state['tried']} candidates tried, "
+             f"{state['accepted']} accepted")
+    echo(f"A/A calibration: the {o.gate.mode} gate judged the seed against a copy of itself: {aa.verdict} "
+         f"({aa.reason})")
+    echo(acceptance_plan(cfg, aa))  # before any candidate is played
+    search = OptimizeSearch(cfg, out, run, player, state, signal, echo)
+    standing = Standing(incumbent, state["incumbent_validation"], state["tried"], state["accepted"])
+    books = Books(out / HISTORY, ledger, state["run_id"], echo, stats_args(cfg))
+    run_candidates(range(state["next"], run.total), standing, search.memory, search, books)
+    return _final_report(cfg, out, ledger, run, player, seed, standing, state, aa, search)
 
-    def play(repo, games, label, curator=None) -> list[dict]:
+
+def stats_args(cfg) -> dict:
+    """What every paired comparison of a candidate loop passes to stats.compare: the eval section's."""
+    return {"alpha": cfg.eval.alpha, "power": cfg.eval.power, "n_boot": cfg.eval.bootstrap}
+
+
+@dataclass
+class _Games:
+    """The run's three splits, checked apart before anything is played; the sealed test split;
+    the saved state of a resumed run (None: a fresh one) and the number of positions."""
+
+    train: list
+    validation: list
+    test_games: list
+    test: SealedSplit
+    state: dict | None
+    total: int
+
+    @classmethod
+    def load(cls, cfg, out: Path, ledger, resume: bool, unseal: str | None) -> "_Games":
+        from skillos.evals.arms import game_sets, load_games
+        from skillos.evals.run_folder import check_out
+
+        o = cfg.optimize
+        _, per_epoch, total = positions(cfg)
+        # every refusal that needs no game is made before any game is generated or played
+        state = _resume_state(cfg, out, ledger, total, per_epoch) if check_out(out, resume) else None
+        train = load_games(cfg, *game_sets(cfg)["train"])
+        validation = load_games(cfg, o.validation_split, o.n_validation)
+        test_games = load_games(cfg, *game_sets(cfg)["held_out"])
+        hashes = [{g.content_hash for g in games} for games in (train, validation, test_games)]
+        if hashes[0] & hashes[1] or hashes[0] & hashes[2] or hashes[1] & hashes[2]:
+            raise SkillosError("optimize: the train, validation and test splits share games; refusing to run")
+        if len(train) != cfg.env.n_train_games:
+            raise SkillosError(f"optimize: env.n_train_games is {cfg.env.n_train_games} but the split has {len(train)}")
+        test = SealedSplit(test_games, out / "test.sealed", ledger, cfg.experiment.name, unseal)
+        test.check_unread()  # a split the ledger has sealed: refused now, not after the whole run
+        if state is not None:
+            _check_state_games(out, state, validation)
+        return cls(train, validation, test_games, test, state, total)
+
+
+class _Player:
+    """Plays a skill repo on games with the config's executor, one env per game in flight."""
+
+    def __init__(self, cfg, pool: list, echo):
+        from skillos.evals.envs.registry import environment
+
+        self.cfg, self.pool, self.echo = cfg, pool, echo
+        self.domain = environment(cfg)
+        self.executor, self.env = self.domain.make_executor(cfg.executor), self.domain.make_env(pool)
+
+    def play(self, repo, games, label, curator=None) -> list[dict]:
+        from skillos.evals.arms import arm_settings
+        from skillos.evals.runner import run_arm
         from skillos.safety import Ticker
 
-        tick, played = Ticker(echo, f"{label}: games played", len(games)), []
+        tick, played = Ticker(self.echo, f"{label}: games played", len(games)), []
         tick(0)
 
         def one_more(row):
             played.append(row)
             tick(len(played))
 
-        return run_arm(label, games, env=env, make_env=lambda: domain.make_env(pool), executor=executor,
-                       repo=repo, curator=curator, on_game=one_more,
-                       **arm_settings(cfg, curate_each_game=curator is not None))
+        return run_arm(label, games, env=self.env, make_env=lambda: self.domain.make_env(self.pool),
+                       executor=self.executor, repo=repo, curator=curator, on_game=one_more,
+                       **arm_settings(self.cfg, curate_each_game=curator is not None))
 
-    def outcomes(rows) -> dict:
-        return {r["game_id"]: r["success"] for r in rows}
+    def outcomes(self, repo, games, label) -> dict:
+        return outcomes(self.play(repo, games, label))
 
-    acceptance = gate_args(cfg)
-    if state is None:
-        echo(f"A/A calibration: the seed skills twice on the {len(validation)} validation tasks, before any candidate")
-        first, aa = calibrated(lambda: outcomes(play(seed, validation, "seed")),
-                               lambda: outcomes(play(seed.copy(), validation, "seed-copy")), acceptance)
-        run_id = None
-        if ledger is not None:
-            run_id = ledger.start_run(record_experiment(ledger, cfg), "optimize", config=cfg.to_dict(),
-                                      seed=cfg.env.seed)
-        state = {"schema_version": STATE_VERSION, "next": 0, "tried": 0, "accepted": 0, "run_id": run_id,
-                 "seed_validation": first,
-                 "incumbent_validation": first, "calibration": aa.to_dict()}
-        incumbent = seed
-        if document_mode:
-            doc.write_version(out, seed, 0)
-    else:
-        aa = CandidateVerdict(**state["calibration"])
-        incumbent = SkillRepo.load(out / "incumbent").copy()
-        if document_mode:  # an acceptance logged after the last saved state was dropped
-            doc.write_version(out, incumbent, _last_accepted(out))
-        echo(f"resuming {out} at step {state['next']} of {total}: {state['tried']} candidates tried, "
-             f"{state['accepted']} accepted")
-    echo(f"A/A calibration: the {o.gate.mode} gate judged the seed against a copy of itself: {aa.verdict} "
-         f"({aa.reason})")
-    echo(acceptance_plan(cfg, aa))  # before any candidate is played
-    run_id = state["run_id"]
-    proposer, memory = make_proposer(o.optimizer, o.target), RejectedMemory(out / "rejected.json")
-    standing = Standing(incumbent, state["incumbent_validation"], state["tried"], state["accepted"])
-    step_info: dict = {}  # this step's record, written to steps.jsonl after the step
-    meta = dict(zip(("text", "version"), slow.latest_meta(out, _meta_source(cfg), state["next"])))
-    inner = getattr(proposer, "inner", proposer)
 
-    def slow_update(g: int, epoch: int, step: int, now: Standing) -> Candidate | None:
-        """The epoch's end: guidance into the protected block (a gated candidate), lessons into
-        the meta skill (the proposer's, ungated: it only shapes proposals, which are gated)."""
-        so_far = [s for s in _steps(out) if (s.get("epoch") or 0) <= epoch and not s.get("slow_update")]
-        steps = [s for s in so_far if s.get("epoch") == epoch]
-        tried = [h for h in _history(out) if (h.get("epoch") or 0) <= epoch and h.get("budget") is not None]
-        guidance, source = slow.guidance_model(getattr(inner, "chat", None), epoch, steps,
-                                               slow.current_guidance(now.skill, o.target))
-        meta["text"] = slow.with_lessons(meta["text"], epoch, so_far, tried)  # rewritten over every epoch
-        meta["version"] = slow.write_versions(out, g, guidance, source, meta["text"])
-        edit = slow.slow_edit(now.skill, o.target, guidance, cfg.env.name)
-        step_info.clear()
-        step_info.update({"epoch": epoch, "step": step, "g": g, "slow_update": True, "guidance": guidance,
-                          "guidance_source": source, "meta_skill": meta["version"], "budget": None,
-                          "budget_reason": "the slow update is outside the learning rate", "candidate": None,
-                          "verdict": None})
-        echo(f"epoch {epoch} slow update: {len(guidance.splitlines())} lines of guidance ({source}); meta skill "
-             f"{meta['version']}")
-        if edit is None:
-            return None
-        return Candidate(apply_edits(now.skill, [edit]), [edit.summary()], [edit.key()], epoch, step,
-                         detail={"g": g, "budget": None, "edits": [edit]})
+def outcomes(rows) -> dict:
+    return {r["game_id"]: r["success"] for r in rows}
 
-    def propose(g: int, now: Standing) -> Candidate | None:
-        epoch, step = divmod(g, per_epoch)
-        if step == steps_per_epoch:
-            return slow_update(g, epoch, step, now)
-        inner.meta_skill = meta["text"]
-        order = list(train)
-        random.Random(f"skillos-optimize|{cfg.env.seed}|{epoch}").shuffle(order)
+
+class OptimizeSearch:
+    """Optimize's side of the candidate loop (candidates.Search): a step plays a minibatch, the
+    proposer reflects and proposes edits within the step's budget; an epoch's last position is
+    the slow update; a step's record goes to steps.jsonl and the state is saved after it."""
+
+    def __init__(self, cfg, out: Path, run: _Games, player: _Player, state: dict, signal: str, echo):
+        from skillos.training import slow
+
+        o = cfg.optimize
+        self.cfg, self.out, self.run, self.player, self.state, self.signal, self.echo = \
+            cfg, out, run, player, state, signal, echo
+        self.steps_per_epoch, self.per_epoch, _ = positions(cfg)
+        self.proposer, self.memory = make_proposer(o.optimizer, o.target), RejectedMemory(out / "rejected.json")
+        self.inner = getattr(self.proposer, "inner", self.proposer)
+        self.meta = dict(zip(("text", "version"), slow.latest_meta(out, _meta_source(cfg), state["next"])))
+        self.step_info: dict = {}  # this step's record, written to steps.jsonl after the step
+
+    def propose(self, g: int, now: Standing) -> Candidate | None:
+        from skillos.training.reflect import step_record
+        from skillos.training.textual import StepBudget
+
+        o, echo = self.cfg.optimize, self.echo
+        epoch, step = divmod(g, self.per_epoch)
+        if step == self.steps_per_epoch:
+            return self.slow_update(g, epoch, step, now)
+        self.inner.meta_skill = self.meta["text"]
+        order = list(self.run.train)
+        random.Random(f"skillos-optimize|{self.cfg.env.seed}|{epoch}").shuffle(order)
         batch = order[step * o.minibatch_size:(step + 1) * o.minibatch_size]
-        budget = StepBudget(edits_allowed(epoch * steps_per_epoch + step, ordinary_total, o.max_lines, o.last_lines,
-                                          o.schedule))
+        budget = StepBudget(edits_allowed(epoch * self.steps_per_epoch + step, o.epochs * self.steps_per_epoch,
+                                          o.max_lines, o.last_lines, o.schedule))
         collect = _Collect()
-        play(now.skill, batch, "minibatch", collect)
+        self.player.play(now.skill, batch, "minibatch", collect)
         seen = collect.trajectories
-        if signal != "real":
-            seen, _, _ = destroyed(seen, {}, {}, f"{cfg.env.seed}|{g}|minibatch", signal)
-        reflections, gradient = proposer.reflect(now.skill, seen)
-        proposed = proposer.propose(now.skill, seen, memory, budget.allowed, gradient)
-        rejected = {key for r in memory.items for key in r.keys}  # an edit once rejected is not tried again
+        if self.signal != "real":
+            seen, _, _ = destroyed(seen, {}, {}, f"{self.cfg.env.seed}|{g}|minibatch", self.signal)
+        reflections, gradient = self.proposer.reflect(now.skill, seen)
+        proposed = self.proposer.propose(now.skill, seen, self.memory, budget.allowed, gradient)
+        rejected = {key for r in self.memory.items for key in r.keys}  # an edit once rejected is not tried again
         fresh = [e for e in proposed if e.key() not in rejected]
         edits = budget.admit(fresh, now.skill)
-        step_info.clear()
-        step_info.update({"epoch": epoch, "step": step, "g": g, "minibatch": len(batch), "proposed": len(proposed),
+        self.step_info = {"epoch": epoch, "step": step, "g": g, "minibatch": len(batch), "proposed": len(proposed),
                           "already_rejected": len(proposed) - len(fresh), "admitted": len(edits),
-                          "proposer_reply": inner.reply,
-                          "budget": budget.to_dict(), **step_record(seen, reflections, gradient),
-                          "meta_skill": meta["version"], "candidate": None, "verdict": None})
-        if inner.reply is not None and inner.reply["failure"]:
-            echo(f"epoch {epoch} step {step}: the proposer's reply counts as failed: {inner.reply['failure']}")
+                          "proposer_reply": self.inner.reply, "budget": budget.to_dict(),
+                          **step_record(seen, reflections, gradient), "meta_skill": self.meta["version"],
+                          "candidate": None, "verdict": None}
+        if self.inner.reply is not None and self.inner.reply["failure"]:
+            echo(f"epoch {epoch} step {step}: the proposer's reply counts as failed: {self.inner.reply['failure']}")
         echo(f"epoch {epoch} step {step}: {len(reflections)} reflections -> gradient; {len(proposed)} edits proposed, "
              f"{len(edits)} admitted ({budget.used} of {budget.allowed} changed lines), {len(budget.refusals)} "
              f"refused (steps.jsonl says why), {len(proposed) - len(fresh)} rejected before")
@@ -537,66 +427,90 @@ def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal:
         return Candidate(apply_edits(now.skill, edits), [e.summary() for e in edits], [e.key() for e in edits],
                          epoch, step, detail={"g": g, "budget": budget, "edits": edits})
 
-    def evaluate(candidate: Candidate) -> dict:
-        return outcomes(play(candidate.skill, validation, f"candidate-{candidate.detail['g'] + 1}"))
+    def slow_update(self, g: int, epoch: int, step: int, now: Standing) -> Candidate | None:
+        """The epoch's end: guidance into the protected block (a gated candidate), lessons into
+        the meta skill (the proposer's, ungated: it only shapes proposals, which are gated)."""
+        from skillos.training import slow
 
-    def judge(g: int, incumbent_val: dict, candidate_val: dict) -> CandidateVerdict:
-        judged_incumbent, judged_candidate = incumbent_val, candidate_val
-        if signal != "real":
-            _, judged_incumbent, judged_candidate = destroyed([], incumbent_val, candidate_val,
-                                                              f"{cfg.env.seed}|{g}|gate", signal)
-        return stats.accept_candidate(judged_incumbent, judged_candidate, *acceptance)
+        o, out, meta = self.cfg.optimize, self.out, self.meta
+        so_far = [s for s in _steps(out) if (s.get("epoch") or 0) <= epoch and not s.get("slow_update")]
+        steps = [s for s in so_far if s.get("epoch") == epoch]
+        tried = [h for h in _history(out) if (h.get("epoch") or 0) <= epoch and h.get("budget") is not None]
+        guidance, source = slow.guidance_model(getattr(self.inner, "chat", None), epoch, steps,
+                                               slow.current_guidance(now.skill, o.target))
+        meta["text"] = slow.with_lessons(meta["text"], epoch, so_far, tried)  # rewritten over every epoch
+        meta["version"] = slow.write_versions(out, g, guidance, source, meta["text"])
+        edit = slow.slow_edit(now.skill, o.target, guidance, self.cfg.env.name)
+        self.step_info = {"epoch": epoch, "step": step, "g": g, "slow_update": True, "guidance": guidance,
+                          "guidance_source": source, "meta_skill": meta["version"], "budget": None,
+                          "budget_reason": "the slow update is outside the learning rate", "candidate": None,
+                          "verdict": None}
+        self.echo(f"epoch {epoch} slow update: {len(guidance.splitlines())} lines of guidance ({source}); meta skill "
+                  f"{meta['version']}")
+        if edit is None:
+            return None
+        return Candidate(apply_edits(now.skill, [edit]), [edit.summary()], [edit.key()], epoch, step,
+                         detail={"g": g, "budget": None, "edits": [edit]})
 
-    def record(candidate: Candidate, verdict: CandidateVerdict, now: Standing, candidate_val: dict) -> dict:
-        # the paired numbers are the real outcomes even under a shuffled signal: only the gate is blinded
-        paired = stats.compare(now.validation, candidate_val, names=("candidate", "incumbent"),
-                               alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-        entry = {"epoch": candidate.epoch, "step": candidate.step, "candidate": now.tried,
-                 "budget": candidate.detail["budget"] and candidate.detail["budget"].to_dict(),
-                 "edits": candidate.edits, "reflections": step_info.get("reflections"),
-                 "gradient": step_info.get("gradient"), "slow_update": step_info.get("guidance"),
-                 "diff": "".join(e.diff(now.skill) for e in candidate.detail["edits"]),
-                 **verdict.to_dict(), "incumbent_rate": paired.control_rate,
-                 "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
-        with open(out / HISTORY, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
-        if ledger is not None:
-            ledger.add_candidate(run_id, **{k: entry[k] for k in (
-                "epoch", "step", "diff", "verdict", "mode", "incumbent_rate", "candidate_rate",
-                "mean_difference", "se", "threshold", "ci_low", "ci_high", "n_tasks", "n_paired",
-                "n_unmeasured")}, edits=json.dumps(entry["edits"]))
-        echo(f"epoch {candidate.epoch} step {candidate.step}: candidate {now.tried} ({'; '.join(entry['edits'])}): "
-             f"{verdict.verdict}: {verdict.reason}")
-        step_info.update(candidate=now.tried, verdict=verdict.verdict)
-        if document_mode and verdict.verdict == "accept":
-            doc.write_version(out, candidate.skill, now.tried)
-        return entry
+    def evaluate(self, candidate: Candidate) -> dict:
+        return self.player.outcomes(candidate.skill, self.run.validation, f"candidate-{candidate.detail['g'] + 1}")
 
-    def save(g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
-        with open(out / STEPS, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(step_info) + "\n")
-        _save_state(out, now.skill, {**state, "next": g + 1, "tried": now.tried, "accepted": now.accepted,
-                                     "incumbent_validation": now.validation})
+    def judge(self, g: int, incumbent_val: dict, candidate_val: dict) -> CandidateVerdict:
+        from skillos.evals import stats
 
-    run_candidates(range(state["next"], total), standing, memory, propose=propose, evaluate=evaluate,
-                   judge=judge, record=record, after_step=save)
-    incumbent, tried, accepted = standing.skill, standing.tried, standing.accepted
+        if self.signal != "real":  # a canary's control: the gate sees the outcomes destroyed
+            _, incumbent_val, candidate_val = destroyed([], incumbent_val, candidate_val,
+                                                        f"{self.cfg.env.seed}|{g}|gate", self.signal)
+        return stats.accept_candidate(incumbent_val, candidate_val, *gate_args(self.cfg))
 
+    def describe(self, candidate: Candidate, verdict: CandidateVerdict, now: Standing, candidate_val: dict,
+                 paired) -> Described:
+        from skillos.training import document as doc
+
+        row = {"epoch": candidate.epoch, "step": candidate.step, "candidate": now.tried,
+               "budget": candidate.detail["budget"] and candidate.detail["budget"].to_dict(),
+               "edits": candidate.edits, "reflections": self.step_info.get("reflections"),
+               "gradient": self.step_info.get("gradient"), "slow_update": self.step_info.get("guidance"),
+               "diff": "".join(e.diff(now.skill) for e in candidate.detail["edits"]),
+               **verdict.to_dict(), "incumbent_rate": paired.control_rate,
+               "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
+        self.step_info.update(candidate=now.tried, verdict=verdict.verdict)
+        if self.cfg.optimize.target == "document" and verdict.verdict == "accept":
+            doc.write_version(self.out, candidate.skill, now.tried)
+        line = (f"epoch {candidate.epoch} step {candidate.step}: candidate {now.tried} ({'; '.join(row['edits'])}): "
+                f"{verdict.verdict}: {verdict.reason}")
+        return Described(row, row["diff"], json.dumps(row["edits"]), line)
+
+    def after_step(self, g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
+        with open(self.out / STEPS, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.step_info) + "\n")
+        _save_state(self.out, now.skill, {**self.state, "next": g + 1, "tried": now.tried, "accepted": now.accepted,
+                                          "incumbent_validation": now.validation})
+
+
+def _final_report(cfg, out: Path, ledger, run: _Games, player: _Player, seed, standing: Standing, state: dict,
+                  aa, search: OptimizeSearch) -> dict:
+    """The best skill saved, the sealed test split read once, seed vs best on it, the report."""
+    from skillos.evals import stats
+    from skillos.evals.report import arm_summary
+
+    from skillos.training import document as doc
+
+    incumbent, tried, accepted, run_id = standing.skill, standing.tried, standing.accepted, state["run_id"]
     (out / "best_skill").mkdir(exist_ok=True)  # even when the best is an empty seed
     incumbent.copy(out / "best_skill")
-    final = test.read(f"final report after {tried} candidates")
-    seed_rows, best_rows = play(seed, final, "seed"), play(incumbent, final, "best")
-    comparison = stats.compare(outcomes(seed_rows), outcomes(best_rows), names=("best", "seed"),
-                               alpha=cfg.eval.alpha, power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-    report = sealed_test_report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows),
-                                arm_summary(best_rows), len(incumbent), out)
+    final = run.test.read(f"final report after {tried} candidates")
+    seed_rows, best_rows = player.play(seed, final, "seed"), player.play(incumbent, final, "best")
+    comparison = stats.compare(outcomes(seed_rows), outcomes(best_rows), names=("best", "seed"), **stats_args(cfg))
+    report = sealed_report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows), arm_summary(best_rows),
+                           len(incumbent), out, cfg.optimize.gate.mode)
     # Which games seed and best are scored on: the sealed test split, named with the hash the
     # ledger seals it by (validation numbers never appear as the result).
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
-                           "n_games": len(final), "content_hash": test.content_hash}
+                           "n_games": len(final), "content_hash": run.test.content_hash}
     report["test_outcomes"] = {"seed": outcomes(seed_rows), "best": outcomes(best_rows)}
     report["proposer_replies"] = proposer_replies(_steps(out))
-    if document_mode:
+    if cfg.optimize.target == "document":
         doc.write_version(out, incumbent, _last_accepted(out))
         seed_val = [v for v in state["seed_validation"].values() if v is not None]
         history = doc.write_history(out, _history(out), sum(seed_val) / len(seed_val) if seed_val else None)
@@ -887,22 +801,3 @@ def _seed_repo(cfg) -> SkillRepo:
         return SkillRepo.load(path).copy()  # in memory: the seed folder is never written
     except SkillError as exc:
         raise SkillosError(f"optimize.seed_skills: {exc}") from None
-
-
-def sealed_test_report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, best: dict, size: int,
-                       out: Path) -> dict:
-    """Seed vs best on the sealed test split. The best skill set was chosen among `tried`
-    candidates, so the claim is judged in a family of that size (Bonferroni), by the one
-    verdict function."""
-    from skillos.evals import stats
-
-    c = comparison.to_dict()
-    problems = {"best": [f"no candidate passed the gate ({tried} tried): the best skill set is the seed"]
-                } if accepted == 0 else {}
-    verdict = stats.verdicts({"best": comparison}, alpha=cfg.eval.alpha, correction="bonferroni",
-                             family=f"{tried} candidates tried", family_size=max(1, tried),
-                             problems=problems)["best"]
-    return {"verdict": verdict.line(), "decision": verdict.to_dict(), "candidates_tried": tried,
-            "accepted": accepted, "best_skills": size, "best_skill": str(out / "best_skill"),
-            "gate": cfg.optimize.gate.mode, "calibration": aa.to_dict(), "seed": seed, "best": best,
-            "comparison": c, "p_corrected": verdict.p_adjusted}

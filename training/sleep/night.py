@@ -21,6 +21,8 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.registry import MODEL_BACKENDS, NO_MODEL
 from skillos.safety import RunLock
+from skillos.training.candidates import (Books, CalibrationFailed, Candidate, Described, RejectedMemory, SealedSplit,
+                                         Standing, broke, calibrated, edits_allowed, run_candidates, sealed_report)
 from skillos.training.sleep.dream import dream, llm_mine
 from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
 from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
@@ -243,244 +245,283 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
 
     `gate(cfg, ledger)` runs the launch gates (raising to refuse) once the ledger is open and
     before any model call: `skillos.sleep` passes `gates.enforce` (training sits below gates)."""
-    from skillos.evals import stats
-    from skillos.evals.backends.chat import make_chat
     from skillos.ledger import Ledger
-    from skillos.training.candidates import CalibrationFailed, Candidate, Standing, broke, calibrated, \
-        run_candidates
-    from skillos.ledger.experiments import record_experiment
-    from skillos.training.optimize import RejectedMemory, edits_allowed
-    from skillos.training.optimize import sealed_test_report as _report
-
-    from skillos.repo import parse_skill
-    from skillos.repo.skill import SkillError
 
     skill_path, seed_text = preflight(cfg)
     cfg = _named(cfg, skill_path.parent.name)
-    s, home = cfg.sleep, sleep_home(cfg.sleep)
-    model = _model(s)
-    chat = _chat(model)  # a missing key or model is refused before the gates run
-    judge = make_chat(cfg.judge) if cfg.judge.backend else None
-    proposer = (HeuristicProposer() if s.optimizer.backend == NO_MODEL
-                else LLMProposer(s.optimizer, s.edit_anywhere))
-    own, run_id, ended, lock = ledger is None, None, False, None
+    parts = _Parts(cfg)  # a missing key or model is refused before the gates run
+    own, night = ledger is None, None
     ledger = Ledger() if own else ledger
     try:
-        for night in recover_nights(home, ledger):  # nights killed before: recorded as aborted
-            echo(f"night {night} was killed mid-run: recorded as aborted")
+        for number in recover_nights(sleep_home(cfg.sleep), ledger):  # nights killed before: recorded as aborted
+            echo(f"night {number} was killed mid-run: recorded as aborted")
         gate(cfg, ledger)
+        night = Night(cfg, parts, ledger, skill_path, seed_text, echo)
+        night.begin(tasks_file)
+        return night.run(unseal)
+    except BaseException as exc:
+        if night is not None:
+            night.abort(exc)
+        raise
+    finally:
+        if night is not None and night.lock is not None:
+            night.lock.release()
+        if own:
+            ledger.close()
+
+
+class _Parts:
+    """The models a night calls: the replaying model, the judge and the proposer."""
+
+    def __init__(self, cfg):
+        from skillos.evals.backends.chat import make_chat
+
+        s = cfg.sleep
+        self.model = _model(s)
+        self.chat = _chat(self.model)
+        self.judge = make_chat(cfg.judge) if cfg.judge.backend else None
+        self.proposer = (HeuristicProposer() if s.optimizer.backend == NO_MODEL
+                         else LLMProposer(s.optimizer, s.edit_anywhere))
+
+
+class Night:
+    """One night, and its side of the candidate loop (candidates.Search): a step replays the
+    incumbent on the train tasks and their dreamed variants, the proposer writes lines from what
+    failed; the gate adds `no_regress`."""
+
+    def __init__(self, cfg, parts: _Parts, ledger, skill_path: Path, seed_text: str, echo):
+        self.cfg, self.s, self.parts, self.ledger, self.echo = cfg, cfg.sleep, parts, ledger, echo
+        self.skill_path, self.seed_text, self.name = skill_path, seed_text, skill_path.parent.name
+        self.home = sleep_home(cfg.sleep)
+        self.run_id, self.ended, self.lock, self.night_id, self.night_dir = None, False, None, None, None
+
+    def begin(self, tasks_file) -> None:
+        """Tasks gathered (harvested, mined, dreamed) and split; the night's folder, lock and
+        ledger run; the caps start here: the gates and the harvest are not the night's spending."""
+        from skillos.files import write_atomic
+        from skillos.ledger.experiments import record_experiment
+
+        s, echo, ledger, proposer = self.s, self.echo, self.ledger, self.parts.proposer
         unchecked: list = []
-        tasks, source = gather(cfg, tasks_file, home, echo, unchecked)
-        # the night's wall clock starts here: the gates and the harvest are not its spending
-        budget = Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes)
-        caller = Caller(budget, s.max_consecutive_errors)
+        tasks, source = gather(self.cfg, tasks_file, self.home, echo, unchecked)
+        self.caller = Caller(Budget(s.budget.max_calls, s.budget.max_tokens, s.budget.max_minutes),
+                             s.max_consecutive_errors)
         optimizer_chat = getattr(proposer, "chat", None)
         if s.llm_miner and source.get("source") == "mined":
-            more, source["llm_miner"] = llm_mine(unchecked, {t.id for t in tasks}, cfg.judge.backend is not None,
-                                                 caller, optimizer_chat, proposer.config.max_tokens)
+            more, source["llm_miner"] = llm_mine(unchecked, {t.id for t in tasks}, self.cfg.judge.backend is not None,
+                                                 self.caller, optimizer_chat, proposer.config.max_tokens)
             tasks = sorted(tasks + more, key=lambda t: t.id)
             echo(f"llm miner: {len(more)} checkable tasks from {len(unchecked)} requests the rules could not check")
-        splits = assign_splits(tasks, s.validation_share, s.test_share)
-        dreams, source["dream"] = dream(splits["train"], s.dream_factor, {t.id for t in tasks}, caller,
-                                        optimizer_chat, proposer.config.max_tokens if optimizer_chat else 0)
+        self.tasks, self.source, self.splits = tasks, source, assign_splits(tasks, s.validation_share, s.test_share)
+        self.dreams, source["dream"] = dream(self.splits["train"], s.dream_factor, {t.id for t in tasks}, self.caller,
+                                             optimizer_chat, proposer.config.max_tokens if optimizer_chat else 0)
         if s.dream_factor:
-            echo(f"dream: {len(dreams)} variants of {source['dream']['from_tasks']} train tasks "
+            echo(f"dream: {len(self.dreams)} variants of {source['dream']['from_tasks']} train tasks "
                  f"({source['dream']['by']})")
-        night_id = stamp()
-        night_dir = home / "nights" / night_id
-        while night_dir.exists():
-            night_id += "x"
-            night_dir = home / "nights" / night_id
-        night_dir.mkdir(parents=True)
-        lock = RunLock(night_dir).acquire()  # held while the night runs: a dead holder means it was killed
-        (night_dir / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks + dreams))
-        name = skill_path.parent.name
-        echo(f"night {night_id}: {len(tasks)} tasks ({', '.join(f'{len(v)} {k}' for k, v in splits.items())}) "
-             f"for {name}")
-        experiment = record_experiment(ledger, cfg)
-        run_id = ledger.start_run(experiment, "sleep-night", config={**cfg.to_dict(), "night": night_id},
-                                  seed=cfg.env.seed)
-        from skillos.files import write_atomic as _write
+        self.night_id = stamp()
+        while (self.home / "nights" / self.night_id).exists():
+            self.night_id += "x"
+        self.night_dir = self.home / "nights" / self.night_id
+        self.night_dir.mkdir(parents=True)
+        self.lock = RunLock(self.night_dir).acquire()  # held while the night runs: a dead holder means it was killed
+        (self.night_dir / "tasks.jsonl").write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks + self.dreams))
+        echo(f"night {self.night_id}: {len(tasks)} tasks ({', '.join(f'{len(v)} {k}' for k, v in self.splits.items())}) "
+             f"for {self.name}")
+        self.experiment = record_experiment(ledger, self.cfg)
+        self.run_id = ledger.start_run(self.experiment, "sleep-night",
+                                       config={**self.cfg.to_dict(), "night": self.night_id}, seed=self.cfg.env.seed)
+        write_atomic(self.night_dir / NIGHT, json.dumps({
+            "night": self.night_id, "run_id": self.run_id, "experiment_id": self.experiment,
+            "skill": str(self.skill_path), "pid": os.getpid(), "started_at": stamp()}))
+        self.replayer = Replayer(self.caller, self.parts.chat, self.parts.model.max_tokens, self.parts.judge)
+        self.memory = RejectedMemory(self.home / "rejected.json")
+        self.night_no = len(list((self.home / "nights").iterdir()))
+        self.gate_args = (s.gate.mode, s.gate.k, s.gate.max_unmeasured)
 
-        _write(night_dir / NIGHT, json.dumps({"night": night_id, "run_id": run_id, "experiment_id": experiment,
-                                              "skill": str(skill_path), "pid": os.getpid(), "started_at": stamp()}))
-        replayer = Replayer(caller, chat, model.max_tokens, judge)
-        memory = RejectedMemory(home / "rejected.json")
-        night_no = len(list((home / "nights").iterdir()))
-        gate_args = (s.gate.mode, s.gate.k, s.gate.max_unmeasured)
-        outcomes_log = night_dir / "outcomes.jsonl"
+    def play(self, text: str, ts: list, arm: str) -> dict:
+        """Replay `ts` with skill `text`; every outcome logged as it lands, the arm's eval recorded
+        with what it measured even when a cap or an outage cuts it short."""
+        from skillos.safety import Ticker
 
-        def play(text: str, ts: list, arm: str) -> dict:
-            from skillos.safety import Ticker
-
-            out, tick = {}, Ticker(echo, f"{arm}: tasks replayed", len(ts))
-            try:
-                for t in ts:
-                    tick(len(out))
-                    try:
-                        out[t.id] = replayer.run(t, text, name)
-                    except Outage as exc:  # the call that tipped it was made and failed: unmeasured
-                        out[t.id] = Outcome(None, f"model call failed: {exc}")
-                        raise
-                    finally:
-                        if t.id in out:
-                            with open(outcomes_log, "a", encoding="utf-8") as fh:
-                                fh.write(json.dumps({"arm": arm, "task": t.id, **out[t.id].to_dict()}) + "\n")
-            finally:  # an arm cut short by a cap is recorded with what it measured
-                tick(len(out))
-                if ts:
-                    ledger.add_eval(run_id, arm, _summary(out), str(outcomes_log), None)
-            return out
-
-        def booleans(outcomes: dict) -> dict:
-            return {k: o.success for k, o in outcomes.items()}
-
-        status, stop, aa, test = "finished", None, None, None
-        standing = Standing(seed_text, {})  # read after a stop mid-step: what was accepted before it
-
-        def propose(step: int, now: Standing) -> Candidate | None:
-            budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
-            train = play(now.skill, splits["train"] + dreams, f"train-{step}")
-            failing = [(t, train[t.id]) for t in splits["train"] + dreams if train[t.id].success is False]
-            candidate, lines = proposer.propose(now.skill, failing, memory, budget, caller)
-            if not lines:
-                echo(f"step {step}: no edit proposed ({len(failing)} failed train tasks, budget {budget})")
-                return None
-            if not s.edit_anywhere and outside_block(candidate) != outside_block(now.skill):
-                raise SkillosError("internal: an edit reached outside the learned block")  # never expected
-            try:
-                parse_skill(candidate)
-            except SkillError as exc:  # a proposal a person could not adopt is no candidate
-                echo(f"step {step}: the proposed skill does not validate ({exc}); no candidate")
-                return None
-            return Candidate(candidate, lines, [line_key(x) for x in lines], night_no, step,
-                             detail={"budget": budget, "failing": failing})
-
-        def evaluate(candidate: Candidate) -> dict:
-            return booleans(play(candidate.skill, splits["validation"], f"candidate-{candidate.step}"))
-
-        def judge(step: int, incumbent_val: dict, cand_val: dict):
-            verdict = stats.accept_candidate(incumbent_val, cand_val, *gate_args)
-            lost = broke(incumbent_val, cand_val)
-            if verdict.verdict == "accept" and s.no_regress and lost:
-                verdict = dataclasses.replace(verdict, verdict="reject",
-                                              reason=f"{verdict.reason}; no_regress: it broke {len(lost)} task(s)")
-            return verdict
-
-        def record(candidate: Candidate, verdict, now: Standing, cand_val: dict) -> dict:
-            step, lines, failing, incumbent_val = candidate.step, candidate.edits, candidate.detail["failing"], \
-                now.validation
-            from_tasks = [t.id for t, _ in failing]
-            sessions = sorted({x for t, _ in failing for x in t.sessions})
-            entry = {"step": step, "budget": candidate.detail["budget"], "edits": lines, "from_tasks": from_tasks,
-                     "sessions": sessions, **verdict.to_dict(),
-                     "incumbent": _rate(_summary({k: _O(v) for k, v in incumbent_val.items()})),
-                     "candidate": _rate(_summary({k: _O(v) for k, v in cand_val.items()})),
-                     "broke": broke(incumbent_val, cand_val)}
-            with open(night_dir / "history.jsonl", "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(entry) + "\n")
-            paired = stats.compare(incumbent_val, cand_val, names=("candidate", "incumbent"), alpha=cfg.eval.alpha,
-                                   power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-            ledger.add_candidate(run_id, epoch=night_no, step=step, diff="\n".join(f"+{x}" for x in lines),
-                                 verdict=verdict.verdict, mode=verdict.mode, incumbent_rate=paired.control_rate,
-                                 candidate_rate=paired.treatment_rate, mean_difference=verdict.mean_difference,
-                                 se=verdict.se, threshold=verdict.threshold, ci_low=paired.ci_low,
-                                 ci_high=paired.ci_high, n_tasks=verdict.n_tasks, n_paired=verdict.n_paired,
-                                 n_unmeasured=verdict.n_unmeasured,
-                                 edits=json.dumps({"lines": lines, "from_tasks": from_tasks, "sessions": sessions,
-                                                   "night": night_id}))
-            echo(f"step {step}: {len(lines)} line(s) from {len(failing)} failed train tasks: {verdict.verdict}: "
-                 f"{verdict.reason}")
-            return entry
-
+        out, tick, log = {}, Ticker(self.echo, f"{arm}: tasks replayed", len(ts)), self.night_dir / "outcomes.jsonl"
         try:
-            if not tasks:
+            for t in ts:
+                tick(len(out))
+                try:
+                    out[t.id] = self.replayer.run(t, text, self.name)
+                except Outage as exc:  # the call that tipped it was made and failed: unmeasured
+                    out[t.id] = Outcome(None, f"model call failed: {exc}")
+                    raise
+                finally:
+                    if t.id in out:
+                        with open(log, "a", encoding="utf-8") as fh:
+                            fh.write(json.dumps({"arm": arm, "task": t.id, **out[t.id].to_dict()}) + "\n")
+        finally:
+            tick(len(out))
+            if ts:
+                self.ledger.add_eval(self.run_id, arm, _summary(out), str(log), None)
+        return out
+
+    def outcomes(self, text: str, ts: list, arm: str) -> dict:
+        return {k: o.success for k, o in self.play(text, ts, arm).items()}
+
+    def propose(self, step: int, now: Standing) -> Candidate | None:
+        from skillos.repo import parse_skill
+        from skillos.repo.skill import SkillError
+
+        s, echo, train_tasks = self.s, self.echo, self.splits["train"] + self.dreams
+        budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
+        train = self.play(now.skill, train_tasks, f"train-{step}")
+        failing = [(t, train[t.id]) for t in train_tasks if train[t.id].success is False]
+        candidate, lines = self.parts.proposer.propose(now.skill, failing, self.memory, budget, self.caller)
+        if not lines:
+            echo(f"step {step}: no edit proposed ({len(failing)} failed train tasks, budget {budget})")
+            return None
+        if not s.edit_anywhere and outside_block(candidate) != outside_block(now.skill):
+            raise SkillosError("internal: an edit reached outside the learned block")  # never expected
+        try:
+            parse_skill(candidate)
+        except SkillError as exc:  # a proposal a person could not adopt is no candidate
+            echo(f"step {step}: the proposed skill does not validate ({exc}); no candidate")
+            return None
+        return Candidate(candidate, lines, [line_key(x) for x in lines], self.night_no, step,
+                         detail={"budget": budget, "failing": failing})
+
+    def evaluate(self, candidate: Candidate) -> dict:
+        return self.outcomes(candidate.skill, self.splits["validation"], f"candidate-{candidate.step}")
+
+    def judge(self, step: int, incumbent_val: dict, cand_val: dict):
+        from skillos.evals import stats
+
+        verdict = stats.accept_candidate(incumbent_val, cand_val, *self.gate_args)
+        lost = broke(incumbent_val, cand_val)
+        if verdict.verdict == "accept" and self.s.no_regress and lost:
+            verdict = dataclasses.replace(verdict, verdict="reject",
+                                          reason=f"{verdict.reason}; no_regress: it broke {len(lost)} task(s)")
+        return verdict
+
+    def describe(self, candidate: Candidate, verdict, now: Standing, cand_val: dict, paired) -> Described:
+        lines, failing, incumbent_val = candidate.edits, candidate.detail["failing"], now.validation
+        from_tasks = [t.id for t, _ in failing]
+        sessions = sorted({x for t, _ in failing for x in t.sessions})
+        row = {"step": candidate.step, "budget": candidate.detail["budget"], "edits": lines, "from_tasks": from_tasks,
+               "sessions": sessions, **verdict.to_dict(),
+               "incumbent": _rate(_summary({k: _O(v) for k, v in incumbent_val.items()})),
+               "candidate": _rate(_summary({k: _O(v) for k, v in cand_val.items()})),
+               "broke": broke(incumbent_val, cand_val)}
+        edits = json.dumps({"lines": lines, "from_tasks": from_tasks, "sessions": sessions, "night": self.night_id})
+        line = (f"step {candidate.step}: {len(lines)} line(s) from {len(failing)} failed train tasks: "
+                f"{verdict.verdict}: {verdict.reason}")
+        return Described(row, "\n".join(f"+{x}" for x in lines), edits, line)
+
+    def after_step(self, step: int, now: Standing) -> None:
+        pass
+
+    def measure(self, standing: Standing, unseal: str | None) -> tuple:
+        """Calibrate, run the candidates, read the sealed test when one was accepted: (status,
+        why it stopped, the A/A verdict, the test's result). A cap, an outage, a refused
+        calibration or a spent test ends it, with what was accepted before kept in `standing`."""
+        from skillos.evals import stats
+
+        splits, aa, test = self.splits, None, None
+        try:
+            if not self.tasks:
                 raise _NoTasks()
             standing.validation, aa = calibrated(
-                lambda: booleans(play(seed_text, splits["validation"], "incumbent-validation")),
-                lambda: booleans(play(seed_text, splits["validation"], "incumbent-copy")), gate_args)
-            echo(f"A/A calibration: {aa.verdict} ({aa.reason})")
-            run_candidates(range(s.steps), standing, memory, propose=propose, evaluate=evaluate, judge=judge,
-                           record=record)
+                lambda: self.outcomes(self.seed_text, splits["validation"], "incumbent-validation"),
+                lambda: self.outcomes(self.seed_text, splits["validation"], "incumbent-copy"), self.gate_args)
+            self.echo(f"A/A calibration: {aa.verdict} ({aa.reason})")
+            books = Books(self.night_dir / "history.jsonl", self.ledger, self.run_id, self.echo, {
+                "alpha": self.cfg.eval.alpha, "power": self.cfg.eval.power, "n_boot": self.cfg.eval.bootstrap})
+            run_candidates(range(self.s.steps), standing, self.memory, self, books)
             if standing.accepted:
-                tried = _candidates_on_test(home, standing.tried)
-                why = f"night {night_id}: seed vs best after {standing.tried} candidates ({tried} over all nights)"
-                final, left_out = read_test(ledger, cfg.experiment.name, splits["test"], night_dir, why, unseal)
+                tried = _candidates_on_test(self.home, standing.tried)
+                why = f"night {self.night_id}: seed vs best after {standing.tried} candidates ({tried} over all nights)"
+                final, left_out = read_test(self.ledger, self.cfg.experiment.name, splits["test"], self.night_dir,
+                                            why, unseal)
                 if left_out:
-                    echo(f"sealed test: {len(left_out)} of {len(splits['test'])} task(s) were read as the test by an "
-                         "earlier night and are left out (--unseal \"reason\" reads them again)")
+                    self.echo(f"sealed test: {len(left_out)} of {len(splits['test'])} task(s) were read as the test by "
+                              "an earlier night and are left out (--unseal \"reason\" reads them again)")
                 if not final:
                     raise _TestSpent(len(left_out))
-                seed_test = booleans(play(seed_text, final, "seed-test"))
-                best_test = booleans(play(standing.skill, final, "best-test"))
-                comparison = stats.compare(seed_test, best_test, names=("best", "seed"), alpha=cfg.eval.alpha,
-                                           power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
-                full = _report(cfg, comparison, tried, standing.accepted, aa,
-                               _summary({k: _O(v) for k, v in seed_test.items()}),
-                               _summary({k: _O(v) for k, v in best_test.items()}), 1, night_dir)
+                seed_test = self.outcomes(self.seed_text, final, "seed-test")
+                best_test = self.outcomes(standing.skill, final, "best-test")
+                comparison = stats.compare(seed_test, best_test, names=("best", "seed"), alpha=self.cfg.eval.alpha,
+                                           power=self.cfg.eval.power, n_boot=self.cfg.eval.bootstrap)
+                full = sealed_report(self.cfg, comparison, tried, standing.accepted, aa,
+                                     _summary({k: _O(v) for k, v in seed_test.items()}),
+                                     _summary({k: _O(v) for k, v in best_test.items()}), 1, self.night_dir,
+                                     self.s.gate.mode)
                 test = {k: full[k] for k in ("verdict", "comparison", "p_corrected", "seed", "best")}
                 test.update(candidates_corrected_for=tried, read=len(final), sealed_left_out=len(left_out))
         except BudgetExhausted as exc:
-            status, stop = "stopped", str(exc)
+            return "stopped", str(exc), aa, test
         except Outage as exc:
-            status, stop = "outage", str(exc)
+            return "outage", str(exc), aa, test
         except CalibrationFailed as exc:
-            status, stop = "refused", str(exc)
+            return "refused", str(exc), aa, test
         except _NoTasks:
-            status, stop = "no-tasks", _no_tasks_reason(source)
+            return "no-tasks", _no_tasks_reason(self.source), aa, test
         except _TestSpent as exc:
             test = {"verdict": f"not reportable: all {exc.args[0]} test task(s) were read as the test by an earlier "
                                "night (sealed in the ledger); a person may read them again with --unseal \"reason\"",
                     "read": 0, "sealed_left_out": exc.args[0], "comparison": None}
-        incumbent, accepted, candidates = standing.skill, standing.accepted, standing.history
-        report = {"night": night_id, "status": status, "stopped_because": stop, "skill": str(skill_path),
-                  "tasks": {k: len(v) for k, v in splits.items()}, "dreamed": len(dreams),
-                  "harvest_sessions": source.get("sessions"),
-                  "source": source, "calibration": aa.to_dict() if aa else None, "candidates": candidates,
-                  "accepted": accepted, "test": test, "budget": caller.budget.to_dict(),
-                  "model_call_errors": len(caller.errors), "proposal": None, "run_id": run_id,
-                  "experiment_id": experiment}
-        report["verdict"] = _verdict(report)
-        if status == "finished" and accepted:
-            report["proposal"] = str(home / "proposals" / f"{night_id}-{name}")
-            write_proposal(home, night_id, skill_path, seed_text, incumbent, report, tasks)  # that folder, whole
+        return "finished", None, aa, test
+
+    def run(self, unseal: str | None) -> dict:
+        """The night measured, its report written, a proposal staged when one passed, the run ended."""
         from skillos.files import write_atomic
 
-        write_atomic(night_dir / "report.json", json.dumps(report, indent=1))
-        if caller.errors:
-            ledger.add_failure(f"sleep night {night_id}: {len(caller.errors)} model call(s) failed, the tasks "
-                               f"they replayed are unmeasured; first error: {caller.errors[0]}", "wasted-compute",
-                               kind="operational", detected_by="toolkit", experiment_id=experiment, run_id=run_id)
-        for error in (source.get("harvest") or {}).get("errors", []):
-            ledger.add_failure(f"sleep harvest: {error}", "harness-bug", kind="operational", detected_by="toolkit",
-                               experiment_id=experiment, run_id=run_id)
-        ledger.end_run(run_id, status, report["verdict"])
-        ended = True
-        echo(f"night {night_id}: {report['verdict']}")
+        standing = Standing(self.seed_text, {})  # read after a stop mid-step: what was accepted before it
+        status, stop, aa, test = self.measure(standing, unseal)
+        report = {"night": self.night_id, "status": status, "stopped_because": stop, "skill": str(self.skill_path),
+                  "tasks": {k: len(v) for k, v in self.splits.items()}, "dreamed": len(self.dreams),
+                  "harvest_sessions": self.source.get("sessions"),
+                  "source": self.source, "calibration": aa.to_dict() if aa else None, "candidates": standing.history,
+                  "accepted": standing.accepted, "test": test, "budget": self.caller.budget.to_dict(),
+                  "model_call_errors": len(self.caller.errors), "proposal": None, "run_id": self.run_id,
+                  "experiment_id": self.experiment}
+        report["verdict"] = _verdict(report)
+        if status == "finished" and standing.accepted:
+            report["proposal"] = str(self.home / "proposals" / f"{self.night_id}-{self.name}")
+            write_proposal(self.home, self.night_id, self.skill_path, self.seed_text, standing.skill, report,
+                           self.tasks)  # that folder, whole
+        write_atomic(self.night_dir / "report.json", json.dumps(report, indent=1))
+        self.record_failures()
+        self.ledger.end_run(self.run_id, status, report["verdict"])
+        self.ended = True
+        self.echo(f"night {self.night_id}: {report['verdict']}")
         if status == "refused":
             raise CalibrationFailed(stop)
         return report
-    except BaseException as exc:
-        if run_id is not None and not ended:  # a crash, ^C or SIGTERM: the run says so, not "running" forever
-            killed = isinstance(exc, (KeyboardInterrupt, SystemExit))
-            why = f"{type(exc).__name__}: {exc}"[:500]
-            ledger.end_run(run_id, "aborted" if killed else "crashed", why)
-            try:
-                from skillos.files import write_atomic as _write
 
-                _write(night_dir / "report.json", json.dumps({
-                    "night": night_id, "status": "aborted" if killed else "crashed", "stopped_because": why,
-                    "verdict": f"{'aborted' if killed else 'crashed'} ({why}); nothing staged", "skill": str(skill_path),
-                    "proposal": None,
-                    "run_id": run_id, "candidates": [], "accepted": 0}, indent=1))
-            except OSError:
-                pass
-        raise
-    finally:
-        if lock is not None:
-            lock.release()
-        if own:
-            ledger.close()
+    def record_failures(self) -> None:
+        """Model calls that failed and harvest errors, as operational failures of this run."""
+        errors, where = self.caller.errors, {"experiment_id": self.experiment, "run_id": self.run_id}
+        if errors:
+            self.ledger.add_failure(f"sleep night {self.night_id}: {len(errors)} model call(s) failed, the tasks "
+                                    f"they replayed are unmeasured; first error: {errors[0]}", "wasted-compute",
+                                    kind="operational", detected_by="toolkit", **where)
+        for error in (self.source.get("harvest") or {}).get("errors", []):
+            self.ledger.add_failure(f"sleep harvest: {error}", "harness-bug", kind="operational",
+                                    detected_by="toolkit", **where)
+
+    def abort(self, exc: BaseException) -> None:
+        """A crash, ^C or SIGTERM after the run began: the run says so, not "running" forever."""
+        if self.run_id is None or self.ended:
+            return
+        killed = isinstance(exc, (KeyboardInterrupt, SystemExit))
+        why = f"{type(exc).__name__}: {exc}"[:500]
+        self.ledger.end_run(self.run_id, "aborted" if killed else "crashed", why)
+        try:
+            from skillos.files import write_atomic
+
+            write_atomic(self.night_dir / "report.json", json.dumps({
+                "night": self.night_id, "status": "aborted" if killed else "crashed", "stopped_because": why,
+                "verdict": f"{'aborted' if killed else 'crashed'} ({why}); nothing staged", "skill": str(self.skill_path),
+                "proposal": None, "run_id": self.run_id, "candidates": [], "accepted": 0}, indent=1))
+        except OSError:
+            pass
 
 
 class _NoTasks(Exception):
@@ -498,7 +539,6 @@ def read_test(ledger, experiment: str, tasks: list, night_dir: Path, why: str, u
     reads it again; with `unseal` (a person's reason) the sealed ones are read again and the
     override is recorded as a process failure. This night's own seal file refuses a second read."""
     from skillos.ledger.store import actor
-    from skillos.training.optimize import SealedSplit
 
     read_before = ledger.sealed(experiment, [t.id for t in tasks])
     fresh = [t for t in tasks if unseal or t.id not in read_before]
