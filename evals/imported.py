@@ -8,7 +8,10 @@ Two inputs:
   per arm, e.g. `eval_arms/no_memory.jsonl`);
 * inspect_ai `.eval` / `.json` logs, read with inspect_ai's own reader: a sample is a game (its
   `metadata.game_id`, else its id), its arm `metadata.arm`, else the log's model; success is the
-  score of the named scorer (the only one when there is one).
+  score of the named scorer (the only one when there is one);
+* Anthropic skill-creator's `benchmark.json` (a `.json` whose runs name their configuration,
+  evals/skill_creator.py): each configuration an arm, a run (or, with `unit: expectation`, each
+  expectation) one unit paired by eval and run number, a run with errors unmeasured.
 
 Success values are read strictly: true/false, 1/0, C/I (inspect's CORRECT/INCORRECT), won/lost,
 success/failure, pass/fail; null or a missing field is unmeasured (a game attempted with no
@@ -53,6 +56,7 @@ class Mapping:
     arm: str | None = "arm"  # the arm's column; a file with no such column is one arm (its name)
     arms: dict = field(default_factory=dict)  # wide rows: {success column: arm name}
     scorer: str | None = None  # inspect logs: the scorer whose value is success
+    unit: str = "run"  # skill-creator benchmark.json: a run is one unit, or each of its expectations
 
     @classmethod
     def load(cls, path: str | Path | None, **flags) -> "Mapping":
@@ -73,6 +77,10 @@ class Mapping:
         if not isinstance(mapping.arms, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                          for k, v in mapping.arms.items()):
             raise SkillosError("mapping 'arms': a mapping of success column -> arm name")
+        from skillos.evals.skill_creator import UNITS
+
+        if mapping.unit not in UNITS:
+            raise SkillosError(f"--unit {mapping.unit!r}: one of {', '.join(UNITS)}")
         return mapping
 
 
@@ -129,6 +137,23 @@ def _jsonl_games(path: Path, mapping: Mapping) -> dict:
     return games
 
 
+def _reader(path: Path):
+    """How a file is read: JSONL rows, a skill-creator benchmark.json, or an inspect_ai log."""
+    if path.suffix == ".eval":
+        return _inspect_games
+    if path.suffix != ".json":
+        return _jsonl_games
+    from skillos.evals.skill_creator import benchmark_games, is_benchmark
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return _inspect_games  # inspect_ai's reader says what is wrong with it
+    if is_benchmark(data):
+        return lambda p, mapping: benchmark_games(p, data, mapping.unit)
+    return _inspect_games
+
+
 def _inspect_games(path: Path, mapping: Mapping) -> dict:
     try:
         from inspect_ai.log import read_eval_log
@@ -169,8 +194,7 @@ def read_results(paths, mapping: Mapping) -> dict:
             raise SkillosError(f"{path}: {path.stat().st_size / 2**20:,.0f} MiB, above the {MAX_IMPORT_BYTES >> 20} "
                                "MiB one result file may hold; split it")
     for path in paths:
-        read = _inspect_games if path.suffix in (".eval", ".json") else _jsonl_games
-        for arm, outcomes in read(path, mapping).items():
+        for arm, outcomes in _reader(path)(path, mapping).items():
             known = merged.setdefault(safe_name(arm), {})  # a key-shaped arm name: a stable stand-in
             twice = sorted(set(known) & set(outcomes))
             if twice:

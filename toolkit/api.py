@@ -585,13 +585,14 @@ def _quiet(_line: str) -> None:
 
 def import_runs(files: list, *, experiment: str, mapping: str | Path | None = None, env: str | None = None,
                 ledger=None, **columns) -> dict:
-    """Per-game result files written by other tools (JSONL, inspect_ai logs) recorded as runs of
-    `experiment`, one per arm, marked imported (evals/imported.py).
+    """Per-game result files written by other tools (JSONL, inspect_ai logs, skill-creator
+    benchmark.json) recorded as runs of `experiment`, one per arm, marked imported
+    (evals/imported.py).
 
     Args:
         files: the result files.
         experiment: the experiment name to record them under (`compare(..., family=experiment)`).
-        mapping: a mapping file; `columns` (game, success, arm, arms, scorer) override it.
+        mapping: a mapping file; `columns` (game, success, arm, arms, scorer, unit) override it.
         env: the environment the games were played in, for the record.
     Returns:
         {experiment_id, experiment, import, sources: {path: sha256}, runs: [{run_id, arm, denominators}]}.

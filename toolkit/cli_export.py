@@ -1,5 +1,6 @@
-"""`skillos export inspect`: a run's games as an inspect_ai eval log; `skillos export report`: an
-experiment or a sweep as a self-contained report (HTML with the plots, the numbers as CSV)."""
+"""`skillos export inspect`: a run's games as an inspect_ai eval log; `skillos export skill-creator`:
+as Anthropic skill-creator's benchmark.json; `skillos export report`: an experiment or a sweep as a
+self-contained report (HTML with the plots, the numbers as CSV)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,25 @@ def export_inspect(
     from skillos.view.inspect_log import export_run
 
     emit(export_run(run_dir, out, phase), as_json, export_lines)
+
+
+@app.command("skill-creator")
+def export_skill_creator(
+    run_dir: Path = typer.Argument(..., help="A run folder (games.jsonl) of two arms, or more with --arm."),
+    out: Path = typer.Argument(..., help="The benchmark.json to write (a folder gets OUT/benchmark.json)."),
+    arm: Optional[str] = typer.Option(None, "--arm", help="The arm written as with_skill (default: the one "
+                                                          "arm besides the control)."),
+    control: Optional[str] = typer.Option(None, "--control", help="The arm written as without_skill (default: "
+                                                                  "the run's eval.control, else no_memory)."),
+    as_json: bool = JSON,
+):
+    """A run's held-out games as Anthropic skill-creator's benchmark.json (its viewer's field names):
+    one run per game per arm, unmeasured games as runs with errors, wall time and tokens null
+    (not measured), and skillos's paired comparison in the notes."""
+    from skillos.cli_render import benchmark_lines
+    from skillos.evals.skill_creator import export_benchmark
+
+    emit(export_benchmark(run_dir, out, arm, control), as_json, benchmark_lines)
 
 
 @app.command("report")

@@ -12,16 +12,20 @@ from skillos.cli_common import JSON
 
 def import_cmd(
     files: List[Path] = typer.Argument(..., help="Per-game result files: JSONL (mapped by the flags or --mapping) "
-                                                "or inspect_ai .eval / .json logs."),
+                                                "inspect_ai .eval / .json logs, or skill-creator "
+                                                "benchmark.json."),
     experiment: str = typer.Option(..., "--experiment", help="The experiment the runs are recorded under; "
                                                             "`compare --family NAME` re-tests them."),
     mapping: Optional[Path] = typer.Option(None, "--mapping", help="A YAML file of the keys below "
-                                                                  "(game, success, arm, arms, scorer)."),
+                                                                  "(game, success, arm, arms, scorer, unit)."),
     game_col: Optional[str] = typer.Option(None, "--game-col", help="The game id's field (default game_id)."),
     success_col: Optional[str] = typer.Option(None, "--success-col", help="The success field (default success)."),
     arm_col: Optional[str] = typer.Option(None, "--arm-col", help="The arm's field (default arm; a file "
                                                                  "without it is one arm, named after the file)."),
     scorer: Optional[str] = typer.Option(None, "--scorer", help="inspect logs: the scorer whose value is success."),
+    unit: Optional[str] = typer.Option(None, "--unit", help="skill-creator benchmark.json: run (default: a run "
+                                                           "succeeds when all its expectations passed) or "
+                                                           "expectation (each expectation is a unit)."),
     env: Optional[str] = typer.Option(None, "--env", help="The environment the games were played in, for the record."),
     as_json: bool = JSON,
 ):
@@ -33,5 +37,5 @@ def import_cmd(
     from skillos.cli_common import emit
 
     result = import_runs(files, experiment=experiment, mapping=mapping, env=env, game=game_col,
-                         success=success_col, arm=arm_col, scorer=scorer)
+                         success=success_col, arm=arm_col, scorer=scorer, unit=unit)
     emit(result, as_json, render.import_lines)

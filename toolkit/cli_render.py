@@ -282,6 +282,15 @@ def export_lines(result: dict) -> list[str]:
     return [f"wrote {result['samples']} samples ({result['unscored']} unmeasured, unscored) to {result['out']}"]
 
 
+def benchmark_lines(result: dict) -> list[str]:
+    """`export skill-creator`: what was written, with its unmeasured runs and the paired counts."""
+    u = result["unmeasured"]
+    p = "unmeasured" if result["p_value"] is None else f"{result['p_value']:.3g}"
+    return [f"wrote {result['runs']} runs of {result['evals']} games to {result['out']}: with_skill is "
+            f"{result['with_skill']}, without_skill is {result['without_skill']}; unmeasured (errors) "
+            f"{u['with_skill']} and {u['without_skill']}; b/c {result['b']}/{result['c']}, exact McNemar p {p}"]
+
+
 def report_lines(result: dict) -> list[str]:
     """`export report`: what was written, with its row counts."""
     rows = ", ".join(f"{name} {n} rows" for name, n in result["rows"].items())

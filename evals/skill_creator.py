@@ -1,0 +1,217 @@
+"""Anthropic skill-creator's `benchmark.json`, read and written, so its users get skillos's paired
+statistics and skillos's runs open in its viewer.
+
+The format (skill-creator's references/schemas.md): `metadata`, `runs[]` (one per run: `eval_id`,
+`eval_name`, `configuration` with_skill | without_skill, or new_skill | old_skill when improving a
+skill, `run_number`, `result{pass_rate, passed, failed, total, time_seconds, tokens, tool_calls,
+errors}`, `expectations[{text, passed, evidence}]`, `notes[]`), `run_summary` per configuration
+(`pass_rate`, `time_seconds`, `tokens` as mean/stddev/min/max, and a `delta` of signed strings) and
+`notes[]`.
+
+Reading (`skillos import benchmark.json`): each configuration is an arm; a unit is one run, paired
+across arms by (eval_id, run_number), and it succeeded when all its expectations passed (without
+expectations: passed == total > 0). With `unit: expectation` each expectation is a unit, paired by
+its place in the run. A run with errors is unmeasured, never a failure: a billing limit that hit
+one arm is not that arm losing. Writing (`skillos export skill-creator RUN OUT`): one run per
+held-out game per arm, the control arm as without_skill; what skillos did not measure (wall time,
+tokens) is null, never 0, and the paired comparison is in the top-level notes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from skillos.errors import SkillosError
+
+CONFIGURATIONS = ("with_skill", "without_skill", "new_skill", "old_skill")  # what the viewer groups on
+UNITS = ("run", "expectation")  # what one paired unit of an imported benchmark is
+RESULT_KEYS = ("pass_rate", "passed", "failed", "total", "time_seconds", "tokens", "tool_calls", "errors")
+SUMMARY_KEYS = ("pass_rate", "time_seconds", "tokens")
+WON = "The game is won within the step limit"  # the one expectation a skillos game carries
+
+
+def is_benchmark(data) -> bool:
+    """Whether parsed JSON is a skill-creator benchmark (runs that name their configuration)."""
+    runs = data.get("runs") if isinstance(data, dict) else None
+    return isinstance(runs, list) and bool(runs) and all(isinstance(r, dict) and "configuration" in r for r in runs)
+
+
+def _count(value, where: str, key: str):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise SkillosError(f"{where}: result.{key} {value!r} is not a count")
+    return value
+
+
+def _run_success(run: dict, where: str) -> tuple:
+    """(each expectation's passed, None when the run errored; the run's error count; its result)."""
+    result = run.get("result")
+    if not isinstance(result, dict):
+        raise SkillosError(f"{where}: no result object (skill-creator nests pass_rate, passed, total and errors "
+                           "under result)")
+    expectations = run.get("expectations") or []
+    if not isinstance(expectations, list) or not all(isinstance(e, dict) for e in expectations):
+        raise SkillosError(f"{where}: expectations is not a list of {{text, passed, evidence}}")
+    passed = []
+    for i, e in enumerate(expectations, 1):
+        if not isinstance(e.get("passed"), bool):
+            raise SkillosError(f"{where}: expectation {i} passed {e.get('passed')!r} is not true or false")
+        passed.append(e["passed"])
+    errors = _count(result.get("errors"), where, "errors")
+    return [None if errors else p for p in passed], errors, result
+
+
+def units(run: dict, where: str, unit: str) -> dict:
+    """{unit suffix: success} of one run: {"": ...} for the run, {"exp-I": ...} per expectation."""
+    passed, errors, result = _run_success(run, where)
+    if unit == "expectation":
+        if not passed:
+            raise SkillosError(f"{where}: no expectations[] to count as units (import with --unit run)")
+        return {f"exp-{i}": p for i, p in enumerate(passed, 1)}
+    if errors:
+        return {"": None}
+    if passed:
+        return {"": all(passed)}
+    total, ok = _count(result.get("total"), where, "total"), _count(result.get("passed"), where, "passed")
+    if not total or ok is None:
+        return {"": None}  # nothing was checked: unmeasured, not a failure
+    if ok > total:
+        raise SkillosError(f"{where}: result.passed {ok} is above result.total {total}")
+    return {"": ok == total}
+
+
+def benchmark_games(path: Path, data: dict, unit: str) -> dict:
+    """arm (the configuration) -> {unit id: success} of a parsed benchmark.json; unit ids are
+    eval-ID/run-N (and /exp-I), so the arms pair by eval and run number."""
+    if unit not in UNITS:
+        raise SkillosError(f"--unit {unit!r}: one of {', '.join(UNITS)}")
+    games: dict = {}
+    for i, run in enumerate(data["runs"], 1):
+        where = f"{path} runs[{i - 1}]"
+        config, eval_id, number = run.get("configuration"), run.get("eval_id"), run.get("run_number", 1)
+        if not isinstance(config, str) or not config:
+            raise SkillosError(f"{where}: configuration {config!r} is not a name ({' | '.join(CONFIGURATIONS)})")
+        if eval_id is None or isinstance(eval_id, (bool, dict, list)):
+            raise SkillosError(f"{where}: eval_id {eval_id!r} is not an id")
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise SkillosError(f"{where}: run_number {number!r} is not 1, 2, 3...")
+        outcomes = games.setdefault(config, {})
+        for suffix, success in units(run, where, unit).items():
+            key = f"eval-{eval_id}/run-{number}" + (f"/{suffix}" if suffix else "")
+            if key in outcomes:
+                raise SkillosError(f"{where}: eval {eval_id} run {number} appears twice for {config!r}")
+            outcomes[key] = success
+    return games
+
+
+# -- writing -------------------------------------------------------------------------------------
+def _spread(values: list) -> dict:
+    """mean, stddev, min, max of the measured values; null when none was measured."""
+    if not values:
+        return {"mean": None, "stddev": None, "min": None, "max": None}
+    return {"mean": round(statistics.fmean(values), 4),
+            "stddev": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0,
+            "min": min(values), "max": max(values)}
+
+
+def _result(row: dict) -> dict:
+    measured = row.get("success") is not None and not row.get("unmeasured")
+    won = bool(row.get("success")) if measured else None
+    return {"pass_rate": None if won is None else float(won), "passed": int(won or 0),
+            "failed": int(won is False), "total": int(measured), "time_seconds": None, "tokens": None,
+            "tool_calls": row.get("steps"), "errors": int(not measured)}
+
+
+def _run(row: dict, eval_id: int, configuration: str) -> dict:
+    result = _result(row)
+    measured = result["errors"] == 0
+    evidence = (f"{row.get('steps')} steps, {row.get('coerced_actions', 0)} coerced actions; skills retrieved: "
+                f"{', '.join(row.get('skills_retrieved') or []) or 'none'}")
+    return {"eval_id": eval_id, "eval_name": row.get("task") or row["game_id"], "configuration": configuration,
+            "run_number": 1, "result": result,
+            "expectations": [{"text": WON, "passed": bool(row.get("success")), "evidence": evidence}] if measured else [],
+            "notes": [f"skillos game {row['game_id']} ({row.get('task_type') or 'no task type'}), arm {row.get('arm')}"]
+            + ([] if measured else [f"unmeasured: {row.get('unmeasured_reason') or 'no outcome recorded'}"])}
+
+
+def _arms(run_dir: Path, rows: list, treatment: str | None, control: str | None) -> tuple[str, str]:
+    from skillos.evals.run_folder import read_config
+
+    arms = sorted({r["arm"] for r in rows})
+    if control is None:
+        config = read_config(run_dir) if (run_dir / "config.yaml").exists() else {}
+        declared = ((config or {}).get("eval") or {}).get("control")
+        control = declared.get("arm") if isinstance(declared, dict) else declared
+        control = control if control in arms else ("no_memory" if "no_memory" in arms else None)
+    others = [a for a in arms if a != control]
+    if treatment is None and len(others) == 1:
+        treatment = others[0]
+    for name, arm in (("--control", control), ("--arm", treatment)):
+        if arm not in arms:
+            raise SkillosError(f"{run_dir}: {name} {arm!r} is not an arm of this run ({', '.join(arms)}); "
+                               "name the skill arm with --arm and the control with --control")
+    if treatment == control:
+        raise SkillosError(f"--arm and --control are both {control!r}; a benchmark compares two arms")
+    return treatment, control
+
+
+def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, control: str | None = None,
+                     alpha: float | None = None) -> dict:
+    """Write RUN_DIR's held-out games as skill-creator's benchmark.json at OUT (a .json file, or
+    a folder that gets benchmark.json): `treatment` as with_skill, `control` as without_skill."""
+    import datetime as dt
+
+    from skillos.config import EvalConfig
+    from skillos.evals import stats
+    from skillos.evals.run_folder import read_rows
+    from skillos.files import write_atomic
+
+    run_dir, out = Path(run_dir), Path(out)
+    if not (run_dir / "games.jsonl").is_file():
+        raise SkillosError(f"{run_dir}: no games.jsonl; RUN must be a run folder (skillos eval / quickstart --out)")
+    target = out if out.suffix == ".json" else out / "benchmark.json"
+    rows = [r for r in read_rows(run_dir, "eval") if r.get("phase", "eval") == "eval"]
+    if not rows:
+        raise SkillosError(f"{run_dir / 'games.jsonl'}: no held-out games recorded")
+    treatment, control = _arms(run_dir, rows, treatment, control)
+    by_arm = {arm: {r["game_id"]: r for r in rows if r["arm"] == arm} for arm in (treatment, control)}
+    ids = {g: i for i, g in enumerate(sorted(set(by_arm[treatment]) | set(by_arm[control])), 1)}
+    named = {treatment: "with_skill", control: "without_skill"}
+    runs = [_run(row, ids[g], named[arm]) for arm in (treatment, control) for g, row in sorted(by_arm[arm].items())]
+    outcomes = {arm: {g: (r["success"] if not r.get("unmeasured") else None) for g, r in games.items()}
+                for arm, games in by_arm.items()}
+    defaults = EvalConfig()
+    paired = stats.compare(outcomes[control], outcomes[treatment], names=(treatment, control),
+                           alpha=alpha or defaults.alpha, power=defaults.power, n_boot=defaults.bootstrap)
+    summary = {}
+    for arm, name in named.items():
+        rates = [r["result"]["pass_rate"] for r in runs if r["configuration"] == name and r["result"]["errors"] == 0]
+        summary[name] = {key: _spread(rates if key == "pass_rate" else []) for key in SUMMARY_KEYS}
+    means = [summary[n]["pass_rate"]["mean"] for n in ("with_skill", "without_skill")]
+    summary["delta"] = {"pass_rate": None if None in means else f"{means[0] - means[1]:+.2f}",
+                        "time_seconds": None, "tokens": None}
+    unmeasured = {name: sum(r["result"]["errors"] for r in runs if r["configuration"] == name) for name in named.values()}
+    p = paired.p_value
+    benchmark = {
+        "metadata": {"skill_name": run_dir.name, "skill_path": str(run_dir.resolve()),
+                     "executor_model": None, "analyzer_model": None,
+                     "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                     "evals_run": sorted(ids.values()), "runs_per_configuration": 1},
+        "runs": runs, "run_summary": summary,
+        "notes": [f"skillos arms: with_skill is {treatment}, without_skill is {control} (the control), on the same "
+                  f"{len(ids)} held-out games",
+                  f"skillos paired comparison over {paired.n_paired} games measured in both arms ({paired.n_dropped} "
+                  f"left out): b/c {paired.b}/{paired.c}, exact McNemar p "
+                  + ("unmeasured" if p is None else f"{p:.3g}")
+                  + ("" if paired.ci_low is None else f", 95% CI [{paired.ci_low:+.3f}, {paired.ci_high:+.3f}]"),
+                  f"unmeasured runs (errors, never counted as failures): with_skill {unmeasured['with_skill']}, "
+                  f"without_skill {unmeasured['without_skill']}",
+                  "time_seconds and tokens are null: skillos did not measure them for these games"]}
+    write_atomic(target, json.dumps(benchmark, indent=2, allow_nan=False))
+    return {"out": str(target), "runs": len(runs), "evals": len(ids), "with_skill": treatment, "without_skill": control,
+            "unmeasured": unmeasured, "p_value": None if p is None or math.isnan(p) else p,
+            "b": paired.b, "c": paired.c}
