@@ -158,9 +158,10 @@ def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
 
 def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, power: float,
                  max_age_days: float, n_boot: int, family: str | None = None,
-                 now: dt.datetime | None = None, experiment=None) -> dict:
+                 now: dt.datetime | None = None, experiment=None, worthwhile: float | None = None) -> dict:
     """Runs (ids, or arm names: the newest measured run of each) against a control; the
-    settings are a config's (eval.alpha, eval.power, eval.control.max_age_days, eval.bootstrap).
+    settings are a config's (eval.alpha, eval.power, eval.control.max_age_days, eval.bootstrap,
+    and experiment.expected_effect as `worthwhile`, which decides "can't tell yet").
     `experiment` (an id or a name) chooses where arm names are looked up; an arm name found in
     several experiments without it is refused. Every arm and the control name the experiment
     and environment they were taken from."""
@@ -198,7 +199,8 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
             problems[r].append(f"denominators differ: run #{r} recorded {len(rows[r])} games, the "
                                f"control {len(control_rows)}; compared on the {len(common)} in common")
     name = family or "the compared runs' experiments"
-    decided = stats.verdicts(comparisons, alpha=alpha, family=name, correction="holm", problems=problems)
+    decided = stats.verdicts(comparisons, alpha=alpha, family=name, correction="holm", problems=problems,
+                             worthwhile=worthwhile)
 
     def denominators(by_game: dict) -> dict:
         on_common = [by_game[g] for g in sorted(common)]

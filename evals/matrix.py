@@ -73,7 +73,8 @@ def summarize(cfg, runs: list, results: dict, outputs: dict) -> dict:
             meta[key] = {"run": run.label, "values": run.values, "seed": run.seed, "arm": c["treatment"],
                          "control": c["control"]}
     name = f"{cfg.experiment.name}: every arm of {len(runs)} runs vs {cfg.eval.control.arm}"
-    decided = stats.verdicts(comparisons, alpha=cfg.eval.alpha, family=name, correction="holm")
+    decided = stats.verdicts(comparisons, alpha=cfg.eval.alpha, family=name, correction="holm",
+                             worthwhile=cfg.experiment.expected_effect)
     rows = []
     for key, comp in comparisons.items():
         rows.append({**meta[key], "treatment_rate": comp.treatment_rate, "control_rate": comp.control_rate,

@@ -81,7 +81,8 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
         for arm in rows if arm != control
     ]
     decided = stats.verdicts({c.treatment: c for c in comparisons}, alpha=cfg.eval.alpha,
-                             family=f"{cfg.experiment.name}: arms vs {control}", correction="holm")
+                             family=f"{cfg.experiment.name}: arms vs {control}", correction="holm",
+                             worthwhile=cfg.experiment.expected_effect)
     for comp in comparisons:
         verdict = decided[comp.treatment]
         comp.p_adjusted = verdict.p_adjusted

@@ -109,9 +109,28 @@ class Comparison:
     alpha: float
     power: float
     note: str = ""
+    # Attrition: of the games both arms attempted, how many each left unmeasured, and the exact
+    # sign test of the games unmeasured in one arm only (None: not computed, e.g. an old record).
+    attempted: int | None = None
+    control_unmeasured: int | None = None
+    treatment_unmeasured: int | None = None
+    attrition_p: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def attrition(control: dict, treatment: dict) -> dict:
+    """Who lost which games: over the games both arms attempted, each arm's unmeasured count and
+    the exact two-sided sign test of the games unmeasured in one arm only (1.0 when none is). A
+    small p means the arms lost games unevenly (a billing limit or an outage that hit one arm
+    harder): the games left to compare are not the same kind in both arms."""
+    common = set(control) & set(treatment)
+    only_t = sum(1 for g in common if treatment[g] is None and control[g] is not None)
+    only_c = sum(1 for g in common if control[g] is None and treatment[g] is not None)
+    return {"attempted": len(common), "control_unmeasured": sum(control[g] is None for g in common),
+            "treatment_unmeasured": sum(treatment[g] is None for g in common),
+            "attrition_p": mcnemar_exact(only_t, only_c)}
 
 
 def compare(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,
@@ -121,7 +140,7 @@ def compare(control: dict, treatment: dict, *, names=("treatment", "control"), a
     paired = [g for g in ids if control[g] is not None and treatment[g] is not None]
     dropped = len(set(control) | set(treatment)) - len(paired)
     base = dict(treatment=names[0], control=names[1], n_paired=len(paired), n_dropped=dropped,
-                alpha=alpha, power=power, p_adjusted=None)
+                alpha=alpha, power=power, p_adjusted=None, **attrition(control, treatment))
     if not paired:
         return Comparison(**base, control_rate=None, treatment_rate=None, difference=None, b=0, c=0,
                           p_value=None, ci_low=None, ci_high=None, mde=None, significant=None,
@@ -158,7 +177,8 @@ def compare_values(control: dict, treatment: dict, *, names=("treatment", "contr
     ids = sorted(set(control) & set(treatment))
     paired = [g for g in ids if control[g] is not None and treatment[g] is not None]
     base = dict(treatment=names[0], control=names[1], n_paired=len(paired), alpha=alpha, power=power,
-                n_dropped=len(set(control) | set(treatment)) - len(paired), p_adjusted=None, mde=None)
+                n_dropped=len(set(control) | set(treatment)) - len(paired), p_adjusted=None, mde=None,
+                **attrition(control, treatment))
     if not paired:
         return Comparison(**base, control_rate=None, treatment_rate=None, difference=None, b=0, c=0,
                           p_value=None, ci_low=None, ci_high=None, significant=None,
@@ -260,9 +280,14 @@ class Verdict:
     """What a comparison lets a report claim, with the reasons and the family it was judged in.
 
     improvement / regression: the difference survives the family's correction at alpha.
-    not detected: it does not; "below the MDE" when it is smaller than this n could detect —
-    never evidence of no effect. not reportable: the comparison cannot carry a claim (nothing
-    measured in both arms, a stale control, denominators that differ, ...)."""
+    can't tell yet: it does not, and its confidence interval holds both a worthwhile gain and a
+    loss as large (the planned effect, else the MDE at this n): more games are needed.
+    not detected: it does not, and the interval rules one of them out; "below the MDE" when the
+    difference is smaller than this n could detect — never evidence of no effect.
+    attrition: the arms left games unmeasured at rates that differ beyond chance, so the games
+    left to compare are not alike in both arms: no claim either way, both rates named.
+    not reportable: the comparison cannot carry a claim (nothing measured in both arms, a stale
+    control, denominators that differ, ...)."""
 
     word: str
     reasons: list
@@ -286,14 +311,16 @@ class Verdict:
 
 
 def verdicts(comparisons: dict, *, alpha: float, family: str, correction: str,
-             family_size: int | None = None, problems: dict | None = None) -> dict:
+             family_size: int | None = None, problems: dict | None = None, worthwhile: float | None = None) -> dict:
     """{key: Comparison} of one family -> {key: Verdict}, every claim decided here.
 
     The p-values are adjusted over the whole family (`correction`: holm, bonferroni, or none for
     a family of one); `family_size` counts members judged elsewhere (e.g. every candidate an
     optimize run tried), each taken as p = 1, which is conservative. An unmeasured p counts as a
     member with p = 1: leaving it out would shrink the family. `problems` {key: [reason]} makes
-    a comparison not reportable whatever its numbers (a stale control, differing denominators)."""
+    a comparison not reportable whatever its numbers (a stale control, differing denominators).
+    `worthwhile`: the planned effect (experiment.expected_effect, a difference of rates) that
+    decides "can't tell yet"; None: each comparison's own MDE."""
     if correction not in CORRECTIONS:
         raise ValueError(f"correction {correction!r} is not one of {', '.join(CORRECTIONS)}")
     keys = list(comparisons)
@@ -318,11 +345,18 @@ def verdicts(comparisons: dict, *, alpha: float, family: str, correction: str,
         numbers = (f"{100 * c.difference:+.1f} pts, b/c {c.b}/{c.c}, paired n={c.n_paired}, "
                    f"p {c.p_value:.3g} -> {p_adj:.3g} {_correction_name(correction)} over a family of "
                    f"{size} ({family})")
+        lost = _attrition_text(c, alpha)
+        spans = _spans(c, worthwhile)
         if found:
             out[key] = Verdict("not reportable", found + [numbers], p_adjusted=p_adj, **base)
+        elif lost:
+            out[key] = Verdict("attrition", [lost, "the games left to compare are not alike in both arms: no claim "
+                                             "either way", numbers], p_adjusted=p_adj, **base)
         elif p_adj < alpha:
             word = "improvement" if c.difference > 0 else "regression"
             out[key] = Verdict(word, [f"{numbers} < alpha {alpha:g}", _mde_text(c)], p_adjusted=p_adj, **base)
+        elif spans:
+            out[key] = Verdict("can't tell yet", [spans, f"{numbers} >= alpha {alpha:g}"], p_adjusted=p_adj, **base)
         elif c.mde is not None and abs(c.difference) < c.mde:
             below = (f"|{100 * c.difference:.1f}| pts is below the MDE of {100 * c.mde:.1f} pts at this n"
                      if c.mde <= 1 else f"this n can detect no difference at all (its MDE, {100 * c.mde:.0f} pts, is "
@@ -334,6 +368,28 @@ def verdicts(comparisons: dict, *, alpha: float, family: str, correction: str,
                 f"not significant after {_correction_name(correction)} over a family of {size} ({family}) "
                 f"(p {c.p_value:.3g} -> {p_adj:.3g} >= {alpha:g})", _mde_text(c)], p_adjusted=p_adj, **base)
     return out
+
+
+def _attrition_text(c, alpha: float) -> str | None:
+    """Why a comparison's arms lost games unevenly, or None (even, or not computed)."""
+    p = getattr(c, "attrition_p", None)
+    if p is None or p >= alpha:
+        return None
+    n = getattr(c, "attempted", None) or 0
+    rate = lambda k: f"{k}/{n} ({100 * k / n:.0f}%)" if n else str(k)  # noqa: E731
+    return (f"{c.treatment} left {rate(c.treatment_unmeasured)} games unmeasured, {c.control} "
+            f"{rate(c.control_unmeasured)}; they differ beyond chance (exact sign test on the games unmeasured "
+            f"in one arm only, p {p:.3g} < alpha {alpha:g})")
+
+
+def _spans(c, worthwhile: float | None) -> str | None:
+    """Why the interval cannot tell a worthwhile gain from as large a loss, or None."""
+    size, what = (worthwhile, "the planned effect") if worthwhile else (getattr(c, "mde", None), "the MDE at this n")
+    low, high = getattr(c, "ci_low", None), getattr(c, "ci_high", None)
+    if size is None or size > 1 or low is None or high is None or not (low <= -size and high >= size):
+        return None
+    return (f"the 95% CI [{100 * low:+.1f}, {100 * high:+.1f}] pts holds both a gain and a loss of {100 * size:.1f} "
+            f"pts ({what}): more games are needed to tell them apart")
 
 
 def _correction_name(correction: str) -> str:

@@ -96,7 +96,10 @@ def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, *, alpha: float, 
     if moved:
         detail = f"verified: {verdict.line()}; {numbers}; {expected}" + (
             "" if size_ok else f", smaller than the expected {fix['expected_size']}")
-    elif verdict.word == "not detected":
+    elif verdict.word == "attrition":
+        detail = (f"reopened: {verdict.line()}; {numbers}; {expected}. The runs lost games unevenly: measure "
+                  "again with what made games unmeasured fixed before judging the diagnosis.")
+    elif verdict.word in ("not detected", "can't tell yet"):
         detail = (f"reopened: {verdict.line()}; {numbers}; {expected}. The number did not move "
                   "detectably at this n: measure on more games before calling the diagnosis wrong.")
     else:

@@ -129,7 +129,7 @@ class LedgerError(SkillosError):
     """The ledger file is unusable or an operation on it is invalid."""
 
 
-CONTROL_VERDICTS = ("not detected", "not detected (below the MDE)", "regression")  # measured, and no gain
+CONTROL_VERDICTS = ("not detected", "not detected (below the MDE)", "can't tell yet", "regression")  # measured, no gain
 
 
 def canary_passed(result) -> bool:

@@ -515,7 +515,8 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
     with _ledger(ledger) as book:
         return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
                             power=cfg.eval.power, max_age_days=cfg.eval.control.max_age_days,
-                            n_boot=cfg.eval.bootstrap, family=family, experiment=experiment)
+                            n_boot=cfg.eval.bootstrap, family=family, experiment=experiment,
+                            worthwhile=cfg.experiment.expected_effect)
 
 
 def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out: str | Path | None = None,

@@ -176,7 +176,7 @@ def sealed_report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, be
                 } if accepted == 0 else {}
     verdict = stats.verdicts({"best": comparison}, alpha=cfg.eval.alpha, correction="bonferroni",
                              family=f"{tried} candidates tried", family_size=max(1, tried),
-                             problems=problems)["best"]
+                             problems=problems, worthwhile=cfg.experiment.expected_effect)["best"]
     return {"verdict": verdict.line(), "decision": verdict.to_dict(), "candidates_tried": tried,
             "accepted": accepted, "best_skills": size, "best_skill": str(out / "best_skill"),
             "gate": gate_mode, "calibration": aa.to_dict(), "seed": seed, "best": best,

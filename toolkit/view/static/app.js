@@ -213,7 +213,8 @@ function comparisonsTable(comps, family, id) {
 function verdictWords(v) {  // evals/stats.py:verdicts, as recorded (or judged again by the server)
   const vd = obj(v), word = str(vd.word);
   if (!word) return '<span class="muted">no verdict</span>';
-  const cls = word === "improvement" ? "won" : word === "regression" ? "lost" : word === "not reportable" ? "unmeasured" : "";
+  const cls = word === "improvement" ? "won" : word === "regression" ? "lost" :
+    (word === "not reportable" || word === "attrition") ? "unmeasured" : "";
   return `<b class="${cls}">${esc(vd.label || word)}</b>`;
 }
 pages.experiment = (doc) => {

@@ -33,7 +33,7 @@
   node(app, "h1", "skillos report: " + s(data.title));
   if (data.hypothesis) node(app, "p", "Hypothesis: " + s(data.hypothesis));
   if (data.valid === false) node(app, "p", "Invalidated: " + s(data.invalid_reason) + " (not evidence).", "problems");
-  node(app, "p", "Verdict words come from evals/stats.py (improvement / not detected / regression / not reportable); " +
+  node(app, "p", "Verdict words come from evals/stats.py (improvement / can't tell yet / not detected / regression / attrition / not reportable); " +
     "a difference below the MDE is not evidence of no effect. An unmeasured value is written as unmeasured, never drawn as 0.", "muted");
   if (arr(data.problems).length) {
     const box = node(app, "div", undefined, "problems");
