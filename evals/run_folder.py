@@ -105,6 +105,30 @@ def read_config(out: Path) -> dict:
     return safety.load_yaml(safety.read_text(path, safety.MAX_CONFIG_BYTES, CONFIG), str(path))
 
 
+def control_arm(out: Path, arms: list) -> str | None:
+    """The control of a run in `out` among its `arms`: the config's eval.control, else no_memory."""
+    config = read_config(out) if (Path(out) / CONFIG).exists() else {}
+    declared = ((config or {}).get("eval") or {}).get("control")
+    control = declared.get("arm") if isinstance(declared, dict) else declared
+    return control if control in arms else ("no_memory" if "no_memory" in arms else None)
+
+
+def two_arms(out: Path, arms: list, treatment: str | None, control: str | None) -> tuple[str, str]:
+    """(treatment, control) of an export of two arms: the control defaults to the run's, the
+    treatment to the one other arm; a name that is not an arm is a one-line error."""
+    control = control if control is not None else control_arm(out, arms)
+    others = [a for a in arms if a != control]
+    if treatment is None and len(others) == 1:
+        treatment = others[0]
+    for flag, arm in (("--control", control), ("--arm", treatment)):
+        if arm not in arms:
+            raise SkillosError(f"{out}: {flag} {arm!r} is not an arm of this run ({', '.join(arms)}); "
+                               "name the skill arm with --arm and the control with --control")
+    if treatment == control:
+        raise SkillosError(f"--arm and --control are both {control!r}; an export compares two arms")
+    return treatment, control
+
+
 def same_config(out: Path, cfg) -> bool:
     """Whether the run in `out` was made with this config (its config.yaml, as written) up to how
     and where it runs (config.identity: workers, compute.backend local or ray, ...): what a resume

@@ -138,27 +138,6 @@ def _run(row: dict, eval_id: int, configuration: str) -> dict:
             + ([] if measured else [f"unmeasured: {row.get('unmeasured_reason') or 'no outcome recorded'}"])}
 
 
-def _arms(run_dir: Path, rows: list, treatment: str | None, control: str | None) -> tuple[str, str]:
-    from skillos.evals.run_folder import read_config
-
-    arms = sorted({r["arm"] for r in rows})
-    if control is None:
-        config = read_config(run_dir) if (run_dir / "config.yaml").exists() else {}
-        declared = ((config or {}).get("eval") or {}).get("control")
-        control = declared.get("arm") if isinstance(declared, dict) else declared
-        control = control if control in arms else ("no_memory" if "no_memory" in arms else None)
-    others = [a for a in arms if a != control]
-    if treatment is None and len(others) == 1:
-        treatment = others[0]
-    for name, arm in (("--control", control), ("--arm", treatment)):
-        if arm not in arms:
-            raise SkillosError(f"{run_dir}: {name} {arm!r} is not an arm of this run ({', '.join(arms)}); "
-                               "name the skill arm with --arm and the control with --control")
-    if treatment == control:
-        raise SkillosError(f"--arm and --control are both {control!r}; a benchmark compares two arms")
-    return treatment, control
-
-
 def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, control: str | None = None,
                      alpha: float | None = None) -> dict:
     """Write RUN_DIR's held-out games as skill-creator's benchmark.json at OUT (a .json file, or
@@ -167,7 +146,7 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
 
     from skillos.config import EvalConfig
     from skillos.evals import stats
-    from skillos.evals.run_folder import read_rows
+    from skillos.evals.run_folder import read_rows, two_arms
     from skillos.files import write_atomic
 
     run_dir, out = Path(run_dir), Path(out)
@@ -177,7 +156,7 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
     rows = [r for r in read_rows(run_dir, "eval") if r.get("phase", "eval") == "eval"]
     if not rows:
         raise SkillosError(f"{run_dir / 'games.jsonl'}: no held-out games recorded")
-    treatment, control = _arms(run_dir, rows, treatment, control)
+    treatment, control = two_arms(run_dir, sorted({r['arm'] for r in rows}), treatment, control)
     by_arm = {arm: {r["game_id"]: r for r in rows if r["arm"] == arm} for arm in (treatment, control)}
     ids = {g: i for i, g in enumerate(sorted(set(by_arm[treatment]) | set(by_arm[control])), 1)}
     named = {treatment: "with_skill", control: "without_skill"}

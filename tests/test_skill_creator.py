@@ -142,7 +142,7 @@ def test_an_export_names_its_arms_or_refuses(tmp_path):
     run = _run_folder(tmp_path)
     with pytest.raises(SkillosError, match="is not an arm of this run"):
         export_benchmark(run, tmp_path / "x.json", treatment="static_repo")
-    with pytest.raises(SkillosError, match="both 'no_memory'"):
+    with pytest.raises(SkillosError, match="both 'no_memory'; an export compares two arms"):
         export_benchmark(run, tmp_path / "x.json", treatment="no_memory", control="no_memory")
     done = run_cli("export", "skill-creator", run, tmp_path / "b.json", "--json")
     assert done.returncode == 0, done.stderr

@@ -1,5 +1,6 @@
 """`skillos export inspect`: a run's games as an inspect_ai eval log; `skillos export skill-creator`:
-as Anthropic skill-creator's benchmark.json; `skillos export report`: an experiment or a sweep as a
+as Anthropic skill-creator's benchmark.json; `skillos export eval-results`: as Hugging Face
+.eval_results files; `skillos export report`: an experiment or a sweep as a
 self-contained report (HTML with the plots, the numbers as CSV)."""
 
 from __future__ import annotations
@@ -47,6 +48,26 @@ def export_skill_creator(
     from skillos.evals.skill_creator import export_benchmark
 
     emit(export_benchmark(run_dir, out, arm, control), as_json, benchmark_lines)
+
+
+@app.command("eval-results")
+def export_eval_results(
+    run_dir: Path = typer.Argument(..., help="A run folder (games.jsonl)."),
+    out: Path = typer.Argument(..., help="The model repo folder (files go to OUT/.eval_results/)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="The Hub benchmark dataset id (default: "
+                                                                  "skillos/ENV, the run's environment)."),
+    task: Optional[str] = typer.Option(None, "--task", help="The benchmark's task id (default: the held-out split)."),
+    source_url: Optional[str] = typer.Option(None, "--source-url", help="Where the run can be seen (default: "
+                                                                        "the run folder's file URL)."),
+    as_json: bool = JSON,
+):
+    """A run's arms as Hugging Face .eval_results/*.yaml, one file per arm (the control is the
+    default variant): success in percent over measured games, the run's date, and the
+    denominators and skillos's paired comparison in notes."""
+    from skillos.cli_render import eval_results_lines
+    from skillos.evals.eval_results import export_eval_results as write
+
+    emit(write(run_dir, out, dataset, task, source_url), as_json, eval_results_lines)
 
 
 @app.command("report")

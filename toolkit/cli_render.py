@@ -291,6 +291,14 @@ def benchmark_lines(result: dict) -> list[str]:
             f"{u['with_skill']} and {u['without_skill']}; b/c {result['b']}/{result['c']}, exact McNemar p {p}"]
 
 
+def eval_results_lines(result: dict) -> list[str]:
+    """`export eval-results`: each file written, and each arm left out with why."""
+    return ([f"{arm}: {path}" for arm, path in result["files"].items()]
+            + [f"{arm}: not written ({why})" for arm, why in result["skipped"].items()]
+            + [f"dataset {result['dataset']}, task {result['task']}; the control {result['control']} is the default "
+               "variant (name the Hub benchmark with --dataset before uploading)"])
+
+
 def report_lines(result: dict) -> list[str]:
     """`export report`: what was written, with its row counts."""
     rows = ", ".join(f"{name} {n} rows" for name, n in result["rows"].items())

@@ -1,0 +1,97 @@
+"""Hugging Face's `.eval_results/<benchmark>.yaml` (the Hub's model-repo evaluation results), written
+from a skillos run: one file per arm, since the Hub keeps each variant of a benchmark in a file of
+its own (the control, the run without skills, is the default variant `<benchmark>.yaml`; every
+other arm is `<benchmark>_<arm>.yaml` with its setup in `notes`).
+
+Each file is a list of one entry: `dataset` (`id`, `task_id`), `value` (the arm's success rate in
+percent over its measured games), `date`, `source` (`url`, `name`) and `notes`, which carry what
+the format has no field for: the denominators (games won, measured, unmeasured) and, for an arm
+beside the control, skillos's paired comparison (b/c, exact McNemar p, the Holm-adjusted p over
+the run's arms, the 95% CI) and its verdict. An arm with no measured game has no value to write,
+so it gets no file, and the result says why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import yaml
+
+from skillos.errors import SkillosError
+
+FOLDER = ".eval_results"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "arm"
+
+
+def _run_date(run_dir: Path) -> str:
+    from skillos.evals.run_folder import GAMES
+
+    stamp = (run_dir / GAMES).stat().st_mtime
+    return dt.datetime.fromtimestamp(stamp, dt.timezone.utc).date().isoformat()
+
+
+def _entry(dataset: str, task: str, value: float, date: str, source: str, name: str, notes: str) -> dict:
+    return {"dataset": {"id": dataset, "task_id": task}, "value": value, "date": date,
+            "source": {"url": source, "name": name}, "notes": notes}
+
+
+def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, task: str | None = None,
+                        source_url: str | None = None) -> dict:
+    """Write RUN_DIR's arms as OUT/.eval_results/*.yaml (OUT: a model repo folder, or the
+    .eval_results folder itself). `dataset` and `task` default to the run's environment and
+    held-out split; `source_url` to the run folder's file URL."""
+    from skillos.config import EvalConfig
+    from skillos.evals import stats
+    from skillos.evals.run_folder import GAMES, control_arm, read_config, read_rows
+    from skillos.files import write_atomic
+
+    run_dir, out = Path(run_dir), Path(out)
+    if not (run_dir / GAMES).is_file():
+        raise SkillosError(f"{run_dir}: no {GAMES}; RUN must be a run folder (skillos eval / quickstart --out)")
+    rows = [r for r in read_rows(run_dir, "eval") if r.get("phase", "eval") == "eval"]
+    if not rows:
+        raise SkillosError(f"{run_dir / GAMES}: no held-out games recorded")
+    config = read_config(run_dir) if (run_dir / "config.yaml").exists() else {}
+    env = (config or {}).get("env") or {}
+    dataset = dataset or f"skillos/{env.get('name') or 'household'}"
+    task = task or env.get("split") or "valid_unseen"
+    benchmark = _slug(dataset.rsplit("/", 1)[-1])
+    arms = sorted({r["arm"] for r in rows})
+    control = control_arm(run_dir, arms) or arms[0]
+    outcomes = {a: {r["game_id"]: None if r.get("unmeasured") else r.get("success") for r in rows if r["arm"] == a}
+                for a in arms}
+    e = EvalConfig()
+    alpha = ((config or {}).get("eval") or {}).get("alpha") or e.alpha
+    comparisons = {a: stats.compare(outcomes[control], outcomes[a], names=(a, control), alpha=alpha, power=e.power,
+                                    n_boot=e.bootstrap) for a in arms if a != control}
+    decided = stats.verdicts(comparisons, alpha=alpha, family=f"{run_dir.name}: arms vs {control}", correction="holm")
+    folder = out if out.name == FOLDER else out / FOLDER
+    date, source = _run_date(run_dir), source_url or run_dir.resolve().as_uri()
+    written, skipped = {}, {}
+    for arm in [control] + [a for a in arms if a != control]:
+        measured = [s for s in outcomes[arm].values() if s is not None]
+        counts = f"{sum(measured)}/{len(measured)} measured games won, {len(outcomes[arm]) - len(measured)} unmeasured"
+        if not measured:
+            skipped[arm] = f"no measured game ({counts}): no value to write"
+            continue
+        if arm == control:
+            notes = f"skillos arm {arm}, the control (no skills): {counts}"
+        else:
+            c, v = comparisons[arm], decided[arm]
+            p = "unmeasured" if c.p_value is None else f"{c.p_value:.3g}"
+            ci = "" if c.ci_low is None else f", 95% CI [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}] pts"
+            notes = (f"skillos arm {arm}: {counts}; vs the control {control} on {c.n_paired} paired games: b/c "
+                     f"{c.b}/{c.c}, exact McNemar p {p}, Holm over {len(comparisons)} arm(s) "
+                     f"{'unmeasured' if v.p_adjusted is None else f'{v.p_adjusted:.3g}'}{ci}; verdict: {v.label}")
+        name = f"{benchmark}.yaml" if arm == control else f"{benchmark}_{_slug(arm)}.yaml"
+        entry = _entry(dataset, task, round(100 * sum(measured) / len(measured), 2), date, source,
+                       f"skillos run {run_dir.name}", notes)
+        write_atomic(folder / name, yaml.safe_dump([entry], sort_keys=False, allow_unicode=True))
+        written[arm] = str(folder / name)
+    return {"out": str(folder), "files": written, "skipped": skipped, "dataset": dataset, "task": task,
+            "control": control}
