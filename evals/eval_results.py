@@ -47,7 +47,7 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     held-out split; `source_url` to the run folder's file URL."""
     from skillos.config import EvalConfig
     from skillos.evals import stats
-    from skillos.evals.run_folder import GAMES, control_arm, read_config, read_rows
+    from skillos.evals.run_folder import CONFIG, GAMES, control_arm, read_config, read_rows
     from skillos.files import write_atomic
 
     run_dir, out = Path(run_dir), Path(out)
@@ -56,7 +56,7 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     rows = [r for r in read_rows(run_dir, "eval") if r.get("phase", "eval") == "eval"]
     if not rows:
         raise SkillosError(f"{run_dir / GAMES}: no held-out games recorded")
-    config = read_config(run_dir) if (run_dir / "config.yaml").exists() else {}
+    config = read_config(run_dir) if (run_dir / CONFIG).exists() else {}
     env = (config or {}).get("env") or {}
     dataset = dataset or f"skillos/{env.get('name') or 'household'}"
     task = task or env.get("split") or "valid_unseen"

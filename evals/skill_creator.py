@@ -146,16 +146,16 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
 
     from skillos.config import EvalConfig
     from skillos.evals import stats
-    from skillos.evals.run_folder import read_rows, two_arms
+    from skillos.evals.run_folder import GAMES, read_rows, two_arms
     from skillos.files import write_atomic
 
     run_dir, out = Path(run_dir), Path(out)
-    if not (run_dir / "games.jsonl").is_file():
-        raise SkillosError(f"{run_dir}: no games.jsonl; RUN must be a run folder (skillos eval / quickstart --out)")
+    if not (run_dir / GAMES).is_file():
+        raise SkillosError(f"{run_dir}: no {GAMES}; RUN must be a run folder (skillos eval / quickstart --out)")
     target = out if out.suffix == ".json" else out / "benchmark.json"
     rows = [r for r in read_rows(run_dir, "eval") if r.get("phase", "eval") == "eval"]
     if not rows:
-        raise SkillosError(f"{run_dir / 'games.jsonl'}: no held-out games recorded")
+        raise SkillosError(f"{run_dir / GAMES}: no held-out games recorded")
     treatment, control = two_arms(run_dir, sorted({r['arm'] for r in rows}), treatment, control)
     by_arm = {arm: {r["game_id"]: r for r in rows if r["arm"] == arm} for arm in (treatment, control)}
     ids = {g: i for i, g in enumerate(sorted(set(by_arm[treatment]) | set(by_arm[control])), 1)}
