@@ -38,10 +38,17 @@ class GateRefused(SkillosError):
         self.report, self.detail = report, dict(detail or {})
 
 
-def refuse_on_failure(report: Report, command: str, detail: dict | None = None) -> Report:
-    """Raise GateRefused (carrying the report) if a check failed and was not overridden."""
+def refuse_on_failure(report: Report, command: str, detail: dict | None = None, cfg=None,
+                      echo: Callable[[str], None] | None = None) -> Report:
+    """Raise GateRefused (carrying the report) if a check failed and was not overridden; with
+    `cfg`, the refusal is also an alert where the config reports to trackio (ledger/alerts.py)."""
     if report.failed:
         names = ", ".join(r.check for r in report.failed)
+        if cfg is not None:
+            from skillos.ledger import alerts
+
+            alerts.send(cfg, "gates", f"{command} refused by the launch gates ({names})",
+                        "\n".join(r.line() for r in report.failed), "error", echo)
         raise GateRefused(f"{command} refused by the launch gates: {len(report.failed)} check(s) "
                           f"failed ({names}); fix the config, or override one with "
                           f"--override CHECK=\"reason\" (recorded in the ledger)", report, detail)
@@ -142,4 +149,4 @@ def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo("  " + r.line())
     for name in overrides:
         echo(f"  note: --override {name} not needed: that check did not fail")
-    return refuse_on_failure(report, command)
+    return refuse_on_failure(report, command, cfg=cfg, echo=echo)

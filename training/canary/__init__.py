@@ -94,18 +94,19 @@ def canary(name: str):
 
 
 def compute_sets(sets) -> list[str]:
-    """The `--set` items a canary takes: where it runs (CANARY_KEYS of compute), validated as a
-    config file's, with compute.backend local or ray (ray installed); anything else is a one-line
-    error (its miniature is fixed)."""
+    """The `--set` items a canary takes: where it runs (CANARY_KEYS of compute) and where it
+    reports (training.report_to), validated as a config file's, with compute.backend local or ray
+    (ray installed); anything else is a one-line error (its miniature is fixed)."""
     import dataclasses
 
     from skillos.config import ComputeConfig, apply_sets, from_dict, parse_set
 
     sets = list(sets or ())
     for item in sets:
-        if parse_set(item)[0][0] != "compute":  # a malformed item: its one-line ConfigError
-            raise SkillosError(f"canary --set {item!r}: only compute.* keys (where the canary runs); its miniature "
-                               "is fixed: a canary tuned until it passes proves nothing")
+        if parse_set(item)[0] != ["training", "report_to"] and parse_set(item)[0][0] != "compute":
+            raise SkillosError(f"canary --set {item!r}: only compute.* keys (where the canary runs) and "
+                               "training.report_to (where it reports); its miniature is fixed: a canary tuned until "
+                               "it passes proves nothing")  # a malformed item: its one-line ConfigError first
     compute = from_dict(apply_sets({"experiment": {"name": "canary"}}, sets)).compute  # unknown key, bad value
     default = ComputeConfig()
     moved = [f.name for f in dataclasses.fields(compute) if getattr(compute, f.name) != getattr(default, f.name)]
@@ -290,11 +291,22 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
               "machine": kind, "output_dir": str(folder)}
     result["resolution"] = resolution(result["n"], result["alpha"], measured)
     result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
+    result["alert"] = alert_verdict(cfgmod.with_sets(resolved, sets), result, echo)
     (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
     if ledger is not None:
         ledger.add_canary(run_id, result)
         ledger.end_experiment_run(run_id, "finished", line(result), experiment_status="measured")
     return result
+
+
+def alert_verdict(cfg, result: dict, echo) -> dict | None:
+    """The verdict as a trackio alert where the canary's config reports to trackio (--set
+    training.report_to=trackio): info when it passed, error when it did not."""
+    from skillos.ledger import alerts
+
+    verdict = "PASS" if result["passed"] else "FAIL"
+    return alerts.send(cfg, "canary", f"canary {result['trainer']}: {verdict}", line(result),
+                       "info" if result["passed"] else "error", echo)
 
 
 # The pass rule, fixed before any run and printed with its numbers (ledger.store.canary_passed

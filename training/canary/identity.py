@@ -75,13 +75,14 @@ def versions() -> dict:
 
 
 def config_digest(cfg) -> str:
-    """The canary's config as resolved, less where it runs: its identity (config.identity: no
-    output paths or parallelism) without the compute section (local, Ray or a GPU train the same
-    miniature)."""
+    """The canary's config as resolved, less where it runs and reports: its identity
+    (config.identity: no output paths or parallelism) without the compute section (local, Ray or a
+    GPU train the same miniature) and training.report_to."""
     from skillos.config import identity
 
     data = identity(cfg.to_dict())
     data.pop("compute", None)
+    data.get("training", {}).pop("report_to", None)  # where it reports is not what it trains
     return _digest(json.dumps(data, sort_keys=True, default=str).encode())
 
 
