@@ -110,9 +110,7 @@ def benchmark_games(path: Path, data: dict, unit: str) -> dict:
 
 # -- writing -------------------------------------------------------------------------------------
 def _spread(values: list) -> dict:
-    """mean, stddev, min, max of the measured values; null when none was measured."""
-    if not values:
-        return {"mean": None, "stddev": None, "min": None, "max": None}
+    """mean, stddev, min, max of the measured values (at least one)."""
     return {"mean": round(statistics.fmean(values), 4),
             "stddev": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0,
             "min": min(values), "max": max(values)}
@@ -136,6 +134,13 @@ def _run(row: dict, eval_id: int, configuration: str) -> dict:
             "expectations": [{"text": WON, "passed": bool(row.get("success")), "evidence": evidence}] if measured else [],
             "notes": [f"skillos game {row['game_id']} ({row.get('task_type') or 'no task type'}), arm {row.get('arm')}"]
             + ([] if measured else [f"unmeasured: {row.get('unmeasured_reason') or 'no outcome recorded'}"])}
+
+
+def _experiment(run_dir: Path) -> str | None:
+    from skillos.evals.run_folder import CONFIG, read_config
+
+    config = read_config(run_dir) if (run_dir / CONFIG).exists() else {}
+    return ((config or {}).get("experiment") or {}).get("name")
 
 
 def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, control: str | None = None,
@@ -169,14 +174,15 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
     summary = {}
     for arm, name in named.items():
         rates = [r["result"]["pass_rate"] for r in runs if r["configuration"] == name and r["result"]["errors"] == 0]
-        summary[name] = {key: _spread(rates if key == "pass_rate" else []) for key in SUMMARY_KEYS}
-    means = [summary[n]["pass_rate"]["mean"] for n in ("with_skill", "without_skill")]
+        # what skillos did not measure is null, not an object of nulls (the viewer hides a null row)
+        summary[name] = {key: _spread(rates) if key == "pass_rate" and rates else None for key in SUMMARY_KEYS}
+    means = [(summary[n]["pass_rate"] or {}).get("mean") for n in ("with_skill", "without_skill")]
     summary["delta"] = {"pass_rate": None if None in means else f"{means[0] - means[1]:+.2f}",
                         "time_seconds": None, "tokens": None}
     unmeasured = {name: sum(r["result"]["errors"] for r in runs if r["configuration"] == name) for name in named.values()}
     p = paired.p_value
     benchmark = {
-        "metadata": {"skill_name": run_dir.name, "skill_path": str(run_dir.resolve()),
+        "metadata": {"skill_name": _experiment(run_dir) or run_dir.name, "skill_path": str(run_dir.resolve()),
                      "executor_model": None, "analyzer_model": None,
                      "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                      "evals_run": sorted(ids.values()), "runs_per_configuration": 1},

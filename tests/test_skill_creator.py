@@ -132,6 +132,7 @@ def test_a_run_exports_in_the_schema_and_reads_back_the_same(tmp_path):
     assert set(data["run_summary"]) == {"with_skill", "without_skill", "delta"}
     assert data["run_summary"]["with_skill"]["pass_rate"]["mean"] == pytest.approx(7 / 9, abs=1e-4)
     assert data["run_summary"]["delta"]["pass_rate"] == f"{7 / 9 - 3 / 10:+.2f}"
+    assert data["run_summary"]["with_skill"]["time_seconds"] is None  # unmeasured: null, which the viewer hides
     assert (written["b"], written["c"], written["unmeasured"]) == (4, 0, {"with_skill": 1, "without_skill": 0})
     back = benchmark_games(out / "benchmark.json", data, "run")
     assert sum(v is True for v in back["with_skill"].values()) == 7 and sum(v is None for v in back["with_skill"].values()) == 1
