@@ -35,14 +35,21 @@ def _observation(obs, steps: int, max_steps: int) -> str:
             + ("\nThe task is done: you won." if obs.won else ""))
 
 
-def games(n_games: int, split: str, seed: int):
-    """The held-out games skillos plays for these settings (generated offline and cached)."""
+def settings(**given) -> object:
+    """The env section these task arguments make: the config's defaults (env.split, env.seed,
+    env.max_steps), with what was given (None: the default)."""
     from skillos import config as cfgmod
+
+    sets = [f"env.{key}={value}" for key, value in given.items() if value is not None]
+    return cfgmod.with_sets(cfgmod.validate(cfgmod.Config()), sets)
+
+
+def games(n_games: int, split: str | None = None, seed: int | None = None):
+    """The held-out games skillos plays for these settings (generated offline and cached)."""
     from skillos.evals.envs.registry import environment
 
-    cfg = cfgmod.with_sets(cfgmod.validate(cfgmod.Config()), [f"env.n_games={n_games}", f"env.split={split}",
-                                                              f"env.seed={seed}"])
-    return environment(cfg).load_tasks(cfg, split, n_games)
+    cfg = settings(n_games=n_games, split=split, seed=seed)
+    return environment(cfg).load_tasks(cfg, cfg.env.split, n_games)
 
 
 def skill_folders(skills: str | None) -> list[Path]:
@@ -122,11 +129,14 @@ def won():
 
 
 @task
-def alfworld_skills(skills: str | None = None, n_games: int = 6, split: str = "valid_unseen", seed: int = 0,
-                    max_steps: int = 30) -> Task:
+def alfworld_skills(skills: str | None = None, n_games: int = 6, split: str | None = None, seed: int | None = None,
+                    max_steps: int | None = None) -> Task:
     """skillos's held-out ALFWorld games, played with the skills of `skills` (a folder of
-    NAME/SKILL.md) through inspect's skill() tool, scored as skillos scores a game."""
+    NAME/SKILL.md) through inspect's skill() tool, scored as skillos scores a game; `split`,
+    `seed` and `max_steps` default to the config's env section."""
     folders = skill_folders(skills)
+    env = settings(split=split, seed=seed, max_steps=max_steps).env
+    split, seed, max_steps = env.split, env.seed, env.max_steps
     samples = [Sample(id=g.id, input=f"Your task: {g.task}", target="won",
                       metadata={"path": g.path, "task_type": g.task_type, "content_hash": g.content_hash,
                                 "max_steps": max_steps, "skills": [p.name for p in folders]})
