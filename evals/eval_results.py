@@ -62,14 +62,22 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     task = task or env.get("split") or "valid_unseen"
     benchmark = _slug(dataset.rsplit("/", 1)[-1])
     arms = sorted({r["arm"] for r in rows})
-    control = control_arm(run_dir, arms) or arms[0]
+    declared = control_arm(run_dir, arms)
+    control = declared or arms[0]  # a run that names no control: its first arm is the reference
+    role = "the control (no skills)" if declared else "the reference (the run names no control)"
+    names = {a: f"{benchmark}.yaml" if a == control else f"{benchmark}_{_slug(a)}.yaml" for a in arms}
+    if len(set(names.values())) < len(names):
+        raise SkillosError(f"{run_dir}: arms {', '.join(arms)} would share a file name under {FOLDER}/ "
+                           "(names are cut to letters, digits, '.', '_' and '-')")
     outcomes = {a: {r["game_id"]: None if r.get("unmeasured") else r.get("success") for r in rows if r["arm"] == a}
                 for a in arms}
     e = EvalConfig()
     alpha = ((config or {}).get("eval") or {}).get("alpha") or e.alpha
     comparisons = {a: stats.compare(outcomes[control], outcomes[a], names=(a, control), alpha=alpha, power=e.power,
                                     n_boot=e.bootstrap) for a in arms if a != control}
-    decided = stats.verdicts(comparisons, alpha=alpha, family=f"{run_dir.name}: arms vs {control}", correction="holm")
+    worthwhile = ((config or {}).get("experiment") or {}).get("expected_effect")  # as the run's report decided
+    decided = stats.verdicts(comparisons, alpha=alpha, family=f"{run_dir.name}: arms vs {control}", correction="holm",
+                             worthwhile=worthwhile)
     folder = out if out.name == FOLDER else out / FOLDER
     date, source = _run_date(run_dir), source_url or run_dir.resolve().as_uri()
     written, skipped = {}, {}
@@ -80,15 +88,15 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
             skipped[arm] = f"no measured game ({counts}): no value to write"
             continue
         if arm == control:
-            notes = f"skillos arm {arm}, the control (no skills): {counts}"
+            notes = f"skillos arm {arm}, {role}: {counts}"
         else:
             c, v = comparisons[arm], decided[arm]
             p = "unmeasured" if c.p_value is None else f"{c.p_value:.3g}"
             ci = "" if c.ci_low is None else f", 95% CI [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}] pts"
-            notes = (f"skillos arm {arm}: {counts}; vs the control {control} on {c.n_paired} paired games: b/c "
+            notes = (f"skillos arm {arm}: {counts}; vs {control} on {c.n_paired} paired games: b/c "
                      f"{c.b}/{c.c}, exact McNemar p {p}, Holm over {len(comparisons)} arm(s) "
                      f"{'unmeasured' if v.p_adjusted is None else f'{v.p_adjusted:.3g}'}{ci}; verdict: {v.label}")
-        name = f"{benchmark}.yaml" if arm == control else f"{benchmark}_{_slug(arm)}.yaml"
+        name = names[arm]
         entry = _entry(dataset, task, round(100 * sum(measured) / len(measured), 2), date, source,
                        f"skillos run {run_dir.name}", notes)
         write_atomic(folder / name, yaml.safe_dump([entry], sort_keys=False, allow_unicode=True))

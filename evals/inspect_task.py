@@ -73,6 +73,10 @@ def act():
             command: One of the admissible commands listed in the last observation.
         """
         game = _ENVS[store().get("skillos_game")]
+        if store().get("won"):
+            raise ToolError("The game is already won; nothing more to do.")
+        if store().get("steps", 0) >= game["max_steps"]:  # several calls in one turn cannot pass the limit
+            raise ToolError(f"The step limit ({game['max_steps']}) is spent; the game is over.")
         steps = store().get("steps", 0) + 1
         store().set("steps", steps)
         if command not in game["admissible"]:
@@ -80,7 +84,7 @@ def act():
                             f"Admissible: {', '.join(game['admissible'])}")
         obs = game["env"].step(command)
         game["admissible"] = list(obs.admissible)
-        store().set("won", bool(obs.won))
+        store().set("won", bool(obs.won))  # a win ends the game: no later call is played (above)
         return _observation(obs, steps, game["max_steps"])
 
     return execute

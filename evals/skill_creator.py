@@ -42,7 +42,7 @@ def is_benchmark(data) -> bool:
 def _count(value, where: str, key: str):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise SkillosError(f"{where}: result.{key} {value!r} is not a count")
     return value
 
@@ -61,6 +61,8 @@ def _run_success(run: dict, where: str) -> tuple:
         if not isinstance(e.get("passed"), bool):
             raise SkillosError(f"{where}: expectation {i} passed {e.get('passed')!r} is not true or false")
         passed.append(e["passed"])
+    for key in ("passed", "failed", "total", "tool_calls", "tokens", "time_seconds"):
+        _count(result.get(key), where, key)  # a NaN or negative count is an error wherever it is
     errors = _count(result.get("errors"), where, "errors")
     return [None if errors else p for p in passed], errors, result
 
@@ -69,6 +71,8 @@ def units(run: dict, where: str, unit: str) -> dict:
     """{unit suffix: success} of one run: {"": ...} for the run, {"exp-I": ...} per expectation."""
     passed, errors, result = _run_success(run, where)
     if unit == "expectation":
+        if not passed and errors:  # it errored before any expectation was graded: one unmeasured unit
+            return {"exp-unmeasured": None}
         if not passed:
             raise SkillosError(f"{where}: no expectations[] to count as units (import with --unit run)")
         return {f"exp-{i}": p for i, p in enumerate(passed, 1)}

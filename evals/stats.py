@@ -271,7 +271,10 @@ def accept_candidate(incumbent: dict, candidate: dict, mode: str, k: float,
 
 
 # -- the one place a claim is decided ------------------------------------------------------------
-VERDICT_WORDS = ("improvement", "not detected", "regression", "not reportable")
+VERDICT_WORDS = ("improvement", "can't tell yet", "not detected", "regression", "attrition", "not reportable")
+# What a verdict reads off a comparison beyond its p and difference (a re-judged row must carry them).
+JUDGED_FIELDS = ("p_value", "difference", "b", "c", "n_paired", "mde", "ci_low", "ci_high", "attempted",
+                 "control_unmeasured", "treatment_unmeasured", "attrition_p")
 CORRECTIONS = ("holm", "bonferroni", "none")
 
 

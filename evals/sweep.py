@@ -179,6 +179,7 @@ def summarize(result: dict, sources: dict | None = None) -> dict:
                      "transfer": None if source is None else source != target, **{k: comp[k] for k in (
             "treatment_rate", "control_rate", "difference", "ci_low", "ci_high", "p_value", "b", "c",
             "p_adjusted", "mde", "n_paired", "n_dropped", "significant", "verdict")},
+            **{k: comp.get(k) for k in ("attempted", "control_unmeasured", "treatment_unmeasured", "attrition_p")},
             "note": _note(comp, result)})
     rows.sort(key=lambda r: r["step"])
     measured = [r for r in rows if r["treatment_rate"] is not None]
@@ -219,9 +220,9 @@ def family_table(summaries: dict, alpha: float) -> dict:
     rows = [dict(r) for summary in summaries.values() for r in summary["rows"]]
     keyed = {f"{r['target_env']}:{r['repo']}": r for r in rows}
     name = "cross-domain sweep on " + " and ".join(summaries)
-    decided = stats.verdicts({k: SimpleNamespace(**{f: r.get(f) for f in (
-        "p_value", "difference", "b", "c", "n_paired", "mde")}, note=None) for k, r in keyed.items()},
-        alpha=alpha, family=name, correction="holm")
+    decided = stats.verdicts({k: SimpleNamespace(**{f: r.get(f) for f in stats.JUDGED_FIELDS}, treatment=r["repo"],
+                                                 control="the control", note=None) for k, r in keyed.items()},
+                             alpha=alpha, family=name, correction="holm")
     for key, r in keyed.items():
         r["p_family"], r["verdict_family"] = decided[key].p_adjusted, decided[key].to_dict()
     return {"rows": rows, "family": name, "family_size": len(rows), "correction": "holm",

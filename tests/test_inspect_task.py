@@ -52,6 +52,27 @@ def test_the_walkthrough_wins_and_looking_loses(tmp_path, game_cache):
     assert len(refused) == 1 and "not admissible" in refused[0].error.message
 
 
+def test_the_step_limit_holds_within_one_turn(tmp_path, game_cache):
+    """A model that sends several act() calls in one turn cannot play past max_steps: the
+    walkthrough sent whole with a limit shorter than it is refused after the limit, and loses."""
+    from inspect_ai.model import ChatMessageAssistant
+    from inspect_ai.tool import ToolCall
+
+    (game,) = inspect_task.games(1, "valid_unseen", 0)
+    walkthrough = json.loads(Path(game.path).read_text())["walkthrough"]
+    calls = [ToolCall(id=f"c{i}", function="act", arguments={"command": c}) for i, c in enumerate(walkthrough)]
+    burst = ModelOutput.from_message(ChatMessageAssistant(content="", tool_calls=calls, model=MOCK))
+    burst.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    limit = len(walkthrough) - 1
+    task = inspect_task.alfworld_skills(n_games=1, max_steps=limit)
+    (log,) = inspect_eval(task, model=get_model(MOCK, custom_outputs=[burst]), log_dir=str(tmp_path / "logs"),
+                          display="none", max_samples=1)
+    (sample,) = log.samples
+    assert sample.scores["won"].value == "I" and sample.store["steps"] == limit
+    spent = [m for m in sample.messages if m.role == "tool" and m.error and "step limit" in m.error.message]
+    assert len(spent) == 1
+
+
 def test_a_missing_skill_folder_is_one_line():
     from skillos.errors import SkillosError
 

@@ -88,6 +88,7 @@ def test_expectation_units_pair_each_expectation():
     (lambda d: d["runs"][0].update(run_number=0), "run_number 0"),
     (lambda d: d["runs"][0]["expectations"][0].update(passed="yes"), "is not true or false"),
     (lambda d: d["runs"][0]["result"].update(errors=-1), "is not a count"),
+    (lambda d: d["runs"][0]["result"].update(total=float("nan")), "is not a count"),
 ])
 def test_a_damaged_benchmark_is_one_line_and_records_nothing(tmp_path, skillos_home, damage, message):
     data = benchmark()
@@ -134,6 +135,8 @@ def test_a_run_exports_in_the_schema_and_reads_back_the_same(tmp_path):
     assert data["run_summary"]["delta"]["pass_rate"] == f"{7 / 9 - 3 / 10:+.2f}"
     assert data["run_summary"]["with_skill"]["time_seconds"] is None  # unmeasured: null, which the viewer hides
     assert (written["b"], written["c"], written["unmeasured"]) == (4, 0, {"with_skill": 1, "without_skill": 0})
+    by_expectation = benchmark_games(out / "benchmark.json", data, "expectation")  # the unmeasured game: one unit
+    assert by_expectation["with_skill"]["eval-10/run-1/exp-unmeasured"] is None
     back = benchmark_games(out / "benchmark.json", data, "run")
     assert sum(v is True for v in back["with_skill"].values()) == 7 and sum(v is None for v in back["with_skill"].values()) == 1
     assert sum(back["without_skill"].values()) == 3 and len(back["without_skill"]) == 10

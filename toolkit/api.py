@@ -454,7 +454,7 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
     plan = launch.plan(cfg, str(cfg.source or ""))
     if dry_run:
         report = gates.check(cfg, dry_run=False, echo=echo)
-        gates.refuse_on_failure(report, "train", {"plan": plan}, cfg=cfg, echo=echo)
+        gates.refuse_on_failure(report, "train", {"plan": plan})  # a dry run: nothing launched, no alert
         return {"plan": plan, "gates": report, "returncode": 0}  # gates: the Report
     echo = echo or _quiet
     with _ledger(ledger) as book:

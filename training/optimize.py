@@ -465,8 +465,6 @@ class OptimizeSearch:
 
     def describe(self, candidate: Candidate, verdict: CandidateVerdict, now: Standing, candidate_val: dict,
                  paired) -> Described:
-        from skillos.training import document as doc
-
         row = {"epoch": candidate.epoch, "step": candidate.step, "candidate": now.tried,
                "budget": candidate.detail["budget"] and candidate.detail["budget"].to_dict(),
                "edits": candidate.edits, "reflections": self.step_info.get("reflections"),
@@ -475,13 +473,15 @@ class OptimizeSearch:
                **verdict.to_dict(), "incumbent_rate": paired.control_rate,
                "candidate_rate": paired.treatment_rate, "ci_low": paired.ci_low, "ci_high": paired.ci_high}
         self.step_info.update(candidate=now.tried, verdict=verdict.verdict)
-        if self.cfg.optimize.target == "document" and verdict.verdict == "accept":
-            doc.write_version(self.out, candidate.skill, now.tried)
         line = (f"epoch {candidate.epoch} step {candidate.step}: candidate {now.tried} ({'; '.join(row['edits'])}): "
                 f"{verdict.verdict}: {verdict.reason}")
         return Described(row, row["diff"], json.dumps(row["edits"]), line)
 
     def after_step(self, g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
+        from skillos.training import document as doc
+
+        if self.cfg.optimize.target == "document" and self.step_info.get("verdict") == "accept":
+            doc.write_version(self.out, now.skill, now.tried)  # after its history and ledger rows, as before
         with open(self.out / STEPS, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(self.step_info) + "\n")
         _save_state(self.out, now.skill, {**self.state, "next": g + 1, "tried": now.tried, "accepted": now.accepted,

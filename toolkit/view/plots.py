@@ -81,7 +81,13 @@ def with_verdicts(comparisons, family: str) -> list[dict]:
         p, diff = number(c.get("p_value")), number(c.get("difference"))
         members[i] = SimpleNamespace(p_value=p, difference=diff if p is not None else None,
                                      b=count(c.get("b")), c=count(c.get("c")), n_paired=count(c.get("n_paired")),
-                                     mde=number(c.get("mde")), note=text(c.get("note")) or None)
+                                     mde=number(c.get("mde")), note=text(c.get("note")) or None,
+                                     ci_low=number(c.get("ci_low")), ci_high=number(c.get("ci_high")),
+                                     treatment=text(c.get("treatment")), control=text(c.get("control")),
+                                     attempted=count(c.get("attempted")),
+                                     control_unmeasured=count(c.get("control_unmeasured")),
+                                     treatment_unmeasured=count(c.get("treatment_unmeasured")),
+                                     attrition_p=number(c.get("attrition_p")))
     decided = stats.verdicts(members, alpha=alpha, family=family, correction="holm")
     for i in missing:
         comps[i]["verdict"] = {**decided[i].to_dict(), "recomputed": True}
