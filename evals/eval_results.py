@@ -47,17 +47,13 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     held-out split; `source_url` to the run folder's file URL."""
     from skillos.config import EvalConfig
     from skillos.evals import stats
-    from skillos.evals.run_folder import CONFIG, GAMES, control_arm, read_config, read_rows
+    from skillos.evals.run_folder import control_arm, held_out_rows, outcomes_by_arm, recorded_config
     from skillos.files import write_atomic
 
     run_dir, out = Path(run_dir), Path(out)
-    if not (run_dir / GAMES).is_file():
-        raise SkillosError(f"{run_dir}: no {GAMES}; RUN must be a run folder (skillos eval / quickstart --out)")
-    rows = [r for r in read_rows(run_dir, "eval") if r.get("phase", "eval") == "eval"]
-    if not rows:
-        raise SkillosError(f"{run_dir / GAMES}: no held-out games recorded")
-    config = read_config(run_dir) if (run_dir / CONFIG).exists() else {}
-    env = (config or {}).get("env") or {}
+    rows = held_out_rows(run_dir)
+    config = recorded_config(run_dir)
+    env = config.get("env") or {}
     dataset = dataset or f"skillos/{env.get('name') or 'household'}"
     task = task or env.get("split") or "valid_unseen"
     benchmark = _slug(dataset.rsplit("/", 1)[-1])
@@ -69,13 +65,12 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     if len(set(names.values())) < len(names):
         raise SkillosError(f"{run_dir}: arms {', '.join(arms)} would share a file name under {FOLDER}/ "
                            "(names are cut to letters, digits, '.', '_' and '-')")
-    outcomes = {a: {r["game_id"]: None if r.get("unmeasured") else r.get("success") for r in rows if r["arm"] == a}
-                for a in arms}
+    outcomes = outcomes_by_arm(rows)
     e = EvalConfig()
-    alpha = ((config or {}).get("eval") or {}).get("alpha") or e.alpha
+    alpha = (config.get("eval") or {}).get("alpha") or e.alpha
     comparisons = {a: stats.compare(outcomes[control], outcomes[a], names=(a, control), alpha=alpha, power=e.power,
                                     n_boot=e.bootstrap) for a in arms if a != control}
-    worthwhile = ((config or {}).get("experiment") or {}).get("expected_effect")  # as the run's report decided
+    worthwhile = (config.get("experiment") or {}).get("expected_effect")  # as the run's report decided
     decided = stats.verdicts(comparisons, alpha=alpha, family=f"{run_dir.name}: arms vs {control}", correction="holm",
                              worthwhile=worthwhile)
     folder = out if out.name == FOLDER else out / FOLDER

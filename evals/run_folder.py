@@ -105,10 +105,34 @@ def read_config(out: Path) -> dict:
     return safety.load_yaml(safety.read_text(path, safety.MAX_CONFIG_BYTES, CONFIG), str(path))
 
 
+def recorded_config(out: Path) -> dict:
+    """The config a run in `out` recorded, or {} when it wrote none (a folder made by hand)."""
+    return (read_config(out) or {}) if (Path(out) / CONFIG).exists() else {}
+
+
+def held_out_rows(out: Path) -> list[dict]:
+    """The held-out game rows a run in `out` recorded (what its exports read); a folder without
+    any is a one-line error."""
+    out = Path(out)
+    if not (out / GAMES).is_file():
+        raise SkillosError(f"{out}: no {GAMES}; RUN must be a run folder (skillos eval / quickstart --out)")
+    rows = [r for r in read_rows(out, "eval") if r.get("phase", "eval") == "eval"]
+    if not rows:
+        raise SkillosError(f"{out / GAMES}: no held-out games recorded")
+    return rows
+
+
+def outcomes_by_arm(rows: list[dict]) -> dict:
+    """arm -> {game id: success}, None where the game was unmeasured (never a loss)."""
+    games: dict = {}
+    for r in rows:
+        games.setdefault(r["arm"], {})[r["game_id"]] = None if r.get("unmeasured") else r.get("success")
+    return games
+
+
 def control_arm(out: Path, arms: list) -> str | None:
     """The control of a run in `out` among its `arms`: the config's eval.control, else no_memory."""
-    config = read_config(out) if (Path(out) / CONFIG).exists() else {}
-    declared = ((config or {}).get("eval") or {}).get("control")
+    declared = (recorded_config(out).get("eval") or {}).get("control")
     control = declared.get("arm") if isinstance(declared, dict) else declared
     return control if control in arms else ("no_memory" if "no_memory" in arms else None)
 

@@ -140,41 +140,28 @@ def _run(row: dict, eval_id: int, configuration: str) -> dict:
             + ([] if measured else [f"unmeasured: {row.get('unmeasured_reason') or 'no outcome recorded'}"])}
 
 
-def _experiment(run_dir: Path) -> str | None:
-    from skillos.evals.run_folder import CONFIG, read_config
-
-    config = read_config(run_dir) if (run_dir / CONFIG).exists() else {}
-    return ((config or {}).get("experiment") or {}).get("name")
-
-
-def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, control: str | None = None,
-                     alpha: float | None = None) -> dict:
+def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, control: str | None = None) -> dict:
     """Write RUN_DIR's held-out games as skill-creator's benchmark.json at OUT (a .json file, or
     a folder that gets benchmark.json): `treatment` as with_skill, `control` as without_skill."""
     import datetime as dt
 
     from skillos.config import EvalConfig
     from skillos.evals import stats
-    from skillos.evals.run_folder import GAMES, read_rows, two_arms
+    from skillos.evals.run_folder import held_out_rows, outcomes_by_arm, recorded_config, two_arms
     from skillos.files import write_atomic
 
     run_dir, out = Path(run_dir), Path(out)
-    if not (run_dir / GAMES).is_file():
-        raise SkillosError(f"{run_dir}: no {GAMES}; RUN must be a run folder (skillos eval / quickstart --out)")
     target = out if out.suffix == ".json" else out / "benchmark.json"
-    rows = [r for r in read_rows(run_dir, "eval") if r.get("phase", "eval") == "eval"]
-    if not rows:
-        raise SkillosError(f"{run_dir / GAMES}: no held-out games recorded")
+    rows = held_out_rows(run_dir)
     treatment, control = two_arms(run_dir, sorted({r['arm'] for r in rows}), treatment, control)
     by_arm = {arm: {r["game_id"]: r for r in rows if r["arm"] == arm} for arm in (treatment, control)}
     ids = {g: i for i, g in enumerate(sorted(set(by_arm[treatment]) | set(by_arm[control])), 1)}
     named = {treatment: "with_skill", control: "without_skill"}
     runs = [_run(row, ids[g], named[arm]) for arm in (treatment, control) for g, row in sorted(by_arm[arm].items())]
-    outcomes = {arm: {g: (r["success"] if not r.get("unmeasured") else None) for g, r in games.items()}
-                for arm, games in by_arm.items()}
+    outcomes = outcomes_by_arm(rows)
     defaults = EvalConfig()
     paired = stats.compare(outcomes[control], outcomes[treatment], names=(treatment, control),
-                           alpha=alpha or defaults.alpha, power=defaults.power, n_boot=defaults.bootstrap)
+                           alpha=defaults.alpha, power=defaults.power, n_boot=defaults.bootstrap)
     summary = {}
     for arm, name in named.items():
         rates = [r["result"]["pass_rate"] for r in runs if r["configuration"] == name and r["result"]["errors"] == 0]
@@ -186,7 +173,7 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
     unmeasured = {name: sum(r["result"]["errors"] for r in runs if r["configuration"] == name) for name in named.values()}
     p = paired.p_value
     benchmark = {
-        "metadata": {"skill_name": _experiment(run_dir) or run_dir.name, "skill_path": str(run_dir.resolve()),
+        "metadata": {"skill_name": (recorded_config(run_dir).get("experiment") or {}).get("name") or run_dir.name, "skill_path": str(run_dir.resolve()),
                      "executor_model": None, "analyzer_model": None,
                      "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                      "evals_run": sorted(ids.values()), "runs_per_configuration": 1},

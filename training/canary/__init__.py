@@ -103,10 +103,11 @@ def compute_sets(sets) -> list[str]:
 
     sets = list(sets or ())
     for item in sets:
-        if parse_set(item)[0] != ["training", "report_to"] and parse_set(item)[0][0] != "compute":
+        path = parse_set(item)[0]  # a malformed item: its one-line ConfigError
+        if path != ["training", "report_to"] and path[0] != "compute":
             raise SkillosError(f"canary --set {item!r}: only compute.* keys (where the canary runs) and "
                                "training.report_to (where it reports); its miniature is fixed: a canary tuned until "
-                               "it passes proves nothing")  # a malformed item: its one-line ConfigError first
+                               "it passes proves nothing")
     compute = from_dict(apply_sets({"experiment": {"name": "canary"}}, sets)).compute  # unknown key, bad value
     default = ComputeConfig()
     moved = [f.name for f in dataclasses.fields(compute) if getattr(compute, f.name) != getattr(default, f.name)]
