@@ -67,6 +67,9 @@ def arm_points(arms) -> list[dict]:
     return [arm_point(name, summary) for name, summary in (arms.items() if isinstance(arms, dict) else [])]
 
 
+COUNTS = ("b", "c", "n_paired", "attempted", "control_unmeasured", "treatment_unmeasured")  # of stats.JUDGED_FIELDS
+
+
 def with_verdicts(comparisons, family: str) -> list[dict]:
     """The comparisons, each with its `verdict` (from stats.verdicts): the one recorded, else
     judged here over these comparisons as one family (Holm), as the report that wrote them did."""
@@ -79,15 +82,10 @@ def with_verdicts(comparisons, family: str) -> list[dict]:
     members = {}
     for i, c in enumerate(comps):
         p, diff = number(c.get("p_value")), number(c.get("difference"))
-        members[i] = SimpleNamespace(p_value=p, difference=diff if p is not None else None,
-                                     b=count(c.get("b")), c=count(c.get("c")), n_paired=count(c.get("n_paired")),
-                                     mde=number(c.get("mde")), note=text(c.get("note")) or None,
-                                     ci_low=number(c.get("ci_low")), ci_high=number(c.get("ci_high")),
-                                     treatment=text(c.get("treatment")), control=text(c.get("control")),
-                                     attempted=count(c.get("attempted")),
-                                     control_unmeasured=count(c.get("control_unmeasured")),
-                                     treatment_unmeasured=count(c.get("treatment_unmeasured")),
-                                     attrition_p=number(c.get("attrition_p")))
+        judged = {f: (count if f in COUNTS else number)(c.get(f)) for f in stats.JUDGED_FIELDS}
+        members[i] = SimpleNamespace(**{**judged, "difference": diff if p is not None else None},
+                                     note=text(c.get("note")) or None,
+                                     treatment=text(c.get("treatment")), control=text(c.get("control")))
     decided = stats.verdicts(members, alpha=alpha, family=family, correction="holm")
     for i in missing:
         comps[i]["verdict"] = {**decided[i].to_dict(), "recomputed": True}
