@@ -6,7 +6,7 @@ the key the games are played with.
 
 from __future__ import annotations
 
-from skillos.config import Config
+from skillos.config.schema import Config
 from skillos.evals.envs.registry import environment
 
 LEARNING_ARMS = ("closed_loop", "shuffled")  # arms with a curator and a repo folder of their own

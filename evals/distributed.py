@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from skillos.config import Config, curator_config, static_repo_path
+from skillos.config.derived import curator_config, static_repo_path
+from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.files import append_bytes, swap_in, temp_sibling
 from skillos.evals import run_folder

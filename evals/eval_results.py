@@ -45,7 +45,7 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     """Write RUN_DIR's arms as OUT/.eval_results/*.yaml (OUT: a model repo folder, or the
     .eval_results folder itself). `dataset` and `task` default to the run's environment and
     held-out split; `source_url` to the run folder's file URL."""
-    from skillos.config import EvalConfig
+    from skillos.config.eval import EvalConfig
     from skillos.evals import stats
     from skillos.evals.run_folder import control_arm, held_out_rows, outcomes_by_arm, recorded_config
     from skillos.files import write_atomic

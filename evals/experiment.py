@@ -18,7 +18,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from skillos.config import Config, check_inputs, curator_config, static_repo_path
+from skillos.config.derived import curator_config, static_repo_path
+from skillos.config.rules import check_inputs
+from skillos.config.schema import Config
 from skillos.errors import SkillError, SkillosError
 from skillos.registry import compute_of
 from skillos.evals import report as reporting

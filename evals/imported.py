@@ -219,7 +219,7 @@ def _bounded(games: dict, where) -> None:
 def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path, env: str | None = None) -> dict:
     """Record every arm of `paths` as a finished run of experiment `experiment` (created, or the
     newest of that name); returns {experiment_id, source, runs: [{run_id, arm, denominators}]}."""
-    from skillos.config import EXPERIMENT_NAME
+    from skillos.config.experiment import EXPERIMENT_NAME
     from skillos.evals.records import GameRow
     from skillos.repo.store import write_atomic
 

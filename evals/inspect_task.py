@@ -38,10 +38,11 @@ def _observation(obs, steps: int, max_steps: int) -> str:
 def settings(**given) -> object:
     """The env section these task arguments make: the config's defaults (env.split, env.seed,
     env.max_steps), with what was given (None: the default)."""
-    from skillos import config as cfgmod
+    from skillos.config.loading import validate, with_sets
+    from skillos.config.schema import Config
 
     sets = [f"env.{key}={value}" for key, value in given.items() if value is not None]
-    return cfgmod.with_sets(cfgmod.validate(cfgmod.Config()), sets)
+    return with_sets(validate(Config()), sets)
 
 
 def games(n_games: int, split: str | None = None, seed: int | None = None):

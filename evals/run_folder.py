@@ -159,7 +159,7 @@ def same_config(out: Path, cfg) -> bool:
     must check before it continues another run's rows."""
     import yaml
 
-    from skillos.config import identity
+    from skillos.config.schema import identity
 
     try:
         recorded = read_config(out)

@@ -145,7 +145,7 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
     a folder that gets benchmark.json): `treatment` as with_skill, `control` as without_skill."""
     import datetime as dt
 
-    from skillos.config import EvalConfig
+    from skillos.config.eval import EvalConfig
     from skillos.evals import stats
     from skillos.evals.run_folder import held_out_rows, outcomes_by_arm, recorded_config, two_arms
     from skillos.files import write_atomic

@@ -15,7 +15,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from skillos.config import Config, relative_to_config
+from skillos.config.derived import relative_to_config
+from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
 from skillos.files import write_atomic

@@ -20,7 +20,8 @@ import copy
 import re
 from pathlib import Path
 
-from skillos.config import Config, validate
+from skillos.config.loading import validate
+from skillos.config.schema import Config
 from skillos.errors import SkillosError
 
 SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is scored on, so its "
@@ -103,7 +104,7 @@ def curated_on(folder: str | Path) -> tuple[set, str]:
     run, arm = folder.parent, run_folder.arm_of_repo(folder)
     if arm is None or not (run / run_folder.CONFIG).is_file():
         return set(), ""
-    from skillos.config import from_dict
+    from skillos.config.loading import from_dict
     from skillos.evals.arms import load_games
 
     try:

@@ -9,7 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from skillos.config import Config
+from skillos.config.schema import Config
 
 
 def success_metric(cfg: Config) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from skillos.config import STOP_GRACE_S
+from skillos.config.compute import STOP_GRACE_S
 
 
 @dataclass

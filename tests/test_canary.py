@@ -203,7 +203,8 @@ def test_the_modules_a_run_imported_are_read_from_sys_modules():
     loaded = identity.loaded_modules()
     assert "skillos.training.reward" in loaded and "skillos.config" in loaded
     assert identity.source("skillos.training.reward") == ROOT / "training" / "reward.py"
-    assert identity.source("skillos.config") == ROOT / "toolkit" / "config.py"
+    assert identity.source("skillos.config") == ROOT / "toolkit" / "config" / "__init__.py"
+    assert identity.source("skillos.config.rules") == ROOT / "toolkit" / "config" / "rules.py"
     assert identity.source("skillos.evals") == ROOT / "evals" / "__init__.py"
     assert identity.source("skillos.training.no_such_module") is None
 

@@ -1,5 +1,5 @@
-"""Every config key carries its help in its dataclass field (config.py is the one home of what a
-key means and its default), and the CLI reaches it: `skillos config explain KEY` and the
+"""Every config key carries its help in its dataclass field (its section's module in the config
+package is the one home of what a key means, its default, bounds and choices), and the CLI reaches it: `skillos config explain KEY` and the
 unknown-key error of a file or a --set."""
 
 import dataclasses

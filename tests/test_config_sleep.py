@@ -1,5 +1,5 @@
-"""The `sleep:` settings' rules live in the config (SleepConfig.__post_init__): a bad value is
-refused when the config loads, naming the key, before any night is planned."""
+"""The `sleep:` settings' rules live in the config (field bounds and choices, SleepConfig.rules): a
+bad value is refused when the config loads, naming the key, before any night is planned."""
 
 import pytest
 
@@ -8,14 +8,14 @@ from skillos.errors import ConfigError
 
 
 @pytest.mark.parametrize("sets, message", [
-    (["sleep.optimizer.backend=gpt"], "sleep.optimizer.backend: heuristic or one of"),
+    (["sleep.optimizer.backend=gpt"], "sleep.optimizer.backend: 'gpt' is not one of heuristic, openai"),
     (["sleep.gate.mode=loose"], "sleep.gate.mode: 'loose' is not one of paired, strict"),
     (["sleep.schedule=step"], "sleep.schedule: 'step' is not one of cosine, linear, constant"),
     (["sleep.min_edits=5"], "sleep.min_edits (5) is above sleep.max_edits (4)"),
-    (["sleep.steps=0"], "sleep.steps: at least 1, got 0"),
-    (["sleep.max_sessions=0"], "sleep.max_sessions: at least 1, got 0"),
+    (["sleep.steps=0"], "sleep.steps: must be between 1 and 10000, got 0"),
+    (["sleep.max_sessions=0"], "sleep.max_sessions: must be between 1 and 10000000, got 0"),
     (["sleep.llm_miner=true"], "sleep.llm_miner: the LLM miner asks sleep.optimizer, which is heuristic"),
-    (["sleep.budget.max_minutes=0"], "sleep.budget: max_calls, max_tokens and max_minutes must be positive"),
+    (["sleep.budget.max_minutes=0"], "sleep.budget.max_minutes: must be between 1e-06 and 1e+07, got 0"),
     (["sleep.validation_share=0.5", "sleep.test_share=0.5"], "sleep.validation_share and sleep.test_share"),
 ])
 def test_a_bad_sleep_setting_is_refused_at_load(sets, message):

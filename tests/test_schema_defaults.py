@@ -1,5 +1,5 @@
-"""The config schema owns its defaults: no function below config.py restates one in its signature
-(`top_k=5`, `alpha=0.05`, `max_age_days=7.0`...), so changing a default in config.py changes
+"""The config schema owns its defaults: no function below the config package restates one in its
+signature (`top_k=5`, `alpha=0.05`, `max_age_days=7.0`...), so changing a default in its section changes
 every path, and a caller that forgets a setting gets a TypeError, not a silent second default."""
 
 import ast
@@ -8,7 +8,7 @@ import dataclasses
 from conftest import ROOT
 from skillos import config
 
-# the library below config.py (toolkit's cli*.py, api.py and config.py are above or at it)
+# the library below the config package (toolkit's cli*.py, api.py and config/ are above or at it)
 LIBRARY = ["evals", "training", "ledger", "toolkit/repo", "toolkit/gates", "toolkit/files.py"]
 # a parameter named differently from the config key it carries
 ALIASES = {"n_boot": "bootstrap", "k": "top_k", "start": "max_edits", "end": "min_edits",
@@ -74,7 +74,7 @@ def is_dataclass(node: ast.ClassDef) -> bool:
 
 
 def restated_fields(rel: str, node: ast.ClassDef, defaults: dict) -> list[str]:
-    """Dataclass fields below config.py that restate a config default (`top_k: int = 5`, or
+    """Dataclass fields below the config package that restate a config default (`top_k: int = 5`, or
     `field(default=5)`): a second home of the default, which would drift from the schema's."""
     hits = []
     for stmt in node.body:
@@ -100,7 +100,7 @@ def test_no_default_is_restated_below_config():
 
 
 def test_the_check_finds_a_restated_default(tmp_path, monkeypatch):
-    """The check can fail: a planted `top_k=5` below config.py is found."""
+    """The check can fail: a planted `top_k=5` below the config package is found."""
     planted = ROOT / "evals" / "_planted_default.py"
     planted.write_text("def search(query, top_k=5, alpha=0.05):\n    return query\n")
     try:

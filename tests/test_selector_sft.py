@@ -26,18 +26,21 @@ def built(tmp_path_factory, game_cache):
 
 
 def test_init_needs_a_teacher_backend_for_sft():
-    assert cfgmod.SkillGateConfig().init == "base"
+    def skillgate(**keys):
+        return cfgmod.from_dict({"skillgate": keys}).skillgate
+
+    assert skillgate().init == "base"
     with pytest.raises(cfgmod.ConfigError, match="skillgate.teacher needs a model backend"):
-        cfgmod.SkillGateConfig(init="sft")
-    cfgmod.SkillGateConfig(init="gold-bc")  # the gold reads need no teacher
-    cfgmod.SkillGateConfig(init="oracle-grpo")  # nor does GRPO with the oracle shown
+        skillgate(init="sft")
+    skillgate(init="gold-bc")  # the gold reads need no teacher
+    skillgate(init="oracle-grpo")  # nor does GRPO with the oracle shown
     with pytest.raises(cfgmod.ConfigError, match="skillgate.init: 'warm' is not one of base, sft, gold-bc, oracle-grpo"):
-        cfgmod.SkillGateConfig(init="warm")
-    with pytest.raises(cfgmod.ConfigError, match="skillgate.oracle_grpo_steps: at least 1"):
-        cfgmod.SkillGateConfig(init="oracle-grpo", oracle_grpo_steps=0)
+        skillgate(init="warm")
+    with pytest.raises(cfgmod.ConfigError, match="skillgate.oracle_grpo_steps: must be between 1 and"):
+        skillgate(init="oracle-grpo", oracle_grpo_steps=0)
     # the old name meant SFT on the gold reads: refused with what each recipe is called now
     with pytest.raises(cfgmod.ConfigError, match="oracle-warmup was SFT on the gold reads, now gold-bc.*oracle-grpo"):
-        cfgmod.SkillGateConfig(init="oracle-warmup")
+        skillgate(init="oracle-warmup")
 
 
 def test_the_oracle_grpo_start_exports_mid_training_and_shows_the_oracle_alone(built):

@@ -226,7 +226,7 @@ def test_a_folder_that_cannot_fill_the_slate_is_a_one_line_error(tmp_path):
     with pytest.raises(SkillosError, match="only 7 misleading variants"):
         with_misleading(SkillRepo.load(SLATES), 8)
     with pytest.raises(cfgmod.ConfigError, match="slate_size: 8 cannot hold"):
-        cfgmod.SkillGateConfig(slate_size=8, n_misleading=5, n_irrelevant=5)
+        cfgmod.from_dict({"skillgate": {"slate_size": 8, "n_misleading": 5, "n_irrelevant": 5}})
 
 
 def test_a_repo_without_the_oracle_is_refused(tmp_path):

@@ -21,10 +21,12 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator
 
-from skillos import config as cfgmod
+from skillos.config.derived import training_output_dir
+from skillos.config.loading import load as load_config, revalidate, validate, with_sets
+from skillos.config.matrix import expand
 from skillos import gates
 from skillos.registry import IN_PROCESS, compute_of
-from skillos.config import Config
+from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
 
@@ -45,7 +47,7 @@ def load(path: str | Path, sets: list[str] | tuple = ()) -> Config:
     Raises:
         ConfigError: the config is unreadable or invalid (one line naming the key).
     """
-    return cfgmod.load(path, sets=sets)
+    return load_config(path, sets=sets)
 
 
 def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | None = None,
@@ -182,7 +184,7 @@ def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, 
     from skillos.ledger.experiments import record_experiment
     from skillos.safety import json_text
 
-    runs = cfgmod.expand(cfg)
+    runs = expand(cfg)
     matrix.guard_family(out, runs, launch.get("overwrite", False))  # before any game: a family never shrinks
     results, outputs = {}, {}
     with _ledger(ledger) as book, _cluster(cfg):
@@ -292,7 +294,7 @@ def _sweep_runs(base: Config, *, out, resume: bool, overwrite: bool, ledger, ech
                            "not a matrix or experiment.seeds")
     out = Path(out) if out else default_out_dir(base)
     check_out(out, resume, overwrite)
-    runs, results, outputs = cfgmod.expand(base), {}, {}
+    runs, results, outputs = expand(base), {}, {}
     matrix.guard_family(out, runs, overwrite)
     with _ledger(ledger) as book, _cluster(base):
         for i, run in enumerate(runs, 1):
@@ -445,7 +447,7 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
 
     cfg = _config(config)
     if backend is not None:
-        cfg = cfgmod.with_sets(cfg, [f"compute.backend={backend}"])
+        cfg = with_sets(cfg, [f"compute.backend={backend}"])
     if not cfg.training.is_set():
         raise SkillosError(f"{cfg.source or 'config'}: no training section; skillos train needs "
                            "training.* (see training/configs/cpu-smoke.yaml)")
@@ -471,8 +473,8 @@ def _train_runs(cfg: Config, *, dry_run: bool, echo: Echo | None, **launch_args)
     if not compute_of(cfg).in_process:  # its workers load the config file, which names the whole matrix
         raise SkillosError(f"{cfg.source or 'config'}: a matrix or experiment.seeds trains on compute.backend "
                            f"{IN_PROCESS} only; for {cfg.compute.backend}, write one config per run")
-    base = cfgmod.training_output_dir(cfg)
-    runs = [(r.label, cfgmod.with_sets(r.cfg, [f"training.output_dir={base / r.label}"])) for r in cfgmod.expand(cfg)]
+    base = training_output_dir(cfg)
+    runs = [(r.label, with_sets(r.cfg, [f"training.output_dir={base / r.label}"])) for r in expand(cfg)]
     if dry_run:
         result = train(runs[0][1], dry_run=True, echo=echo)
         return {**result, "runs": {label: launch.plan(child, str(cfg.source or "")) for label, child in runs}}
@@ -510,7 +512,7 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
     """
     from skillos.evals.compare import compare_runs
 
-    cfg = _config(config) if config is not None else cfgmod.validate(Config())
+    cfg = _config(config) if config is not None else validate(Config())
     gates.refuse_on_failure(gates.check(cfg, dry_run=False, echo=echo), "compare")
     with _ledger(ledger) as book:
         return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
@@ -564,7 +566,7 @@ def _canary_extras(trainer: str, credit: str | None, quick: bool, sets: list) ->
     chosen = canaries.canary(trainer)
     if credit is not None and credit not in chosen.variants:
         return  # run() says which variants it has
-    resolved = cfgmod.with_sets(chosen.config(quick, credit), sets)
+    resolved = with_sets(chosen.config(quick, credit), sets)
     for result in extras(Context(resolved)):
         if result.status == "FAIL":
             raise SkillosError(f"canary {trainer}: {result.key} needs what is not installed ({result.seen}); "
@@ -574,9 +576,9 @@ def _canary_extras(trainer: str, credit: str | None, quick: bool, sets: list) ->
 # -- helpers ------------------------------------------------------------------------------------
 def _config(config) -> Config:
     if isinstance(config, Config):  # checked again: a notebook may have changed it since it loaded
-        return cfgmod.revalidate(config)
+        return revalidate(config)
     if isinstance(config, (str, Path)):
-        return cfgmod.load(config)
+        return load_config(config)
     raise SkillosError(f"expected a Config or a path to a config file, got {type(config).__name__}")
 
 

@@ -232,12 +232,14 @@ def compare_cmd(
     executor, the denominators agree, and it survives Holm over every arm recorded in the same
     experiments. Always prints the MDE. Exit 0 either way: a refusal is a verdict.
     """
-    from skillos import api, config as cfgmod
+    from skillos import api
+    from skillos.config.loading import validate, with_sets
+    from skillos.config.schema import Config
     from skillos.cli_render import compare_lines
 
     sets = list(set_) + ([f"eval.alpha={alpha}"] if alpha is not None else []) + (
         [f"eval.control.max_age_days={max_age_days}"] if max_age_days is not None else [])
-    cfg = load_config(config, sets) if config else cfgmod.with_sets(cfgmod.validate(cfgmod.Config()), sets)
+    cfg = load_config(config, sets) if config else with_sets(validate(Config()), sets)
     result = api.compare(cfg, list(runs), control=control, family=family, experiment=experiment)
     emit(result, as_json, compare_lines)
 

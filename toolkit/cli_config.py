@@ -1,5 +1,5 @@
 """`skillos config explain KEY`: a config key's help, type and default, read from its dataclass
-field (config.py is the one home of both); a section lists its keys."""
+field (its section's module under config/ is the one home of both); a section lists its keys."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def explain_cmd(
     as_json: bool = JSON,
 ):
     """A key's help, type and default; a section's help and each of its keys."""
-    from skillos import config
+    from skillos.config.schema import explain
     from skillos.cli_render import explain_lines
 
-    emit(config.explain(key), as_json, explain_lines)
+    emit(explain(key), as_json, explain_lines)

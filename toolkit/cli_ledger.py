@@ -160,7 +160,7 @@ def verify_fix(fix_id: int, after: int = typer.Option(..., help="The run after t
 
     Otherwise the failure is reopened with the numbers, and the exit code is 1.
     """
-    from skillos.config import Config
+    from skillos.config.schema import Config
     from skillos.evals.verify import verify_fix as verify
 
     settings = Config().eval  # the schema's statistics settings

@@ -71,7 +71,7 @@ def watch(
 
     if not pid and not path:
         raise SkillosError("watch needs at least one --pid or --path")
-    from skillos.config import STOP_ON
+    from skillos.config.compute import STOP_ON
 
     for kind in stop_on:
         if kind not in STOP_ON:

@@ -61,7 +61,7 @@ def skills_search(
 ):
     """Top-k skills for a query, by BM25 over name + description + body."""
     from skillos.cli_render import search_lines
-    from skillos.config import RetrievalConfig
+    from skillos.config.eval import RetrievalConfig
     from skillos.repo import SkillRepo, retrieve
 
     k = RetrievalConfig().top_k if k is None else k

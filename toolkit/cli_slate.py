@@ -57,7 +57,7 @@ def compare_cmd(
     from skillos.cli_render import slate_lines
     from skillos.evals.slate_eval import compare_runs
 
-    from skillos.config import EvalConfig
+    from skillos.config.eval import EvalConfig
 
     e = EvalConfig()  # the schema's statistics settings: two run folders carry no config
     emit(compare_runs(run_a, run_b, e.alpha, e.power, e.bootstrap), as_json, slate_lines)

@@ -24,9 +24,10 @@ def _err(line: str) -> None:
 
 
 def _load(config: Optional[Path], source=None, project=None, since=None, max_sessions=None, subagents=None):
-    from skillos import config as cfgmod
+    from skillos.config.loading import load
+    from skillos.config.schema import Config
 
-    cfg = cfgmod.load(config) if config else cfgmod.Config()
+    cfg = load(config) if config else Config()
     s = cfg.sleep
     s.sources = list(source) if source else s.sources
     s.project = project if project is not None else s.project
@@ -117,9 +118,10 @@ def transfer_cmd(skill: Path = typer.Argument(..., help="The skill (a SKILL.md, 
     sleep.transfer.max_calls runs, or when the agent's CLI is not installed."""
     from skillos.training.sleep.transfer import transfer
 
-    from skillos import config as cfgmod
+    from skillos.config.loading import with_sets
+    from skillos.config.schema import Config
 
-    cfg = load_config(config, set_) if config else cfgmod.with_sets(cfgmod.Config(), set_)
+    cfg = load_config(config, set_) if config else with_sets(Config(), set_)
     report = transfer(cfg, skill, tasks, out, echo=_err)
     emit(report, as_json, render.agent_transfer_lines)
 

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillos.config import curator_config
+from skillos.config.derived import curator_config
 from skillos.registry import BACKENDS, COMPUTE, compute_of, uses_model
 
 MODEL_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer")

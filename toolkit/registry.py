@@ -40,6 +40,8 @@ class Backend:
     gpu_only: bool = False  # installed by hand on a GPU machine: a missing install is a warning here
     client: str | None = None  # "module:Class" of the SDK client doctor lists models with
     sampler_defaults: str | None = None  # what it samples with when the config sets no decoding
+    # "module:function(section, backend_config)" -> why it cannot carry those decoding settings, or None
+    decoding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,16 +107,17 @@ BACKENDS: Registry[Backend] = Registry(
     Backend("heuristic"),
     Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY",
             extra="llm", modules=("openai",), install="pip install 'skillos[llm]'", client="openai:OpenAI",
-            sampler_defaults="the endpoint's defaults"),
+            sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding"),
     Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
             extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",
-            client="anthropic:Anthropic", sampler_defaults="the API's defaults"),
+            client="anthropic:Anthropic", sampler_defaults="the API's defaults",
+            decoding="skillos.config.backend:anthropic_decoding"),
     Backend("vllm", chat="skillos.evals.backends.vllm_chat:VLLMChat", local=True, modules=("vllm",),
             install="pip install vllm (on the GPU machine; it pins its own torch)", gpu_only=True,
-            sampler_defaults="vLLM's T 1.0, top_p 1, no top_k"),
+            sampler_defaults="vLLM's T 1.0, top_p 1, no top_k", decoding="skillos.config.backend:local_decoding"),
     Backend("hf", chat="skillos.evals.backends.hf_chat:HFChat", local=True, extra="hf",
             modules=("torch", "transformers", "peft"), install=TORCH_FIRST + "pip install 'skillos[hf]'",
-            sampler_defaults="transformers' T 1.0, top_p 1, top_k 50"),
+            sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.config.backend:local_decoding"),
 )
 MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves as executor, curator or judge
 (NO_MODEL,) = (b.name for b in BACKENDS if not b.chat)  # the heuristic: rules written for each environment

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
-from skillos.config import SCHEDULES
+from skillos.config.optimize import SCHEDULES
 from skillos.errors import SkillosError
 from skillos.evals.stats import CandidateVerdict, accept_candidate
 from skillos.files import write_atomic

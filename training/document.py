@@ -215,7 +215,7 @@ class DocumentProposer:
 def seed_document(cfg, seed: SkillRepo) -> SkillRepo:
     """The document a run starts from: optimize.document (a SKILL.md, or a folder holding one),
     else the one skill of optimize.seed_skills, else a new document with only a title."""
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
     from skillos.repo import parse_skill
     from skillos.repo.skill import SkillError
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from skillos.config import Config, relative_to_config, training_output_dir
+from skillos.config.derived import relative_to_config, training_output_dir
+from skillos.config.schema import Config
 from skillos.errors import SkillosError
 
 MODAL_APP = "skillos-train"
@@ -63,7 +64,7 @@ def plan_local(cfg: Config, config_path: str) -> dict:
 
 
 def plan_accelerate(cfg: Config, config_path: str) -> dict:
-    from skillos.config import server_gpus
+    from skillos.config.derived import server_gpus
     from skillos.training.plan import server_commands, vllm_server_command
 
     c = cfg.compute
@@ -207,11 +208,11 @@ def _repo_root() -> Path:
 
 def main(argv: list[str]) -> int:
     """A launched worker: train the config (the launching process ran the gates)."""
-    from skillos import config as cfgmod
+    from skillos.config.loading import load
     from skillos.ledger import Ledger
     from skillos.training.registry import train
 
-    cfg = cfgmod.load(argv[0])
+    cfg = load(argv[0])
     with Ledger() as ledger:
         train(cfg, ledger)
     return 0

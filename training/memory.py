@@ -33,7 +33,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from skillos.config import VLLM_MAX_SEQS, VLLM_UTILIZATION
+from skillos.config.compute import VLLM_MAX_SEQS, VLLM_UTILIZATION
 
 GIB = 1024 ** 3
 CONTEXT_GIB = 0.5  # a CUDA context and the allocator's slack, per process on a GPU
@@ -255,7 +255,7 @@ def gpu_capacity(gpu: str | None) -> tuple[float | None, str]:
 
 def memory_plan(cfg) -> MemoryPlan:
     """Per-GPU memory of `cfg`'s launch (see the module's docstring)."""
-    from skillos.config import server_specs
+    from skillos.config.derived import server_specs
     from skillos.devices import gpu_spec, gpus_per_machine
 
     spec = gpu_spec(cfg)
@@ -357,7 +357,7 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
     rank.parts.append(Part("logits", LOGIT_COPIES * b * completion * shape.vocab * abytes / GIB,
                            f"{LOGIT_COPIES} x {b} x {completion} completion tokens x {shape.vocab} vocab"))
     if not t.use_vllm:  # the training model generates: transformers' KV cache for its share of the batch
-        from skillos.config import rollouts_per_generation
+        from skillos.config.derived import rollouts_per_generation
 
         rows = -(-(rollouts_per_generation(cfg) or b) // n)
         rank.parts.append(Part("generation KV cache", rows * seq * shape.kv_bytes_per_token() / GIB,
@@ -417,7 +417,7 @@ def model_states(params: int, trainable: int, ranks: int, stage: int, mixed: boo
 def zero_stage(cfg) -> tuple[int, bool, bool]:
     """The DeepSpeed config's ZeRO stage (0 without one) and whether it offloads the optimizer states
     and the parameters (to CPU or NVMe); a file of the wrong shape is a one-line ConfigError."""
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
     from skillos.errors import ConfigError
 
     if not cfg.compute.deepspeed_config:

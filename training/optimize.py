@@ -547,7 +547,7 @@ def positions(cfg) -> tuple[int, int, int]:
 
 
 def _meta_source(cfg) -> Path:
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
     from skillos.training.slow import DEFAULT_META
 
     return relative_to_config(cfg, cfg.optimize.meta_skill) if cfg.optimize.meta_skill else DEFAULT_META
@@ -792,7 +792,7 @@ def _seed_repo(cfg) -> SkillRepo:
     folder = cfg.optimize.seed_skills
     if folder is None:
         return SkillRepo(None)
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
 
     path = relative_to_config(cfg, folder)
     if not path.is_dir():

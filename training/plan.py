@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from skillos.config import server_specs, url_port
+from skillos.config.derived import server_specs, url_port
 
 # What a remote executor answers in (seconds per action) when the config states nothing: the
 # order of a hosted 8B model's reply with reasoning; printed as assumed, never as measured.
@@ -78,7 +78,7 @@ def vllm_mode(cfg) -> str:
 def step_plan(cfg, memory=None) -> StepPlan:
     """`memory`: the launch's memory plan when the caller has it (training/launch.plan), else made here."""
     t, c = cfg.training, cfg.compute
-    from skillos.config import completions_per_step, rollouts_per_generation
+    from skillos.config.derived import completions_per_step, rollouts_per_generation
 
     # every completion of the step is a rollout; those of one generation batch are in flight together
     rollouts = completions_per_step(cfg) or 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillos.config import Config
+from skillos.config.schema import Config
 from skillos.evals.envs.registry import environment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol

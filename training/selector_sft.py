@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillos.config import Config
+from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals.envs.registry import environment
 
@@ -161,14 +161,14 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
 
     from datasets import Dataset
 
-    from skillos import config as config_module
+    from skillos.config.loading import with_sets
     from skillos.training.selector_trainer import (SlateReward, build_args, dataset_rows, environment_factory,
                                                    selector_classes)
     from skillos.training.trainer import lora_config
 
     steps = warmup_steps(cfg)
     model = format_warmup(cfg, setup, model, out, echo)
-    warm = config_module.with_sets(cfg, ["skillgate.selector_credit=mixed_task_reward", "skillgate.init=base",
+    warm = with_sets(cfg, ["skillgate.selector_credit=mixed_task_reward", "skillgate.init=base",
                                          f"training.max_steps={steps}"])
     run = out / "oracle-grpo"
     echo(f"init oracle-grpo: {steps} outcome-only GRPO steps with the oracle as the only skill on the slate")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from skillos.config import Config
+from skillos.config.schema import Config
 from skillos.training import selector_credit as credit
 from skillos.evals.envs.registry import environment
 

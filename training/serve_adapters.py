@@ -25,7 +25,7 @@ import os
 import shlex
 from pathlib import Path
 
-from skillos.config import ADAPTER_KEY_ENV
+from skillos.config.derived import ADAPTER_KEY_ENV
 from skillos.errors import SkillosError
 
 HOST = "127.0.0.1"
@@ -34,7 +34,7 @@ VLLM_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the --max-lora-rank value
 
 def checkpoint_arms(cfg) -> dict:
     """curator:NAME arm name -> its checkpoint folder (resolved beside the config)."""
-    from skillos.config import checkpoint_of
+    from skillos.config.derived import checkpoint_of
 
     return {arm[8:]: checkpoint_of(cfg, arm) for arm in cfg.eval.arms if arm.startswith("curator:")}
 

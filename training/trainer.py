@@ -22,7 +22,8 @@ from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
-from skillos.config import Config, groups_per_step
+from skillos.config.derived import groups_per_step
+from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, SURFACE_FILE
 from skillos.registry import trainer_of
@@ -89,7 +90,7 @@ def trainer_class(cfg: Config, gauge=None):
 
 
 def output_dir(cfg: Config) -> Path:
-    from skillos.config import training_output_dir
+    from skillos.config.derived import training_output_dir
 
     return training_output_dir(cfg)
 

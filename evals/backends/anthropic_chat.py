@@ -8,7 +8,7 @@ than 1, top_k, top_p below 0.95, a max_tokens at or below the budget) are refuse
 
 from __future__ import annotations
 
-from skillos.config import ANTHROPIC_THINKING_BUDGET as THINKING_BUDGET  # the schema owns it
+from skillos.config.backend import ANTHROPIC_THINKING_BUDGET as THINKING_BUDGET  # the schema owns it
 from skillos.evals.backends.chat import BackendError, ChatResult, api_key
 
 DEFAULT_MAX_TOKENS = 4096  # a reply's tokens when max_tokens is unset (plus the thinking budget, if on)

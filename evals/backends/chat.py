@@ -59,7 +59,7 @@ def make_chat(config) -> ChatBackend:
     """A chat backend from an executor / curator / judge config section."""
     if not config.model:
         raise SkillosError(f"backend {config.backend!r} needs a model name (model: ...)")
-    from skillos.config import decoding_problem
+    from skillos.config.backend import decoding_problem
 
     problem = decoding_problem(config.backend, config)  # a section built in code skipped the config's check
     if problem:

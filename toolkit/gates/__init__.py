@@ -19,7 +19,7 @@ from typing import Callable
 from skillos.errors import ConfigError, SkillosError
 from skillos.gates import reference as references
 from skillos.gates import core
-from skillos.config import did_you_mean
+from skillos.config.fields import did_you_mean
 from skillos.gates.core import GATES, Context, Report, Result, run_checks
 from skillos.ledger.store import actor  # noqa: F401 - who launched: recorded with overrides
 

@@ -63,7 +63,7 @@ def gpu_count(ctx: Context) -> Result:
     gpus = gpus_per_machine(cfg)
     if not cfg.training.is_set() or gpus is None or not compute_of(cfg).spends_gpus:
         return Result("gpu-count", GATES, "SKIP", detail="not a multi-GPU training launch that names its GPUs")
-    from skillos.config import server_gpus
+    from skillos.config.derived import server_gpus
 
     per_machine = cfg.compute.num_processes // max(1, cfg.compute.num_machines)
     served = server_gpus(cfg)  # the trl server's and the model servers' GPUs, before training's
@@ -118,7 +118,7 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
     from skillos.evals.arms import learns
     from skillos.ledger.experiments import success_metric
 
-    from skillos.config import expand
+    from skillos.config.matrix import expand
 
     mde = next((r.values for r in report.results if r.check == "mde" and r.values), {})
     learning = [arm for arm in cfg.eval.arms if learns(arm)]

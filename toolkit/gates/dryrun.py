@@ -280,7 +280,7 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
 @curator_training
 def task_distribution(ctx: Context) -> Result:
     check, gates = "task-distribution", (3,)
-    from skillos.config import groups_per_step
+    from skillos.config.derived import groups_per_step
     from skillos.training.groups import build_groups
 
     t = ctx.cfg.training
@@ -357,7 +357,7 @@ def disk(ctx: Context) -> Result:
     check, gates = "disk", (7,)
     t = ctx.cfg.training
     incident = "a full disk killed a run at its last checkpoint"
-    from skillos.config import training_output_dir
+    from skillos.config.derived import training_output_dir
 
     out = training_output_dir(ctx.cfg).expanduser()
     probe = out.absolute()

@@ -33,7 +33,7 @@ def vllm_server(ctx: Context) -> Result:
     if c.vllm_server_gpus and c.vllm_server_gpus % tp:
         problems.append(f"compute.vllm_server_gpus {c.vllm_server_gpus} is not a multiple of "
                         f"training.vllm_tensor_parallel_size {tp}")
-    from skillos.config import server_gpus
+    from skillos.config.derived import server_gpus
 
     gpus = gpus_per_machine(ctx.cfg)
     per_machine = c.num_processes // max(1, c.num_machines)
@@ -83,7 +83,7 @@ def multi_node(ctx: Context) -> Result:
 def memory(ctx: Context) -> Result:
     """Each GPU's planned memory against the declared GPU's (training/memory.py): a layout that cannot
     start is refused before any GPU is paid for; every component's number is in the detail."""
-    from skillos.config import server_gpus
+    from skillos.config.derived import server_gpus
     from skillos.devices import gpu_spec
     from skillos.training.memory import memory_plan
 

@@ -8,7 +8,7 @@ import math
 import re
 from pathlib import Path
 
-from skillos.config import did_you_mean
+from skillos.config.fields import did_you_mean
 from skillos.gates.core import Context, Result, machine, same, static, training_only
 from skillos.registry import BACKENDS, COMPUTE, NO_MODEL, TORCH_FIRST, TRAINERS, compute_of, trainer_of
 
@@ -48,7 +48,7 @@ def get(cfg, key: str):
     return value
 
 
-from skillos.config import completions_per_step, groups_per_step  # noqa: E402 - derived in config.py
+from skillos.config.derived import completions_per_step, groups_per_step  # noqa: E402 - derived in config/derived.py
 
 def derived(cfg, key: str):
     return {"prompts_per_step": groups_per_step, "completions_per_step": completions_per_step}[key](cfg)
@@ -662,7 +662,7 @@ def eval_protocol(ctx: Context) -> Result:
 @static
 def divergences(ctx: Context) -> list[Result]:
     """Runs last: every declared departure must name a key some check read."""
-    from skillos.config import Config
+    from skillos.config.schema import Config
 
     known = set(_flatten(Config().to_dict())) | set(DERIVED)
     known |= set(ctx.reference.values if ctx.reference else ())

@@ -159,7 +159,7 @@ class Tracer:
         arguments class refuses the values (TRL's own checks), the object is filled field by field
         without them, so each key still shows what it was passed, and `refused` says why."""
         def build():
-            from skillos.config import training_output_dir
+            from skillos.config.derived import training_output_dir
             from skillos.training.registry import args_spec
 
             cls, kwargs = args_spec(self.cfg, not self.gpu, training_output_dir(self.cfg))
@@ -398,7 +398,7 @@ def _training_field(t: Tracer, key, value, name):
     args = t.args()
     cls = type(args).__name__
     if name == "output_dir":
-        from skillos.config import training_output_dir
+        from skillos.config.derived import training_output_dir
 
         return _row(key, value, f"{cls}.output_dir", args.output_dir, applied=_equal(str(training_output_dir(t.cfg)),
                                                                                     args.output_dir))
@@ -470,7 +470,7 @@ def _slate_size(t: Tracer, key, value):
 
 @resolver(r"^skillgate\.slate_repo$")
 def _slate_repo(t: Tracer, key, value):
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
     from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
 
@@ -726,7 +726,7 @@ def _launch_flag(t: Tracer, key, value):
     uses passes nothing)."""
     import dataclasses
 
-    from skillos.config import ComputeConfig
+    from skillos.config.compute import ComputeConfig
 
     default = {f.name: f.default for f in dataclasses.fields(ComputeConfig)}[key.split(".", 1)[1]]
     path = t.path
@@ -740,7 +740,7 @@ def _launch_flag(t: Tracer, key, value):
                    "launch passes it on)")
     arrived = command[command.index(flag) + 1]
     if key == "compute.deepspeed_config":
-        from skillos.config import relative_to_config
+        from skillos.config.derived import relative_to_config
 
         local = relative_to_config(t.cfg, value)
         return Row(key, value, f"the {path} launch: {flag}", Path(arrived).name == local.name, arrived)
@@ -772,7 +772,7 @@ def _ray(t: Tracer, key, value, name):
         return Row(key, value, "evals/distributed: the cluster joined, each task's retries and resources", True, value)
     import dataclasses
 
-    from skillos.config import ComputeConfig
+    from skillos.config.compute import ComputeConfig
 
     default = {f.name: f.default for f in dataclasses.fields(ComputeConfig)}[name]
     return Row(key, value, f"the {t.path} launch", value == default, None,
@@ -784,7 +784,7 @@ def _ray(t: Tracer, key, value, name):
 def _vllm_server_gpus(t: Tracer, key, value):
     command = [str(c) for c in t.launch_plan()["command"]] if t.training_launch else []
     if "--gpu_ids" in command:  # training takes the GPUs after the trl server's and the model servers'
-        from skillos.config import server_gpus
+        from skillos.config.derived import server_gpus
 
         served = server_gpus(t.cfg) - t.cfg.compute.vllm_server_gpus
         first = int(command[command.index("--gpu_ids") + 1].split(",")[0])
@@ -825,7 +825,7 @@ def launch_keys(cfg) -> list[str]:
     whether or not a check read them, since a path that ignores one launches something else."""
     import dataclasses
 
-    from skillos.config import ComputeConfig
+    from skillos.config.compute import ComputeConfig
 
     default = ComputeConfig()
     return [f"compute.{f.name}" for f in dataclasses.fields(ComputeConfig)

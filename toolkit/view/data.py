@@ -479,7 +479,7 @@ def _output_of(config, arm) -> str | None:
         return config.get("output")
     from types import SimpleNamespace
 
-    from skillos.config import training_output_dir
+    from skillos.config.derived import training_output_dir
 
     experiment = config.get("experiment") if isinstance(config.get("experiment"), dict) else {}
     return str(training_output_dir(SimpleNamespace(training=SimpleNamespace(output_dir=config["training"].get("output_dir")),

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillos import config as cfgmod
+from skillos.config.loading import with_sets
 from skillos import devices
 from skillos.errors import SkillosError
 from skillos.ledger.store import canary_passed
@@ -99,7 +99,9 @@ def compute_sets(sets) -> list[str]:
     (ray installed); anything else is a one-line error (its miniature is fixed)."""
     import dataclasses
 
-    from skillos.config import ComputeConfig, apply_sets, from_dict, parse_set
+    from skillos.config.compute import ComputeConfig
+    from skillos.config.loading import from_dict
+    from skillos.config.sets import apply_sets, parse_set
 
     sets = list(sets or ())
     for item in sets:
@@ -160,7 +162,7 @@ def miniature_games(cfg, echo, name: str) -> tuple[list, list]:
     games tuning never reads) or the tuning split (env.seed), saying which."""
     what = f"canary {name}"
     train = load(cfg, cfg.env.train_split, cfg.env.n_train_games, echo, what)
-    held_out = load(cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
+    held_out = load(with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
                     echo, what)
     echo(f"{what}: {len(train)} train games, {len(held_out)} held-out ({cfg.env.split}, the {cfg.canary.split} "
          f"split: env seed {held_out_seed(cfg)}); warm start ({cfg.canary.warmup_steps} supervised steps)")
@@ -216,7 +218,7 @@ def judge(measured: Measured, looks: int | None = None) -> dict:
     the schema's alpha, power and bootstrap. The trained comparison is corrected over `looks`
     (Bonferroni; None: a family of one); each control is its own family of one, uncorrected (a
     falsification check, not a second claim: correcting it would make it easier to pass)."""
-    from skillos.config import EvalConfig
+    from skillos.config.eval import EvalConfig
     from skillos.evals import stats
 
     e, out = EvalConfig(), {}
@@ -251,8 +253,8 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     started = time.perf_counter()
     folder = Path(out) if out else Path("runs") / f"canary-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     split_sets = ["canary.split=tuning"] if tune else []
-    resolved = cfgmod.with_sets(chosen.config(quick, variant), split_sets)
-    placed = devices.undeclared(cfgmod.with_sets(resolved, sets)) if resolved.training.is_set() else None
+    resolved = with_sets(chosen.config(quick, variant), split_sets)
+    placed = devices.undeclared(with_sets(resolved, sets)) if resolved.training.is_set() else None
     if placed:  # before the warm start moves a weight
         raise SkillosError(f"canary {name}: {placed} (a canary takes it as --set compute.gpu=...)")
     config = identity.config_digest(resolved)
@@ -271,7 +273,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             success_metric=f"{chosen.metric} (paired, exact McNemar) vs before training")
         run_id = ledger.start_run(experiment, "canary", config={"canary": name, "variant": variant, "quick": quick,
                                                               "config_digest": config, "compute": sets})
-    kind = devices.machine_kind(cfgmod.with_sets(resolved, sets).compute.backend)
+    kind = devices.machine_kind(with_sets(resolved, sets).compute.backend)
     echo(f"canary {key}: seeds {', '.join(map(str, resolved.canary.seeds))}; the pass rule, declared before "
          f"the run: {RULE}")
     if ledger is not None:
@@ -292,7 +294,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
               "machine": kind, "output_dir": str(folder)}
     result["resolution"] = resolution(result["n"], result["alpha"], measured)
     result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
-    result["alert"] = alert_verdict(cfgmod.with_sets(resolved, sets), result, echo)
+    result["alert"] = alert_verdict(with_sets(resolved, sets), result, echo)
     (folder / "canary.json").write_text(json.dumps(result, indent=1, default=str))
     if ledger is not None:
         ledger.add_canary(run_id, result)
@@ -395,7 +397,7 @@ def by_stratum(measured: Measured) -> list[dict]:
     stratum a little from a garbled start (measured: a selector warm start at 10 of 40 unread
     went 1/20 -> 2/20 on heat and 4/20 -> 12/20 on cool, 26 of 40 first reads naming the cool
     oracle whatever the slate)."""
-    from skillos.config import EvalConfig
+    from skillos.config.eval import EvalConfig
     from skillos.evals import stats
 
     if not measured.strata:

@@ -61,24 +61,24 @@ class CuratorCanary(Canary):
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
-        from skillos import config as cfgmod
+        from skillos.config.loading import load, with_sets
 
-        cfg = cfgmod.load(CONFIG, sets=QUICK if quick else [])
-        return cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
+        cfg = load(CONFIG, sets=QUICK if quick else [])
+        return with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-        from skillos import config as cfgmod
+        from skillos.config.loading import with_sets
         from skillos.training.canary import miniature_games, trained_and_control
 
-        cfg = cfgmod.with_sets(self.config(quick), [f"training.output_dir={out / 'trained'}", *compute])
+        cfg = with_sets(self.config(quick), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "curator")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
         warm = warm_start(cfg, train_games, out / "warm", echo)
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
-            seeded = cfgmod.with_sets(cfg, [f"training.seed={seed}"])
+            seeded = with_sets(cfg, [f"training.seed={seed}"])
             before, seen = evaluate(seeded, warm, held_out, echo)
             echo(f"canary curator: seed {seed}: before training {_rate(before, seen)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
@@ -105,10 +105,10 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     """GRPO from the warm start into `folder` (signal "shuffled" or "flipped": a negative control), then the
     metric on the held-out groups: (outcomes, the reward history of each step, the run's
     learning-signal verdict, what else the evaluation measured)."""
-    from skillos import config as cfgmod
+    from skillos.config.loading import with_sets
     from skillos.training.trainer import train
 
-    run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
+    run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({described(signal, 'rewards')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     after, seen = evaluate(cfg, summary["checkpoints"][-1], held_out, echo)
@@ -186,7 +186,7 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     by its second game. The rest: position 3's outcomes, each group's task type (the canary's
     strata), and the skill each turn wrote, counted by task type (does the choice follow the
     input?)."""
-    from skillos.config import BackendConfig
+    from skillos.config.backend import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
     from skillos.evals.curation import TOOL_SURFACES

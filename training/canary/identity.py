@@ -78,7 +78,7 @@ def config_digest(cfg) -> str:
     """The canary's config as resolved, less where it runs and reports: its identity
     (config.identity: no output paths or parallelism) without the compute section (local, Ray or a
     GPU train the same miniature) and training.report_to."""
-    from skillos.config import identity
+    from skillos.config.schema import identity
 
     data = identity(cfg.to_dict())
     data.pop("compute", None)

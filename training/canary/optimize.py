@@ -51,22 +51,22 @@ class OptimizeCanary(Canary):
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-optimize.yaml; --quick's size)."""
-        from skillos import config as cfgmod
+        from skillos.config.loading import load
 
-        return cfgmod.load(CONFIG, sets=QUICK if quick else [])
+        return load(CONFIG, sets=QUICK if quick else [])
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-        from skillos import config as cfgmod
+        from skillos.config.loading import with_sets
         from skillos.training.canary import trained_and_control
 
-        cfg = cfgmod.with_sets(self.config(quick), list(compute))
+        cfg = with_sets(self.config(quick), list(compute))
         measured = []
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
         for seed in cfg.canary.seeds:  # the optimizer's seed is the env's: its games and its minibatch order
             # on the sealed split from canary.sealed_seed on (games tuning never reads); tuning: env.seed's
-            seeded = cfgmod.with_sets(cfg, [f"env.seed={held_out_seed(cfg, seed)}"])
+            seeded = with_sets(cfg, [f"env.seed={held_out_seed(cfg, seed)}"])
             echo(f"canary optimize: seed {seed} on the {cfg.canary.split} split (env seed {held_out_seed(cfg, seed)})")
             reports = trained_and_control(seeded, out / f"seed-{seed}", functools.partial(optimize, seeded), echo,
                                           model=False, stamp_as=digest)  # heuristic proposer and executor: no model

@@ -52,37 +52,37 @@ class SelectorCanary(Canary):
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-selector.yaml; --quick's size;
         `variant`: the credit profile)."""
-        from skillos import config as cfgmod
+        from skillos.config.loading import load, with_sets
 
         sets = (QUICK if quick else []) + ([f"skillgate.selector_credit={variant}"] if variant else [])
-        cfg = cfgmod.load(CONFIG, sets=sets)
-        return cfgmod.with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
+        cfg = load(CONFIG, sets=sets)
+        return with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
 
     @property
     def variants(self) -> tuple:
         """The credit profiles a selector canary can check (`skillos canary selector --credit`)."""
-        from skillos.config import SELECTOR_CREDITS
+        from skillos.config.skillgate import SELECTOR_CREDITS
 
         return tuple(c for c in SELECTOR_CREDITS if c not in VOUCHED_BY_METHOD)
 
     def key(self, variant: str | None = None) -> str:
-        from skillos import config as cfgmod
+        from skillos.config.loading import load
 
-        return f"selector:{variant or cfgmod.load(CONFIG).skillgate.selector_credit}"
+        return f"selector:{variant or load(CONFIG).skillgate.selector_credit}"
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-        from skillos import config as cfgmod
+        from skillos.config.loading import with_sets
         from skillos.training.canary import miniature_games, trained_and_control
 
-        cfg = cfgmod.with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
+        cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "selector")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
         warm = warm_start(cfg, train_games, out, echo)
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
-            seeded = cfgmod.with_sets(cfg, [f"training.seed={seed}"])
+            seeded = with_sets(cfg, [f"training.seed={seed}"])
             before, picks = evaluate(seeded, warm, held_out, out / f"seed-{seed}" / "slate-held-out", echo)
             echo(f"canary selector: seed {seed}: before training {_rate(before)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
@@ -102,10 +102,10 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     """GRPO from the warm start into `folder` (signal "shuffled": the utilities permuted, the
     negative control), then the metric on the held-out games: (outcomes, first reads by task type and skill name, the
     run's learning-signal verdict)."""
-    from skillos import config as cfgmod
+    from skillos.config.loading import with_sets
     from skillos.training.selector_trainer import train
 
-    run_cfg = cfgmod.with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
+    run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({described(signal, 'selection utilities')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     # its own slate folder: the trained run and the control may evaluate at once (compute.backend ray)
@@ -154,7 +154,7 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
     name -> first reads),
     sampled at the training temperature with a seed fixed per game (the same draw before and
     after training: what moves is the policy's distribution)."""
-    from skillos.config import BackendConfig
+    from skillos.config.backend import BackendConfig
     from skillos.evals.backends.chat import BackendError
     from skillos.evals.backends.hf_chat import HFChat
     from skillos.evals.envs.registry import environment

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 
-from skillos.config import DREAM_FRAMINGS
+from skillos.config.sleep import DREAM_FRAMINGS
 from skillos.errors import SkillosError
 from skillos.training.sleep.mine import Task, task_id, validate_checks
 

@@ -43,7 +43,7 @@ def preflight(cfg) -> tuple[Path, str]:
                            f"backend heuristic with model {OFFLINE_WRITER}: training/configs/sleep-example/)")
     # The sleep settings' own rules (backends, gate, schedule, edits, budget, shares, dream_factor's
     # bound) are the config's: a night's config arrives validated (api.sleep).
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
 
     return read_live_skill(relative_to_config(cfg, s.skill))
 
@@ -60,7 +60,7 @@ def _chat(model):
 
 def sleep_section(cfg):
     """cfg.sleep with its transcript folders resolved beside the config file (~ expanded)."""
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
 
     s = cfg.sleep
     return dataclasses.replace(s, **{k: str(relative_to_config(cfg, Path(getattr(s, k)).expanduser()))
@@ -72,7 +72,7 @@ def gather(cfg, tasks_file=None, home: Path | None = None, echo=None, unchecked:
     """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`).
     Relative transcript folders resolve beside the config file, like every input it names.
     `unchecked` receives the mined requests the rules found no check for (the LLM miner's input)."""
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
     from skillos.safety import Ticker
     from skillos.training.sleep.harvest import harvest
 
@@ -563,7 +563,7 @@ def _no_tasks_reason(source: dict) -> str:
 
 def _named(cfg, skill: str):
     """A config left at the default experiment name records its nights as `sleep:<skill>`."""
-    from skillos.config import ExperimentConfig
+    from skillos.config.experiment import ExperimentConfig
 
     if cfg.experiment.name != ExperimentConfig.name:
         return cfg

@@ -6,7 +6,7 @@ runner's `play` plays it unchanged with env.max_steps 1."""
 from __future__ import annotations
 
 
-from skillos.config import relative_to_config
+from skillos.config.derived import relative_to_config
 from skillos.evals.backends import build
 from skillos.evals.envs.reasoning import datasets, generator
 from skillos.evals.envs.reasoning.grading import grade

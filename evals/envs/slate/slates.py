@@ -190,7 +190,7 @@ def slate_sizes(cfg) -> tuple[int, int, int]:
 def build_slates(cfg, games, source: SkillRepo | None = None) -> tuple[SkillRepo, list[Slate]]:
     """The config's slates for `games` and the repo they are drawn from (the slate folder plus
     the built misleading skills)."""
-    from skillos.config import relative_to_config
+    from skillos.config.derived import relative_to_config
 
     g = cfg.skillgate
     if source is None:

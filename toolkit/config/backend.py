@@ -1,0 +1,128 @@
+"""The model backend section, defined once: executor, curator, judge, optimize.optimizer, sleep.model,
+sleep.optimizer and skillgate.teacher are each a BackendConfig (or a subclass adding its own keys).
+
+What a backend cannot carry (a decoding setting it would drop, or the API would reject on every
+call) is a rule in the backend's registry entry (`Backend.decoding`, skillos/registry.py), one of
+the functions below: refused at load, before anything runs, never sent and lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from skillos import registry
+from skillos.errors import ConfigError
+
+BACKENDS = registry.BACKENDS.names()  # their facts (extra, key variable, local or not): skillos/registry.py
+CURATOR_TOOLS = ("paper", "curate_and_advance")
+# reasoning_effort: `on` / `none` switch Qwen3-style thinking through the chat template (hf, vllm);
+# `low` / `medium` / `high` (and `none`) are the API's field (openai) or a thinking budget (anthropic).
+REASONING_EFFORTS = ("none", "on", "low", "medium", "high")
+API_EFFORTS = ("low", "medium", "high")
+ANTHROPIC_THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}  # budget_tokens per effort
+
+
+@dataclass
+class BackendConfig:
+    backend: str = field(default=registry.NO_MODEL, metadata={"choices": BACKENDS, 
+        "help": "who answers (skillos/registry.py BACKENDS): heuristic (offline rules, no model), or a model "
+                "backend (openai, anthropic, hf, vllm, ...)"})
+    model: str | None = field(default=None, metadata={
+        "help": "the model: an API model name, a hub id, or a local checkpoint folder (./ckpt, /abs, ~/x)"})
+    base_url: str | None = field(default=None, metadata={
+        "help": "an OpenAI-compatible endpoint (vllm serve, OpenRouter, ...)"})
+    api_key_env: str | None = field(default=None, metadata={
+        "help": "the environment variable holding the key (never the key); None: the backend's usual variable"})
+    temperature: float | None = field(default=None, metadata={"bounds": (0.0, 10.0), 
+        "help": "sampling temperature, sent to every backend's request or sampler; None: the server's default"})
+    top_p: float | None = field(default=None, metadata={"bounds": (1e-9, 1.0), "help": "nucleus sampling; None: the server's default"})
+    top_k: int | None = field(default=None, metadata={"bounds": (1, 100_000), 
+        "help": "top-k sampling (vLLM, hf, Anthropic, OpenAI-compatible servers; the OpenAI API has none)"})
+    reasoning_effort: str | bool | None = field(default=None, metadata={"choices": REASONING_EFFORTS, 
+        "help": "hf/vllm: on | none (Qwen3-style enable_thinking through the chat template); "
+                "openai: low | medium | high | none (the API's field); anthropic: low | medium | high "
+                "(an extended-thinking budget of 1024 / 4096 / 16384 tokens) | none"})
+    max_tokens: int | None = field(default=None, metadata={"bounds": (1, 1 << 22), 
+        "help": "tokens one reply may generate (reasoning included); None: the backend's default"})
+    history_length: int | None = field(default=None, metadata={"bounds": (0, 10_000), 
+        "help": "the last action/observation pairs shown to an LLM executor; None or 0: none"})
+    timeout_s: float = field(default=120.0, metadata={"bounds": (0.001, 86_400.0), 
+        "help": "seconds per request: the API SDKs (openai, anthropic) retry 429 / 5xx / timeouts; hf stops a "
+                "generation that runs past it (the game is unmeasured)"})
+    max_retries: int = field(default=2, metadata={"bounds": (0, 100), 
+        "help": "retries the openai / anthropic SDK makes of a failed request (429, 5xx, timeout)"})
+
+    def __post_init__(self):
+        # YAML 1.1 reads a bare `on` / `off` as a boolean: the switch the setting means
+        if isinstance(self.reasoning_effort, bool):
+            self.reasoning_effort = "on" if self.reasoning_effort else "none"
+
+    def rules(self, where: str) -> None:
+        problem = decoding_problem(where, self)
+        if problem:
+            raise ConfigError(problem)
+
+
+@dataclass
+class CuratorConfig(BackendConfig):
+    # The tool surface: the paper's three tools, or curate_and_advance(operations), the one tool
+    # skillos train publishes. A trained curator must be evaluated on the surface it learned.
+    tools: str = field(default="paper", metadata={"choices": CURATOR_TOOLS, 
+        "help": "the curator's tool surface: paper (the paper's three tools) | curate_and_advance (one "
+                "tool, curate_and_advance(operations), the surface skillos train publishes)"})
+
+
+@dataclass
+class JudgeConfig(BackendConfig):
+    backend: str | None = field(default=None, metadata={"choices": BACKENDS, 
+        "help": "the judge's backend (as executor.backend); None: no judge unless one is named"})
+
+
+def decoding_problem(section: str, b: BackendConfig) -> str | None:
+    """Why backend `b.backend` cannot carry this section's decoding settings as configured (one
+    line, naming the key and the fix), else None: the backend's own rule (its registry entry's
+    `decoding`). A backend reads the effort's meaning from its entry too."""
+    entry = registry.BACKENDS.get(b.backend)
+    if not registry.uses_model(b.backend) or entry is None or not entry.decoding:
+        return None
+    return registry.load(entry.decoding)(section, b)
+
+
+def local_decoding(section: str, b: BackendConfig) -> str | None:
+    """hf, vllm: decoding through the model's own chat template and sampler."""
+    if b.reasoning_effort in API_EFFORTS:
+        return (f"{section}.reasoning_effort: {b.reasoning_effort!r} has no meaning for backend {b.backend}: "
+                "Qwen3-style thinking is on or off through the chat template (enable_thinking); use on or none")
+    if b.temperature == 0 and (b.top_p is not None or b.top_k is not None):
+        return (f"{section}.top_p / top_k: temperature 0 is greedy decoding on backend {b.backend}, which "
+                "ignores them; unset them or set a temperature above 0")
+    return None
+
+
+def openai_decoding(section: str, b: BackendConfig) -> str | None:
+    """openai: the OpenAI API's fields, or a `vllm serve` / OpenRouter base_url's."""
+    if b.reasoning_effort == "on" and not b.base_url:
+        return (f"{section}.reasoning_effort: 'on' is the chat-template switch of hf, vllm and a `vllm serve` "
+                f"base_url; backend {b.backend} takes {', '.join(API_EFFORTS)} or none")
+    if b.top_k is not None and not b.base_url:
+        return (f"{section}.top_k: the OpenAI API has no top_k and rejects the request; unset it, or set "
+                f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
+    return None
+
+
+def anthropic_decoding(section: str, b: BackendConfig) -> str | None:
+    """anthropic: an effort is an extended-thinking budget, which fixes the sampler."""
+    effort = b.reasoning_effort
+    if effort == "on":
+        return (f"{section}.reasoning_effort: 'on' is the chat-template switch of hf, vllm and a `vllm serve` "
+                f"base_url; backend {b.backend} takes {', '.join(API_EFFORTS)} or none")
+    if effort in API_EFFORTS:
+        budget = ANTHROPIC_THINKING_BUDGET[effort]
+        if b.temperature not in (None, 1.0) or b.top_k is not None or (b.top_p is not None and b.top_p < 0.95):
+            return (f"{section}: extended thinking (reasoning_effort {effort}) takes no temperature other than 1, "
+                    "no top_k and top_p only in [0.95, 1] (the API rejects the request); unset them or set "
+                    "reasoning_effort none")
+        if b.max_tokens is not None and b.max_tokens <= budget:
+            return (f"{section}.max_tokens: {b.max_tokens} leaves no room for reasoning_effort {effort}'s thinking "
+                    f"budget of {budget} tokens; raise it above {budget}")
+    return None

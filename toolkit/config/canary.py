@@ -1,0 +1,39 @@
+"""canary: a learning canary's miniature (training/canary, training/configs/canary-*.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from skillos.errors import ConfigError
+
+CANARY_SPLITS = ("sealed", "tuning")
+
+
+@dataclass
+class CanaryConfig:
+    """A learning canary's miniature (training/canary, training/configs/canary-*.yaml): the
+    supervised warm start the tiny model trains from before GRPO."""
+    warmup_steps: int = field(default=400, metadata={"bounds": (1, 1_000_000), "help": "supervised steps of the warm start"})
+    warmup_groups: int = field(default=12, metadata={"bounds": (1, 100_000), 
+        "help": "train groups whose first curator inputs the warm start answers"})
+    warmup_learning_rate: float = field(default=3e-3, metadata={"bounds": (1e-12, 1.0), "help": "learning rate of the warm start"})
+    split: str = field(default="sealed", metadata={"choices": CANARY_SPLITS, 
+        "help": "the held-out games a canary is judged on. sealed: drawn with env seed canary.sealed_seed (+ the "
+                "training seed, for optimize), games tuning never reads; the ledger counts every judged look at "
+                "them and the pooled p is Bonferroni-corrected over the looks; only a sealed canary vouches for a "
+                "launch. tuning: env.seed's held-out games (`skillos canary --tune`, --quick), free to look at, "
+                "vouching for nothing"})
+    sealed_seed: int = field(default=1000, metadata={"bounds": (0, 2**31 - 1), 
+        "help": "the env seed of the sealed held-out games; a new value draws a fresh sealed split (its looks "
+                "start at 0: the old split's looks stay in the ledger)"})
+    seeds: list = field(default_factory=lambda: [0, 1, 2], metadata={
+        "help": "training seeds: each trains the run and both negative controls from the one warm start and is "
+                "judged on its own evaluation draws; the pass rule (training/canary RULE) pools them and asks "
+                "every seed's run to move up"})
+
+    def rules(self, where: str) -> None:
+        seeds = self.seeds
+        if (not seeds or len(seeds) > 64
+                or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**31 for x in seeds)
+                or len(set(seeds)) != len(seeds)):
+            raise ConfigError(f"{where}.seeds: 1 to 64 distinct integer seeds from 0, got {seeds!r}")
