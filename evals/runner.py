@@ -12,7 +12,7 @@ import json
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable
 
@@ -30,6 +30,13 @@ MIN_GAMES_FOR_ABORT = 20  # the error budget is judged after this many games
 ENGINE_LOCK = threading.RLock()
 
 
+def engine_lock(env):
+    """ENGINE_LOCK for an env whose engine runs in this interpreter; nothing for one whose engine
+    runs in a process of its own (evals/envs/alfworld/pool.py: `own_process`), whose games then
+    run at once."""
+    return nullcontext() if getattr(env, "own_process", False) is True else ENGINE_LOCK
+
+
 class ArmAborted(SkillosError):
     """Too many games of an arm were unmeasured: its results are not reportable. An outage, not
     a mistake in the input: its own exit code (3), so a script can retry it and not edit a config."""
@@ -40,7 +47,7 @@ class ArmAborted(SkillosError):
 def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k: int) -> Trajectory:
     traj = Trajectory(game.id, game.task, game.task_type)
     try:
-        with ENGINE_LOCK:
+        with engine_lock(env):
             env.load(game.path)
             obs = env.reset()
         traj.intro = obs.text
@@ -69,7 +76,7 @@ def take_action(env, obs, action: str, steps: list) -> object:
     coerced = bool(obs.admissible) and action not in obs.admissible
     if coerced:
         action = "look" if "look" in obs.admissible else obs.admissible[0]
-    with ENGINE_LOCK:
+    with engine_lock(env):
         obs = env.step(action)
     steps.append(Step(action, obs.text, coerced, admissible, proposed if coerced else None))
     return obs

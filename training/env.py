@@ -38,6 +38,12 @@ class Setup:
     top_k: int
     retrieval_mode: str
     min_group_size: int | None = None  # groups of min_group_size..group_size tasks (reasoning: 5-12)
+    engine_pool: object = None  # the engine worker processes make_env's games run in (None: this process)
+
+    def close(self) -> None:
+        """Stop the engine workers, if any (idempotent; interpreter exit stops them too)."""
+        if self.engine_pool is not None:
+            self.engine_pool.close()
 
 
 @dataclass
@@ -125,7 +131,10 @@ class CuratorEnv:
 
 def make_setup(cfg, games, gauge=None) -> Setup:
     """The rollout setup of a config: its environment's executor and the train games it may draw
-    from; with `gauge` (a rollouts.InFlight), every executor request is counted while in flight."""
+    from; with `gauge` (a rollouts.InFlight), every executor request is counted while in flight.
+    `env.engine_workers`: None or 0 plays every rollout's games in this process (one engine call at
+    a time, evals.runner.ENGINE_LOCK); N >= 1 runs them in a pool of N engine worker processes
+    (evals/envs/alfworld/pool.py), which `Setup.close()` stops."""
     from skillos.evals.envs.registry import environment
     from skillos.evals.arms import arm_settings
 
@@ -133,9 +142,28 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     games = list(games)
     low, high = env.group_sizes(cfg)
     executor = env.make_executor(cfg.executor)
+    pool = engine_pool(env, cfg.env.engine_workers)
     return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
-                 lambda: env.make_env(games), high, settings["max_steps"], settings["top_k"],
-                 settings["retrieval_mode"], low if low != high else None)
+                 pool.make_env if pool is not None else lambda: env.make_env(games), high, settings["max_steps"],
+                 settings["top_k"], settings["retrieval_mode"], low if low != high else None, pool)
+
+
+def engine_pool(domain, engine_workers: int | None):
+    """A pool of `engine_workers` engine processes for an environment's games (evals/envs/alfworld/
+    pool.py), or None for None/0 (the games run in this process). Only the household environment
+    (ALFWorld) has an engine to move out of the process: another is a one-line error."""
+    if engine_workers is None or engine_workers == 0:
+        return None
+    from skillos.errors import SkillosError
+
+    if isinstance(engine_workers, bool) or not isinstance(engine_workers, int) or engine_workers < 0:
+        raise SkillosError(f"engine workers must be 0 (in-process) or a whole number of workers, got {engine_workers!r}")
+    if not domain.engine_pool:
+        raise SkillosError(f"env.engine_workers: the {domain.name!r} environment has no game engine to run in "
+                           "worker processes; leave it unset (in-process)")
+    from skillos.registry import load
+
+    return load(domain.engine_pool)(engine_workers)
 
 
 def state_of(env: CuratorEnv) -> RolloutState | None:

@@ -425,7 +425,10 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         if ledger is not None:
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
-    signal_ = fit(trainer, cfg, out, ledger, run_id, echo)
+    try:
+        signal_ = fit(trainer, cfg, out, ledger, run_id, echo)
+    finally:
+        setup.close()  # the engine workers, if the setup has any
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history,
             "signal": signal_}
 

@@ -62,6 +62,10 @@ class EnvConfig:
     data: str = field(default="generated", metadata={"choices": ("generated", "official"), "help": "generated | official ($ALFWORLD_DATA)"})
     task_types: list | None = field(default=None, metadata={
         "help": "household: only these ALFWorld task types, in turn; None: all six"})
+    engine_workers: int | None = field(default=None, metadata={"bounds": (0, 256),
+        "help": "household: worker processes the ALFWorld engine of training rollouts runs in (evals/envs/alfworld/"
+                "pool.py: a game pinned to one worker for its life, its observations the in-process engine's, "
+                "parsed games cached per worker); None or 0: in the trainer's process, one engine call at a time"})
     reasoning: ReasoningEnvConfig = field(default_factory=ReasoningEnvConfig, metadata={
         "help": "the reasoning environment's settings (env.name: reasoning)"})
 

@@ -12,6 +12,7 @@ import math
 import os
 import re
 import shutil
+from contextlib import closing
 
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.gates.core import Context, Result, dry_run, machine, training_only
@@ -231,21 +232,21 @@ def rollout_positions(ctx: Context) -> Result:
 
     g = ctx.cfg.training.group_size
     pool = _train_pool(ctx)
-    setup = make_setup(ctx.cfg, pool)
     rollouts, rewards, short = [], [], 0
-    for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx), setup.min_group_size,
-                                           grouping=ctx.cfg.training.grouping, curriculum="none")):
-        size = len(group.game_ids)  # reasoning draws |G| per group from a range
-        env = CuratorEnv(setup)
-        env.reset(**group.row())
-        if i == 0:  # plays on; the other quits at once and finish() plays the rest
-            for _ in range(size - 1):
-                env.curate_and_advance([])
-        rollout = finish(env)
-        rollouts.append(rollout)
-        w = ctx.cfg.reward
-        rewards.append(reward(rollout, size, w.lambda_fc, w.lambda_cnt, w.lambda_comp))
-        short += rewards[-1].measured < size - 1
+    with closing(make_setup(ctx.cfg, pool)) as setup:  # its engine workers, if any, stop after
+        for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx), setup.min_group_size,
+                                               grouping=ctx.cfg.training.grouping, curriculum="none")):
+            size = len(group.game_ids)  # reasoning draws |G| per group from a range
+            env = CuratorEnv(setup)
+            env.reset(**group.row())
+            if i == 0:  # plays on; the other quits at once and finish() plays the rest
+                for _ in range(size - 1):
+                    env.curate_and_advance([])
+            rollout = finish(env)
+            rollouts.append(rollout)
+            w = ctx.cfg.reward
+            rewards.append(reward(rollout, size, w.lambda_fc, w.lambda_cnt, w.lambda_comp))
+            short += rewards[-1].measured < size - 1
     h = health(rewards, rollouts)
     ok = h.measured_min is not None and not short
     return Result(check, gates, "PASS" if ok else "FAIL", "positions measured per rollout",

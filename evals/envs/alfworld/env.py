@@ -35,7 +35,7 @@ class AlfworldEnv:
         if "UNKNOWN GOAL" in data["grammar"]:
             # Official games may leave the task to the loader; fill it from traj_data as
             # ALFWorld's add_task_to_grammar does (first template: deterministic).
-            data["grammar"] = data["grammar"].replace("UNKNOWN GOAL", _official_task(Path(game_file)))
+            data["grammar"] = data["grammar"].replace("UNKNOWN GOAL", official_task(Path(game_file)))
             env.load(data)
         else:
             env.load(str(game_file))
@@ -59,7 +59,7 @@ class AlfworldEnv:
         return {key: info.name for key, info in self._env._entity_infos.items()}
 
 
-def _official_task(game_file: Path) -> str:
+def official_task(game_file: Path) -> str:
     from alfworld.gen import goal_library
 
     traj = json.loads((game_file.parent / "traj_data.json").read_text())
