@@ -183,6 +183,56 @@ def test_a_worker_killed_mid_call_does_not_hang_the_caller(games):
         assert not t.is_alive() and len(errors) == 1
 
 
+def test_a_call_interrupted_before_its_answer_never_hands_another_game_that_answer(games, monkeypatch):
+    """Ctrl-C (or SIGTERM) between a request and its answer: the worker is killed, so its unread
+    answer is never read as the next game's; that game is lost, the next load plays its own."""
+    from skillos.evals.envs.alfworld import pool as pool_module
+
+    with EnginePool(1) as one:
+        a, b = one.make_env(), one.make_env()
+        a.load(games[0].path)
+        b.load(games[1].path)
+        real = pool_module.wait
+
+        def interrupted(*args, **kwargs):
+            real(*args, **kwargs)  # the worker has answered; the caller never reads it
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(pool_module, "wait", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            a.reset()
+        monkeypatch.setattr(pool_module, "wait", real)
+        with pytest.raises(EngineWorkerDied, match="interrupted"):
+            b.reset()
+        b.load(games[1].path)
+        assert b.reset().text == AlfworldEnv_intro(games[1]) and b.task == games[1].task
+
+
+def AlfworldEnv_intro(game) -> str:
+    env = AlfworldEnv(fast=True)
+    env.load(game.path)
+    return env.reset().text
+
+
+def test_a_pooled_env_collected_while_the_pool_lock_is_held_does_not_deadlock(games):
+    import gc
+
+    with EnginePool(1) as one:
+        env = one.make_env()
+        env.load(games[0].path)
+        env.cycle = env  # collected only by the cycle collector, which may run anywhere
+        del env
+        done = threading.Event()
+
+        def collect():
+            with one._lock:
+                gc.collect()  # the env's finaliser frees its game, taking the same lock
+            done.set()
+
+        threading.Thread(target=collect, daemon=True).start()
+        assert done.wait(30), "the finaliser waited on the lock its own thread holds"
+
+
 def test_close_stops_every_worker_and_the_pool_refuses_new_games():
     from skillos.errors import SkillosError
 
@@ -225,16 +275,14 @@ def test_only_an_in_process_engine_takes_the_engine_lock(pool):
 
 
 def test_engine_workers_selects_the_pool_and_only_for_the_household_environment():
-    from skillos.errors import SkillosError
-    from skillos.evals.envs.registry import environment
+    from skillos import config
     from skillos.training.env import engine_pool
 
-    assert engine_pool(environment("household"), None) is None and engine_pool(environment("household"), 0) is None
-    with pytest.raises(SkillosError, match="no game engine"):
-        engine_pool(environment("reasoning"), 2)
-    with pytest.raises(SkillosError, match="whole number"):
-        engine_pool(environment("household"), -1)
-    made = engine_pool(environment("household"), 1)
+    assert engine_pool("household", None) is None and engine_pool("household", 0) is None
+    for name in ("reasoning", "slate"):  # no engine (reasoning), or a trainer that never reads the key (slate)
+        with pytest.raises(config.ConfigError, match=f"env.engine_workers: the '{name}' environment has no game engine"):
+            config.from_dict({"env": {"name": name, "engine_workers": 2}})
+    made = engine_pool("household", 1)
     try:
         assert isinstance(made, EnginePool) and isinstance(made.make_env(), PooledEnv)
     finally:

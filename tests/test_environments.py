@@ -48,7 +48,7 @@ def protocol_gaps(obj) -> list[str]:
 def test_the_protocol_lists_what_callers_use():
     members = set(Environment.__annotations__) | {n for n in vars(Environment) if not n.startswith("_")}
     assert members == {"name", "reference", "max_steps", "history_unused", "curator_system", "load_tasks", "make_env",
-                       "make_executor", "make_curator", "group_sizes", "describe", "turns", "data_missing", "engine_pool"}
+                       "make_executor", "make_curator", "group_sizes", "describe", "turns", "data_missing"}
 
 
 @pytest.mark.parametrize("name", ENVIRONMENTS.names())

@@ -48,6 +48,9 @@ class Backend:
 class Environment:
     name: str
     target: str  # "module:OBJECT" implementing the Environment protocol (evals/envs/registry.py)
+    # "module:Class" of a pool running its training games' engine in worker processes
+    # (env.engine_workers); None: its games have no engine to move out of the trainer's process
+    engine_pool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,8 @@ AGENT_CLIS: Registry[AgentCLI] = Registry(
 
 ENVIRONMENTS: Registry[Environment] = Registry(
     "environment",
-    Environment("household", "skillos.evals.envs.household.environment:HOUSEHOLD"),
+    Environment("household", "skillos.evals.envs.household.environment:HOUSEHOLD",
+                engine_pool="skillos.evals.envs.alfworld.pool:EnginePool"),
     Environment("reasoning", "skillos.evals.envs.reasoning.environment:REASONING"),
     Environment("slate", "skillos.evals.envs.slate.environment:SLATE"),
 )

@@ -142,28 +142,21 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     games = list(games)
     low, high = env.group_sizes(cfg)
     executor = env.make_executor(cfg.executor)
-    pool = engine_pool(env, cfg.env.engine_workers)
+    pool = engine_pool(cfg.env.name, cfg.env.engine_workers)
     return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
                  pool.make_env if pool is not None else lambda: env.make_env(games), high, settings["max_steps"],
                  settings["top_k"], settings["retrieval_mode"], low if low != high else None, pool)
 
 
-def engine_pool(domain, engine_workers: int | None):
-    """A pool of `engine_workers` engine processes for an environment's games (evals/envs/alfworld/
-    pool.py), or None for None/0 (the games run in this process). Only the household environment
-    (ALFWorld) has an engine to move out of the process: another is a one-line error."""
-    if engine_workers is None or engine_workers == 0:
+def engine_pool(env_name: str, engine_workers: int | None):
+    """A pool of `engine_workers` engine processes for an environment's games (its registry
+    entry's `engine_pool`, e.g. evals/envs/alfworld/pool.py), or None for None/0 (the games run
+    in this process). The config refuses workers for an environment that has no pool."""
+    if not engine_workers:
         return None
-    from skillos.errors import SkillosError
+    from skillos.registry import ENVIRONMENTS, load
 
-    if isinstance(engine_workers, bool) or not isinstance(engine_workers, int) or engine_workers < 0:
-        raise SkillosError(f"engine workers must be 0 (in-process) or a whole number of workers, got {engine_workers!r}")
-    if not domain.engine_pool:
-        raise SkillosError(f"env.engine_workers: the {domain.name!r} environment has no game engine to run in "
-                           "worker processes; leave it unset (in-process)")
-    from skillos.registry import load
-
-    return load(domain.engine_pool)(engine_workers)
+    return load(ENVIRONMENTS[env_name].engine_pool)(engine_workers)
 
 
 def state_of(env: CuratorEnv) -> RolloutState | None:

@@ -387,18 +387,26 @@ def finished_checkpoint(cfg: Config) -> str | None:
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
     from skillos.evals.arms import load_games
+    from skillos.training.env import make_setup
+    from skillos.training.rollouts import InFlight
+
+    games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+    gauge = InFlight()
+    setup = make_setup(cfg, games, gauge)
+    try:
+        return _train_on(setup, gauge, dataset_rows(cfg, games), cfg, ledger, echo, warmup, out, cpu, signal)
+    finally:
+        setup.close()  # the engine workers, if the setup has any, on every way out
+
+
+def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str) -> dict:
     from skillos.ledger.experiments import record_experiment
     from skillos.evals.judge import make_judge
-    from skillos.training.env import CuratorEnv, make_setup
-    from skillos.training.rollouts import InFlight
+    from skillos.training.env import CuratorEnv
     from skillos.evals.backends.tiny_model import resolve
     from skillos.evals.backends.tool_format import for_training
 
-    games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
-    rows = dataset_rows(cfg, games)
     model = resolve(cfg.training.model)
-    gauge = InFlight()
-    setup = make_setup(cfg, games, gauge)
     steps = format_warmup_steps(cfg)
     if warmup and steps:
         model = _warm(model, out, setup, rows, echo, steps, cfg.training.format_warmup_learning_rate or WARMUP_RATE)
@@ -425,10 +433,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         if ledger is not None:
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
-    try:
-        signal_ = fit(trainer, cfg, out, ledger, run_id, echo)
-    finally:
-        setup.close()  # the engine workers, if the setup has any
+    signal_ = fit(trainer, cfg, out, ledger, run_id, echo)
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history,
             "signal": signal_}
 

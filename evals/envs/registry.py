@@ -46,9 +46,6 @@ class Environment(Protocol):
     # Why its model executor shows no action/observation history (executor.history_length does
     # nothing here: the gates' trace says so), or None when it shows the last history_length pairs.
     history_unused: str | None
-    # "module:Class" of a pool that runs its engine in worker processes (env.engine_workers), or
-    # None where its games have no engine to move out of this interpreter.
-    engine_pool: str | None
 
     @property
     def curator_system(self) -> str:

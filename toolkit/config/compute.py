@@ -101,7 +101,7 @@ class ComputeConfig:
             for key, value in spec.items():
                 at = f"{where}.servers.{role}.{key}"
                 if key not in SERVER_KEYS:
-                    raise ConfigError(f"{at}: unknown key{did_you_mean(key, list(SERVER_KEYS))}")
+                    raise ConfigError(f"{at}: unknown key{did_you_mean(str(key), list(SERVER_KEYS))}")
                 low, high = SERVER_KEYS[key]
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \
                         or (isinstance(low, int) and not isinstance(value, int)):

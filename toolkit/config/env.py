@@ -37,7 +37,7 @@ class ReasoningEnvConfig:
     def rules(self, where: str) -> None:
         unknown = set(self.datasets) - set(SPLITS)
         if unknown:
-            raise ConfigError(f"{where}.datasets.{sorted(unknown)[0]}: not a split (allowed: {', '.join(SPLITS)})")
+            raise ConfigError(f"{where}.datasets.{sorted(map(str, unknown))[0]}: not a split (allowed: {', '.join(SPLITS)})")
         for split, name in self.datasets.items():
             choice(name, REASONING_DATASETS, f"{where}.datasets.{split}")
 
@@ -70,6 +70,9 @@ class EnvConfig:
         "help": "the reasoning environment's settings (env.name: reasoning)"})
 
     def rules(self, where: str) -> None:
+        if self.engine_workers and not registry.ENVIRONMENTS[self.name].engine_pool:
+            raise ConfigError(f"{where}.engine_workers: the {self.name!r} environment has no game engine to run in "
+                              "worker processes (skillos/registry.py ENVIRONMENTS); leave it unset")
         if self.split == self.train_split:
             raise ConfigError(f"{where}.split and {where}.train_split are both {self.split!r}: "
                               "held-out games must not be training games")

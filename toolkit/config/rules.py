@@ -5,6 +5,7 @@ backend's decoding rules in its registry entry."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from skillos import registry
@@ -33,6 +34,12 @@ def check(cfg: Config) -> Config:
         value = lookup(cfg, key)
         if value is not None and (not value.strip() or "\0" in value):
             raise ConfigError(f"{key}: must be a folder path, got {value!r}")
+    for section, value in cfg.to_dict().items():  # what Config.hash() reads: JSON, keys sorted
+        try:
+            json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{section}: holds a value a config cannot record ({exc}); quote a date or other "
+                              "YAML-typed value, and write mapping keys as text") from None
     return cfg
 
 

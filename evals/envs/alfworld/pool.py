@@ -253,6 +253,11 @@ class _Worker:
             except (EOFError, OSError):
                 self.dead = self._death()
                 raise EngineWorkerDied(f"{self.dead} during {op!r}; its games are lost") from None
+            except BaseException:  # interrupted (Ctrl-C, SIGTERM) between send and recv: its answer
+                # would be read as the next request's, another game's observation; the worker goes
+                self.process.kill()
+                self.dead = f"engine worker {self.index} (pid {self.pid}) was killed: a {op!r} was interrupted"
+                raise
         if status == "err":
             raise value
         return value
@@ -296,7 +301,7 @@ class EnginePool:
             raise SkillosError(f"engine workers must be a whole number of at least 1, got {workers!r}")
         self._ctx = multiprocessing.get_context(context)
         self.timeout_s, self._cache_size = timeout_s, cache_size
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a PooledEnv collected while it is held frees its game here too
         self._handles = itertools.count()
         self._workers = [_Worker(self._ctx, i, cache_size) for i in range(workers)]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)  # also at interpreter exit

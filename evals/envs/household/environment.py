@@ -15,7 +15,6 @@ class Household:
     name = "household"
     reference = "skillos-paper/alfworld"
     max_steps = 30  # the paper's turn limit
-    engine_pool = "skillos.evals.envs.alfworld.pool:EnginePool"  # env.engine_workers: the engine in processes
     history_unused = None  # LLMExecutor shows the last executor.history_length action/observation pairs
 
     @property

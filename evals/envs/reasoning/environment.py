@@ -53,7 +53,6 @@ class Reasoning:
     reference = "skillos-paper-reasoning/reasoning"
     max_steps = 1  # one executor turn per problem
     history_unused = "the reasoning executor answers in one turn with no history"
-    engine_pool = None  # a problem is graded in this process: no engine to move out
     curator_system = CURATOR_SYSTEM
 
     def data_missing(self, cfg, split: str) -> str | None:
