@@ -205,10 +205,10 @@ def test_a_call_interrupted_before_its_answer_never_hands_another_game_that_answ
         with pytest.raises(EngineWorkerDied, match="interrupted"):
             b.reset()
         b.load(games[1].path)
-        assert b.reset().text == AlfworldEnv_intro(games[1]) and b.task == games[1].task
+        assert b.reset().text == in_process_intro(games[1]) and b.task == games[1].task
 
 
-def AlfworldEnv_intro(game) -> str:
+def in_process_intro(game) -> str:
     env = AlfworldEnv(fast=True)
     env.load(game.path)
     return env.reset().text

@@ -32,13 +32,7 @@ class AlfworldEnv:
         infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
         env = AlfredInfos(AlfredDemangler(PddlEnv(infos)))
         data = json.loads(Path(game_file).read_text())
-        if "UNKNOWN GOAL" in data["grammar"]:
-            # Official games may leave the task to the loader; fill it from traj_data as
-            # ALFWorld's add_task_to_grammar does (first template: deterministic).
-            data["grammar"] = data["grammar"].replace("UNKNOWN GOAL", official_task(Path(game_file)))
-            env.load(data)
-        else:
-            env.load(str(game_file))
+        env.load(data if fill_task(data, game_file) else str(game_file))
         self._env = env
 
     def _observe(self, state) -> Observation:
@@ -59,7 +53,17 @@ class AlfworldEnv:
         return {key: info.name for key, info in self._env._entity_infos.items()}
 
 
-def official_task(game_file: Path) -> str:
+def fill_task(data: dict, game_file: str | Path) -> bool:
+    """Official games may leave the task to the loader: fill a game file's parsed JSON from its
+    traj_data as ALFWorld's add_task_to_grammar does (first template: deterministic). Whether it
+    had to (the in-process engine then loads the filled data, else the file itself)."""
+    if "UNKNOWN GOAL" not in data["grammar"]:
+        return False
+    data["grammar"] = data["grammar"].replace("UNKNOWN GOAL", _official_task(Path(game_file)))
+    return True
+
+
+def _official_task(game_file: Path) -> str:
     from alfworld.gen import goal_library
 
     traj = json.loads((game_file.parent / "traj_data.json").read_text())

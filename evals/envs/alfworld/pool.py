@@ -78,14 +78,13 @@ class _GameCache:
         loader, by AlfworldEnv.load's rule."""
         import json
 
-        from skillos.evals.envs.alfworld.env import official_task
+        from skillos.evals.envs.alfworld.env import fill_task
 
         stat = os.stat(path)
 
         def parse():
             data = json.loads(Path(path).read_text())
-            if "UNKNOWN GOAL" in data["grammar"]:
-                data["grammar"] = data["grammar"].replace("UNKNOWN GOAL", official_task(Path(path)))
+            fill_task(data, path)
             return data
 
         return self._lru(self.games, (str(path), stat.st_size, stat.st_mtime_ns), parse)[0]
