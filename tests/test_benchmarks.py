@@ -23,6 +23,7 @@ SLOW = {
     "bench_quickstart.py": ["1"],  # one run: that it runs (by hand it times a second, cached one)
     "bench_grpo_rollouts.py": ["2", "0.01", "3", "2", "-", "2", "1"],
     "bench_ray_sweep.py": ["2", "1", "1"],
+    "bench_async_rollouts.py": ["3", "2", "0.01", "3"],
 }
 
 

@@ -506,7 +506,13 @@ def test_a_credit_the_canary_cannot_check_is_one_line():
     result = run_cli("canary", "selector", "--credit", "task-mask-only")
     assert result.returncode == 2 and "no variant 'task-mask-only'" in result.stderr and "Traceback" not in result.stderr
     result = run_cli("canary", "curator", "--credit", "clean-oracle")
+    assert result.returncode == 2 and "--credit is the selector's" in result.stderr and "--variant" in result.stderr
+    result = run_cli("canary", "curator", "--variant", "clean-oracle")
+    assert result.returncode == 2 and "no variant 'clean-oracle'; choose one of async" in result.stderr
+    result = run_cli("canary", "optimize", "--variant", "async")
     assert result.returncode == 2 and "it has none" in result.stderr
+    result = run_cli("canary", "selector", "--credit", "clean-oracle", "--variant", "clean-oracle")
+    assert result.returncode == 2 and "name the same choice" in result.stderr
 
 
 def test_a_canary_takes_where_it_runs_and_nothing_else(tmp_path, skillos_home):

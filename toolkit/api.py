@@ -521,8 +521,9 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
                             worthwhile=cfg.experiment.expected_effect)
 
 
-def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out: str | Path | None = None,
-           sets: list[str] | None = None, echo: Echo | None = None, ledger=None, tune: bool = False) -> dict:
+def canary(trainer: str, *, credit: str | None = None, variant: str | None = None, quick: bool = False,
+           out: str | Path | None = None, sets: list[str] | None = None, echo: Echo | None = None, ledger=None,
+           tune: bool = False) -> dict:
     """The learning canary of `trainer` (curator, selector, optimize): trained before/after on
     held-out tasks beside a negative control, judged by evals/stats.py and recorded in the ledger
     with the code hash it vouches for. Returns the result (`passed`: improvement and a control
@@ -530,7 +531,9 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
 
     Args:
         trainer: curator | selector | optimize.
-        credit: the variant, for a canary that has them (the selector's credit profiles).
+        credit: the selector's credit profile (its variants).
+        variant: the variant, for a canary that has them (the curator's async: rollouts played ahead);
+            `credit` and `variant` name the same choice, the selector's and everyone's.
         quick: the same pipeline at a size that runs in minutes; too small to learn.
         out: where the canary's files go; None: runs/canary-TRAINER-STAMP.
         sets: KEY=VALUE items saying where it runs (compute.backend local|ray, compute.ray_*,
@@ -549,11 +552,25 @@ def canary(trainer: str, *, credit: str | None = None, quick: bool = False, out:
     """
     from skillos.training import canary as canaries
 
+    credit = _variant(trainer, credit, variant)
     canaries.compute_sets(sets)  # refused before the ledger opens
     _canary_extras(trainer, credit, quick, sets or [])
     with _ledger(ledger) as book:
         return canaries.run(trainer, variant=credit, quick=quick, out=out, ledger=book, echo=echo or _quiet,
                             sets=sets or (), tune=tune)
+
+
+def _variant(trainer: str, credit: str | None, variant: str | None) -> str | None:
+    """The one variant `--credit` (the selector's name for it) or `--variant` chose."""
+    from skillos.training import canary as canaries
+
+    if credit is not None and variant is not None:
+        raise SkillosError(f"canary {trainer}: --credit and --variant name the same choice; give one")
+    option = canaries.canary(trainer).variant_option
+    if credit is not None and option != "--credit":
+        raise SkillosError(f"canary {trainer}: --credit is the selector's credit profile; this canary's variants "
+                           f"are chosen with {option}")
+    return credit if credit is not None else variant
 
 
 def _canary_extras(trainer: str, credit: str | None, quick: bool, sets: list) -> None:

@@ -112,6 +112,9 @@ def canary_cmd(
                               "vouches for nothing (only a sealed canary at the default size does)."),
     credit: Optional[str] = typer.Option(None, "--credit", help="selector only: the credit profile to check "
                                          "(default clean-oracle, the method's); a GPU launch needs its profile's."),
+    variant: Optional[str] = typer.Option(None, "--variant", help="the code path to check, for a canary that has "
+                                          "several: curator async (rollouts played ahead, training.async_rollouts); "
+                                          "a GPU launch needs the one it runs."),
     out_dir: Optional[Path] = OUT,
     set_: List[str] = SET,
     as_json: bool = JSON,
@@ -130,7 +133,8 @@ def canary_cmd(
     from skillos.training.canary import line
 
     end_on_sigterm()  # kill PID: the canary's run ends as interrupted in the ledger, not "running"
-    result = api.canary(trainer, credit=credit, quick=quick, out=out_dir, sets=set_, echo=echo_err, tune=tune)
+    result = api.canary(trainer, credit=credit, variant=variant, quick=quick, out=out_dir, sets=set_, echo=echo_err,
+                        tune=tune)
     emit(result, as_json, lambda r: [line(r), r["resolution"]["line"]])
     raise typer.Exit(0 if result["passed"] else 1)
 

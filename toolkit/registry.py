@@ -68,6 +68,7 @@ class Trainer:
     curates: bool = False
     selector_credit: bool = False  # reads skillgate.selector_credit and selector_coef
     trainer_class: str | None = None  # "module:function(cfg)" -> its TRL trainer class (the gates' trace)
+    async_rollouts: bool = False  # can play the next batch's rollouts while a step trains (training.async_rollouts)
 
     def train_function(self):
         return load(self.target, "train")
@@ -227,7 +228,7 @@ TRAINERS: Registry[Trainer] = Registry(
     "trainer",
     # SkillOS Algorithm 1 (the curator)
     Trainer("curator", "skillos.training.trainer", "skillos.training.trainer:args_spec", grpo=True, curates=True,
-            trainer_class="skillos.training.trainer:trainer_class"),
+            trainer_class="skillos.training.trainer:trainer_class", async_rollouts=True),
     # SkillGate: GRPO + selector credit
     Trainer("selector", "skillos.training.selector_trainer", "skillos.training.selector_trainer:args_spec",
             grpo=True, plays_itself=True, selector_credit=True,

@@ -352,17 +352,22 @@ def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base
     return ConcurrentRolloutTrainer
 
 
-def phase_stats(windows: list, step_seconds: float | None) -> dict:
+def phase_stats(windows: list, step_seconds: float | None, waited: float | None = None) -> dict:
     """Executor requests in flight over a step's rollout phase(s) and that phase's share of the
-    step; None where nothing measured it."""
+    step; None where nothing measured it. `waited`: the phase was played ahead, beside the step
+    before (training/async_rollouts.py), and this step waited that long for it: its share is the wait's."""
     seconds = sum(w.seconds for w, _ in windows)
     area = sum(w.area for w, _ in windows)
-    return {"rollout_seconds": seconds if windows else None, "step_seconds": step_seconds,
+    if waited is not None and windows and step_seconds:
+        share = waited / step_seconds
+    else:
+        share = seconds / step_seconds if windows and step_seconds else None
+    return {"rollout_seconds": seconds if windows else None, "step_seconds": step_seconds, "waited_seconds": waited,
             "requests": sum(w.requests for w, _ in windows) if windows else None,
             "in_flight_mean": area / seconds if seconds else None,
             "in_flight_max": max(w.peak for w, _ in windows) if windows else None,
             "busy_seconds": sum(w.busy for w, _ in windows) if windows else None,  # >= 1 request out
-            "rollout_share": seconds / step_seconds if windows and step_seconds else None,
+            "rollout_share": share,
             "unplanned_calls": sum(n for _, n in windows)}
 
 
@@ -377,7 +382,10 @@ def phase_line(stats: dict) -> str:
         text = "executor requests in flight: none made"
     if stats["unplanned_calls"]:
         text += f", {stats['unplanned_calls']} environment calls made one at a time outside a round"
-    if stats["rollout_share"] is not None:
+    if stats["rollout_share"] is not None and stats.get("waited_seconds") is not None:
+        text += (f"; rollout phase played ahead beside the step before, this step waited {stats['waited_seconds']:.1f} "
+                 f"s for it ({stats['rollout_share']:.0%} of the step's {stats['step_seconds']:.1f} s)")
+    elif stats["rollout_share"] is not None:
         text += (f"; rollout phase {stats['rollout_share']:.0%} of the step "
                  f"({stats['rollout_seconds']:.1f} s of {stats['step_seconds']:.1f} s)")
     else:

@@ -15,6 +15,7 @@ Modal/accelerate dry run never need them.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import shutil
@@ -32,7 +33,8 @@ from skillos.registry import trainer_of
 # argument: of SkillosGRPOConfig (training/prompt_cap.py), which applies it (TRL 1.16's has none).
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora", "max_turn_tokens",
             "grouping", "curriculum",
-            "rollout_concurrency", "max_signal_free_steps", "format_warmup_steps", "format_warmup_learning_rate"}
+            "rollout_concurrency", "max_signal_free_steps", "format_warmup_steps", "format_warmup_learning_rate",
+            "async_rollouts", "max_staleness"}
 WARMUP_STEPS = 240
 WARMUP_RATE = 3e-3  # the tiny model's
 WARMUP_INPUTS = 6
@@ -86,7 +88,14 @@ def trainer_class(cfg: Config, gauge=None):
     from skillos.training.prompt_cap import capped
     from skillos.training.rollouts import rollout_trainer
 
-    return rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer), on_done=finish)
+    trainer = rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer), on_done=finish)
+    if cfg.training.async_rollouts:  # the next batch plays while a step trains (training/async_rollouts.py)
+        from skillos.training.async_rollouts import RELIES_ON, async_trainer
+        from skillos.training.trl_compat import check
+
+        check(names=RELIES_ON)
+        trainer = async_trainer(trainer, cfg.training.max_staleness)
+    return trainer
 
 
 def output_dir(cfg: Config) -> Path:
@@ -164,6 +173,17 @@ class RewardFunction:
         self.history: list[dict] = []  # per step: the health numbers, mean reward, rollout rows
         self.pending: str | None = None
 
+    def fork(self) -> "RewardFunction":
+        """A copy that scores a batch made ahead (training/async_rollouts.py) into a history of its own."""
+        other = copy.copy(self)
+        other.history, other.pending = list(self.history), None
+        return other
+
+    def absorb(self, other: "RewardFunction", note: str = "") -> None:
+        """What a fork scored, this function's now (the step that trains on its batch)."""
+        self.history.extend(other.history[len(self.history):])
+        self.pending = other.pending + note if other.pending else other.pending
+
     def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:
         from skillos.training.env import finish, state_of
         from skillos.training.reward import group_rewards, health, reward
@@ -235,7 +255,8 @@ class StepHealth:
                     return  # a step that reused an earlier generation batch
                 seconds = time.perf_counter() - owner._started if owner._started else None
                 windows = getattr(owner.trainer, "rollout_windows", [])
-                stats = phase_stats(list(windows), seconds)
+                waited = owner.trainer.__dict__.pop("ahead_waited", None)  # training/async_rollouts.py
+                stats = phase_stats(list(windows), seconds, waited)
                 windows.clear()
                 entropy = policy_entropy(owner.trainer)
                 if owner.reward_fn.history:
@@ -434,8 +455,11 @@ def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: 
             ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
         raise
     signal_ = fit(trainer, cfg, out, ledger, run_id, echo)
-    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history,
-            "signal": signal_}
+    summary = {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history,
+               "signal": signal_}
+    if cfg.training.async_rollouts:  # batches made ahead, made on-policy, discarded; staleness and wait per batch
+        summary["async"] = getattr(trainer, "async_stats", None)
+    return summary
 
 
 def is_main_process() -> bool:

@@ -5,7 +5,9 @@ skillos's GRPO trainers wrap or call GRPOTrainer internals that TRL does not pro
 * methods it wraps or calls (`METHODS`, with the parameters it relies on): the rollout phase and
   the tool loop (training/rollouts.py plays every rollout of a step at once), one generation turn
   and a tool result's tokens (training/pipeline.py plays turns ahead of TRL's loop), the prompt
-  tokenizer (training/prompt_cap.py cuts prompts to `training.max_prompt_length`);
+  tokenizer (training/prompt_cap.py cuts prompts to `training.max_prompt_length`), the train
+  sampler and the per-token log-probabilities (training/async_rollouts.py reads the epoch's order
+  and scores a batch made ahead by the policy copy that made it);
 * a module function: `parse_response` (a generated turn back into a message with tool calls);
 * instance state read during a step (`ATTRIBUTES`): the environments' tools and the batch's
   environments, the metrics dict, whether the model is a VLM, the vLLM engine;
@@ -37,9 +39,17 @@ METHODS = {
                               "has_tool_images"],
     "_get_tool_suffix_ids": ["self", "tool_messages"],
     "_tokenize_prompts": ["self", "prompts"],
+    "_get_train_sampler": ["self", "dataset"],
+    "_get_per_token_logps_and_entropies": ["self", "model", "input_ids", "attention_mask", "logits_to_keep",
+                                           "batch_size", "compute_entropy", "compute_aux_loss", "pixel_values",
+                                           "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes",
+                                           "num_tiles", "image_sizes", "token_type_ids", "mm_token_type_ids",
+                                           "image_position_ids"],
 }
 ATTRIBUTES = ("_env_tools", "_batch_environments", "environment_factories", "_metrics", "_is_vlm",
-              "vllm_generation", "max_completion_length", "max_tool_calling_iterations")
+              "vllm_generation", "max_completion_length", "max_tool_calling_iterations",
+              # the asynchronous rollouts' generating copy: its model and its own log containers
+              "model_wrapped", "_logs", "_pending_extra_logs", "_pending_metrics", "reward_funcs", "num_iterations")
 PER_TOKEN = "if advantages.dim() == 1:"  # _compute_loss's line that leaves (B, T) advantages as they are
 
 

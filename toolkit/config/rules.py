@@ -25,6 +25,7 @@ def check(cfg: Config) -> Config:
     if low is not None and high is not None and low > high:
         raise ConfigError(f"env.reasoning.min_group_size: {low} is above training.group_size {high} (|G| is drawn "
                           "from min_group_size to group_size)")
+    check_async(cfg)
     for key, entry in cfg.divergences.items():
         if not isinstance(entry, dict) or set(entry) - {"value", "reason"} or "value" not in entry:
             raise ConfigError(f"divergences.{key}: expected a mapping with 'value' and 'reason'")
@@ -41,6 +42,24 @@ def check(cfg: Config) -> Config:
             raise ConfigError(f"{section}: holds a value a config cannot record ({exc}); quote a date or other "
                               "YAML-typed value, and write mapping keys as text") from None
     return cfg
+
+
+def check_async(cfg: Config) -> None:
+    """training.async_rollouts where skillos can run it: a trainer that plays ahead, one process,
+    no vLLM (TRL 1.16 has no asynchronous trainer; its own, from 1.18, needs vLLM and FSDP2)."""
+    t = cfg.training
+    if not t.async_rollouts:
+        return
+    trainer = registry.TRAINERS.get(cfg.skillgate.trainer)
+    if trainer is not None and not trainer.async_rollouts:
+        raise ConfigError(f"training.async_rollouts: skillgate.trainer {cfg.skillgate.trainer} trains on-policy "
+                          "only; the curator trainer plays ahead")
+    if (cfg.compute.num_processes or 1) > 1:
+        raise ConfigError(f"training.async_rollouts: runs in one process (compute.num_processes is "
+                          f"{cfg.compute.num_processes}); several processes need TRL's asynchronous trainer (trl>=1.18)")
+    if t.use_vllm:
+        raise ConfigError("training.async_rollouts: generates with a copy of the policy in this process, not "
+                          "through vLLM; set training.use_vllm: false, or turn async_rollouts off")
 
 
 def protect(cfg: Config) -> Config:

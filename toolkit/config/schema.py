@@ -106,7 +106,8 @@ RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_ad
 # 7876ff12c4e2ae8f became 663b65666ea11953, since a config at the default now means another rule.)
 LATER_KEYS = {f"canary.{key}": getattr(CanaryConfig(), key) for key in ("seeds", "split", "sealed_seed")}
 LATER_KEYS.update({f"training.{key}": None for key in ("format_warmup_steps", "format_warmup_learning_rate",
-                                                        "max_turn_tokens")})
+                                                        "max_turn_tokens", "max_staleness")})
+LATER_KEYS["training.async_rollouts"] = False
 LATER_KEYS.update({"training.grouping": "task_type", "training.curriculum": "none", "skillgate.oracle_grpo_steps": None,
                    "sleep.transfer": {f.name: f.default for f in dataclasses.fields(TransferConfig)}})
 

@@ -22,7 +22,7 @@ INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing 
 def recipe_learns(ctx: Context) -> Result:
     from skillos.devices import gpu_launch
     from skillos.registry import CANARIES
-    from skillos.training.canary import estimate, trainer_key
+    from skillos.training.canary import canary, estimate, trainer_key
 
     check, cfg = "recipe-learns", ctx.cfg
     launch = gpu_launch(cfg)
@@ -39,7 +39,8 @@ def recipe_learns(ctx: Context) -> Result:
                       "that it learns")
     rows = read_ledger(ctx, lambda book: book.passing_canaries(key)) or []
     found, stale = vouching(key, rows)
-    command = f"skillos canary {name}" + (f" --credit {key.split(':', 1)[1]}" if ":" in key else "")
+    option = canary(name).variant_option
+    command = f"skillos canary {name}" + (f" {option} {key.split(':', 1)[1]}" if ":" in key else "")
     if found is None:
         why = (f"the newest passing canary of {key} (#{stale[0]['id']}, code {stale[0]['code_hash']}) no longer "
                f"covers the code: {_changed(stale[1])}" if stale else

@@ -239,6 +239,25 @@ def generation_batch(ctx: Context) -> Result:
 
 
 @static
+@training_only(1)
+def staleness_bound(ctx: Context) -> Result:
+    """Rollouts played ahead (training.async_rollouts) need a bound on how old their policy may be;
+    no declared divergence lifts it: unbounded staleness is refused."""
+    check, gates, t = "staleness-bound", (1,), ctx.cfg.training
+    incident = "rollouts of unbounded staleness: a trainer learning from a policy arbitrarily older than its own"
+    if not t.async_rollouts:
+        return Result(check, gates, "PASS", "training.max_staleness", 0, "on-policy, or a bound", incident,
+                      "on-policy: every step's rollouts come from the policy it trains")
+    if t.max_staleness is None:
+        return Result(check, gates, "FAIL", "training.max_staleness", None, "a bound in optimizer steps",
+                      incident, "training.async_rollouts is on with no training.max_staleness; set it (1: one "
+                      "step ahead, all skillos plays)")
+    return Result(check, gates, "PASS", "training.max_staleness", t.max_staleness, "a bound in optimizer steps",
+                  incident, f"rollouts at most {t.max_staleness} optimizer step(s) behind the step that trains on them; "
+                  "a batch past it is discarded and generated again")
+
+
+@static
 def loss_and_schedule(ctx: Context) -> list[Result]:
     if not ctx.training:
         return [Result(n, (1,), "SKIP", detail="not a training config")

@@ -373,6 +373,19 @@ def _rollout_concurrency(t: Tracer, key, value):
                 "read as configured when the trainer class is built")
 
 
+@resolver(r"^training\.(?P<name>async_rollouts|max_staleness)$")
+def _async_rollouts(t: Tracer, key, value, name):
+    if not t.entry.async_rollouts:
+        return _not_used(key, value, f"skillgate.trainer {t.trainer} trains on-policy only")
+    cls = t.trainer_class()
+    bound = getattr(cls, "staleness_bound", None)  # set only on training/async_rollouts.AsyncRolloutTrainer
+    if name == "async_rollouts":
+        return _row(key, value, "training/async_rollouts.async_trainer around the trainer class", bound is not None,
+                    f"{getattr(cls, '__name__', cls)}", applied=(bound is not None) == bool(value))
+    return _row(key, value, "training/async_rollouts.AsyncRolloutTrainer.staleness_bound", bound,
+                "unset: rollouts on-policy" if value is None else "")
+
+
 @resolver(r"^training\.format_warmup_steps$")  # gate 1 diffs it against the paper's none
 def _format_warmup(t: Tracer, key, value):
     from skillos.training.trainer import format_warmup_steps

@@ -81,6 +81,7 @@ class Canary:
 
     name = ""
     variants: tuple = ()
+    variant_option = "--variant"  # how `skillos canary NAME` is told a variant (the gate's refusal names it)
 
     def key(self, variant: str | None = None) -> str:
         return self.name
@@ -516,8 +517,11 @@ def _split(result: dict) -> str:
 def trainer_key(cfg) -> str:
     """Which canary vouches for the trainer a config launches ("selector:clean-oracle": the
     selector's canary is per credit profile; a profile with no selection credit of its own is
-    vouched for by the method's, see selector.VOUCHED_BY_METHOD)."""
+    vouched for by the method's, see selector.VOUCHED_BY_METHOD; "curator:async": rollouts played
+    ahead, training.async_rollouts)."""
     trainer = cfg.skillgate.trainer
+    if cfg.training.async_rollouts:  # rollouts played ahead are another code path: its own canary (curator --variant async)
+        return f"{trainer}:async"
     if trainer_of(cfg).selector_credit:
         from skillos.training.canary.selector import VOUCHED_BY_METHOD
 

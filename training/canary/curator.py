@@ -53,8 +53,14 @@ QUICK = ["training.max_steps=4", "training.per_device_train_batch_size=8", "trai
          "canary.warmup_groups=4", "canary.seeds=[0]", "canary.split=tuning"]
 
 
+# --variant async: the same miniature with its rollouts played one step ahead (training/async_rollouts.py),
+# the code path a launch with training.async_rollouts runs, vouched for by its own canary
+ASYNC = ["training.async_rollouts=true", "training.max_staleness=1"]
+
+
 class CuratorCanary(Canary):
     name = "curator"
+    variants = ("async",)
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
     ran = ("skillos.training.canary.curator", "skillos.training.trainer", "skillos.training.reward")
     metric = "executor success at position 2 with the curator's sampled skill"
@@ -63,8 +69,11 @@ class CuratorCanary(Canary):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
         from skillos.config.loading import load, with_sets
 
-        cfg = load(CONFIG, sets=QUICK if quick else [])
+        cfg = load(CONFIG, sets=(QUICK if quick else []) + (ASYNC if variant == "async" else []))
         return with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
+
+    def key(self, variant: str | None = None) -> str:
+        return f"{self.name}:{variant}" if variant else self.name
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
@@ -72,7 +81,7 @@ class CuratorCanary(Canary):
         from skillos.config.loading import with_sets
         from skillos.training.canary import miniature_games, trained_and_control
 
-        cfg = with_sets(self.config(quick), [f"training.output_dir={out / 'trained'}", *compute])
+        cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "curator")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
         warm = warm_start(cfg, train_games, out / "warm", echo)

@@ -58,6 +58,8 @@ class SelectorCanary(Canary):
         cfg = load(CONFIG, sets=sets)
         return with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
 
+    variant_option = "--credit"
+
     @property
     def variants(self) -> tuple:
         """The credit profiles a selector canary can check (`skillos canary selector --credit`)."""
