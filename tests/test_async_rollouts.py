@@ -28,11 +28,11 @@ class Scores:
 
     def fork(self):
         other = Scores()
-        other.history = list(self.history)
+        other.history, other.forked_at = list(self.history), len(self.history)
         return other
 
     def absorb(self, other, note=""):
-        self.history.extend(other.history[len(self.history):])
+        self.history.extend(other.history[other.forked_at:])
         self.pending = (other.pending or "") + note
 
 
@@ -122,6 +122,11 @@ def test_a_batch_past_max_staleness_is_discarded_and_generated_again_on_policy()
     assert [o["weight"] for o in out] == [0.0, 1.0, 2.0]  # each from the live policy, on the spot
     assert trainer.async_stats["discarded"] == 2 and trainer.async_stats["staleness"] == [0, 0, 0]
     assert trainer._metrics["train"]["weight"] == [0.0, 1.0, 2.0]  # the discarded batches' logs never land
+    two = _trainer(jump=2, max_steps=6)
+    two.args.steps_per_generation = 2  # TRL's own: one generation serves two optimizer steps, past the bound
+    two.train()
+    assert two.async_stats["made_ahead"] == two.async_stats["discarded"] == 0  # nothing made twice
+    assert {g[2] for g in two.generated} == {"MainThread"}
     bounded = _trainer(bound=2, jump=2, max_steps=6)
     assert [o["weight"] for o in bounded.train()] == [0.0, 0.0, 1.0]
     assert bounded.async_stats["staleness"] == [0, 2, 2]
@@ -147,7 +152,7 @@ def test_no_bound_is_refused_by_the_trainer_the_config_and_the_gate():
     from skillos.training.async_rollouts import async_trainer
 
     with pytest.raises(SkillosError, match="unbounded staleness"):
-        async_trainer(Base, None)
+        async_trainer(Base, None)()  # the class is built (the trace reads it); it refuses to train
     base = config.load(SMOKE)
     with pytest.raises(ConfigError, match="training.max_staleness .1. bounds asynchronous rollouts"):
         config.with_sets(base, ["training.max_staleness=1"])
@@ -246,3 +251,140 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
     assert "played ahead beside the step before, this step waited 1.0 s for it (20% of the step's 5.0 s)" \
         in phase_line(stats)
     assert phase_stats([(Window(4.0, 20.0, 3.0, 100, 8), 0)], 5.0)["rollout_share"] == 0.8
+
+
+# -- does GRPO with the switch learn? ------------------------------------------------------------
+# A toy whose right answer depends on the prompt: "Write even." rewards the share of completion
+# tokens with even ids, "Write odd." odd ones (the tiny model's 730-token vocabulary; at random init
+# about half). A policy that ignored its prompt could raise one stratum only by lowering the other.
+# Held-out: 48 draws per prompt, each paired before/after by its own seed; a draw succeeds when at
+# least 6 of its 8 tokens have the prompt's parity. Judged by the canaries' rule (training/canary:
+# the pooled trained runs an exact-McNemar improvement, every seed up, every stratum up on its
+# own, neither control, shuffled within groups or sign-flipped, an improvement).
+# Tuned on seed 0 (share of tokens right, even/odd, from 0.48/0.51): on-policy at learning rate
+# 0.01 x 30 steps 0.96/0.99, one step stale 0.50/0.51; at 0.003 x 60 on-policy 1.00/0.96, stale
+# 0.78/0.23; TRL's own stale path (one generation for 2 steps) 0.55/0.64 there; at 0.001 x 120
+# on-policy 1.00/1.00, stale 0.98/0.97, its shuffled control 0.46/0.59. Adam steps that move a
+# token's log-probability by ~0.1-0.3 leave a batch one step old mostly clipped: staleness needs
+# smaller steps, in TRL's own path too. Judged on seeds 1 and 2: looked at once before this rule
+# with a copy that generated through the trained model's forward (the bug the test above holds)
+# at 0.003 x 60 (pooled 0.17 -> 0.47, the odd stratum down); this is look 2, corrected for both.
+TOY_LOOKS = 2
+TOY_PROMPTS = {"even": "Write even.", "odd": "Write odd."}
+TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.001, 120, 48, 8
+
+
+def _toy_score(prompt, ids):
+    want = 0 if prompt == TOY_PROMPTS["even"] else 1
+    return sum(1 for i in ids if i % 2 == want) / max(1, len(ids))
+
+
+def _toy_held_out(model, tokenizer, seed):
+    import torch
+
+    outcomes, strata = {}, {}
+    for name, text in TOY_PROMPTS.items():
+        enc = tokenizer(text, return_tensors="pt")
+        for i in range(TOY_DRAWS):
+            torch.manual_seed(1_000_003 * seed + 7919 * i + (1 if name == "odd" else 0))
+            with torch.no_grad():
+                ids = model.generate(**enc, do_sample=True, temperature=1.0, max_new_tokens=TOY_TOKENS,
+                                     pad_token_id=tokenizer.pad_token_id or 0)[0, enc["input_ids"].shape[1]:]
+            outcomes[f"{name}-{i}"] = _toy_score(text, ids.tolist()) >= 0.75
+            strata[f"{name}-{i}"] = name
+    return outcomes, strata
+
+
+def _toy_train(tmp, seed, signal, asynchronous=True):
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from skillos.evals.backends.tiny_model import resolve
+    from skillos.training.async_rollouts import async_trainer
+    from skillos.training.trainer import destroyed
+
+    path = resolve("tiny-qwen2")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    calls = []
+
+    def parity(prompts, completions, completion_ids, **_):
+        values = [_toy_score(p, ids) for p, ids in zip(prompts, completion_ids)]
+        calls.append(1)
+        return destroyed(values, [k // 4 for k in range(len(values))], f"{seed}|{len(calls)}", signal)
+
+    rows = [{"prompt": TOY_PROMPTS["even" if i % 2 else "odd"]} for i in range(8 * TOY_STEPS)]
+    args = GRPOConfig(output_dir=str(tmp / f"toy-{seed}-{signal}"), learning_rate=TOY_RATE, per_device_train_batch_size=8,
+                      num_generations=4, generation_batch_size=8, max_completion_length=TOY_TOKENS,
+                      max_steps=TOY_STEPS, beta=0.0, temperature=1.0, save_strategy="no", report_to="none",
+                      use_cpu=True, seed=seed, loss_type="grpo", lr_scheduler_type="constant", disable_tqdm=True,
+                      logging_steps=TOY_STEPS)
+    cls = async_trainer(GRPOTrainer, 1) if asynchronous else GRPOTrainer
+    model = AutoModelForCausalLM.from_pretrained(path)
+    before = _toy_held_out(model, tokenizer, seed)
+    trainer = cls(model=model, reward_funcs=[parity], args=args, train_dataset=Dataset.from_list(rows),
+                  processing_class=tokenizer)
+    trainer.train()
+    if asynchronous:
+        assert trainer.async_stats["made_ahead"] == TOY_STEPS - 1 and trainer.async_stats["discarded"] == 0
+    return before, _toy_held_out(trainer.model, tokenizer, seed)[0]
+
+
+def test_the_policy_copy_runs_on_its_own_weights_not_the_trained_models(tmp_path):
+    """TRL patches the policy's forward with a closure over the forward it replaced (its fused LM
+    head): a plain deep copy would generate with the trained model's weights."""
+    import copy
+
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from skillos.evals.backends.tiny_model import resolve
+    from skillos.training.async_rollouts import Shadow
+    from skillos.training.trl_compat import reaches
+
+    path = resolve("tiny-qwen2")
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
+                      use_cpu=True, report_to="none", max_completion_length=4)
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(path), reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+                          args=args, train_dataset=Dataset.from_list([{"prompt": "x"}] * 4),
+                          processing_class=AutoTokenizer.from_pretrained(path))
+    live = trainer.model
+    assert reaches(copy.deepcopy(live), live)  # what a plain copy would do: TRL's patch reaches the original
+    shadow = Shadow(trainer)
+    assert reaches(shadow.model, live) == []
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+
+    def sample(model):
+        torch.manual_seed(0)
+        with torch.no_grad():
+            return model(ids).logits, model.generate(ids, do_sample=True, max_new_tokens=6, pad_token_id=0)
+
+    logits, drawn = sample(shadow.model)
+    assert torch.allclose(logits, sample(live)[0])
+    with torch.no_grad():
+        for param in live.parameters():
+            param.add_(torch.randn_like(param))  # the trained model moves; the copy must not
+    moved, _ = sample(live)
+    again, redrawn = sample(shadow.model)
+    assert torch.equal(again, logits) and torch.equal(redrawn, drawn) and not torch.allclose(moved, logits)
+    shadow.refresh(trainer)  # the next batch's copy: the trained weights
+    assert torch.allclose(sample(shadow.model)[0], moved)
+
+
+@pytest.mark.slow
+def test_grpo_with_the_switch_learns_a_prompt_dependent_toy_and_its_controls_do_not(tmp_path):
+    from skillos.ledger.store import canary_passed
+    from skillos.training.canary import Measured, judged_result
+
+    measured = []
+    for seed in (1, 2):  # sealed: seed 0 tuned the learning rate
+        (before, strata), after = _toy_train(tmp_path, seed, "real")
+        control = _toy_train(tmp_path, seed, "shuffled")[1]
+        flipped = _toy_train(tmp_path, seed, "flipped")[1]
+        measured.append(Measured("6 of 8 tokens of the prompt's parity", before, after, control, seed=seed,
+                                 flipped_after=flipped, strata=strata))
+    result = judged_result(measured, looks=TOY_LOOKS)
+    print({k: result[k] for k in ("n", "before", "after", "b", "c", "p", "verdict", "control", "controls", "strata")})
+    assert canary_passed(result), result["rule"]

@@ -43,6 +43,8 @@ from skillos.errors import SkillosError
 
 # TRL's private methods this relies on (training/trl_compat.py checks them when the trainer is built)
 RELIES_ON = ("_get_train_sampler", "_generate_and_score_completions", "_get_per_token_logps_and_entropies")
+# counts a batch's generation adds to (training/prompt_cap.py's prompts cut): the view's, added to the trainer's
+COUNTERS = ("truncated_prompts",)
 
 
 class Lookahead:
@@ -67,8 +69,9 @@ class Shadow:
     """The policy copy that generates ahead, and the trainer view it generates through."""
 
     def __init__(self, trainer):
-        self.model = copy.deepcopy(trainer.model)
-        self.trainer = None
+        from skillos.training.trl_compat import copy_policy
+
+        self.model = copy_policy(trainer)  # its own forward: TRL's patches are made again over the copy
 
     def refresh(self, trainer) -> None:
         """The trained parameters copied in (main thread, between steps: nothing generates now)."""
@@ -92,6 +95,9 @@ class Shadow:
                       "extra": defaultdict(lambda: deque(maxlen=size))}
         view._pending_extra_logs, view._pending_metrics = defaultdict(list), defaultdict(list)
         view.rollout_windows = []
+        for name in COUNTERS:  # counted from zero on the view, added to the trainer's when the batch is taken
+            if hasattr(view, name):
+                setattr(view, name, 0)
         view.reward_funcs = [f.fork() if hasattr(f, "fork") else f for f in trainer.reward_funcs]
         return view
 
@@ -99,26 +105,27 @@ class Shadow:
 class Ahead:
     """One generation batch in the making: its rows, the policy version that made it, its result."""
 
-    def __init__(self, rows: list, version: int, view):
-        self.rows, self.version, self.view = rows, version, view
+    def __init__(self, rows: list, version: int, view, owner):
+        self.rows, self.version, self.view, self.owner = rows, version, view, owner
         self.future: Future = Future()
         thread = threading.Thread(target=self._run, name="skillos-async-rollouts", daemon=True)
         thread.start()
 
     def _run(self) -> None:
         try:
-            output = generate(self.view, self.rows)
+            output = generate(self.owner, self.view, self.rows)
             self.future.set_result(output)
         except BaseException as exc:  # noqa: BLE001 - raised in the trainer's thread when the batch is taken
             self.future.set_exception(exc)
 
 
-def generate(view, rows: list) -> dict:
-    """TRL's generation and scoring of `rows` by the copy, with the copy's log-probabilities of what
-    it sampled as the loss's behaviour policy."""
+def generate(owner, view, rows: list) -> dict:
+    """TRL's generation and scoring of `rows` by the copy (through the classes below `owner`, the
+    asynchronous trainer), with the copy's log-probabilities of what it sampled as the loss's
+    behaviour policy."""
     import torch
 
-    output = super(type(view), view)._generate_and_score_completions(rows)
+    output = super(owner, view)._generate_and_score_completions(rows)
     if output.get("old_per_token_logps") is None:
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
         mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
@@ -131,20 +138,27 @@ def generate(view, rows: list) -> dict:
 
 
 def async_trainer(base, max_staleness: int | None):
-    """`base` (a GRPOTrainer subclass) generating each batch one step ahead, within `max_staleness`."""
-    if not max_staleness:
-        raise SkillosError("training.async_rollouts needs training.max_staleness: rollouts of unbounded staleness "
-                           "are refused")
+    """`base` (a GRPOTrainer subclass) generating each batch one step ahead, within `max_staleness`
+    (None: the class is built, for the gates' trace to read, and refuses to train)."""
 
     class AsyncRolloutTrainer(base):
         staleness_bound = max_staleness
+
+        def __init__(self, *args, **kwargs):
+            if not self.staleness_bound:
+                raise SkillosError("training.async_rollouts needs training.max_staleness: rollouts of unbounded "
+                                   "staleness are refused")
+            super().__init__(*args, **kwargs)
 
         def _get_train_sampler(self, dataset=None):
             self._lookahead = Lookahead(super()._get_train_sampler(dataset))
             return self._lookahead
 
         def _generate_and_score_completions(self, inputs):
-            if not self.model.training:  # evaluation: no steps to overlap
+            if not self.model.training:  # evaluation: no steps to overlap, and nothing made ahead may run beside it
+                ahead = getattr(self, "_ahead", None)
+                if ahead is not None:
+                    ahead.future.exception()
                 return super()._generate_and_score_completions(inputs)
             stats = self.__dict__.setdefault("async_stats", {"made_ahead": 0, "on_policy": 0, "discarded": 0,
                                                              "staleness": [], "waited_seconds": []})
@@ -166,6 +180,7 @@ def async_trainer(base, max_staleness: int | None):
                 ahead, self._ahead = getattr(self, "_ahead", None), None
                 if ahead is not None and finished:  # none is started past max_steps; wait for any that was
                     ahead.future.exception()
+                self.__dict__.pop("_shadow", None)  # the copy's memory, back
 
         def _take(self, inputs, stats):
             ahead, self._ahead = getattr(self, "_ahead", None), None
@@ -197,6 +212,9 @@ def async_trainer(base, max_staleness: int | None):
             self._metrics["train"]["async/staleness"].append(float(staleness))
             self._logs = view._logs
             self.__dict__.setdefault("rollout_windows", []).extend(view.rollout_windows)
+            for name in COUNTERS:
+                if hasattr(view, name):
+                    setattr(self, name, getattr(self, name, 0) + getattr(view, name))
             self._metrics["train"]["async/waited_seconds"].append(waited)
             self.ahead_waited = waited  # the step's health line reports the wait as its rollout share
             note = f"; played ahead by the policy {staleness} step{'s' if staleness != 1 else ''} old"
@@ -208,9 +226,12 @@ def async_trainer(base, max_staleness: int | None):
             rows = self._next_rows(inputs)
             if rows is None:
                 return
+            every = self.args.steps_per_generation * self.num_iterations
+            if max(1, every // self.args.gradient_accumulation_steps) > self.staleness_bound:
+                return  # one generation serves more optimizer steps than the bound: made on-policy, not twice
             shadow = self.__dict__.get("_shadow") or self.__dict__.setdefault("_shadow", Shadow(self))
             shadow.refresh(self)
-            self._ahead = Ahead(rows, self.state.global_step, shadow.view(self))
+            self._ahead = Ahead(rows, self.state.global_step, shadow.view(self), AsyncRolloutTrainer)
 
         def _next_rows(self, inputs):
             """The rows TRL will hand at the next generation, from the epoch's order; None past

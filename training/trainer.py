@@ -176,12 +176,13 @@ class RewardFunction:
     def fork(self) -> "RewardFunction":
         """A copy that scores a batch made ahead (training/async_rollouts.py) into a history of its own."""
         other = copy.copy(self)
-        other.history, other.pending = list(self.history), None
+        other.history, other.pending = list(self.history), None  # its length seeds a control's shuffle
+        other.forked_at = len(self.history)
         return other
 
     def absorb(self, other: "RewardFunction", note: str = "") -> None:
         """What a fork scored, this function's now (the step that trains on its batch)."""
-        self.history.extend(other.history[len(self.history):])
+        self.history.extend(other.history[other.forked_at:])
         self.pending = other.pending + note if other.pending else other.pending
 
     def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:

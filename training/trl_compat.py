@@ -107,6 +107,54 @@ def check_per_token(trainer_cls=None) -> None:
                            "(training/trl_compat.py)")
 
 
+FUSED_HEAD = ["model", "temperature", "cast_lm_head_to_fp32", "outputs"]  # trl.trainer.utils.add_fused_lm_head
+
+
+def copy_policy(trainer):
+    """A deep copy of the trainer's policy that runs on its own weights (training/async_rollouts.py).
+    GRPOTrainer.__init__ patches the policy's forward with TRL's fused LM head, a closure over the
+    forward it replaced; a deep copy keeps that closure, so its plain forward (all of `generate`)
+    would run the original model's weights. The copy's forward is patched again, as TRL patches
+    the policy; any module of the copy whose forward still reaches the original is a one-line error."""
+    import copy
+
+    from trl.trainer.utils import add_fused_lm_head
+
+    found = list(inspect.signature(add_fused_lm_head).parameters)
+    if found != FUSED_HEAD:
+        raise SkillosError(f"trl {installed()}: add_fused_lm_head({', '.join(found)}) is not the "
+                           f"({', '.join(FUSED_HEAD)}) the policy copy relies on (training/trl_compat.py)")
+    live = trainer.model
+    policy = copy.deepcopy(live)
+    base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    if "forward" in base.__dict__:  # TRL's fused head: patched again over the copy's own forward
+        del base.__dict__["forward"]
+        add_fused_lm_head(base, temperature=trainer.temperature, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32,
+                          outputs=("log_probs", "entropy"))
+    leaks = reaches(policy, live)
+    if leaks:
+        raise SkillosError(f"training.async_rollouts: the policy copy's {leaks[0]}.forward still runs the trained "
+                           f"model (a patch skillos does not know how to copy, trl {installed()}); turn async_rollouts off")
+    return policy
+
+
+def reaches(copied, original) -> list[str]:
+    """The modules of `copied` whose patched forward holds a module (or a method of one) of `original`."""
+    originals = {id(m) for m in original.modules()}
+    out = []
+    for name, module in copied.named_modules():
+        forward = module.__dict__.get("forward")
+        if forward is None:
+            continue
+        cells = getattr(getattr(forward, "__func__", forward), "__closure__", None) or ()
+        for cell in cells:
+            value = cell.cell_contents
+            if id(getattr(value, "__self__", value)) in originals:
+                out.append(name or type(module).__name__)
+                break
+    return out
+
+
 def parse_response(tokenizer, ids, prefix, tools):
     """TRL's own parser of a generated turn (a message with its tool calls)."""
     from trl.trainer.grpo_trainer import parse_response as parse

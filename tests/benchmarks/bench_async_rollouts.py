@@ -76,11 +76,13 @@ def main(steps: int = 5, rollouts: int = 8, latency: float = 0.2, max_steps: int
     rest = statistics.median(p["step_seconds"] - (p["rollout_seconds"] or 0.0) for p in on)
     step_ahead = statistics.median(p["step_seconds"] for p in ahead)
     waited = statistics.median(p.get("waited_seconds") or 0.0 for p in ahead)
+    phase_ahead = statistics.median(p["rollout_seconds"] or 0.0 for p in ahead)
     bound = max(rollout, rest)
     stats = played["async"] or {}
     print(f"on-policy : median step {step_on:.1f} s over {len(on)} steps (rollout phase {rollout:.1f} s, the rest "
           f"{rest:.1f} s); {rollouts} rollouts, {latency * 1000:.0f} ms per executor request")
-    print(f"async     : median step {step_ahead:.1f} s over {len(ahead)} steps, waiting {waited:.1f} s for its batch; "
+    print(f"async     : median step {step_ahead:.1f} s over {len(ahead)} steps, waiting {waited:.1f} s for its batch "
+          f"(whose rollout phase took {phase_ahead:.1f} s beside the step before); "
           f"made ahead {stats.get('made_ahead')}, on-policy {stats.get('on_policy')}, discarded "
           f"{stats.get('discarded')}, staleness {stats.get('staleness')}")
     print(f"speed-up  : {step_on / step_ahead:.2f}x; overlapped step against max(rollout phase, rest) = {bound:.1f} s: "

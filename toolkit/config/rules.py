@@ -60,6 +60,15 @@ def check_async(cfg: Config) -> None:
     if t.use_vllm:
         raise ConfigError("training.async_rollouts: generates with a copy of the policy in this process, not "
                           "through vLLM; set training.use_vllm: false, or turn async_rollouts off")
+    if cfg.compute.deepspeed_config:  # ZeRO shards the weights the copy would be refreshed from
+        raise ConfigError("training.async_rollouts: copies the policy's weights between steps, which DeepSpeed "
+                          "(compute.deepspeed_config) shards or offloads; remove one of them")
+    per_step, batch = (t.per_device_train_batch_size or 0) * (t.gradient_accumulation_steps or 1), t.generation_batch_size
+    steps = -(-batch // per_step) if batch and per_step else 1  # optimizer steps one generation serves (TRL)
+    if t.max_staleness is not None and steps > t.max_staleness:
+        raise ConfigError(f"training.async_rollouts: one generation batch ({batch} completions) serves {steps} optimizer "
+                          f"steps of {per_step}, so a batch made ahead is {steps} steps stale, past training.max_staleness "
+                          f"{t.max_staleness}; raise it, or make generation_batch_size one step's completions")
 
 
 def protect(cfg: Config) -> Config:

@@ -378,12 +378,14 @@ def _async_rollouts(t: Tracer, key, value, name):
     if not t.entry.async_rollouts:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} trains on-policy only")
     cls = t.trainer_class()
-    bound = getattr(cls, "staleness_bound", None)  # set only on training/async_rollouts.AsyncRolloutTrainer
+    plays_ahead = hasattr(cls, "staleness_bound")  # training/async_rollouts.AsyncRolloutTrainer's own attribute
     if name == "async_rollouts":
-        return _row(key, value, "training/async_rollouts.async_trainer around the trainer class", bound is not None,
-                    f"{getattr(cls, '__name__', cls)}", applied=(bound is not None) == bool(value))
+        return _row(key, value, "training/async_rollouts.async_trainer around the trainer class", plays_ahead,
+                    f"{getattr(cls, '__name__', cls)}", applied=plays_ahead == bool(value))
+    bound = getattr(cls, "staleness_bound", None)
     return _row(key, value, "training/async_rollouts.AsyncRolloutTrainer.staleness_bound", bound,
-                "unset: rollouts on-policy" if value is None else "")
+                ("the trainer refuses to train without it (gate 1 staleness-bound)" if plays_ahead else
+                 "rollouts on-policy") if value is None else "")
 
 
 @resolver(r"^training\.format_warmup_steps$")  # gate 1 diffs it against the paper's none
