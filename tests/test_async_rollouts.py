@@ -261,14 +261,15 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # least 6 of its 8 tokens have the prompt's parity. Judged by the canaries' rule (training/canary:
 # the pooled trained runs an exact-McNemar improvement, every seed up, every stratum up on its
 # own, neither control, shuffled within groups or sign-flipped, an improvement).
-# Tuned on seed 0 (share of tokens right, even/odd, from 0.48/0.51): on-policy at learning rate
-# 0.01 x 30 steps 0.96/0.99, one step stale 0.50/0.51; at 0.003 x 60 on-policy 1.00/0.96, stale
-# 0.78/0.23; TRL's own stale path (one generation for 2 steps) 0.55/0.64 there; at 0.001 x 120
-# on-policy 1.00/1.00, stale 0.98/0.97, its shuffled control 0.46/0.59. Adam steps that move a
-# token's log-probability by ~0.1-0.3 leave a batch one step old mostly clipped: staleness needs
-# smaller steps, in TRL's own path too. Judged on seeds 1 and 2: looked at once before this rule
-# with a copy that generated through the trained model's forward (the bug the test above holds)
-# at 0.003 x 60 (pooled 0.17 -> 0.47, the odd stratum down); this is look 2, corrected for both.
+# Tuned on seed 0, one run per arm (the mean share of right tokens over 64 draws per prompt,
+# even/odd, from 0.48/0.51), with the fixed copy: one step stale at 0.01 x 30 steps 0.50/0.51
+# (on-policy 0.96/0.99), at 0.003 x 60 0.78/0.23 (on-policy 1.00/0.96), at 0.001 x 120 0.98/0.97
+# (on-policy 1.00/1.00; the shuffled control 0.46/0.59). Single runs are noisy: a reviewer's rerun
+# at 0.003 x 60 with another measure had stale 0.94/0.75 and on-policy 0.55/0.74, so no ordering
+# between stale and on-policy at the larger rates is claimed. Seeds 1 and 2 were judged once before
+# this rule, with a copy that generated through the trained model's forward (the bug the test
+# above holds) at 0.003 x 60: pooled 0.17 -> 0.47, the odd stratum down, a fail. The rate was then
+# moved to 0.001 x 120 on seed 0; this is look 2, and the pooled p is corrected for both.
 TOY_LOOKS = 2
 TOY_PROMPTS = {"even": "Write even.", "odd": "Write odd."}
 TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.001, 120, 48, 8
@@ -371,6 +372,25 @@ def test_the_policy_copy_runs_on_its_own_weights_not_the_trained_models(tmp_path
     assert torch.equal(again, logits) and torch.equal(redrawn, drawn) and not torch.allclose(moved, logits)
     shadow.refresh(trainer)  # the next batch's copy: the trained weights
     assert torch.allclose(sample(shadow.model)[0], moved)
+
+
+def test_a_forward_hook_or_partial_that_reaches_the_trained_model_is_found():
+    import copy
+    import functools
+
+    import torch
+
+    from skillos.training.trl_compat import reaches
+
+    live = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+    assert reaches(copy.deepcopy(live), live) == []
+    head = live[1]
+    hooked = copy.deepcopy(live)
+    hooked[0].register_forward_hook(lambda module, args, out: head(out))
+    assert reaches(hooked, live) == ["0"]
+    partial = copy.deepcopy(live)
+    partial[1].forward = functools.partial(head.forward)
+    assert reaches(partial, live) == ["1"]
 
 
 @pytest.mark.slow

@@ -133,6 +133,8 @@ CASES = [
      "training.async_rollouts: generates with a copy of the policy in this process, not through vLLM"),
     (lambda: config.from_dict({"training": {"async_rollouts": True}, "compute": {"deepspeed_config": "zero3.json"}}),
      "training.async_rollouts: copies the policy's weights between steps, which DeepSpeed"),
+    (lambda: config.from_dict({"training": {"async_rollouts": True, "max_staleness": 1, "generation_batch_size": 16}}),
+     "training.async_rollouts: generation_batch_size is set without per_device_train_batch_size"),
     (lambda: config.from_dict({"training": {"async_rollouts": True, "max_staleness": 1, "generation_batch_size": 16,
                                             "per_device_train_batch_size": 8}}),
      "training.async_rollouts: one generation batch (16 completions) serves 2 optimizer steps of 8"),

@@ -223,21 +223,25 @@ def async_trainer(base, max_staleness: int | None):
                     mine.absorb(theirs, note)
 
         def _start_next(self, inputs) -> None:
+            if self._steps_per_generation() > self.staleness_bound:
+                return  # one generation serves more optimizer steps than the bound: made on-policy, not twice
             rows = self._next_rows(inputs)
             if rows is None:
                 return
-            every = self.args.steps_per_generation * self.num_iterations
-            if max(1, every // self.args.gradient_accumulation_steps) > self.staleness_bound:
-                return  # one generation serves more optimizer steps than the bound: made on-policy, not twice
             shadow = self.__dict__.get("_shadow") or self.__dict__.setdefault("_shadow", Shadow(self))
             shadow.refresh(self)
             self._ahead = Ahead(rows, self.state.global_step, shadow.view(self), AsyncRolloutTrainer)
+
+        def _steps_per_generation(self) -> int:
+            """Optimizer steps one generation batch serves (rounded up, as the config counts them)."""
+            every = self.args.steps_per_generation * self.num_iterations
+            return max(1, -(-every // self.args.gradient_accumulation_steps))
 
         def _next_rows(self, inputs):
             """The rows TRL will hand at the next generation, from the epoch's order; None past
             max_steps or the epoch's end (that batch is generated on-policy)."""
             every = self.args.steps_per_generation * self.num_iterations  # dataloader batches per generation
-            steps = max(1, every // self.args.gradient_accumulation_steps)  # optimizer steps per generation
+            steps = self._steps_per_generation()
             if self.state.max_steps and self.state.global_step + steps >= self.state.max_steps:
                 return None
             lookahead = getattr(self, "_lookahead", None)

@@ -182,7 +182,7 @@ class RewardFunction:
 
     def absorb(self, other: "RewardFunction", note: str = "") -> None:
         """What a fork scored, this function's now (the step that trains on its batch)."""
-        self.history.extend(other.history[other.forked_at:])
+        self.history.extend(other.history[getattr(other, "forked_at", len(self.history)):])
         self.pending = other.pending + note if other.pending else other.pending
 
     def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:

@@ -139,20 +139,32 @@ def copy_policy(trainer):
 
 
 def reaches(copied, original) -> list[str]:
-    """The modules of `copied` whose patched forward holds a module (or a method of one) of `original`."""
+    """The modules of `copied` whose patched forward or forward hooks hold a module (or a method of
+    one) of `original`: in a closure, a nested function's closure, or a functools.partial."""
     originals = {id(m) for m in original.modules()}
     out = []
     for name, module in copied.named_modules():
-        forward = module.__dict__.get("forward")
-        if forward is None:
-            continue
-        cells = getattr(getattr(forward, "__func__", forward), "__closure__", None) or ()
-        for cell in cells:
-            value = cell.cell_contents
-            if id(getattr(value, "__self__", value)) in originals:
-                out.append(name or type(module).__name__)
-                break
+        patched = [module.__dict__.get("forward"), *module._forward_hooks.values(),
+                   *module._forward_pre_hooks.values()]
+        if any(_holds(f, originals, 0) for f in patched if f is not None):
+            out.append(name or type(module).__name__)
     return out
+
+
+def _holds(value, originals: set, depth: int) -> bool:
+    import functools
+
+    if id(getattr(value, "__self__", value)) in originals:
+        return True
+    if depth > 3:
+        return False
+    if isinstance(value, functools.partial):
+        inner = [value.func, *value.args, *value.keywords.values()]
+    else:
+        cells = getattr(getattr(value, "__func__", value), "__closure__", None) or ()
+        inner = [cell.cell_contents for cell in cells]
+    return any(_holds(v, originals, depth + 1) for v in inner if callable(v) or hasattr(v, "__self__")
+               or id(v) in originals)
 
 
 def parse_response(tokenizer, ids, prefix, tools):

@@ -63,7 +63,11 @@ def check_async(cfg: Config) -> None:
     if cfg.compute.deepspeed_config:  # ZeRO shards the weights the copy would be refreshed from
         raise ConfigError("training.async_rollouts: copies the policy's weights between steps, which DeepSpeed "
                           "(compute.deepspeed_config) shards or offloads; remove one of them")
-    per_step, batch = (t.per_device_train_batch_size or 0) * (t.gradient_accumulation_steps or 1), t.generation_batch_size
+    batch = t.generation_batch_size
+    if batch and t.per_device_train_batch_size is None:  # TRL's default (8) would decide how stale a batch is
+        raise ConfigError("training.async_rollouts: generation_batch_size is set without "
+                          "per_device_train_batch_size; set it, so that the steps one generation serves are the config's")
+    per_step = (t.per_device_train_batch_size or 0) * (t.gradient_accumulation_steps or 1)
     steps = -(-batch // per_step) if batch and per_step else 1  # optimizer steps one generation serves (TRL)
     if t.max_staleness is not None and steps > t.max_staleness:
         raise ConfigError(f"training.async_rollouts: one generation batch ({batch} completions) serves {steps} optimizer "
