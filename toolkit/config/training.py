@@ -99,7 +99,8 @@ class TrainingConfig:
     max_staleness: int | None = field(default=None, metadata={"bounds": (1, 1_000_000),
         "help": "with async_rollouts: the most optimizer steps the policy that generated a rollout may lag the "
                 "step that trains on it (TRL's name); a batch past it is discarded and generated again on-policy. "
-                "skillos plays one batch ahead, so 1 is what it reaches"})
+                "skillos plays one generation batch ahead, which is as stale as the optimizer steps a generation "
+                "serves: 1 unless generation_batch_size spans several steps"})
     vllm_server_base_url: str | None = field(default=None, metadata={
         "help": "vllm_mode server: where `trl vllm-serve` listens"})
     format_warmup_steps: int | None = field(default=None, metadata={
