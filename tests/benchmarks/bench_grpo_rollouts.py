@@ -30,7 +30,10 @@ measured in-process (1 worker: the interpreter) and with the engine in a pool of
 alternating, `repeats` times each (the median printed, every run listed), with the speed-up
 from 1 to N (target >= 1.6x at 2 workers on 2 idle cores); the concurrent step runs once
 in-process and once with the pool (env.engine_workers), each read against its ceiling
-(target >= 0.9).
+(target >= 0.9). Each step also prints the CPU its rollout phase used on the whole machine
+(/proc/stat: the trainer, the workers, the endpoint) and the ratio the step could reach at that CPU
+with every core busy: when that is below 0.9, the target needs less CPU per rollout or more cores,
+not better overlap.
 
 Run by hand: `python tests/benchmarks/bench_grpo_rollouts.py [rollouts] [latency_s] [max_steps]
 [sequential_rollouts] [canary_warm_start or -] [engine_workers] [repeats]` (defaults 32, 0.2,
@@ -65,7 +68,7 @@ def executor_sets(url: str, max_steps: int) -> list[str]:
 
 
 STEP = """
-import json, sys
+import json, os, sys
 from skillos import config as cfgmod
 from skillos.training import pipeline
 from skillos.training.trainer import train
@@ -73,6 +76,18 @@ from skillos.training.trainer import train
 turns = []  # the play-ahead workers' turns: each follows a tool call
 submit = pipeline.Batcher.submit
 pipeline.Batcher.submit = lambda self, ids: (turns.append(1), submit(self, ids))[1]
+
+# The whole machine's busy CPU over the rollout phase (every process: the trainer, the engine
+# workers, the endpoint), read from /proc/stat as the gauge opens and closes the phase's window.
+from skillos.training import rollouts
+busy = []
+def cpu_busy():
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+start, stop = rollouts.InFlight.start, rollouts.InFlight.stop
+rollouts.InFlight.start = lambda self: (busy.append(-cpu_busy()), start(self))[1]
+rollouts.InFlight.stop = lambda self: (busy.append(cpu_busy()), stop(self))[1]
 
 cfg = cfgmod.load({config!r}, {sets!r} + ["env.engine_workers={engine_workers}"])  # 0: in-process
 t = cfg.training
@@ -85,6 +100,7 @@ else:
     t.temperature, t.max_completion_length = {temperature!r}, {completion!r}
 summary = train(cfg, None, echo=lambda line: print(line, file=sys.stderr), warmup=not {model!r})
 summary["steps"][0]["turns_after_calls"] = len(turns)
+summary["steps"][0]["phase_cpu_seconds"] = sum(busy) if busy and len(busy) % 2 == 0 else None
 print(json.dumps(summary["steps"]))
 """
 
@@ -227,6 +243,24 @@ def report(name: str, rollouts: int, concurrency, latency: float, record: dict) 
           "curator turns generated after a tool call")
 
 
+def cpu_bound(record: dict, rollouts: int, latency: float, ceiling: float) -> str:
+    """What the machine's cores allow the step: the CPU its rollout phase used (every process), packed
+    onto every core, is the shortest that phase can be; with Little's law's wall time, the most of the
+    limit and of the ceiling the step can reach here without spending less CPU."""
+    phase, cpu = record["phase"], record.get("phase_cpu_seconds")
+    if cpu is None:
+        return "the phase's CPU: unmeasured (no /proc/stat, or the phase's window did not close)"
+    cores = os.cpu_count()
+    little = phase["requests"] * latency / rollouts
+    shortest = max(little, cpu / cores)
+    best = little / shortest
+    return (f"the phase's CPU, every process: {cpu:.1f} core-seconds in {phase['rollout_seconds']:.1f} s "
+            f"({cpu / phase['rollout_seconds']:.2f} of {cores} cores busy); on every core it takes >= "
+            f"{cpu / cores:.1f} s, so at this CPU the step reaches at most {best:.2f} of the limit = "
+            f"{best / ceiling:.2f} of the ceiling (the target {TARGET_STEP_RATIO:g} "
+            f"{'is within reach' if best / ceiling >= TARGET_STEP_RATIO else 'is out of reach on these cores'})")
+
+
 def main():
     rollouts = int(sys.argv[1]) if len(sys.argv) > 1 else 32
     latency = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
@@ -263,6 +297,7 @@ def main():
             r = ratio(record, rollouts, latency)
             print(f"  step / play-only ceiling ({'in-process' if n == 0 else f'{n} workers'}): {r:.2f} / "
                   f"{ceiling:.2f} = {r / ceiling:.2f} ({verdict(r / ceiling, TARGET_STEP_RATIO)})")
+            print(f"  {cpu_bound(record, rollouts, latency, ceiling)}")
         if sequential_rollouts:
             sequential, line, _ = step(work, "sequential", url, sequential_rollouts, 1, max_steps, warm, model=model)
             report("sequential", sequential_rollouts, 1, latency, sequential)
