@@ -31,9 +31,9 @@ alternating, `repeats` times each (the median printed, every run listed), with t
 from 1 to N (target >= 1.6x at 2 workers on 2 idle cores); the concurrent step runs once
 in-process and once with the pool (env.engine_workers), each read against its ceiling
 (target >= 0.9). Each step also prints the CPU its rollout phase used on the whole machine
-(/proc/stat: the trainer, the workers, the endpoint) and the ratio the step could reach at that CPU
-with every core busy: when that is below 0.9, the target needs less CPU per rollout or more cores,
-not better overlap.
+(/proc/stat: the trainer, the workers, the endpoint, and anything else running), the ratio the
+step could reach at that CPU with every core busy, and the cores the 0.9 target would keep busy for
+the whole phase: near or above the machine's cores, overlap alone cannot reach it.
 
 Run by hand: `python tests/benchmarks/bench_grpo_rollouts.py [rollouts] [latency_s] [max_steps]
 [sequential_rollouts] [canary_warm_start or -] [engine_workers] [repeats]` (defaults 32, 0.2,
@@ -84,7 +84,8 @@ busy = []
 def cpu_busy():
     with open("/proc/stat") as f:
         ticks = [int(x) for x in f.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+    # user nice system irq softirq steal: all but idle and iowait (guest time is inside user already)
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 start, stop = rollouts.InFlight.start, rollouts.InFlight.stop
 rollouts.InFlight.start = lambda self: (busy.append(-cpu_busy()), start(self))[1]
 rollouts.InFlight.stop = lambda self: (busy.append(cpu_busy()), stop(self))[1]
@@ -244,21 +245,24 @@ def report(name: str, rollouts: int, concurrency, latency: float, record: dict) 
 
 
 def cpu_bound(record: dict, rollouts: int, latency: float, ceiling: float) -> str:
-    """What the machine's cores allow the step: the CPU its rollout phase used (every process), packed
-    onto every core, is the shortest that phase can be; with Little's law's wall time, the most of the
-    limit and of the ceiling the step can reach here without spending less CPU."""
+    """What the cores allow the step, if the CPU its rollout phase used (every process on the
+    machine, spin-waits and contention included: whatever was busy) were the work to do: packed onto
+    every core it is the shortest the phase can be, so with Little's law's wall time it bounds the
+    share of the limit, and of the ceiling, the step can reach here; and the cores that reaching
+    the target at that CPU would keep busy for the whole phase. One step, one sample (max_steps 1:
+    every window in the process is this step's)."""
     phase, cpu = record["phase"], record.get("phase_cpu_seconds")
     if cpu is None:
         return "the phase's CPU: unmeasured (no /proc/stat, or the phase's window did not close)"
-    cores = os.cpu_count()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     little = phase["requests"] * latency / rollouts
-    shortest = max(little, cpu / cores)
-    best = little / shortest
+    best = little / max(little, cpu / cores)
+    needed = cpu / (little / (TARGET_STEP_RATIO * ceiling))  # cores busy throughout a phase at the target
     return (f"the phase's CPU, every process: {cpu:.1f} core-seconds in {phase['rollout_seconds']:.1f} s "
             f"({cpu / phase['rollout_seconds']:.2f} of {cores} cores busy); on every core it takes >= "
             f"{cpu / cores:.1f} s, so at this CPU the step reaches at most {best:.2f} of the limit = "
-            f"{best / ceiling:.2f} of the ceiling (the target {TARGET_STEP_RATIO:g} "
-            f"{'is within reach' if best / ceiling >= TARGET_STEP_RATIO else 'is out of reach on these cores'})")
+            f"{best / ceiling:.2f} of the ceiling; {TARGET_STEP_RATIO:g} of the ceiling at this CPU would keep "
+            f"{needed:.2f} of {cores} cores busy for the whole phase (one sample)")
 
 
 def main():
@@ -277,7 +281,8 @@ def main():
         warm = None if model else step(work, "warm", fast_url, 2, None, max_steps, None)[2]
         print(f"{latency * 1000:.0f} ms per executor request, env.max_steps {max_steps}, "
               f"{'the curator canary from ' + model + ', |G| 2' if model else 'the smoke config, |G| 3'}, "
-              f"{os.cpu_count()} cores; the engine in-process and in {workers} worker processes")
+              f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.2f} before the runs); the engine "
+              f"in-process and in {workers} worker processes")
         # the play-only ceiling, in-process (1 worker: the interpreter) and in the pool, runs alternating
         ceilings = {0: [], workers: []}
         for _ in range(repeats):
