@@ -149,6 +149,16 @@ TARGET_SPEEDUP_2 = 1.6  # the play-only ceiling from 1 to 2 workers, on 2 idle c
 TARGET_STEP_RATIO = 0.9  # the GRPO step's ratio to Little's law over the play-only ceiling's
 
 
+def little_seconds(requests: int, latency: float, in_flight: int) -> float:
+    """Little's law: the wall time of `requests` with `in_flight` of them always out."""
+    return requests * latency / in_flight
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (its affinity), which the benchmark's ratios are read against."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def serve(latency: float, ports) -> None:
     """The endpoint, in its own process: it must not share the trainer's interpreter lock."""
     from llm_server import ScriptedLLM
@@ -199,7 +209,7 @@ def play_only(url: str, rollouts: int, max_steps: int, latency: float, config: P
     if done.returncode:
         raise SystemExit(f"play only: failed:\n{done.stderr[-3000:]}")
     r = json.loads(done.stdout.strip().splitlines()[-1])
-    r["ceiling"] = r["requests"] * latency / rollouts / r["seconds"]
+    r["ceiling"] = little_seconds(r["requests"], latency, rollouts) / r["seconds"]
     return r
 
 
@@ -224,7 +234,7 @@ def play_only_line(label: str, rollouts: int, runs: list) -> dict:
 def ratio(record: dict, rollouts: int, latency: float) -> float:
     """A step's ratio to Little's law over its rollout phase."""
     phase = record["phase"]
-    return phase["requests"] * latency / rollouts / phase["rollout_seconds"]
+    return little_seconds(phase["requests"], latency, rollouts) / phase["rollout_seconds"]
 
 
 def verdict(value: float, target: float) -> str:
@@ -235,7 +245,7 @@ def report(name: str, rollouts: int, concurrency, latency: float, record: dict) 
     phase = record["phase"]
     limit = min(rollouts, concurrency or rollouts)
     seconds, requests, busy = phase["rollout_seconds"], phase["requests"], phase["busy_seconds"]
-    floor = requests * latency / limit  # Little's law: the wall time with `limit` requests always out
+    floor = little_seconds(requests, latency, limit)
     print(f"{name:10s}: {rollouts} rollouts/step, {requests} executor requests, in flight max "
           f"{phase['in_flight_max']} mean {phase['in_flight_mean']:.2f}; rollout phase {seconds:.1f} s "
           f"({phase['rollout_share']:.0%} of a {phase['step_seconds']:.1f} s step), {busy:.1f} s with a "
@@ -254,8 +264,8 @@ def cpu_bound(record: dict, rollouts: int, latency: float, ceiling: float) -> st
     phase, cpu = record["phase"], record.get("phase_cpu_seconds")
     if cpu is None:
         return "the phase's CPU: unmeasured (no /proc/stat, or the phase's window did not close)"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    little = phase["requests"] * latency / rollouts
+    cores = machine_cores()
+    little = little_seconds(phase["requests"], latency, rollouts)
     best = little / max(little, cpu / cores)
     needed = cpu / (little / (TARGET_STEP_RATIO * ceiling))  # cores busy throughout a phase at the target
     return (f"the phase's CPU, every process: {cpu:.1f} core-seconds in {phase['rollout_seconds']:.1f} s "
@@ -281,7 +291,7 @@ def main():
         warm = None if model else step(work, "warm", fast_url, 2, None, max_steps, None)[2]
         print(f"{latency * 1000:.0f} ms per executor request, env.max_steps {max_steps}, "
               f"{'the curator canary from ' + model + ', |G| 2' if model else 'the smoke config, |G| 3'}, "
-              f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.2f} before the runs); the engine "
+              f"{machine_cores()} cores (load average {os.getloadavg()[0]:.2f} before the runs); the engine "
               f"in-process and in {workers} worker processes")
         # the play-only ceiling, in-process (1 worker: the interpreter) and in the pool, runs alternating
         ceilings = {0: [], workers: []}
