@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillos.evals.envs.alfworld import engine
+from skillos.evals.envs.alfworld import engine, planner
 from skillos.evals.envs.registry import Observation
 
 
@@ -15,7 +15,9 @@ class AlfworldEnv:
     """One game at a time: `load(path)`, `reset()`, `step(command)`.
 
     fast=True installs the memoized engine paths (engine.py); the observations and admissible
-    commands are byte-identical to the stock engine's.
+    commands are byte-identical to the stock engine's. Every game an env loads runs on the one
+    planner library copy it took at its first (planner.py: a copy per game would hold 34 MB of
+    disk each until the process exits); `close()` or collection gives the copy back.
     """
 
     def __init__(self, fast: bool = True):
@@ -23,17 +25,27 @@ class AlfworldEnv:
             engine.enable()
         self._env = None
         self.task = ""
+        self._planner = planner.Holder(self)
 
     def load(self, game_file: str | Path) -> None:
+        data = json.loads(Path(game_file).read_text())
+        self._load(data if fill_task(data, game_file) else str(game_file))
+
+    def _load(self, game) -> None:
+        """Load a game (a path, or its parsed JSON) on this env's library copy."""
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-        from textworld.envs.pddl import PddlEnv
 
+        self._env = None  # a failed load leaves no game (the copy may hold half of one)
         infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
-        env = AlfredInfos(AlfredDemangler(PddlEnv(infos)))
-        data = json.loads(Path(game_file).read_text())
-        env.load(data if fill_task(data, game_file) else str(game_file))
+        env = AlfredInfos(AlfredDemangler(planner.pddl_env(infos, self._planner.lib())))
+        env.load(game)
         self._env = env
+
+    def close(self) -> None:
+        """End the game and give the library copy back (the next load takes one again)."""
+        self._env = None
+        self._planner.release()
 
     def _observe(self, state) -> Observation:
         return Observation(state.feedback, tuple(state["admissible_commands"]), bool(state["won"]))

@@ -11,9 +11,8 @@ one Python process. Here each game lives in one of N worker processes:
 * A worker runs the same `AlfworldEnv(fast=True)` code, so observations, admissible commands and
   `won` are the in-process engine's (tests/test_engine_pool.py plays the same games both ways).
   It makes loads cheaper by keeping, per worker, the parsed game file and its `GameLogic` (read
-  only during play; keyed by the file's path, size and mtime, LRU-bounded) and by reusing the
-  fast-downward library copy of a game that ended (each live game needs its own copy: the
-  library holds the game's state in globals) instead of copying 33 MB per load.
+  only during play; keyed by the file's path, size and mtime, LRU-bounded); like every env, a
+  worker's games reuse the fast-downward library copy of a game that ended (planner.py).
 * Workers are started with the `spawn` context (safe beside the trainer's threads), ignore
   SIGINT (the parent shuts them down) and exit when the parent's end of their pipe closes. As
   with any spawn pool, a script run as `python script.py` that makes one must keep its top level
@@ -51,15 +50,13 @@ class EngineWorkerDied(SkillosError):
 
 # -- the worker process -------------------------------------------------------------------------
 class _GameCache:
-    """One worker's parsed game files, their GameLogic, and the fast-downward library copies
-    no live game holds."""
+    """One worker's parsed game files and their GameLogic (its library copies: planner.py)."""
 
     def __init__(self, size: int):
         self.size = size
         self.games: OrderedDict = OrderedDict()  # (path, size, mtime_ns) -> parsed JSON
         self.logics: OrderedDict = OrderedDict()  # (domain, grammar) -> GameLogic
-        self.free_libs: list = []
-        self.loads = self.hits = self.libs_made = 0
+        self.loads = self.hits = 0
         from textworld.envs.pddl import logic as pddl_logic
 
         self.make_logic = pddl_logic.GameLogic  # TextWorld's own (the worker replaces it with self.logic)
@@ -96,53 +93,21 @@ class _GameCache:
         self.hits += hit
         return value
 
-    def take_lib(self):
-        if self.free_libs:
-            return self.free_libs.pop()
-        import fast_downward
-
-        self.libs_made += 1
-        return fast_downward.load_lib()
-
 
 def _worker_env_class(cache: _GameCache):
     """AlfworldEnv whose load reads through the worker's cache (built in a worker only: it makes
     TextWorld's GameLogic constructor, in this process, return the cached logic of a game)."""
-    import textworld
-    from textworld.envs.pddl import PddlEnv
     from textworld.envs.pddl import logic as pddl_logic
 
     from skillos.evals.envs.alfworld.env import AlfworldEnv
 
     pddl_logic.GameLogic = cache.logic  # PddlEnv.load looks it up on each load
 
-    class CachedPddlEnv(PddlEnv):
-        def __init__(self, infos, lib):
-            textworld.Environment.__init__(self, infos)  # PddlEnv's, with a library copy given
-            self.downward_lib = lib
-
     class WorkerEnv(AlfworldEnv):
-        def __init__(self):
-            super().__init__(fast=True)
-            self.lib = None
-
         def load(self, game_file) -> None:
-            """AlfworldEnv.load, from the cached parse, on a reused library copy."""
-            from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-
-            self.release()  # a failed load leaves no game (its library copy may be half-loaded)
+            """AlfworldEnv.load, from the cached parse (on the env's one library copy)."""
             cache.loads += 1
-            data = cache.game(str(game_file))
-            self.lib = cache.take_lib()
-            infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
-            env = AlfredInfos(AlfredDemangler(CachedPddlEnv(infos, self.lib)))
-            env.load(data)  # PddlEnv.load takes the parsed game as it takes a path's
-            self._env = env
-
-        def release(self) -> None:
-            if self.lib is not None:
-                cache.free_libs.append(self.lib)
-            self.lib = self._env = None
+            self._load(cache.game(str(game_file)))  # PddlEnv.load takes the parsed game as it takes a path's
 
     return WorkerEnv
 
@@ -153,7 +118,7 @@ def _serve(conn, cache_size: int) -> None:
     import time
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
-    from skillos.evals.envs.alfworld import engine
+    from skillos.evals.envs.alfworld import engine, planner
 
     engine.enable()
     cache = _GameCache(cache_size)
@@ -167,7 +132,7 @@ def _serve(conn, cache_size: int) -> None:
         for h in dropped:
             game = games.pop(h, None)
             if game is not None:
-                game.release()
+                game.close()
         if op == "stop":
             return
         try:
@@ -187,11 +152,11 @@ def _serve(conn, cache_size: int) -> None:
                 value = games[handle].entity_names()
             elif op == "close":
                 game = games.pop(handle, None)
-                value = game.release() if game is not None else None
+                value = game.close() if game is not None else None
             elif op == "stats":
                 t = os.times()
                 value = {"pid": os.getpid(), "cpu_seconds": t.user + t.system, "games": len(games),
-                         "loads": cache.loads, "logic_hits": cache.hits, "libs_made": cache.libs_made,
+                         "loads": cache.loads, "logic_hits": cache.hits, "libs_made": planner.made(),
                          "time": time.time()}
             else:
                 raise ValueError(f"unknown engine op {op!r}")
