@@ -162,17 +162,26 @@ def split_content(content: str) -> tuple[str, str]:
     return first, "\n".join(lines[1:]).strip()
 
 
-def curator_input(traj, position: int | None = None, total: int | None = None) -> str:
-    """What the curator reads after a game: the task, the skills used, the trajectory, the result."""
+def steps_shown(history_length: int | None) -> int:
+    """How many trajectory steps the curator reads (curator.history_length; None: 30)."""
+    return TRAJECTORY_STEPS_SHOWN if history_length is None else history_length
+
+
+def curator_input(traj, position: int | None = None, total: int | None = None,
+                  history_length: int | None = None) -> str:
+    """What the curator reads after a game: the task, the skills used, the last
+    `history_length` steps of the trajectory (curator.history_length; None: 30), the result."""
     if traj.won is None:
         result = f"UNMEASURED ({traj.unmeasured_reason})"
     else:
         result = "SUCCESS" if traj.won else "FAILURE"
-    steps = traj.steps[-TRAJECTORY_STEPS_SHOWN:]
+    shown = steps_shown(history_length)
+    steps = traj.steps[len(traj.steps) - shown:] if shown else []
     where = f"Task {position} of {total}: " if position else "Task: "
     lines = [f"{where}{traj.task}",
              f"Skills retrieved: {', '.join(traj.retrieved) or '(none)'}",
-             f"Trajectory ({len(traj.steps)} steps, last {len(steps)} shown):"]
+             f"Trajectory ({len(traj.steps)} steps, last {len(steps)} shown):" if shown
+             else f"Trajectory: {len(traj.steps)} steps (none shown)"]
     lines += [f"> {s.action}\n{s.observation.strip()[:300]}" for s in steps]
     lines.append(f"Result: {result}")
     return "\n".join(lines)

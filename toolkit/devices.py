@@ -69,6 +69,19 @@ def cuda_devices() -> int:
     return min(present, len(ids))
 
 
+def seen_gpu_spec() -> str | None:
+    """compute.gpu's TYPE:N for the CUDA devices torch sees here (TYPE from the first device's name,
+    e.g. H100; else `cuda`), None when it sees none: what a canary runs on when it is not told."""
+    count = cuda_devices()
+    if not count:
+        return None
+    import torch
+
+    name = torch.cuda.get_device_name(0)
+    model = re.search(r"\b([A-Z]{1,3}\d{2,4}[A-Za-z]{0,3})\b", name)
+    return f"{model.group(1) if model else 'cuda'}:{count}"
+
+
 def machine_kind(backend: str = "local") -> dict:
     """What a wall time measured on this machine depends on: its CPU cores, the CUDA devices this
     process sees, and where the work ran (compute.backend). Recorded with every canary, so an

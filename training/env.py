@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from skillos.evals.curation import apply_op, curator_input, ops_from_tool_calls
 from skillos.evals.runner import play
 from skillos.repo import Retriever, SkillRepo
+from skillos.training import plays
 from skillos.training.reward import Rollout
 from skillos.training.rollouts import MeteredExecutor, together
 
@@ -38,6 +39,10 @@ class Setup:
     top_k: int
     retrieval_mode: str
     min_group_size: int | None = None  # groups of min_group_size..group_size tasks (reasoning: 5-12)
+    history_length: int | None = None  # curator.history_length: trajectory steps the curator reads (None: 30)
+    # a play kept for the same game, executor and repo is handed back (training/plays.py): an
+    # environment whose game files decide its plays, with a deterministic executor
+    keep_plays: bool = False
     engine_pool: object = None  # the engine worker processes make_env's games run in (None: this process)
 
     def close(self) -> None:
@@ -118,13 +123,16 @@ class CuratorEnv:
     # -- not tools ---------------------------------------------------------------------------
     def _advance(self) -> str:
         state = self._state
-        game = self._setup.games[state.game_ids[len(state.positions)]]
-        traj = play(self._env, self._setup.executor,
-                    Retriever(state.repo, self._setup.retrieval_mode), game,
-                    self._setup.max_steps, self._setup.top_k)
+        game, s = self._setup.games[state.game_ids[len(state.positions)]], self._setup
+        # a deterministic executor's play of this game with this repo is kept (training/plays.py)
+        def played():
+            return play(self._env, s.executor, Retriever(state.repo, s.retrieval_mode), game, s.max_steps, s.top_k)
+
+        traj = plays.play(played, game, s.executor, state.repo, s.retrieval_mode, s.max_steps, s.top_k) \
+            if s.keep_plays else played()
         state.positions.append(traj.won)
         state.coerced_actions += traj.coerced
-        text = curator_input(traj, len(state.positions), len(state.game_ids))
+        text = curator_input(traj, len(state.positions), len(state.game_ids), s.history_length)
         state.input_words += len(text.split())
         return text
 
@@ -145,7 +153,9 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     pool = engine_pool(cfg.env.name, cfg.env.engine_workers)
     return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
                  pool.make_env if pool is not None else lambda: env.make_env(games), high, settings["max_steps"],
-                 settings["top_k"], settings["retrieval_mode"], low if low != high else None, pool)
+                 settings["top_k"], settings["retrieval_mode"], low if low != high else None,
+                 cfg.curator.history_length, getattr(env, "replayable", False) and plays.deterministic(executor),
+                 pool)
 
 
 def engine_pool(env_name: str, engine_workers: int | None):

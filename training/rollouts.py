@@ -126,6 +126,7 @@ class MeteredExecutor:
     def __init__(self, executor, gauge: InFlight):
         self.executor, self.gauge = executor, gauge
         self.name = getattr(executor, "name", type(executor).__name__)
+        self.deterministic = getattr(executor, "deterministic", False)  # training/plays.py may keep its plays
 
     def new_episode(self, task, skills):
         return _MeteredEpisode(self.executor.new_episode(task, skills), self.gauge)

@@ -14,18 +14,23 @@ up on the real first inputs of its own groups, and the tests prompt with a warm-
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 
 def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | None, out_dir: str | Path,
-            steps: int = 240, learning_rate: float = 3e-3, seed: int = 0, echo=None, decay: bool = False) -> str:
+            steps: int = 240, learning_rate: float = 3e-3, seed: int = 0, echo=None, decay: bool = False,
+            attention_window: int | None = None, weigh_content: bool = False) -> str:
     """Fine-tune `model` on conversations whose last message is the assistant turn to learn;
     write the result (weights and tokenizer) to `out_dir` and return its path. `echo` gets a
     progress line per 10% of the steps or per 10 s, with the loss. `decay`: the rate falls linearly
     to 0 over the steps, so the last steps settle instead of jumping (the canaries' warm starts are
-    sampled at temperature 1, where a noisy last step garbles the format)."""
-    from skillos.safety import Ticker
-
+    sampled at temperature 1, where a noisy last step garbles the format). `attention_window`: the
+    model attends to its last N tokens in every layer from here on (its saved config says so).
+    `weigh_content`: the text a turn writes before its tool call carries half the turn's loss (a
+    canary's warm start: what the turn says of the task, a few tokens that differ by input in a
+    turn that is otherwise the same whatever the input, were lost in the whole turn's loss:
+    not learned in 1,200 steps, measured); its report says whether it was learned."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -35,27 +40,72 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
 
     path = resolve(model)
     tokenizer = for_training(path) or AutoTokenizer.from_pretrained(path)  # the format training will read
-    net = AutoModelForCausalLM.from_pretrained(path)
-    examples = [_example(tokenizer, conv, tools) for conv in conversations]
+    net = AutoModelForCausalLM.from_pretrained(path, **_windowed(path, attention_window))
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # the box the launch will use, where it has a GPU
+    net.to(device)
     torch.manual_seed(seed)
+    examples = [tuple(t.to(device) for t in _example(tokenizer, conv, tools, weigh_content)) for conv in conversations]
+    _fit(net, examples, steps, learning_rate, decay, echo, "warm-up: supervised steps")
+    read = None
+    if weigh_content:
+        said = [x for x in examples if bool((x[2] > 1).any())]
+        read = {"learned": _learned(net, said), "turns": len(said), "steps": steps}
+        if echo:
+            echo(f"warm-up: what each turn says before its call {'learned' if read['learned'] else 'NOT learned'} "
+                 f"(the most likely at every token of all {len(said)} turns that say something)")
+    out = Path(out_dir)
+    net.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    if read is not None:  # what the canary reports of its warm start
+        (out / READING_FILE).write_text(json.dumps(read))
+    return str(out)
+
+
+READING_FILE = "warm-start-reading.json"
+
+
+def _learned(net, examples: list) -> bool:
+    """Whether the model's most likely next token is the labelled one at every emphasised token
+    (weight > 1) of every example (teacher-forced, one forward pass each)."""
+    import torch
+
+    net.eval()
+    try:
+        with torch.no_grad():
+            for ids, labels, weights in examples:
+                predicted = net(input_ids=ids).logits[0, :-1].argmax(-1)
+                wanted, mask = labels[0, 1:], weights[0, 1:] > 1
+                if not bool((predicted[mask] == wanted[mask]).all()):
+                    return False
+        return True
+    finally:
+        net.train()
+
+
+def _fit(net, examples: list, steps: int, learning_rate: float, decay: bool, echo, what: str) -> None:
+    """Train `steps` supervised steps (AdamW; `decay`: the rate falls linearly to 0), each on one
+    example's weighted loss over its labelled tokens."""
+    import torch
+
+    from skillos.safety import Ticker
+
     optimizer = torch.optim.AdamW(net.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, (lambda s: 1 - s / steps) if decay else (lambda s: 1.0))
     net.train()
-    tick = Ticker(echo, "warm-up: supervised steps", steps)
+    tick = Ticker(echo, what, steps)
     tick(0)
     for step in range(steps):
-        ids, labels = examples[step % len(examples)]
-        loss = net(input_ids=ids, labels=labels).loss
+        ids, labels, weights = examples[step % len(examples)]
+        logits = net(input_ids=ids).logits[0, :-1]
+        wanted, w = labels[0, 1:], weights[0, 1:]
+        token_loss = torch.nn.functional.cross_entropy(logits, wanted.clamp(min=0), reduction="none")
+        loss = (token_loss * w).sum() / w.sum()
         loss.backward()
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
         tick(step + 1, extra=f"loss {loss.item():.3f}")
     net.eval()
-    out = Path(out_dir)
-    net.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return str(out)
 
 
 TASKS = [("put a mug in the fridge", "FAILURE"), ("heat an apple and put it on the table", "SUCCESS"),
@@ -93,7 +143,22 @@ def curator_examples(inputs: list[str] | None = None, system: str | None = None)
             for i, text in enumerate(inputs)]
 
 
-def _example(tokenizer, conversation: list[dict], tools):
+def _windowed(path: str, window: int | None) -> dict:
+    """from_pretrained's arguments for a model whose every layer attends to its last `window` tokens."""
+    if window is None:
+        return {}
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(path)
+    config.use_sliding_window, config.sliding_window, config.max_window_layers = True, window, 0
+    config.layer_types = ["sliding_attention"] * config.num_hidden_layers
+    return {"config": config}
+
+
+def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = False):
+    """(ids, labels, weights) of a conversation: the loss on its last (assistant) turn, every
+    token weighted 1 (labels -100 and weight 0 on the prompt); `weigh_content`: the turn's text
+    before its tool call weighted so that it carries half the turn's loss."""
     import torch
 
     if conversation[-1]["role"] != "assistant":
@@ -102,8 +167,14 @@ def _example(tokenizer, conversation: list[dict], tools):
     full = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=False).rstrip("\n")
     if not full.startswith(prompt):
         raise ValueError("the chat template renders the assistant turn apart from its generation prompt")
+    reply = full[len(prompt):]
+    content = (conversation[-1].get("content") or "") if weigh_content else ""
+    said = tokenizer(content, add_special_tokens=False)["input_ids"] if content and reply.startswith(content) else []
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    completion_ids = tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
+    rest = tokenizer(reply[len(content):] if said else reply, add_special_tokens=False)["input_ids"]
+    completion_ids = said + rest
     ids = torch.tensor([prompt_ids + completion_ids])
     labels = torch.tensor([[-100] * len(prompt_ids) + completion_ids])  # learn the reply, not the prompt
-    return ids, labels
+    weight = len(rest) / len(said) if said else 1.0  # the words said weigh as much as the rest of the turn
+    weights = torch.tensor([[0.0] * len(prompt_ids) + [weight] * len(said) + [1.0] * len(rest)])
+    return ids, labels, weights

@@ -27,6 +27,7 @@ class LLMCurator:
         self.system = system or CURATOR_SYSTEM
         self.chat = make_chat(config)
         self.tools = config.tools
+        self.history_length = getattr(config, "history_length", None)  # trajectory steps it reads (None: 30)
         self.name = f"{config.backend}:{config.model}"
         self.horizon = horizon or DEFAULT_HORIZON
         self.unmeasured_calls = 0
@@ -72,12 +73,13 @@ class LLMCurator:
 
     def _prompt(self, trajectory, repo) -> list[dict]:
         if self.tools == "paper":
-            text = curator_input(trajectory)
+            text = curator_input(trajectory, history_length=self.history_length)
             listing = "\n".join(f"- {s.name}: {s.description}" for s in repo.skills) or "(empty)"
             return [{"role": "system", "content": f"{self.system} {CURATOR_INSTRUCTIONS['paper']}"},
                     {"role": "user", "content": f"{text}\n\nCurrent skills:\n{listing}"}]
         self._games += 1
-        text = curator_input(trajectory, (self._games - 1) % self.horizon + 1, self.horizon)  # as in training
+        text = curator_input(trajectory, (self._games - 1) % self.horizon + 1, self.horizon,
+                             self.history_length)  # as in training
         if not self._messages or (self._games - 1) % self.horizon == 0:
             return [{"role": "system", "content": self.system},
                     {"role": "user", "content": f"{CURATOR_INSTRUCTIONS['curate_and_advance']}\n\n{text}"}]

@@ -119,7 +119,7 @@ def tiny(mode: str, device: str, steps: int = 12) -> dict:
     losses, tokens, dtypes = [], 0, set()
     t0 = time.perf_counter()
     for step in range(steps):
-        ids, labels = examples[step % len(examples)]
+        ids, labels, _ = examples[step % len(examples)]  # (ids, labels, weights): all weights 1 here
         with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16):
             result = net(input_ids=ids.to(device), labels=labels.to(device))
         result.loss.backward()

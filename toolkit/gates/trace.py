@@ -577,6 +577,34 @@ def _history(t: Tracer, key, value):
                 shown, "of 50 in the episode", applied=_equal(value or 0, shown))
 
 
+@resolver(r"^curator\.history_length$")
+def _curator_history(t: Tracer, key, value):
+    """The trajectory steps the curator reads after each game: a probe game of 50 steps rendered
+    through the training rollout's setup (training) or the LLM curator (eval)."""
+    from skillos.evals.curation import curator_input, steps_shown
+    from skillos.evals.trajectory import Step, Trajectory
+
+    cfg = t.cfg
+    probe = Trajectory("probe", "probe task", "", steps=[Step(f"probe-action-{i}", f"observation {i}")
+                                                         for i in range(50)], won=False)
+    if cfg.training.is_set() and t.entry.curates:
+        from skillos.training.env import make_setup
+
+        setup = make_setup(cfg, [])
+        consumer, text = "training/env.py CuratorEnv: the curator's input", curator_input(probe, 1, 3,
+                                                                                         setup.history_length)
+    elif not cfg.training.is_set() and uses_model(cfg.curator.backend):
+        from skillos.evals.backends.llm_curator import LLMCurator
+
+        curator = LLMCurator(cfg.curator)  # its client is built, nothing is asked of it
+        consumer, text = "evals/backends/llm_curator.py: the curator's input", curator_input(
+            probe, history_length=curator.history_length)
+    else:
+        return _not_used(key, value, "no model curator reads a trajectory in this config")
+    shown = len(re.findall(r"^> probe-action-\d+$", text, re.M))
+    return _row(key, value, consumer, shown, "of 50 steps in the game", applied=shown == min(50, steps_shown(value)))
+
+
 # environment, retrieval, eval -----------------------------------------------------------------------
 def _scripted_play(t: Tracer):
     def build():

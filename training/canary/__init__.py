@@ -86,6 +86,15 @@ class Canary:
     def key(self, variant: str | None = None) -> str:
         return self.name
 
+    # What the project measured of this canary's wall time where the ledger holds none: {quick:
+    # (seconds, where and at which commit)} (docs/canaries.md has each run's numbers)
+    measured: dict = {}
+
+    def payoff(self, quick: bool, echo, variant: str | None = None, compute=()) -> dict | None:
+        """The miniature's payoff table (training/canary/payoff.py) where the right answer depends
+        on the input; None for a canary with one answer to learn (optimize: a document)."""
+        return None
+
 
 def canary(name: str):
     """The canary of a trainer name (a one-line error for an unknown one)."""
@@ -150,6 +159,17 @@ def load(cfg, split: str, n: int, echo, what: str) -> list:
     return load_games(cfg, split, n, Ticker(echo, f"{what}: generating {split} games"))
 
 
+def warm_reading(warm: str) -> dict | None:
+    """What the warm start at `warm` recorded of what its turns say before their call (learned or
+    not, over how many turns), or None."""
+    from skillos.training.warmup import READING_FILE
+
+    try:
+        return json.loads((Path(warm) / READING_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def by_task_type(games) -> dict:
     """Task type -> its games, each type in the order given (a canary's strata)."""
     out: dict[str, list] = {}
@@ -158,13 +178,19 @@ def by_task_type(games) -> dict:
     return out
 
 
+def held_out_games(cfg, echo, name: str) -> list:
+    """A model canary's held-out games: the sealed split (canary.sealed_seed: games tuning never
+    reads) or the tuning split (env.seed)."""
+    return load(with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games, echo,
+                f"canary {name}")
+
+
 def miniature_games(cfg, echo, name: str) -> tuple[list, list]:
     """A model canary's train games and its held-out games: the sealed split (canary.sealed_seed:
     games tuning never reads) or the tuning split (env.seed), saying which."""
     what = f"canary {name}"
     train = load(cfg, cfg.env.train_split, cfg.env.n_train_games, echo, what)
-    held_out = load(with_sets(cfg, [f"env.seed={held_out_seed(cfg)}"]), cfg.env.split, cfg.env.n_games,
-                    echo, what)
+    held_out = held_out_games(cfg, echo, name)
     echo(f"{what}: {len(train)} train games, {len(held_out)} held-out ({cfg.env.split}, the {cfg.canary.split} "
          f"split: env seed {held_out_seed(cfg)}); warm start ({cfg.canary.warmup_steps} supervised steps)")
     return train, held_out
@@ -256,8 +282,10 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     split_sets = ["canary.split=tuning"] if tune else []
     resolved = with_sets(chosen.config(quick, variant), split_sets)
     placed = devices.undeclared(with_sets(resolved, sets)) if resolved.training.is_set() else None
-    if placed:  # before the warm start moves a weight
-        raise SkillosError(f"canary {name}: {placed} (a canary takes it as --set compute.gpu=...)")
+    if placed:  # a GPU box: the canary trains where the launch will, on the devices torch chose
+        sets = [*sets, f"compute.gpu={devices.seen_gpu_spec()}"]
+        echo(f"canary {name}: torch sees {devices.cuda_devices()} CUDA device(s): it runs on them "
+             f"({sets[-1]}, where it runs: not part of its identity)")
     config = identity.config_digest(resolved)
     if not folder.exists():
         from skillos.evals.run_folder import creatable
@@ -266,6 +294,15 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     identity.guard(folder, config)  # a folder made by other code is never recorded under this code's hash
     folder.mkdir(parents=True, exist_ok=True)
     identity.stamp(folder, config)  # what it ran so far: a rerun after a kill is guarded too
+    # can the miniature be won without reading the input? refused before any run is recorded or trained
+    table = chosen.payoff(quick, echo, variant, [*sets, *split_sets])
+    if table is not None and not quick:
+        from skillos.training.canary.payoff import require
+
+        require(table, key)
+    elif table is not None and not table["every_constant_loses"]:  # --quick vouches for nothing: said, not refused
+        echo(f"canary {key}: at the --quick size the payoff table cannot show that a constant answer loses; "
+             "this run checks that the pipeline runs end to end, not that it reads its input")
     run_id = None
     if ledger is not None:
         experiment = ledger.find_or_add_experiment(
@@ -278,7 +315,9 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     echo(f"canary {key}: seeds {', '.join(map(str, resolved.canary.seeds))}; the pass rule, declared before "
          f"the run: {RULE}")
     if ledger is not None:
-        echo(f"canary {key}: expected wall time: {expected_time(config, ledger.canary_timings(key, quick), kind)}")
+        shipped = chosen.measured.get(quick) if key == chosen.key(None) else None  # measured at its default
+        echo(f"canary {key}: expected wall time: "
+             f"{expected_time(config, ledger.canary_timings(key, quick), kind, shipped)}")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # TRL logs to stdout; stdout is the result's
             measured = chosen.measure(folder, quick, echo, variant, [*sets, *split_sets])
@@ -292,7 +331,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     result = {**judged_result(measured, held_out["looks"]), "held_out": held_out, "trainer": key, "quick": quick,
               "compute": sets,
               "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
-              "machine": kind, "output_dir": str(folder)}
+              "machine": kind, "output_dir": str(folder), "payoff": table}
     result["resolution"] = resolution(result["n"], result["alpha"], measured)
     result["passed"] = canary_passed(result)  # the ledger's rule, read from the verdicts above
     result["alert"] = alert_verdict(with_sets(resolved, sets), result, echo)
@@ -329,12 +368,12 @@ UNTIMED = ("never timed in this ledger; one seed and one control took 30-80 min 
            "own runs, and a canary now runs every seed of canary.seeds with two controls")
 
 
-def expected_time(config: str, timings: list, kind: dict) -> str:
+def expected_time(config: str, timings: list, kind: dict, shipped: tuple | None = None) -> str:
     """How long a canary (config digest `config`) should take on a machine of `kind`
     (devices.machine_kind), read from the wall times its trainer's finished canaries at the same
     size recorded (`timings`: Ledger.canary_timings): the same config on the same kind of machine
     first, then the same kind at another config, then other machines, each said as what it is;
-    UNTIMED when none."""
+    with none, what the project measured (`shipped`: (seconds, where), Canary.measured), else UNTIMED."""
     from statistics import median
 
     from skillos.devices import kind_line
@@ -349,6 +388,9 @@ def expected_time(config: str, timings: list, kind: dict) -> str:
             low, high = duration_text(min(walls)), duration_text(max(walls))
             return (f"measured: median {duration_text(median(walls))} over {len(walls)} finished "
                     f"canar{'y' if len(walls) == 1 else 'ies'} ({low}-{high}) {where}; this machine: {kind_line(kind)}")
+    if shipped:
+        return (f"never timed in this ledger; the project measured {duration_text(shipped[0])} ({shipped[1]}); "
+                f"this machine: {kind_line(kind)}")
     return f"{UNTIMED}; this machine: {kind_line(kind)}"
 
 
@@ -356,9 +398,11 @@ def estimate(key: str, quick: bool, timings: list, backend: str | None = None) -
     """expected_time of canary `key` at `quick`'s size, run here on compute.backend `backend`
     (None: the config's default)."""
     name, _, variant = key.partition(":")
-    resolved = canary(name).config(quick, variant or None)
+    chosen = canary(name)
+    resolved = chosen.config(quick, variant or None)
     config = identity.config_digest(resolved)
-    return expected_time(config, timings, devices.machine_kind(backend or resolved.compute.backend))
+    return expected_time(config, timings, devices.machine_kind(backend or resolved.compute.backend),
+                         chosen.measured.get(quick) if key == chosen.key(None) else None)
 
 
 def looked_at(cfg, measured: list, key: str, ledger) -> dict:

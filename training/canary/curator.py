@@ -28,22 +28,28 @@ permuted within each group, one with them sign-flipped.
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
-from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity
+from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity, warm_reading
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
-# The skills the warm start writes, with how often (its prior): short, so the tiny model writes
-# them well-formed when it samples. Each helps one task type only (the reading executor takes
-# from a skill what concerns its own task: reading.guidance): on the tuning split's train games
-# (|G| = 3, groups of 20 per type) heat won position 2 in 13/20 groups with the heat skill and
-# 6/20 with the cool one; cool won 9/20 with the cool skill and 4/20 with the heat one. The prior
-# is even, so a trainer that ignored its input could raise one type only by lowering the other.
+# The skills the warm start writes, the task type each is right for, and how often (its prior):
+# short, so the tiny model writes them well-formed when it samples. Each does its own type's
+# transformation with the right appliance and sends the other type's to the sink instead of its
+# appliance, so the reading executor follows a wrong-type skill into the wrong appliance
+# (reading.guidance: the tool and what to avoid). So no constant answer wins every stratum: one
+# skill helps one type and misleads the other, both together mislead one of them (an earlier
+# skill's word stands), and no skill leaves both to trial and error (the payoff table, printed
+# before every run, measures it on the held-out groups; docs/canaries.md has the tuning split's).
+# The prior is even, and the names carry no task word, so retrieval cannot pick for the executor.
 PRIOR = (
-    ("heat-with-microwave", "Heat the X with the microwave, then put it in the Y.", 1),
-    ("cool-with-fridge", "Cool the X with the fridge, then put it in the Y.", 1),
+    ("microwave-first", "Heat the X with the microwave. Cool the X with the sinkbasin, not the fridge. "
+                        "Then put it in the Y.", 1, "pick_heat_then_place_in_recep"),
+    ("fridge-first", "Cool the X with the fridge. Heat the X with the sinkbasin, not the microwave. "
+                     "Then put it in the Y.", 1, "pick_cool_then_place_in_recep"),
 )
 # --quick: the same pipeline at a size that runs in minutes (CI's slow suite): its weights move
 # (the warm start covers 4 train groups; 60 steps on 2 wrote no call and no step had a gradient,
@@ -75,6 +81,14 @@ class CuratorCanary(Canary):
     def key(self, variant: str | None = None) -> str:
         return f"{self.name}:{variant}" if variant else self.name
 
+    def payoff(self, quick: bool, echo, variant: str | None = None, compute=()) -> dict:
+        """The miniature's payoff table (training/canary/payoff.py) on its held-out groups."""
+        from skillos.config.loading import with_sets
+        from skillos.training.canary import held_out_games
+
+        cfg = with_sets(self.config(quick, variant), list(compute))
+        return payoff(cfg, held_out_games(cfg, echo, "curator"), echo)
+
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
@@ -98,7 +112,10 @@ class CuratorCanary(Canary):
                                      strata=seen["strata"], detail={
                 "held_out_groups": len(before), "group_size": cfg.training.group_size,
                 "train_games": len(train_games), "steps": cfg.training.max_steps,
-                "prior": {name: weight for name, _, weight in PRIOR},
+                "warm_start_reading": warm_reading(warm),
+                "prior": {name: weight for name, _, weight, _ in PRIOR},
+                # did each turn say the task's type before its call (the warm start taught it to read that)?
+                "restated": {"before": seen["restated"], **{SIGNALS[s]: r[3]["restated"] for s, r in runs.items()}},
                 # what each turn wrote, by task type: the right skill differs by type
                 "written": {"before": seen["written"], **{SIGNALS[s]: r[3]["written"] for s, r in runs.items()}},
                 "position_3": {"before": _share(seen["position_3"]),
@@ -130,7 +147,10 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     warm-up group, every first call, and after each first call's real tool result (position 2
     played with that skill) every second call: the other skill inserted, or the same one kept
     (an empty call). So the model writes the call at every turn a rollout reaches and chooses
-    nothing by its input."""
+    nothing by its input. Each turn first says the task's type in a few words (`said`): a random-
+    init model cannot find one word in a prompt of ~1,500 tokens from the reward alone (measured:
+    not learned in 20 steps), a pretrained one reads it; this teaches the reading, not the choice,
+    which stays even between the skills whatever the type said."""
     from skillos.evals.curation import TOOL_SURFACES
     from skillos.evals.envs.registry import environment
     from skillos.training.env import CuratorEnv, make_setup
@@ -145,25 +165,31 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     conversations = []
     for group in build_groups(games, cfg.training.group_size, c.warmup_groups, cfg.training.seed or 0,
                               grouping=cfg.training.grouping, curriculum="none"):  # a warm start's order is its own
-        for name, content, weight in PRIOR:
+        said = said_type(group.task_type)
+        for name, content, weight, _ in PRIOR:
             env = CuratorEnv(setup)
             messages = opening(env.reset(**group.row()))
             for _ in range(weight):
-                conversations.append(messages + [_call(name, content, len(conversations))])
+                conversations.append(messages + [_call(name, content, len(conversations), said)])
             if cfg.training.group_size < 3:
                 continue
-            first = messages + [_call(name, content, len(conversations))]
+            first = messages + [_call(name, content, len(conversations), said)]
             answer = env.curate_and_advance(_operations(name, content))
             then = first + [{"role": "tool", "name": "curate_and_advance", "content": answer}]
-            for second, text, again in PRIOR:  # the same skill again: keep it (inserting it twice is refused)
+            for second, text, again, _ in PRIOR:  # the same skill again: keep it (inserting it twice is refused)
                 for _ in range(weight * again):
-                    conversations.append(then + [_call(second, text, len(conversations), keep=second == name)])
+                    conversations.append(then + [_call(second, text, len(conversations), said, keep=second == name)])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
             steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
-            echo=echo)  # a line per 10% or 10 s: a full warm start takes minutes
+            echo=echo, attention_window=c.attention_window, weigh_content=True)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
+
+
+def said_type(task_type: str) -> str:
+    """What the warm start's turns say before their call: the task's type, in its word."""
+    return f"A {_short(task_type)} task."
 
 
 def _opening(system: str):
@@ -177,12 +203,50 @@ def _operations(name: str, content: str) -> list:
     return [{"op": "insert", "skill_name": name, "content": content}]
 
 
-def _call(name: str, content: str, index: int, keep: bool = False) -> dict:
-    """An assistant turn calling curate_and_advance to insert one skill (`keep`: to change nothing),
-    the warm start's target."""
+def _call(name: str, content: str, index: int, said: str = "", keep: bool = False) -> dict:
+    """An assistant turn saying `said`, then calling curate_and_advance to insert one skill
+    (`keep`: to change nothing), the warm start's target."""
     call = {"name": "curate_and_advance", "arguments": {"operations": [] if keep else _operations(name, content)}}
-    return {"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{index}", "type": "function",
-                                                                "function": call}]}
+    return {"role": "assistant", "content": said, "tool_calls": [{"id": f"call_{index}", "type": "function",
+                                                                  "function": call}]}
+
+
+def payoff(cfg, held_out, echo=None) -> dict:
+    """The payoff table of the miniature on `held_out` (training/canary/payoff.py): position-2
+    success of each held-out group when the curator's first turn inserts each constant answer the
+    tool allows from PRIOR (no skill, each skill, each ordered pair in one call) and keeps it, and
+    when it inserts the skill its group's type needs (the input-dependent answer)."""
+    from skillos.training.canary import payoff as table
+    from skillos.training.env import CuratorEnv, make_setup, state_of
+
+    setup = make_setup(cfg, held_out)
+    groups = held_out_groups(held_out, cfg.training.group_size)
+    skills = {name: (name, content, task_type) for name, content, _, task_type in PRIOR}
+    answers = {"no skill": []} | {name: [name] for name in skills} | {
+        f"{a} + {b}": [a, b] for a, b in itertools.permutations(skills, 2)}
+
+    def second_position(task_type, ids, names) -> bool | None:
+        env = CuratorEnv(setup)
+        env.reset(game_ids=list(ids), task_type=task_type)
+        env.curate_and_advance([o for n in names for o in _operations(n, skills[n][1])])
+        return state_of(env).positions[1]
+
+    outcomes = {}
+    for answer, names in answers.items():
+        outcomes[answer] = {ids[1]: second_position(t, ids, names) for t, ids in groups}
+    right = {t: [n for n, (_, _, for_type) in skills.items() if for_type == t] for t, _ in groups}
+    dependent = {ids[1]: second_position(t, ids, right[t][:1]) for t, ids in groups}
+    made = table.table(outcomes, dependent, {ids[1]: t for t, ids in groups})
+    for line in table.lines(made):
+        (echo or print)(f"canary curator: {line}")
+    return made
+
+
+def held_out_groups(held_out, size: int) -> list:
+    """(task type, game ids) of each held-out group: |G| games of one type, in order, keyed by its
+    second game (the metric's position)."""
+    by_type = {t: [g.id for g in games] for t, games in by_task_type(held_out).items()}
+    return [(t, ids[i:i + size]) for t, ids in by_type.items() for i in range(0, len(ids) - size + 1, size)]
 
 
 def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
@@ -213,9 +277,9 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     setup = make_setup(cfg, held_out)
     opening = _opening(environment(cfg).curator_system)
     outcomes, later, strata = {}, {}, {}
-    by_type = {t: [g.id for g in games] for t, games in by_task_type(held_out).items()}
-    written: dict = {t: {} for t in by_type}
-    groups = [(t, ids[i:i + size]) for t, ids in by_type.items() for i in range(0, len(ids) - size + 1, size)]
+    groups = held_out_groups(held_out, size)
+    written: dict = {t: {} for t, _ in groups}
+    restated = {"right": 0, "of": 0}  # turns that said their task's type before the call
     tick = Ticker(echo, "canary curator: held-out groups played", len(groups))
     for done, (task_type, ids) in enumerate(groups):
         tick(done)
@@ -239,6 +303,8 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
             operations = operations if isinstance(operations, list) else []
             names = ([o.get("skill_name") for o in operations if isinstance(o, dict)] or ["(nothing)"]) if call \
                 else ["(no call)"]
+            restated["of"] += 1
+            restated["right"] += (reply.text or "").strip() == said_type(task_type)
             counts = written[task_type].setdefault(f"turn {turn + 1}", {})
             for name in names:
                 counts[str(name)] = counts.get(str(name), 0) + 1
@@ -252,14 +318,16 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
         outcomes[key] = positions[1] if failed is None or failed >= 1 else None
         later[key] = positions[2] if size > 2 and (failed is None or failed >= 2) else None
     tick(len(groups))
-    return outcomes, {"position_3": later, "strata": strata, "written": written}
+    return outcomes, {"position_3": later, "strata": strata, "written": written, "restated": restated}
 
 
 def _rate(outcomes: dict, seen: dict) -> str:
     measured = [v for v in outcomes.values() if v is not None]
     types = ", ".join(f"{_short(t)}: " + ", ".join(f"{turn} {counts}" for turn, counts in by_turn.items())
                       for t, by_turn in seen["written"].items())
-    return f"{sum(measured)}/{len(measured)} won ({len(outcomes) - len(measured)} unmeasured); wrote {types}"
+    said = seen["restated"]
+    return (f"{sum(measured)}/{len(measured)} won ({len(outcomes) - len(measured)} unmeasured); said the task's "
+            f"type in {said['right']} of {said['of']} turns; wrote {types}")
 
 
 def _short(task_type: str) -> str:

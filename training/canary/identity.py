@@ -3,7 +3,8 @@
 A canary's identity is computed from what actually ran, never from a list someone maintains:
 every skillos module the run imported (read from `sys.modules` when it ends, in this process and
 in each Ray worker that trained one of its runs), each by the sha256 of its source; the canary's
-config as resolved (where it runs left out: compute.* moves no result); and the versions of the
+config as resolved (where it runs left out: compute.* moves no result) with the content of every
+file its miniature reads from a folder the config names (DATA_KEYS); and the versions of the
 libraries whose code trains (torch, transformers, trl, peft). An edit to any module the run
 imported, to the canary's YAML, or a library upgrade, makes a different identity.
 
@@ -83,7 +84,31 @@ def config_digest(cfg) -> str:
     data = identity(cfg.to_dict())
     data.pop("compute", None)
     data.get("training", {}).pop("report_to", None)  # where it reports is not what it trains
+    files = data_files(cfg)
+    if files:  # the miniature's data by content, not by the name of the folder that holds it
+        data["files"] = files
     return _digest(json.dumps(data, sort_keys=True, default=str).encode())
+
+
+# Config keys that name a folder of files a miniature reads (its data): hashed by content into
+# the canary's config digest, so a slate rewritten, passed on and put back is another canary.
+DATA_KEYS = (("skillgate", "slate_repo"),)
+
+
+def data_files(cfg) -> dict:
+    """{key: {relative path: sha}} of every file under each folder DATA_KEYS names ({} if none);
+    a named folder that is missing is recorded as missing."""
+    from skillos.config.derived import relative_to_config
+
+    out = {}
+    for section, name in DATA_KEYS:
+        value = getattr(getattr(cfg, section, None), name, None)
+        if not value:
+            continue
+        root = relative_to_config(cfg, value)
+        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+        out[f"{section}.{name}"] = {str(p.relative_to(root)): _digest(p.read_bytes()) for p in files} or "missing"
+    return out
 
 
 def identity(modules, config: str) -> dict:

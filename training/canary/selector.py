@@ -28,7 +28,7 @@ import random
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
-from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity
+from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity, warm_reading
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -72,6 +72,17 @@ class SelectorCanary(Canary):
 
         return f"selector:{variant or load(CONFIG).skillgate.selector_credit}"
 
+    def payoff(self, quick: bool, echo, variant: str | None = None, compute=()) -> dict:
+        """The miniature's payoff table (training/canary/payoff.py) on its held-out slates."""
+        import tempfile
+
+        from skillos.config.loading import with_sets
+        from skillos.training.canary import held_out_games
+
+        cfg = with_sets(self.config(quick, variant), list(compute))
+        with tempfile.TemporaryDirectory() as scratch:  # the slates are rebuilt and frozen by each run
+            return payoff(cfg, held_out_games(cfg, echo, "selector"), Path(scratch), echo)
+
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
@@ -86,7 +97,7 @@ class SelectorCanary(Canary):
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
             seeded = with_sets(cfg, [f"training.seed={seed}"])
             before, picks = evaluate(seeded, warm, held_out, out / f"seed-{seed}" / "slate-held-out", echo)
-            echo(f"canary selector: seed {seed}: before training {_rate(before)}")
+            echo(f"canary selector: seed {seed}: before training {_rate(before, picks)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
                                        functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
                                        stamp_as=digest)
@@ -95,6 +106,7 @@ class SelectorCanary(Canary):
                                      flipped_after=runs["flipped"][0], seed=seed, games=task_set_hash(held_out),
                                      strata={g.id: g.task_type for g in held_out}, detail={
                 "held_out_games": len(held_out), "train_games": len(train_games), "steps": cfg.training.max_steps,
+                "warm_start_reading": warm_reading(warm),
                 "slate_size": cfg.skillgate.slate_size, "chance": 1 / cfg.skillgate.slate_size, "reads": chosen,
                 "learning_signal": {SIGNALS[signal]: run[2] for signal, run in runs.items()}}))
         return measured
@@ -111,13 +123,17 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({described(signal, 'selection utilities')})")
     summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
     # its own slate folder: the trained run and the control may evaluate at once (compute.backend ray)
-    outcomes, reads = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out", echo)
-    echo(f"canary selector: after {folder.name} {_rate(outcomes)}")
-    return outcomes, reads, summary.get("signal")  # None: a finished run reused
+    outcomes, seen = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out", echo)
+    echo(f"canary selector: after {folder.name} {_rate(outcomes, seen)}")
+    return outcomes, seen, summary.get("signal")  # None: a finished run reused
 
 
 def warm_start(cfg, games, out: Path, echo=None) -> str:
-    """The tiny model after a supervised warm-up that reads each slate member equally often."""
+    """The tiny model after a supervised warm-up that reads each slate member equally often, its
+    reasoning first saying the task's type in a few words (`said`): a random-init model cannot find
+    one word in a prompt of ~1,000 tokens from the selection credit alone, a pretrained one reads
+    it; this teaches the reading, not the choice, which stays even over the slate whatever the
+    type said."""
     from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
     from skillos.training.warmup import warm_up
@@ -133,15 +149,46 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
             call = {"name": slate_domain.READ_TOOL, "arguments": {"name": pick}}
             conversations.append([{"role": "system", "content": slate_domain.SYSTEM},
                                   {"role": "user", "content": slate_domain.SLATE_INSTRUCTIONS + "\n\n" + text},
-                                  {"role": "assistant", "content": f"<skill_reasoning>{pick} fits the task.</skill_reasoning>",
+                                  {"role": "assistant", "content": reasoning(game.task_type),
                                    "tool_calls": [{"id": f"call_{len(conversations)}", "type": "function",
                                                    "function": call}]}])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, slate_domain.tool_schemas(), folder, steps=cfg.canary.warmup_steps,
             learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
-            echo=echo)  # a line per 10% or 10 s: a full warm start takes minutes
+            echo=echo, attention_window=cfg.canary.attention_window, weigh_content=True)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
+
+
+def reasoning(task_type: str) -> str:
+    """The warm start's selection reasoning: the task's type, in its word (not a choice)."""
+    from skillos.evals.envs.registry import environment
+
+    slate_domain = environment("slate")
+    word = task_type.split("_")[1] if task_type.count("_") else task_type
+    return f"{slate_domain.REASONING_OPEN}A {word} task.{slate_domain.REASONING_CLOSE}"
+
+
+def payoff(cfg, held_out, slate_dir: Path, echo=None) -> dict:
+    """The payoff table of the miniature on `held_out` (training/canary/payoff.py): the oracle-read
+    rate of each naming rule a listing alone supports (read the k-th listed name; read a given
+    name whenever it is listed; read nothing) and of reading the oracle (the input-dependent
+    answer), per task type."""
+    from skillos.evals.envs.registry import environment
+    from skillos.training.canary import payoff as table
+
+    setup = environment("slate").make_slate_setup(cfg, held_out, slate_dir)
+    slates = {g.id: setup.slates[g.id] for g in held_out}
+    names = sorted({n for s in slates.values() for n in s.order})
+    size = max(len(s.order) for s in slates.values())
+    rules = {"no read": lambda s: None} | {f"the listed name at {k + 1}": (lambda s, k=k: s.order[k] if k < len(s.order)
+                                                                          else None) for k in range(size)} | {
+        f"{n} whenever listed": (lambda s, n=n: n if n in s.order else None) for n in names}
+    answers = {rule: {gid: pick(s) == s.oracle for gid, s in slates.items()} for rule, pick in rules.items()}
+    made = table.table(answers, {gid: True for gid in slates}, {g.id: g.task_type for g in held_out})
+    for line in table.lines(made):
+        (echo or print)(f"canary selector: {line}")
+    return made
 
 
 def _interleaved(games) -> list:
@@ -152,8 +199,8 @@ def _interleaved(games) -> list:
 
 
 def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dict, dict]:
-    """(held-out game id -> the first read is the oracle, None: unmeasured; task type -> skill
-    name -> first reads),
+    """(held-out game id -> the first read is the oracle, None: unmeasured; {"reads": task type ->
+    skill name -> first reads, "said": replies whose reasoning said the task's type}),
     sampled at the training temperature with a seed fixed per game (the same draw before and
     after training: what moves is the policy's distribution)."""
     from skillos.config.backend import BackendConfig
@@ -171,6 +218,7 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
                                 max_tokens=cfg.training.max_completion_length, timeout_s=120))
     setup = slate_domain.make_slate_setup(cfg, held_out, slate_dir)
     outcomes, names = {}, {}
+    said = {"right": 0, "of": 0}  # replies whose reasoning said the task's type
     tick = Ticker(echo, "canary selector: held-out games played", len(held_out))
     for game in held_out:
         tick(len(outcomes))
@@ -183,6 +231,8 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
         except BackendError:
             outcomes[game.id] = None
             continue
+        said["of"] += 1
+        said["right"] += reasoning(game.task_type) in (reply.text or "")
         reads = [c["arguments"].get("name") for c in reply.tool_calls
                  if c["name"] == slate_domain.READ_TOOL and isinstance(c["arguments"], dict)]
         first = reads[0] if reads else None
@@ -190,12 +240,14 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
         read = names.setdefault(game.task_type, {})  # by task type: does the name follow the slate?
         read[str(first)] = read.get(str(first), 0) + 1
     tick(len(outcomes))
-    return outcomes, names
+    return outcomes, {"reads": names, "said": said}
 
 
-def _rate(outcomes: dict) -> str:
+def _rate(outcomes: dict, seen: dict) -> str:
     measured = [v for v in outcomes.values() if v is not None]
-    return f"oracle read {sum(measured)}/{len(measured)} ({len(outcomes) - len(measured)} unmeasured)"
+    said = seen["said"]
+    return (f"oracle read {sum(measured)}/{len(measured)} ({len(outcomes) - len(measured)} unmeasured); reasoning "
+            f"said the task's type in {said['right']} of {said['of']}; first reads by type {seen['reads']}")
 
 
 CANARY = SelectorCanary()

@@ -57,9 +57,11 @@ SYSTEM = ("You are an agent in a household text game. You choose which skill to 
 
 
 def first_input(slate_text: str, observation: str, admissible) -> str:
-    """The executor's first user turn after the instructions: slate, scene, admissible actions
-    (training's reset and the eval executor render it with this one function)."""
-    return "\n".join([slate_text, "", observation.strip(), "", "Admissible actions: " + ", ".join(admissible)])
+    """The executor's first user turn after the instructions: slate, admissible actions, then the
+    scene, which ends with the task sentence: the task is read last, next to where the skill is
+    chosen, not ~500 tokens of actions before it (training's reset and the eval executor render it
+    with this one function)."""
+    return "\n".join([slate_text, "", "Admissible actions: " + ", ".join(admissible), "", observation.strip()])
 
 
 def step_result(observation: str, won: bool, admissible) -> str:
@@ -161,12 +163,15 @@ def build_slate(repo: SkillRepo, game, n_relevant: int, n_misleading: int, n_irr
 
 def with_misleading(repo: SkillRepo, n_misleading: int) -> SkillRepo:
     """A copy of `repo` (same root, nothing written) holding, for every task type it has an
-    oracle for, `n_misleading` misleading skills built from that oracle (skills.py). A
-    built name that is already a skill of the folder is a one-line error."""
+    oracle for, `n_misleading` misleading skills: the folder's own (`metadata.misleading_for`
+    that type, e.g. another type's oracle, which misleads by being right for the other task),
+    then as many as they lack built from the type's oracle (skills.py). A built name that is
+    already a skill of the folder is a one-line error."""
     built = []
     for task_type in sorted({t for s in repo.skills if (t := task_type_of(s))}):
         oracle = sorted(s.name for s in repo.skills if task_type_of(s) == task_type)[0]
-        built += misleading_skills(repo.get(oracle), task_type, n_misleading)
+        brought = sum(misleading_for(s) == task_type for s in repo.skills)
+        built += misleading_skills(repo.get(oracle), task_type, max(0, n_misleading - brought))
     clash = next((s.name for s in built if s.name in repo), None)
     if clash:
         raise SkillosError(f"slate: {repo.root} has a skill named {clash!r}, the name of a built misleading skill; "

@@ -1,0 +1,104 @@
+"""What the curator's and selector's miniatures need to be earned: the curator reads a short input
+(curator.history_length), the warm start's model reads its last tokens (canary.attention_window),
+the miniature's data is in the canary's identity, and a miniature a constant answer wins is refused
+before anything is recorded or trained."""
+
+import json
+
+import pytest
+
+from conftest import ROOT
+from skillos import config, gates
+from skillos.errors import SkillosError
+from skillos.evals.curation import curator_input
+from skillos.evals.trajectory import Step, Trajectory
+
+CURATOR = ROOT / "training" / "configs" / "canary-curator.yaml"
+
+
+def probe(n: int = 40) -> Trajectory:
+    return Trajectory("g", "heat some egg and put it in countertop", "x",
+                      steps=[Step(f"go to cabinet {i}", f"You arrive at cabinet {i}.") for i in range(n)], won=False)
+
+
+@pytest.mark.parametrize("history, shown", [(None, 30), (5, 5), (0, 0), (100, 40)])
+def test_the_curator_reads_the_last_history_length_steps(history, shown):
+    text = curator_input(probe(), 1, 3, history)
+    assert text.count("> go to cabinet") == shown
+    assert text.startswith("Task 1 of 3: heat some egg") and text.endswith("Result: FAILURE")
+    if shown:
+        assert f"> go to cabinet {39}" in text  # the last steps, not the first
+
+
+@pytest.mark.parametrize("value", [0, 3, None])
+def test_curator_history_length_is_traced_to_the_rollout_setup(value):
+    from skillos.gates.core import Context
+    from skillos.gates.trace import Tracer, _resolve
+
+    cfg = config.load(CURATOR, sets=[f"curator.history_length={'null' if value is None else value}"])
+    row = _resolve(Tracer(Context(cfg)), "curator.history_length", value)
+    assert row.applied is True and row.arrived == (30 if value is None else value) and "CuratorEnv" in row.consumer
+    eval_cfg = config.load(ROOT / "evals" / "configs" / "quickstart.yaml")
+    assert _resolve(Tracer(Context(eval_cfg)), "curator.history_length", None).consumer == "none"
+
+
+def test_the_warm_start_keeps_its_attention_window(tmp_path):
+    from transformers import AutoConfig
+
+    from skillos.training.warmup import curator_examples, warm_up
+    from skillos.evals.curation import TOOL_SURFACES
+
+    out = warm_up("tiny-qwen2", curator_examples()[:2], TOOL_SURFACES["curate_and_advance"], tmp_path / "w",
+                  steps=2, attention_window=16)
+    saved = AutoConfig.from_pretrained(out)
+    assert saved.sliding_window == 16 and set(saved.layer_types) == {"sliding_attention"}
+
+
+def test_the_selector_canarys_slate_files_are_in_its_identity(tmp_path):
+    import shutil
+
+    from skillos.training.canary import identity, selector
+
+    cfg = selector.CANARY.config()
+    before = identity.config_digest(cfg)
+    copy = tmp_path / "slates"
+    shutil.copytree(ROOT / "training" / "configs" / "slates" / "canary", copy)
+    moved = config.load(ROOT / "training" / "configs" / "canary-selector.yaml",
+                        sets=[f"skillgate.slate_repo={copy}"])
+    same = identity.config_digest(moved)
+    skill = copy / "heat-then-place" / "SKILL.md"
+    skill.write_text(skill.read_text().replace("microwave", "stove"))
+    assert identity.config_digest(moved) != same  # a slate rewritten is another miniature
+    assert identity.data_files(cfg)["skillgate.slate_repo"]["heat-then-place/SKILL.md"]
+    assert before == identity.config_digest(selector.CANARY.config())
+
+
+def test_a_miniature_a_constant_answer_wins_is_refused_before_anything_is_recorded(tmp_path, monkeypatch):
+    from skillos.ledger.store import Ledger
+    from skillos.training import canary
+    from skillos.training.canary import curator, payoff
+
+    tasks = {f"t{i}": "heat" if i % 2 else "cool" for i in range(24)}
+    won = {t: True for t in tasks}
+    monkeypatch.setattr(curator.CuratorCanary, "payoff", lambda self, *a, **k: payoff.table(
+        {"insert both": dict(won)}, won, tasks))
+    monkeypatch.setattr(curator.CuratorCanary, "measure", lambda *a, **k: pytest.fail("trained anyway"))
+    ledger = Ledger(tmp_path / "ledger.db")
+    with pytest.raises(SkillosError, match="can be won without reading the input: the constant answer 'insert both'"):
+        canary.run("curator", out=tmp_path / "c", ledger=ledger, echo=lambda _: None)
+    assert ledger.experiments() == []
+    assert json.loads((tmp_path / "c" / "canary-identity.json").read_text())["code_hash"]
+
+
+def test_on_a_gpu_box_the_canary_runs_on_the_devices_torch_sees(monkeypatch):
+    import torch
+
+    from skillos import devices
+
+    monkeypatch.setattr(devices, "cuda_devices", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
+    assert devices.seen_gpu_spec() == "H100:2"
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "Some Accelerator")
+    assert devices.seen_gpu_spec() == "cuda:2"
+    monkeypatch.setattr(devices, "cuda_devices", lambda: 0)
+    assert devices.seen_gpu_spec() is None

@@ -1,0 +1,106 @@
+"""A miniature's payoff table (training/canary/payoff.py): a canary refuses to run when a constant
+answer (one a trainer that ignored its input could learn) is not beaten detectably in some stratum,
+and the curator's and selector's miniatures are ones where every constant answer loses, so a
+task-blind policy judged by the canary's own rule does not pass."""
+
+from collections import namedtuple
+
+import pytest
+
+from skillos.errors import SkillosError
+from skillos.ledger.store import canary_passed
+from skillos.training.canary import Measured, judged_result
+from skillos.training.canary import payoff
+
+HEAT, COOL = "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep"
+
+
+def strata(n: int) -> dict:
+    return {f"{t}-{i}": t for t in (HEAT, COOL) for i in range(n)}
+
+
+def test_a_constant_answer_as_good_as_reading_the_input_refuses_the_canary():
+    tasks = strata(12)
+    right = {t: True for t in tasks}
+    table = payoff.table({"insert both": dict(right), "no skill": {t: False for t in tasks}}, right, tasks)
+    assert not table["every_constant_loses"]
+    assert table["margin"]["no skill"]["detectable"] and not table["margin"]["insert both"]["detectable"]
+    with pytest.raises(SkillosError) as refused:
+        payoff.require(table, "curator")
+    assert "'insert both'" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_margin_the_n_cannot_detect_refuses_and_one_it_can_passes():
+    small, large = strata(4), strata(12)
+    for tasks, detectable in ((small, False), (large, True)):
+        right = {t: True for t in tasks}
+        heat_only = {t: s == HEAT for t, s in tasks.items()}  # loses every cool task
+        table = payoff.table({"heat skill": heat_only}, right, tasks)
+        assert table["every_constant_loses"] is detectable
+        m = table["margin"]["heat skill"]
+        assert (m["stratum"], m["b"], m["c"]) == (COOL, len(tasks) // 2, 0)
+    assert any("NOT detectable" in line for line in payoff.lines(payoff.table({"heat skill": {
+        t: s == HEAT for t, s in small.items()}}, {t: True for t in small}, small)))
+
+
+def test_unmeasured_tasks_are_counted_not_scored():
+    tasks = strata(10)
+    right = {t: True for t in tasks}
+    gappy = {t: (None if i % 5 == 0 else s == HEAT) for i, (t, s) in enumerate(tasks.items())}
+    table = payoff.table({"heat skill": gappy}, right, tasks)
+    row = table["success"]["heat skill"]
+    assert row[HEAT]["unmeasured"] + row[COOL]["unmeasured"] == 4
+    assert row[HEAT]["of"] + row[COOL]["of"] == 16
+
+
+Game = namedtuple("Game", "id task_type task path")
+
+
+@pytest.fixture
+def slates(tmp_path):
+    """The selector canary's slates for 20 heat and 20 cool games (no engine needed to build them)."""
+    from skillos.config.loading import with_sets
+    from skillos.training.canary import selector
+
+    cfg = with_sets(selector.CANARY.config(), ["env.seed=7"])
+    games = [Game(f"{kind}-{i}", t, f"{kind} some egg and put it in countertop", "")
+             for kind, t in (("heat", HEAT), ("cool", COOL)) for i in range(20)]
+    return cfg, games, selector.payoff(cfg, games, tmp_path, echo=lambda _: None)
+
+
+def test_no_naming_rule_a_listing_supports_picks_the_selector_oracle(slates):
+    cfg, games, table = slates
+    assert table["every_constant_loses"], table["margin"]
+    rules = set(table["success"]) - {payoff.INPUT_DEPENDENT}
+    assert {"no read", "the listed name at 1", "heat-then-place whenever listed"} <= rules
+    # both oracles are on every slate: a name alone wins one stratum and loses the other outright
+    heat_name = table["success"]["heat-then-place whenever listed"]
+    assert (heat_name[HEAT]["won"], heat_name[COOL]["won"]) == (20, 0)
+    assert all(r[HEAT]["won"] + r[COOL]["won"] <= 20 for name, r in table["success"].items()
+               if name != payoff.INPUT_DEPENDENT)
+
+
+def judged(before: dict, after: dict, tasks: dict) -> dict:
+    """A canary's result as its own rule judges it: three seeds of the same before and after, each
+    control flat (the controls are not what is tested here)."""
+    measured = [Measured("m", before, after, dict(before), flipped_after=dict(before), seed=s, strata=tasks)
+                for s in (0, 1, 2)]
+    return judged_result(measured)
+
+
+def test_a_task_blind_selector_does_not_pass_by_the_canary_rule_and_reading_the_input_does(tmp_path):
+    from skillos.config.loading import with_sets
+    from skillos.evals.envs.registry import environment
+    from skillos.training.canary import selector
+
+    cfg = with_sets(selector.CANARY.config(), ["env.seed=11"])
+    games = [Game(f"{kind}-{i}", t, f"{kind} some egg and put it in countertop", "")
+             for kind, t in (("heat", HEAT), ("cool", COOL)) for i in range(20)]
+    setup = environment("slate").make_slate_setup(cfg, games, tmp_path)
+    tasks = {g.id: g.task_type for g in games}
+    # before: an even warm start, the oracle on every other slate of each type
+    before = {g.id: i % 2 == 0 for i, g in enumerate(games)}
+    for name in ("heat-then-place", "cool-then-place"):
+        blind = {g.id: setup.slates[g.id].oracle == name for g in games}
+        assert not canary_passed(judged(before, blind, tasks)), name
+    assert canary_passed(judged(before, {g.id: True for g in games}, tasks))
