@@ -122,6 +122,9 @@ def canary_cmd(
     """Does the trainer learn? Its own code on a learnable CPU miniature, before vs after on
     held-out tasks, beside a negative control with the signal destroyed.
 
+    First it prints the miniature's payoff table (held-out success per stratum of every constant
+    answer and of the input-dependent one) and refuses a miniature a constant answer wins.
+
     Recorded in the ledger with its identity (every skillos module it imported, its config, the
     training libraries' versions) as one code hash; a launch that uses GPUs needs a passing
     canary whose identity still holds for the installed code (gate 6, recipe-learns). Exit 0: passed;

@@ -70,9 +70,9 @@ class Measured:
     flipped_after: dict | None = None  # after the sign-flipped control's training
     games: str | None = None  # the held-out games judged, by content (evals.protocol.task_set_hash)
     seed: int | None = None  # the training seed (of canary.seeds) these runs trained with
-    # held-out task -> its stratum (a task type), where the right answer differs by stratum: a
-    # trainer that ignored its input could raise one stratum only by lowering another, so every
-    # stratum must be an improvement on its own (RULE, by_stratum); None: one right answer for every task
+    # held-out task -> its stratum (a task type), where the right answer differs by stratum: every
+    # stratum must be an improvement on its own (RULE, by_stratum), and the payoff table shows each
+    # constant answer losing some stratum; None: one right answer for every task
     strata: dict | None = None
 
 

@@ -4,14 +4,18 @@ CPU model can learn.
 
 The miniature, and why. The tiny model (0.4M parameters, random init) cannot invent prose, so
 it starts from a supervised warm-up on the real curator inputs of 80 train groups, each answered
-with one of two short, well-formed skills in plain English: the miniature's stand-in for a
-pretrained model's prior (warmed on 12 groups' first inputs it wrote no call in 61 of 80 samples
-on held-out prompts; on 80, a call in 80 of 80). The two skills help different task types: one
-says to heat the object with the microwave, the other to cool it with the fridge, and the reading
-executor takes from a skill only what concerns its own task. So the right answer depends on the
-input (the task sentence in the curator's prompt), the prior is even, and a trainer that ignored
-its prompt could raise one type only by lowering the other: the canary's strata are the task
-types, and each must improve on its own (training/canary RULE).
+with one of two short, well-formed skills in plain English, evenly: the miniature's stand-in for a
+pretrained model's prior. Each skill does its own task type's transformation with the right
+appliance and sends the other type's to the sink instead, so the reading executor follows a
+wrong-type skill into the wrong appliance: one skill helps one type and misleads the other, both
+together mislead one type, and no skill leaves both to trial and error. The payoff table (printed
+before every run, training/canary/payoff.py) shows every such constant answer losing a type
+detectably; the canary's strata are the task types, and each must improve on its own
+(training/canary RULE). The curator reads each game's task, skills, step count and result, not its
+steps (curator.history_length 0), and each warm-start turn first says the task's type, those words
+weighted as the rest of the turn (warmup.weigh_content), from a model that attends to its last
+canary.attention_window tokens: without these a random-init model did not find the task's word in
+its prompt (measured, docs/canaries.md).
 
 Each rollout is a group of |G| = 3: the curator writes after position 1, reads position 2's
 result from its tool call (the kept tool result: masked in the loss, the pipeline's later turn)

@@ -2,16 +2,17 @@
 (training/selector_trainer.py: the SelectorGRPOTrainer, its span masks and credit arithmetic,
 SlateEnv) on a miniature the tiny CPU model can learn.
 
-The miniature, and why. The executor being trained reads one skill from a slate of four (the
-oracle, two misleading skills built from it, one irrelevant, from the shipped household slate
-folder) on heat and cool tasks: each type has its own oracle and its own misleading skills, so
-the right name differs by input, and a policy that wrote one name whatever it read could raise
-one type only by lowering the other (the canary's strata: each must be an improvement). The slate's order
-is seeded per game, so a position tells nothing. It starts from a supervised warm-up that reads
-every slate member equally often (2,400 steps on 16 games with a decaying rate: on one task type
-400 steps garbled the names at temperature 1 and GRPO collapsed to no read at all; on two, 1,200
-steps on 12 games left 21 of 40 held-out first turns with no read, measured), near a chance rate
-of 1/4 for the oracle: a warm start, not a teacher. Each episode ends after the read (env.max_steps 1),
+The miniature, and why. The executor being trained reads one skill from a slate of four on heat
+and cool tasks (training/configs/slates/canary): the oracle, the other type's oracle (its
+misleading skill: right for the other task), and two irrelevant skills drawn from six. Both oracle
+names are on every slate and the order is seeded per game, so neither a name nor a position tells
+the oracle without the task: the payoff table (printed before every run) shows each naming rule a
+listing supports losing a type detectably, and the canary's strata (the types) must each improve.
+It starts from a supervised warm-up that reads every slate member equally often, its reasoning
+first saying the task's type (those words weighted as the rest of the turn, from a model that
+attends to its last canary.attention_window tokens; the slate's first input ends with the task
+sentence), near a chance rate of 1/4 for the oracle: a warm start, not a teacher.
+Each episode ends after the read (env.max_steps 1),
 so the outcome reward is 0 for every rollout and carries nothing: the only learning signal is
 the selector credit on the selection spans (the profiles that mix in the outcome,
 mixed_separated and hybrid_slate, are checked here with that stream silent: a limit, said in
