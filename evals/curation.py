@@ -176,7 +176,7 @@ def curator_input(traj, position: int | None = None, total: int | None = None,
     else:
         result = "SUCCESS" if traj.won else "FAILURE"
     shown = steps_shown(history_length)
-    steps = traj.steps[len(traj.steps) - shown:] if shown else []
+    steps = traj.steps[-shown:] if shown else []  # slicing from -0 would show every step
     where = f"Task {position} of {total}: " if position else "Task: "
     lines = [f"{where}{traj.task}",
              f"Skills retrieved: {', '.join(traj.retrieved) or '(none)'}",

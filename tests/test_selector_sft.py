@@ -101,11 +101,9 @@ def _teacher(setup, picks):
             episodes[gid] = HeuristicExecutor().new_episode(setup.games[gid].task, read)
         if messages[-1]["role"] == "tool" and messages[-1].get("name") == "read_skill":
             last = opening  # the read's answer: the scene is still the opening's
-        if last is opening:  # slate, admissible actions, then the scene
-            actions, _, scene = last.split("Admissible actions: ", 1)[1].partition("\n")
-        else:  # an act's result: the scene, then the admissible actions
-            scene, _, actions = last.rpartition("Admissible actions: ")
-        command = episodes[gid].act(scene.strip(), actions.strip().split(", "))
+        scene, _, actions = last.rpartition("Admissible actions: ")
+        scene = scene.split("\n- ")[-1].split("\n", 1)[-1] if last is opening else scene
+        command = episodes[gid].act(scene, actions.strip().split(", "))
         return {"content": "", "tool_calls": [{"name": "act", "arguments": {"command": command}}]}
 
     return policy

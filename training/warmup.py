@@ -44,11 +44,12 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
     device = "cuda" if torch.cuda.is_available() else "cpu"  # the box the launch will use, where it has a GPU
     net.to(device)
     torch.manual_seed(seed)
-    examples = [tuple(t.to(device) for t in _example(tokenizer, conv, tools, weigh_content)) for conv in conversations]
+    examples = [tuple(None if t is None else t.to(device) for t in _example(tokenizer, conv, tools, weigh_content))
+                for conv in conversations]
     _fit(net, examples, steps, learning_rate, decay, echo, "warm-up: supervised steps")
     read = None
     if weigh_content:
-        said = [x for x in examples if bool((x[2] > 1).any())]
+        said = [x for x in examples if x[2] is not None]
         read = {"learned": _learned(net, said), "turns": len(said), "steps": steps}
         if echo:
             echo(f"warm-up: what each turn says before its call {'learned' if read['learned'] else 'NOT learned'} "
@@ -96,10 +97,13 @@ def _fit(net, examples: list, steps: int, learning_rate: float, decay: bool, ech
     tick(0)
     for step in range(steps):
         ids, labels, weights = examples[step % len(examples)]
-        logits = net(input_ids=ids).logits[0, :-1]
-        wanted, w = labels[0, 1:], weights[0, 1:]
-        token_loss = torch.nn.functional.cross_entropy(logits, wanted.clamp(min=0), reduction="none")
-        loss = (token_loss * w).sum() / w.sum()
+        if weights is None:  # every labelled token alike: the model's own loss
+            loss = net(input_ids=ids, labels=labels).loss
+        else:
+            logits = net(input_ids=ids).logits[0, :-1]
+            wanted, w = labels[0, 1:], weights[0, 1:]
+            token_loss = torch.nn.functional.cross_entropy(logits, wanted.clamp(min=0), reduction="none")
+            loss = (token_loss * w).sum() / w.sum()
         loss.backward()
         optimizer.step()
         schedule.step()
@@ -156,9 +160,9 @@ def _windowed(path: str, window: int | None) -> dict:
 
 
 def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = False):
-    """(ids, labels, weights) of a conversation: the loss on its last (assistant) turn, every
-    token weighted 1 (labels -100 and weight 0 on the prompt); `weigh_content`: the turn's text
-    before its tool call weighted so that it carries half the turn's loss."""
+    """(ids, labels, weights) of a conversation: the loss on its last (assistant) turn (labels
+    -100 on the prompt); weights None: every labelled token alike; `weigh_content`: the turn's
+    text before its tool call weighted so that it carries half the turn's loss."""
     import torch
 
     if conversation[-1]["role"] != "assistant":
@@ -175,6 +179,8 @@ def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = F
     completion_ids = said + rest
     ids = torch.tensor([prompt_ids + completion_ids])
     labels = torch.tensor([[-100] * len(prompt_ids) + completion_ids])  # learn the reply, not the prompt
-    weight = len(rest) / len(said) if said else 1.0  # the words said weigh as much as the rest of the turn
+    if not said:
+        return ids, labels, None  # every labelled token weighs 1
+    weight = len(rest) / len(said)  # the words said weigh as much as the rest of the turn
     weights = torch.tensor([[0.0] * len(prompt_ids) + [weight] * len(said) + [1.0] * len(rest)])
     return ids, labels, weights

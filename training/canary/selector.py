@@ -9,9 +9,9 @@ names are on every slate and the order is seeded per game, so neither a name nor
 the oracle without the task: the payoff table (printed before every run) shows each naming rule a
 listing supports losing a type detectably, and the canary's strata (the types) must each improve.
 It starts from a supervised warm-up that reads every slate member equally often, its reasoning
-first saying the task's type (those words weighted as the rest of the turn, from a model that
-attends to its last canary.attention_window tokens; the slate's first input ends with the task
-sentence), near a chance rate of 1/4 for the oracle: a warm start, not a teacher.
+first saying the task's type (those words weighted as the rest of the turn; no attention window:
+the slate's first input ends with its admissible actions, after the task sentence), near a chance
+rate of 1/4 for the oracle: a warm start, not a teacher.
 Each episode ends after the read (env.max_steps 1),
 so the outcome reward is 0 for every rollout and carries nothing: the only learning signal is
 the selector credit on the selection spans (the profiles that mix in the outcome,

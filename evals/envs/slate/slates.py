@@ -57,11 +57,9 @@ SYSTEM = ("You are an agent in a household text game. You choose which skill to 
 
 
 def first_input(slate_text: str, observation: str, admissible) -> str:
-    """The executor's first user turn after the instructions: slate, admissible actions, then the
-    scene, which ends with the task sentence: the task is read last, next to where the skill is
-    chosen, not ~500 tokens of actions before it (training's reset and the eval executor render it
-    with this one function)."""
-    return "\n".join([slate_text, "", "Admissible actions: " + ", ".join(admissible), "", observation.strip()])
+    """The executor's first user turn after the instructions: slate, scene, admissible actions
+    (training's reset and the eval executor render it with this one function)."""
+    return "\n".join([slate_text, "", observation.strip(), "", "Admissible actions: " + ", ".join(admissible)])
 
 
 def step_result(observation: str, won: bool, admissible) -> str:
