@@ -49,8 +49,10 @@ def held_until_go(folder):
         import ray
 
         node = ray.get_runtime_context().get_node_id()
-        with open(os.path.join(folder, uuid.uuid4().hex), "w") as f:
+        path = os.path.join(folder, uuid.uuid4().hex)
+        with open(path + ".tmp", "w") as f:  # whole or absent: the killer thread reads the folder meanwhile
             json.dump({"arm": name, "node": node, "t": time.time()}, f)
+        os.replace(path + ".tmp", path)
         deadline = time.time() + WAIT_S
         while not os.path.exists(os.path.join(folder, "go")):
             if time.time() > deadline:
@@ -64,7 +66,8 @@ def held_until_go(folder):
 
 
 def attempts(folder) -> list:
-    return sorted((json.loads((folder / n).read_text()) for n in os.listdir(folder) if n != "go"),
+    names = [n for n in os.listdir(folder) if n != "go" and not n.endswith(".tmp")]
+    return sorted((json.loads((folder / n).read_text()) for n in names),
                   key=lambda a: a["t"])
 
 
