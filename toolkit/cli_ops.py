@@ -105,8 +105,9 @@ def doctor_cmd(
 
 def canary_cmd(
     trainer: str = typer.Argument(..., help="curator | selector | optimize: the trainer to check."),
-    quick: bool = typer.Option(False, "--quick", help="The few-minute size (CI's slow suite); a GPU launch "
-                               "needs a canary passed at the default size."),
+    quick: bool = typer.Option(False, "--quick", help="The few-minute size (curator and selector about 2 min "
+                               "each on 2 cores, measured; CI's slow suite); a GPU launch needs a canary passed at "
+                               "the default size."),
     tune: bool = typer.Option(False, "--tune", help="Judge on the tuning split (env.seed's held-out games), free "
                               "to look at while building a miniature: it counts no look at the sealed split and "
                               "vouches for nothing (only a sealed canary at the default size does)."),

@@ -362,10 +362,9 @@ RULE = ("the trained runs pooled over every seed (paired by seed and task, exact
         "only a canary on the sealed split at its default size vouches for a launch")
 
 
-# What a canary took before canaries recorded their wall time and machine: the curator canary at
-# its default size, one seed and one control, on 2 idle CPU cores (docs/canaries.md, measured).
-UNTIMED = ("never timed in this ledger; one seed and one control took 30-80 min on 2 CPU cores in the project's "
-           "own runs, and a canary now runs every seed of canary.seeds with two controls")
+# A canary size neither this ledger nor the project has timed (Canary.measured holds what the
+# project measured, docs/canaries.md each run's numbers).
+UNTIMED = "never timed in this ledger, nor by the project at this size"
 
 
 def expected_time(config: str, timings: list, kind: dict, shipped: tuple | None = None) -> str:

@@ -74,6 +74,9 @@ class CuratorCanary(Canary):
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
     ran = ("skillos.training.canary.curator", "skillos.training.trainer", "skillos.training.reward")
     metric = "executor success at position 2 with the curator's sampled skill"
+    measured = {False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, commit c427186; "
+                              "2.3 GB resident at most"),
+                True: (132, "at its quick size, its slow test on 2 CPU cores, commit c427186")}
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
