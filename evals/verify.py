@@ -66,16 +66,28 @@ def run_rows(ledger: Ledger, run_id: int) -> dict:
             if r.get("arm") == (ev["arm"] or run["arm"]) and r.get("phase", "eval") == "eval"}
 
 
+def _begun_after(ledger: Ledger, fix_id: int, fix: dict, after_run_id: int) -> None:
+    """A fix is verified only by a run begun after it was recorded (the ledger's timestamps, to
+    the second): a run from before, such as another arm of the same experiment, ran without it."""
+    run = ledger.run(after_run_id)
+    if after_run_id == fix["before_run_id"]:
+        raise LedgerError(f"fix #{fix_id}: run #{after_run_id} is its run before; verify it with a run after the fix")
+    if run["started_at"] < fix["created_at"]:
+        raise LedgerError(f"fix #{fix_id}: run #{after_run_id} began at {run['started_at']}, before the fix was "
+                          f"recorded at {fix['created_at']}: it ran without the fix; verify with a run begun after it")
+
+
 def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, *, alpha: float, power: float,
                n_boot: int) -> dict:
-    """The run after a fix vs the run before it; the verdict words are `stats.verdicts`'s, in a
-    family of one (this fix's own test)."""
+    """The run after a fix (begun after the fix was recorded) vs the run before it; the verdict
+    words are `stats.verdicts`'s, in a family of one (this fix's own test)."""
     fix = ledger.fix(fix_id)
     if fix["metric"] not in METRICS:
         raise LedgerError(f"fix #{fix_id}: metric {fix['metric']!r} cannot be verified; "
                           f"measured metrics: {', '.join(METRICS)}")
     if fix["before_run_id"] is None:
         raise LedgerError(f"fix #{fix_id} names no run before it (--before)")
+    _begun_after(ledger, fix_id, fix, after_run_id)
     metric = fix["metric"]  # the number the failure named, not success by default
     before = run_outcomes(ledger, fix["before_run_id"], metric)
     after = run_outcomes(ledger, after_run_id, metric)

@@ -88,12 +88,13 @@ def test_every_report_says_the_same_words_for_the_same_numbers(control, treatmen
     seen["sweep"] = sweep.summarize(built)["rows"][0]["verdict"]
     with Ledger(tmp_path / "ledger.db") as ledger:  # compare and verify-fix, from the ledger
         exp = ledger.add_experiment("e")
-        before, after = record(ledger, tmp_path, exp, "no_memory", a), record(ledger, tmp_path, exp, "closed_loop", b)
+        before = record(ledger, tmp_path, exp, "no_memory", a)
+        failure = ledger.add_failure("x", "harness-bug")
+        fix = ledger.add_fix(failure, "y", "success_rate", "up", None, before)
+        after = record(ledger, tmp_path, exp, "closed_loop", b)  # begun after the fix: it may verify it
         (arm,) = compare_runs(ledger, [after], before, **SETTINGS, max_age_days=7.0, n_boot=200)["arms"]
         seen["compare"] = arm["verdict"]
         if treatment is not None:  # verify-fix refuses a comparison with nothing measured
-            failure = ledger.add_failure("x", "harness-bug")
-            fix = ledger.add_fix(failure, "y", "success_rate", "up", None, before)
             seen["verify-fix"] = verify_fix(ledger, fix, after, **SETTINGS, n_boot=200)["verdict"]
     comp = stats.compare(a, b, names=("best", "seed"), **SETTINGS, n_boot=200)
     aa = stats.accept_candidate(a, a, "paired", 2.0, 0.1)

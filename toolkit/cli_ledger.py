@@ -154,7 +154,8 @@ def fixes_add(
 
 
 @app.command("verify-fix")
-def verify_fix(fix_id: int, after: int = typer.Option(..., help="The run after the fix."),
+def verify_fix(fix_id: int, after: int = typer.Option(..., help="The run after the fix: begun after the fix was "
+                                                     "recorded (an earlier run ran without it and is refused)."),
                as_json: bool = JSON):
     """Gate 6: a fix is verified only if the number moved (paired before/after).
 
