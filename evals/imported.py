@@ -254,4 +254,5 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
             ledger.add_eval(run_id, arm, summary, str(path.resolve()), digest)
             ledger.end_run(run_id, "finished", f"imported from {len(sources)} file(s), {stamp}")
             runs.append({"run_id": run_id, "arm": arm, "denominators": summary})
+        ledger.correct("experiments", exp, "status", f"imported {len(runs)} arm(s), {stamp}", value="measured")
     return {"experiment_id": exp, "experiment": experiment, "import": stamp, "sources": sources, "runs": runs}

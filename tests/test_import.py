@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 from conftest import run_cli
+from skillos.ledger import Ledger
 
 GAMES = [f"task-{i:02d}" for i in range(40)]
 # by hand: the control wins the first 15 games; the treatment wins those too, plus 9 more (b=9),
@@ -40,6 +41,8 @@ def test_long_rows_mapped_by_flags_are_re_tested_exactly(tmp_path, skillos_home)
     assert (arm["comparison"]["b"], arm["comparison"]["c"]) == (9, 2)
     assert arm["comparison"]["p_value"] == pytest.approx(P_BY_HAND)
     assert arm["denominators"]["attempted"] == 40
+    with Ledger(skillos_home / "ledger.db") as ledger:  # an import ends measured, never left `planned`
+        assert ledger.experiment(recorded["experiment_id"])["status"] == "measured"
     db = sqlite3.connect(skillos_home / "ledger.db")
     configs = [json.loads(c) for (c,) in db.execute("SELECT config_json FROM runs")]
     assert all(c["imported"]["sources"] == {str(src.resolve()): recorded["sources"][str(src.resolve())]}

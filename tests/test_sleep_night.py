@@ -87,7 +87,7 @@ def test_a_night_stages_an_accepted_candidate_and_adopt_installs_it_with_a_backu
     assert staged["candidates"][0]["reason"].startswith("mean paired difference +1.000 vs 2·SE = 0.000 over 4")
     assert {len(json.loads(x)["sessions"]) for x in (proposal / "tasks.jsonl").read_text().splitlines()} == {1}
     with Ledger() as ledger:
-        assert [e["name"] for e in ledger.experiments()] == ["sleep:status-notes"]
+        assert [(e["name"], e["status"]) for e in ledger.experiments()] == [("sleep:status-notes", "measured")]
         (run,) = ledger.rows("runs")
         (cand,) = ledger.rows("candidates")
         assert run["status"] == "finished" and cand["verdict"] == "accept" and cand["run_id"] == run["id"]

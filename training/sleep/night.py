@@ -488,7 +488,9 @@ class Night:
                            self.tasks)  # that folder, whole
         write_atomic(self.night_dir / "report.json", json.dumps(report, indent=1))
         self.record_failures()
-        self.ledger.end_run(self.run_id, status, report["verdict"])
+        # the night is its experiment's whole launch: the experiment ends with it, not `planned`
+        self.ledger.end_experiment_run(self.run_id, status, report["verdict"],
+                                       experiment_status="measured" if status == "finished" else None)
         self.ended = True
         self.echo(f"night {self.night_id}: {report['verdict']}")
         if status == "refused":
@@ -512,7 +514,7 @@ class Night:
             return
         killed = isinstance(exc, (KeyboardInterrupt, SystemExit))
         why = f"{type(exc).__name__}: {exc}"[:500]
-        self.ledger.end_run(self.run_id, "aborted" if killed else "crashed", why)
+        self.ledger.end_experiment_run(self.run_id, "aborted" if killed else "crashed", why)
         try:
             from skillos.files import write_atomic
 
