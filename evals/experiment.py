@@ -95,8 +95,8 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
             rows = {job[1]: play_arm(*job, progress=progress) for job in jobs}
         else:
             rows = _play_in_parallel(jobs, workers, progress)
-    except KeyboardInterrupt:
-        record.interrupted()
+    except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, or `kill PID` (the CLI's SIGTERM raises SystemExit)
+        record.interrupted(exc)
         raise
     except BaseException as exc:
         record.crashed(exc)

@@ -45,12 +45,13 @@ class EvalRecord:
             self.runs[arm] = ledger.start_run(self.experiment, arm, snapshot, cfg.env.seed,
                                               executor_fingerprint(cfg))
 
-    def interrupted(self) -> None:
-        """Stopped by a person (Ctrl-C): the runs end as interrupted; not a failure."""
+    def interrupted(self, exc: BaseException | None = None) -> None:
+        """Stopped by a person (Ctrl-C, `kill PID`): the runs end as interrupted; not a failure."""
         if self.ledger is None:
             return
+        why = "stopped by " + (f"{type(exc).__name__} {exc}".strip() if exc is not None else "KeyboardInterrupt")
         for run in self.runs.values():
-            self.ledger.end_run(run, "interrupted", "stopped by KeyboardInterrupt")
+            self.ledger.end_run(run, "interrupted", why)
         self.ledger.correct("experiments", self.experiment, "status", "interrupted",
                             value="interrupted")
 

@@ -35,11 +35,15 @@ def test_eval_refuses_a_failing_config_and_records_why(tmp_path, game_cache, ski
         assert ("error-budget", "FAIL") in recorded and ("watchdog", "PASS") in recorded
         assert "sentinels" not in {name for name, _ in recorded}  # refused before a game was played
         assert ledger.rows("runs") == [] and ledger.rows("overrides") == []
+        (exp,) = ledger.experiments()  # refused before it ran: said so, not left `planned`
+        assert exp["status"] == "refused" and "eval refused by the launch gates (error-budget)" in \
+            [c["reason"] for c in exp["corrections"] if c["kind"] == "status"]
 
 
 def test_an_override_is_recorded_as_a_process_failure(tmp_path, game_cache, skillos_home):
     config = write_config(tmp_path, max_error_rate=0.5)
     reason = "pilot against a flaky endpoint; results not for claims"
+    assert run_cli("eval", config, *SMALL, "--out", tmp_path / "refused").returncode == 1  # first refused
     result = run_cli("eval", config, *SMALL, "--out", tmp_path / "run",
                      "--override", f"error-budget={reason}")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -51,6 +55,9 @@ def test_an_override_is_recorded_as_a_process_failure(tmp_path, game_cache, skil
         process = [f for f in ledger.failures() if f["category"] == "process"]
         assert len(process) == 1 and "error-budget overridden" in process[0]["what"]
         assert len(ledger.rows("runs")) == 2
+        (exp,) = ledger.experiments()  # refused, then launched with the override and measured
+        assert [c["value"] for c in exp["corrections"] if c["kind"] == "status"][:2] == ["refused", "planned"]
+        assert exp["status"] == "measured"
     postmortem = run_cli("postmortem")
     assert "override of gate 2 error-budget" in postmortem.stdout and reason in postmortem.stdout
 

@@ -133,22 +133,63 @@ def test_conclusions_are_corrections_with_history():
         ["no effect (MDE 20 pts)", "revised: +5 pts, n.s."]
 
 
-def test_an_interrupted_eval_is_not_a_failure(tmp_path, monkeypatch, game_cache):
+@pytest.mark.parametrize("stopped, why", [(KeyboardInterrupt(), "stopped by KeyboardInterrupt"),
+                                          (SystemExit(143), "stopped by SystemExit 143")])  # kill PID, in the CLI
+def test_an_interrupted_eval_is_not_a_failure(tmp_path, monkeypatch, game_cache, stopped, why):
     from skillos import config
     from skillos.evals import experiment
 
     def stop(*args, **kwargs):
-        raise KeyboardInterrupt
+        raise stopped
 
     monkeypatch.setattr(experiment, "play_arm", stop)
     cfg = config.from_dict({"env": {"n_games": 2, "n_train_games": 2}, "eval": {"workers": 1}})
     with Ledger(tmp_path / "l.db") as ledger:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(type(stopped)):
             experiment.run_eval(cfg, tmp_path / "run", ledger=ledger)
         assert ledger.failures() == []
         (exp,) = ledger.experiments()
         assert exp["status"] == "interrupted"
-        assert {r["status"] for r in ledger.experiment(exp["id"])["runs"]} == {"interrupted"}
+        runs = ledger.experiment(exp["id"])["runs"]
+        assert {(r["status"], r["detail"]) for r in runs} == {("interrupted", why)}
+
+
+def test_an_eval_stopped_by_sigterm_is_recorded_as_interrupted(tmp_path, skillos_home, game_cache):
+    """`kill PID` on a running `skillos eval`: its runs and experiment end as interrupted, never
+    left running."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    db = skillos_home / "ledger.db"
+    proc = subprocess.Popen([sys.executable, "-m", "skillos", "eval", str(ROOT / "evals" / "configs" / "quickstart.yaml"),
+                             "--n-games", "12", "--n-train-games", "12", "--out", str(tmp_path / "run")],
+                            env={**os.environ, "SKILLOS_HOME": str(skillos_home)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline, started = time.monotonic() + 300, 0
+    while time.monotonic() < deadline and not started and proc.poll() is None:
+        time.sleep(0.1)
+        if db.exists():
+            with sqlite3.connect(db) as con:
+                try:
+                    started = con.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]
+                except sqlite3.OperationalError:  # the ledger's tables are being made
+                    pass
+    assert started, "the eval never started its runs"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    assert "Traceback" not in err
+    with Ledger(db) as ledger:
+        (exp,) = ledger.experiments()
+        assert exp["status"] == "interrupted" and ledger.failures() == []
+        runs = ledger.experiment(exp["id"])["runs"]
+        assert len(runs) == 2 and {(r["status"], r["detail"]) for r in runs} == {("interrupted", "stopped by SystemExit 143")}
 
 
 def test_unwritable_skillos_home_is_one_line(tmp_path):

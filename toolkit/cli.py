@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from skillos.cli_common import (JSON, OUT, OVERRIDE, OVERWRITE, RESUME, SET, ProgressBars, console, echo_err, emit,
-                                load_config, resumable)
+                                end_on_sigterm, load_config, resumable)
 from skillos.cli_config import app as config_app
 from skillos.cli_models import app as models_app
 from skillos.cli_gate import gate_app
@@ -100,6 +100,7 @@ def _evaluate(cfg, out_dir: Optional[Path], override: List[str], resume: bool, o
     from skillos.evals.run_folder import default_out_dir
 
     out_dir = out_dir or default_out_dir(cfg)
+    end_on_sigterm()  # kill PID: the eval's runs end as interrupted in the ledger, not "running"
     with resumable(out_dir), ProgressBars() as bars:
         result = api.evaluate(cfg, out=out_dir, overrides=_overrides(override), resume=resume,
                               overwrite=overwrite, progress=bars, echo=echo_err, **command)

@@ -149,4 +149,10 @@ def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo("  " + r.line())
     for name in overrides:
         echo(f"  note: --override {name} not needed: that check did not fail")
+    recorded = ledger.experiment(experiment)
+    if report.failed and not recorded["runs"]:  # refused before it ever ran: not `planned`
+        ledger.correct("experiments", experiment, "status", f"{command} refused by the launch gates "
+                       f"({', '.join(r.check for r in report.failed)})", value="refused")
+    elif not report.failed and recorded["status"] == "refused":  # launched now: planned again until it runs
+        ledger.correct("experiments", experiment, "status", f"{command} passed the launch gates", value="planned")
     return refuse_on_failure(report, command, cfg=cfg, echo=echo)
