@@ -106,6 +106,7 @@ def test_a_gpu_launch_needs_a_plan_a_person_approved_at_a_terminal(tmp_path, ski
     run_cli("plan", PAPER, "--out", tmp_path / "plan.json")
     code, shown = at_terminal(skillos_home, "approve", tmp_path / "plan.json", typed=typed)
     assert "config hash " + cfg.hash() in shown and "cost: 56.0 GPU-h" in shown
+    assert "an estimate from the config's stated step time (420 s a step" in shown and "not a measured run" in shown
     with Ledger(skillos_home / "ledger.db") as ledger:
         rows = ledger.rows("approvals")
     if typed != "CODE":  # a wrong confirmation records nothing

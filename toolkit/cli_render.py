@@ -245,7 +245,11 @@ def plan_lines(p: dict) -> list[str]:
         (f"  cost: unmeasured ({c['reason']})" if c["gpu_hours"] is None and c["wall_hours"] is None else
          f"  cost: {num(c['gpu_hours'], '{:.1f} GPU-h', c['reason'])}, wall {num(c['wall_hours'], '{:.1f} h', c['reason'])}")
         + (f", {c['steps']} steps, {c['executor_calls']} executor calls at most"
-           f"{' (latency assumed)' if c['latency_assumed'] else ''}" if c.get("steps") else ""),
+           f"{' (latency assumed)' if c['latency_assumed'] else ''}" if c.get("steps") else "")
+        # a plan's cost is arithmetic on what the config states (training/plan.py), never a timed step
+        + (f"; an estimate from the config's stated step time ({c['step_seconds']:.0f} s a step: "
+           "compute.gpu_seconds_per_step and the executor's latency), not a measured run"
+           if c.get("step_seconds") is not None and c["gpu_hours"] is not None else ""),
         *(["  " + line for line in _ray_plan_lines(p["ray"])] if p.get("ray") else []),
         f"  spends GPUs: {'yes: ' + '; '.join(p['gpu_reasons']) if p['spends_gpus'] else 'no (no GPU named, no GPU-only backend)'}; gates: {p['gates']['counts']['FAIL']} "
         f"fail{' (' + ', '.join(p['gates']['failed']) + ')' if p['gates']['failed'] else ''}; "
