@@ -16,7 +16,9 @@ the canary prints it first and keeps it in `--json` as `payoff`.
 
 from __future__ import annotations
 
+from skillos.config.eval import EvalConfig
 from skillos.errors import SkillosError
+from skillos.evals import stats
 
 INPUT_DEPENDENT = "input-dependent"
 
@@ -26,9 +28,6 @@ def table(answers: dict, input_dependent: dict, strata: dict) -> dict:
     strata: task -> stratum. Per stratum each answer's successes of measured tasks, and per
     constant answer the stratum where the input-dependent answer beats it most (b/c, exact p)
     and whether that margin is detectable at alpha."""
-    from skillos.config.eval import EvalConfig
-    from skillos.evals import stats
-
     e = EvalConfig()
     names = sorted(set(strata.values()))
     tasks = {s: [t for t in sorted(strata) if strata[t] == s] for s in names}
