@@ -105,6 +105,16 @@ MIGRATIONS = {
     ALTER TABLE approvals ADD COLUMN witness_json TEXT;
     ALTER TABLE goals ADD COLUMN witness_json TEXT
     """,
+    # gate 7's watches (ledger/watchdog.py): each watchdog's life, which outlives its job by
+    # compute.watch_after_minutes; and the process that wrote each run, so a run still [running]
+    # whose writer is gone is a job that died without its final row.
+    7: """
+    CREATE TABLE watches (id INTEGER PRIMARY KEY, watcher_pid INTEGER NOT NULL, host TEXT NOT NULL,
+        job_pids TEXT, paths TEXT, gpus INTEGER, after_minutes REAL, log TEXT, started_at TEXT NOT NULL,
+        last_look_at TEXT, job_ended_at TEXT, ended_at TEXT, alarms INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'watching', detail TEXT);
+    ALTER TABLE runs ADD COLUMN pid INTEGER
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -135,7 +145,8 @@ CONTROL_VERDICTS = ("not detected", "not detected (below the MDE)", "can't tell 
 def canary_passed(result) -> bool:
     """A canary passed when its trained runs' pooled verdict is an improvement, every seed's run
     moved up (`seeds`), every stratum is an improvement of its own (`strata`, where the right answer
-    differs by input), and every negative control (`control`, and each of `controls`) was
+    differs by input), the trained runs beat the best constant answer (`versus_constant`, where
+    the result holds a payoff table), and every negative control (`control`, and each of `controls`) was
     measured and shows none (a control that could not be judged proves nothing), as the run
     recorded them."""
     if not isinstance(result, dict):
@@ -144,7 +155,10 @@ def canary_passed(result) -> bool:
     controls = [result.get("control")] + (list(more.values()) if isinstance(more, dict) else [None])
     seeds = result.get("seeds")  # every training seed's run moved up (training/canary RULE)
     strata = result.get("strata") or []  # each an improvement, where the right answer differs by input
+    # where the miniature has a payoff table, the trained runs beat its best constant answer
+    constant = result.get("versus_constant") if result.get("payoff") is not None else {"improvement": True}
     return (result.get("verdict") == "improvement"
+            and isinstance(constant, dict) and constant.get("improvement") is True
             and all(isinstance(c, dict) and c.get("verdict") in CONTROL_VERDICTS for c in controls)
             and isinstance(seeds, list) and bool(seeds)
             and all(isinstance(x, dict) and x.get("direction") == "up" for x in seeds)
@@ -158,6 +172,20 @@ def _sealed_games(result) -> str | None:
     held = result.get("held_out") if isinstance(result, dict) else None
     games = held.get("games") if isinstance(held, dict) and held.get("split") == "sealed" else None
     return games if isinstance(games, str) and games else None
+
+
+def pid_alive(pid) -> bool:
+    """Whether process `pid` runs on this host (a zombie has ended: its exit is only not yet
+    collected)."""
+    try:
+        state = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, ValueError, IndexError):
+        try:
+            os.kill(int(pid), 0)
+            return True
+        except (OSError, ValueError, OverflowError):
+            return False
 
 
 def _parsed(result_json):
@@ -446,7 +474,7 @@ class Ledger:
             arm_id=self.arm_id(experiment_id, arm) if experiment_id and arm else None,
             config_json=json.dumps(redact(config or {}), sort_keys=True), seed=seed,
             git_commit=commit, git_dirty=None if dirty is None else int(dirty),
-            executor_fingerprint=redact_text(executor_fingerprint), host=socket.gethostname())
+            executor_fingerprint=redact_text(executor_fingerprint), host=socket.gethostname(), pid=os.getpid())
 
     def end_run(self, run_id: int, status: str = "finished", detail: str | None = None) -> None:
         """Complete a run's record (the one in-place write: a lifecycle, not a correction)."""
@@ -602,6 +630,55 @@ class Ledger:
     def canaries(self, trainer: str | None = None) -> list[dict]:
         query = "SELECT * FROM canaries" + (" WHERE trainer = ?" if trainer else "") + " ORDER BY id"
         return [dict(r) for r in self.db.execute(query, (trainer,) if trainer else ())]
+
+    # -- gate 7's watches (ledger/watchdog.py) --------------------------------------------------
+    def start_watch(self, job_pids: list, paths: list, gpus: int, after_minutes: float, log: str | None) -> int:
+        """A watchdog (this process) starts watching a job's processes and paths."""
+        return self._insert("watches", stamp="started_at", watcher_pid=os.getpid(), host=socket.gethostname(),
+                            job_pids=json.dumps(list(job_pids)), paths=json.dumps([str(p) for p in paths]),
+                            gpus=gpus, after_minutes=after_minutes, log=log)
+
+    def watch_looked(self, watch_id: int, alarms: int, job_ended: bool) -> None:
+        """A look: when, the alarms so far, and (once) when the job was first seen ended."""
+        stamp = now()
+        self.db.execute("UPDATE watches SET last_look_at = ?, alarms = ?, job_ended_at = COALESCE(job_ended_at, ?) "
+                        "WHERE id = ?", (stamp, alarms, stamp if job_ended else None, watch_id))
+
+    def end_watch(self, watch_id: int, alarms: int, detail: str) -> None:
+        """The watchdog stopped itself (or was stopped): why, in `detail`."""
+        self.db.execute("UPDATE watches SET ended_at = ?, alarms = ?, status = 'ended', detail = ? "
+                        "WHERE id = ? AND ended_at IS NULL", (now(), alarms, redact_text(detail), watch_id))
+
+    def watches(self) -> list[dict]:
+        """Every watch, oldest first. `state`: watching (its watchdog is alive on this host), ended,
+        lost (recorded as watching, its watchdog gone without ending it) or unknown (on another host:
+        this one cannot see its processes)."""
+        try:
+            rows = [dict(r) for r in self.db.execute("SELECT * FROM watches ORDER BY id")]
+        except sqlite3.OperationalError:  # a read-only ledger from before watches
+            return []
+        here = socket.gethostname()
+        for row in rows:
+            for key in ("job_pids", "paths"):
+                row[key] = _parsed(row[key]) or []
+            if row["status"] == "ended":
+                row["state"] = "ended"
+            elif row["host"] != here:
+                row["state"] = "unknown"
+            else:
+                row["state"] = "watching" if pid_alive(row["watcher_pid"]) else "lost"
+        return rows
+
+    def orphaned_runs(self, since: str) -> list[dict]:
+        """Runs started on this host at or after `since` that are still [running] while the process
+        that wrote them is gone: each a job that died without its final row."""
+        try:
+            rows = self.db.execute("SELECT id, experiment_id, pid, started_at FROM runs WHERE status = 'running' "
+                                   "AND ended_at IS NULL AND host = ? AND started_at >= ? AND pid IS NOT NULL",
+                                   (socket.gethostname(), since)).fetchall()
+        except sqlite3.OperationalError:  # a ledger from before runs said their process
+            return []
+        return [dict(r) for r in rows if not pid_alive(r["pid"])]
 
     # -- failures ---------------------------------------------------------------------------
     def add_failure(self, what: str, category: str, modes=(), kind: str = "scientific",

@@ -104,3 +104,32 @@ def test_a_task_blind_selector_does_not_pass_by_the_canary_rule_and_reading_the_
         blind = {g.id: setup.slates[g.id].oracle == name for g in games}
         assert not canary_passed(judged(before, blind, tasks)), name
     assert canary_passed(judged(before, {g.id: True for g in games}, tasks))
+
+
+def test_a_trainer_that_learned_the_best_constant_answer_does_not_pass_however_low_its_start():
+    """The rule's clause: the trained runs must beat the payoff table's best constant answer on
+    the same tasks. A warm start below a constant answer lets a task-blind run improve on its
+    start in every stratum (the curator's shuffled control did: 95 -> 112 of 216); judged against
+    the constant it gains nothing. A run that reads its input beats it."""
+    tasks = strata(20)
+    index = {t: i for i, t in enumerate(sorted(tasks))}
+    both = {t: index[t] % 4 != 0 for t in tasks}  # a constant answer: 15 of 20 in each stratum
+    none = {t: index[t] % 4 == 0 for t in tasks}
+    right = {t: True for t in tasks}
+    table = payoff.table({"both": both, "no skill": none}, right, tasks)
+    assert table["best_constant"]["answer"] == "both" and table["best_constant"]["won"] == 30
+    assert any("the best constant answer over every stratum: both (30/40)" in line for line in payoff.lines(table))
+    low = {t: index[t] % 10 == 0 for t in tasks}  # a warm start at 2 of 20 per stratum
+    runs = [Measured("m", dict(low), dict(both), dict(low), flipped_after=dict(low), seed=s, strata=dict(tasks))
+            for s in (0, 1, 2)]
+    blind = {**judged_result(runs, None, table), "payoff": table}
+    assert blind["rule"]["pooled_improvement"] and blind["rule"]["every_stratum_improves"]  # up on its start
+    assert blind["rule"]["beats_best_constant"] is False and not canary_passed(blind)
+    v = blind["versus_constant"]
+    assert (v["answer"], v["n"], v["b"], v["c"]) == ("both", 120, 0, 0)
+    reads = [Measured("m", dict(low), dict(right), dict(low), flipped_after=dict(low), seed=s, strata=dict(tasks))
+             for s in (0, 1, 2)]
+    read = {**judged_result(reads, None, table), "payoff": table}
+    assert read["rule"]["beats_best_constant"] is True and canary_passed(read)
+    assert (read["versus_constant"]["b"], read["versus_constant"]["c"]) == (30, 0)
+    assert canary_passed({**read, "versus_constant": None}) is False  # a payoff table and no comparison: no pass

@@ -214,3 +214,96 @@ def test_skillos_watch_stops_a_real_stalled_process(tmp_path, skillos_home):
         assert refused.returncode == 2 and "--stop-on stal: not one of stall, device-idle" in refused.stderr
     finally:
         job.kill()
+
+
+def test_the_watch_goes_on_after_the_job_and_stops_itself(tmp_path):
+    """compute.watch_after_minutes: a job that ended leaves the watch looking at the box; GPUs
+    idle 10 min after it alarm; a busy box (another job's) is watched for the whole window, then
+    the watchdog stops itself, and its row in the ledger says so."""
+    dog, clock, probes, ledger, lines = make(tmp_path, after_minutes=30)
+    dog.start()
+    probes.pids_alive[1] = False  # the job ended
+    started = clock()
+    alarms = dog.run(interval_s=60, max_ticks=1000, sleep=lambda s: clock.minutes(s / 60))
+    assert [a.kind for a in alarms] == ["process-exited"]  # the box stayed busy: nothing idle
+    assert 30 <= (clock() - started) / 60 <= 32  # it watched the whole window after the job, then stopped
+    (watch,) = ledger.watches()
+    assert watch["state"] == "ended" and watch["job_ended_at"] and "30 min" in watch["detail"]
+
+    dog, clock, probes, ledger, _ = make(tmp_path / "idle", after_minutes=30)
+    dog.start()
+    probes.pids_alive[1], probes.busy = False, 0.0  # the job died and its GPUs sit idle
+    alarms = dog.run(interval_s=60, max_ticks=1000, sleep=lambda s: clock.minutes(s / 60))
+    assert [a.kind for a in alarms] == ["process-exited", "box-idle"]
+    assert [f["gate"] for f in ledger.failures()] == ["7"]
+
+
+def test_a_job_that_died_without_its_final_row_is_an_alarm(tmp_path):
+    """A run of this host begun since the watch started, still [running] while the process that
+    wrote it is gone, is an alarm in the ledger naming the run; a run that ended is not."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "l.db"
+    dog, clock, probes, ledger, lines = make(tmp_path)
+    dog.start()
+    write = ("import os, sys; from skillos.ledger import Ledger; l = Ledger(sys.argv[1]); "
+             "r = l.start_run(None, config={{}}); {end}; os._exit(0)")
+    subprocess.run([sys.executable, "-c", write.format(end="l.end_run(r)"), str(path)], check=True)
+    subprocess.run([sys.executable, "-c", write.format(end="pass"), str(path)], check=True)  # killed mid-run
+    running = [r for r in ledger.rows("runs") if r["status"] == "running"]
+    assert len(running) == 1
+    probes.pids_alive[1] = False
+    raised = dog.tick()
+    assert [a.kind for a in raised] == ["process-exited", "job-died"]
+    assert f"run #{running[0]['id']} is still [running]" in raised[1].message
+    (failure,) = ledger.failures()
+    assert failure["run_id"] == running[0]["id"] and failure["detected_by"] == "watchdog"
+    assert dog.tick() == []  # said once
+
+
+def test_a_launch_watch_outlives_its_job_and_a_kill_is_recorded(tmp_path, skillos_home):
+    """The real watchdog process beside a job killed mid-run: after the launch's block exits the
+    watchdog is still watching (`ledger watch` lists it live), records that the job died without
+    its final row, and stops itself when its window after the job is over."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from conftest import run_cli
+    from skillos.ledger.watchdog import watching
+
+    path = skillos_home / "ledger.db"
+    job = subprocess.Popen([sys.executable, "-c", "import sys, time; from skillos.ledger import Ledger; "
+                            "Ledger(sys.argv[1]).start_run(None, config={}); print('run', flush=True); time.sleep(600)",
+                            str(path)], stdout=subprocess.PIPE, text=True)
+    lines = []
+    with watching([tmp_path], path, stall_minutes=60, interval_s=0.1, echo=lines.append, pids=[job.pid],
+                  after_minutes=0.1) as dog:
+        assert job.stdout.readline().strip() == "run"
+        job.kill()
+        job.wait()
+    assert dog.poll() is None  # the launch is over; its watch is not
+    live = json.loads(run_cli("ledger", "watch", "--live", "--json").stdout)
+    assert [w["watcher_pid"] for w in live] == [dog.pid] and live[0]["after_minutes"] == 0.1
+    assert dog.wait(timeout=60) == 0  # it stops itself
+    (watch,) = json.loads(run_cli("ledger", "watch", "--json").stdout)
+    assert watch["state"] == "ended" and watch["alarms"] >= 1 and watch["job_ended_at"]
+    with Ledger(path) as ledger:
+        (died,) = [f for f in ledger.failures() if "without its final row" in f["what"]]
+    assert died["gate"] == "7" and died["run_id"] is not None
+    assert run_cli("ledger", "watch", "--live").stdout.strip() == "no watch recorded"
+
+
+def test_a_launch_watches_after_its_job_only_where_gpus_can_sit_idle():
+    from skillos.config.loading import with_sets
+    from skillos.config.schema import Config
+    from skillos.ledger.watchdog import launch_watch
+
+    cpu = launch_watch(Config(), ["out"], "here")
+    assert cpu["after_minutes"] == 0 and "no accelerators" in cpu["after"]
+    gpus = launch_watch(with_sets(Config(), ["compute.gpu=H100:2", "compute.watch_after_minutes=45"]), ["out"], "here")
+    assert gpus["after_minutes"] == 45 and "--after-minutes" in gpus["command"] and "2 GPU(s)" in gpus["after"]
+    modal = launch_watch(with_sets(Config(), ["compute.gpu=H100:2", "compute.backend=modal"]), ["out"], "here")
+    assert modal["after_minutes"] == 0 and "ends with the job" in modal["after"]

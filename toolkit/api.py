@@ -659,4 +659,5 @@ def _watching(cfg: Config, paths: list, ledger, echo: Echo):
     w = launch_watch(cfg, paths, WATCHED)
     if w is None:
         return contextlib.nullcontext()
-    return watching(w["paths"], ledger.path, w["stall_minutes"], gpus=w["gpus"], echo=echo or _quiet)
+    return watching(w["paths"], ledger.path, w["stall_minutes"], gpus=w["gpus"], echo=echo or _quiet,
+                    after_minutes=w["after_minutes"])

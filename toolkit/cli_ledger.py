@@ -230,6 +230,19 @@ def canaries(as_json: bool = JSON):
     emit(data, as_json, canary_standing_lines)
 
 
+@app.command("watch")
+def watch(live: bool = typer.Option(False, "--live", help="Only the watches whose watchdog runs now."),
+          as_json: bool = JSON):
+    """Gate 7's watches, live and past: each launch's watchdog, its job, its alarms, and how long it
+    goes on after the job (compute.watch_after_minutes); a watch recorded as running whose watchdog
+    is gone is LOST."""
+    from skillos.cli_render import watch_lines
+
+    with _ledger() as ledger:
+        rows = [w for w in ledger.watches() if w["state"] == "watching" or not live]
+    emit(rows, as_json, watch_lines)
+
+
 @app.command("approvals")
 def approvals(as_json: bool = JSON):
     """Every approved plan, with who approved it, at which terminal, under which processes, and

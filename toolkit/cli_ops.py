@@ -59,12 +59,23 @@ def watch(
                                       "(SIGTERM, then SIGKILL after config.STOP_GRACE_S): stall or device-idle (repeatable)."),
     ledger_path: Optional[Path] = typer.Option(None, "--ledger", help="The ledger file alarms go to "
                                                "(default $SKILLOS_HOME/ledger.db)."),
+    after_minutes: Optional[float] = typer.Option(None, "--after-minutes", min=0, help="How long the watch goes "
+                                                  "on after the job ends (default: --idle-minutes; 0: it stops "
+                                                  "at its first look after the end)."),
+    done_file: Optional[Path] = typer.Option(None, "--done-file", help="The job is over once this file exists "
+                                             "(a launch whose own process lives on creates it)."),
+    log: Optional[Path] = typer.Option(None, "--log", help="Also write every line to this file (a launch's "
+                                       "watch outlives the launch's terminal)."),
+    since: Optional[str] = typer.Option(None, "--since", help="The runs it answers for began at or after this "
+                                        "ledger time (default: when it starts)."),
 ):
     """Gate 7: watch the box, not the job.
 
     Alarms go to stdout and the ledger; stops when the job has ended and the box has been idle
-    for --idle-minutes, or --idle-minutes after the job ended with the box busy (another job).
-    Every launch that gates it starts one beside itself.
+    for --idle-minutes, or --after-minutes after the job ended. A job that died without its final
+    row (a run of this host begun since the watch started, still [running] while the process
+    that wrote it is gone) is an alarm too. Every launch that gates it starts one beside itself;
+    `skillos ledger watch` lists live and past watches.
     """
     from skillos.ledger import Ledger
     from skillos.ledger.watchdog import Watchdog, WatchConfig
@@ -77,9 +88,19 @@ def watch(
         if kind not in STOP_ON:
             raise SkillosError(f"--stop-on {kind}: not one of {', '.join(STOP_ON)}")
     config = WatchConfig(list(pid), [str(p) for p in path], stall_minutes, idle_minutes,
-                         busy_percent, gpus, list(stop_on))
+                         busy_percent, gpus, list(stop_on), after_minutes=after_minutes,
+                         done_file=str(done_file) if done_file else None, since=since)
+    say = typer.echo
+    if log is not None:
+        written = log.open("a", buffering=1)  # line-buffered: a launch relays what it reads there
+
+        def say(line: str) -> None:
+            written.write(line + "\n")
+            typer.echo(line)
     with Ledger(ledger_path) as ledger:
-        alarms = Watchdog(config, ledger=ledger, echo=typer.echo).run(interval, max_ticks)
+        dog = Watchdog(config, ledger=ledger, echo=say)
+        dog.start(str(log) if log else None)
+        alarms = dog.run(interval, max_ticks)
     recorded = sum(a.kind != "process-exited" for a in alarms)
     emit(alarms, False,
          lambda a: [f"watch ended: {len(a)} alarm(s), {recorded} recorded as failures in {ledger.path}"])

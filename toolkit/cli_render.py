@@ -417,6 +417,23 @@ def canary_standing_lines(rows: list) -> list[str]:
     return out or ["no canary recorded"]
 
 
+def watch_lines(rows: list) -> list[str]:
+    """`ledger watch`: each of gate 7's watches, live or past, with its job, alarms and end."""
+    out = []
+    for w in rows:
+        job = f"job pid(s) {', '.join(map(str, w['job_pids'])) or 'none'}"
+        ended = (f"job ended {w['job_ended_at']}" if w["job_ended_at"] else "job not seen ended")
+        tail = {"watching": f"watching (pid {w['watcher_pid']}), last look {w['last_look_at'] or 'not yet'}",
+                "ended": f"ended {w['ended_at']}: {w['detail']}",
+                "lost": f"LOST: its watchdog (pid {w['watcher_pid']}) is gone without ending it; last look "
+                        f"{w['last_look_at'] or 'none'}",
+                "unknown": f"recorded watching on host {w['host']}: this host cannot see it"}[w["state"]]
+        out.append(f"#{w['id']} [{w['state']}] started {w['started_at']} on {w['host']}; {job}; {ended}; "
+                   f"{w['alarms']} alarm(s); after the job: {w['after_minutes']:g} min; {tail}"
+                   + (f"; log {w['log']}" if w["log"] else ""))
+    return out or ["no watch recorded"]
+
+
 def goal_lines(g: dict) -> str:
     """One goal of `ledger goal --list`: when, by whom, what."""
     return f"#{g['id']} {g['created_at']} set by {g['set_by']}: {g['text']}"

@@ -163,6 +163,7 @@ class Compute:
     modules: tuple = ()  # what must import for it to run: the gates' extras check
     install: str = ""  # the line that installs those modules
     watched: str = ""  # where gate 7's watchdog runs beside a training launch
+    box_outlives_job: bool = True  # the machine lives on after the job (False: it ends with it, billing nothing after)
 
     def launch_functions(self):
         """(plan, run) of its training launch (training/launch.py)."""
@@ -182,7 +183,7 @@ COMPUTE: Registry[Compute] = Registry(
             multi_node=True,
             watched="a process on this machine beside `accelerate launch`, watching it and the output folder"),
     Compute("modal", trains="skillos.training.launch:plan_modal,run_modal", spends_gpus=True, own_image=True,
-            gpu_by_type=True, watched="a process in the Modal container beside the job, watching it and the output "
+            gpu_by_type=True, box_outlives_job=False, watched="a process in the Modal container beside the job, watching it and the output "
                                       "folder on the volume, recording to the volume's ledger"),
     Compute("ray", distributes=True, modules=RAY_MODULES, install=RAY_INSTALL),  # evals and sweeps only
 )

@@ -153,7 +153,7 @@ def _watched(p: dict, pid: int, ledger_path, echo):
     if not w:
         return contextlib.nullcontext()
     return watching(w["paths"], ledger_path, w["stall_minutes"], gpus=w["gpus"], echo=echo, pids=[pid],
-                    stop_on=w.get("stop_on"))
+                    stop_on=w.get("stop_on"), after_minutes=w.get("after_minutes", 0.0))
 
 
 def launch_modal(p: dict) -> int:

@@ -43,6 +43,12 @@ class ComputeConfig:
     stall_minutes: float = field(default=30.0, metadata={"bounds": (1e-3, 1e6), 
         "help": "the watchdog alarms when the output folder has not grown, or the device has been idle, this "
                 "long while the job is alive"})
+    watch_after_minutes: float = field(default=30.0, metadata={"bounds": (0.0, 1e6),
+        "help": "gate 7 outlives the job: after a launch on GPUs exits (any way) its watchdog keeps watching the "
+                "box this long, alarming in the ledger when the GPUs sit idle 10 min (or this, if shorter) or the "
+                "job died without its final row, then stops itself (skillos ledger watch lists it); 0: it stops "
+                "with the job. A launch without GPUs, or on a machine that ends with the job (modal), is watched "
+                "until the job ends and its final row is checked"})
     stop_on: list = field(default_factory=list, metadata={"choices": STOP_ON, 
         "help": "alarms on which the watchdog stops a training launch (SIGTERM, then SIGKILL after "
                 "config.compute.STOP_GRACE_S), recorded in the ledger: stall (the output folder has not grown for "

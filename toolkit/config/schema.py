@@ -91,7 +91,8 @@ class Config:
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
 # here are the same experiment (the same family, the same Config.hash()).
 OPERATIONAL_KEYS = ("eval.workers", "env.engine_workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
-                    "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "sweep.port",
+                    "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "compute.watch_after_minutes",
+                    "sweep.port",
                     "compute.ray_address", "compute.ray_max_retries", "compute.ray_gpus_per_task",
                     "compute.stop_on", "compute.servers")
 

@@ -328,7 +328,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
         raise
     ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
     held_out = looked_at(resolved, measured, key, ledger)
-    result = {**judged_result(measured, held_out["looks"]), "held_out": held_out, "trainer": key, "quick": quick,
+    result = {**judged_result(measured, held_out["looks"], table), "held_out": held_out, "trainer": key, "quick": quick,
               "compute": sets,
               "code_hash": ran["code_hash"], "identity": ran, "wall_s": round(time.perf_counter() - started, 1),
               "machine": kind, "output_dir": str(folder), "payoff": table}
@@ -357,7 +357,9 @@ def alert_verdict(cfg, result: dict, echo) -> dict | None:
 RULE = ("the trained runs pooled over every seed (paired by seed and task, exact McNemar, Bonferroni over every "
         "judged look at the sealed held-out games) are an improvement at alpha; every seed's trained run moved up "
         "(more tasks gained than lost); where the right answer differs by input, every stratum (task type) pooled "
-        "over the seeds is an improvement at alpha on its own, so a trainer that ignored its input cannot pass; "
+        "over the seeds is an improvement at alpha on its own, and the trained runs pooled are an improvement at "
+        "alpha (the same correction) over the payoff table's best constant answer on the same tasks, so a trainer "
+        "that ignored its input cannot pass however low its start; "
         "and neither negative control, pooled over the seeds, is an improvement; "
         "only a canary on the sealed split at its default size vouches for a launch")
 
@@ -463,12 +465,38 @@ def _direction(difference) -> str:
     return "unmeasured" if difference is None else "up" if difference > 0 else "down" if difference < 0 else "flat"
 
 
-def judged_result(measured: list, looks: int | None = None) -> dict:
+def versus_constant(measured: list, payoff: dict | None, looks: int | None = None) -> dict | None:
+    """The trained runs pooled over the seeds vs the payoff table's best constant answer on the same
+    tasks (each seed's after paired with the constant's outcome on that task; exact McNemar,
+    Bonferroni over `looks` as the trained comparison): None where the canary has no payoff table."""
+    from skillos.config.eval import EvalConfig
+    from skillos.evals import stats
+
+    best = (payoff or {}).get("best_constant")
+    if not best:
+        return None
+    e = EvalConfig()
+    constant = {f"{m.seed}|{task}": best["outcomes"].get(task) for m in measured for task in m.after}
+    after = {f"{m.seed}|{task}": outcome for m in measured for task, outcome in m.after.items()}
+    c = stats.compare(constant, after, names=("trained", best["answer"]), alpha=e.alpha, power=e.power,
+                      n_boot=e.bootstrap)
+    verdict = (stats.verdicts({"trained": c}, alpha=e.alpha, correction="bonferroni", family_size=looks,
+                              family=f"{looks} judged look(s) at the sealed canary split") if looks else
+               stats.verdicts({"trained": c}, alpha=e.alpha, family="canary trained vs the best constant answer",
+                              correction="none"))["trained"]
+    return {"answer": best["answer"], "n": c.n_paired, "constant": c.control_rate, "after": c.treatment_rate,
+            "b": c.b, "c": c.c, "p": c.p_value, "p_corrected": verdict.p_adjusted, "verdict": verdict.label,
+            "improvement": verdict.word == "improvement"}
+
+
+def judged_result(measured: list, looks: int | None = None, payoff: dict | None = None) -> dict:
     """The pooled verdicts (the result's top-level numbers and controls), each seed's own, and
     the rule with whether each of its clauses held. `looks`: judged looks at the sealed split
-    (this one included): the pooled trained p is Bonferroni-corrected over them."""
+    (this one included): the pooled trained p is Bonferroni-corrected over them. `payoff`: the
+    miniature's payoff table, whose best constant answer the trained runs must beat."""
     together = pooled(measured)
     judged = judge(together, looks)
+    constant = versus_constant(measured, payoff, looks)
     trained, c = judged["trained"], judged["trained"]["comparison"]
     strata = by_stratum(together)
     seeds = []
@@ -488,10 +516,11 @@ def judged_result(measured: list, looks: int | None = None) -> dict:
         "verdict": trained["verdict"].label, "control": _control(judged["control"]),
         # every further control must show no improvement too (ledger.store.canary_passed)
         "controls": {k: _control(judged[k]) for k in controls if k != "control"},
-        "seeds": seeds, "strata": strata,
+        "seeds": seeds, "strata": strata, "versus_constant": constant,
         "rule": {"text": RULE, "pooled_improvement": trained["verdict"].word == "improvement",
                  "every_seed_up": all(x["direction"] == "up" for x in seeds),
                  "every_stratum_improves": all(x["improvement"] for x in strata) if strata else None,
+                 "beats_best_constant": None if constant is None else constant["improvement"],
                  "no_control_improves": all(judged[k]["verdict"].word != "improvement" for k in controls)},
         "n_dropped": c.n_dropped, "reasons": {k: judged[k]["verdict"].reasons for k in judged},
         "detail": {str(m.seed): m.detail for m in measured},
@@ -544,8 +573,18 @@ def line(result: dict) -> str:
                     for x in result.get("seeds") or [])
             + "".join(f" ({x.get('stratum')}: b/c {x.get('b')}/{x.get('c')} of {x.get('n')}, {x.get('verdict')})"
                       for x in result.get("strata") or [])
+            + _versus_constant(result.get("versus_constant"))
             + f"; {said}; "
             f"{result['wall_s']:.0f} s; code {result['code_hash']}")
+
+
+def _versus_constant(v) -> str:
+    if not isinstance(v, dict):
+        return ""
+    p = "unmeasured" if v.get("p") is None else f"{v['p']:.2g}"
+    rate = "unmeasured" if v.get("constant") is None else f"{v['constant']:.0%}"
+    return (f"; vs the best constant answer ({v.get('answer')}, {rate}): b/c {v.get('b')}/{v.get('c')}"
+            f" of {v.get('n')}, p {p}: {v.get('verdict')}")
 
 
 def _split(result: dict) -> str:

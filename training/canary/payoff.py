@@ -54,7 +54,20 @@ def table(answers: dict, input_dependent: dict, strata: dict) -> dict:
         margins[name] = best
     beaten = all(m is not None and m["detectable"] for m in margins.values())
     return {"strata": names, "tasks": {s: len(tasks[s]) for s in names}, "success": rows, "margin": margins,
-            "alpha": e.alpha, "every_constant_loses": beaten and bool(margins)}
+            "alpha": e.alpha, "every_constant_loses": beaten and bool(margins),
+            "best_constant": best_constant(answers, rows)}
+
+
+def best_constant(answers: dict, rows: dict) -> dict | None:
+    """The constant answer with the most held-out successes over every stratum (ties: the first by
+    name), with its outcome on each task: the most a trainer that ignored its input could learn,
+    which a canary's trained runs must beat (training/canary RULE)."""
+    if not answers:
+        return None
+    won = {name: sum(r["won"] for r in rows[name].values()) for name in answers}
+    name = max(sorted(answers), key=lambda n: won[n])
+    return {"answer": name, "won": won[name], "of": sum(r["of"] for r in rows[name].values()),
+            "outcomes": dict(answers[name])}
 
 
 def lines(payoff: dict) -> list[str]:
@@ -70,6 +83,10 @@ def lines(payoff: dict) -> list[str]:
         out.append(f"  {name}: {cells}{loses}")
     out.append("  every constant answer loses a stratum detectably: "
                + ("yes" if payoff["every_constant_loses"] else "NO"))
+    best = payoff.get("best_constant")
+    if best:
+        out.append(f"  the best constant answer over every stratum: {best['answer']} ({best['won']}/{best['of']}): "
+                   "the trained runs must beat it (the pass rule)")
     return out
 
 
