@@ -26,6 +26,7 @@ from skillos.registry import compute_of
 from skillos.evals import report as reporting
 from skillos.evals import conclusion, run_folder, trace
 from skillos.evals.arms import arm_settings, game_sets, learns, load_games
+from skillos.evals.backends import usage
 from skillos.evals.envs.registry import environment
 from skillos.evals.runner import curation_progress, run_arm
 from skillos.files import write_atomic
@@ -38,9 +39,11 @@ Progress = Callable[[str, str, int, int, str], None]
 
 
 def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress | None = None,
-             ledger=None, resume: bool = False, overwrite: bool = False) -> dict:
+             ledger=None, resume: bool = False, overwrite: bool = False, gate_tokens: dict | None = None) -> dict:
     """Run every arm; write games.jsonl, curation.jsonl, the curated repo and report.json, and
     record the experiment, its runs and evals in `ledger` (a skillos.ledger.Ledger) if given.
+    `gate_tokens`: what the launch gates' dry run spent before it (usage.since), reported beside
+    the arms' own.
 
     An output folder that is not empty is refused unless `resume` (continue it: finished games
     are not played again) or `overwrite` (delete it and start over)."""
@@ -49,14 +52,15 @@ def run_eval(cfg: Config, out_dir: str | Path | None = None, progress: Progress 
     created = not out.exists()
     lock = RunLock(out).acquire()  # one writer per folder: a second one, or a resume while it lives, is refused
     try:
-        return _run_eval_locked(cfg, out, progress, ledger, resume, overwrite)
+        return _run_eval_locked(cfg, out, progress, ledger, resume, overwrite, gate_tokens)
     finally:
         lock.release()
         if created and {p.name for p in out.iterdir()} <= {RunLock.NAME}:
             shutil.rmtree(out, ignore_errors=True)  # refused before anything was written: no folder
 
 
-def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, overwrite: bool) -> dict:
+def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, overwrite: bool,
+                     gate_tokens: dict | None = None) -> dict:
     done = _prepare_out(out, cfg, resume, overwrite)
     check_inputs(cfg)  # named inputs exist (beside the config file) before anything is played
     for arm in cfg.eval.arms:
@@ -102,12 +106,47 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
         record.crashed(exc)
         raise
     result = reporting.build(cfg, rows, out, n_train=len(train))
+    result["api_cost"] = api_cost(cfg, {arm: getattr(r, "tokens", None) for arm, r in rows.items()}, gate_tokens)
     record.finished(result, out / run_folder.GAMES)
     if ledger is not None and cfg.family is None:  # the default conclusion, from the verdicts (a matrix
         # writes one for all its runs); anyone may add theirs beside it
         result["ledger"]["conclusion"] = conclusion.write(ledger, result["ledger"]["experiment_id"], result)
     write_atomic(out / run_folder.REPORT, json_text(result))  # redacted, atomic, no Infinity
     return result
+
+
+def api_cost(cfg: Config, tokens: dict, gate_tokens: dict | None = None) -> dict:
+    """What the run's paid API calls were estimated to cost before it ran (toolkit/prices.py) and
+    what its calls measured, per arm and for the launch gates' dry run (`gate_tokens`; None: not
+    counted, this eval was started without its gates): the tokens the endpoints reported and their
+    cost at the same prices (None + reason where calls were not counted in a process this one saw)."""
+    from skillos import prices
+
+    priced = {f"{s.backend}:{s.model}": prices.price(s) if prices.paid(s) else prices.Price(0.0, 0.0, "not billed")
+              for s in (cfg.executor, cfg.curator, cfg.judge)}
+    measured = {}
+    for arm, used in tokens.items():
+        if used is None:
+            measured[arm] = {"tokens": None, "usd": None, "reason": "played where this process could not count its "
+                                                                    "calls (a Ray task)"}
+            continue
+        measured[arm] = _priced(used, priced)
+    measured_gates = (_priced(gate_tokens, priced) if gate_tokens is not None else
+                      {"tokens": None, "usd": None, "reason": "run without the launch gates (no dry run counted)"})
+    return {"estimate": prices.estimate(cfg), "measured": measured, "gates_dry_run": measured_gates}
+
+
+def _priced(used: dict, priced: dict) -> dict:
+    """Tokens by backend:model and their cost at `priced` (None where a price or a count is missing)."""
+    usd, unknown = 0.0, []
+    for key, row in used.items():
+        p = priced.get(key)
+        if p is None or not p.known or row["unreported_calls"]:
+            unknown.append(key)
+        else:
+            usd += (row["prompt_tokens"] * p.input + row["completion_tokens"] * p.output) / 1e6
+    return {"tokens": used, "usd": None if unknown else usd,
+            "reason": f"no price or unreported tokens for {', '.join(unknown)}" if unknown else None}
 
 
 def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
@@ -149,7 +188,22 @@ def _prepare_out(out: Path, cfg: Config, resume: bool, overwrite: bool) -> dict:
 
 def play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | None = None,
              progress: Progress | None = None):
-    """One arm, start to end: curation on train games first for the arms that learn."""
+    """One arm, start to end: curation on train games first for the arms that learn; its result
+    says what its model calls used (`tokens`, by backend:model, as the endpoints reported them)."""
+    before = usage.snapshot()
+    rows = ArmRows(_play_arm(cfg, arm, held_out, train, out, done, progress))
+    rows.tokens = usage.since(before)
+    return rows
+
+
+class ArmRows(list):
+    """An arm's rows in game order, and `tokens`: what its model calls used in the process that
+    played it (usage.since), which travels with the rows from a worker process."""
+
+    tokens: dict | None = None
+
+
+def _play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | None, progress: Progress | None):
     done = done or {}
     env = environment(cfg)
     tasks = list(held_out) + list(train)

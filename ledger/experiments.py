@@ -71,7 +71,7 @@ class EvalRecord:
         digest = hashlib.sha256(jsonl.read_bytes()).hexdigest()
         for arm, run in self.runs.items():
             self.ledger.add_eval(run, arm, result["arms"][arm], str(jsonl.resolve()), digest)
-            self.ledger.end_run(run, "finished")
+            self.ledger.end_run(run, "finished", tokens=(result.get("api_cost") or {}).get("measured", {}).get(arm))
             self._curator_failures(arm, run, result)
         self.ledger.correct("experiments", self.experiment, "status", "eval finished",
                             value="measured")

@@ -113,7 +113,8 @@ MIGRATIONS = {
         job_pids TEXT, paths TEXT, gpus INTEGER, after_minutes REAL, log TEXT, started_at TEXT NOT NULL,
         last_look_at TEXT, job_ended_at TEXT, ended_at TEXT, alarms INTEGER NOT NULL DEFAULT 0,
         status TEXT NOT NULL DEFAULT 'watching', detail TEXT);
-    ALTER TABLE runs ADD COLUMN pid INTEGER
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    ALTER TABLE runs ADD COLUMN tokens_json TEXT
     """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -476,10 +477,13 @@ class Ledger:
             git_commit=commit, git_dirty=None if dirty is None else int(dirty),
             executor_fingerprint=redact_text(executor_fingerprint), host=socket.gethostname(), pid=os.getpid())
 
-    def end_run(self, run_id: int, status: str = "finished", detail: str | None = None) -> None:
-        """Complete a run's record (the one in-place write: a lifecycle, not a correction)."""
-        self.db.execute("UPDATE runs SET ended_at = ?, status = ?, detail = ? WHERE id = ? "
-                        "AND ended_at IS NULL", (now(), status, redact_text(detail), run_id))
+    def end_run(self, run_id: int, status: str = "finished", detail: str | None = None,
+                tokens: dict | None = None) -> None:
+        """Complete a run's record (the one in-place write: a lifecycle, not a correction);
+        `tokens`: what its paid API calls measured (evals/experiment.api_cost)."""
+        self.db.execute("UPDATE runs SET ended_at = ?, status = ?, detail = ?, tokens_json = ? WHERE id = ? "
+                        "AND ended_at IS NULL", (now(), status, redact_text(detail),
+                                                 None if tokens is None else json.dumps(tokens, sort_keys=True), run_id))
 
     def end_experiment_run(self, run_id: int, status: str, detail: str | None = None,
                            experiment_status: str | None = None) -> None:

@@ -114,6 +114,7 @@ CASES = [
     (lambda: config.from_dict({"eval": {"alpha": math.nan}}), "eval.alpha: must be a finite number"),
     # sections' own rules
     (lambda: config.from_dict({"experiment": {"name": "a b"}}), "experiment.name: 'a b' must be"),
+    (lambda: config.from_dict({"judge": {**MODEL, "usd_per_mtok": [1, -2]}}), "judge.usd_per_mtok: [input, output]"),
     (lambda: config.from_dict({"env": {"split": "train"}}), "env.split and env.train_split are both"),
     (lambda: config.from_dict({"env": {"name": "reasoning", "engine_workers": 2}}),
      "env.engine_workers: the 'reasoning' environment has no game engine"),

@@ -143,6 +143,7 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         SkillosError: `resume` with `overwrite`, or without `out`; `out` not usable as asked; a
             resumed folder whose config differs.
     """
+    from skillos.evals.backends import usage
     from skillos.evals.experiment import run_eval
     from skillos.evals.run_folder import check_out, default_out_dir
 
@@ -169,9 +170,11 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         for phase in ROW_FILES:  # damaged or newer rows: refused before the gates
             read_rows(out, phase)
     with _ledger(ledger) as book:
+        before = usage.snapshot()  # the gates' dry run plays games: its calls bill as the arms' do
         gates.enforce(cfg, command, book, overrides, echo=echo)
         with _watching(cfg, [out], book, echo):
-            return run_eval(cfg, out, progress, ledger=book, resume=resume, overwrite=overwrite)
+            return run_eval(cfg, out, progress, ledger=book, resume=resume, overwrite=overwrite,
+                            gate_tokens=usage.since(before))
 
 
 def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, **launch) -> dict:

@@ -147,6 +147,8 @@ def eval_tables(result: dict, console) -> None:
                      f"{s.get('curator_refused_ops', 0)}/{s.get('curator_refused_ops', 0) + s.get('curator_applied_ops', 0)}",
                      str(s["final_repo_size"]))
     console.print(arms)
+    for line in api_cost_lines(result.get("api_cost")):
+        console.print(line)
     for arm, s in result["arms"].items():
         if s.get("grading_timeouts"):
             console.print(f"{arm}: {s['grading_timeouts']} answer(s) graded wrong because grading passed its "
@@ -188,6 +190,29 @@ def eval_tables(result: dict, console) -> None:
                   f"Per-game rows: {result['output_dir']}/games.jsonl")
 
 
+def api_cost_lines(cost: dict | None) -> list[str]:
+    """A run's paid API cost: the estimate before it ran beside what each arm's calls measured."""
+    if not cost or not cost["estimate"]["paid"]:
+        return []
+    est = cost["estimate"]
+    out = ["paid API cost estimated before the run: "
+           + ("unknown (" + est["reason"] + ")" if est["usd"] is None else f"${est['usd']:.2f}")
+           + f" (compute.max_cost_usd ${est['max_cost_usd']:g}); measured:"]
+    gates = cost.get("gates_dry_run")
+    for arm, m in [*cost["measured"].items(), *([("the launch gates' dry run", gates)] if gates else [])]:
+        if m["tokens"] is None:
+            out.append(f"  {arm}: unmeasured ({m['reason']})")
+            continue
+        calls = sum(r["calls"] for r in m["tokens"].values())
+        prompt = sum(r["prompt_tokens"] for r in m["tokens"].values())
+        completion = sum(r["completion_tokens"] for r in m["tokens"].values())
+        unreported = sum(r["unreported_calls"] for r in m["tokens"].values())
+        usd = f"${m['usd']:.4f}" if m["usd"] is not None else f"cost unknown ({m['reason']})"
+        out.append(f"  {arm}: {calls} calls, {prompt} prompt + {completion} completion tokens"
+                   + (f" ({unreported} calls reported no tokens)" if unreported else "") + f", {usd}")
+    return out
+
+
 def matrix_lines(m: dict) -> list[str]:
     """A matrix (or seed replicates): each member's verdict, then skillos's conclusion."""
     out = [f"{m['experiment']}: {len(m['runs'])} runs, one family of {m['family']['size']} comparisons "
@@ -221,6 +246,8 @@ def launch_lines(p: dict) -> list[str]:
 
 def plan_lines(p: dict) -> list[str]:
     """A plan (`skillos plan`), as the person reads it before `skillos approve`."""
+    from skillos.gates.approval import cost_line
+
     def num(value, fmt="{:g}", why=None):
         return fmt.format(value) if value is not None else f"unmeasured ({why or 'not set'})"
 
@@ -251,6 +278,8 @@ def plan_lines(p: dict) -> list[str]:
            "compute.gpu_seconds_per_step and the executor's latency), not a measured run"
            if c.get("step_seconds") is not None and c["gpu_hours"] is not None else ""),
         *(["  " + line for line in _ray_plan_lines(p["ray"])] if p.get("ray") else []),
+        *([f"  {cost_line(p['api_cost'])}"] if (p.get("api_cost") or {}).get("paid") else
+          ["  paid API cost: none (no section calls a paid API)"] if p.get("api_cost") else []),
         f"  spends GPUs: {'yes: ' + '; '.join(p['gpu_reasons']) if p['spends_gpus'] else 'no (no GPU named, no GPU-only backend)'}; gates: {p['gates']['counts']['FAIL']} "
         f"fail{' (' + ', '.join(p['gates']['failed']) + ')' if p['gates']['failed'] else ''}; "
         f"proposed by {p['proposed_by']}",

@@ -42,6 +42,7 @@ class Backend:
     sampler_defaults: str | None = None  # what it samples with when the config sets no decoding
     # "module:function(section, backend_config)" -> why it cannot carry those decoding settings, or None
     decoding: str | None = None
+    paid: bool = False  # bills per token at a vendor (toolkit/prices.py: the cost gate estimates it)
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,11 @@ TORCH_FIRST = "pip install torch==2.13.0 (CPU build; first, or pip pulls CUDA) &
 BACKENDS: Registry[Backend] = Registry(
     "backend",
     Backend("heuristic"),
-    Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY",
+    Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY", paid=True,
             extra="llm", modules=("openai",), install="pip install 'skillos[llm]'", client="openai:OpenAI",
             sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding"),
     Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
+            paid=True,
             extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",
             client="anthropic:Anthropic", sampler_defaults="the API's defaults",
             decoding="skillos.config.backend:anthropic_decoding"),

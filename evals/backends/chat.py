@@ -66,7 +66,9 @@ def make_chat(config) -> ChatBackend:
         raise SkillosError(problem)
     if config.backend not in MODEL_BACKENDS:
         raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(MODEL_BACKENDS)}")
-    return load(BACKENDS[config.backend].chat)(config)  # the backend's module is imported only now
+    from skillos.evals.backends.usage import Metered
+
+    return Metered(load(BACKENDS[config.backend].chat)(config), config.backend)  # its module imported only now
 
 
 def sent(config) -> dict:

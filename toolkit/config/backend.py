@@ -51,6 +51,10 @@ class BackendConfig:
                 "generation that runs past it (the game is unmeasured)"})
     max_retries: int = field(default=2, metadata={"bounds": (0, 100), 
         "help": "retries the openai / anthropic SDK makes of a failed request (429, 5xx, timeout)"})
+    usd_per_mtok: list | None = field(default=None, metadata={
+        "help": "[input, output] USD per million tokens this model bills, where the price table "
+                "(toolkit/prices.py) lacks it or you pay otherwise; None: the table's price (a model it lacks: "
+                "an unknown cost, which the cost gate sends to a person's approval)"})
 
     def __post_init__(self):
         # YAML 1.1 reads a bare `on` / `off` as a boolean: the switch the setting means
@@ -61,6 +65,11 @@ class BackendConfig:
         problem = decoding_problem(where, self)
         if problem:
             raise ConfigError(problem)
+        price = self.usd_per_mtok
+        if price is not None and not (isinstance(price, list) and len(price) == 2 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e6 for x in price)):
+            raise ConfigError(f"{where}.usd_per_mtok: [input, output] USD per million tokens, two numbers "
+                              f"from 0, got {price!r}")
 
 
 @dataclass

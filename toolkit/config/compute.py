@@ -49,6 +49,16 @@ class ComputeConfig:
                 "job died without its final row, then stops itself (skillos ledger watch lists it); 0: it stops "
                 "with the job. A launch without GPUs, or on a machine that ends with the job (modal), is watched "
                 "until the job ends and its final row is checked"})
+    max_cost_usd: float = field(default=10.0, metadata={"bounds": (0.0, 1e9),
+        "help": "the cost gate: a launch whose paid API calls (executor, curator, judge, optimizer, sleep, "
+                "teacher on openai or anthropic) are estimated above this many USD, or at an unknown cost, needs "
+                "an approved plan (skillos plan, then a person's skillos approve), as a GPU launch does"})
+    prompt_tokens_per_call: int = field(default=2000, metadata={"bounds": (1, 1 << 22),
+        "help": "the cost estimate's prompt tokens per paid API call (an assumption until a run measured "
+                "them: skillos report shows the tokens a run's calls used)"})
+    completion_tokens_per_call: int = field(default=512, metadata={"bounds": (1, 1 << 22),
+        "help": "the cost estimate's completion tokens per call of a section with no max_tokens (one with "
+                "max_tokens is costed at it, the most a reply bills)"})
     stop_on: list = field(default_factory=list, metadata={"choices": STOP_ON, 
         "help": "alarms on which the watchdog stops a training launch (SIGTERM, then SIGKILL after "
                 "config.compute.STOP_GRACE_S), recorded in the ledger: stall (the output folder has not grown for "

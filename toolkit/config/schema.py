@@ -88,17 +88,24 @@ class Config:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+# What a launch's paid API calls are costed with (toolkit/prices.py): how it is paid for, not what
+# it measures (out of the identity), but an approved plan covers them (in the plan hash).
+PRICED_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer",
+                   "skillgate.teacher")
+COST_KEYS = ("compute.max_cost_usd", "compute.prompt_tokens_per_call", "compute.completion_tokens_per_call",
+             *(f"{section}.usd_per_mtok" for section in PRICED_SECTIONS))
+
 # Keys that say how or where a run executes, not what it measures: two configs that differ only
 # here are the same experiment (the same family, the same Config.hash()).
 OPERATIONAL_KEYS = ("eval.workers", "env.engine_workers", "eval.concurrency", "eval.output_dir", "training.output_dir",
                     "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "compute.watch_after_minutes",
                     "sweep.port",
                     "compute.ray_address", "compute.ray_max_retries", "compute.ray_gpus_per_task",
-                    "compute.stop_on", "compute.servers")
+                    "compute.stop_on", "compute.servers", *COST_KEYS)
 
 # Operational keys that change what a launch reserves or costs: an approved plan covers them.
 RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_address", "compute.ray_max_retries",
-                 "eval.workers", "compute.watchdog", "compute.servers")
+                 "eval.workers", "compute.watchdog", "compute.servers", *COST_KEYS)
 
 
 # Keys added after configs' hashes were published: at their default they are left out of the
@@ -123,16 +130,25 @@ def identity(data: dict) -> dict:
     if data.get("sweep") == dataclasses.asdict(SweepConfig()):  # a config that never says how to serve
         del data["sweep"]  # keeps the identity it had before the section existed
     for key in OPERATIONAL_KEYS:
-        section, _, leaf = key.partition(".")
-        data.get(section, {}).pop(leaf, None)
+        node, leaf = _parent(data, key)
+        node.pop(leaf, None)
     for key, default in LATER_KEYS.items():
-        section, _, leaf = key.partition(".")
-        if leaf in data.get(section, {}) and data[section][leaf] == default:
-            del data[section][leaf]
+        node, leaf = _parent(data, key)
+        if leaf in node and node[leaf] == default:
+            del node[leaf]
     compute = registry.COMPUTE.get(data.get("compute", {}).get("backend"))
     if compute is not None and compute.distributes:  # the same runs as in this process: the same identity
         data["compute"]["backend"] = registry.IN_PROCESS
     return data
+
+
+def _parent(data: dict, dotted: str) -> tuple[dict, str]:
+    """The mapping holding a dotted key's leaf ({} where a section is absent), and the leaf."""
+    *sections, leaf = dotted.split(".")
+    for name in sections:
+        data = data.get(name) if isinstance(data, dict) else None
+        data = data if isinstance(data, dict) else {}
+    return data, leaf
 
 
 # the config's sections (dataclass fields of Config): `--set SECTION=null` would reset one whole

@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 
+from skillos import prices
 from skillos.gates.core import Context, Report, Result, read_ledger, static
 from skillos.registry import compute_of
 
 CHECK = "approved-plan"
 GATES = (5,)  # the plan carries the MDE and the games it needs: a person reads them before compute
 INCIDENT = "GPU-days spent on a plan only the agent had read"
-PLAN_VERSION = 2  # 2: plan_hash (resources included) and gpu_reasons
+PLAN_VERSION = 3  # 2: plan_hash (resources included) and gpu_reasons; 3: api_cost
 
 
 @static
@@ -37,6 +38,52 @@ def approved_plan(ctx: Context) -> Result:
     return Result(CHECK, GATES, "FAIL" if ctx.command else "WARN", incident=INCIDENT,
                   detail=f"no approved plan for plan hash {digest} ({launch.why}): write it with `skillos plan CONFIG` "
                   "and ask the person to approve it" + ("" if ctx.command else " (a launch is refused until then)"))
+
+
+COST_CHECK = "api-cost"
+COST_INCIDENT = "a paid API's quota burnt in minutes with no estimate and no person asked"
+
+
+@static
+def api_cost(ctx: Context) -> Result:
+    """The cost gate: a launch whose paid API calls are estimated above compute.max_cost_usd, or at
+    an unknown cost, needs an approved plan for its plan hash, as a GPU launch does
+    (toolkit/prices.py: the estimate, its prices with their source and date)."""
+    from skillos.config.matrix import expand
+
+    cfg = ctx.cfg
+    est = prices.estimate(cfg, len(expand(cfg)))
+    if not est["paid"]:
+        return Result(COST_CHECK, GATES, "SKIP", detail="no paid API: every model section is local, the heuristic, "
+                      "or a server on this machine", values=est)
+    said = cost_line(est)
+    keys = ("compute.max_cost_usd", "compute.prompt_tokens_per_call", "compute.completion_tokens_per_call")
+    if est["within_budget"]:
+        return Result(COST_CHECK, GATES, "PASS", "compute.max_cost_usd", cfg.compute.max_cost_usd,
+                      "the estimate at most this", detail=said, reads=keys, values=est)
+    digest = cfg.plan_hash()
+    found = read_ledger(ctx, lambda book: book.approval(digest))
+    if found is not None:
+        return Result(COST_CHECK, GATES, "PASS", "compute.max_cost_usd", cfg.compute.max_cost_usd,
+                      "the estimate at most this, or an approved plan", reads=keys, values=est,
+                      detail=f"{said}; plan {found['plan_sha256'][:8]} approved by {found['actor']} at {found['created_at']}")
+    return Result(COST_CHECK, GATES, "FAIL" if ctx.command else "WARN", "compute.max_cost_usd",
+                  cfg.compute.max_cost_usd, "the estimate at most this, or an approved plan", COST_INCIDENT,
+                  f"{said}: write the plan with `skillos plan CONFIG` and ask the person to approve it"
+                  + ("" if ctx.command else " (a launch is refused until then)"), reads=keys, values=est)
+
+
+def cost_line(est: dict) -> str:
+    """The estimate in one line: the total against the budget, then each paid section."""
+    total = "unknown" if est["usd"] is None else f"${est['usd']:.2f}"
+    parts = [f"{r['section']} {r['backend']}:{r['model']} "
+             + (f"${r['usd']:.2f} ({r['calls']} calls x ({r['prompt_tokens_per_call']} + "
+                f"{r['completion_tokens_per_call']}) tokens at ${r['usd_per_mtok'][0]:g}/${r['usd_per_mtok'][1]:g} per "
+                f"million, {r['price_source']})" if r["usd"] is not None else f"unknown ({r['reason']})")
+             for r in est["roles"]]
+    verdict = ("within" if est["within_budget"] else "over") if est["within_budget"] is not None else "unknown against"
+    return (f"paid API cost {total}, {verdict} compute.max_cost_usd ${est['max_cost_usd']:g} ({est['basis']}): "
+            + "; ".join(parts))
 
 
 @static
@@ -84,7 +131,7 @@ def short_hash(text: str) -> str:
 # What a person reads and approves: recomputed from the config at `skillos approve`, never taken
 # from the plan file; a file whose values differ was edited or is stale, and is refused.
 SHOWN = ("plan_hash", "config_hash", "experiment", "hypothesis", "kind", "arms", "control", "seeds", "runs",
-         "metric", "mde", "mde_in_family", "games", "cost", "spends_gpus", "gpu_reasons", "ray")
+         "metric", "mde", "mde_in_family", "games", "cost", "api_cost", "spends_gpus", "gpu_reasons", "ray")
 
 
 def differences(written: dict, computed: dict) -> list[str]:
@@ -143,7 +190,8 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
                   "runs": len(runs), "total": per_run * len(runs),
                   "needed_for_expected_effect": needed,
                   "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
-        "cost": cost(cfg, len(runs)), "spends_gpus": bool(launch), "gpu_reasons": launch.reasons,
+        "cost": cost(cfg, len(runs)), "api_cost": prices.estimate(cfg, len(runs)),
+        "spends_gpus": bool(launch), "gpu_reasons": launch.reasons,
         **({"ray": _ray_plan(cfg)} if compute_of(cfg).distributes else {}),  # where each arm's task runs
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
         "proposed_by": proposed_by,

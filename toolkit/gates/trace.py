@@ -858,6 +858,21 @@ def _direct(t: Tracer, key, value):
     return _row(key, value, consumer, _get(t.cfg, key))
 
 
+@resolver(r"^compute\.(?P<name>max_cost_usd|prompt_tokens_per_call|completion_tokens_per_call)$")
+def _cost(t: Tracer, key, value, name):
+    from skillos import prices
+
+    est = prices.estimate(t.cfg)
+    if name == "max_cost_usd":
+        arrived = est["max_cost_usd"]
+    else:  # the tokens per call each paid section is costed at (completion: where it sets no max_tokens)
+        field = "completion_tokens_per_call" if name.startswith("completion") else "prompt_tokens_per_call"
+        costed = [r[field] for r in est["roles"] if name.startswith("prompt") or "max_tokens" not in r["completion_basis"]]
+        arrived = costed[0] if costed else value  # no paid section uses it: the estimate reads it as configured
+    return _row(key, value, "the cost gate (api-cost) and the plan's paid API estimate (toolkit/prices.estimate)",
+                arrived)
+
+
 # -- the trace ---------------------------------------------------------------------------------------
 LAUNCH_KEYS = ("backend", "num_processes", "num_machines", "machine_rank", "main_process_ip", "main_process_port",
                "deepspeed_config", "vllm_server_gpus", "ray_address", "ray_max_retries", "ray_gpus_per_task")
