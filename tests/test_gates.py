@@ -254,3 +254,27 @@ def test_plan_says_the_free_checks_missing_data_and_checkpoint_disk(tmp_path, mo
             if r.check == "data-present"} == {"PASS"}
     planned = run_cli("plan", paper, env={"ALFWORLD_DATA": ""})
     assert "data-present" in planned.stdout + planned.stderr and "disk" in planned.stdout + planned.stderr
+
+
+def test_gate_check_prints_its_rows_and_says_what_this_machine_lacks_apart_from_a_refusal(tmp_path):
+    """Data missing on this machine: --json still prints every row, `missing` says what, and the
+    exit code is 3 (not judged), apart from 1 (refused) and 2 (an unreadable config)."""
+    import json
+
+    from conftest import ROOT, run_cli
+
+    config = ROOT / "evals" / "configs" / "quickstart.yaml"
+    lacking = run_cli("gate", "check", config, "--set", "env.data=official", "--dry-run", "--json",
+                      env={"ALFWORLD_DATA": "", "SKILLOS_HOME": str(tmp_path)})
+    assert lacking.returncode == 3, lacking.stderr[-500:]
+    report = json.loads(lacking.stdout)
+    assert report["exit_code"] == 3 and "ALFWORLD_DATA is not set" in report["missing"]
+    failed = [r for r in report["results"] if r["status"] == "FAIL"]
+    assert failed and all(r["machine"] or r["detail"].startswith("cannot run:") for r in failed)
+    assert any(r["status"] == "PASS" for r in report["results"])
+    refused = run_cli("gate", "check", config, "--set", "env.data=official", "--set", "retrieval.top_k=0", "--dry-run",
+                      "--json", env={"ALFWORLD_DATA": "", "SKILLOS_HOME": str(tmp_path)})
+    assert refused.returncode == 1  # a check the config fails outranks what the machine lacks
+    assert json.loads(refused.stdout)["missing"] and "table.retrieval.top_k" in refused.stdout
+    unreadable = run_cli("gate", "check", tmp_path / "nope.yaml", "--json")
+    assert unreadable.returncode == 2 and unreadable.stdout == ""

@@ -29,16 +29,19 @@ def gate_check(
 ):
     """PASS / WARN / FAIL / SKIP per check, with its gate, key, seen and expected values.
 
-    Exit 0: nothing failed; 1: a check failed; 2: the config is unreadable. Static checks take
-    well under a second and import nothing heavy (--trace builds the trainer's arguments: trl).
+    Exit 0: nothing failed; 1: a check failed (refused); 2: the config is unreadable; 3: no check
+    failed but some could not run for what this machine lacks (data, an API key, an extra: the
+    report's "missing" says which). --json always prints the rows. Static checks take well under a
+    second and import nothing heavy (--trace builds the trainer's arguments: trl).
     """
     from skillos import api
     from skillos.cli_render import gate_lines
 
     try:
         report = api.check(load_config(config, set_), dry_run=dry_run, echo=None if as_json else typer.echo,
-                           trace=trace)
+                           trace=trace, partial=True)
     except api.GateRefused as refused:
         report = refused.report
-    emit(report.to_dict(), as_json, lambda _: gate_lines(report, config, trace))
+    emit(report.to_dict(), as_json, lambda _: gate_lines(report, config, trace)
+         + ([f"not judged: this machine lacks what some checks need: {report.missing}"] if report.missing else []))
     raise typer.Exit(report.exit_code)

@@ -58,7 +58,7 @@ def refuse_on_failure(report: Report, command: str, detail: dict | None = None, 
 def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
           before_dry_run: Callable[[set], None] | None = None,
           overridden: set | None = None, command: str | None = None, trace: bool = False,
-          progress: Callable[[str], None] | None = None, machine: bool = False) -> Report:
+          progress: Callable[[str], None] | None = None, machine: bool = False, partial: bool = False) -> Report:
     """Run every static check (and the dry-run checks) on a loaded config.
 
     `before_dry_run(names)` is called with every check name once the static checks have run
@@ -69,7 +69,18 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     receives (gates/trace.py): a key checked but not applied is a FAIL of check `trace`.
     `echo` gets each result's line; `progress` (default: `echo`) a long check's progress.
     `machine` (and always with the dry-run): this machine's free facts too (core.checks("machine"): free
-    disk for the checkpoints, the data present), as `plan` shows them."""
+    disk for the checkpoints, the data present), as `plan` shows them. `partial` (gate check): checks
+    that cannot run for what this machine lacks (data, a key, an extra) do not raise: the report holds
+    every result so far and `missing` says what was lacking (its exit code 3)."""
+    try:
+        return _check(cfg, dry_run, ledger, echo, before_dry_run, overridden, command, trace, progress, machine)
+    except SkillosError as exc:
+        if not partial or getattr(exc, "results", None) is None:
+            raise
+        return Report(exc.results, dry_run, str(cfg.source or ""), None, missing=exc.missing)
+
+
+def _check(cfg, dry_run, ledger, echo, before_dry_run, overridden, command, trace, progress, machine) -> Report:
     ref = None
     if cfg.reference:
         try:
@@ -81,8 +92,9 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     ctx = Context(cfg, ref, ledger, base, echo or quiet, command=command, progress=progress or echo or quiet)
     static = core.checks("static")
     last = [c for c in static if c.__name__ == "divergences"]  # reads what the others used
-    results = run_checks(ctx, [c for c in static if c not in last]
-                         + (core.checks("machine") if machine or dry_run else []))
+    results: list = []
+    results += _run(ctx, [c for c in static if c not in last] + (core.checks("machine") if machine or dry_run else []),
+                    results)
     if dry_run:
         if before_dry_run:
             before_dry_run({r.check for r in results} | {c.__name__.replace("_", "-")
@@ -91,8 +103,8 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
                                           for r in results):
             dry_run = False  # refused already: no game is played to find more
         else:
-            results += run_checks(ctx, core.checks("dry_run"))
-    results += run_checks(ctx, last)
+            results += _run(ctx, core.checks("dry_run"), results)
+    results += _run(ctx, last, results)
     rows = None
     if trace or dry_run:
         from skillos.gates import trace as tracing
@@ -102,6 +114,16 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
             ctx.echo(result.line())
             results.append(result)
     return Report(results, dry_run, str(cfg.source or ""), rows)
+
+
+def _run(ctx, checks: list, before: list) -> list:
+    """run_checks, whose can't-run error carries every result of this gate run so far."""
+    try:
+        return run_checks(ctx, checks)
+    except SkillosError as exc:
+        if getattr(exc, "results", None) is not None:
+            exc.results = before + exc.results
+        raise
 
 
 def parse_overrides(values: list[str]) -> dict[str, str]:

@@ -45,6 +45,7 @@ class Result:
     overridden: str | None = None  # the override's reason, when a person overrode a FAIL
     reads: tuple = ()  # other config keys the check read besides `key` (traced by gate check --trace)
     values: dict = field(default_factory=dict)  # the numbers behind the line, for --json (e.g. the MDE)
+    machine: bool = False  # a FAIL for what this machine lacks (data, an extra), not for the config
 
     @property
     def gate(self) -> int:
@@ -83,6 +84,7 @@ class Report:
     dry_run: bool
     config: str = ""
     trace: list | None = None  # gates/trace.Row per gated key, when traced
+    missing: str | None = None  # what this machine lacks that some checks needed (they could not run)
 
     @property
     def failed(self) -> list[Result]:
@@ -90,7 +92,18 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.failed else 0
+        """0: nothing failed; 1: a check failed (refused); 3: no check failed but some could not
+        run, for what this machine lacks (`missing`: data, a key, an extra): not yet judged."""
+        lacking = [r for r in self.failed if r.machine or r.detail.startswith("cannot run:")]
+        refused = [r for r in self.failed if r not in lacking]
+        return 1 if refused else 3 if lacking or self.missing else 0
+
+    @property
+    def lacking(self) -> str | None:
+        """What this machine lacks that kept checks from passing (None: nothing)."""
+        said = [r.detail.removeprefix("cannot run: ") for r in self.failed
+                if r.machine or r.detail.startswith("cannot run:")]
+        return self.missing or (said[0] if said else None)
 
     def counts(self) -> dict:
         return {s: sum(r.status == s for r in self.results) for s in STATUSES}
@@ -105,7 +118,8 @@ class Report:
     def to_dict(self) -> dict:
         mde = next((r.values for r in self.results if r.check == "mde" and r.values), None)
         data = {"config": self.config, "dry_run": self.dry_run, "counts": self.counts(),
-                "exit_code": self.exit_code, "mde": mde, "results": [r.to_dict() for r in self.results]}
+                "exit_code": self.exit_code, "missing": self.lacking, "mde": mde,
+                "results": [r.to_dict() for r in self.results]}
         if self.trace is not None:
             data["trace"] = [row.to_dict() for row in self.trace]
         return data
@@ -266,6 +280,8 @@ def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:
     if user_error is not None:
         counts = {s: sum(r.status == s for r in results) for s in ("PASS", "WARN", "FAIL", "SKIP")}
         cannot = sum(r.detail.startswith("cannot run:") for r in results)
-        raise type(user_error)(f"{user_error} ({len(results)} checks: {counts['PASS']} pass, {counts['WARN']} warn, "
-                               f"{counts['FAIL']} fail ({cannot} could not run for this reason), {counts['SKIP']} skip)")
+        error = type(user_error)(f"{user_error} ({len(results)} checks: {counts['PASS']} pass, {counts['WARN']} warn, "
+                                 f"{counts['FAIL']} fail ({cannot} could not run for this reason), {counts['SKIP']} skip)")
+        error.results, error.missing = results, str(user_error)  # gate check prints them (an environment missing)
+        raise error
     return results
