@@ -254,3 +254,32 @@ def test_the_goal_is_set_at_a_terminal_and_every_goal_is_listed(skillos_home):
     listed = run_cli("ledger", "goal", "--list").stdout.splitlines()
     assert len(listed) == 2 and listed[1].endswith(f"set by {getpass.getuser()}: beat SkillOS")
     assert json.loads(run_cli("ledger", "goal", "--json").stdout)["text"] == "beat SkillOS"
+
+
+def test_the_plan_ends_with_what_stands_before_the_launch(tmp_path):
+    """One answer to "can I launch?": `skillos plan --json` lists each blocker with who owns it,
+    the exact command and its measured time, and the last canary of the trainer."""
+    import json
+
+    from conftest import ROOT, run_cli
+
+    env = {"SKILLOS_HOME": str(tmp_path / "home"), "ALFWORLD_DATA": ""}
+    out = tmp_path / "plan.json"
+    result = run_cli("plan", ROOT / "training" / "configs" / "single-gpu-lora.yaml", "--out", out, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    steps = {item["check"]: item for item in plan["before_launch"]}
+    canary = steps["recipe-learns"]
+    assert canary["owner"] == "agent" and canary["command"] == "skillos canary curator --json"
+    assert "measured 24.1 min" in canary["time"]
+    approve = steps["approved-plan"]
+    assert approve["owner"] == "person" and approve["command"].startswith(f"skillos approve {out}")
+    assert plan["before_launch"][-1]["owner"] == "person"  # the agent's steps come first
+    assert steps["dry-run"]["command"].endswith("--dry-run --json")
+    assert plan["last_canary"] == {"trainer": "curator", "id": None, "reason": "no ledger on this machine"}
+    assert json.loads(out.read_text())["before_launch"] == plan["before_launch"]
+    text = run_cli("plan", ROOT / "training" / "configs" / "single-gpu-lora.yaml", "--out", out, env=env).stdout
+    assert "before launch (" in text and "[person] approved-plan (WARN): skillos approve" in text
+    quick = json.loads(run_cli("plan", ROOT / "evals" / "configs" / "quickstart.yaml", "--out", tmp_path / "q.json",
+                               "--json", env=env).stdout)["plan"]
+    assert [item["check"] for item in quick["before_launch"]] == ["dry-run"] and quick["last_canary"] is None

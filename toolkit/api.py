@@ -103,8 +103,10 @@ def plan(config: Config | str | Path, *, out: str | Path | None = None, sets: li
     cfg = _config(config)
     source = str(Path(cfg.source).resolve()) if cfg.source else None
     plan_ = proposal(cfg, source, list(sets), actor())
-    text = redact_text(approval.plan_text(plan_))  # as write_atomic writes it: the hash is the file's
     path = Path(out) if out else default_path().parent / "plans" / f"{cfg.experiment.name}-{cfg.hash()}.json"
+    for item in plan_["before_launch"]:  # the person's step names this file
+        item["command"] = item["command"].replace("skillos approve PLAN", f"skillos approve {path}")
+    text = redact_text(approval.plan_text(plan_))  # as write_atomic writes it: the hash is the file's
     write_atomic(path, text)
     return {"path": str(path), "short_hash": approval.short_hash(text), "plan": plan_}
 

@@ -283,7 +283,25 @@ def plan_lines(p: dict) -> list[str]:
         f"  spends GPUs: {'yes: ' + '; '.join(p['gpu_reasons']) if p['spends_gpus'] else 'no (no GPU named, no GPU-only backend)'}; gates: {p['gates']['counts']['FAIL']} "
         f"fail{' (' + ', '.join(p['gates']['failed']) + ')' if p['gates']['failed'] else ''}; "
         f"proposed by {p['proposed_by']}",
+        *before_launch_lines(p),
     ]
+
+
+def before_launch_lines(p: dict) -> list[str]:
+    """The plan's last word: what stands between it and its launch, who does each step, how."""
+    out = []
+    canary = p.get("last_canary")
+    if canary:
+        out.append(f"  last canary of {canary['trainer']}: " + (
+            f"none ({canary['reason']})" if canary.get("line") is None else
+            f"#{canary['id']} {canary['created_at'][:10]}, {'covers' if canary['covers_current_code'] else 'does NOT cover'} "
+            f"the code installed now: {canary['line']}"))
+    items = p.get("before_launch") or []
+    out.append(f"  before launch ({len(items)} step(s)):")
+    for i, item in enumerate(items, 1):
+        took = f"; takes {item['time']}" if item.get("time") else ""
+        out.append(f"    {i}. [{item['owner']}] {item['check']} ({item['status']}): {item['command']}{took}")
+    return out
 
 
 def _ray_plan_lines(ray_plan: dict) -> list[str]:

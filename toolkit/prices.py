@@ -106,6 +106,8 @@ def estimate(cfg, runs: int = 1) -> dict:
         usd = None
         if p.known and calls is not None:
             usd = calls * (c.prompt_tokens_per_call * p.input + completion * p.output) / 1e6
+        elif p.known and p.input == p.output == 0:  # free whatever the number of calls
+            usd = 0.0
         reason = None if usd is not None else "; ".join(r for r in (
             None if p.known else p.source, None if calls is not None else basis) if r)
         roles.append({"section": name, "backend": section.backend, "model": section.model, "paid": why,

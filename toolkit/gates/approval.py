@@ -17,6 +17,8 @@ from skillos.gates.core import Context, Report, Result, read_ledger, static
 from skillos.registry import compute_of
 
 CHECK = "approved-plan"
+# the person's step that clears approved-plan and api-cost (PLAN: the plan file `skillos plan` wrote)
+APPROVE = {"owner": "person", "command": "skillos approve PLAN (at their terminal, never an agent)", "time": None}
 GATES = (5,)  # the plan carries the MDE and the games it needs: a person reads them before compute
 INCIDENT = "GPU-days spent on a plan only the agent had read"
 PLAN_VERSION = 3  # 2: plan_hash (resources included) and gpu_reasons; 3: api_cost
@@ -37,7 +39,8 @@ def approved_plan(ctx: Context) -> Result:
                       f"approved by {found['actor']} at {found['created_at']} ({launch.why})")
     return Result(CHECK, GATES, "FAIL" if ctx.command else "WARN", incident=INCIDENT,
                   detail=f"no approved plan for plan hash {digest} ({launch.why}): write it with `skillos plan CONFIG` "
-                  "and ask the person to approve it" + ("" if ctx.command else " (a launch is refused until then)"))
+                  "and ask the person to approve it" + ("" if ctx.command else " (a launch is refused until then)"),
+                  todo=APPROVE)
 
 
 COST_CHECK = "api-cost"
@@ -70,7 +73,7 @@ def api_cost(ctx: Context) -> Result:
     return Result(COST_CHECK, GATES, "FAIL" if ctx.command else "WARN", "compute.max_cost_usd",
                   cfg.compute.max_cost_usd, "the estimate at most this, or an approved plan", COST_INCIDENT,
                   f"{said}: write the plan with `skillos plan CONFIG` and ask the person to approve it"
-                  + ("" if ctx.command else " (a launch is refused until then)"), reads=keys, values=est)
+                  + ("" if ctx.command else " (a launch is refused until then)"), reads=keys, values=est, todo=APPROVE)
 
 
 def cost_line(est: dict) -> str:
@@ -195,7 +198,65 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
         **({"ray": _ray_plan(cfg)} if compute_of(cfg).distributes else {}),  # where each arm's task runs
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},
         "proposed_by": proposed_by,
+        "before_launch": before_launch(report, config_path), "last_canary": last_canary(cfg),
     }
+
+
+def before_launch(report: Report, config_path: str | None) -> list[dict]:
+    """What stands between this plan and its launch, in the order to do it: each failed check (and
+    each warning with a step that clears it) with who owns it (the agent, or the person), the
+    exact command, and its time on this machine where measured; then the dry-run checks, which
+    only a launch or `gate check --dry-run` runs."""
+    config = config_path or "CONFIG"
+    out = []
+    for r in report.results:
+        if not ((r.status == "FAIL" and not r.overridden) or (r.status == "WARN" and r.todo)):
+            continue
+        todo = r.todo or {"owner": "agent", "time": None,
+                          "command": f"fix {r.key or 'the config'} in {config} (skillos explain {r.key}), or ask the "
+                                     f"person for --override {r.check}=\"reason\"" if r.key else
+                                     f"fix the config ({r.check}), or ask the person for --override {r.check}=\"reason\""}
+        out.append({"check": r.check, "gate": r.gate, "status": r.status, **todo, "why": r.detail})
+    out.append({"check": "dry-run", "gate": None, "status": "NOT RUN", "owner": "agent", "time": None,
+                "command": f"skillos gate check {config} --dry-run --json",
+                "why": "the checks that execute code (tool surface, reward arithmetic, real rollouts, split hashes) "
+                       "run only there and at the launch"})
+    merged: dict = {}
+    for item in out:  # one step clears every check it answers (two splits' data, approval and cost)
+        same = merged.get((item["owner"], item["command"]))
+        if same is None:
+            merged[(item["owner"], item["command"])] = item
+        elif item["check"] not in same["check"].split(", "):
+            same["check"] += f", {item['check']}"
+    return sorted(merged.values(), key=lambda item: item["owner"] == "person")  # the person approves last
+
+
+def last_canary(cfg) -> dict | None:
+    """The newest canary this machine's ledger recorded for the trainer a training config launches
+    (None: not a training launch): passed or not, its summary line, and whether it still covers
+    the code installed now."""
+    if not cfg.training.is_set():
+        return None
+    from skillos.gates.learning import vouching
+    from skillos.ledger import Ledger
+    from skillos.ledger.store import default_path
+    from skillos.training.canary import line, trainer_key
+
+    key = trainer_key(cfg)
+    if not default_path().is_file():
+        return {"trainer": key, "id": None, "reason": "no ledger on this machine"}
+    with Ledger.read_only(default_path()) as book:
+        rows = book.canaries(key)
+    if not rows:
+        return {"trainer": key, "id": None, "reason": "this ledger holds no canary of it"}
+    row = rows[-1]
+    try:
+        result = json.loads(row["result_json"])
+        covers, said = vouching(key, [{**row, "result": result}])[0] is not None, line(result)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # a damaged row: said, not guessed
+        return {"trainer": key, "id": row["id"], "reason": f"its recorded result is unreadable ({type(exc).__name__})"}
+    return {"trainer": key, "id": row["id"], "passed": bool(row["passed"]), "quick": bool(row["quick"]),
+            "created_at": row["created_at"], "covers_current_code": covers, "line": said, "reason": None}
 
 
 def _ray_plan(cfg) -> dict:

@@ -46,6 +46,8 @@ class Result:
     reads: tuple = ()  # other config keys the check read besides `key` (traced by gate check --trace)
     values: dict = field(default_factory=dict)  # the numbers behind the line, for --json (e.g. the MDE)
     machine: bool = False  # a FAIL for what this machine lacks (data, an extra), not for the config
+    # what clears it, for the plan's before-launch list: {"owner": "agent" | "person", "command", "time"}
+    todo: dict | None = None
 
     @property
     def gate(self) -> int:

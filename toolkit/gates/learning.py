@@ -47,7 +47,8 @@ def recipe_learns(ctx: Context) -> Result:
                f"the ledger holds no passing canary of {key}")
         took = estimate(key, False, read_ledger(ctx, lambda book: book.canary_timings(key, False)) or [])
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
-                      INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}), then launch again")
+                      INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}), then launch again",
+                      todo={"owner": "agent", "command": f"{command} --json", "time": took})
     return Result(check, GATES, "PASS", "skillgate.trainer", key, "a passing canary for the code as it is", INCIDENT,
                   f"canary #{found['id']}{vouched} passed for code {found['code_hash']} on {found['created_at'][:10]} "
                   f"and still covers it ({len(found['result']['identity']['modules'])} modules it ran unchanged): "

@@ -572,7 +572,8 @@ def extras(ctx: Context) -> list[Result]:
             status = "WARN" if extra in BACKENDS and BACKENDS[extra].gpu_only else "FAIL"
             results.append(Result("extras", (1,), status, key, f"missing {', '.join(missing)}",
                                   "installed", "a launch that died on an ImportError after the gates "
-                                  f"passed", f"install with: {line}", machine=True))
+                                  f"passed", f"install with: {line}", machine=True,
+                                  todo={"owner": "agent", "command": line, "time": None}))
         else:
             results.append(Result("extras", (1,), "PASS", key, "installed", "installed"))
     return results or [Result("extras", (1,), "SKIP", detail="nothing beyond the base install is needed")]
@@ -595,7 +596,8 @@ def data_present(ctx: Context) -> list[Result]:
             raise SkillosError(missing)
         results.append(Result("data-present", (1,), "FAIL" if missing else "PASS", f"env ({role} games)", split,
                               "its data on this machine", "a launch that stopped at its first game for data "
-                              "that was never downloaded", missing or "", machine=bool(missing)))
+                              "that was never downloaded", missing or "", machine=bool(missing),
+                              todo={"owner": "agent", "command": missing, "time": None} if missing else None))
     return results or [Result("data-present", (1,), "SKIP", detail="no games are loaded")]
 
 
