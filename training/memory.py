@@ -214,10 +214,20 @@ class MemoryPlan:
     placements: list = field(default_factory=list)
     unestimated: list = field(default_factory=list)  # what has no estimate, and why
     unreached: list = field(default_factory=list)  # servers placed that nothing calls
+    # what DeepSpeed offloads to each machine's CPU memory, against that memory (None: nothing offloaded)
+    host: dict | None = None
 
     @property
     def gpus_used(self) -> int:
         return sum(p.gpus for p in self.placements)
+
+    def host_over(self) -> str | None:
+        """Why the offloaded states do not fit each machine's memory (None: they do, or none)."""
+        h = self.host
+        if not h or h["ram_gib"] is None or h["offloaded_gib"] <= h["ram_gib"]:
+            return None
+        return (f"host memory: {h['offloaded_gib']:.1f} GiB offloaded per machine ({h['how']}) > its "
+                f"{h['ram_gib']:.1f} GiB ({h['ram_source']})")
 
     def over(self) -> list:
         """Placements that exceed the GPU or cannot start."""
@@ -241,8 +251,12 @@ class MemoryPlan:
     def lines(self) -> list[str]:
         each = f"{self.capacity_gib} GiB each" if self.capacity_gib else "memory per GPU unknown"
         head = f"memory plan on {self.gpu} ({each}): {self.gpus_used} of {self.gpus_per_machine} GPUs per machine placed"
+        host = [] if not self.host else [
+            f"  host memory per machine: {self.host['offloaded_gib']:.1f} GiB offloaded ({self.host['how']}) of "
+            + ("unknown" if self.host["ram_gib"] is None else f"{self.host['ram_gib']:.1f} GiB")
+            + f" ({self.host['ram_source']})"]
         return [head] + ["  " + p.line(self.capacity_gib) + "".join(f"; {x}" for x in p.problems)
-                         for p in self.placements] + [f"  unestimated: {u}" for u in self.unestimated]
+                         for p in self.placements] + host + [f"  unestimated: {u}" for u in self.unestimated]
 
 
 def gpu_capacity(gpu: str | None) -> tuple[float | None, str]:
@@ -271,7 +285,7 @@ def memory_plan(cfg) -> MemoryPlan:
         if policy is None:
             plan.unestimated.append(f"training.model: {source}")
         else:
-            _training_rank(cfg, policy, capacity, rank, plan.unestimated)
+            _training_rank(cfg, policy, capacity, rank, plan.unestimated, plan)
     if t.use_vllm and t.vllm_mode == "server":
         tp = t.vllm_tensor_parallel_size or 1
         server = Placement("trl vllm-serve", max(1, c.vllm_server_gpus), reserves=VLLM_UTILIZATION)
@@ -308,7 +322,8 @@ def resolved(cfg) -> dict:
     return out
 
 
-def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, unestimated: list) -> None:
+def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, unestimated: list,
+                   plan: MemoryPlan) -> None:
     from skillos.registry import BACKENDS
 
     t, c = cfg.training, cfg.compute
@@ -330,6 +345,8 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
     # differently. A LoRA base under bf16 is loaded in bf16 (training/trainer.grpo_kwargs).
     wbytes = 2 if mixed and (deepspeed or t.lora) else 4
     weights, grads, optim = model_states(psi, trainable, n, stage, mixed and deepspeed, offload_optimizer, wbytes)
+    if offload_optimizer or offload_params:
+        _host(cfg, plan, psi, trainable, n, stage, mixed and deepspeed, wbytes, offload_optimizer, offload_params)
     zero = f"ZeRO-{stage} over {n}" if stage else "no ZeRO: every rank holds all of it"
     rank.parts.append(Part("weights", 0.0 if offload_params else weights / GIB,
                            "offloaded to CPU (DeepSpeed offload_param)" if offload_params else
@@ -393,6 +410,23 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
             rank.problems.append(f"TRL's colocated vLLM: its {util} of the GPU leaves a KV cache of {tokens:,} tokens, "
                                  f"less than one {seq:,}-token rollout")
     rank.parts.append(Part("CUDA context", CONTEXT_GIB, "per process"))
+
+
+def _host(cfg, plan: MemoryPlan, psi: int, trainable: int, n: int, stage: int, mixed: bool, wbytes: int,
+          optimizer: bool, params: bool) -> None:
+    """What DeepSpeed's offload puts in each machine's CPU memory (the ranks of one machine together:
+    their shards of the Adam states, and with offload_param of the weights), against that memory:
+    compute.host_ram_gib, else unknown (a WARN: set it)."""
+    per_rank = model_states(psi, trainable, n, stage, mixed, False, wbytes)
+    ranks = max(1, cfg.compute.num_processes) // max(1, cfg.compute.num_machines)
+    offloaded = ((per_rank[2] if optimizer else 0.0) + (per_rank[0] if params else 0.0)) * ranks / GIB
+    how = " + ".join(x for x, on in (("the Adam states", optimizer), ("the weights", params)) if on)
+    ram, source = cfg.compute.host_ram_gib, "compute.host_ram_gib"
+    if ram is None:  # never this machine's: the plan reads the same wherever it is written
+        source = "unknown: set compute.host_ram_gib to each machine's memory"
+        plan.unestimated.append(f"host memory for {offloaded:.1f} GiB offloaded per machine: {source}")
+    plan.host = {"offloaded_gib": round(offloaded, 2), "how": f"{how} of {ranks} rank(s), ZeRO-{stage} over {n}",
+                 "ram_gib": ram, "ram_source": source}
 
 
 def _runs_in_training(cfg, role: str) -> bool:

@@ -49,6 +49,10 @@ class ComputeConfig:
                 "job died without its final row, then stops itself (skillos ledger watch lists it); 0: it stops "
                 "with the job. A launch without GPUs, or on a machine that ends with the job (modal), is watched "
                 "until the job ends and its final row is checked"})
+    host_ram_gib: float | None = field(default=None, metadata={"bounds": (0.001, 1e7),
+        "help": "each machine's CPU memory in GiB, against which the memory plan (gate 7) places what DeepSpeed "
+                "offloads there (Adam states, weights); None: unknown, a WARN where anything is offloaded (the "
+                "plan reads the same on any machine, so it never assumes this one's)"})
     max_cost_usd: float = field(default=10.0, metadata={"bounds": (0.0, 1e9),
         "help": "the cost gate: a launch whose paid API calls (executor, curator, judge, optimizer, sleep, "
                 "teacher on openai or anthropic) are estimated above this many USD, or at an unknown cost, needs "

@@ -101,11 +101,11 @@ OPERATIONAL_KEYS = ("eval.workers", "env.engine_workers", "eval.concurrency", "e
                     "training.max_signal_free_steps", "compute.watchdog", "compute.stall_minutes", "compute.watch_after_minutes",
                     "sweep.port",
                     "compute.ray_address", "compute.ray_max_retries", "compute.ray_gpus_per_task",
-                    "compute.stop_on", "compute.servers", *COST_KEYS)
+                    "compute.stop_on", "compute.servers", "compute.host_ram_gib", *COST_KEYS)
 
 # Operational keys that change what a launch reserves or costs: an approved plan covers them.
 RESOURCE_KEYS = ("compute.backend", "compute.ray_gpus_per_task", "compute.ray_address", "compute.ray_max_retries",
-                 "eval.workers", "compute.watchdog", "compute.servers", *COST_KEYS)
+                 "eval.workers", "compute.watchdog", "compute.servers", "compute.host_ram_gib", *COST_KEYS)
 
 
 # Keys added after configs' hashes were published: at their default they are left out of the
