@@ -96,7 +96,9 @@ def test_seeds_are_pooled_by_seed_and_task_and_every_seed_must_move_up():
 
 
 def test_where_the_answer_depends_on_the_input_every_stratum_must_improve_on_its_own():
-    """A trainer that ignored its prompt could raise one task type only by lowering the other, or
+    """A trainer that ignored its prompt can raise both task types from a start below a constant
+    answer (training/canary's beats_best_constant clause judges that, tests/test_canary_payoff.py);
+    from an even start it raises one type by lowering the other, or
     both a little from a garbled start: a pooled improvement made of heat up and cool down fails,
     and so does one whose second stratum rose by a task; each stratum an improvement passes."""
     from skillos.ledger.store import canary_passed
