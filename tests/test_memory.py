@@ -284,3 +284,12 @@ def test_the_memory_plan_counts_host_memory_for_offloaded_adam_states():
     big = memory_plan(with_sets(paper, ["compute.host_ram_gib=1024"]))
     assert big.host_over() is None and not any("host memory" in u for u in big.unestimated)
     assert memory_plan(load(ROOT / "training" / "configs" / "single-gpu-lora.yaml")).host is None  # nothing offloaded
+
+
+def test_the_seeds_own_layout_is_shipped_and_refused_by_the_memory_plan():
+    """vLLM colocated on the 8 training GPUs, the executor and judge remote: each rank over the GPU."""
+    seed = config.load(ROOT / "training" / "configs" / "skillos-paper-alfworld-seed-layout.yaml")
+    result = _gate(seed)
+    assert result.status == "FAIL" and result.detail.startswith("training rank: 81.3 GiB > 79.2 GiB")
+    assert "trl vLLM (colocate) 23.8" in result.detail
+    assert seed.training.vllm_mode == "colocate" and not seed.compute.servers and seed.compute.num_processes == 8
