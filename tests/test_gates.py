@@ -278,3 +278,19 @@ def test_gate_check_prints_its_rows_and_says_what_this_machine_lacks_apart_from_
     assert json.loads(refused.stdout)["missing"] and "table.retrieval.top_k" in refused.stdout
     unreadable = run_cli("gate", "check", tmp_path / "nope.yaml", "--json")
     assert unreadable.returncode == 2 and unreadable.stdout == ""
+
+
+def test_gate_check_is_quiet_about_skips_unless_asked(tmp_path):
+    """The SKIP rows are counted in the summary, printed with --verbose, and always in --json."""
+    import json
+
+    from conftest import ROOT, run_cli
+
+    config, env = ROOT / "evals" / "configs" / "quickstart.yaml", {"SKILLOS_HOME": str(tmp_path)}
+    quiet = run_cli("gate", "check", config, env=env)
+    loud = run_cli("gate", "check", config, "--verbose", env=env)
+    skips = json.loads(run_cli("gate", "check", config, "--json", env=env).stdout)["counts"]["SKIP"]
+    assert quiet.returncode == loud.returncode == 0 and skips > 10
+    assert not [line for line in quiet.stdout.splitlines() if line.startswith("SKIP")]
+    assert len([line for line in loud.stdout.splitlines() if line.startswith("SKIP")]) == skips
+    assert f"{skips} skip" in quiet.stdout.splitlines()[-1]

@@ -51,7 +51,7 @@ def load(path: str | Path, sets: list[str] | tuple = ()) -> Config:
 
 
 def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | None = None,
-          ledger=None, trace: bool = False, partial: bool = False) -> Report:
+          ledger=None, trace: bool = False, partial: bool = False, verbose: bool = False) -> Report:
     """The launch gates on a config, recorded nowhere: the report, or GateRefused carrying it
     when a check failed (gate 6 reads the ledger when the config names a fix). `trace` (and
     `dry_run`) also trace every gated key to what its consumer receives (`report.trace`).
@@ -66,6 +66,7 @@ def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | No
         trace: trace every gated key to its consumer (`report.trace`).
         partial: checks that cannot run for what this machine lacks (data, a key, an extra) give
             a report whose `missing` says what (exit code 3) instead of raising.
+        verbose: `echo` gets the SKIP rows too.
     Returns:
         The gates' Report: every result (PASS / WARN / FAIL / SKIP) with its gate, key and values.
     Raises:
@@ -74,7 +75,8 @@ def check(config: Config | str | Path, *, dry_run: bool = False, echo: Echo | No
     """
     cfg = _config(config)
     with _ledger(ledger, needed=cfg.experiment.fixes_failure is not None) as book:
-        report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo, trace=trace, partial=partial)
+        report = gates.check(cfg, dry_run=dry_run, ledger=book, echo=echo, trace=trace, partial=partial,
+                             verbose=verbose)
     return gates.refuse_on_failure(report, "check")
 
 

@@ -24,6 +24,8 @@ def gate_check(
                                "request or sampling call, the prompt, the retrieval call), built without "
                                "running anything; a key checked but not applied FAILs. The dry-run traces too "
                                "(with --json: a \"trace\" list of {key, value, consumer, arrived, applied, detail})."),
+    verbose: bool = typer.Option(False, "--verbose", help="Also print the SKIP rows (the summary counts them; "
+                                 "--json holds every row)."),
     as_json: bool = JSON,
     set_: List[str] = SET,
 ):
@@ -39,7 +41,7 @@ def gate_check(
 
     try:
         report = api.check(load_config(config, set_), dry_run=dry_run, echo=None if as_json else typer.echo,
-                           trace=trace, partial=True)
+                           trace=trace, partial=True, verbose=verbose)
     except api.GateRefused as refused:
         report = refused.report
     emit(report.to_dict(), as_json, lambda _: gate_lines(report, config, trace)

@@ -58,7 +58,8 @@ def refuse_on_failure(report: Report, command: str, detail: dict | None = None, 
 def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None] | None = None,
           before_dry_run: Callable[[set], None] | None = None,
           overridden: set | None = None, command: str | None = None, trace: bool = False,
-          progress: Callable[[str], None] | None = None, machine: bool = False, partial: bool = False) -> Report:
+          progress: Callable[[str], None] | None = None, machine: bool = False, partial: bool = False,
+          verbose: bool = False) -> Report:
     """Run every static check (and the dry-run checks) on a loaded config.
 
     `before_dry_run(names)` is called with every check name once the static checks have run
@@ -71,16 +72,19 @@ def check(cfg, *, dry_run: bool = False, ledger=None, echo: Callable[[str], None
     `machine` (and always with the dry-run): this machine's free facts too (core.checks("machine"): free
     disk for the checkpoints, the data present), as `plan` shows them. `partial` (gate check): checks
     that cannot run for what this machine lacks (data, a key, an extra) do not raise: the report holds
-    every result so far and `missing` says what was lacking (its exit code 3)."""
+    every result so far and `missing` says what was lacking (its exit code 3). `verbose`: echo the
+    SKIP rows too (the report holds them either way)."""
     try:
-        return _check(cfg, dry_run, ledger, echo, before_dry_run, overridden, command, trace, progress, machine)
+        return _check(cfg, dry_run, ledger, echo, before_dry_run, overridden, command, trace, progress, machine,
+                      verbose)
     except SkillosError as exc:
         if not partial or getattr(exc, "results", None) is None:
             raise
         return Report(exc.results, dry_run, str(cfg.source or ""), None, missing=exc.missing)
 
 
-def _check(cfg, dry_run, ledger, echo, before_dry_run, overridden, command, trace, progress, machine) -> Report:
+def _check(cfg, dry_run, ledger, echo, before_dry_run, overridden, command, trace, progress, machine,
+           verbose=False) -> Report:
     ref = None
     if cfg.reference:
         try:
@@ -89,7 +93,8 @@ def _check(cfg, dry_run, ledger, echo, before_dry_run, overridden, command, trac
             ref = None  # the `reference` check reports it
     base = Path(cfg.source).parent if cfg.source else Path.cwd()
     quiet = lambda _line: None  # noqa: E731
-    ctx = Context(cfg, ref, ledger, base, echo or quiet, command=command, progress=progress or echo or quiet)
+    ctx = Context(cfg, ref, ledger, base, echo or quiet, command=command, progress=progress or echo or quiet,
+                  verbose=verbose)
     static = core.checks("static")
     last = [c for c in static if c.__name__ == "divergences"]  # reads what the others used
     results: list = []

@@ -142,6 +142,7 @@ class Context:
     used_divergences: set = field(default_factory=set)
     cache: dict = field(default_factory=dict)  # shared by dry-run checks (games, pools)
     command: str | None = None  # the launch being gated (eval, optimize, ...); None: skillos gate check
+    verbose: bool = False  # echo SKIP rows too (quiet by default: the summary counts them)
 
     @property
     def training(self) -> bool:
@@ -278,7 +279,8 @@ def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:
                          f"{type(exc).__name__}: {exc}"[:400])
         results.extend(out if isinstance(out, list) else [out])
         for result in (out if isinstance(out, list) else [out]):
-            ctx.echo(result.line())
+            if result.status != "SKIP" or ctx.verbose:
+                ctx.echo(result.line())
     if user_error is not None:
         counts = {s: sum(r.status == s for r in results) for s in ("PASS", "WARN", "FAIL", "SKIP")}
         cannot = sum(r.detail.startswith("cannot run:") for r in results)
