@@ -293,3 +293,21 @@ def test_the_seeds_own_layout_is_shipped_and_refused_by_the_memory_plan():
     assert result.status == "FAIL" and result.detail.startswith("training rank: 81.3 GiB > 79.2 GiB")
     assert "trl vLLM (colocate) 23.8" in result.detail
     assert seed.training.vllm_mode == "colocate" and not seed.compute.servers and seed.compute.num_processes == 8
+
+
+def test_impossible_shapes_and_oversized_ranks_on_unknown_gpus_are_refusals_with_numbers(tmp_path):
+    """A config.json no model can have (a negative layer count) is a FAIL naming the key and value,
+    not a negative plan that passes; a GPU type the table lacks is a WARN until a GPU is asked to hold
+    more than the largest GPU the table knows, then a FAIL with both numbers."""
+    model = tmp_path / "odd-model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "model_type": "qwen2", "num_hidden_layers": -2, "hidden_size": 64, "intermediate_size": 128,
+        "num_attention_heads": 4, "vocab_size": 1000}))
+    odd = _gate(config.load(PAPER, sets=[f"training.model={model}"]))
+    assert odd.status == "FAIL" and "impossible shape" in odd.detail and "num_hidden_layers -2" in odd.detail
+    unknown = _gate(config.load(PAPER, sets=["compute.gpu=X9000:8"]))
+    assert unknown.status == "WARN"  # 63 GiB a rank fits some GPU: unknown, said
+    huge = _gate(config.load(PAPER, sets=["compute.gpu=X9000:8", "training.per_device_train_batch_size=8",
+                                          "training.gradient_accumulation_steps=1"]))
+    assert huge.status == "FAIL" and "training rank: 422.6 GiB per GPU, more than the largest GPU" in huge.detail

@@ -94,6 +94,11 @@ class Shape:
     def from_hf(cls, c: dict) -> "Shape":
         if any(c.get(k) for k in ("num_experts", "num_local_experts", "n_routed_experts")):
             raise ValueError("a mixture of experts: its experts' weights are not in this table's dense formula")
+        for key in ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "vocab_size",
+                    "num_key_value_heads", "head_dim", "max_position_embeddings"):
+            value = c.get(key, 1 if key in ("num_key_value_heads", "head_dim", "max_position_embeddings") else None)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ImpossibleShape(f"{key} {value!r} is not a positive count")
         heads = c["num_attention_heads"]
         dtype = str(c.get("torch_dtype") or c.get("dtype") or "float32")
         return cls(c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], heads,
@@ -170,6 +175,8 @@ def shape_of(model: str | None) -> tuple[Shape | None, str]:
     if config.is_file():
         try:
             return Shape.from_hf(json.loads(config.read_text())), str(config)
+        except ImpossibleShape as exc:
+            return None, f"{IMPOSSIBLE}: {config}: {exc}"
         except (ValueError, KeyError, TypeError) as exc:
             return None, f"{config} has no decoder shape ({exc})"
     known = {name.lower(): name for name in SHAPES}
@@ -177,6 +184,13 @@ def shape_of(model: str | None) -> tuple[Shape | None, str]:
         return Shape.from_hf(SHAPES[known[model.lower()]]), f"{known[model.lower()]}'s config.json (training/memory.py)"
     return None, (f"{model!r}: not in the memory plan's table (training/memory.py SHAPES) and no config.json "
                   "on this machine")
+
+
+class ImpossibleShape(ValueError):
+    """A model config no model can have (a negative or zero count): a refusal, not an unknown."""
+
+
+IMPOSSIBLE = "impossible shape"  # how the plan's unestimated entries name one (the memory check FAILs it)
 
 
 @dataclass
@@ -228,6 +242,16 @@ class MemoryPlan:
             return None
         return (f"host memory: {h['offloaded_gib']:.1f} GiB offloaded per machine ({h['how']}) > its "
                 f"{h['ram_gib']:.1f} GiB ({h['ram_source']})")
+
+    def impossible(self) -> list[str]:
+        """Why the plan cannot be right whatever the GPU: a shape no model has, or a GPU of a type the
+        table lacks asked to hold more than the largest GPU it knows."""
+        out = [u for u in self.unestimated if IMPOSSIBLE in u]
+        if self.capacity_gib is None:
+            kind, biggest = max(GPU_GIB.items(), key=lambda item: item[1])
+            out += [f"{p.where}: {p.total_gib:.1f} GiB per GPU, more than the largest GPU the table knows ({kind}, "
+                    f"{biggest} GiB)" for p in self.placements if p.total_gib > biggest]
+        return out
 
     def over(self) -> list:
         """Placements that exceed the GPU or cannot start."""

@@ -95,7 +95,7 @@ def memory(ctx: Context) -> Result:
     values = plan.to_dict()
     problems = [f"{p.where}: {p.total_gib:.1f} GiB > {plan.capacity_gib} GiB" if not p.problems
                 else f"{p.where}: {'; '.join(p.problems)}" for p in plan.over()]
-    problems += plan.unreached + ([plan.host_over()] if plan.host_over() else [])
+    problems += plan.unreached + ([plan.host_over()] if plan.host_over() else []) + plan.impossible()
     if not compute_of(ctx.cfg).multi_node and server_gpus(ctx.cfg):  # only its plan gives training other GPUs
         problems.append(f"a {ctx.cfg.compute.backend} launch starts only the training processes, on the first GPUs: "
                         f"the {server_gpus(ctx.cfg)} server GPU(s) would serve nothing or share training's "
