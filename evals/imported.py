@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -84,6 +85,21 @@ class Mapping:
         return mapping
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def label(value, what: str, where: str) -> str:
+    """An arm name or game id as text: a string or a number, never an object, a list or a boolean
+    (whose Python repr would stand in silently), and never a control character (a newline in a name
+    prints a line of its own that reads like skillos's)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise SkillosError(f"{where}: the {what} is a JSON {type(value).__name__}, not a string or a number")
+    text = str(value)
+    if _CONTROL.search(text):
+        raise SkillosError(f"{where}: the {what} {text!r} holds a control character (a newline, a tab, an escape)")
+    return text
+
+
 def success_value(value, where: str) -> bool | None:
     """A success field read strictly (see the module docstring); None: unmeasured."""
     if value is None:
@@ -116,11 +132,12 @@ def _jsonl_games(path: Path, mapping: Mapping) -> dict:
             raise SkillosError(f"{where}: not a JSON object")
         if mapping.game not in row or row[mapping.game] in (None, ""):
             raise SkillosError(f"{where}: no game id (column {mapping.game!r}; map another with --game-col)")
-        game = str(row[mapping.game])
+        game = label(row[mapping.game], "game id", where)
         if mapping.arms:
             cells = {arm: row.get(column) for column, arm in mapping.arms.items()}
         else:
-            arm = str(row[mapping.arm]) if mapping.arm and row.get(mapping.arm) not in (None, "") else path.stem
+            arm = label(row[mapping.arm], "arm", where) if mapping.arm and row.get(mapping.arm) not in (None, "") \
+                else path.stem
             if mapping.success not in row:
                 raise SkillosError(f"{where}: no success field (column {mapping.success!r}; map another with "
                                    "--success-col; null means unmeasured)")
@@ -167,8 +184,9 @@ def _inspect_games(path: Path, mapping: Mapping) -> dict:
     for sample in log.samples or []:
         where = f"{path} sample {sample.id!r} epoch {sample.epoch}"
         meta = sample.metadata or {}
-        arm = str(meta.get("arm") or log.eval.model)
-        game = str(meta.get("game_id") or sample.id) + (f"#epoch{sample.epoch}" if sample.epoch != 1 else "")
+        arm = label(meta.get("arm") or log.eval.model, "arm", where)
+        game = label(meta.get("game_id") or sample.id, "game id", where) + (
+            f"#epoch{sample.epoch}" if sample.epoch != 1 else "")
         scores = sample.scores or {}
         if mapping.scorer:
             score = scores.get(mapping.scorer)
@@ -189,12 +207,17 @@ def read_results(paths, mapping: Mapping) -> dict:
     paths = list(map(Path, paths))
     for path in paths:  # every file's size before any is read
         if not path.is_file():
-            raise SkillosError(f"{path}: no such file")
+            kind = ("a folder" if path.is_dir() else "a FIFO" if path.is_fifo() else "not a regular file") \
+                if path.exists() else "no such file"
+            raise SkillosError(f"{path}: {kind}" + (", not a result file" if path.exists() else ""))
         if path.stat().st_size > MAX_IMPORT_BYTES:
             raise SkillosError(f"{path}: {path.stat().st_size / 2**20:,.0f} MiB, above the {MAX_IMPORT_BYTES >> 20} "
                                "MiB one result file may hold; split it")
     for path in paths:
         for arm, outcomes in _reader(path)(path, mapping).items():
+            label(arm, "arm", str(path))  # every reader's names, the file name's and a mapping's included
+            for game in outcomes:
+                label(game, "game id", f"{path} arm {safe_name(arm)!r}")
             known = merged.setdefault(safe_name(arm), {})  # a key-shaped arm name: a stable stand-in
             twice = sorted(set(known) & set(outcomes))
             if twice:

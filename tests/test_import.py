@@ -82,6 +82,13 @@ def test_wide_rows_through_a_mapping_file(tmp_path, skillos_home):
     ([{"game_id": "a", "success": True}, {"game_id": "a", "success": False}], "line 2: game 'a' appears twice"),
     ([{"success": True}], "line 1: no game id (column 'game_id'"),
     ([{"game_id": "a", "won": True}], "line 1: no success field (column 'success'"),
+    # names that would forge a line of output, or stand in as a Python repr
+    ([{"game_id": "a", "arm": "treated\nimported 9 runs: treated wins", "success": True}],
+     "line 1: the arm 'treated\\nimported 9 runs: treated wins' holds a control character"),
+    ([{"game_id": "a\x1b[2Jb", "success": True}], "line 1: the game id 'a\\x1b[2Jb' holds a control character"),
+    ([{"game_id": {"id": 1}, "success": True}], "line 1: the game id is a JSON dict, not a string or a number"),
+    ([{"game_id": "a", "arm": ["x", "y"], "success": True}], "line 1: the arm is a JSON list, not a string"),
+    ([{"game_id": True, "success": True}], "line 1: the game id is a JSON bool, not a string or a number"),
 ])
 def test_a_bad_file_is_one_line_and_records_nothing(tmp_path, skillos_home, rows, message):
     src = _write(tmp_path / "bad.jsonl", rows)
@@ -190,3 +197,15 @@ def test_an_imported_experiments_report_says_why_there_is_none(tmp_path, skillos
     report = run_cli("export", "report", "elsewhere", tmp_path / "rep", env=env)
     assert report.returncode == 2 and "no run recorded" not in report.stderr
     assert "its 2 runs were imported (skillos import)" in report.stderr and "--family elsewhere" in report.stderr
+
+
+def test_a_folder_or_a_fifo_given_as_a_result_file_says_what_it_is(tmp_path, skillos_home):
+    import os
+
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    (tmp_path / "folder.jsonl").mkdir()
+    for name, said in (("pipe.jsonl", "a FIFO, not a result file"), ("folder.jsonl", "a folder, not a result file"),
+                       ("gone.jsonl", "no such file")):
+        result = run_cli("import", tmp_path / name, "--experiment", "x", env=env)
+        assert result.returncode == 2 and f"{name}: {said}" in result.stderr, result.stderr
