@@ -74,6 +74,7 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     decided = stats.verdicts(comparisons, alpha=alpha, family=f"{run_dir.name}: arms vs {control}", correction="holm",
                              worthwhile=worthwhile)
     folder = out if out.name == FOLDER else out / FOLDER
+    stale = _stale(folder, benchmark, {names[a] for a in arms if any(v is not None for v in outcomes[a].values())})
     date, source = _run_date(run_dir), source_url or run_dir.resolve().as_uri()
     written, skipped = {}, {}
     for arm in [control] + [a for a in arms if a != control]:
@@ -96,5 +97,29 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
                        f"skillos run {run_dir.name}", notes)
         write_atomic(folder / name, yaml.safe_dump([entry], sort_keys=False, allow_unicode=True))
         written[arm] = str(folder / name)
+    for path in stale:  # an earlier export's arms this run does not have: gone, so no file is another run's
+        path.unlink()
     return {"out": str(folder), "files": written, "skipped": skipped, "dataset": dataset, "task": task,
-            "control": control}
+            "control": control, "removed": [str(p) for p in stale]}
+
+
+def _stale(folder: Path, benchmark: str, writing: set) -> list[Path]:
+    """The files of this benchmark in `folder` that this export will not write: an earlier skillos
+    export's arms (removed after the new files are written, so the folder holds one run), or a
+    one-line refusal, before anything is written, when one is not skillos's."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob(f"{benchmark}*.yaml")):
+        if path.name in writing or not (path.name == f"{benchmark}.yaml" or path.name.startswith(f"{benchmark}_")):
+            continue
+        try:
+            entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+            ours = all(str(e["source"]["name"]).startswith("skillos run ") for e in entries)
+        except (OSError, ValueError, yaml.YAMLError, TypeError, KeyError, AttributeError):
+            ours = False
+        if not ours:
+            raise SkillosError(f"{path}: a result of benchmark {benchmark} that skillos did not write, and that this "
+                               "export would leave beside another run's files; move it, or export elsewhere")
+        out.append(path)
+    return out

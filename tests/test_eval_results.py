@@ -42,3 +42,31 @@ def test_an_arm_with_nothing_measured_gets_no_file_and_says_why(tmp_path):
     assert list(result["files"]) == ["no_memory"] and "no measured game" in result["skipped"]["closed_loop"]
     bad = run_cli("export", "eval-results", tmp_path / "nowhere", tmp_path / "model")
     assert bad.returncode != 0 and "no games.jsonl" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_second_run_exported_into_the_same_folder_leaves_no_file_of_the_first(tmp_path):
+    """The folder holds one run: an earlier export's arm this run lacks (or cannot measure) is removed
+    and said; a file of the benchmark skillos did not write is a refusal before anything is written."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _run_folder(tmp_path / "a")
+    export_eval_results(first, tmp_path / "model", dataset="org/alfworld")
+    folder = tmp_path / "model" / ".eval_results"
+    second = _run_folder(tmp_path / "b")
+    rows = [json.loads(line) for line in (second / "games.jsonl").read_text().splitlines()]
+    for r in rows:
+        if r["arm"] == "closed_loop":
+            r.update(success=None, unmeasured=True, unmeasured_reason="outage")
+    (second / "games.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = export_eval_results(second, tmp_path / "model", dataset="org/alfworld")
+    assert sorted(p.name for p in folder.iterdir()) == ["alfworld.yaml"]
+    assert result["removed"] == [str(folder / "alfworld_closed_loop.yaml")]
+    (folder / "alfworld_theirs.yaml").write_text(yaml.safe_dump([{"source": {"name": "another tool"}}]))
+    import pytest
+
+    from skillos.errors import SkillosError
+
+    before = (folder / "alfworld.yaml").read_text()
+    with pytest.raises(SkillosError, match="alfworld_theirs.yaml: a result of benchmark alfworld that skillos did "):
+        export_eval_results(first, tmp_path / "model", dataset="org/alfworld")
+    assert (folder / "alfworld.yaml").read_text() == before  # refused before anything was written
