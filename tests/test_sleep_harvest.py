@@ -152,3 +152,22 @@ def test_metadata_of_the_wrong_shape_is_read_as_absent_never_a_traceback(tmp_pat
         {"type": "event_msg", "timestamp": "2026-01-01T00:00:02Z", "payload": {"type": "agent_message", "message": "hi"}}]))
     s = h.read_codex(codex, "codex", Counter(), Counter())
     assert (s.id, s.project, s.started) == ("x", None, "2026-01-01T00:00:00Z") and json.dumps(s.to_dict())
+
+
+def test_a_line_nested_200000_deep_is_a_counted_skip_with_its_words(tmp_path):
+    """Every reason the bounded line reader skips a line for has its words in the harvest's summary
+    (a too-deep line was a KeyError traceback)."""
+    from skillos import safety
+    from skillos.training.sleep.harvest import SKIP_REASONS
+
+    assert set(safety.SKIP_WORDS) <= set(SKIP_REASONS)
+    folder = tmp_path / "claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    depth = 200_000
+    (folder / "s.jsonl").write_text('{"type": "user", "message": {"role": "user", "content": '
+                                    + "[" * depth + "]" * depth + '}, "sessionId": "x"}\n')
+    config = tmp_path / "c.yaml"
+    config.write_text(f"sleep:\n  claude_dir: {tmp_path / 'claude'}\n  sources: [claude]\n")
+    result = run_cli("sleep", "harvest", "--config", config, env={"SKILLOS_HOME": str(tmp_path / "home")})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-800:]
+    assert "skipped 1: too-deep (nested deeper than 100 levels, skipped)" in result.stdout

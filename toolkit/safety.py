@@ -120,6 +120,16 @@ def parse_json(data: bytes | str, max_depth: int = MAX_JSON_DEPTH):
     return value
 
 
+# What each reason a bounded reader skips or repairs a line for means, in words (every reader
+# that shows a skip says it so: the view, sleep's harvest).
+SKIP_WORDS = {"partial-last-line": "partial last line (a run in progress or killed mid-write)",
+              "unparseable-line": "not a JSON object", "not-an-object": "not a JSON object",
+              "line-too-long": f"a line longer than {MAX_LINE_BYTES} bytes, skipped",
+              "too-deep": f"nested deeper than {MAX_JSON_DEPTH} levels, skipped",
+              "repaired-utf8": "not UTF-8 (read with replacements)",
+              "file-truncated": "read stopped at the size cap"}
+
+
 class Skips:
     """What a bounded reader skipped: counts by reason, and the first few places (file:line)."""
 

@@ -37,14 +37,6 @@ def split_key(key: str) -> list[str]:
     return [unquote(p) for p in key.split("/")]
 
 
-SKIP_WORDS = {"partial-last-line": "partial last line (a run in progress or killed mid-write)",
-              "unparseable-line": "not a JSON object", "not-an-object": "not a JSON object",
-              "line-too-long": f"a line longer than {safety.MAX_LINE_BYTES} bytes, skipped",
-              "too-deep": f"nested deeper than {safety.MAX_JSON_DEPTH} levels, skipped",
-              "repaired-utf8": "not UTF-8 (read with replacements)",
-              "file-truncated": "read stopped at the size cap"}
-
-
 def inside(folder: Path, path: Path) -> bool:
     """Whether `path`, with every symlink resolved, lies inside `folder` (resolved)."""
     try:
@@ -74,7 +66,7 @@ def read_jsonl(path: Path, problems: list, folder: Path | None = None) -> list[d
         return []
     for place in skips.places:
         where, _, reason = place.rpartition(": ")
-        problems.append(f"{where}: {SKIP_WORDS.get(reason, reason)}")
+        problems.append(f"{where}: {safety.SKIP_WORDS.get(reason, reason)}")
     if skips.total() > len(skips.places):
         problems.append(f"{path.name}: {skips.total() - len(skips.places)} more lines skipped ({skips.summary()})")
     return rows

@@ -27,12 +27,14 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from skillos import safety
 from skillos.errors import SkillosError
 from skillos.secrets import redact_text
 
 REPLAY_MARKER = "[skillos-sleep replay]"
 SOURCES = ("claude", "codex")  # what --source names; codex covers the CLI rollouts and the archive
 SKIP_REASONS = {
+    **safety.SKIP_WORDS,  # what the bounded line reader skips (too long, too deep, ...)
     "subagent-session": "a Claude Code sub-agent session (harvest them with --subagents)",
     "subagent-record": "a sub-agent's record inside a main session file (isSidechain; see --subagents)",
     "skillos-replay": "a session skillos started itself (its replay marker)",
@@ -42,7 +44,7 @@ SKIP_REASONS = {
     "pasted-stub": "a pasted-text placeholder with no text of its own",
     "compaction-summary": "a compaction summary written by the agent, not the user",
     "duplicate-codex-turn": "the second copy of a Codex turn (logged as response_item and event_msg)",
-    "unparseable-line": "a line that is not a JSON record (e.g. a truncated last line)",
+    "unparseable-line": "a line that is not a JSON record (e.g. a truncated last line)",  # the reader's, in harvest's words
     "other-record": "a record that is no turn (snapshots, summaries, token counts, reasoning)",
     "before-since": "a session that started before --since",
     "other-project": "a session outside --project",
@@ -158,8 +160,6 @@ def _lines(path: Path, skipped: Counter, repaired: Counter, source: str):
     """(raw text, record) per JSON line, read bounded (skillos.safety.jsonl_records): a line that
     does not parse, is not an object, is longer than MAX_LINE_BYTES or nested deeper than
     MAX_JSON_DEPTH is counted by its reason and skipped, never held whole or recursed."""
-    from skillos import safety
-
     skips = safety.Skips(keep=0)
     try:
         for _, line, record in safety.jsonl_records(path, "transcript", skips):
