@@ -305,3 +305,28 @@ def test_env_engine_workers_reaches_the_training_setup_and_leaves_the_identity()
         assert isinstance(setup.engine_pool, EnginePool) and isinstance(setup.make_env(), PooledEnv)
     finally:
         setup.close()
+
+
+def test_a_stopped_worker_is_killed_at_the_calls_bound_not_waited_on_forever(games):
+    """A worker that stops answering (SIGSTOP, or wedged in the planner's C library) blocks no
+    rollout: its call ends at the pool's bound, which training's pool has by default."""
+    from skillos.evals.envs.alfworld.pool import CALL_TIMEOUT_S
+    from skillos.training.env import engine_pool
+
+    built = engine_pool("household", 1)
+    try:
+        assert built.timeout_s == CALL_TIMEOUT_S
+    finally:
+        built.close()
+    with EnginePool(1, timeout_s=2.0) as one:
+        env = one.make_env()
+        env.load(games[0].path)
+        env.reset()
+        victim = env.worker_pid
+        os.kill(victim, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(EngineWorkerDied, match=r"gave no answer to 'step' in 2 s and was killed"):
+            env.step("look")
+        assert time.monotonic() - started < 10
+        env.load(games[1].path)  # the next game gets a fresh worker
+        assert env.worker_pid != victim and env.reset()

@@ -251,13 +251,20 @@ def _shutdown(workers: list) -> None:
         worker.stop()
 
 
+# The longest one call (load, reset, step) may take before its worker is taken for wedged (stopped,
+# or stuck in the planner's C library): a game load takes ~1-2 s on a loaded machine, so this is
+# generous, and every wait on a worker is bounded by it.
+CALL_TIMEOUT_S = 120.0
+
+
 class EnginePool:
     """N engine worker processes; `make_env()` gives a game env whose games run in one of them.
 
     timeout_s: a worker that gives no answer to one call in this long is killed and its games
-    fail (None: no bound; a worker that dies is noticed at once either way)."""
+    fail, unmeasured (default CALL_TIMEOUT_S; None: no bound, for a test; a worker that dies is
+    noticed at once either way)."""
 
-    def __init__(self, workers: int, *, context: str = "spawn", timeout_s: float | None = None,
+    def __init__(self, workers: int, *, context: str = "spawn", timeout_s: float | None = CALL_TIMEOUT_S,
                  cache_size: int = GAME_CACHE_SIZE):
         import multiprocessing
 
