@@ -117,3 +117,20 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
     assert result.exit_code == 0, result.output
     with Ledger(skillos_home / "ledger.db") as ledger:
         assert [o["check_name"] for o in ledger.rows("overrides")] == ["planted"]
+
+
+def test_gpus_torch_sees_without_nvidias_driver_files_make_a_gpu_launch(tmp_path, monkeypatch):
+    """ROCm or WSL2: no /proc/driver/nvidia, yet torch sees devices. The device predicate asks torch
+    there, so an hf launch is a GPU launch (approval and canary gates apply), not 'the local CPU'."""
+    import sys
+
+    from skillos import config, devices
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # as in a fresh gate check (torch not imported)
+    monkeypatch.setattr(devices, "_torch_count", lambda: 2)  # what torch.cuda.device_count() says on that box
+    monkeypatch.setattr(devices, "OTHER_ACCELERATORS", (str(tmp_path / "missing"),))
+    assert devices.cuda_devices() == 0  # no accelerator's files: torch is not asked (nor imported)
+    (tmp_path / "kfd").write_text("")
+    monkeypatch.setattr(devices, "OTHER_ACCELERATORS", (str(tmp_path / "kfd"),))
+    assert devices.cuda_devices() == 2
+    assert devices.gpu_launch(config.load(ROOT / "training" / "configs" / "cpu-smoke.yaml"))

@@ -44,10 +44,16 @@ def gpus_per_machine(cfg) -> int | None:
     return int(spec.split(":")[1]) if ":" in spec else 1
 
 
+# Device files of GPUs torch reaches without NVIDIA's driver files: ROCm's kernel driver, WSL2's GPU
+# paravirtualisation. Where one exists, only torch can say how many devices it sees.
+OTHER_ACCELERATORS = ("/dev/kfd", "/dev/dxg")
+
+
 def cuda_devices() -> int:
-    """CUDA devices this process can see, without importing torch (the static gates stay light):
-    torch's own count when it is already imported, else the NVIDIA driver's devices less those
-    CUDA_VISIBLE_DEVICES hides."""
+    """CUDA devices this process can see, without importing torch where the NVIDIA driver's files
+    answer (the static gates stay light): torch's own count when it is already imported, else the
+    NVIDIA driver's devices less those CUDA_VISIBLE_DEVICES hides; on a machine with no NVIDIA
+    driver files but another accelerator's (ROCm, WSL2), torch's count (imported for it, when installed)."""
     torch = sys.modules.get("torch")
     if torch is not None:
         try:
@@ -60,6 +66,8 @@ def cuda_devices() -> int:
             [p for p in Path("/dev").glob("nvidia*") if re.fullmatch(r"nvidia\d+", p.name)])
     except OSError:
         present = 0
+    if not present and torch is None and any(Path(p).exists() for p in OTHER_ACCELERATORS):
+        return _torch_count()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return present
@@ -67,6 +75,21 @@ def cuda_devices() -> int:
     if not ids or ids[0].strip() == "-1":  # "" or -1: CUDA sees nothing
         return 0
     return min(present, len(ids))
+
+
+def _torch_count() -> int:
+    """torch's device count (it honours CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES itself); 0 where
+    torch is not installed or cannot initialise."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return 0
+    try:
+        import torch
+
+        return int(torch.cuda.device_count())
+    except Exception:  # noqa: BLE001 - a broken install shows no device
+        return 0
 
 
 def seen_gpu_spec() -> str | None:
