@@ -331,3 +331,13 @@ def test_no_regress_rejects_what_the_strict_gate_accepts_on_a_reviewed_task_file
     assert report["source"]["source"].startswith("reviewed task file") and report["tasks"]["validation"] == 4
     assert c["mean_difference"] == 0.5 and c["verdict"] == "reject" and len(c["broke"]) == 1
     assert c["reason"].endswith("no_regress: it broke 1 task(s)") and report["proposal"] is None
+
+
+def test_adopt_is_a_persons_step_at_a_terminal(tmp_path):
+    """`sleep adopt` writes the live skill: like `approve` and `ledger goal`, it refuses without an
+    interactive terminal (an agent's shell), and writes nothing."""
+    from conftest import run_cli
+
+    result = run_cli("sleep", "adopt", tmp_path / "proposal", env={"SKILLOS_HOME": str(tmp_path / "home")})
+    assert result.returncode == 1 and "adopt a sleep proposal" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.bak*"))

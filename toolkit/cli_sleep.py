@@ -133,11 +133,19 @@ def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or i
               undo: bool = typer.Option(False, "--undo", help="Put the backup back (also finishes undoing an adopt "
                                         "that crashed between its writes)."),
               config: Optional[Path] = CONFIG, as_json: bool = JSON):
-    """Back up the live skill and install the proposal atomically (a person's step). An adopt that
-    crashed between its writes is completed by running it again, or undone with --undo."""
+    """Back up the live skill and install the proposal atomically: a person's step, at an interactive
+    terminal outside any coding agent, confirmed by typing the code shown (as `skillos approve`). An
+    adopt that crashed between its writes is completed by running it again, or undone with --undo."""
+    import secrets
+
+    from skillos.cli_common import person_confirms
     from skillos.training.sleep.stage import adopt, sleep_home
 
     cfg = _load(config)
+    step = "undo an adopted sleep proposal" if undo else "adopt a sleep proposal into the live skill"
+    person_confirms(step, secrets.token_hex(4), [
+        f"{'undo' if undo else 'adopt'} {proposal}" + (f" into {skill}" if skill else " into the skill its night improved"),
+        "the live skill is backed up first; `skillos sleep adopt PROPOSAL --undo` puts the backup back"])
     meta = adopt(proposal, sleep_home(cfg.sleep), skill, undo=undo)
     emit(meta, as_json, lambda m: render.adopt_lines(m, undo))
 
