@@ -294,3 +294,16 @@ def test_gate_check_is_quiet_about_skips_unless_asked(tmp_path):
     assert not [line for line in quiet.stdout.splitlines() if line.startswith("SKIP")]
     assert len([line for line in loud.stdout.splitlines() if line.startswith("SKIP")]) == skips
     assert f"{skips} skip" in quiet.stdout.splitlines()[-1]
+
+
+def test_the_gates_mde_is_labelled_planned_and_a_sleep_night_quotes_none_for_env_n_games():
+    """The gate's MDE is the planned one (before the run, from an assumed discordance), labelled so
+    beside the report's observed one; a sleep night's held-out tasks are mined, so env.n_games's MDE
+    is not quoted for it."""
+    from skillos import config, gates
+
+    cfg = config.from_dict({})
+    mde = next(r for r in gates.check(cfg).results if r.check == "mde")
+    assert "planned MDE (before the run) at" in mde.detail
+    night = next(r for r in gates.check(cfg, command="sleep night").results if r.check == "mde")
+    assert night.status == "SKIP" and "mined" in night.detail

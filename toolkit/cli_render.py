@@ -183,7 +183,7 @@ def eval_tables(result: dict, console) -> None:
         v = c["verdict"]
         comp.add_row("Holm-adjusted p", f"{c['p_adjusted']:.2g} (family {v['family']}, size {v['family_size']})")
         mde = f"{100 * c['mde']:.1f} pts" if c["mde"] is not None else f"n/a ({c['note']})"
-        comp.add_row(f"MDE at {c['power']:.0%} power", mde)
+        comp.add_row(f"MDE at {c['power']:.0%} power, observed (this run's discordant share)", mde)
         comp.add_row("verdict", v["line"])
         console.print(comp)
     console.print("b: games only the arm won; c: games only the control won. "
@@ -262,7 +262,7 @@ def plan_lines(p: dict) -> list[str]:
         f"  arms: {', '.join(p['arms'])} (control {p['control']}); seeds: {', '.join(f'{k}={v}' for k, v in p['seeds'].items())}",
         f"  metric: {p['metric']}",
         *([f"  runs: {len(p['runs'])} ({', '.join(r['label'] for r in p['runs'])}), one family"] if p["runs"] else []),
-        f"  MDE: {mde}; expected effect: {num(basis['expected_effect'])}"
+        f"  planned MDE: {mde}; expected effect: {num(basis['expected_effect'])}"
         + (f"; in the family of {p['mde_in_family']['family_size']} comparisons (alpha "
            f"{p['mde_in_family']['alpha']:.3g} at Holm's first step): {100 * p['mde_in_family']['mde']:.1f} pts"
            if p.get("mde_in_family") else ""),

@@ -433,6 +433,9 @@ def mde(ctx: Context) -> Result:
     from skillos.evals import stats
 
     check, gates = "mde", (5,)
+    if ctx.command == "sleep night":  # its held-out tasks are mined tonight: its own gate gives the MDE at their n
+        return Result(check, gates, "SKIP", detail="a sleep night's validation tasks are mined when it runs, not "
+                      "env.n_games: the night's gate reports its test at the n it mined")
     e, n = ctx.cfg.experiment, ctx.cfg.env.n_games
     d = e.expected_discordance or ASSUMED_DISCORDANCE
     basis = (f"discordant share {d:g} from experiment.expected_discordance"
@@ -444,11 +447,11 @@ def mde(ctx: Context) -> Result:
               "alpha": ctx.cfg.eval.alpha, "power": ctx.cfg.eval.power, "expected_effect": e.expected_effect}
     if e.expected_effect is None:
         return Result(check, gates, "WARN", "experiment.expected_effect", None, "<= MDE", incident,
-                      f"the hypothesis claims no effect size; at n={n} the MDE at "
+                      f"the hypothesis claims no effect size; at n={n} the planned MDE (before the run) at "
                       f"{ctx.cfg.eval.power:.0%} power is {100 * planned:.1f} pts ({basis})", values=values)
     needed = stats.n_for_effect(e.expected_effect, d, ctx.cfg.eval.alpha, ctx.cfg.eval.power)
     values["n_needed"] = needed
-    detail = (f"MDE at n={n}: {100 * planned:.1f} pts vs the claimed "
+    detail = (f"planned MDE (before the run) at n={n}: {100 * planned:.1f} pts vs the claimed "
               f"{100 * e.expected_effect:.1f} pts ({basis})")
     if planned <= e.expected_effect:
         return Result(check, gates, "PASS", "env.n_games", n, f">= {needed}", incident, detail, values=values)
