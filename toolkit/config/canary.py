@@ -24,14 +24,6 @@ class CanaryConfig:
         "help": "the warm start's tiny model attends to its last N tokens in every layer (sliding-window "
                 "attention, kept by every run trained from it): a policy that can read the task in its prompt; "
                 "None: the whole prompt"})
-    # An even prior teaches the choice to ignore the input (each type answered both ways alike), and
-    # GRPO must then build the input-to-answer link from the reward alone; a prior that reads the
-    # input and answers it mostly wrongly gives GRPO a link to reverse instead.
-    warmup_right_share: float | None = field(default=None, metadata={"bounds": (0.0, 1.0),
-        "help": "the share of the warm start's answers that write the skill their task type needs (the rest "
-                "write the other one): below 0.5, a prior that reads the task and mostly answers it wrongly, "
-                "so the warm start sits below the best constant answer and only reading can beat it; None: "
-                "every skill alike whatever the type (an even prior that does not read)"})
     split: str = field(default="sealed", metadata={"choices": CANARY_SPLITS, 
         "help": "the held-out games a canary is judged on. sealed: drawn with env seed canary.sealed_seed (+ the "
                 "training seed, for optimize), games tuning never reads; the ledger counts every judged look at "

@@ -173,8 +173,7 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     for group in build_groups(games, cfg.training.group_size, c.warmup_groups, cfg.training.seed or 0,
                               grouping=cfg.training.grouping, curriculum="none"):  # a warm start's order is its own
         said = said_type(group.task_type)
-        for name, content, weight, for_type in PRIOR:
-            weight = prior_weight(weight, for_type == group.task_type, c.warmup_right_share)
+        for name, content, weight, _ in PRIOR:
             env = CuratorEnv(setup)
             messages = opening(env.reset(**group.row()))
             for _ in range(weight):
@@ -184,8 +183,7 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
             first = messages + [_call(name, content, len(conversations), said)]
             answer = env.curate_and_advance(_operations(name, content))
             then = first + [{"role": "tool", "name": "curate_and_advance", "content": answer}]
-            for second, text, again, for_second in PRIOR:  # the same skill again: keep it (inserting it twice is refused)
-                again = prior_weight(again, for_second == group.task_type, c.warmup_right_share)
+            for second, text, again, _ in PRIOR:  # the same skill again: keep it (inserting it twice is refused)
                 for _ in range(weight * again):
                     conversations.append(then + [_call(second, text, len(conversations), said, keep=second == name)])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
@@ -194,19 +192,6 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
             echo=echo, attention_window=c.attention_window, weigh_content=True)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
-
-
-PRIOR_SCALE = 4  # warm-start answers per skill and group where the prior is not even (a share in quarters)
-
-
-def prior_weight(weight: int, right: bool, right_share: float | None) -> int:
-    """How often the warm start answers a group with a skill: `weight` (PRIOR's, even) when
-    `right_share` is None, else PRIOR_SCALE answers split by the share, the right skill for the
-    group's type taking `right_share` of them (at least one each way: every answer stays sampled)."""
-    if right_share is None:
-        return weight
-    right_n = min(PRIOR_SCALE - 1, max(1, round(right_share * PRIOR_SCALE)))
-    return right_n if right else PRIOR_SCALE - right_n
 
 
 def said_type(task_type: str) -> str:
