@@ -656,3 +656,36 @@ def test_sealed_and_tuning_held_out_games_differ_by_content(game_cache):
     from skillos.evals.protocol import task_set_hash
 
     assert task_set_hash(sealed_games) != task_set_hash(tuning_games)
+
+
+def test_a_module_edited_while_the_canary_runs_is_never_recorded_under_its_new_sha(skillos_home, tmp_path,
+                                                                                   monkeypatch):
+    """The identity is of the source that ran: a skillos module replaced mid-run (its sha changed
+    since the start, or its file written after it) refuses the certificate, one line, the ledger run
+    ended with why, no canary row."""
+    import sys
+    import types
+
+    module = tmp_path / "edited.py"
+    module.write_text("X = 1\n")
+    fake = types.ModuleType("skillos.fake_edited")
+    fake.__file__ = str(module)
+    monkeypatch.setitem(sys.modules, "skillos.fake_edited", fake)
+    real_source = identity.source
+    monkeypatch.setattr(identity, "source", lambda name: module if name == "skillos.fake_edited" else real_source(name))
+
+    class Editing(_Fake):
+        def measure(self, out, quick, echo, variant=None, compute=()):
+            module.write_text("X = 2  # replaced while the canary ran\n")
+            return super().measure(out, quick, echo, variant, compute)
+
+    monkeypatch.setattr(canaries, "canary", lambda name: Editing())
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        with pytest.raises(SkillosError, match=r"not recorded: skillos.fake_edited changed while the canary ran"):
+            canaries.run("curator", out=tmp_path / "run", ledger=ledger, echo=lambda _line: None)
+        assert ledger.canaries("curator") == []
+        run = ledger.rows("runs")[-1]
+        assert run["status"] == "crashed" and "changed while the canary ran" in run["detail"]
+    monkeypatch.setattr(canaries, "canary", lambda name: _Fake())  # the same code left alone: recorded
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert canaries.run("curator", out=tmp_path / "again", ledger=ledger, echo=lambda _line: None)["passed"]

@@ -278,6 +278,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
                            + (f"choose one of {', '.join(chosen.variants)}" if chosen.variants else "it has none"))
     key = chosen.key(variant)
     started = time.perf_counter()
+    source_at_start = identity.snapshot()  # the identity written at the end is of the source that ran
     folder = Path(out) if out else Path("runs") / f"canary-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     split_sets = ["canary.split=tuning"] if tune else []
     resolved = with_sets(chosen.config(quick, variant), split_sets)
@@ -326,6 +327,13 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
             status = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "crashed"
             ledger.end_experiment_run(run_id, status, f"{type(exc).__name__}: {exc}"[:300])
         raise
+    edited = identity.edited_since(source_at_start, identity.loaded_modules())
+    if edited:  # its certificate would vouch for code that never ran
+        why = (f"canary {key}: not recorded: {', '.join(edited[:3])}" + (f" and {len(edited) - 3} more" if
+               len(edited) > 3 else "") + "; run it again on code that stays put while it runs")
+        if ledger is not None:
+            ledger.end_experiment_run(run_id, "crashed", why[:300])
+        raise SkillosError(why)
     ran = identity.ran(folder, config)  # the folder and every checkpoint carry what the whole canary ran
     held_out = looked_at(resolved, measured, key, ledger)
     result = {**judged_result(measured, held_out["looks"], table), "held_out": held_out, "trainer": key, "quick": quick,

@@ -171,6 +171,42 @@ def stamp(folder: Path, config: str, modules=None) -> dict:
     return written
 
 
+def snapshot() -> dict:
+    """When a canary starts: the time, and the sha of every skillos module imported so far, so the
+    identity written at its end is of the source that ran (`edited_since`)."""
+    import time
+
+    shas = {}
+    for name in loaded_modules():
+        path = source(name)
+        try:
+            shas[name] = _digest(path.read_bytes()) if path is not None else None
+        except OSError:
+            shas[name] = None
+    return {"started_ns": time.time_ns(), "modules": shas}
+
+
+def edited_since(started: dict, modules) -> list[str]:
+    """The modules of `modules` whose source is not what ran: one imported before the start whose
+    sha has changed since, or any whose file was written after the start (imported later, it may
+    have been imported before or after the edit): a phrase each; [] when none."""
+    out = []
+    for name in sorted(set(modules)):
+        path = source(name)
+        try:
+            sha = _digest(path.read_bytes()) if path is not None else None
+            written = path.stat().st_mtime_ns if path is not None else None
+        except OSError:
+            sha = written = None
+        if name in started["modules"] and started["modules"][name] != sha:
+            out.append(f"{name} changed while the canary ran")
+        elif written is not None and written > started["started_ns"]:
+            out.append(f"{name} was written after the canary started")
+        elif path is None:
+            out.append(f"{name} is gone")
+    return out
+
+
 def ran(folder: Path, config: str) -> dict:
     """The identity of a whole canary: this process's modules and every module any identity under
     `folder` records (its runs' processes, Ray workers included), stamped into all of them."""
