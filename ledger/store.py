@@ -612,6 +612,25 @@ class Ledger:
                 out.append(row)
         return out
 
+    def invalidated_canary_in(self, folder) -> dict | None:
+        """The newest canary recorded from `folder` (its --out) whose run was invalidated: {id,
+        reason}, or None. A rerun into that folder would reuse its finished runs and undo the
+        invalidation."""
+        target = str(Path(folder).resolve())
+        try:
+            rows = self.db.execute("SELECT id, run_id, result_json FROM canaries ORDER BY id DESC").fetchall()
+        except sqlite3.OperationalError:  # a read-only ledger from before canaries
+            return None
+        for row in rows:
+            result = _parsed(row["result_json"])
+            out = result.get("output_dir") if isinstance(result, dict) else None
+            if not out or str(Path(out).resolve()) != target or row["run_id"] is None:
+                continue
+            run = self.corrected("runs", self.row("runs", row["run_id"]))
+            if not run["valid"]:
+                return {"id": row["id"], "reason": run["invalid_reason"]}
+        return None
+
     def canary_timings(self, trainer: str, quick: bool) -> list[dict]:
         """The wall time of every recorded canary of `trainer` at `quick`'s size: {wall_s, machine
         (the devices.machine_kind it ran on; None: recorded before canaries said), config (its

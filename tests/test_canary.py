@@ -689,3 +689,21 @@ def test_a_module_edited_while_the_canary_runs_is_never_recorded_under_its_new_s
     monkeypatch.setattr(canaries, "canary", lambda name: _Fake())  # the same code left alone: recorded
     with Ledger(skillos_home / "ledger.db") as ledger:
         assert canaries.run("curator", out=tmp_path / "again", ledger=ledger, echo=lambda _line: None)["passed"]
+
+
+def test_an_invalidated_canary_does_not_come_back_by_a_rerun_into_its_folder(skillos_home, tmp_path, monkeypatch):
+    """A rerun into the --out of a canary whose run was invalidated would reuse its finished runs
+    and record a new, valid row in seconds: refused in one line, before anything is recorded."""
+    monkeypatch.setattr(canaries, "canary", lambda name: _Fake())
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        first = canaries.run("curator", out=tmp_path / "run", ledger=ledger, echo=lambda _line: None)
+        assert first["passed"]
+        (row,) = ledger.canaries("curator")
+        ledger.correct("runs", row["run_id"], "invalidate", "the reward's sign was flipped in this build")
+        assert ledger.passing_canaries("curator") == []
+        with pytest.raises(SkillosError, match=rf"canary --out {tmp_path / 'run'}: canary #{row['id']} recorded from "
+                                               r"it was invalidated \(invalidate: the reward's sign"):
+            canaries.run("curator", out=tmp_path / "run", ledger=ledger, echo=lambda _line: None)
+        assert len(ledger.canaries("curator")) == 1 and ledger.passing_canaries("curator") == []
+        canaries.run("curator", out=tmp_path / "fresh", ledger=ledger, echo=lambda _line: None)  # a new --out runs
+        assert len(ledger.canaries("curator")) == 2

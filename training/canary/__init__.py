@@ -293,6 +293,10 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
 
         creatable(folder)  # /proc, a read-only disk: one line before anything runs
     identity.guard(folder, config)  # a folder made by other code is never recorded under this code's hash
+    undone = ledger.invalidated_canary_in(folder) if ledger is not None else None
+    if undone is not None:  # its finished runs would be reused: the invalidation undone in seconds
+        raise SkillosError(f"canary --out {folder}: canary #{undone['id']} recorded from it was invalidated "
+                           f"({undone['reason']}); its runs are not reused: choose a new --out")
     folder.mkdir(parents=True, exist_ok=True)
     identity.stamp(folder, config)  # what it ran so far: a rerun after a kill is guarded too
     # can the miniature be won without reading the input? refused before any run is recorded or trained
