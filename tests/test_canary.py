@@ -707,3 +707,30 @@ def test_an_invalidated_canary_does_not_come_back_by_a_rerun_into_its_folder(ski
         assert len(ledger.canaries("curator")) == 1 and ledger.passing_canaries("curator") == []
         canaries.run("curator", out=tmp_path / "fresh", ledger=ledger, echo=lambda _line: None)  # a new --out runs
         assert len(ledger.canaries("curator")) == 2
+
+
+def test_a_library_is_known_by_where_it_loads_from_and_its_files_not_its_version_alone(tmp_path, monkeypatch):
+    """A patched file under the same version, or a shadowing copy earlier on the path, is another
+    library: the canary's identity no longer holds (accelerate is recorded beside torch and trl)."""
+    import sys
+
+    def install(where):
+        (where / "fakelib").mkdir(parents=True)
+        (where / "fakelib" / "__init__.py").write_text("def loss(x):\n    return x\n")
+        meta = where / "fakelib-1.0.dist-info"
+        meta.mkdir()
+        (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: fakelib\nVersion: 1.0\n")
+
+    assert {"torch", "trl", "accelerate"} <= set(identity.LIBRARIES)
+    install(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(identity, "LIBRARIES", ("fakelib",))
+    before = identity.versions()["fakelib"]
+    assert before.startswith(f"1.0 from {tmp_path / 'site' / 'fakelib'}, files ")
+    (tmp_path / "site" / "fakelib" / "__init__.py").write_text("def loss(x):\n    return -x  # patched\n")
+    patched = identity.versions()["fakelib"]
+    assert patched != before and patched.startswith("1.0 from")
+    install(tmp_path / "shadow")
+    monkeypatch.syspath_prepend(str(tmp_path / "shadow"))
+    sys.modules.pop("fakelib", None)
+    assert identity.versions()["fakelib"].startswith(f"1.0 from {tmp_path / 'shadow' / 'fakelib'}")

@@ -4,8 +4,9 @@ A canary's identity is computed from what actually ran, never from a list someon
 every skillos module the run imported (read from `sys.modules` when it ends, in this process and
 in each Ray worker that trained one of its runs), each by the sha256 of its source; the canary's
 config as resolved (where it runs left out: compute.* moves no result) with the content of every
-file its miniature reads from a folder the config names (DATA_KEYS); and the versions of the
-libraries whose code trains (torch, transformers, trl, peft). An edit to any module the run
+file its miniature reads from a folder the config names (DATA_KEYS); and the libraries whose code
+trains (torch, transformers, trl, peft, accelerate), each by version, where it is loaded from and
+the sha of its Python files. An edit to any module the run
 imported, to the canary's YAML, or a library upgrade, makes a different identity.
 
 The identity is written into the canary's folder (IDENTITY) and into every checkpoint under it.
@@ -28,7 +29,7 @@ from pathlib import Path
 from skillos.errors import SkillosError
 
 IDENTITY = "canary-identity.json"  # in the canary's folder, each run's folder and each checkpoint
-LIBRARIES = ("torch", "transformers", "trl", "peft")  # the code that trains, beside skillos's own
+LIBRARIES = ("torch", "transformers", "trl", "peft", "accelerate")  # the code that trains, beside skillos's own
 PACKAGE = "skillos"
 
 
@@ -65,14 +66,35 @@ def _digest(data: bytes) -> str:
 
 
 def versions() -> dict:
-    """The installed version of each library in LIBRARIES (None: not installed)."""
+    """Each library in LIBRARIES as this process would import it: its version, where it is loaded
+    from, and the sha of its Python files (a shadowing copy earlier on the path, or a patched file
+    under the same version, is another library); None: not installed."""
     out = {}
     for name in LIBRARIES:
         try:
-            out[name] = metadata.version(name)
+            version = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+            continue
+        spec = importlib.util.find_spec(name)
+        root = Path(list(spec.submodule_search_locations)[0]) if spec and spec.submodule_search_locations else None
+        out[name] = f"{version} from {root}, files {_library_files(root)}" if root else f"{version} (not importable)"
     return out
+
+
+_LIBRARY_SHAS: dict = {}  # (folder, its files' sizes and mtimes) -> sha: hashed once a process
+
+
+def _library_files(root: Path) -> str:
+    """The sha of a library's .py files (path and bytes; ~0.4 s for torch's 2,285 files, once)."""
+    files = sorted(root.rglob("*.py"))
+    key = (str(root), tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    if key not in _LIBRARY_SHAS:
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+        _LIBRARY_SHAS[key] = digest.hexdigest()[:16]
+    return _LIBRARY_SHAS[key]
 
 
 def config_digest(cfg) -> str:
