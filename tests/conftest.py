@@ -48,7 +48,8 @@ def tiny_curator(game_cache, tmp_path_factory):
 
 
 def record_canary(ledger, key: str, *, verdict: str = "improvement", control: str = "not detected",
-                  modules=("skillos.training.trainer", "skillos.training.reward"), quick: bool = False,
+                  modules=("skillos.training.trainer", "skillos.training.reward", "skillos.evals.judge"),
+                  quick: bool = False,
                   status: str = "finished", extra: dict | None = None) -> int:
     """A canary of trainer `key` recorded as `skillos canary` records one: a run (ended with
     `status`), a result with its verdicts and its identity (training/canary/identity.py) over

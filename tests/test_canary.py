@@ -296,7 +296,7 @@ def test_a_degenerate_or_unjudged_canary_never_vouches(skillos_home, tmp_path, m
     assert recipe(gates.check(config.load(PAPER))).detail.startswith(f"canary #{older}")
 
 
-def record_passing(home, trainer: str, modules=("skillos.training.trainer",)) -> None:
+def record_passing(home, trainer: str, modules=("skillos.training.trainer", "skillos.evals.judge")) -> None:
     from conftest import record_canary
 
     with Ledger(home / "ledger.db") as ledger:
@@ -313,6 +313,12 @@ def test_a_gpu_launch_is_refused_until_its_trainers_canary_passed(skillos_home):
     assert refused.status == "FAIL" and "skillos canary curator" in refused.detail and refused.gates == (6,)
     record_passing(skillos_home, "selector:clean-oracle")  # another trainer's canary
     assert recipe(gates.check(cfg)).status == "FAIL"
+    record_passing(skillos_home, "curator", modules=("skillos.training.trainer",))  # never ran the judge
+    unvouched = recipe(gates.check(cfg))  # the paper config's content reward calls it on every rollout
+    assert unvouched.status == "FAIL" and "the launch will run code it never ran: skillos.evals.judge " \
+        "(reward.lambda_cnt 0.1 with judge openai)" in unvouched.detail
+    engine = recipe(gates.check(config.with_sets(cfg, ["env.engine_workers=2"])))
+    assert "skillos.evals.envs.alfworld.pool (env.engine_workers 2)" in engine.detail
     record_passing(skillos_home, "curator")
     passed = recipe(gates.check(cfg))
     assert passed.status == "PASS" and "b/c 12/0" in passed.detail
@@ -355,7 +361,7 @@ def test_a_canary_estimate_says_which_runs_it_read():
 
 def test_a_canary_stops_vouching_once_a_module_it_ran_changes(skillos_home, tmp_path, monkeypatch):
     files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline"])
-    record_passing(skillos_home, "curator", modules=[*files, "skillos.training.trainer"])
+    record_passing(skillos_home, "curator", modules=[*files, "skillos.training.trainer", "skillos.evals.judge"])
     cfg = config.load(PAPER)
     assert recipe(gates.check(cfg)).status == "PASS"
     files["skillos.training.pipeline"].write_text("# every curator tool loop, edited\n")

@@ -49,6 +49,16 @@ def recipe_learns(ctx: Context) -> Result:
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
                       INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}), then launch again",
                       todo={"owner": "agent", "command": f"{command} --json", "time": took})
+    from skillos.training.canary.identity import launch_modules
+
+    ran = found["result"]["identity"]["modules"]
+    unvouched = {m: why for m, why in launch_modules(cfg).items() if m not in ran}
+    if unvouched:
+        said = "; ".join(f"{m} ({why})" for m, why in unvouched.items())
+        return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary that ran what the launch runs",
+                      INCIDENT, f"canary #{found['id']} passed for code {found['code_hash']}, but the launch will run "
+                      f"code it never ran: {said}; no canary of this skillos runs it yet: launch without that switch, "
+                      f"or a person's --override recipe-learns=\"reason\" (recorded)")
     return Result(check, GATES, "PASS", "skillgate.trainer", key, "a passing canary for the code as it is", INCIDENT,
                   f"canary #{found['id']}{vouched} passed for code {found['code_hash']} on {found['created_at'][:10]} "
                   f"and still covers it ({len(found['result']['identity']['modules'])} modules it ran unchanged): "

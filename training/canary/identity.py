@@ -193,6 +193,24 @@ def stamp(folder: Path, config: str, modules=None) -> dict:
     return written
 
 
+def launch_modules(cfg) -> dict:
+    """The skillos modules a launch of `cfg` will run because of a switch its canary's miniature
+    may not turn on, each with the switch: the environment's engine pool (env.engine_workers: it
+    plays every rollout's games and decides `won`), the judge (reward.lambda_cnt with a judge), the
+    play-ahead rollouts (training.async_rollouts). Gate 6 asks that the vouching canary ran them."""
+    from skillos.registry import ENVIRONMENTS
+
+    out = {}
+    pool = ENVIRONMENTS[cfg.env.name].engine_pool if cfg.env.name in ENVIRONMENTS else None
+    if cfg.env.engine_workers and pool:
+        out[pool.partition(":")[0]] = f"env.engine_workers {cfg.env.engine_workers}"
+    if cfg.reward.lambda_cnt and cfg.judge.backend:
+        out["skillos.evals.judge"] = f"reward.lambda_cnt {cfg.reward.lambda_cnt:g} with judge {cfg.judge.backend}"
+    if cfg.training.async_rollouts:
+        out["skillos.training.async_rollouts"] = "training.async_rollouts"
+    return out
+
+
 def snapshot() -> dict:
     """When a canary starts: the time, and the sha of every skillos module imported so far, so the
     identity written at its end is of the source that ran (`edited_since`)."""
