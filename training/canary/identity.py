@@ -78,7 +78,9 @@ def versions() -> dict:
             continue
         spec = importlib.util.find_spec(name)
         root = Path(list(spec.submodule_search_locations)[0]) if spec and spec.submodule_search_locations else None
-        out[name] = f"{version} from {root}, files {_library_files(root)}" if root else f"{version} (not importable)"
+        # the folder by its digest: a path in the ledger may be redacted (a home folder), a digest is not
+        out[name] = (f"{version}, loaded from folder {_digest(str(root.resolve()).encode())[:8]}, files "
+                     f"{_library_files(root)}") if root else f"{version} (not importable)"
     return out
 
 
