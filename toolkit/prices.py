@@ -87,10 +87,12 @@ def _listed(model: str | None):
     return name, PRICES[name]
 
 
-def estimate(cfg, runs: int = 1) -> dict:
+def estimate(cfg, runs: int = 1, step_calls: int | None = None) -> dict:
     """The cost of the config's paid API calls over its `runs` (a matrix x seeds): per paid
     section its price, calls, tokens per call and USD (None + reason where unknown), the total
-    (None when any part is unknown, never 0), and whether it is within compute.max_cost_usd."""
+    (None when any part is unknown, never 0), and whether it is within compute.max_cost_usd.
+    `step_calls`: a training launch's executor calls a step (training/plan.step_plan, which the
+    gates read: this module sits below training); None: unknown for training."""
     from skillos.config.fields import lookup
     from skillos.config.schema import PRICED_SECTIONS
 
@@ -101,7 +103,7 @@ def estimate(cfg, runs: int = 1) -> dict:
         if why is None:
             continue
         p = price(section)
-        calls, basis = _calls(cfg, name, runs)
+        calls, basis = _calls(cfg, name, runs, step_calls)
         completion = section.max_tokens or c.completion_tokens_per_call
         usd = None
         if p.known and calls is not None:
@@ -125,7 +127,7 @@ def estimate(cfg, runs: int = 1) -> dict:
             "reason": None if known else "; ".join(f"{r['section']}: {r['reason']}" for r in roles if r["usd"] is None)}
 
 
-def _calls(cfg, section: str, runs: int) -> tuple[int | None, str]:
+def _calls(cfg, section: str, runs: int, per_step: int | None) -> tuple[int | None, str]:
     """(calls, how counted) of one section over the launch; None where the config does not fix them."""
     from skillos.evals.arms import learns
 
@@ -133,9 +135,6 @@ def _calls(cfg, section: str, runs: int) -> tuple[int | None, str]:
     learning = [arm for arm in cfg.eval.arms if learns(arm)]
     if section == "executor":
         if cfg.training.is_set():
-            from skillos.training.plan import step_plan
-
-            per_step = step_plan(cfg).executor_calls
             total = (cfg.training.max_steps or 0) * runs
             if per_step is None or not total:
                 return None, "the step plan does not fix the executor's calls (training.max_steps or rollouts unset)"

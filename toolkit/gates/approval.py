@@ -55,7 +55,7 @@ def api_cost(ctx: Context) -> Result:
     from skillos.config.matrix import expand
 
     cfg = ctx.cfg
-    est = prices.estimate(cfg, len(expand(cfg)))
+    est = paid_estimate(cfg, len(expand(cfg)))
     if not est["paid"]:
         return Result(COST_CHECK, GATES, "SKIP", detail="no paid API: every model section is local, the heuristic, "
                       "or a server on this machine", values=est)
@@ -74,6 +74,16 @@ def api_cost(ctx: Context) -> Result:
                   cfg.compute.max_cost_usd, "the estimate at most this, or an approved plan", COST_INCIDENT,
                   f"{said}: write the plan with `skillos plan CONFIG` and ask the person to approve it"
                   + ("" if ctx.command else " (a launch is refused until then)"), reads=keys, values=est, todo=APPROVE)
+
+
+def paid_estimate(cfg, runs: int = 1) -> dict:
+    """toolkit/prices.estimate with a training launch's executor calls a step from its step plan."""
+    calls = None
+    if cfg.training.is_set():
+        from skillos.training.plan import step_plan
+
+        calls = step_plan(cfg).executor_calls
+    return prices.estimate(cfg, runs, calls)
 
 
 def cost_line(est: dict) -> str:
@@ -193,7 +203,7 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
                   "runs": len(runs), "total": per_run * len(runs),
                   "needed_for_expected_effect": needed,
                   "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
-        "cost": cost(cfg, len(runs)), "api_cost": prices.estimate(cfg, len(runs)),
+        "cost": cost(cfg, len(runs)), "api_cost": paid_estimate(cfg, len(runs)),
         "spends_gpus": bool(launch), "gpu_reasons": launch.reasons,
         **({"ray": _ray_plan(cfg)} if compute_of(cfg).distributes else {}),  # where each arm's task runs
         "gates": {"counts": report.counts(), "failed": [r.check for r in report.failed]},

@@ -860,9 +860,9 @@ def _direct(t: Tracer, key, value):
 
 @resolver(r"^compute\.(?P<name>max_cost_usd|prompt_tokens_per_call|completion_tokens_per_call)$")
 def _cost(t: Tracer, key, value, name):
-    from skillos import prices
+    from skillos.gates.approval import paid_estimate
 
-    est = prices.estimate(t.cfg)
+    est = paid_estimate(t.cfg)
     if name == "max_cost_usd":
         arrived = est["max_cost_usd"]
     else:  # the tokens per call each paid section is costed at (completion: where it sets no max_tokens)
