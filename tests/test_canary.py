@@ -741,3 +741,25 @@ def test_a_library_is_known_by_where_it_loads_from_and_its_files_not_its_version
     sys.modules.pop("fakelib", None)
     shadowed = identity.versions()["fakelib"]
     assert shadowed.startswith("1.0, loaded from folder ") and shadowed.split(", files")[0] != before.split(", files")[0]
+
+
+def test_a_module_touched_but_unchanged_keeps_the_certificate(tmp_path, monkeypatch):
+    """A module hashed at the start is judged by its bytes: a touch, a save without a change or a
+    checkout restoring the same bytes is not an edit; the same bytes changed are."""
+    import os
+    import sys
+    import types
+
+    module = tmp_path / "touched.py"
+    module.write_text("X = 1\n")
+    fake = types.ModuleType("skillos.fake_touched")
+    fake.__file__ = str(module)
+    monkeypatch.setitem(sys.modules, "skillos.fake_touched", fake)
+    real_source = identity.source
+    monkeypatch.setattr(identity, "source", lambda name: module if name == "skillos.fake_touched" else real_source(name))
+    started = identity.snapshot()
+    later = started["started_ns"] + 10**9
+    os.utime(module, ns=(later, later))
+    assert identity.edited_since(started, ["skillos.fake_touched"]) == []
+    module.write_text("X = 2\n")
+    assert identity.edited_since(started, ["skillos.fake_touched"]) == ["skillos.fake_touched changed while the canary ran"]

@@ -86,3 +86,27 @@ def test_a_paid_executor_over_budget_waits_for_an_approved_plan_and_its_run_reco
     with Ledger(skillos_home / "ledger.db") as ledger:
         recorded = [json.loads(r["tokens_json"]) for r in ledger.rows("runs") if r["tokens_json"]]
     assert len(recorded) == 2 and all(r["tokens"]["openai:gpt-4o"]["calls"] > 0 for r in recorded)
+
+
+def test_a_metered_backend_copies_and_pickles_like_the_backend():
+    """make_chat's counting wrapper keeps the backend's attributes, and copies and pickles (a spawn
+    or Ray worker handed a built backend) instead of recursing."""
+    import copy
+    import pickle
+
+    from skillos.evals.backends.usage import Metered
+
+    metered = Metered(_Backend(), "openai")
+    assert metered.model == "m"
+    assert pickle.loads(pickle.dumps(metered)).model == "m" and copy.copy(metered).model == "m"
+    with pytest.raises(AttributeError):
+        metered.nothing_here  # noqa: B018 - an attribute the backend lacks is still an AttributeError
+
+
+class _Backend:
+    """A backend as make_chat builds one (module level: a local class does not pickle)."""
+
+    model = "m"
+
+    def chat(self, messages, tools=None):
+        return None

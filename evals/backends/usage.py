@@ -24,6 +24,8 @@ class Metered:
         return reply
 
     def __getattr__(self, name):
+        if name.startswith("__") or name in ("_inner", "_key"):  # copy and unpickle look these up before __init__
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
 

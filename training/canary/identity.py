@@ -230,7 +230,7 @@ def snapshot() -> dict:
 
 def edited_since(started: dict, modules) -> list[str]:
     """The modules of `modules` whose source is not what ran: one imported before the start whose
-    sha has changed since, or any whose file was written after the start (imported later, it may
+    sha has changed since, or one imported after it whose file was written after the start (it may
     have been imported before or after the edit): a phrase each; [] when none."""
     out = []
     for name in sorted(set(modules)):
@@ -240,8 +240,9 @@ def edited_since(started: dict, modules) -> list[str]:
             written = path.stat().st_mtime_ns if path is not None else None
         except OSError:
             sha = written = None
-        if name in started["modules"] and started["modules"][name] != sha:
-            out.append(f"{name} changed while the canary ran")
+        if name in started["modules"]:  # hashed at the start: the bytes decide (a touch changes nothing)
+            if started["modules"][name] != sha:
+                out.append(f"{name} changed while the canary ran")
         elif written is not None and written > started["started_ns"]:
             out.append(f"{name} was written after the canary started")
         elif path is None:
