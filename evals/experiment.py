@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from skillos import prices
 from skillos.config.derived import curator_config, static_repo_path
 from skillos.config.rules import check_inputs
 from skillos.config.schema import Config
@@ -120,8 +121,6 @@ def api_cost(cfg: Config, tokens: dict, gate_tokens: dict | None = None) -> dict
     what its calls measured, per arm and for the launch gates' dry run (`gate_tokens`; None: not
     counted, this eval was started without its gates): the tokens the endpoints reported and their
     cost at the same prices (None + reason where calls were not counted in a process this one saw)."""
-    from skillos import prices
-
     priced = {f"{s.backend}:{s.model}": prices.price(s) if prices.paid(s) else prices.Price(0.0, 0.0, "not billed")
               for s in (cfg.executor, cfg.curator, cfg.judge)}
     measured = {}

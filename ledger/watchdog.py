@@ -16,6 +16,7 @@ reported as unmeasured, never as idle.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Callable
 
 from skillos.config.compute import STOP_GRACE_S
 from skillos.ledger.store import now, pid_alive
+from skillos.registry import compute_of
 
 
 @dataclass
@@ -310,8 +312,6 @@ def watch_after(cfg, gpus: int) -> tuple[float, str]:
     where the launch holds accelerators (the seed's costliest failure: GPUs idle for days after a
     run died or finished); a launch without them has none to sit idle, so its watch ends with the
     job, after checking the job left its final row."""
-    from skillos.registry import compute_of
-
     if not gpus:
         return 0.0, "no accelerators to sit idle: the watch ends with the job, after checking its final row"
     if not compute_of(cfg).box_outlives_job:
@@ -356,7 +356,6 @@ def watching(paths: list, ledger_path, stall_minutes: float, gpus: int = 0,
     once), outliving this process; it writes its lines to a log beside the ledger
     (`skillos ledger watch` lists it). Yields the watchdog's process."""
     import subprocess
-    import tempfile
     import threading
 
     folder = Path(ledger_path).parent / "watches"

@@ -296,6 +296,19 @@ def test_a_degenerate_or_unjudged_canary_never_vouches(skillos_home, tmp_path, m
     assert recipe(gates.check(config.load(PAPER))).detail.startswith(f"canary #{older}")
 
 
+def fake_loaded(monkeypatch, tmp_path, name: str):
+    """skillos module `name` imported in this process (what identity.loaded_modules lists) from a
+    file under tmp_path (fake_sources): a test edits the code a canary runs without the checkout."""
+    import sys
+    import types
+
+    (path,) = fake_sources(monkeypatch, tmp_path, [name]).values()
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    monkeypatch.setitem(sys.modules, name, module)
+    return path
+
+
 def record_passing(home, trainer: str, modules=("skillos.training.trainer", "skillos.evals.judge")) -> None:
     from conftest import record_canary
 
@@ -669,16 +682,7 @@ def test_a_module_edited_while_the_canary_runs_is_never_recorded_under_its_new_s
     """The identity is of the source that ran: a skillos module replaced mid-run (its sha changed
     since the start, or its file written after it) refuses the certificate, one line, the ledger run
     ended with why, no canary row."""
-    import sys
-    import types
-
-    module = tmp_path / "edited.py"
-    module.write_text("X = 1\n")
-    fake = types.ModuleType("skillos.fake_edited")
-    fake.__file__ = str(module)
-    monkeypatch.setitem(sys.modules, "skillos.fake_edited", fake)
-    real_source = identity.source
-    monkeypatch.setattr(identity, "source", lambda name: module if name == "skillos.fake_edited" else real_source(name))
+    module = fake_loaded(monkeypatch, tmp_path, "skillos.fake_edited")
 
     class Editing(_Fake):
         def measure(self, out, quick, echo, variant=None, compute=()):
@@ -747,16 +751,8 @@ def test_a_module_touched_but_unchanged_keeps_the_certificate(tmp_path, monkeypa
     """A module hashed at the start is judged by its bytes: a touch, a save without a change or a
     checkout restoring the same bytes is not an edit; the same bytes changed are."""
     import os
-    import sys
-    import types
 
-    module = tmp_path / "touched.py"
-    module.write_text("X = 1\n")
-    fake = types.ModuleType("skillos.fake_touched")
-    fake.__file__ = str(module)
-    monkeypatch.setitem(sys.modules, "skillos.fake_touched", fake)
-    real_source = identity.source
-    monkeypatch.setattr(identity, "source", lambda name: module if name == "skillos.fake_touched" else real_source(name))
+    module = fake_loaded(monkeypatch, tmp_path, "skillos.fake_touched")
     started = identity.snapshot()
     later = started["started_ns"] + 10**9
     os.utime(module, ns=(later, later))

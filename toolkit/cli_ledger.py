@@ -14,7 +14,7 @@ import typer
 
 from skillos.cli_common import JSON, emit
 from skillos.cli_render import (experiment_detail_lines, experiment_line, failure_detail_lines, failure_line,
-                                failure_stats_lines, failures_page_lines, taxonomy_lines)
+                                failure_stats_lines, failures_page_lines, taxonomy_lines, watch_lines)
 from skillos.errors import SkillosError
 
 app = typer.Typer(help="The ledger: experiments, runs, evals, failures, overrides "
@@ -236,8 +236,6 @@ def watch(live: bool = typer.Option(False, "--live", help="Only the watches whos
     """Gate 7's watches, live and past: each launch's watchdog, its job, its alarms, and how long it
     goes on after the job (compute.watch_after_minutes); a watch recorded as running whose watchdog
     is gone is LOST."""
-    from skillos.cli_render import watch_lines
-
     with _ledger() as ledger:
         rows = [w for w in ledger.watches() if w["state"] == "watching" or not live]
     emit(rows, as_json, watch_lines)

@@ -3,6 +3,7 @@ command parses, calls one library function in skillos.training.sleep, and render
 
 from __future__ import annotations
 
+import secrets
 import shlex
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from skillos import cli_render as render
-from skillos.cli_common import JSON, OVERRIDE, RUNS_OUT, SET, emit, end_on_sigterm, load_config
+from skillos.cli_common import JSON, OVERRIDE, RUNS_OUT, SET, emit, end_on_sigterm, load_config, person_confirms
 
 app = typer.Typer(help="Learn skills from your own Claude Code and Codex sessions: harvest, mine checkable "
                   "tasks, replay, gate, stage a proposal that only a person adopts.", no_args_is_help=True)
@@ -136,9 +137,6 @@ def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or i
     """Back up the live skill and install the proposal atomically: a person's step, at an interactive
     terminal outside any coding agent, confirmed by typing the code shown (as `skillos approve`). An
     adopt that crashed between its writes is completed by running it again, or undone with --undo."""
-    import secrets
-
-    from skillos.cli_common import person_confirms
     from skillos.training.sleep.stage import adopt, sleep_home
 
     cfg = _load(config)

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from skillos import registry
+from skillos.config.fields import lookup
+from skillos.config.schema import PRICED_SECTIONS
+from skillos.evals.arms import learns
 
 OPENAI_SOURCE = ("deploybase.ai/articles/openai-pricing, citing platform.openai.com pricing", "2026-03")
 ANTHROPIC_SOURCE = ("docs.anthropic.com/en/docs/about-claude/pricing and deploybase.ai/articles/claude-api-pricing",
@@ -93,9 +96,6 @@ def estimate(cfg, runs: int = 1, step_calls: int | None = None) -> dict:
     (None when any part is unknown, never 0), and whether it is within compute.max_cost_usd.
     `step_calls`: a training launch's executor calls a step (training/plan.step_plan, which the
     gates read: this module sits below training); None: unknown for training."""
-    from skillos.config.fields import lookup
-    from skillos.config.schema import PRICED_SECTIONS
-
     c, roles = cfg.compute, []
     for name in PRICED_SECTIONS:
         section = lookup(cfg, name)
@@ -129,8 +129,6 @@ def estimate(cfg, runs: int = 1, step_calls: int | None = None) -> dict:
 
 def _calls(cfg, section: str, runs: int, per_step: int | None) -> tuple[int | None, str]:
     """(calls, how counted) of one section over the launch; None where the config does not fix them."""
-    from skillos.evals.arms import learns
-
     n, steps = cfg.env.n_games, cfg.env.max_steps
     learning = [arm for arm in cfg.eval.arms if learns(arm)]
     if section == "executor":

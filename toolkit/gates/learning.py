@@ -23,6 +23,7 @@ def recipe_learns(ctx: Context) -> Result:
     from skillos.devices import gpu_launch
     from skillos.registry import CANARIES
     from skillos.training.canary import canary, estimate, trainer_key
+    from skillos.training.canary.identity import launch_modules
 
     check, cfg = "recipe-learns", ctx.cfg
     launch = gpu_launch(cfg)
@@ -49,8 +50,6 @@ def recipe_learns(ctx: Context) -> Result:
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
                       INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}), then launch again",
                       todo={"owner": "agent", "command": f"{command} --json", "time": took})
-    from skillos.training.canary.identity import launch_modules
-
     ran = found["result"]["identity"]["modules"]
     unvouched = {m: why for m, why in launch_modules(cfg).items() if m not in ran}
     if unvouched:

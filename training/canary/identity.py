@@ -23,10 +23,12 @@ import hashlib
 import importlib.util
 import json
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.registry import ENVIRONMENTS
 
 IDENTITY = "canary-identity.json"  # in the canary's folder, each run's folder and each checkpoint
 LIBRARIES = ("torch", "transformers", "trl", "peft", "accelerate")  # the code that trains, beside skillos's own
@@ -200,8 +202,6 @@ def launch_modules(cfg) -> dict:
     may not turn on, each with the switch: the environment's engine pool (env.engine_workers: it
     plays every rollout's games and decides `won`), the judge (reward.lambda_cnt with a judge), the
     play-ahead rollouts (training.async_rollouts). Gate 6 asks that the vouching canary ran them."""
-    from skillos.registry import ENVIRONMENTS
-
     out = {}
     pool = ENVIRONMENTS[cfg.env.name].engine_pool if cfg.env.name in ENVIRONMENTS else None
     if cfg.env.engine_workers and pool:
@@ -216,8 +216,6 @@ def launch_modules(cfg) -> dict:
 def snapshot() -> dict:
     """When a canary starts: the time, and the sha of every skillos module imported so far, so the
     identity written at its end is of the source that ran (`edited_since`)."""
-    import time
-
     shas = {}
     for name in loaded_modules():
         path = source(name)
