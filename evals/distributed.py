@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,22 +64,46 @@ def task_resources(cfg: Config, arm: str) -> dict:
 
 
 CONNECT_TIMEOUT_S = 10.0  # how long joining a named cluster may wait for it to answer
+# Ray's GCS and client servers are gRPC: they answer HTTP/2's connection preface with a SETTINGS
+# frame (type 4, the fourth byte of its header); a web server, Redis or SSH on that port does not.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 def reach(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """A cluster named HOST:PORT (or ray://HOST:PORT) answers within `timeout_s`, or a one-line
-    error says so (ray.init would wait on it without end); auto and a local cluster need no probe."""
-    import socket
-
+    """A cluster named HOST:PORT (or ray://HOST:PORT) answers within `timeout_s` and speaks Ray's
+    protocol (gRPC), or a one-line error says which (ray.init would wait on it without end, or
+    crash after runs were marked running); auto and a local cluster need no probe."""
     if not address or address == "auto":
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            sock.sendall(HTTP2_PREFACE)
+            first = _read(sock, 9)
     except (OSError, ValueError) as exc:
         raise SkillosError(f"compute.ray_address {address}: no Ray cluster answers there within {timeout_s:g} s "
                            f"({exc.strerror or exc if isinstance(exc, OSError) else exc}); start it (ray start "
                            "--head) or fix the address") from None
+    if len(first) < 9 or first[3] != 4:
+        said = repr(first[:40].decode("ascii", "replace")) if first else f"nothing within {timeout_s:g} s"
+        raise SkillosError(f"compute.ray_address {address}: something listens there but it is not a Ray cluster "
+                           f"(it answered Ray's gRPC handshake with {said}); give the head's GCS port (ray "
+                           "start --head prints it) or ray://HOST:10001")
+
+
+def _read(sock, n: int) -> bytes:
+    """Up to `n` bytes, fewer when the peer closes or stays silent past the socket's timeout."""
+    data = b""
+    while len(data) < n:
+        try:
+            chunk = sock.recv(n - len(data))
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 def plan(cfg: Config) -> dict:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 import pytest
 import yaml
@@ -333,3 +334,71 @@ def test_a_ray_address_is_checked_when_the_config_loads_and_reached_with_a_timeo
     with pytest.raises(SkillosError, match=f"compute.ray_address ray://127.0.0.1:{port}: no Ray cluster answers"):
         reach(f"ray://127.0.0.1:{port}", timeout_s=2)
     reach(None), reach("auto")  # a local cluster, or Ray's own discovery: nothing to probe
+
+
+@pytest.mark.parametrize("greeting", [b"SSH-2.0-OpenSSH_9.6\r\n", b"HTTP/1.1 400 Bad Request\r\n\r\n", b""])
+def test_an_address_where_something_that_is_not_ray_listens_is_refused_in_one_line_within_the_bound(greeting):
+    import socket
+    import threading
+    import time
+
+    from skillos.errors import SkillosError
+    from skillos.evals.distributed import reach
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def answer():  # greets (or stays silent) and holds the connection open, as a wedged server would
+        conn, _ = server.accept()
+        if greeting:
+            conn.sendall(greeting)
+        time.sleep(3)
+        conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(SkillosError, match=f"compute.ray_address 127.0.0.1:{port}: something listens there but it "
+                                           "is not a Ray cluster") as caught:
+        reach(f"127.0.0.1:{port}", timeout_s=1)
+    assert time.monotonic() - started < 2.5 and "\n" not in str(caught.value)
+    assert (greeting[:7].decode() if greeting else "nothing within 1 s") in str(caught.value)
+    server.close()
+
+
+@pytest.mark.slow
+def test_a_real_ray_head_passes_the_handshake_on_its_gcs_and_client_ports():
+    import signal
+    import socket
+    import subprocess
+    import tempfile
+
+    from skillos.errors import SkillosError
+    from skillos.evals.distributed import reach
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            ports.append(free.getsockname()[1])
+    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay short
+    # --block: the head lives as long as this process, so stopping it leaves other clusters alone
+    head = subprocess.Popen(["ray", "start", "--head", "--block", f"--port={ports[0]}",
+                             f"--ray-client-server-port={ports[1]}", "--num-cpus=1", "--include-dashboard=false",
+                             f"--temp-dir={temp}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        for address in (f"127.0.0.1:{ports[0]}", f"ray://127.0.0.1:{ports[1]}"):
+            for attempt in range(120):  # each server answers once the head has started it
+                try:
+                    reach(address, timeout_s=10)
+                    break
+                except SkillosError as exc:
+                    if "something listens" in str(exc) or attempt == 119 or head.poll() is not None:
+                        raise
+                    time.sleep(1)
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        head.wait(timeout=60)
+        shutil.rmtree(temp, ignore_errors=True)
