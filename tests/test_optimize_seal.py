@@ -106,3 +106,58 @@ def test_a_killed_optimize_run_resumes_with_its_rejected_memory(tmp_path, game_c
         assert len(ledger.rows("seals")) == 1
     with pytest.raises(SkillosError, match="nothing to resume"):
         skillos.optimize(cfg, out=out, resume=True)
+
+
+@pytest.mark.alfworld
+@pytest.mark.slow  # ~1 minute of real ALFWorld games on 2 cores: CI runs it in the slow step
+def test_a_test_read_cut_off_by_a_disk_fault_is_completed_for_the_same_best_as_the_same_look(
+        tmp_path, game_cache, skillos_home, monkeypatch):
+    pytest.importorskip("alfworld")
+    import errno
+    import json
+
+    import skillos
+    from skillos.training import optimize
+
+    cfg, out = skillos.load(tiny_config(tmp_path)), tmp_path / "run"
+    real_play, played = optimize._Player.play, []
+
+    def disk_full_in_the_best_arms_third_test_game(self, repo, games, label, curator=None, on_game=None):
+        def each(row):
+            played.append((label, row["game_id"]))
+            if on_game is not None:
+                on_game(row)
+            if label == "best" and sum(arm == "best" for arm, _ in played) == 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real_play(self, repo, games, label, curator, on_game=each)
+
+    monkeypatch.setattr(optimize._Player, "play", disk_full_in_the_best_arms_third_test_game)
+    with pytest.raises(OSError, match="No space left"):
+        skillos.optimize(cfg, out=out)
+    assert (out / "test.sealed").exists() and not (out / "report.json").exists()
+    kept = [json.loads(line) for line in (out / optimize.TEST_GAMES).read_text().splitlines()]
+    assert [e["arm"] for e in kept] == ["seed"] * 4 + ["best"] * 3
+
+    monkeypatch.setattr(optimize._Player, "play", real_play)
+    recorded = (out / optimize.TEST_READ).read_text()
+    other = json.loads(recorded) | {"best": "0" * 64}  # a best chosen after the look: refused
+    (out / optimize.TEST_READ).write_text(json.dumps(other))
+    with pytest.raises(SkillosError, match="read for another seed or best"):
+        skillos.optimize(cfg, out=out, resume=True)
+    (out / optimize.TEST_READ).write_text(recorded)
+
+    played.clear()
+    monkeypatch.setattr(optimize._Player, "play", lambda self, repo, games, label, curator=None, on_game=None: (
+        played.extend((label, g.id) for g in games), real_play(self, repo, games, label, curator, on_game))[1])
+    report = skillos.optimize(cfg, out=out, resume=True)
+    test_ids = {e["row"]["game_id"] for e in kept}
+    replayed = [(arm, g) for arm, g in played if g in test_ids]
+    assert [arm for arm, _ in replayed] == ["best"]  # only the game no arm finished; none kept is re-rolled
+    assert report["scored_on"]["played_after_a_fault"] == {"seed": 0, "best": 1}
+    assert report["test_outcomes"]["seed"] == {e["row"]["game_id"]: e["row"]["success"] for e in kept[:4]}
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        assert len(ledger.rows("seals")) == 1  # the same look
+        (run,) = ledger.rows("runs")
+        assert run["status"] == "finished"
+    with pytest.raises(SkillosError, match="nothing to resume"):
+        skillos.optimize(cfg, out=out, resume=True)

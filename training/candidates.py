@@ -293,6 +293,19 @@ class SealedSplit:
                     f"read {len(reads)} time(s), first at {first['created_at']} into {first['output']}; refused "
                     "before any game is played. A person may override with --unseal \"reason\" (recorded)")
 
+    def reread(self, why: str) -> list:
+        """The games again for the run that read them, whose read was cut off before its report
+        (no second seal: the same look); refused when this run has no read on record."""
+        if not self.seal.exists():
+            raise SkillosError(f"{self.seal}: this run never read its sealed test split; nothing to complete")
+        if self.ledger is not None and not any(r["output"] == str(self.seal.parent.resolve()) for r in
+                                               self.ledger.seal_reads(self.experiment, self.content_hash)):
+            raise SkillosError(f"{self.seal}: the ledger holds no read of this split into {self.seal.parent}; "
+                               "completing it would be an unrecorded look")
+        with open(self.seal, "a") as fh:
+            fh.write(why + "\n")
+        return list(self._games)
+
     def read(self, why: str) -> list:
         import os
 

@@ -39,6 +39,7 @@ from skillos.training.candidates import (Books, CalibrationFailed, Candidate, De
                                          read_rejected, run_candidates, sealed_report)
 from skillos.files import write_atomic
 from skillos.registry import NO_MODEL
+from skillos import safety
 from skillos.safety import json_text
 
 
@@ -331,7 +332,8 @@ class _Games:
         if len(train) != cfg.env.n_train_games:
             raise SkillosError(f"optimize: env.n_train_games is {cfg.env.n_train_games} but the split has {len(train)}")
         test = SealedSplit(test_games, out / "test.sealed", ledger, cfg.experiment.name, unseal)
-        test.check_unread()  # a split the ledger has sealed: refused now, not after the whole run
+        if not (resume and finishing(out)):
+            test.check_unread()  # a split the ledger has sealed: refused now, not after the whole run
         if state is not None:
             _check_state_games(out, state, validation)
         return cls(train, validation, test_games, test, state, total)
@@ -347,7 +349,7 @@ class _Player:
         self.domain = environment(cfg)
         self.executor, self.env = self.domain.make_executor(cfg.executor), self.domain.make_env(pool)
 
-    def play(self, repo, games, label, curator=None) -> list[dict]:
+    def play(self, repo, games, label, curator=None, on_game=None) -> list[dict]:
         from skillos.evals.arms import arm_settings
         from skillos.evals.runner import run_arm
         from skillos.safety import Ticker
@@ -358,6 +360,8 @@ class _Player:
         def one_more(row):
             played.append(row)
             tick(len(played))
+            if on_game is not None:
+                on_game(row)
 
         return run_arm(label, games, env=self.env, make_env=lambda: self.domain.make_env(self.pool),
                        executor=self.executor, repo=repo, curator=curator, on_game=one_more,
@@ -499,15 +503,18 @@ def _final_report(cfg, out: Path, ledger, run: _Games, player: _Player, seed, st
     incumbent, tried, accepted, run_id = standing.skill, standing.tried, standing.accepted, state["run_id"]
     (out / "best_skill").mkdir(exist_ok=True)  # even when the best is an empty seed
     incumbent.copy(out / "best_skill")
-    final = run.test.read(f"final report after {tried} candidates")
-    seed_rows, best_rows = player.play(seed, final, "seed"), player.play(incumbent, final, "best")
+    final, kept = _test_read(out, run.test, seed, incumbent, tried)
+    seed_rows, best_rows = (_test_play(out, player, repo, final, arm, kept)
+                            for arm, repo in (("seed", seed), ("best", incumbent)))
     comparison = stats.compare(outcomes(seed_rows), outcomes(best_rows), names=("best", "seed"), **stats_args(cfg))
     report = sealed_report(cfg, comparison, tried, accepted, aa, arm_summary(seed_rows), arm_summary(best_rows),
                            len(incumbent), out, cfg.optimize.gate.mode)
     # Which games seed and best are scored on: the sealed test split, named with the hash the
     # ledger seals it by (validation numbers never appear as the result).
     report["scored_on"] = {"split": cfg.env.split, "role": "sealed test split (read once)",
-                           "n_games": len(final), "content_hash": run.test.content_hash}
+                           "n_games": len(final), "content_hash": run.test.content_hash,
+                           "played_after_a_fault": {arm: len(final) - len(kept.get(arm, {}))
+                                                    for arm in ("seed", "best")} if kept else None}
     report["test_outcomes"] = {"seed": outcomes(seed_rows), "best": outcomes(best_rows)}
     report["proposer_replies"] = proposer_replies(_steps(out))
     if cfg.optimize.target == "document":
@@ -524,6 +531,52 @@ def _final_report(cfg, out: Path, ledger, run: _Games, player: _Player, seed, st
 
 
 STEPS = "steps.jsonl"  # one record per step: budget, refusals, reflections, gradient, candidate
+# The sealed test read: which seed and best it was read for (written before the read), and each
+# test game's row as it is played, so a read an infrastructure fault cut short is completed.
+TEST_READ, TEST_GAMES = "test-read.json", "test-games.jsonl"
+
+
+def _test_read(out: Path, test: SealedSplit, seed, best, tried: int) -> tuple[list, dict]:
+    """The sealed test games, and the rows already played of each arm ({} on a first read). The
+    seed and best are chosen before the read; a run whose read was cut off (test.sealed and
+    test-read.json, no report) takes the same games again, without a second read of the seal,
+    only for the same seed and best: replaying the games no arm finished peeks at nothing, and a
+    game already played keeps its first outcome (no re-roll of a sampling executor)."""
+    chosen = {"seed": seed.digest(), "best": best.digest(), "tried": tried}
+    if not (out / "test.sealed").exists():
+        write_atomic(out / TEST_READ, json.dumps(chosen))
+        (out / TEST_GAMES).unlink(missing_ok=True)
+        return test.read(f"final report after {tried} candidates"), {}
+    recorded = safety.read_json_file(out / TEST_READ, "optimize test read")
+    if recorded != chosen:
+        raise SkillosError(f"{out / TEST_READ}: the sealed test split was read for another seed or best "
+                           f"({recorded!r:.120}); completing it with these would choose after a look")
+    kept: dict = {}
+    if (out / TEST_GAMES).exists():
+        for _, _, entry in safety.jsonl_records(out / TEST_GAMES, "optimize test games", safety.Skips()):
+            if isinstance(entry.get("row"), dict) and entry.get("arm") in ("seed", "best"):
+                kept.setdefault(entry["arm"], {})[entry["row"].get("game_id")] = entry["row"]
+    return test.reread(f"completed after an interrupted read ({sum(map(len, kept.values()))} rows kept)"), kept
+
+
+def _test_play(out: Path, player, repo, games: list, arm: str, kept: dict) -> list[dict]:
+    """The arm's rows on the test games in their order: those kept, the rest played now, each
+    appended to test-games.jsonl as it finishes."""
+    have = kept.get(arm, {})
+    todo = [g for g in games if g.id not in have]
+    rows = {}
+    if todo:
+        with open(out / TEST_GAMES, "a") as fh:
+            def keep(row):
+                fh.write(json.dumps({"arm": arm, "row": row}, default=str) + "\n")
+                fh.flush()
+            rows = {r["game_id"]: r for r in player.play(repo, todo, arm, on_game=keep)}
+    return [have.get(g.id) or rows[g.id] for g in games]
+
+
+def finishing(out: Path) -> bool:
+    """Whether `out` holds a run whose sealed test read was cut off: the read, no report."""
+    return (out / "test.sealed").exists() and (out / TEST_READ).exists() and not (out / REPORT).exists()
 
 
 def proposer_replies(steps: list[dict]) -> dict | None:
@@ -630,7 +683,7 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     if not same_config(out, cfg):
         raise SkillosError(f"{out}: its config.yaml differs from this config (or is missing); resume "
                            "with the same config, or choose another --out")
-    if (out / REPORT).exists() or (out / "test.sealed").exists():
+    if (out / REPORT).exists() or ((out / "test.sealed").exists() and not finishing(out)):
         raise SkillosError(f"{out}: this optimize run already read its sealed test split; nothing to resume")
     if not (out / "state.json").exists():
         for name in (HISTORY, "rejected.json", STEPS):

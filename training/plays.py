@@ -38,9 +38,7 @@ def key(game, executor, repo, retrieval_mode: str, max_steps: int, top_k: int) -
     except (OSError, TypeError):
         where = str(getattr(game, "path", ""))
     h = hashlib.sha256(f"{game.id}|{where}|{getattr(executor, 'name', type(executor).__name__)}|"
-                       f"{retrieval_mode}|{max_steps}|{top_k}".encode())
-    for skill in repo.skills:
-        h.update(b"\0" + skill.to_markdown().encode())
+                       f"{retrieval_mode}|{max_steps}|{top_k}|{repo.digest()}".encode())
     return h.hexdigest()
 
 

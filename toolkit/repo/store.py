@@ -7,6 +7,7 @@ and a failed operation leaves the repo (memory and disk) unchanged.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -132,6 +133,13 @@ class SkillRepo:
 
     def __contains__(self, name: str) -> bool:
         return name in self._skills
+
+    def digest(self) -> str:
+        """sha256 of the skills' files in order: equal for repos that read the same."""
+        h = hashlib.sha256()
+        for skill in self.skills:
+            h.update(b"\0" + skill.to_markdown().encode())
+        return h.hexdigest()
 
     # -- the curator's three operations ---------------------------------------------------
     def insert(self, name: str, description: str, body: str = "", **extra) -> OpResult:
