@@ -24,10 +24,21 @@ def test_a_phase_prints_a_line_per_tenth_and_the_last(total):
     tick = Ticker(lines.append, "phase", total, clock=lambda: now[0])
     for done in range(total + 1):
         tick(done)
+        now[0] += 20.0 / total  # a 20-second phase: a tenth every 2 s
     shown = [int(line.split(": ")[1].split("/")[0]) for line in lines]
     assert shown[0] == 0 and shown[-1] == total and len(lines) <= 12
     gaps = [b - a for a, b in zip(shown, shown[1:])]
     assert max(gaps) <= max(1, total // 10) + 1
+
+
+@pytest.mark.parametrize("total", [4, 17, 1000])
+def test_a_phase_over_within_a_second_prints_its_first_line_and_its_last(total):
+    lines, now = [], [0.0]
+    tick = Ticker(lines.append, "quick", total, clock=lambda: now[0])
+    for done in range(total + 1):
+        tick(done)
+        now[0] += 0.5 / total
+    assert [line.split(" · ")[0] for line in lines] == ["quick: 0/" + str(total), f"quick: {total}/{total}"]
 
 
 @pytest.mark.parametrize("seconds_per_item", [3.0, 11.0, 60.0])
@@ -60,6 +71,9 @@ def test_the_shipped_example_night_runs_offline_with_progress_in_under_3_minutes
                   "candidate-0: tasks replayed", "seed-test: tasks replayed", "best-test: tasks replayed"):
         assert phase in err, phase
     assert "\x1b[" not in err and "\r" not in err  # plain lines off a terminal
+    progress = [line for line in err.splitlines() if ": tasks replayed: " in line or ": transcript files read" in line]
+    phases = {line.split(": ")[0] for line in progress}
+    assert len(progress) <= 2 * len(phases) + int(elapsed / 10) * 2, progress  # first and last, then per 10 s
     live = (ROOT / "training" / "configs" / "sleep-example" / "release-notes" / "SKILL.md").read_text()
     assert "skillos-sleep:learned" not in live  # the live skill is never written by a night
 

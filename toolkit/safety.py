@@ -570,12 +570,15 @@ def serve_worker(target: str, parent_pid: int, memory_bytes: int | None) -> None
 
 class Ticker:
     """Progress of one long phase as plain lines: the first, then one each time another 10% is
-    done or 10 s have passed, and the last; `echo` gets each line whole (a pipe, CI and an
-    agent's shell read lines, not a bar). Calls with done=None (an unknown total) print on time
-    only."""
+    done (at least `min_gap_s` after the line before: a phase that takes a second prints its
+    first line and its last, not a line per item) or 10 s have passed, and the last; `echo` gets
+    each line whole (a pipe, CI and an agent's shell read lines, not a bar). Calls with
+    done=None (an unknown total) print on time only."""
 
-    def __init__(self, echo, label: str, total: int | None = None, every_s: float = 10.0, clock=time.monotonic):
+    def __init__(self, echo, label: str, total: int | None = None, every_s: float = 10.0, clock=time.monotonic,
+                 min_gap_s: float = 1.0):
         self.echo, self.label, self.total, self.every_s, self.clock = echo, label, total, every_s, clock
+        self.min_gap_s = min_gap_s
         self.start = self.last_time = clock()
         self.last_done: int | None = None
 
@@ -586,8 +589,11 @@ class Ticker:
         self.total = total
         now = self.clock()
         step = max(1, -(-(total or 0) // 10))  # a tenth, rounded up: a line per 10% at most
-        due = (self.last_done is None or now - self.last_time >= self.every_s
-               or (done is not None and total and (done >= total or done // step != self.last_done // step)))
+        finished = done is not None and bool(total) and done >= total
+        tenth = (done is not None and bool(total) and self.last_done is not None
+                 and done // step != self.last_done // step
+                 and now - self.last_time >= self.min_gap_s)
+        due = self.last_done is None or now - self.last_time >= self.every_s or finished or tenth
         if not due or (done is not None and done == self.last_done and now - self.last_time < self.every_s):
             return
         self.last_done, self.last_time = (done if done is not None else self.last_done or 0), now
