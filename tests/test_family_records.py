@@ -122,6 +122,9 @@ def test_resuming_a_finished_eval_adds_no_run_and_a_sweep_refuses_the_repo_it_cu
                     "--n-games", 12, "--n-train-games", 12, "--out", tmp_path / "s", env=env)
     assert sweep.returncode == 2 and "curated on 12 of the 12 held-out games" in sweep.stderr, sweep.stderr[-800:]
     assert "Traceback" not in sweep.stderr and not (tmp_path / "s").exists()
+    plan = run_cli("sweep", QUICKSTART, "--repo", out / "repo-closed_loop", "--executor", "heuristic",
+                   "--n-games", 12, "--n-train-games", 12, "--dry-run", env=env)
+    assert plan.returncode == 2 and "curated on 12 of the 12 held-out games" in plan.stderr  # as the launch
 
 
 def test_a_repo_from_a_run_without_the_list_is_checked_through_its_run(tmp_path):

@@ -259,7 +259,9 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     for target in targets:
         cfg = sweeping.sweep_config(base, list(repos), executor, list(checkpoints), target)
         served = serve_adapters.plan(cfg)  # gated: refused before anything starts
+        sweeping.check_not_curated_on(cfg, list(repos))  # before the gates play a game, and in a dry run
         if dry_run:
+            gates.preview(cfg, "sweep", overrides, echo)
             plans[target] = {"arms": list(cfg.eval.arms), "serve": cfg.sweep.serve, "server": served,
                              "wall": serve_adapters.expected_wall(cfg)}
             if compute_of(cfg).distributes:
@@ -267,7 +269,6 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
 
                 plans[target]["ray"] = distributed.plan(cfg)
             continue
-        sweeping.check_not_curated_on(cfg, list(repos))  # before the gates play a game
         where = out / target if len(targets) > 1 else out
         with serve_adapters.serving(served, echo or _quiet) if served else contextlib.nullcontext():
             result = evaluate(cfg, out=where, overrides=overrides, resume=resume, overwrite=overwrite,
@@ -463,9 +464,8 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
     if cfg.matrix or cfg.experiment.seeds is not None:
         return _train_runs(cfg, overrides=overrides, dry_run=dry_run, echo=echo, ledger=ledger)
     plan = launch.plan(cfg, str(cfg.source or ""))
-    if dry_run:
-        report = gates.check(cfg, dry_run=False, echo=echo)
-        gates.refuse_on_failure(report, "train", {"plan": plan})  # a dry run: nothing launched, no alert
+    if dry_run:  # nothing launched, no alert
+        report = gates.preview(cfg, "train", overrides, echo, {"plan": plan})
         return {"plan": plan, "gates": report, "returncode": 0}  # gates: the Report
     echo = echo or _quiet
     with _ledger(ledger) as book:

@@ -145,6 +145,19 @@ def parse_overrides(values: list[str]) -> dict[str, str]:
 STATIC_ONLY = ("sleep night",)  # launches gated by the static checks only
 
 
+def preview(cfg, command: str, overrides: dict[str, str] | None = None,
+            echo: Callable[[str], None] | None = None, detail: dict | None = None) -> Report:
+    """A dry run's gates: the static checks the launch will run (the approval the plan asks for
+    aside: a dry run is how a person reads the plan before approving it), a person's overrides
+    applied as the launch applies them (nothing recorded), refused on a FAIL, so a plan that
+    passes is not one the launch then refuses on the same config for another reason."""
+    report = check(cfg, dry_run=False, echo=echo)
+    for r in report.results:
+        if r.status == "FAIL" and r.check in (overrides or {}):
+            r.overridden = overrides[r.check]
+    return refuse_on_failure(report, command, detail)
+
+
 def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo: Callable[[str], None] = print) -> Report:
     """Gate a launch: run the checks, record them, apply overrides, refuse on a FAIL."""
