@@ -211,3 +211,41 @@ def test_skillos_says_its_version():
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"skillos {skillos.__version__}"
     assert skillos.__version__ != "0+unknown"
+
+
+@pytest.mark.alfworld
+def test_a_dry_run_with_a_model_executor_says_what_it_plays_and_how_long_it_can_take(game_cache, monkeypatch):
+    import yaml
+
+    from llm_server import ScriptedLLM
+    from skillos import gates
+    from skillos.config.loading import from_dict
+    from skillos.gates import dryrun
+
+    now = [0.0]
+
+    def slow_clock():  # read at an action's start and end: every action "takes" 2 s
+        now[0] += 2.0
+        return now[0]
+
+    monkeypatch.setattr(dryrun, "_clock", slow_clock)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    data = yaml.safe_load((ROOT / "evals" / "configs" / "quickstart.yaml").read_text())
+    data.pop("divergences")
+    data["env"].update(n_games=4, n_train_games=0, max_steps=30)
+    data["eval"]["workers"] = 1
+    lines = []
+    with ScriptedLLM() as server:
+        data["executor"] = {"backend": "openai", "model": "m", "base_url": server.openai_url, "history_length": 3,
+                            "timeout_s": 5.0, "max_tokens": 16}
+        gates.check(from_dict(data), dry_run=True, progress=lines.append, echo=lambda _: None)
+        calls = len(server.calls)
+    said = "\n".join(lines)
+    assert "dry run: 3 real games of up to 30 actions with openai:m; building the executor first" in said
+    assert "dry run: the first action took 2.0 s; up to 89 more (games x env.max_steps): at most ~3 min" in said
+    counted = [line for line in lines if "dry run: executor actions: " in line]
+    assert counted and int(counted[-1].split(": ")[2].split("/")[0]) == calls  # each model call counted
+    quick = []
+    gates.check(from_dict({**data, "executor": {"backend": "heuristic"}}), dry_run=True, progress=quick.append,
+                echo=lambda _: None)
+    assert not any("dry run:" in line for line in quick)  # no model: nothing to wait for, nothing said

@@ -12,16 +12,59 @@ import math
 import os
 import re
 import shutil
+import threading
+import time
 from contextlib import closing
 
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.gates.core import Context, Result, dry_run, machine, training_only
-from skillos.registry import trainer_of
+from skillos.registry import trainer_of, uses_model
+from skillos.safety import Ticker
 
 GIB = 1024 ** 3
 ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
 SCRIPTED = dict(retrieval_mode="bm25", concurrency=1, wave_size=1)  # the sentinels' one-game arms
 EVAL_GAMES = 3  # real games in an eval dry run
+_clock = time.monotonic  # times an executor's actions (tests replace it)
+
+
+class _Paced:
+    """The configured executor, its actions counted into progress lines (per 10 s at most), and
+    after the first one, how long the rest can take at most: a model's action on a CPU can take
+    seconds, and a dry run of a few games would otherwise be silent for minutes."""
+
+    def __init__(self, executor, progress, most: int):
+        self._executor, self._progress, self._most, self._done = executor, progress, most, 0
+        self._tick, self._lock = Ticker(progress, "  dry run: executor actions", most), threading.Lock()
+
+    def __getattr__(self, name):  # name, deterministic, ...: the executor's own
+        return getattr(self._executor, name)
+
+    def new_episode(self, task, skills):
+        return _PacedEpisode(self._executor.new_episode(task, skills), self)
+
+    def acted(self, seconds: float) -> None:
+        with self._lock:
+            self._done += 1
+            if self._done == 1 and seconds * (self._most - 1) > 60:
+                self._progress(f"  dry run: the first action took {seconds:.1f} s; up to {self._most - 1} more "
+                               f"(games x env.max_steps): at most ~{seconds * (self._most - 1) / 60:.0f} min")
+            self._tick(self._done)
+
+
+class _PacedEpisode:
+    def __init__(self, episode, paced: _Paced):
+        self._episode, self._paced = episode, paced
+
+    def __getattr__(self, name):  # reads, ...: the episode's own
+        return getattr(self._episode, name)
+
+    def act(self, observation, admissible):
+        started = _clock()
+        try:
+            return self._episode.act(observation, admissible)
+        finally:
+            self._paced.acted(_clock() - started)
 
 
 # -- stand-ins for scripted rollouts -----------------------------------------------------------
@@ -263,7 +306,15 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
     n = min(EVAL_GAMES, ctx.cfg.env.n_games)
     games = _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
     env = environment(ctx.cfg)
-    rows = run_arm("dry-run", games, env=env.make_env(games), executor=env.make_executor(ctx.cfg.executor),
+    executor = ctx.cfg.executor
+    if uses_model(executor.backend):  # a model loads, then acts: minutes on a CPU, said before
+        ctx.progress(f"  dry run: {n} real games of up to {ctx.cfg.env.max_steps} actions with "
+                     f"{executor.backend}:{executor.model}; building the executor first (a local model loads "
+                     "its weights)")
+    executor = env.make_executor(executor)
+    if uses_model(ctx.cfg.executor.backend):
+        executor = _Paced(executor, ctx.progress, n * ctx.cfg.env.max_steps)
+    rows = run_arm("dry-run", games, env=env.make_env(games), executor=executor,
                    repo=None, **arm_settings(ctx.cfg, abort_on_outage=False))
     measured = sum(not r["unmeasured"] for r in rows)
     coerced = sum(r["coerced_actions"] for r in rows)
