@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 
 from skillos.evals import stats
+from skillos.evals.records import row_mean, row_outcome
 from skillos.evals.verify import run_rows
 from skillos.ledger.store import Ledger, LedgerError
 
@@ -186,10 +187,10 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
     comparisons = {}
     for r in family_ids:
         shared = sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
-        comparisons[r] = stats.compare({g: control_rows[g]["success"] for g in shared},
-                                       {g: rows[r][g]["success"] for g in shared},
-                                       names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
-                                       n_boot=n_boot)
+        comparisons[r] = stats.compare_units({g: row_outcome(control_rows[g]) for g in shared},
+                                             {g: row_outcome(rows[r][g]) for g in shared},
+                                             names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
+                                             n_boot=n_boot)
     bh = dict(zip(family_ids, stats.adjust([comparisons[r].p_value if comparisons[r].p_value is not None
                                             else 1.0 for r in family_ids], "fdr_bh")))
     problems = {}
@@ -204,11 +205,18 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
 
     def denominators(by_game: dict) -> dict:
         on_common = [by_game[g] for g in sorted(common)]
-        return {"games_recorded": len(by_game), "attempted": len(on_common),
-                "measured": sum(r["success"] is not None for r in on_common),
-                "unmeasured": sum(r["success"] is None for r in on_common),
-                "successes": sum(bool(r["success"]) for r in on_common),
-                "coerced_actions": sum(r.get("coerced_actions", 0) for r in on_common)}
+        scored = any(r.get("trials") is not None for r in on_common)
+        out = {"games_recorded": len(by_game), "attempted": len(on_common),
+               "measured": sum(not r["unmeasured"] for r in on_common),
+               "unmeasured": sum(bool(r["unmeasured"]) for r in on_common),
+               "successes": None if scored else sum(bool(r["success"]) for r in on_common),
+               "coerced_actions": sum(r.get("coerced_actions", 0) for r in on_common)}
+        if scored:  # units with trials or scores: the mean score over measured units, and the trials
+            means = [m for m in (row_mean(r) for r in on_common) if m is not None]
+            out.update(mean_score=sum(means) / len(means) if means else None,
+                       trials=sum(len(stats.trials_of(row_outcome(r))) for r in on_common),
+                       trials_unmeasured=sum(t is None for r in on_common for t in stats.trials_of(row_outcome(r))))
+        return out
 
     def origin(run: dict) -> dict:
         exp = run["experiment_id"]

@@ -58,6 +58,7 @@ class Mapping:
     arms: dict = field(default_factory=dict)  # wide rows: {success column: arm name}
     scorer: str | None = None  # inspect logs: the scorer whose value is success
     unit: str = "run"  # skill-creator benchmark.json: a run is one unit, or each of its expectations
+    trial: str | None = None  # JSONL: the trial's column; rows of one game and arm are its trials
 
     @classmethod
     def load(cls, path: str | Path | None, **flags) -> "Mapping":
@@ -100,14 +101,17 @@ def label(value, what: str, where: str) -> str:
     return text
 
 
-def success_value(value, where: str) -> bool | None:
-    """A success field read strictly (see the module docstring); None: unmeasured."""
+def success_value(value, where: str) -> bool | float | None:
+    """A success field read strictly (see the module docstring); a number strictly between 0 and
+    1 is a score (partial credit), kept as it is; None: unmeasured."""
     if value is None:
         return None
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
+    if isinstance(value, float) and 0 < value < 1:
+        return value
     if isinstance(value, str):
         word = value.strip().lower()
         if word in _TRUE:
@@ -116,8 +120,8 @@ def success_value(value, where: str) -> bool | None:
             return False
         if word in ("", "null", "none", "n/a", "na"):
             return None
-    raise SkillosError(f"{where}: success value {value!r} is not a success or a failure "
-                       "(true/false, 1/0, C/I, won/lost, pass/fail; null for unmeasured)")
+    raise SkillosError(f"{where}: success value {value!r} is not a success, a failure or a score "
+                       "(true/false, 1/0, C/I, won/lost, pass/fail, a number in [0, 1]; null for unmeasured)")
 
 
 def _jsonl_games(path: Path, mapping: Mapping) -> dict:
@@ -142,16 +146,49 @@ def _jsonl_games(path: Path, mapping: Mapping) -> dict:
                 raise SkillosError(f"{where}: no success field (column {mapping.success!r}; map another with "
                                    "--success-col; null means unmeasured)")
             cells = {arm: row[mapping.success]}
+        trial = None
+        if mapping.trial:
+            if row.get(mapping.trial) in (None, ""):
+                raise SkillosError(f"{where}: no trial (column {mapping.trial!r}); every row of a file read "
+                                   "with --trial-col names its trial")
+            trial = label(row[mapping.trial], "trial", where)
         for arm, value in cells.items():
             outcomes = games.setdefault(arm, {})
-            if game in outcomes:
-                raise SkillosError(f"{where}: game {game!r} appears twice for arm {safe_name(arm)!r}")
-            outcomes[game] = success_value(value, where)
+            if trial is None:
+                if game in outcomes:
+                    raise SkillosError(f"{where}: game {game!r} appears twice for arm {safe_name(arm)!r} (several "
+                                       "trials of one game: name their column with --trial-col)")
+                outcomes[game] = success_value(value, where)
+                continue
+            trials = outcomes.setdefault(game, Trials())
+            if trial in trials:
+                raise SkillosError(f"{where}: trial {trial!r} of game {game!r} appears twice for arm {safe_name(arm)!r}")
+            trials[trial] = success_value(value, where)
         if number % 1000 == 0 or len(games) > MAX_IMPORT_ARMS:
             _bounded(games, where)  # stop early, not after a 10,000-column file was read whole
     if skips:
         raise SkillosError(f"{path}: damaged ({skips.places[0]})")
     return games
+
+
+class Trials(dict):
+    """One unit's trials as read: trial label -> outcome (True/False, a score, None)."""
+
+
+def unit_outcome(value) -> tuple:
+    """(success, trials) of one imported unit, as a row keeps them: a single binary outcome is
+    (True/False/None, None); a score or several trials is (None, [score per trial]), in the
+    trials' label order (a test pairs units, never trials)."""
+    if isinstance(value, Trials):
+        scores = [value[k] for k in sorted(value, key=_trial_order)]
+        return None, [None if v is None else float(v) for v in scores]
+    if isinstance(value, float):
+        return None, [value]
+    return value, None
+
+
+def _trial_order(label: str):
+    return (0, int(label)) if label.lstrip("-").isdigit() else (1, label)
 
 
 def _reader(path: Path):
@@ -239,6 +276,23 @@ def _bounded(games: dict, where) -> None:
         raise SkillosError(f"{where}: more than {MAX_IMPORT_ROWS:,} game outcomes ({rows:,} so far); split the import")
 
 
+def import_summary(outcomes: dict) -> dict:
+    """An imported arm's denominators: units attempted, measured (a unit is measured when one of
+    its trials is), unmeasured; successes for binary single-trial units, else None with the mean
+    score over measured units and the trials counted (measured or not)."""
+    units = [unit_outcome(v) for v in outcomes.values()]
+    scored = any(trials is not None for _, trials in units)
+    means = [(sum(t for t in trials if t is not None) / sum(t is not None for t in trials)) if trials else float(s)
+             for s, trials in units if (trials and any(t is not None for t in trials)) or (not trials and s is not None)]
+    summary = {"attempted": len(units), "measured": len(means), "unmeasured": len(units) - len(means),
+               "successes": None if scored else int(sum(means)), "coerced_actions": 0, "actions": 0}
+    if scored:
+        summary.update(mean_score=sum(means) / len(means) if means else None,
+                       trials=sum(len(t) if t else 1 for _, t in units),
+                       trials_unmeasured=sum(sum(x is None for x in t) if t else s is None for s, t in units))
+    return summary
+
+
 def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path, env: str | None = None) -> dict:
     """Record every arm of `paths` as a finished run of experiment `experiment` (created, or the
     newest of that name); returns {experiment_id, source, runs: [{run_id, arm, denominators}]}."""
@@ -254,8 +308,12 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
     folder = Path(home) / "imports" / stamp
     files = {}
     for arm, outcomes in sorted(results.items()):  # the rows' files first: re-written the same by a rerun
-        rows = [GameRow(arm=arm, game_id=g, success=s, unmeasured_reason=None if s is not None else
-                        "the source recorded no outcome").to_dict() for g, s in sorted(outcomes.items())]
+        rows = []
+        for g, value in sorted(outcomes.items()):
+            success, trials = unit_outcome(value)
+            row = GameRow(arm=arm, game_id=g, success=success, trials=trials)
+            row.unmeasured_reason = "the source recorded no outcome" if row.unmeasured else None
+            rows.append(row.to_dict())
         path = folder / f"{hashlib.sha256(arm.encode()).hexdigest()[:8]}.jsonl"
         text = "".join(json.dumps(r) + "\n" for r in rows)
         write_atomic(path, text)
@@ -269,10 +327,7 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
             config = {"imported": {"sources": sources, "mapping": asdict(mapping)}, "env": {"name": env},
                       "arm": arm}
             run_id = ledger.start_run(exp, arm, config=config, executor_fingerprint=f"imported:{stamp}")
-            measured = [s for s in outcomes.values() if s is not None]
-            summary = {"attempted": len(outcomes), "measured": len(measured),
-                       "unmeasured": len(outcomes) - len(measured), "successes": sum(measured),
-                       "coerced_actions": 0, "actions": 0}
+            summary = import_summary(outcomes)
             path, digest = files[arm]
             ledger.add_eval(run_id, arm, summary, str(path.resolve()), digest)
             ledger.end_run(run_id, "finished", f"imported from {len(sources)} file(s), {stamp}")

@@ -11,10 +11,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import asdict, dataclass, field
 
+from skillos.evals.stats import trials_of
+
 SCHEMA_VERSION = 1  # of a games.jsonl / curation.jsonl row
+# A row holding a unit's trials is version 2: a skillos that knows only version 1 would read its
+# `success: null` as unmeasured, so it refuses the row (check_schema) instead of misreading it.
+TRIALS_SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSION = TRIALS_SCHEMA_VERSION
 
 
-def check_schema(data: dict, where: str, current: int = SCHEMA_VERSION) -> None:
+def check_schema(data: dict, where: str, current: int = READABLE_SCHEMA_VERSION) -> None:
     """A record written by a newer skillos (a schema_version above `current`, or not a number) is
     refused in one line: read as this version, its new fields would be silently wrong."""
     from skillos.errors import SkillosError
@@ -49,6 +55,11 @@ def read_game_rows(path, what: str = "per-game rows") -> list[dict]:
             if key in data and not isinstance(data[key], kinds) or (key in ("arm", "game_id", "success") and key not in data):
                 raise SkillosError(f"{where}: damaged row ({key} is {data.get(key)!r}); move the line away or "
                                    "rerun without --resume")
+        trials = data.get("trials")
+        if trials is not None and not (isinstance(trials, list) and trials and all(
+                t is None or (isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t <= 1) for t in trials)):
+            raise SkillosError(f"{where}: damaged row (trials is {str(trials)[:80]}, not a list of scores in [0, 1] "
+                               "or null); move the line away or rerun without --resume")
         rows.append(GameRow.from_dict(data).to_dict())
     damaged = {k: n for k, n in skips.counts.items() if k not in ("partial-last-line", "repaired-utf8")}
     if damaged:
@@ -85,12 +96,19 @@ class GameRow:
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
     grading_timeouts: int = 0  # answers graded wrong because grading passed its time bound
+    # A unit of several trials or a score in [0, 1] (an imported benchmark's task): each trial's
+    # score, None for an unmeasured trial; `success` is then None and the unit is unmeasured only
+    # when none of its trials was measured. None: one binary outcome, in `success`.
+    trials: list | None = None
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # keys this version does not know: kept, not dropped
 
     def __post_init__(self):
         if self.unmeasured is None:
-            self.unmeasured = self.success is None
+            self.unmeasured = (self.success is None if self.trials is None
+                               else all(t is None for t in self.trials))
+        if self.trials is not None:
+            self.schema_version = max(self.schema_version, TRIALS_SCHEMA_VERSION)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -164,3 +182,15 @@ class EvalReport:
         values = _known(cls, data)
         values["arms"] = {arm: ArmSummary.from_dict(s) for arm, s in data["arms"].items()}
         return cls(**values)
+
+
+def row_outcome(row: dict):
+    """What a row gives the statistics (stats.compare_units): its trials when it holds several or
+    a score, else its one binary outcome (None: unmeasured)."""
+    return row["trials"] if row.get("trials") is not None else row.get("success")
+
+
+def row_mean(row: dict) -> float | None:
+    """A row's mean over its measured trials (its 0/1 outcome for one binary trial); None: unmeasured."""
+    measured = [t for t in trials_of(row_outcome(row)) if t is not None]
+    return sum(measured) / len(measured) if measured else None

@@ -4,6 +4,9 @@
 * paired bootstrap CI of the difference in success rate,
 * minimum detectable effect at the given power: (z_{α/2} + z_β) · sqrt(d / n), with d the
   observed share of discordant pairs and n the number of paired games,
+* units with several trials or scores in [0, 1] (`compare_units`): paired by unit, trials
+  averaged within it, the Wilcoxon signed-rank and exact sign tests over the per-unit
+  differences, the bootstrap CI of their mean and an MDE from their observed spread,
 * Holm / Benjamini-Hochberg correction within a family of comparisons,
 * the Wilson score interval of one arm's success rate (what the plots draw per arm).
 
@@ -115,6 +118,18 @@ class Comparison:
     control_unmeasured: int | None = None
     treatment_unmeasured: int | None = None
     attrition_p: float | None = None
+    # Units with trials or scores in [0, 1] (compare_units): the test the p comes from and why,
+    # the sign and Wilcoxon p, the units tied, the uninformative units (every trial in both arms
+    # 0, or every one 1), and each arm's trials, measured or not. None: binary single-trial data.
+    test: str | None = None
+    test_reason: str = ""
+    sign_p: float | None = None
+    wilcoxon_p: float | None = None
+    ties: int | None = None
+    uninformative: int | None = None
+    uninformative_units: list | None = None
+    n_trials: dict | None = None
+    trials_unmeasured: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -194,6 +209,108 @@ def compare_values(control: dict, treatment: dict, *, names=("treatment", "contr
     return Comparison(**base, control_rate=float(x.mean()), treatment_rate=float(y.mean()),
                       difference=float(y.mean() - x.mean()), b=b, c=c, p_value=p, ci_low=low, ci_high=high,
                       significant=p < alpha, note="a sign test over per-game values: the MDE is not estimated")
+
+
+# -- units with trials and scores in [0, 1] --------------------------------------------------------
+UNIT_TESTS = ("mcnemar", "wilcoxon")
+
+
+def trials_of(value) -> list:
+    """A unit's outcomes as a list of trials: a list as given, one value as one trial; each a
+    score in [0, 1] (True/False read as 1/0) or None (an unmeasured trial)."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for v in values:
+        if v is None:
+            out.append(None)
+        elif isinstance(v, bool):
+            out.append(1.0 if v else 0.0)
+        elif isinstance(v, (int, float)) and math.isfinite(v) and 0.0 <= v <= 1.0:
+            out.append(float(v))
+        else:
+            raise ValueError(f"outcome {v!r} is not a score in [0, 1], true/false or null")
+    return out
+
+
+def is_binary_single(*arms: dict) -> bool:
+    """Whether every unit of every arm holds one trial scored 0, 1 or unmeasured (McNemar's case)."""
+    for arm in arms:
+        for value in arm.values():
+            trials = trials_of(value)
+            if len(trials) != 1 or trials[0] not in (None, 0.0, 1.0):
+                return False
+    return True
+
+
+def wilcoxon_p(diffs: list) -> float:
+    """Two-sided Wilcoxon signed-rank p over paired differences, zero differences dropped (1.0
+    when none is left): exact when scipy can be (few units, no tied magnitudes), else the normal
+    approximation with the tie correction."""
+    nonzero = [d for d in diffs if d != 0]
+    if not nonzero:
+        return 1.0
+    from scipy.stats import wilcoxon
+
+    return float(wilcoxon(nonzero, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def compare_units(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,
+                  power: float, n_boot: int) -> Comparison:
+    """control/treatment: unit id -> its trials (a list, or one value), each a score in [0, 1] or
+    None (unmeasured). One binary trial per unit everywhere: `compare`, the exact McNemar test, as
+    ever. Otherwise the units are paired by id (never by trial number, whose order a source may
+    not keep), each unit's measured trials averaged, and the paired per-unit differences tested:
+    the Wilcoxon signed-rank test (the p the verdict reads; zero differences dropped), the exact
+    sign test beside it (b units up, c down, the rest tied), the paired bootstrap CI of the mean
+    difference, and the MDE from the observed spread of the differences, (z_{α/2} + z_β)·sd/√n.
+    A unit none of whose trials was measured in an arm drops (counted). A unit whose every trial
+    in both arms scored 0, or every one 1, is uninformative: it is paired (a tie) and named."""
+    if is_binary_single(control, treatment):
+        flat = lambda arm: {u: trials_of(v)[0] for u, v in arm.items()}  # noqa: E731
+        out = compare({u: None if s is None else bool(s) for u, s in flat(control).items()},
+                      {u: None if s is None else bool(s) for u, s in flat(treatment).items()},
+                      names=names, alpha=alpha, power=power, n_boot=n_boot)
+        out.test, out.test_reason = "mcnemar", "one binary trial per unit: the exact McNemar test"
+        return out
+    ct = {u: trials_of(v) for u, v in control.items()}
+    tt = {u: trials_of(v) for u, v in treatment.items()}
+    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+    cm = {u: mean([x for x in v if x is not None]) for u, v in ct.items()}
+    tm = {u: mean([x for x in v if x is not None]) for u, v in tt.items()}
+    paired = sorted(u for u in set(cm) & set(tm) if cm[u] is not None and tm[u] is not None)
+    trials = {"control": sum(len(v) for v in ct.values()), "treatment": sum(len(v) for v in tt.values())}
+    unmeasured = {"control": sum(x is None for v in ct.values() for x in v),
+                  "treatment": sum(x is None for v in tt.values() for x in v)}
+    flat_c = {u: cm[u] for u in ct}
+    flat_t = {u: tm[u] for u in tt}
+    base = dict(treatment=names[0], control=names[1], n_paired=len(paired),
+                n_dropped=len(set(ct) | set(tt)) - len(paired), alpha=alpha, power=power, p_adjusted=None,
+                **attrition(flat_c, flat_t), test="wilcoxon", n_trials=trials, trials_unmeasured=unmeasured,
+                test_reason="scores in [0, 1] or several trials per unit: the Wilcoxon signed-rank test over the "
+                            "per-unit mean differences (zeros dropped), the exact sign test beside it")
+    if not paired:
+        return Comparison(**base, control_rate=None, treatment_rate=None, difference=None, b=0, c=0,
+                          p_value=None, ci_low=None, ci_high=None, mde=None, significant=None,
+                          note="no unit was measured in both arms")
+    import numpy as np
+
+    x = np.array([cm[u] for u in paired])
+    y = np.array([tm[u] for u in paired])
+    diffs = [float(d) for d in y - x]
+    b, c = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    extreme = [u for u in paired if {s for s in ct[u] + tt[u] if s is not None} in ({0.0}, {1.0})]
+    seed = int.from_bytes(hashlib.sha256("|".join(paired).encode()).digest()[:4], "big")
+    low, high = paired_bootstrap_ci(x, y, n_boot, seed)
+    p = wilcoxon_p(diffs)
+    sd = float(np.std(diffs, ddof=1)) if len(diffs) > 1 else None
+    effect = _z(alpha, power) * sd / math.sqrt(len(diffs)) if sd else None
+    note = "" if effect else ("one unit: no spread to estimate the MDE from" if sd is None
+                              else "every unit moved alike: the MDE cannot be estimated from this run")
+    return Comparison(**base, control_rate=float(x.mean()), treatment_rate=float(y.mean()),
+                      difference=float(np.mean(diffs)), b=b, c=c, p_value=p, ci_low=low, ci_high=high,
+                      mde=effect, significant=p < alpha, note=note, sign_p=mcnemar_exact(b, c),
+                      wilcoxon_p=p, ties=len(paired) - b - c, uninformative=len(extreme),
+                      uninformative_units=extreme[:20])
 
 
 @dataclass

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from skillos.evals import stats
+from skillos.evals.records import row_outcome
 from skillos.ledger.store import Ledger, LedgerError
 
 from skillos.ledger.taxonomy import MEASURED_METRICS as METRICS  # noqa: E402 - one list, the ledger's
@@ -22,9 +23,9 @@ from skillos.ledger.taxonomy import MEASURED_METRICS as METRICS  # noqa: E402 - 
 # What each measured metric is on one game's row, and how two runs of it are compared: a 0/1
 # outcome (McNemar) or a number (the sign test). None: the game does not count for that metric.
 PER_GAME = {
-    "success_rate": (lambda r: r.get("success"), stats.compare),
-    "unmeasured_rate": (lambda r: r.get("success") is None, stats.compare),
-    "coercion_rate": (lambda r: None if r.get("success") is None or not r.get("steps")
+    "success_rate": (row_outcome, stats.compare_units),  # a unit's trials or scores too
+    "unmeasured_rate": (lambda r: bool(r.get("unmeasured", r.get("success") is None)), stats.compare),
+    "coercion_rate": (lambda r: None if r.get("unmeasured", r.get("success") is None) or not r.get("steps")
                       else (r.get("coerced_actions") or 0) / r["steps"], stats.compare_values),
 }
 

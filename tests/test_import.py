@@ -78,7 +78,9 @@ def test_wide_rows_through_a_mapping_file(tmp_path, skillos_home):
 
 
 @pytest.mark.parametrize("rows, message", [
-    ([{"game_id": "a", "success": "maybe"}], "line 1: success value 'maybe' is not a success or a failure"),
+    ([{"game_id": "a", "success": "maybe"}], "line 1: success value 'maybe' is not a success, a failure or a score"),
+    ([{"game_id": "a", "success": 1.5}], "line 1: success value 1.5 is not a success, a failure or a score"),
+    ([{"game_id": "a", "success": -0.25}], "line 1: success value -0.25 is not a success, a failure or a score"),
     ([{"game_id": "a", "success": True}, {"game_id": "a", "success": False}], "line 2: game 'a' appears twice"),
     ([{"success": True}], "line 1: no game id (column 'game_id'"),
     ([{"game_id": "a", "won": True}], "line 1: no success field (column 'success'"),

@@ -621,7 +621,7 @@ def import_runs(files: list, *, experiment: str, mapping: str | Path | None = No
     Args:
         files: the result files.
         experiment: the experiment name to record them under (`compare(..., family=experiment)`).
-        mapping: a mapping file; `columns` (game, success, arm, arms, scorer, unit) override it.
+        mapping: a mapping file; `columns` (game, success, arm, arms, trial, scorer, unit) override it.
         env: the environment the games were played in, for the record.
     Returns:
         {experiment_id, experiment, import, sources: {path: sha256}, runs: [{run_id, arm, denominators}]}.

@@ -17,11 +17,14 @@ def import_cmd(
     experiment: str = typer.Option(..., "--experiment", help="The experiment the runs are recorded under; "
                                                             "`compare --family NAME` re-tests them."),
     mapping: Optional[Path] = typer.Option(None, "--mapping", help="A YAML file of the keys below "
-                                                                  "(game, success, arm, arms, scorer, unit)."),
+                                                                  "(game, success, arm, arms, trial, scorer, unit)."),
     game_col: Optional[str] = typer.Option(None, "--game-col", help="The game id's field (default game_id)."),
     success_col: Optional[str] = typer.Option(None, "--success-col", help="The success field (default success)."),
     arm_col: Optional[str] = typer.Option(None, "--arm-col", help="The arm's field (default arm; a file "
                                                                  "without it is one arm, named after the file)."),
+    trial_col: Optional[str] = typer.Option(None, "--trial-col", help="JSONL: the trial's field; the rows of "
+                                                                     "one game and arm are its trials, paired "
+                                                                     "by game, never by trial."),
     scorer: Optional[str] = typer.Option(None, "--scorer", help="inspect logs: the scorer whose value is success."),
     unit: Optional[str] = typer.Option(None, "--unit", help="skill-creator benchmark.json: run (default: a run "
                                                            "succeeds when all its expectations passed) or "
@@ -37,5 +40,5 @@ def import_cmd(
     from skillos.cli_common import emit
 
     result = import_runs(files, experiment=experiment, mapping=mapping, env=env, game=game_col,
-                         success=success_col, arm=arm_col, scorer=scorer, unit=unit)
+                         success=success_col, arm=arm_col, trial=trial_col, scorer=scorer, unit=unit)
     emit(result, as_json, render.import_lines)

@@ -25,7 +25,7 @@ def compare_lines(result: dict) -> list[str]:
     d = c["denominators"]
     lines.append(f"control run #{c['run_id']} ({c['arm']} of experiment #{c.get('experiment_id')} "
                  f"{c.get('experiment')}, env {c.get('env')}; {c['age_days']:.1f} days old, max "
-                 f"{result['max_age_days']:g}): {d['successes']}/{d['measured']} measured of "
+                 f"{result['max_age_days']:g}): {_measured(d)} of "
                  f"{d['attempted']} common games ({d['unmeasured']} unmeasured, "
                  f"{d['coerced_actions']} coerced actions)")
     f = result["family"]
@@ -35,13 +35,31 @@ def compare_lines(result: dict) -> list[str]:
         d, k = arm["denominators"], arm["comparison"]
         mde = "unmeasured" if k["mde"] is None else f"{100 * k['mde']:.1f} pts"
         lines.append(f"run #{arm['run_id']} ({arm['arm']} of experiment #{arm.get('experiment_id')} "
-                     f"{arm.get('experiment')}, env {arm.get('env')}): {d['successes']}/{d['measured']} measured "
+                     f"{arm.get('experiment')}, env {arm.get('env')}): {_measured(d)} "
                      f"of {d['attempted']} ({d['unmeasured']} unmeasured, {d['coerced_actions']} "
                      f"coerced); paired n={k['n_paired']} (dropped {k['n_dropped']}); diff "
-                     f"{_pts(k['difference'])}, 95% CI {_ci(k)}; b/c {k['b']}/{k['c']}; McNemar p {_p(k['p_value'])}, "
+                     f"{_pts(k['difference'])}, 95% CI {_ci(k)}; b/c {k['b']}/{k['c']}; {_test(k)} p {_p(k['p_value'])}, "
                      f"Holm {_p(k['p_holm'])}, BH {_p(k['p_bh'])}; MDE {mde}")
+        if k.get("test") == "wilcoxon":  # units with trials or scores: the test, its why, the units tied
+            lines.append(f"  test: {k['test_reason']}; sign test p {_p(k['sign_p'])} (b/c {k['b']}/{k['c']}, "
+                         f"{k['ties']} tied); {k['uninformative']} uninformative unit(s) (every trial 0, or every one "
+                         f"1, in both arms){': ' + ', '.join(k['uninformative_units'][:5]) if k['uninformative'] else ''}; "
+                         f"trials {k['n_trials']['treatment']} vs {k['n_trials']['control']} "
+                         f"({k['trials_unmeasured']['treatment']} and {k['trials_unmeasured']['control']} unmeasured)")
         lines.append(f"  verdict: {arm['verdict']['line']}")
     return lines
+
+
+def _measured(d: dict) -> str:
+    """An arm's outcome on the common games: won of measured, or the mean score of units with trials."""
+    if d.get("successes") is None and "mean_score" in d:
+        score = "unmeasured" if d["mean_score"] is None else f"{d['mean_score']:.3f}"
+        return f"mean score {score} over {d['measured']} measured units ({d['trials']} trials)"
+    return f"{d['successes']}/{d['measured']} measured"
+
+
+def _test(k: dict) -> str:
+    return {"wilcoxon": "Wilcoxon signed-rank", "mcnemar": "McNemar", None: "McNemar"}.get(k.get("test"), k.get("test"))
 
 
 def sweep_plan_lines(result: dict) -> list[str]:
@@ -600,11 +618,19 @@ def sleep_status_lines(d: dict) -> list[str]:
 
 def import_lines(d: dict) -> list[str]:
     """`skillos import`: each recorded run with its denominators, then how to re-test them."""
-    lines = [f"run #{run['run_id']} {run['arm']}: {run['denominators']['successes']}/{run['denominators']['measured']} "
-             f"won, {run['denominators']['unmeasured']} unmeasured of {run['denominators']['attempted']} games"
-             for run in d["runs"]]
+    lines = [f"run #{run['run_id']} {run['arm']}: " + _imported_outcome(run["denominators"]) for run in d["runs"]]
     return lines + [f"experiment #{d['experiment_id']} {d['experiment']} (import {d['import']}, {len(d['sources'])} "
                     f"file(s)); re-test: skillos compare ARM --control ARM --family {d['experiment']}"]
+
+
+def _imported_outcome(n: dict) -> str:
+    """An imported arm's denominators: won of measured, or (units with trials or scores) the mean
+    score over measured units with the trials counted."""
+    if n.get("successes") is None and "mean_score" in n:
+        score = "unmeasured" if n["mean_score"] is None else f"{n['mean_score']:.3f}"
+        return (f"mean score {score} over {n['measured']} measured units ({n['trials']} trials, "
+                f"{n['trials_unmeasured']} unmeasured), {n['unmeasured']} unmeasured of {n['attempted']} units")
+    return f"{n['successes']}/{n['measured']} won, {n['unmeasured']} unmeasured of {n['attempted']} games"
 
 
 def explain_lines(e: dict) -> list[str]:

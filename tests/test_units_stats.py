@@ -1,0 +1,114 @@
+"""Outcomes beyond one binary trial (issue 62): units with several trials and scores in [0, 1],
+paired by unit, trials averaged within it, the Wilcoxon signed-rank and the exact sign test over
+the per-unit differences, checked against numbers worked out by hand."""
+
+import math
+
+import pytest
+
+from skillos.evals import stats
+
+ARGS = dict(alpha=0.05, power=0.8, n_boot=2000)
+
+# Seven units of three trials (docs/units.md's worked example):
+#   unit  control          treatment        means          difference
+#   u1    0, 0, 0          1, 1, 1          0    -> 1      +1
+#   u2    0, 0, 1          1, 1, 1          1/3  -> 1      +2/3
+#   u3    .5, .5, .5       .5, 1, 1         1/2  -> 5/6    +1/3
+#   u4    1, 1, 1          1, 1, 1          1    -> 1       0   (uninformative: all 1)
+#   u5    0, 0, 0          0, 0, 0          0    -> 0       0   (uninformative: all 0)
+#   u6    1, 1, .5         1, 1, 1          5/6  -> 1      +1/6
+#   u7    .2, null, .4     .3, .1, .2       .3   -> .2     -.1
+CONTROL = {"u1": [0, 0, 0], "u2": [0, 0, 1], "u3": [.5, .5, .5], "u4": [1, 1, 1], "u5": [0, 0, 0],
+           "u6": [1, 1, .5], "u7": [.2, None, .4]}
+TREATMENT = {"u7": [.3, .1, .2], "u6": [1, 1, 1], "u5": [0, 0, 0], "u4": [1, 1, 1], "u3": [.5, 1, 1],
+             "u2": [1, 1, 1], "u1": [1, 1, 1]}
+
+
+def test_trials_are_averaged_within_a_unit_and_the_differences_tested_as_worked_by_hand():
+    c = stats.compare_units(CONTROL, TREATMENT, **ARGS)
+    assert c.test == "wilcoxon" and "several trials" in c.test_reason
+    diffs = [1, 2 / 3, 1 / 3, 0, 0, 1 / 6, -0.1]
+    assert c.n_paired == 7 and c.n_dropped == 0
+    assert (c.b, c.c, c.ties) == (4, 1, 2)  # u1, u2, u3, u6 up; u7 down; u4, u5 tied
+    assert c.uninformative == 2 and c.uninformative_units == ["u4", "u5"]
+    assert c.difference == pytest.approx(sum(diffs) / 7)  # 0.29524
+    assert c.control_rate == pytest.approx((0 + 1 / 3 + .5 + 1 + 0 + 5 / 6 + .3) / 7)
+    # Wilcoxon: |d| ranks 0.1 -> 1, 1/6 -> 2, 1/3 -> 3, 2/3 -> 4, 1 -> 5; W- = 1; exact two-sided
+    # p = 2 * P(W- <= 1) = 2 * 2/32 = 0.125
+    assert c.wilcoxon_p == pytest.approx(0.125) and c.p_value == c.wilcoxon_p
+    # sign test: 4 up, 1 down of 5 moved: 2 * (1 + 5) / 32 = 0.375
+    assert c.sign_p == pytest.approx(0.375)
+    assert c.n_trials == {"control": 21, "treatment": 21}
+    assert c.trials_unmeasured == {"control": 1, "treatment": 0}
+    sd = math.sqrt(sum((d - sum(diffs) / 7) ** 2 for d in diffs) / 6)
+    z = 1.959964 + 0.841621
+    assert c.mde == pytest.approx(z * sd / math.sqrt(7), rel=1e-4)
+    assert c.ci_low < c.difference < c.ci_high and not c.significant
+
+
+def test_units_pair_by_id_whatever_the_order_and_a_unit_unmeasured_in_one_arm_drops():
+    shuffled = {u: list(reversed(v)) for u, v in reversed(list(TREATMENT.items()))}
+    assert stats.compare_units(CONTROL, shuffled, **ARGS).wilcoxon_p == pytest.approx(0.125)
+    lost = {**TREATMENT, "u8": [None, None]}
+    c = stats.compare_units({**CONTROL, "u8": [1, 0]}, lost, **ARGS)
+    assert c.n_paired == 7 and c.n_dropped == 1 and c.trials_unmeasured["treatment"] == 2
+
+
+def test_binary_single_trials_keep_the_exact_mcnemar_test():
+    control = {f"g{i}": bool(i % 2) for i in range(20)}
+    treatment = {f"g{i}": True for i in range(20)}
+    units = stats.compare_units(control, {g: [v] for g, v in treatment.items()}, **ARGS)
+    plain = stats.compare(control, treatment, **ARGS)
+    assert units.test == "mcnemar" and "McNemar" in units.test_reason
+    assert (units.b, units.c, units.p_value) == (plain.b, plain.c, plain.p_value) == (10, 0, plain.p_value)
+
+
+def test_a_score_outside_zero_one_is_refused_and_a_verdict_reads_the_unit_test():
+    with pytest.raises(ValueError, match=r"not a score in \[0, 1\]"):
+        stats.compare_units({"u": [1.5]}, {"u": [1]}, **ARGS)
+    strong = {f"u{i}": [0.1 * (i % 3), 0.2] for i in range(30)}
+    better = {f"u{i}": [0.9, 0.8 + 0.01 * i / 30] for i in range(30)}
+    comparison = stats.compare_units(strong, better, **ARGS)
+    verdict = stats.verdicts({"x": comparison}, alpha=0.05, family="f", correction="none")["x"]
+    assert comparison.test == "wilcoxon" and comparison.p_value < 1e-5 and verdict.word == "improvement"
+
+
+def test_trials_and_partial_credit_imported_from_jsonl_are_compared_by_unit(tmp_path, skillos_home):
+    """The worked example as another tool would write it: one row per (task, condition, trial),
+    rewards in [0, 1], the trials listed out of order; `import --trial-col` keeps every trial and
+    `compare` pairs by task and prints the unit test, its reason and its denominators."""
+    import json
+
+    from conftest import run_cli
+
+    rows = []
+    for condition, units in (("no-skills", CONTROL), ("with-skills", TREATMENT)):
+        for unit, trials in units.items():
+            for trial in (2, 0, 1):  # a source need not keep the trials' order
+                rows.append({"task": unit, "condition": condition, "trial": trial, "reward": trials[trial]})
+    src = tmp_path / "results.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    done = run_cli("import", src, "--experiment", "bench", "--game-col", "task", "--arm-col", "condition",
+                   "--success-col", "reward", "--trial-col", "trial", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "with-skills: mean score 0.719 over 7 measured units (21 trials, 0 unmeasured)"  # 5.033 / 7 in done.stdout
+    compared = run_cli("compare", "with-skills", "--control", "no-skills", "--family", "bench", "--json", env=env)
+    assert compared.returncode == 0, compared.stderr
+    arm = json.loads(compared.stdout)["arms"][0]
+    k = arm["comparison"]
+    assert k["test"] == "wilcoxon" and k["p_value"] == pytest.approx(0.125) and k["sign_p"] == pytest.approx(0.375)
+    assert (k["b"], k["c"], k["ties"], k["uninformative"]) == (4, 1, 2, 2)
+    assert k["n_trials"] == {"control": 21, "treatment": 21} and k["trials_unmeasured"] == {"control": 1, "treatment": 0}
+    assert arm["denominators"]["mean_score"] == pytest.approx(sum(sum(v) / 3 for v in TREATMENT.values()) / 7)
+    assert arm["denominators"]["successes"] is None  # a score is not a count of wins
+    text = run_cli("compare", "with-skills", "--control", "no-skills", "--family", "bench", env=env).stdout
+    assert "Wilcoxon signed-rank p 0.125" in text and "2 uninformative unit(s)" in text and "u4, u5" in text
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(json.dumps({"task": "u1", "condition": "a", "reward": 1}) + "\n"
+                     + json.dumps({"task": "u1", "condition": "a", "reward": 0.5}) + "\n")
+    refused = run_cli("import", twice, "--experiment", "b2", "--game-col", "task", "--arm-col", "condition",
+                      "--success-col", "reward", env=env)
+    assert refused.returncode != 0 and "appears twice" in refused.stderr and "--trial-col" in refused.stderr
+    assert "Traceback" not in refused.stderr
