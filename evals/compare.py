@@ -243,3 +243,82 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
                        "note": FAMILY_NOTE},
             "common_games": len(common), "alpha": alpha, "power": power,
             "max_age_days": max_age_days, "arms": arms}
+
+
+def imported_as(run: dict) -> dict:
+    """What an import recorded of a run's arm beyond its name: {configuration, condition, ...}."""
+    import json
+
+    try:
+        imported = json.loads(run.get("config_json") or "{}").get("imported") or {}
+    except (ValueError, AttributeError):
+        return {}
+    return imported if isinstance(imported, dict) else {}
+
+
+def compare_configurations(ledger: Ledger, family: str, control_condition: str, *, alpha: float, power: float,
+                           n_boot: int) -> dict:
+    """An imported registry re-tested as its authors scored it (evals/skillsbench.py): per
+    configuration, each other condition against `control_condition` paired over tasks
+    (stats.compare_units), each condition's mean score on the source's scale (mean reward x 100
+    over measured tasks) and the lift, every comparison one member of a Holm family over the
+    configurations. Runs recorded twice count once (their newest record)."""
+    newest, experiments = {}, family_experiments(ledger, family)
+    for row in reversed(ledger.rows("runs")):  # newest first: a measurement's newest record stands for it
+        run = ledger.run(row["id"])
+        meta = imported_as(run)
+        if run["experiment_id"] not in experiments or not meta.get("configuration") \
+                or not any(e["valid"] for e in run["evals"]):
+            continue
+        newest.setdefault((meta["configuration"], meta.get("condition")), run["id"])
+    if not newest:
+        raise LedgerError(f"no imported run of family {family!r} names its configuration and condition "
+                          "(import a results registry; a per-game file names arms only)")
+    configurations = sorted({c for c, _ in newest})
+    conditions = sorted({k for _, k in newest})
+    if control_condition not in conditions:
+        raise LedgerError(f"--control {control_condition!r}: no such condition in family {family!r}; "
+                          f"its conditions: {', '.join(map(str, conditions))}")
+    comparisons, rows, scale = {}, {}, lambda m: None if m is None else 100 * m  # noqa: E731
+    for configuration in configurations:
+        control_id = newest.get((configuration, control_condition))
+        for condition in conditions:
+            treated_id = newest.get((configuration, condition))
+            if condition == control_condition or treated_id is None:
+                continue
+            key = (configuration, condition)
+            treated = run_rows(ledger, treated_id)
+            control = run_rows(ledger, control_id) if control_id is not None else {}
+            shared = sorted(set(treated) & set(control))
+            comparisons[key] = stats.compare_units({t: row_outcome(control[t]) for t in shared},
+                                                   {t: row_outcome(treated[t]) for t in shared},
+                                                   names=(condition, control_condition), alpha=alpha, power=power,
+                                                   n_boot=n_boot)
+            means = {name: [m for m in (row_mean(r) for r in by_task.values()) if m is not None]
+                     for name, by_task in (("treated", treated), ("control", control))}
+            rows[key] = {"configuration": configuration, "condition": condition, "run_id": treated_id,
+                         "control_condition": control_condition, "control_run_id": control_id,
+                         "tasks": {"treated": len(treated), "control": len(control), "paired": len(shared)},
+                         "mean_score": scale(sum(means["treated"]) / len(means["treated"]) if means["treated"] else None),
+                         "control_mean_score": scale(sum(means["control"]) / len(means["control"])
+                                                     if means["control"] else None)}
+    problems = {k: ([] if rows[k]["control_run_id"] is not None else
+                    [f"{k[0]} has no {control_condition!r} run to compare with"]) for k in rows}
+    for k, r in rows.items():
+        if r["control_run_id"] is not None and r["tasks"]["treated"] != r["tasks"]["control"]:
+            problems[k].append(f"denominators differ: {r['tasks']['treated']} tasks against {r['tasks']['control']}; "
+                               f"compared on the {r['tasks']['paired']} in common")
+    decided = stats.verdicts(comparisons, alpha=alpha, family=f"{family}, per configuration", correction="holm",
+                             problems=problems)
+    out = []
+    for key, row in rows.items():
+        lift = (None if row["mean_score"] is None or row["control_mean_score"] is None
+                else row["mean_score"] - row["control_mean_score"])
+        out.append({**row, "lift": lift, "comparison": comparisons[key].to_dict(),
+                    "verdict": decided[key].to_dict(), "p_holm": decided[key].p_adjusted})
+    lifts = [r["lift"] for r in out if r["lift"] is not None]
+    return {"family": {"name": family, "size": len(out), "correction": "holm", "member": "a configuration's "
+                       "condition against its own control condition"},
+            "control_condition": control_condition, "configurations": out,
+            "mean_lift": sum(lifts) / len(lifts) if lifts else None, "lifts_measured": len(lifts),
+            "alpha": alpha, "power": power}

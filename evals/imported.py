@@ -175,6 +175,15 @@ class Trials(dict):
     """One unit's trials as read: trial label -> outcome (True/False, a score, None)."""
 
 
+class Arms(dict):
+    """What the readers return: arm -> {unit: outcome or Trials}, with `meta`: arm -> what a
+    reader knows of it beyond its name (a registry's configuration and condition)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.meta: dict = {}
+
+
 def unit_outcome(value) -> tuple:
     """(success, trials) of one imported unit, as a row keeps them: a single binary outcome is
     (True/False/None, None); a score or several trials is (None, [score per trial]), in the
@@ -205,6 +214,10 @@ def _reader(path: Path):
         return _inspect_games  # inspect_ai's reader says what is wrong with it
     if is_benchmark(data):
         return lambda p, mapping: benchmark_games(p, data, mapping.unit)
+    from skillos.evals.skillsbench import is_registry, registry_games
+
+    if is_registry(data):
+        return lambda p, mapping: registry_games(p, data)
     return _inspect_games
 
 
@@ -239,8 +252,10 @@ def _inspect_games(path: Path, mapping: Mapping) -> dict:
 
 
 def read_results(paths, mapping: Mapping) -> dict:
-    """arm -> {game id: success} over every file; an arm's game in two files is an error."""
-    merged: dict = {}
+    """arm -> {game id: success} over every file; an arm's game in two files is an error. A
+    reader that knows more of an arm (a registry's configuration and condition) leaves it in
+    the result's `meta`."""
+    merged = Arms()
     paths = list(map(Path, paths))
     for path in paths:  # every file's size before any is read
         if not path.is_file():
@@ -251,7 +266,9 @@ def read_results(paths, mapping: Mapping) -> dict:
             raise SkillosError(f"{path}: {path.stat().st_size / 2**20:,.0f} MiB, above the {MAX_IMPORT_BYTES >> 20} "
                                "MiB one result file may hold; split it")
     for path in paths:
-        for arm, outcomes in _reader(path)(path, mapping).items():
+        read = _reader(path)(path, mapping)
+        merged.meta.update({safe_name(arm): m for arm, m in getattr(read, "meta", {}).items()})
+        for arm, outcomes in read.items():
             label(arm, "arm", str(path))  # every reader's names, the file name's and a mapping's included
             for game in outcomes:
                 label(game, "game id", f"{path} arm {safe_name(arm)!r}")
@@ -324,13 +341,13 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
                                             hypothesis="imported per-game results, re-tested by skillos",
                                             success_metric="success rate per arm (paired, exact McNemar)")
         for arm, outcomes in sorted(results.items()):
-            config = {"imported": {"sources": sources, "mapping": asdict(mapping)}, "env": {"name": env},
-                      "arm": arm}
+            config = {"imported": {"sources": sources, "mapping": asdict(mapping), **results.meta.get(arm, {})},
+                      "env": {"name": env}, "arm": arm}
             run_id = ledger.start_run(exp, arm, config=config, executor_fingerprint=f"imported:{stamp}")
             summary = import_summary(outcomes)
             path, digest = files[arm]
             ledger.add_eval(run_id, arm, summary, str(path.resolve()), digest)
             ledger.end_run(run_id, "finished", f"imported from {len(sources)} file(s), {stamp}")
-            runs.append({"run_id": run_id, "arm": arm, "denominators": summary})
+            runs.append({"run_id": run_id, "arm": arm, "denominators": summary, **results.meta.get(arm, {})})
         ledger.correct("experiments", exp, "status", f"imported {len(runs)} arm(s), {stamp}", value="measured")
     return {"experiment_id": exp, "experiment": experiment, "import": stamp, "sources": sources, "runs": runs}

@@ -498,7 +498,8 @@ def _train_runs(cfg: Config, *, dry_run: bool, echo: Echo | None, **launch_args)
 
 
 def compare(config: Config | str | Path | None, runs: list, *, control: str | None = None,
-            family: str | None = None, experiment=None, echo: Echo | None = None, ledger=None) -> dict:
+            family: str | None = None, experiment=None, echo: Echo | None = None, ledger=None,
+            per_configuration: bool = False) -> dict:
     """Recorded runs (ids or arm names) against a control, from the ledger: alpha, power,
     bootstrap and the control's max age come from the config (default: the schema's). The
     static gates run first; every arm carries its verdict from `evals.stats.verdicts`.
@@ -511,18 +512,30 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
         experiment: an experiment id (#3 or 3) or name that arm names are looked up in.
         echo: called with each progress line; None: quiet.
         ledger: an open skillos.ledger.Ledger; None: the one at $SKILLOS_HOME, opened and closed.
+        per_configuration: an imported results registry (evals/skillsbench.py) re-tested per
+            configuration: `control` names the control condition, `family` the import; no runs.
     Returns:
-        {control, family, arms, ...}: each arm's denominators, paired comparison (McNemar, CI,
-        MDE) and family-corrected verdict.
+        {control, family, arms, ...}: each arm's denominators, paired comparison (McNemar, or per
+        unit for trials and scores, CI, MDE) and family-corrected verdict; per_configuration:
+        {configurations: [...], mean_lift, family}.
     Raises:
         ConfigError: the config is unreadable or invalid (one line naming the key).
         GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
         LedgerError: a run, arm or family not in the ledger, or an arm name that is ambiguous.
     """
-    from skillos.evals.compare import compare_runs
+    from skillos.evals.compare import compare_configurations, compare_runs
 
     cfg = _config(config) if config is not None else validate(Config())
     gates.refuse_on_failure(gates.check(cfg, dry_run=False, echo=echo), "compare")
+    if per_configuration:
+        if runs or not family or not control:
+            raise SkillosError("compare --per-configuration takes no arms: name the import with --family and the "
+                               "control condition with --control (e.g. --control 'No Skills')")
+        with _ledger(ledger) as book:
+            return compare_configurations(book, family, control, alpha=cfg.eval.alpha, power=cfg.eval.power,
+                                          n_boot=cfg.eval.bootstrap)
+    if not runs:
+        raise SkillosError("compare: name the arms to compare (or --per-configuration for an imported registry)")
     with _ledger(ledger) as book:
         return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
                             power=cfg.eval.power, max_age_days=cfg.eval.control.max_age_days,

@@ -209,8 +209,8 @@ def sweep_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    runs: List[str] = typer.Argument(..., help="Arms to compare: arm names (the newest measured run of "
-                                     "that arm), or ledger run ids written #ID (a bare 3 is arm '3')."),
+    runs: Optional[List[str]] = typer.Argument(None, help="Arms to compare: arm names (the newest measured run of "
+                                               "that arm), or ledger run ids written #ID (a bare 3 is arm '3')."),
     control: Optional[str] = typer.Option(None, "--control", help="The control: an arm name or a run id "
                                           "written #ID (default: eval.control)."),
     family: Optional[str] = typer.Option(None, "--family", help="Experiment name whose every measured "
@@ -223,6 +223,10 @@ def compare_cmd(
     alpha: Optional[float] = typer.Option(None, help="Set eval.alpha (family-wise significance level)."),
     max_age_days: Optional[float] = typer.Option(None, help="Set eval.control.max_age_days: an older "
                                                  "control is stale (gate 4)."),
+    per_configuration: bool = typer.Option(False, "--per-configuration", help="An imported results registry "
+                                           "(SkillsBench-style): per configuration, each condition against --control "
+                                           "(a condition), mean scores on the source's scale, Holm over the "
+                                           "configurations of --family."),
     set_: List[str] = SET,
     as_json: bool = JSON,
 ):
@@ -236,13 +240,14 @@ def compare_cmd(
     from skillos import api
     from skillos.config.loading import validate, with_sets
     from skillos.config.schema import Config
-    from skillos.cli_render import compare_lines
+    from skillos.cli_render import compare_lines, configuration_lines
 
     sets = list(set_) + ([f"eval.alpha={alpha}"] if alpha is not None else []) + (
         [f"eval.control.max_age_days={max_age_days}"] if max_age_days is not None else [])
     cfg = load_config(config, sets) if config else with_sets(validate(Config()), sets)
-    result = api.compare(cfg, list(runs), control=control, family=family, experiment=experiment)
-    emit(result, as_json, compare_lines)
+    result = api.compare(cfg, list(runs or []), control=control, family=family, experiment=experiment,
+                         per_configuration=per_configuration)
+    emit(result, as_json, configuration_lines if per_configuration else compare_lines)
 
 
 @app.command("train")

@@ -50,6 +50,27 @@ def compare_lines(result: dict) -> list[str]:
     return lines
 
 
+def configuration_lines(result: dict) -> list[str]:
+    """`compare --per-configuration`: per configuration, each condition's mean score on the
+    source's scale, the lift, the paired test over tasks and the Holm verdict."""
+    score = lambda x: "unmeasured" if x is None else f"{x:.1f}"  # noqa: E731
+    f = result["family"]
+    lines = [f"family {f['name']}: {f['size']} comparison(s) ({f['member']}), Holm-corrected at alpha {result['alpha']}"]
+    for r in result["configurations"]:
+        k = r["comparison"]
+        lift = "unmeasured" if r["lift"] is None else f"{r['lift']:+.1f} pts"
+        lines.append(f"{r['configuration']}: {r['control_condition']} {score(r['control_mean_score'])} -> "
+                     f"{r['condition']} {score(r['mean_score'])} ({lift}) over {r['tasks']['paired']} paired tasks "
+                     f"({r['tasks']['treated']} and {r['tasks']['control']} recorded); {_test(k)} p {_p(k['p_value'])}, "
+                     f"Holm {_p(r['p_holm'])}; sign test b/c {k['b']}/{k['c']} ({k['ties'] if k['ties'] is not None else 0} "
+                     f"tied, {k['uninformative'] or 0} uninformative)")
+        lines.append(f"  verdict: {r['verdict']['line']}")
+    mean = "unmeasured" if result["mean_lift"] is None else f"{result['mean_lift']:+.1f} pts"
+    lines.append(f"mean lift over {result['lifts_measured']} configuration(s): {mean} (descriptive; the verdicts "
+                 "above are the tests)")
+    return lines
+
+
 def _measured(d: dict) -> str:
     """An arm's outcome on the common games: won of measured, or the mean score of units with trials."""
     if d.get("successes") is None and "mean_score" in d:
