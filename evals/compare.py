@@ -79,7 +79,7 @@ def _describe(ledger: Ledger, exp_id) -> str:
 
 FAMILY_NOTE = ("Holm here corrects over this family's runs; a run's own report.json corrects over the "
                "comparisons of that run (its arms against its control), so the two adjusted p differ when the "
-               "families do: the raw McNemar p is the same")
+               "families do: the raw p is the same")
 
 
 def resolve_run(ledger: Ledger, ref: str, experiments: set[int] | None = None, prefer: set[int] | None = None,

@@ -57,7 +57,7 @@ class Mapping:
     arm: str | None = "arm"  # the arm's column; a file with no such column is one arm (its name)
     arms: dict = field(default_factory=dict)  # wide rows: {success column: arm name}
     scorer: str | None = None  # inspect logs: the scorer whose value is success
-    unit: str = "run"  # skill-creator benchmark.json: a run is one unit, or each of its expectations
+    unit: str = "pass_rate"  # skill-creator benchmark.json: what one trial of an eval scores (its UNITS)
     trial: str | None = None  # JSONL: the trial's column; rows of one game and arm are its trials
 
     @classmethod

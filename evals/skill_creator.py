@@ -8,11 +8,12 @@ errors}`, `expectations[{text, passed, evidence}]`, `notes[]`), `run_summary` pe
 (`pass_rate`, `time_seconds`, `tokens` as mean/stddev/min/max, and a `delta` of signed strings) and
 `notes[]`.
 
-Reading (`skillos import benchmark.json`): each configuration is an arm; a unit is one run, paired
-across arms by (eval_id, run_number), and it succeeded when all its expectations passed (without
-expectations: passed == total > 0). With `unit: expectation` each expectation is a unit, paired by
-its place in the run. A run with errors is unmeasured, never a failure: a billing limit that hit
-one arm is not that arm losing. Writing (`skillos export skill-creator RUN OUT`): one run per
+Reading (`skillos import benchmark.json`): each configuration is an arm; a unit is one eval,
+paired across arms by eval_id, its runs its trials (docs/units.md), each scored by its pass_rate
+(`unit: pass_rate`, the default), by whether all its expectations passed (`unit: run`; without
+expectations: passed == total > 0), or with each expectation a trial (`unit: expectation`). The
+runs and expectations of one eval are one cluster, never independent units. A run with errors is
+unmeasured, never a failure: a billing limit that hit one arm is not that arm losing. Writing (`skillos export skill-creator RUN OUT`): one run per
 held-out game per arm, the control arm as without_skill; what skillos did not measure (wall time,
 tokens) is null, never 0, and the paired comparison is in the top-level notes.
 """
@@ -27,7 +28,10 @@ from pathlib import Path
 from skillos.errors import SkillosError
 
 CONFIGURATIONS = ("with_skill", "without_skill", "new_skill", "old_skill")  # what the viewer groups on
-UNITS = ("run", "expectation")  # what one paired unit of an imported benchmark is
+# What one trial of an eval scores when a benchmark is imported: the run's pass_rate (the share of
+# its expectations that passed), the run as a whole (all passed: 1, else 0), or each expectation.
+# The unit is always the eval: its runs and expectations are not independent of one another.
+UNITS = ("pass_rate", "run", "expectation")
 RESULT_KEYS = ("pass_rate", "passed", "failed", "total", "time_seconds", "tokens", "tool_calls", "errors")
 SUMMARY_KEYS = ("pass_rate", "time_seconds", "tokens")
 WON = "The game is won within the step limit"  # the one expectation a skillos game carries
@@ -88,12 +92,37 @@ def units(run: dict, where: str, unit: str) -> dict:
     return {"": ok == total}
 
 
+def trial_scores(run: dict, where: str, unit: str) -> dict:
+    """{trial suffix: score} of one run: its pass_rate ({"": 0.5}), its all-passed outcome
+    ({"": True}), or each expectation ({"exp-I": ...}); an errored run's are unmeasured (None)."""
+    if unit != "pass_rate":
+        return units(run, where, unit)
+    _, errors, result = _run_success(run, where)
+    if errors:
+        return {"": None}
+    rate = result.get("pass_rate")
+    if rate is not None:
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise SkillosError(f"{where}: result.pass_rate {rate!r} is not a share in [0, 1]")
+        return {"": float(rate)}
+    total, ok = _count(result.get("total"), where, "total"), _count(result.get("passed"), where, "passed")
+    if not total or ok is None:
+        return {"": None}  # nothing was checked: unmeasured, not a failure
+    if ok > total:
+        raise SkillosError(f"{where}: result.passed {ok} is above result.total {total}")
+    return {"": ok / total}
+
+
 def benchmark_games(path: Path, data: dict, unit: str) -> dict:
-    """arm (the configuration) -> {unit id: success} of a parsed benchmark.json; unit ids are
-    eval-ID/run-N (and /exp-I), so the arms pair by eval and run number."""
+    """arm (the configuration) -> {eval-ID: its trials} of a parsed benchmark.json: each eval is
+    one unit, paired across arms by its id, its runs (and with `unit` expectation, each run's
+    expectations) its trials, scored as `unit` says (UNITS). Runs and expectations of one eval
+    are one cluster: testing them as independent units would count one eval's luck many times."""
+    from skillos.evals.imported import Arms, Trials
+
     if unit not in UNITS:
         raise SkillosError(f"--unit {unit!r}: one of {', '.join(UNITS)}")
-    games: dict = {}
+    games, expectations = Arms(), {}
     for i, run in enumerate(data["runs"], 1):
         where = f"{path} runs[{i - 1}]"
         config, eval_id, number = run.get("configuration"), run.get("eval_id"), run.get("run_number", 1)
@@ -103,12 +132,23 @@ def benchmark_games(path: Path, data: dict, unit: str) -> dict:
             raise SkillosError(f"{where}: eval_id {eval_id!r} is not an id")
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             raise SkillosError(f"{where}: run_number {number!r} is not 1, 2, 3...")
-        outcomes = games.setdefault(config, {})
-        for suffix, success in units(run, where, unit).items():
-            key = f"eval-{eval_id}/run-{number}" + (f"/{suffix}" if suffix else "")
-            if key in outcomes:
+        trials = games.setdefault(config, {}).setdefault(f"eval-{eval_id}", Trials())
+        for suffix, score in trial_scores(run, where, unit).items():
+            key = f"run-{number}" + (f"/{suffix}" if suffix else "")
+            if key in trials:
                 raise SkillosError(f"{where}: eval {eval_id} run {number} appears twice for {config!r}")
-            outcomes[key] = success
+            trials[key] = score
+        passed, errors, _ = _run_success(run, where)
+        seen = expectations.setdefault(config, [0, 0])
+        if not errors:
+            seen[0], seen[1] = seen[0] + sum(passed), seen[1] + len(passed)
+    for config, evals in games.items():
+        passed, total = expectations.get(config, (0, 0))
+        games.meta[config] = {
+            "unit": "eval", "trial": {"pass_rate": "a run, scored by its pass_rate", "run": "a run, 1 when all its "
+                                      "expectations passed", "expectation": "an expectation of a run"}[unit],
+            "cluster": f"{len(evals)} evals; their runs and expectations are trials of one unit, never units",
+            "expectations_passed": f"{passed}/{total} (descriptive: expectations of one eval are not independent)"}
     return games
 
 

@@ -251,7 +251,10 @@ def wilcoxon_p(diffs: list) -> float:
         return 1.0
     from scipy.stats import wilcoxon
 
-    return float(wilcoxon(nonzero, zero_method="wilcox", alternative="two-sided").pvalue)
+    # The exact null counts rank sums of 1..n; tied magnitudes share ranks it does not know
+    tied = len({round(abs(d), 12) for d in nonzero}) < len(nonzero)
+    method = "approx" if tied or len(nonzero) > 50 else "exact"
+    return float(wilcoxon(nonzero, zero_method="wilcox", alternative="two-sided", method=method).pvalue)
 
 
 def compare_units(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,

@@ -14,9 +14,16 @@ from skillos.evals.skill_creator import CONFIGURATIONS, RESULT_KEYS, benchmark_g
 EVALS = range(1, 13)
 RUNS = (1, 2)
 # by hand, per (eval, run): without_skill passes evals 1-4; with_skill passes those but not eval 2
-# run 2 (c = 1), plus evals 5-8 in both runs (b = 8); eval 12's with_skill run 1 errored (a
-# billing limit): unmeasured, so that pair drops. Exact McNemar: p = 2 * (1 + 9) / 2**9.
-P_BY_HAND = 2 * (1 + 9) / 2 ** 9
+# run 2, plus evals 5-8 in both runs; eval 12's with_skill run 1 errored (a billing limit):
+# unmeasured. Each run has two expectations, the first always passed, so its pass_rate is 1 or
+# 0.5. Each eval is one unit, its two runs its trials: with_skill - without_skill per eval is
+# +0.5 for evals 5-8, -0.25 for eval 2 (its runs 1 and 0.5), 0 for the other 7. Wilcoxon over
+# the 5 nonzero: ranks 1 (the -0.25) and 3.5 (four tied +0.5), W- = 1; with the tie correction
+# z = (1 - 7.5) / sqrt(13.75 - (4^3 - 4)/48) = -1.8385, p = 2 * Phi(z):
+P_BY_HAND = 0.065992
+# Counted per (eval, run) as independent units, the same data gave exact McNemar b/c 8/1,
+# p = 2 * (1 + 9) / 2**9 = 0.039: "significant" only because each eval's luck counted twice.
+PSEUDO_REPLICATED_P = 2 * (1 + 9) / 2 ** 9
 
 
 def _passes(configuration: str, eval_id: int, run: int) -> bool:
@@ -42,28 +49,57 @@ def benchmark() -> dict:
             "runs": runs, "run_summary": {}, "notes": []}
 
 
-def test_a_benchmark_is_imported_as_two_arms_paired_by_eval_and_run(tmp_path, skillos_home):
+def test_a_benchmark_is_imported_as_two_arms_each_eval_a_unit_its_runs_trials(tmp_path, skillos_home):
     src = tmp_path / "benchmark.json"
     src.write_text(json.dumps(benchmark()))
     env = {"SKILLOS_HOME": str(skillos_home)}
     done = run_cli("import", src, "--experiment", "creator", "--json", env=env)
     assert done.returncode == 0, done.stderr
-    recorded = {r["arm"]: r["denominators"] for r in json.loads(done.stdout)["runs"]}
-    assert recorded["with_skill"] == {"attempted": 24, "measured": 23, "unmeasured": 1, "successes": 15,
-                                      "coerced_actions": 0, "actions": 0}
-    assert recorded["without_skill"]["successes"] == 8 and recorded["without_skill"]["unmeasured"] == 0
+    runs = {r["arm"]: r for r in json.loads(done.stdout)["runs"]}
+    recorded = runs["with_skill"]["denominators"]
+    assert (recorded["attempted"], recorded["measured"], recorded["successes"]) == (12, 12, None)
+    assert recorded["mean_score"] == pytest.approx(9.75 / 12) and (recorded["trials"], recorded["trials_unmeasured"]) == (24, 1)
+    assert runs["without_skill"]["denominators"]["mean_score"] == pytest.approx(8 / 12)
+    assert runs["with_skill"]["cluster"].startswith("12 evals") and "descriptive" in runs["with_skill"]["expectations_passed"]
     result = run_cli("compare", "with_skill", "--control", "without_skill", "--family", "creator", "--json", env=env)
     assert result.returncode == 0, result.stderr
     comparison = json.loads(result.stdout)["arms"][0]["comparison"]
-    assert (comparison["b"], comparison["c"], comparison["n_paired"]) == (8, 1, 23)
-    assert comparison["p_value"] == pytest.approx(P_BY_HAND)
+    assert (comparison["b"], comparison["c"], comparison["ties"], comparison["n_paired"]) == (4, 1, 7, 12)
+    assert comparison["test"] == "wilcoxon" and comparison["p_value"] == pytest.approx(P_BY_HAND, abs=1e-5)
+    assert comparison["p_value"] > 0.05 > PSEUDO_REPLICATED_P
+
+
+def test_expectations_of_one_eval_are_one_cluster_not_independent_units():
+    """Ten evals of eight expectations; with_skill passes k more expectations of eval k (k = 1..5).
+    Counted per expectation (15 gained, 0 lost) exact McNemar would say p = 2/2^15 = 6.1e-5; over
+    evals, five distinct gains and no loss: exact Wilcoxon p = 2/2^5 = 0.0625, not below 0.05."""
+    from skillos.evals import stats
+    from skillos.evals.imported import unit_outcome
+
+    def run(config, eval_id, passed):
+        expectations = [{"text": f"check {i}", "passed": i < passed, "evidence": ""} for i in range(8)]
+        return {"eval_id": eval_id, "configuration": config, "run_number": 1, "expectations": expectations,
+                "result": {"pass_rate": passed / 8, "passed": passed, "failed": 8 - passed, "total": 8, "errors": 0}}
+
+    runs = [run("without_skill", e, 2) for e in range(1, 11)]
+    runs += [run("with_skill", e, 2 + (e if e <= 5 else 0)) for e in range(1, 11)]
+    games = benchmark_games("b.json", {"runs": runs}, "expectation")
+    assert len(games["with_skill"]) == 10 and len(games["with_skill"]["eval-3"]) == 8
+    arms = {arm: {e: unit_outcome(t)[1] for e, t in evals.items()} for arm, evals in games.items()}
+    clustered = stats.compare_units(arms["without_skill"], arms["with_skill"], alpha=0.05, power=0.8, n_boot=500)
+    assert clustered.n_paired == 10 and (clustered.b, clustered.c) == (5, 0)
+    assert clustered.p_value == pytest.approx(2 / 32) and not clustered.significant
+    flat = {arm: {f"{e}/{k}": v for e, t in evals.items() for k, v in t.items()} for arm, evals in games.items()}
+    independent = stats.compare(flat["without_skill"], flat["with_skill"], alpha=0.05, power=0.8, n_boot=500)
+    assert independent.p_value == pytest.approx(2 / 2 ** 15)  # what treating them as units would have claimed
 
 
 def test_an_errored_run_is_unmeasured_never_a_failure():
     data = benchmark()
     games = benchmark_games("b.json", data, "run")
-    assert games["with_skill"]["eval-12/run-1"] is None  # its expectations say failed; its errors say unmeasured
-    assert games["with_skill"]["eval-12/run-2"] is False
+    assert games["with_skill"]["eval-12"]["run-1"] is None  # its expectations say failed; its errors say unmeasured
+    assert games["with_skill"]["eval-12"]["run-2"] is False
+    assert benchmark_games("b.json", data, "pass_rate")["with_skill"]["eval-12"] == {"run-1": None, "run-2": 0.5}
     # without expectations, passed == total decides; nothing checked (total 0) is unmeasured
     bare = {"runs": [{"eval_id": 1, "configuration": "with_skill", "run_number": 1,
                       "result": {"passed": 3, "total": 3, "errors": 0}},
@@ -72,14 +108,16 @@ def test_an_errored_run_is_unmeasured_never_a_failure():
                      {"eval_id": 3, "configuration": "with_skill", "run_number": 1,
                       "result": {"passed": 0, "total": 0, "errors": 0}}]}
     assert benchmark_games("b.json", bare, "run") == {
-        "with_skill": {"eval-1/run-1": True, "eval-2/run-1": False, "eval-3/run-1": None}}
+        "with_skill": {"eval-1": {"run-1": True}, "eval-2": {"run-1": False}, "eval-3": {"run-1": None}}}
+    assert benchmark_games("b.json", bare, "pass_rate")["with_skill"] == {
+        "eval-1": {"run-1": 1.0}, "eval-2": {"run-1": 2 / 3}, "eval-3": {"run-1": None}}
 
 
-def test_expectation_units_pair_each_expectation():
+def test_expectation_trials_pair_by_eval():
     games = benchmark_games("b.json", benchmark(), "expectation")
-    assert len(games["with_skill"]) == len(games["without_skill"]) == 12 * 2 * 2
-    assert games["without_skill"]["eval-5/run-1/exp-1"] is True and games["without_skill"]["eval-5/run-1/exp-2"] is False
-    assert games["with_skill"]["eval-12/run-1/exp-1"] is None  # an errored run's expectations are unmeasured too
+    assert len(games["with_skill"]) == len(games["without_skill"]) == 12  # evals, each with 2 x 2 trials
+    assert games["without_skill"]["eval-5"]["run-1/exp-1"] is True and games["without_skill"]["eval-5"]["run-1/exp-2"] is False
+    assert games["with_skill"]["eval-12"]["run-1/exp-1"] is None  # an errored run's expectations are unmeasured too
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -135,9 +173,10 @@ def test_a_run_exports_in_the_schema_and_reads_back_the_same(tmp_path):
     assert data["run_summary"]["delta"]["pass_rate"] == f"{7 / 9 - 3 / 10:+.2f}"
     assert data["run_summary"]["with_skill"]["time_seconds"] is None  # unmeasured: null, which the viewer hides
     assert (written["b"], written["c"], written["unmeasured"]) == (4, 0, {"with_skill": 1, "without_skill": 0})
-    by_expectation = benchmark_games(out / "benchmark.json", data, "expectation")  # the unmeasured game: one unit
-    assert by_expectation["with_skill"]["eval-10/run-1/exp-unmeasured"] is None
-    back = benchmark_games(out / "benchmark.json", data, "run")
+    by_expectation = benchmark_games(out / "benchmark.json", data, "expectation")  # the unmeasured game: one trial
+    assert by_expectation["with_skill"]["eval-10"]["run-1/exp-unmeasured"] is None
+    back = {arm: {e: t["run-1"] for e, t in evals.items()}
+            for arm, evals in benchmark_games(out / "benchmark.json", data, "run").items()}
     assert sum(v is True for v in back["with_skill"].values()) == 7 and sum(v is None for v in back["with_skill"].values()) == 1
     assert sum(back["without_skill"].values()) == 3 and len(back["without_skill"]) == 10
 

@@ -26,9 +26,10 @@ def import_cmd(
                                                                      "one game and arm are its trials, paired "
                                                                      "by game, never by trial."),
     scorer: Optional[str] = typer.Option(None, "--scorer", help="inspect logs: the scorer whose value is success."),
-    unit: Optional[str] = typer.Option(None, "--unit", help="skill-creator benchmark.json: run (default: a run "
-                                                           "succeeds when all its expectations passed) or "
-                                                           "expectation (each expectation is a unit)."),
+    unit: Optional[str] = typer.Option(None, "--unit", help="skill-creator benchmark.json: what one trial of an "
+                                                           "eval scores (each eval is one unit, its runs its "
+                                                           "trials): pass_rate (default), run (1 when all its "
+                                                           "expectations passed) or expectation (each one a trial)."),
     env: Optional[str] = typer.Option(None, "--env", help="The environment the games were played in, for the record."),
     as_json: bool = JSON,
 ):

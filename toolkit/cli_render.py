@@ -639,7 +639,13 @@ def sleep_status_lines(d: dict) -> list[str]:
 
 def import_lines(d: dict) -> list[str]:
     """`skillos import`: each recorded run with its denominators, then how to re-test them."""
-    lines = [f"run #{run['run_id']} {run['arm']}: " + _imported_outcome(run["denominators"]) for run in d["runs"]]
+    lines = []
+    for run in d["runs"]:
+        lines.append(f"run #{run['run_id']} {run['arm']}: " + _imported_outcome(run["denominators"]))
+        said = [f"{key}: {run[key]}" for key in ("unit", "trial", "cluster", "expectations_passed", "trials")
+                if run.get(key)]  # what the reader knows of the arm: its unit, its trials, how they were made
+        if said:
+            lines.append("  " + "; ".join(said))
     return lines + [f"experiment #{d['experiment_id']} {d['experiment']} (import {d['import']}, {len(d['sources'])} "
                     f"file(s)); re-test: skillos compare ARM --control ARM --family {d['experiment']}"]
 
