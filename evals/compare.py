@@ -157,12 +157,21 @@ def family_runs(ledger: Ledger, run_ids: list[int], control_id: int,
     return sorted(set(family))
 
 
+def as_failures(outcome):
+    """An outcome with every unmeasured trial read as a failure (0): the sensitivity reading of
+    errored units, never the primary one."""
+    return [0.0 if t is None else t for t in stats.trials_of(outcome)]
+
+
 def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, power: float,
                  max_age_days: float, n_boot: int, family: str | None = None,
-                 now: dt.datetime | None = None, experiment=None, worthwhile: float | None = None) -> dict:
+                 now: dt.datetime | None = None, experiment=None, worthwhile: float | None = None,
+                 max_error_rate: float | None = None) -> dict:
     """Runs (ids, or arm names: the newest measured run of each) against a control; the
     settings are a config's (eval.alpha, eval.power, eval.control.max_age_days, eval.bootstrap,
-    and experiment.expected_effect as `worthwhile`, which decides "can't tell yet").
+    and experiment.expected_effect as `worthwhile`, which decides "can't tell yet";
+    eval.max_error_rate as `max_error_rate`: an imported arm or control that left more of the
+    common units unmeasured is not reportable, as a skillos run would have aborted).
     `experiment` (an id or a name) chooses where arm names are looked up; an arm name found in
     several experiments without it is refused. Every arm and the control name the experiment
     and environment they were taken from."""
@@ -199,9 +208,21 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
         if set(rows[r]) != set(control_rows):
             problems[r].append(f"denominators differ: run #{r} recorded {len(rows[r])} games, the "
                                f"control {len(control_rows)}; compared on the {len(common)} in common")
+        for who, by_game in (("run #" + str(r), rows[r]), (f"the control run #{control_id}", control_rows)):
+            lost = sum(bool(by_game[g]["unmeasured"]) for g in common)
+            if max_error_rate is not None and common and lost > max_error_rate * len(common):
+                problems[r].append(f"{who} left {lost} of {len(common)} common units unmeasured, above "
+                                   f"eval.max_error_rate {max_error_rate:g} (a skillos run would have aborted)")
     name = family or "the compared runs' experiments"
     decided = stats.verdicts(comparisons, alpha=alpha, family=name, correction="holm", problems=problems,
                              worthwhile=worthwhile)
+    # The same family with every unmeasured trial read as a failure: said beside a verdict it changes
+    failing = {r: stats.compare_units({g: as_failures(row_outcome(control_rows[g])) for g in common},
+                                      {g: as_failures(row_outcome(rows[r][g])) for g in common},
+                                      names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power, n_boot=n_boot)
+               for r in run_ids}
+    failing_decided = stats.verdicts(failing, alpha=alpha, family=name, correction="holm",
+                                     family_size=len(family_ids), worthwhile=worthwhile)
 
     def denominators(by_game: dict) -> dict:
         on_common = [by_game[g] for g in sorted(common)]
@@ -229,10 +250,17 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
         comp = comparisons[r].to_dict()
         comp.update(p_adjusted=verdict.p_adjusted, p_holm=verdict.p_adjusted,
                     p_bh=bh[r] if comp["p_value"] is not None else None)
+        errored = failing_decided[r]
+        unmeasured = any(rows[r][g]["unmeasured"] or control_rows[g]["unmeasured"] for g in common) or \
+            any(t is None for g in common for t in stats.trials_of(row_outcome(rows[r][g])) +
+                stats.trials_of(row_outcome(control_rows[g])))
         arms.append({"run_id": r, "arm": run["arm"], **origin(run), "p_adjusted": verdict.p_adjusted,
                      "denominators": denominators(rows[r]), "comparison": comp,
                      "verdict": verdict.to_dict(), "improvement": verdict.word == "improvement",
-                     "why_not": [] if verdict.word == "improvement" else verdict.reasons})
+                     "why_not": [] if verdict.word == "improvement" else verdict.reasons,
+                     # None: nothing was unmeasured, so reading it as failures changes nothing
+                     "unmeasured_as_failures": None if not unmeasured else {
+                         "verdict": errored.to_dict(), "changes_the_verdict": errored.word != verdict.word}})
     return {"control": {"run_id": control_id, "arm": control["arm"], **origin(control),
                         "age_days": round(_age_days(control, now), 2),
                         "executor_fingerprint": control.get("executor_fingerprint"),

@@ -182,6 +182,7 @@ class Arms(dict):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.meta: dict = {}
+        self.reasons: dict = {}  # arm -> {unit: why it has no outcome}, where the source says (errored)
 
 
 def unit_outcome(value) -> tuple:
@@ -268,6 +269,8 @@ def read_results(paths, mapping: Mapping) -> dict:
     for path in paths:
         read = _reader(path)(path, mapping)
         merged.meta.update({safe_name(arm): m for arm, m in getattr(read, "meta", {}).items()})
+        for arm, why in getattr(read, "reasons", {}).items():
+            merged.reasons.setdefault(safe_name(arm), {}).update(why)
         for arm, outcomes in read.items():
             label(arm, "arm", str(path))  # every reader's names, the file name's and a mapping's included
             for game in outcomes:
@@ -329,7 +332,8 @@ def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path,
         for g, value in sorted(outcomes.items()):
             success, trials = unit_outcome(value)
             row = GameRow(arm=arm, game_id=g, success=success, trials=trials)
-            row.unmeasured_reason = "the source recorded no outcome" if row.unmeasured else None
+            row.unmeasured_reason = (results.reasons.get(arm, {}).get(g) or "the source recorded no outcome"
+                                     if row.unmeasured else None)
             rows.append(row.to_dict())
         path = folder / f"{hashlib.sha256(arm.encode()).hexdigest()[:8]}.jsonl"
         text = "".join(json.dumps(r) + "\n" for r in rows)

@@ -141,7 +141,9 @@ def benchmark_games(path: Path, data: dict, unit: str) -> dict:
         passed, errors, _ = _run_success(run, where)
         seen = expectations.setdefault(config, [0, 0])
         if not errors:
-            seen[0], seen[1] = seen[0] + sum(passed), seen[1] + len(passed)
+            seen[0], seen[1] = seen[0] + sum(p is True for p in passed), seen[1] + len(passed)
+        elif all(v is None for v in trials.values()):  # every trial of the eval so far errored
+            games.reasons.setdefault(config, {})[f"eval-{eval_id}"] = f"errored (result.errors {errors:g})"
     for config, evals in games.items():
         passed, total = expectations.get(config, (0, 0))
         games.meta[config] = {

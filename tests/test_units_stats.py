@@ -112,3 +112,71 @@ def test_trials_and_partial_credit_imported_from_jsonl_are_compared_by_unit(tmp_
                       "--success-col", "reward", env=env)
     assert refused.returncode != 0 and "appears twice" in refused.stderr and "--trial-col" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_an_import_applies_the_error_budget_names_errored_units_and_reads_them_as_failures_beside(
+        tmp_path, skillos_home):
+    import json
+
+    from conftest import run_cli
+
+    def rows(errored: int):
+        """100 games: the treatment alone wins g0-g8 (b = 9), the control alone g9 (c = 1); the
+        control also wins the `errored` games after it, where the treatment has no outcome."""
+        out = []
+        for i in range(100):
+            base, treated = (False, True) if i < 9 else (True, False) if i == 9 else \
+                (True, None) if i < 10 + errored else (False, False)
+            out += [{"game_id": f"g{i}", "arm": "base", "success": base},
+                    {"game_id": f"g{i}", "arm": "treated", "success": treated}]
+        return out
+
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    for name, errored in (("two-lost", 2), ("three-lost", 3)):
+        src = tmp_path / f"{name}.jsonl"
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows(errored)))
+        assert run_cli("import", src, "--experiment", name, env=env).returncode == 0
+    compared = lambda family, *flags: run_cli("compare", "treated", "--control", "base", "--family", family,  # noqa: E731
+                                              *flags, env=env).stdout
+    # 3 of 100 unmeasured is above eval.max_error_rate 0.02: not reportable, as a skillos arm would have aborted
+    over = json.loads(compared("three-lost", "--json"))["arms"][0]
+    assert over["verdict"]["word"] == "not reportable"
+    assert any("left 3 of 100 common units unmeasured, above eval.max_error_rate 0.02" in why
+               for why in over["verdict"]["reasons"])
+    # 2 of 100 is within it: measured, b/c 9/1, exact McNemar p = 2 * 11 / 2^10 = 0.0215, an improvement;
+    # read as failures, b/c 9/3, p = 2 * 299 / 2^12 = 0.146: the verdict changes, and compare says so
+    arm = json.loads(compared("two-lost", "--json"))["arms"][0]
+    assert arm["verdict"]["word"] == "improvement" and arm["comparison"]["p_value"] == pytest.approx(22 / 1024)
+    other = arm["unmeasured_as_failures"]
+    assert other["changes_the_verdict"] is True and other["verdict"]["p_value"] == pytest.approx(598 / 4096)
+    assert "with every unmeasured unit or trial counted as a failure: not detected" in compared("two-lost")
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("".join(json.dumps({**r, "success": bool(r["success"])}) + "\n" for r in rows(2)))
+    assert run_cli("import", clean, "--experiment", "clean", env=env).returncode == 0
+    assert json.loads(compared("clean", "--json"))["arms"][0]["unmeasured_as_failures"] is None
+
+
+def test_an_eval_whose_every_run_errored_is_named_errored_not_no_outcome(tmp_path, skillos_home):
+    import json
+
+    from conftest import run_cli
+    from skillos.evals.verify import run_rows
+    from skillos.ledger import Ledger
+
+    def run(config, eval_id, errors):
+        return {"eval_id": eval_id, "configuration": config, "run_number": 1, "expectations": [],
+                "result": {"pass_rate": None if errors else 1.0, "passed": 0 if errors else 2, "total": 2,
+                           "errors": errors}}
+
+    data = {"runs": [run("with_skill", 1, 3), run("with_skill", 2, 0), run("without_skill", 1, 0),
+                     run("without_skill", 2, 0)]}
+    src = tmp_path / "benchmark.json"
+    src.write_text(json.dumps(data))
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    assert run_cli("import", src, "--experiment", "creator", env=env).returncode == 0
+    with Ledger(skillos_home / "ledger.db") as ledger:
+        run_id = next(r["id"] for r in ledger.rows("runs") if r["arm_id"] is not None and
+                      ledger.run(r["id"])["arm"] == "with_skill")
+        rows = run_rows(ledger, run_id)
+    assert rows["eval-1"]["unmeasured"] and rows["eval-1"]["unmeasured_reason"] == "errored (result.errors 3)"
+    assert not rows["eval-2"]["unmeasured"]

@@ -540,7 +540,7 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
         return compare_runs(book, list(runs), control or cfg.eval.control.arm, alpha=cfg.eval.alpha,
                             power=cfg.eval.power, max_age_days=cfg.eval.control.max_age_days,
                             n_boot=cfg.eval.bootstrap, family=family, experiment=experiment,
-                            worthwhile=cfg.experiment.expected_effect)
+                            worthwhile=cfg.experiment.expected_effect, max_error_rate=cfg.eval.max_error_rate)
 
 
 def canary(trainer: str, *, credit: str | None = None, variant: str | None = None, quick: bool = False,

@@ -47,6 +47,9 @@ def compare_lines(result: dict) -> list[str]:
                          f"trials {k['n_trials']['treatment']} vs {k['n_trials']['control']} "
                          f"({k['trials_unmeasured']['treatment']} and {k['trials_unmeasured']['control']} unmeasured)")
         lines.append(f"  verdict: {arm['verdict']['line']}")
+        other = arm.get("unmeasured_as_failures")
+        if other and other["changes_the_verdict"]:  # the errored units decide the claim: say so
+            lines.append(f"  with every unmeasured unit or trial counted as a failure: {other['verdict']['line']}")
     return lines
 
 
