@@ -84,12 +84,18 @@ def units(run: dict, where: str, unit: str) -> dict:
         return {"": None}
     if passed:
         return {"": all(passed)}
+    share = _checked_share(result, where)
+    return {"": None if share is None else share == 1}
+
+
+def _checked_share(result: dict, where: str) -> float | None:
+    """passed / total of a run's result; None when nothing was checked (unmeasured, not a failure)."""
     total, ok = _count(result.get("total"), where, "total"), _count(result.get("passed"), where, "passed")
     if not total or ok is None:
-        return {"": None}  # nothing was checked: unmeasured, not a failure
+        return None
     if ok > total:
         raise SkillosError(f"{where}: result.passed {ok} is above result.total {total}")
-    return {"": ok == total}
+    return ok / total
 
 
 def trial_scores(run: dict, where: str, unit: str) -> dict:
@@ -105,12 +111,7 @@ def trial_scores(run: dict, where: str, unit: str) -> dict:
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
             raise SkillosError(f"{where}: result.pass_rate {rate!r} is not a share in [0, 1]")
         return {"": float(rate)}
-    total, ok = _count(result.get("total"), where, "total"), _count(result.get("passed"), where, "passed")
-    if not total or ok is None:
-        return {"": None}  # nothing was checked: unmeasured, not a failure
-    if ok > total:
-        raise SkillosError(f"{where}: result.passed {ok} is above result.total {total}")
-    return {"": ok / total}
+    return {"": _checked_share(result, where)}
 
 
 def benchmark_games(path: Path, data: dict, unit: str) -> dict:
