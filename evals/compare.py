@@ -18,6 +18,7 @@ import datetime as dt
 
 from skillos.evals import stats
 from skillos.evals.records import row_mean, row_outcome
+from skillos.evals.runner import MIN_GAMES_FOR_ABORT
 from skillos.evals.verify import run_rows
 from skillos.ledger.store import Ledger, LedgerError
 
@@ -163,6 +164,25 @@ def as_failures(outcome):
     return [0.0 if t is None else t for t in stats.trials_of(outcome)]
 
 
+def over_budget(ledger: Ledger, run_id: int, control_id: int, rows: dict, control_rows: dict, common: set,
+                comparison, max_error_rate: float | None, alpha: float) -> list[str]:
+    """Why an imported comparison is not reportable under the error budget, as a skillos arm
+    would have aborted (eval.max_error_rate over at least MIN_GAMES_FOR_ABORT common units); [] for
+    runs skillos played itself (the runner applied the budget as they ran) and for a loss already
+    called attrition (uneven between the arms: the more specific diagnosis)."""
+    if max_error_rate is None or len(common) < MIN_GAMES_FOR_ABORT or (
+            comparison.attrition_p is not None and comparison.attrition_p < alpha):
+        return []
+    found = []
+    for who, rid, by_game in (("run #" + str(run_id), run_id, rows), (f"the control run #{control_id}", control_id,
+                                                                       control_rows)):
+        lost = sum(bool(by_game[g]["unmeasured"]) for g in common)
+        if imported_as(ledger.run(rid)) and lost > max_error_rate * len(common):
+            found.append(f"{who} (imported) left {lost} of {len(common)} common units unmeasured, above "
+                         f"eval.max_error_rate {max_error_rate:g} (a skillos arm would have aborted)")
+    return found
+
+
 def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, power: float,
                  max_age_days: float, n_boot: int, family: str | None = None,
                  now: dt.datetime | None = None, experiment=None, worthwhile: float | None = None,
@@ -208,21 +228,22 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
         if set(rows[r]) != set(control_rows):
             problems[r].append(f"denominators differ: run #{r} recorded {len(rows[r])} games, the "
                                f"control {len(control_rows)}; compared on the {len(common)} in common")
-        for who, by_game in (("run #" + str(r), rows[r]), (f"the control run #{control_id}", control_rows)):
-            lost = sum(bool(by_game[g]["unmeasured"]) for g in common)
-            if max_error_rate is not None and common and lost > max_error_rate * len(common):
-                problems[r].append(f"{who} left {lost} of {len(common)} common units unmeasured, above "
-                                   f"eval.max_error_rate {max_error_rate:g} (a skillos run would have aborted)")
+        problems[r] += over_budget(ledger, r, control_id, rows[r], control_rows, common, comparisons[r],
+                                   max_error_rate, alpha)
     name = family or "the compared runs' experiments"
     decided = stats.verdicts(comparisons, alpha=alpha, family=name, correction="holm", problems=problems,
                              worthwhile=worthwhile)
-    # The same family with every unmeasured trial read as a failure: said beside a verdict it changes
-    failing = {r: stats.compare_units({g: as_failures(row_outcome(control_rows[g])) for g in common},
-                                      {g: as_failures(row_outcome(rows[r][g])) for g in common},
-                                      names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power, n_boot=n_boot)
-               for r in run_ids}
-    failing_decided = stats.verdicts(failing, alpha=alpha, family=name, correction="holm",
-                                     family_size=len(family_ids), worthwhile=worthwhile)
+    # The same family, every member with both arms' unmeasured units and trials read as failures
+    # (the problems as they are): said beside a verdict it changes
+    failing = {}
+    for r in family_ids:
+        shared = sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
+        failing[r] = stats.compare_units({g: as_failures(row_outcome(control_rows[g])) for g in shared},
+                                         {g: as_failures(row_outcome(rows[r][g])) for g in shared},
+                                         names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
+                                         n_boot=n_boot)
+    failing_decided = stats.verdicts(failing, alpha=alpha, family=name, correction="holm", problems=problems,
+                                     worthwhile=worthwhile)
 
     def denominators(by_game: dict) -> dict:
         on_common = [by_game[g] for g in sorted(common)]
@@ -284,6 +305,9 @@ def imported_as(run: dict) -> dict:
     return imported if isinstance(imported, dict) else {}
 
 
+SCORE_ROUNDING = 0.0005  # a registry's score, given to one decimal of 100: closer tasks are ties
+
+
 def compare_configurations(ledger: Ledger, family: str, control_condition: str, *, alpha: float, power: float,
                            n_boot: int) -> dict:
     """An imported registry re-tested as its authors scored it (evals/skillsbench.py): per
@@ -321,7 +345,7 @@ def compare_configurations(ledger: Ledger, family: str, control_condition: str, 
             comparisons[key] = stats.compare_units({t: row_outcome(control[t]) for t in shared},
                                                    {t: row_outcome(treated[t]) for t in shared},
                                                    names=(condition, control_condition), alpha=alpha, power=power,
-                                                   n_boot=n_boot)
+                                                   n_boot=n_boot, tie_within=SCORE_ROUNDING)
             means = {name: [m for m in (row_mean(r) for r in by_task.values()) if m is not None]
                      for name, by_task in (("treated", treated), ("control", control))}
             rows[key] = {"configuration": configuration, "condition": condition, "run_id": treated_id,

@@ -151,7 +151,7 @@ def _jsonl_games(path: Path, mapping: Mapping) -> dict:
             if row.get(mapping.trial) in (None, ""):
                 raise SkillosError(f"{where}: no trial (column {mapping.trial!r}); every row of a file read "
                                    "with --trial-col names its trial")
-            trial = label(row[mapping.trial], "trial", where)
+            trial = trial_label(row[mapping.trial], where)
         for arm, value in cells.items():
             outcomes = games.setdefault(arm, {})
             if trial is None:
@@ -197,8 +197,20 @@ def unit_outcome(value) -> tuple:
     return value, None
 
 
-def _trial_order(label: str):
-    return (0, int(label)) if label.lstrip("-").isdigit() else (1, label)
+def _trial_order(text: str):
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def trial_label(value, where: str) -> str:
+    """A trial's label as text; a whole number written 1 or 1.0 is one label ("1"), so a trial
+    listed twice under two spellings is caught as listed twice."""
+    text = label(value, "trial", where)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return text
 
 
 def _reader(path: Path):
@@ -215,9 +227,9 @@ def _reader(path: Path):
         return _inspect_games  # inspect_ai's reader says what is wrong with it
     if is_benchmark(data):
         return lambda p, mapping: benchmark_games(p, data, mapping.unit)
-    from skillos.evals.skillsbench import is_registry, registry_games
+    from skillos.evals.skillsbench import looks_like_registry, registry_games
 
-    if is_registry(data):
+    if looks_like_registry(data):
         return lambda p, mapping: registry_games(p, data)
     return _inspect_games
 
@@ -236,8 +248,7 @@ def _inspect_games(path: Path, mapping: Mapping) -> dict:
         where = f"{path} sample {sample.id!r} epoch {sample.epoch}"
         meta = sample.metadata or {}
         arm = label(meta.get("arm") or log.eval.model, "arm", where)
-        game = label(meta.get("game_id") or sample.id, "game id", where) + (
-            f"#epoch{sample.epoch}" if sample.epoch != 1 else "")
+        game = label(meta.get("game_id") or sample.id, "game id", where)
         scores = sample.scores or {}
         if mapping.scorer:
             score = scores.get(mapping.scorer)
@@ -245,11 +256,13 @@ def _inspect_games(path: Path, mapping: Mapping) -> dict:
             raise SkillosError(f"{where}: scored by {', '.join(sorted(scores))}; choose one with --scorer")
         else:
             score = next(iter(scores.values()), None)
-        outcomes = games.setdefault(arm, {})
-        if game in outcomes:
+        trials = games.setdefault(arm, {}).setdefault(game, Trials())
+        if str(sample.epoch) in trials:
             raise SkillosError(f"{where}: game {game!r} appears twice for arm {safe_name(arm)!r}")
-        outcomes[game] = None if score is None else success_value(score.value, where)
-    return games
+        trials[str(sample.epoch)] = None if score is None else success_value(score.value, where)
+    # one epoch per sample: its outcome as it is; several: the epochs are trials of one unit
+    return {arm: {g: (t if len(t) > 1 else next(iter(t.values()))) for g, t in units.items()}
+            for arm, units in games.items()}
 
 
 def read_results(paths, mapping: Mapping) -> dict:

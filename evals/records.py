@@ -20,7 +20,7 @@ TRIALS_SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSION = TRIALS_SCHEMA_VERSION
 
 
-def check_schema(data: dict, where: str, current: int = READABLE_SCHEMA_VERSION) -> None:
+def check_schema(data: dict, where: str, current: int = SCHEMA_VERSION) -> None:
     """A record written by a newer skillos (a schema_version above `current`, or not a number) is
     refused in one line: read as this version, its new fields would be silently wrong."""
     from skillos.errors import SkillosError
@@ -33,7 +33,7 @@ def check_schema(data: dict, where: str, current: int = READABLE_SCHEMA_VERSION)
                            "upgrade skillos to read it")
 
 
-def read_game_rows(path, what: str = "per-game rows") -> list[dict]:
+def read_game_rows(path, what: str = "per-game rows", trials: bool = False) -> list[dict]:
     """The rows of a games.jsonl / curation.jsonl a run wrote, trusted only if whole: a last line
     cut off by a kill is dropped (its game is played again); any other damaged line (not JSON, too
     long or deep, not a row, a newer schema, fields of the wrong type) is a one-line error naming
@@ -49,7 +49,9 @@ def read_game_rows(path, what: str = "per-game rows") -> list[dict]:
     rows, skips = [], safety.Skips()
     for number, _, data in safety.jsonl_records(path, what, skips):
         where = f"{path} line {number}"
-        check_schema(data, where)
+        # rows holding a unit's trials are read only where they are compared by unit (`trials`:
+        # a ledger run's recorded file); a run folder's readers count `success` per game
+        check_schema(data, where, READABLE_SCHEMA_VERSION if trials else SCHEMA_VERSION)
         for key, kinds in (("arm", (str,)), ("game_id", (str,)), ("success", (bool, type(None))),
                            ("steps", (int,)), ("coerced_actions", (int,))):
             if key in data and not isinstance(data[key], kinds) or (key in ("arm", "game_id", "success") and key not in data):

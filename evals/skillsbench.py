@@ -8,9 +8,10 @@ Each (configuration, condition) is one arm, its tasks the units, the configurati
 family `compare --per-configuration` corrects over. The registry gives counts, not each trial's
 reward, so the trials are rebuilt from them, and the import says so: `perfectCount` trials at 1,
 `trials - passCount` at 0, and the `passCount - perfectCount` partial ones sharing what the score
-leaves equally. The rebuilt trials average to the score exactly, which is all the per-unit test
-reads (docs/units.md); a record whose counts cannot make its score (beyond the rounding of a
-score given to one decimal) is a one-line error, never a guess.
+leaves equally. With a partial trial the rebuilt trials average to the score; without one, to
+perfectCount / trials, which the score rounds (33.3 for 1 of 3), so `compare --per-configuration`
+takes tasks closer than that rounding as ties. A record whose counts cannot make its score (beyond
+the rounding of a score given to one decimal) is a one-line error, never a guess.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ ROUNDING = 0.0006  # a score given to one decimal is off by 0.05 points: 0.0005 
 def records_of(data):
     """The registry's records (a JSON list, or an object holding one under `results`), else None."""
     records = data.get("results") if isinstance(data, dict) else data
-    if isinstance(records, list) and records and all(isinstance(r, dict) and set(FIELDS) <= set(r) for r in records):
-        return records
-    return None
+    return records if isinstance(records, list) else None
 
 
-def is_registry(data) -> bool:
-    return records_of(data) is not None
+def looks_like_registry(data) -> bool:
+    """Whether a JSON file is meant as a registry (an empty list, or records naming a task and
+    a condition), so that one with a record short of a field gets this reader's error."""
+    records = records_of(data)
+    return records is not None and (not records or any(
+        isinstance(r, dict) and {"task", "condition"} <= set(r) for r in records))
 
 
 def configuration(record: dict) -> str:
@@ -69,11 +72,22 @@ def rebuild_trials(score, trials, passed, perfect, where: str) -> list[float]:
 
 def registry_games(path, data) -> Arms:
     """One arm per (configuration, condition) of a registry's records, each task its unit."""
-    arms = Arms()
-    for i, record in enumerate(records_of(data), 1):
+    arms, named = Arms(), {}
+    records = records_of(data)
+    if not records:
+        raise SkillosError(f"{path}: a results registry with no records")
+    for i, record in enumerate(records, 1):
         where = f"{path} record {i}"
+        missing = [f for f in FIELDS if not isinstance(record, dict) or f not in record]
+        if missing:
+            raise SkillosError(f"{where}: not a registry record (no {', '.join(missing)}; a record has "
+                               f"{', '.join(FIELDS)})")
         task = label(record["task"], "task", where)
         config = label(configuration(record), "configuration", where)
+        pair = (label(record["model"], "model", where), label(record["harness"], "harness", where))
+        if named.setdefault(config, pair) != pair:  # "a / b" + "c" and "a" + "b / c" read alike
+            raise SkillosError(f"{where}: model {pair[0]!r} with harness {pair[1]!r} and model {named[config][0]!r} "
+                               f"with harness {named[config][1]!r} both read as configuration {config!r}")
         condition = label(record["condition"], "condition", where)
         arm = f"{config} :: {condition}"
         units = arms.setdefault(arm, {})

@@ -208,7 +208,8 @@ def compare_values(control: dict, treatment: dict, *, names=("treatment", "contr
     p = mcnemar_exact(b, c)
     return Comparison(**base, control_rate=float(x.mean()), treatment_rate=float(y.mean()),
                       difference=float(y.mean() - x.mean()), b=b, c=c, p_value=p, ci_low=low, ci_high=high,
-                      significant=p < alpha, note="a sign test over per-game values: the MDE is not estimated")
+                      significant=p < alpha, note="a sign test over per-game values: the MDE is not estimated",
+                      test="sign", test_reason="a number per game: the exact sign test over the games whose value moved")
 
 
 # -- units with trials and scores in [0, 1] --------------------------------------------------------
@@ -242,23 +243,40 @@ def is_binary_single(*arms: dict) -> bool:
     return True
 
 
+EXACT_UNITS = 50  # up to this many nonzero differences the Wilcoxon p is exact (ties included)
+
+
 def wilcoxon_p(diffs: list) -> float:
     """Two-sided Wilcoxon signed-rank p over paired differences, zero differences dropped (1.0
-    when none is left): exact when scipy can be (few units, no tied magnitudes), else the normal
-    approximation with the tie correction."""
+    when none is left). Up to EXACT_UNITS nonzero differences it is exact: the null
+    distribution of the positive rank sum over all 2^n sign patterns, counted with the ranks as
+    they are (tied magnitudes share their mean rank), so 4 units that all moved alike give 0.125,
+    never less; above that, the normal approximation with the tie correction."""
     nonzero = [d for d in diffs if d != 0]
     if not nonzero:
         return 1.0
-    from scipy.stats import wilcoxon
+    if len(nonzero) > EXACT_UNITS:
+        from scipy.stats import wilcoxon
 
-    # The exact null counts rank sums of 1..n; tied magnitudes share ranks it does not know
-    tied = len({round(abs(d), 12) for d in nonzero}) < len(nonzero)
-    method = "approx" if tied or len(nonzero) > 50 else "exact"
-    return float(wilcoxon(nonzero, zero_method="wilcox", alternative="two-sided", method=method).pvalue)
+        return float(wilcoxon(nonzero, zero_method="wilcox", alternative="two-sided", method="approx").pvalue)
+    from scipy.stats import rankdata
+
+    doubled = [int(round(2 * r)) for r in rankdata([abs(d) for d in nonzero])]  # mean ranks are halves
+    observed = sum(r for r, d in zip(doubled, nonzero) if d > 0)
+    counts = {0: 1}  # doubled positive rank sum -> sign patterns reaching it
+    for r in doubled:
+        step = dict(counts)
+        for total, ways in counts.items():
+            step[total + r] = step.get(total + r, 0) + ways
+        counts = step
+    patterns = 2 ** len(nonzero)
+    low = sum(w for t, w in counts.items() if t <= observed) / patterns
+    high = sum(w for t, w in counts.items() if t >= observed) / patterns
+    return min(1.0, 2 * min(low, high))
 
 
 def compare_units(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,
-                  power: float, n_boot: int) -> Comparison:
+                  power: float, n_boot: int, tie_within: float = 1e-9) -> Comparison:
     """control/treatment: unit id -> its trials (a list, or one value), each a score in [0, 1] or
     None (unmeasured). One binary trial per unit everywhere: `compare`, the exact McNemar test, as
     ever. Otherwise the units are paired by id (never by trial number, whose order a source may
@@ -267,13 +285,19 @@ def compare_units(control: dict, treatment: dict, *, names=("treatment", "contro
     sign test beside it (b units up, c down, the rest tied), the paired bootstrap CI of the mean
     difference, and the MDE from the observed spread of the differences, (z_{α/2} + z_β)·sd/√n.
     A unit none of whose trials was measured in an arm drops (counted). A unit whose every trial
-    in both arms scored 0, or every one 1, is uninformative: it is paired (a tie) and named."""
+    in both arms scored 0, or every one 1, is uninformative: it is paired (a tie) and named.
+    `tie_within`: per-unit differences this small are ties (floating-point noise, or a source's
+    rounding: a score given to one decimal of 100 moves by up to 0.0005)."""
     if is_binary_single(control, treatment):
         flat = lambda arm: {u: trials_of(v)[0] for u, v in arm.items()}  # noqa: E731
         out = compare({u: None if s is None else bool(s) for u, s in flat(control).items()},
                       {u: None if s is None else bool(s) for u, s in flat(treatment).items()},
                       names=names, alpha=alpha, power=power, n_boot=n_boot)
         out.test, out.test_reason = "mcnemar", "one binary trial per unit: the exact McNemar test"
+        tied = sorted(u for u in set(control) & set(treatment) if trials_of(control[u])[0] is not None
+                      and trials_of(control[u])[0] == trials_of(treatment[u])[0])
+        out.ties = out.uninformative = len(tied)  # one binary trial alike in both arms: all 0 or all 1
+        out.uninformative_units = tied[:20]
         return out
     ct = {u: trials_of(v) for u, v in control.items()}
     tt = {u: trials_of(v) for u, v in treatment.items()}
@@ -293,13 +317,13 @@ def compare_units(control: dict, treatment: dict, *, names=("treatment", "contro
                             "per-unit mean differences (zeros dropped), the exact sign test beside it")
     if not paired:
         return Comparison(**base, control_rate=None, treatment_rate=None, difference=None, b=0, c=0,
-                          p_value=None, ci_low=None, ci_high=None, mde=None, significant=None,
-                          note="no unit was measured in both arms")
+                          p_value=None, ci_low=None, ci_high=None, mde=None, significant=None, ties=0,
+                          uninformative=0, uninformative_units=[], note="no unit was measured in both arms")
     import numpy as np
 
     x = np.array([cm[u] for u in paired])
     y = np.array([tm[u] for u in paired])
-    diffs = [float(d) for d in y - x]
+    diffs = [0.0 if abs(d) <= tie_within else float(d) for d in y - x]
     b, c = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
     extreme = [u for u in paired if {s for s in ct[u] + tt[u] if s is not None} in ({0.0}, {1.0})]
     seed = int.from_bytes(hashlib.sha256("|".join(paired).encode()).digest()[:4], "big")

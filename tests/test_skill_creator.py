@@ -18,9 +18,9 @@ RUNS = (1, 2)
 # unmeasured. Each run has two expectations, the first always passed, so its pass_rate is 1 or
 # 0.5. Each eval is one unit, its two runs its trials: with_skill - without_skill per eval is
 # +0.5 for evals 5-8, -0.25 for eval 2 (its runs 1 and 0.5), 0 for the other 7. Wilcoxon over
-# the 5 nonzero: ranks 1 (the -0.25) and 3.5 (four tied +0.5), W- = 1; with the tie correction
-# z = (1 - 7.5) / sqrt(13.75 - (4^3 - 4)/48) = -1.8385, p = 2 * Phi(z):
-P_BY_HAND = 0.065992
+# the 5 nonzero, exact with the ties: ranks 1 (the -0.25) and 3.5 (four tied +0.5), W- = 1; of
+# the 2^5 sign patterns, 2 have W- <= 1 (none negative, or only the rank-1 one): p = 2 * 2/32.
+P_BY_HAND = 0.125
 # Counted per (eval, run) as independent units, the same data gave exact McNemar b/c 8/1,
 # p = 2 * (1 + 9) / 2**9 = 0.039: "significant" only because each eval's luck counted twice.
 PSEUDO_REPLICATED_P = 2 * (1 + 9) / 2 ** 9
@@ -65,7 +65,7 @@ def test_a_benchmark_is_imported_as_two_arms_each_eval_a_unit_its_runs_trials(tm
     assert result.returncode == 0, result.stderr
     comparison = json.loads(result.stdout)["arms"][0]["comparison"]
     assert (comparison["b"], comparison["c"], comparison["ties"], comparison["n_paired"]) == (4, 1, 7, 12)
-    assert comparison["test"] == "wilcoxon" and comparison["p_value"] == pytest.approx(P_BY_HAND, abs=1e-5)
+    assert comparison["test"] == "wilcoxon" and comparison["p_value"] == pytest.approx(P_BY_HAND)
     assert comparison["p_value"] > 0.05 > PSEUDO_REPLICATED_P
 
 

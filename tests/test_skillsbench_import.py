@@ -78,3 +78,48 @@ def test_trials_are_rebuilt_from_the_counts_and_counts_that_cannot_make_the_scor
                      ((120.0, 2, 1, 1), r"in \[0, 100\]"), ((50.0, 2.5, 1, 1), "not a count")):
         with pytest.raises(SkillosError, match=why):
             rebuild_trials(*bad, "r")
+
+
+@pytest.mark.parametrize("data, message", [
+    ([], "a results registry with no records"),
+    ([{"task": "t", "model": "m", "condition": "No Skills", "score": 50, "trials": 2, "passCount": 1,
+       "perfectCount": 1}], "not a registry record (no harness"),
+    ([record("a / b", "No Skills", "t1", [1.0]) | {"harness": "c"},
+      record("a", "No Skills", "t2", [1.0]) | {"harness": "b / c"}], "both read as configuration 'a / b / c'"),
+])
+def test_a_registry_that_cannot_be_read_as_one_is_one_line(tmp_path, skillos_home, data, message):
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(data))
+    done = run_cli("import", src, "--experiment", "bad", env={"SKILLOS_HOME": str(skillos_home)})
+    assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_binary_registry_tasks_print_their_ties(tmp_path, skillos_home):
+    out = [record("m", condition, f"t{i}", [won]) for condition, wins in
+           (("No Skills", [1, 0, 0, 1, 0, 1]), ("With Skills", [1, 1, 1, 0, 0, 1])) for i, won in enumerate(wins)]
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(out))
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    assert run_cli("import", src, "--experiment", "bin", env=env).returncode == 0
+    text = run_cli("compare", "--per-configuration", "--family", "bin", "--control", "No Skills", env=env).stdout
+    assert "McNemar p 1" in text and "b/c 2/1 (3 tied, 3 uninformative)" in text
+
+
+def test_an_inspect_sample_played_over_epochs_is_one_unit_with_its_epochs_as_trials(monkeypatch):
+    """inspect_ai's epochs replay a sample: they are trials of its unit, never units of their own."""
+    from types import SimpleNamespace as NS
+
+    import inspect_ai.log
+
+    from skillos.evals import imported
+
+    def sample(game, epoch, value):
+        return NS(id=game, epoch=epoch, metadata={"arm": "treated"}, scores={"s": NS(value=value)})
+
+    log = NS(eval=NS(model="m"), samples=[sample("g1", 1, "C"), sample("g1", 2, "I"), sample("g1", 3, "C"),
+                                          sample("g2", 1, "I")])
+    monkeypatch.setattr(inspect_ai.log, "read_eval_log", lambda path: log)
+    games = imported._inspect_games(__import__("pathlib").Path("log.eval"), imported.Mapping())
+    assert games["treated"]["g1"] == {"1": True, "2": False, "3": True} and games["treated"]["g2"] is False
+    assert imported.unit_outcome(games["treated"]["g1"]) == (None, [1.0, 0.0, 1.0])

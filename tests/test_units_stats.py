@@ -180,3 +180,53 @@ def test_an_eval_whose_every_run_errored_is_named_errored_not_no_outcome(tmp_pat
         rows = run_rows(ledger, run_id)
     assert rows["eval-1"]["unmeasured"] and rows["eval-1"]["unmeasured_reason"] == "errored (result.errors 3)"
     assert not rows["eval-2"]["unmeasured"]
+
+
+def test_four_units_that_moved_alike_are_not_an_improvement_the_exact_test_counts_tied_ranks():
+    c = stats.compare_units({u: [0, 0, 0] for u in "abcd"}, {u: [1, 1, 1] for u in "abcd"}, **ARGS)
+    assert c.p_value == pytest.approx(0.125) == c.sign_p and not c.significant  # 2 of 2^4 patterns
+    noise = stats.compare_units({"a": [.1, .2, .3]}, {"a": [.2]}, **ARGS)  # 0.2 vs 0.2 in floating point
+    assert (noise.b, noise.c, noise.ties) == (0, 0, 1)
+
+
+@pytest.mark.parametrize("labels, message", [
+    (["--1", "2"], None), (["\u00b2", "1"], None), ([1, 1.0], "trial '1' of game 'g' appears twice")])
+def test_trial_labels_of_any_spelling_are_read_or_refused_in_one_line(tmp_path, skillos_home, labels, message):
+    import json
+
+    from conftest import run_cli
+
+    rows = [{"game_id": "g", "arm": arm, "trial": t, "success": 1} for arm in ("a", "b") for t in labels]
+    src = tmp_path / "t.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = run_cli("import", src, "--experiment", "labels", "--trial-col", "trial",
+                   env={"SKILLOS_HOME": str(skillos_home)})
+    assert "Traceback" not in done.stderr
+    if message is None:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode != 0 and message in done.stderr
+        assert not (skillos_home / "imports").exists() or not any((skillos_home / "imports").rglob("*.jsonl"))
+
+
+def test_the_unmeasured_as_failures_reading_is_judged_in_the_same_family_with_the_same_problems(
+        tmp_path, skillos_home):
+    import json
+
+    from conftest import run_cli
+
+    # arm A: b/c 10/2 with one unmeasured game that the control lost (reading it as a failure moves
+    # nothing); arm B in the same family: b/c 8/0. Both measured against the same control.
+    rows = [{"game_id": f"g{i}", "arm": "base", "success": i in (10, 11)} for i in range(30)]
+    rows += [{"game_id": f"g{i}", "arm": "A", "success": None if i == 29 else (i < 10 or i > 11 and False)}
+             for i in range(30)]
+    rows += [{"game_id": f"g{i}", "arm": "B", "success": i < 8 or i in (10, 11)} for i in range(30)]
+    src = tmp_path / "r.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {"SKILLOS_HOME": str(skillos_home)}
+    assert run_cli("import", src, "--experiment", "fam", env=env).returncode == 0
+    arm = json.loads(run_cli("compare", "A", "--control", "base", "--family", "fam", "--json", env=env).stdout)["arms"][0]
+    assert (arm["comparison"]["b"], arm["comparison"]["c"]) == (10, 2)
+    other = arm["unmeasured_as_failures"]
+    assert other["verdict"]["p_adjusted"] == pytest.approx(arm["verdict"]["p_adjusted"])  # the same family
+    assert other["changes_the_verdict"] is False

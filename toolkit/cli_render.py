@@ -466,8 +466,10 @@ def experiment_detail_lines(e: dict) -> list[str]:
                    f"commit {(r['git_commit'] or 'n/a')[:10]}{' dirty' if r['git_dirty'] else ''}"
                    + (f" imported from {len(imported.get('sources') or {})} file(s)" if imported else ""))
         for ev in r["evals"]:
-            out.append(f"    eval #{ev['id']}: {ev['successes']}/{ev['n_measured']} measured "
-                       f"of {ev['n_attempted']} attempted, {ev['n_unmeasured']} unmeasured")
+            won = (f"{ev['successes']}/{ev['n_measured']}" if ev["successes"] is not None
+                   else f"{ev['n_measured']} units scored in [0, 1] (no win count; compare reads their trials),")
+            out.append(f"    eval #{ev['id']}: {won} measured of {ev['n_attempted']} attempted, "
+                       f"{ev['n_unmeasured']} unmeasured")
     for c in e.get("checkpoints") or []:
         metrics = c["training_metrics"]
         shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, (int, float))
