@@ -15,9 +15,10 @@ out of the test and are counted.
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from skillos.evals import stats
-from skillos.evals.records import row_mean, row_outcome
+from skillos.evals.records import row_outcome
 from skillos.evals.runner import MIN_GAMES_FOR_ABORT
 from skillos.evals.verify import run_rows
 from skillos.ledger.store import Ledger, LedgerError
@@ -54,8 +55,6 @@ def family_experiments(ledger: Ledger, family: str) -> set[int]:
 
 def run_env(run: dict) -> str | None:
     """The environment a run was measured on (its config snapshot's env.name)."""
-    import json
-
     try:
         env = (json.loads(run.get("config_json") or "{}").get("env") or {}).get("name")
     except (ValueError, AttributeError):
@@ -213,13 +212,16 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
     rows = {r: run_rows(ledger, r) for r in family_ids}
     common = set(control_rows).intersection(*(set(rows[r]) for r in run_ids))
     # the family's comparisons, each on the games it shares with the control
-    comparisons = {}
-    for r in family_ids:
-        shared = sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
-        comparisons[r] = stats.compare_units({g: row_outcome(control_rows[g]) for g in shared},
-                                             {g: row_outcome(rows[r][g]) for g in shared},
-                                             names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
-                                             n_boot=n_boot)
+    shared = {r: sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
+              for r in family_ids}
+
+    def member(r: int, read) -> stats.Comparison:
+        """Run r against the control on the games it shares with it, each row read by `read`."""
+        return stats.compare_units({g: read(control_rows[g]) for g in shared[r]},
+                                   {g: read(rows[r][g]) for g in shared[r]},
+                                   names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power, n_boot=n_boot)
+
+    comparisons = {r: member(r, row_outcome) for r in family_ids}
     bh = dict(zip(family_ids, stats.adjust([comparisons[r].p_value if comparisons[r].p_value is not None
                                             else 1.0 for r in family_ids], "fdr_bh")))
     problems = {}
@@ -235,13 +237,7 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
                              worthwhile=worthwhile)
     # The same family, every member with both arms' unmeasured units and trials read as failures
     # (the problems as they are): said beside a verdict it changes
-    failing = {}
-    for r in family_ids:
-        shared = sorted(set(rows[r]) & set(control_rows) & (common if r in run_ids else set(rows[r])))
-        failing[r] = stats.compare_units({g: as_failures(row_outcome(control_rows[g])) for g in shared},
-                                         {g: as_failures(row_outcome(rows[r][g])) for g in shared},
-                                         names=(f"run#{r}", f"run#{control_id}"), alpha=alpha, power=power,
-                                         n_boot=n_boot)
+    failing = {r: member(r, lambda row: as_failures(row_outcome(row))) for r in family_ids}
     failing_decided = stats.verdicts(failing, alpha=alpha, family=name, correction="holm", problems=problems,
                                      worthwhile=worthwhile)
 
@@ -254,10 +250,7 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
                "successes": None if scored else sum(bool(r["success"]) for r in on_common),
                "coerced_actions": sum(r.get("coerced_actions", 0) for r in on_common)}
         if scored:  # units with trials or scores: the mean score over measured units, and the trials
-            means = [m for m in (row_mean(r) for r in on_common) if m is not None]
-            out.update(mean_score=sum(means) / len(means) if means else None,
-                       trials=sum(len(stats.trials_of(row_outcome(r))) for r in on_common),
-                       trials_unmeasured=sum(t is None for r in on_common for t in stats.trials_of(row_outcome(r))))
+            out.update(stats.score_summary([row_outcome(r) for r in on_common]))
         return out
 
     def origin(run: dict) -> dict:
@@ -272,9 +265,9 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
         comp.update(p_adjusted=verdict.p_adjusted, p_holm=verdict.p_adjusted,
                     p_bh=bh[r] if comp["p_value"] is not None else None)
         errored = failing_decided[r]
-        unmeasured = any(rows[r][g]["unmeasured"] or control_rows[g]["unmeasured"] for g in common) or \
-            any(t is None for g in common for t in stats.trials_of(row_outcome(rows[r][g])) +
-                stats.trials_of(row_outcome(control_rows[g])))
+        # an unmeasured unit is one whose every trial is None: the trials say both
+        unmeasured = any(t is None for g in common for by_game in (rows[r], control_rows)
+                         for t in stats.trials_of(row_outcome(by_game[g])))
         arms.append({"run_id": r, "arm": run["arm"], **origin(run), "p_adjusted": verdict.p_adjusted,
                      "denominators": denominators(rows[r]), "comparison": comp,
                      "verdict": verdict.to_dict(), "improvement": verdict.word == "improvement",
@@ -296,8 +289,6 @@ def compare_runs(ledger: Ledger, run_ids: list, control_id, *, alpha: float, pow
 
 def imported_as(run: dict) -> dict:
     """What an import recorded of a run's arm beyond its name: {configuration, condition, ...}."""
-    import json
-
     try:
         imported = json.loads(run.get("config_json") or "{}").get("imported") or {}
     except (ValueError, AttributeError):
@@ -346,14 +337,11 @@ def compare_configurations(ledger: Ledger, family: str, control_condition: str, 
                                                    {t: row_outcome(treated[t]) for t in shared},
                                                    names=(condition, control_condition), alpha=alpha, power=power,
                                                    n_boot=n_boot, tie_within=SCORE_ROUNDING)
-            means = {name: [m for m in (row_mean(r) for r in by_task.values()) if m is not None]
-                     for name, by_task in (("treated", treated), ("control", control))}
             rows[key] = {"configuration": configuration, "condition": condition, "run_id": treated_id,
                          "control_condition": control_condition, "control_run_id": control_id,
                          "tasks": {"treated": len(treated), "control": len(control), "paired": len(shared)},
-                         "mean_score": scale(sum(means["treated"]) / len(means["treated"]) if means["treated"] else None),
-                         "control_mean_score": scale(sum(means["control"]) / len(means["control"])
-                                                     if means["control"] else None)}
+                         "mean_score": scale(stats.mean_score([row_outcome(r) for r in treated.values()])),
+                         "control_mean_score": scale(stats.mean_score([row_outcome(r) for r in control.values()]))}
     problems = {k: ([] if rows[k]["control_run_id"] is not None else
                     [f"{k[0]} has no {control_condition!r} run to compare with"]) for k in rows}
     for k, r in rows.items():

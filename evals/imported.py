@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.evals import stats
 from skillos.files import file_sha256
 from skillos.secrets import safe_name
 
@@ -315,14 +316,12 @@ def import_summary(outcomes: dict) -> dict:
     score over measured units and the trials counted (measured or not)."""
     units = [unit_outcome(v) for v in outcomes.values()]
     scored = any(trials is not None for _, trials in units)
-    means = [(sum(t for t in trials if t is not None) / sum(t is not None for t in trials)) if trials else float(s)
-             for s, trials in units if (trials and any(t is not None for t in trials)) or (not trials and s is not None)]
+    values = [success if trials is None else trials for success, trials in units]
+    means = [m for m in map(stats.unit_mean, values) if m is not None]
     summary = {"attempted": len(units), "measured": len(means), "unmeasured": len(units) - len(means),
                "successes": None if scored else int(sum(means)), "coerced_actions": 0, "actions": 0}
     if scored:
-        summary.update(mean_score=sum(means) / len(means) if means else None,
-                       trials=sum(len(t) if t else 1 for _, t in units),
-                       trials_unmeasured=sum(sum(x is None for x in t) if t else s is None for s, t in units))
+        summary.update(stats.score_summary(values))
     return summary
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import asdict, dataclass, field
 
-from skillos.evals.stats import trials_of
+from skillos.evals.stats import unit_mean
 
 SCHEMA_VERSION = 1  # of a games.jsonl / curation.jsonl row
 # A row holding a unit's trials is version 2: a skillos that knows only version 1 would read its
@@ -194,5 +194,4 @@ def row_outcome(row: dict):
 
 def row_mean(row: dict) -> float | None:
     """A row's mean over its measured trials (its 0/1 outcome for one binary trial); None: unmeasured."""
-    measured = [t for t in trials_of(row_outcome(row)) if t is not None]
-    return sum(measured) / len(measured) if measured else None
+    return unit_mean(row_outcome(row))

@@ -213,9 +213,6 @@ def compare_values(control: dict, treatment: dict, *, names=("treatment", "contr
 
 
 # -- units with trials and scores in [0, 1] --------------------------------------------------------
-UNIT_TESTS = ("mcnemar", "wilcoxon")
-
-
 def trials_of(value) -> list:
     """A unit's outcomes as a list of trials: a list as given, one value as one trial; each a
     score in [0, 1] (True/False read as 1/0) or None (an unmeasured trial)."""
@@ -231,6 +228,26 @@ def trials_of(value) -> list:
         else:
             raise ValueError(f"outcome {v!r} is not a score in [0, 1], true/false or null")
     return out
+
+
+def unit_mean(value) -> float | None:
+    """A unit's mean over its measured trials (trials_of); None: no trial measured."""
+    measured = [t for t in trials_of(value) if t is not None]
+    return sum(measured) / len(measured) if measured else None
+
+
+def mean_score(values) -> float | None:
+    """An arm's mean score: the mean over its measured units of each unit's mean; None: none measured."""
+    means = [m for m in map(unit_mean, values) if m is not None]
+    return sum(means) / len(means) if means else None
+
+
+def score_summary(values) -> dict:
+    """What an arm of scored units reports beside its denominators: its mean score, its trials
+    and the trials unmeasured."""
+    trials = [trials_of(v) for v in values]
+    return {"mean_score": mean_score(values), "trials": sum(map(len, trials)),
+            "trials_unmeasured": sum(t is None for unit in trials for t in unit)}
 
 
 def is_binary_single(*arms: dict) -> bool:
@@ -289,30 +306,25 @@ def compare_units(control: dict, treatment: dict, *, names=("treatment", "contro
     `tie_within`: per-unit differences this small are ties (floating-point noise, or a source's
     rounding: a score given to one decimal of 100 moves by up to 0.0005)."""
     if is_binary_single(control, treatment):
-        flat = lambda arm: {u: trials_of(v)[0] for u, v in arm.items()}  # noqa: E731
-        out = compare({u: None if s is None else bool(s) for u, s in flat(control).items()},
-                      {u: None if s is None else bool(s) for u, s in flat(treatment).items()},
-                      names=names, alpha=alpha, power=power, n_boot=n_boot)
+        one = lambda arm: {u: None if (s := trials_of(v)[0]) is None else s == 1.0 for u, v in arm.items()}  # noqa: E731
+        c1, t1 = one(control), one(treatment)
+        out = compare(c1, t1, names=names, alpha=alpha, power=power, n_boot=n_boot)
         out.test, out.test_reason = "mcnemar", "one binary trial per unit: the exact McNemar test"
-        tied = sorted(u for u in set(control) & set(treatment) if trials_of(control[u])[0] is not None
-                      and trials_of(control[u])[0] == trials_of(treatment[u])[0])
+        tied = sorted(u for u in set(c1) & set(t1) if c1[u] is not None and c1[u] == t1[u])
         out.ties = out.uninformative = len(tied)  # one binary trial alike in both arms: all 0 or all 1
         out.uninformative_units = tied[:20]
         return out
     ct = {u: trials_of(v) for u, v in control.items()}
     tt = {u: trials_of(v) for u, v in treatment.items()}
-    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
-    cm = {u: mean([x for x in v if x is not None]) for u, v in ct.items()}
-    tm = {u: mean([x for x in v if x is not None]) for u, v in tt.items()}
+    cm = {u: unit_mean(v) for u, v in ct.items()}
+    tm = {u: unit_mean(v) for u, v in tt.items()}
     paired = sorted(u for u in set(cm) & set(tm) if cm[u] is not None and tm[u] is not None)
     trials = {"control": sum(len(v) for v in ct.values()), "treatment": sum(len(v) for v in tt.values())}
     unmeasured = {"control": sum(x is None for v in ct.values() for x in v),
                   "treatment": sum(x is None for v in tt.values() for x in v)}
-    flat_c = {u: cm[u] for u in ct}
-    flat_t = {u: tm[u] for u in tt}
     base = dict(treatment=names[0], control=names[1], n_paired=len(paired),
                 n_dropped=len(set(ct) | set(tt)) - len(paired), alpha=alpha, power=power, p_adjusted=None,
-                **attrition(flat_c, flat_t), test="wilcoxon", n_trials=trials, trials_unmeasured=unmeasured,
+                **attrition(cm, tm), test="wilcoxon", n_trials=trials, trials_unmeasured=unmeasured,
                 test_reason="scores in [0, 1] or several trials per unit: the Wilcoxon signed-rank test over the "
                             "per-unit mean differences (zeros dropped), the exact sign test beside it")
     if not paired:

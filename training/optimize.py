@@ -220,9 +220,7 @@ def run(cfg, out: Path, ledger=None, echo=print, resume: bool = False, unseal: s
     counts) is saved to state.json, so `resume` continues a killed run where it stopped, with its
     rejected memory; a step cut off mid-way is played again. The folder is locked while the run
     writes it (a second optimize on it, or a resume while the first lives, is refused)."""
-    from skillos.safety import RunLock
-
-    with RunLock(Path(out)):
+    with safety.RunLock(Path(out)):
         return _run(cfg, Path(out), ledger, echo, resume, unseal, signal)
 
 
@@ -352,9 +350,8 @@ class _Player:
     def play(self, repo, games, label, curator=None, on_game=None) -> list[dict]:
         from skillos.evals.arms import arm_settings
         from skillos.evals.runner import run_arm
-        from skillos.safety import Ticker
 
-        tick, played = Ticker(self.echo, f"{label}: games played", len(games)), []
+        tick, played = safety.Ticker(self.echo, f"{label}: games played", len(games)), []
         tick(0)
 
         def one_more(row):
@@ -608,16 +605,12 @@ def _meta_source(cfg) -> Path:
 
 def _steps(out: Path) -> list[dict]:
     """The run's step records (steps.jsonl), as saved."""
-    from skillos import safety
-
     path = out / STEPS
     return [e for _, _, e in safety.jsonl_records(path, "optimize step records", safety.Skips())] if path.exists() else []
 
 
 def _history(out: Path) -> list[dict]:
     """The run's candidate history (history.jsonl), as saved."""
-    from skillos import safety
-
     path = out / HISTORY
     return [e for _, _, e in safety.jsonl_records(path, "optimize history", safety.Skips())] if path.exists() else []
 
@@ -690,7 +683,6 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
             if write:
                 (out / name).unlink(missing_ok=True)
         return None
-    from skillos import safety
     from skillos.evals.records import check_schema
 
     where = out / "state.json"
@@ -767,8 +759,6 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
 
 def _keep_steps(path: Path, next_step: int) -> None:
     """steps.jsonl without the records of steps a resumed run plays again."""
-    from skillos import safety
-
     if not path.exists():
         return
     kept = [line for _, line, entry in safety.jsonl_records(path, "optimize step records", safety.Skips())

@@ -306,13 +306,13 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
     n = min(EVAL_GAMES, ctx.cfg.env.n_games)
     games = _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
     env = environment(ctx.cfg)
-    executor = ctx.cfg.executor
-    if uses_model(executor.backend):  # a model loads, then acts: minutes on a CPU, said before
+    section, model = ctx.cfg.executor, uses_model(ctx.cfg.executor.backend)
+    if model:  # a model loads, then acts: minutes on a CPU, said before
         ctx.progress(f"  dry run: {n} real games of up to {ctx.cfg.env.max_steps} actions with "
-                     f"{executor.backend}:{executor.model}; building the executor first (a local model loads "
+                     f"{section.backend}:{section.model}; building the executor first (a local model loads "
                      "its weights)")
-    executor = env.make_executor(executor)
-    if uses_model(ctx.cfg.executor.backend):
+    executor = env.make_executor(section)
+    if model:
         executor = _Paced(executor, ctx.progress, n * ctx.cfg.env.max_steps)
     rows = run_arm("dry-run", games, env=env.make_env(games), executor=executor,
                    repo=None, **arm_settings(ctx.cfg, abort_on_outage=False))
