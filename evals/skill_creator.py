@@ -26,6 +26,7 @@ import statistics
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.evals.units import Arms, Trials
 
 CONFIGURATIONS = ("with_skill", "without_skill", "new_skill", "old_skill")  # what the viewer groups on
 # What one trial of an eval scores when a benchmark is imported: the run's pass_rate (the share of
@@ -119,8 +120,6 @@ def benchmark_games(path: Path, data: dict, unit: str) -> dict:
     one unit, paired across arms by its id, its runs (and with `unit` expectation, each run's
     expectations) its trials, scored as `unit` says (UNITS). Runs and expectations of one eval
     are one cluster: testing them as independent units would count one eval's luck many times."""
-    from skillos.evals.imported import Arms, Trials
-
     if unit not in UNITS:
         raise SkillosError(f"--unit {unit!r}: one of {', '.join(UNITS)}")
     games, expectations = Arms(), {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from skillos.errors import SkillosError
-from skillos.evals.imported import Arms, Trials, label
+from skillos.evals.units import Arms, Trials, label
 
 FIELDS = ("task", "model", "harness", "condition", "score", "trials", "passCount", "perfectCount")
 ROUNDING = 0.0006  # a score given to one decimal is off by 0.05 points: 0.0005 of a trial's reward
