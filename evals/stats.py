@@ -212,6 +212,14 @@ def compare_values(control: dict, treatment: dict, *, names=("treatment", "contr
                       test="sign", test_reason="a number per game: the exact sign test over the games whose value moved")
 
 
+# The test a comparison's p comes from (Comparison.test; None: compare's exact McNemar), as reports name it
+TEST_NAMES = {"mcnemar": "exact McNemar", "wilcoxon": "Wilcoxon signed-rank", "sign": "sign test"}
+
+
+def test_name(test: str | None) -> str:
+    return TEST_NAMES[test or "mcnemar"]
+
+
 # -- units with trials and scores in [0, 1] --------------------------------------------------------
 def trials_of(value) -> list:
     """A unit's outcomes as a list of trials: a list as given, one value as one trial; each a

@@ -30,11 +30,6 @@ PER_GAME = {
 }
 
 
-def test_name(comp) -> str:
-    """The test a comparison's p comes from, as a report names it."""
-    return {"wilcoxon": "Wilcoxon signed-rank (per unit)", "sign": "sign test"}.get(comp.test, "exact McNemar")
-
-
 def run_outcomes(ledger: Ledger, run_id: int, metric: str = "success_rate") -> dict:
     """game id -> the metric's value on each of a run's held-out games (None: not measured)."""
     value, _ = PER_GAME[metric]
@@ -107,7 +102,7 @@ def verify_fix(ledger: Ledger, fix_id: int, after_run_id: int, *, alpha: float, 
     size_ok = fix["expected_size"] is None or sign * comp.difference >= fix["expected_size"]
     numbers = (f"{fix['metric']} {comp.control_rate:.3f} -> {comp.treatment_rate:.3f} "
                f"({100 * comp.difference:+.1f} pts, 95% CI [{100 * comp.ci_low:+.1f}, "
-               f"{100 * comp.ci_high:+.1f}], {test_name(comp)} "
+               f"{100 * comp.ci_high:+.1f}], {stats.test_name(comp.test)} "
                f"p={comp.p_value:.2g}, b/c={comp.b}/{comp.c} games up/down, paired n={comp.n_paired} of "
                f"{comp.n_paired + comp.n_dropped}, dropped {comp.n_dropped})")
     expected = f"expected {fix['direction']}" + ("" if fix["expected_size"] is None else f" by {fix['expected_size']}")

@@ -5,6 +5,8 @@ nothing here decides a claim."""
 
 from __future__ import annotations
 
+from skillos.evals import stats
+
 
 def _pts(x) -> str:
     return "unmeasured" if x is None else f"{100 * x:+.1f} pts"
@@ -38,7 +40,7 @@ def compare_lines(result: dict) -> list[str]:
                      f"{arm.get('experiment')}, env {arm.get('env')}): {_measured(d)} "
                      f"of {d['attempted']} ({d['unmeasured']} unmeasured, {d['coerced_actions']} "
                      f"coerced); paired n={k['n_paired']} (dropped {k['n_dropped']}); diff "
-                     f"{_pts(k['difference'])}, 95% CI {_ci(k)}; b/c {k['b']}/{k['c']}; {_test(k)} p {_p(k['p_value'])}, "
+                     f"{_pts(k['difference'])}, 95% CI {_ci(k)}; b/c {k['b']}/{k['c']}; {stats.test_name(k.get('test'))} p {_p(k['p_value'])}, "
                      f"Holm {_p(k['p_holm'])}, BH {_p(k['p_bh'])}; MDE {mde}")
         if k.get("test") == "wilcoxon":  # units with trials or scores: the test, its why, the units tied
             lines.append(f"  test: {k['test_reason']}; sign test p {_p(k['sign_p'])} (b/c {k['b']}/{k['c']}, "
@@ -64,7 +66,7 @@ def configuration_lines(result: dict) -> list[str]:
         lift = "unmeasured" if r["lift"] is None else f"{r['lift']:+.1f} pts"
         lines.append(f"{r['configuration']}: {r['control_condition']} {score(r['control_mean_score'])} -> "
                      f"{r['condition']} {score(r['mean_score'])} ({lift}) over {r['tasks']['paired']} paired tasks "
-                     f"({r['tasks']['treated']} and {r['tasks']['control']} recorded); {_test(k)} p {_p(k['p_value'])}, "
+                     f"({r['tasks']['treated']} and {r['tasks']['control']} recorded); {stats.test_name(k.get('test'))} p {_p(k['p_value'])}, "
                      f"Holm {_p(r['p_holm'])}; sign test b/c {k['b']}/{k['c']} ({k['ties'] if k['ties'] is not None else 0} "
                      f"tied, {k['uninformative'] or 0} uninformative)")
         lines.append(f"  verdict: {r['verdict']['line']}")
@@ -80,10 +82,6 @@ def _measured(d: dict) -> str:
         score = "unmeasured" if d["mean_score"] is None else f"{d['mean_score']:.3f}"
         return f"mean score {score} over {d['measured']} measured units ({d['trials']} trials)"
     return f"{d['successes']}/{d['measured']} measured"
-
-
-def _test(k: dict) -> str:
-    return {"wilcoxon": "Wilcoxon signed-rank", "mcnemar": "McNemar", None: "McNemar"}.get(k.get("test"), k.get("test"))
 
 
 def sweep_plan_lines(result: dict) -> list[str]:
