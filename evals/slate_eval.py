@@ -82,7 +82,8 @@ def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | 
     if (out / REPORT).exists():
         raise SkillosError(f"{out}: already holds a slate report; evaluate into a new folder")
     games = load_games(cfg, cfg.env.split, cfg.env.n_games)
-    manifest = SLATE.freeze(*SLATE.build_slates(cfg, games), out / "slate", SLATE.tasks_of(games))
+    manifest = SLATE.freeze(*SLATE.build_slates(cfg, games), out / "slate", SLATE.tasks_of(games),
+                            SLATE.scenes_of(games))
     echo(SLATE.render_audit(manifest["listing_audit"]))
     repo, slates, _ = SLATE.load_frozen(out / "slate")  # play from the snapshot, not the source folder
     pins = run_pins(cfg, games, manifest["snapshot_hash"]).pins()

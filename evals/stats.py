@@ -34,6 +34,11 @@ def mcnemar_exact(b: int, c: int) -> float:
     return float(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
 
 
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), exact: how surprising k successes in n are at rate p."""
+    return min(1.0, sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(max(0, k), n + 1)))
+
+
 def _z(alpha: float, power: float) -> float:
     return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
 

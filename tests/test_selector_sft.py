@@ -59,7 +59,7 @@ def test_the_oracle_grpo_start_exports_mid_training_and_shows_the_oracle_alone(b
     first = env.reset(game_id=ids[0])
     oracle = setup.slates[ids[0]].oracle
     listed = [line for line in first.splitlines() if line.startswith("- ")]
-    assert listed == [f"- {oracle}: {setup.repo.get(oracle).description}"]
+    assert listed == [f"- {oracle}: {setup.slates[ids[0]].skill(setup.repo, oracle).description}"]
     assert env.read_skill(setup.slates[ids[0]].misleading[0]).startswith("error:")  # not on this slate
     assert "error" not in env.read_skill(oracle)
 
@@ -97,7 +97,7 @@ def _teacher(setup, picks):
                         "tool_calls": [{"name": "read_skill", "arguments": {"name": picks[gid]}}]}
             last = opening
         if gid not in episodes:
-            read = [setup.repo.get(picks[gid])] if picks[gid] else []
+            read = [setup.slates[gid].skill(setup.repo, picks[gid])] if picks[gid] else []
             episodes[gid] = HeuristicExecutor().new_episode(setup.games[gid].task, read)
         if messages[-1]["role"] == "tool" and messages[-1].get("name") == "read_skill":
             last = opening  # the read's answer: the scene is still the opening's

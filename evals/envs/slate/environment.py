@@ -40,6 +40,7 @@ class SlateEnvironment(Household):
     load_frozen = staticmethod(slates.load_frozen)
     manifest_of = staticmethod(slates.manifest_of)
     tasks_of = staticmethod(slates.tasks_of)
+    scenes_of = staticmethod(slates.scenes_of)
     composition = staticmethod(slates.composition)
     render_audit = staticmethod(audit.render)
     # The static gate's checks of a slate skill folder.

@@ -7,12 +7,12 @@
 * **misleading**: plausible for the task and wrong in its body. Built here, deterministically,
   by mutating the oracle's body — the wrong order (the delivery before the transformation), the
   wrong receptacle (where to look for the object or the lamp), the wrong tool (a stove to heat
-  with, a sink to cool in), or the right tool to be avoided — under a name and description from
-  a fixed list per task type written in the task's own words (its tell-tale verb, `TELLTALE`,
-  and the "put it in or on a receptacle" of its sentence), as the oracle's are, so a matcher
-  over the listing cannot tell them from the oracle (evals/envs/slate/audit.py measures it:
-  on 60 generated valid_unseen games BM25 picks the oracle in 0 of 60 slates and keyword
-  overlap in 7.1 of 60, where names that hid the task's words let them pick it in 53 and 44.5);
+  with, a sink to cool in), or the right tool to be avoided — under a name in the oracle's
+  pattern (`heat-then-set` beside `heat-then-place`) and the oracle's description with the edit
+  said in its words (`describe`), so each listing names the task's verb and tool as the oracle's
+  does; on each slate the oracle and these skills trade names (slates.py), and a matcher over
+  the listing, the scene text or the names cannot tell them from the oracle beyond chance
+  (evals/envs/slate/audit.py measures it);
 * **irrelevant**: about something else (no `task_type`, no `relevant_to`).
 
 Every mutation is a text edit of the oracle's numbered steps, so a slate folder whose oracles
@@ -60,8 +60,9 @@ def telltale_words(text: str, task_type: str) -> list[str]:
 class Mutable:
     """How a task type's oracle body is mutated: the words naming its tool (a regex), the
     plausible wrong tool, the step that must come first and the one after it (regexes), what
-    the wrong-tool-avoided step says, who the wrong-place sentences are about, and the names and
-    descriptions the misleading skills take."""
+    the wrong-tool-avoided step says, who the wrong-place sentences are about, and the names the
+    misleading skills take (in the oracle's own pattern; their descriptions are the oracle's
+    with the same edits, `describe`)."""
 
     tool: str
     wrong_tool: str
@@ -70,9 +71,20 @@ class Mutable:
     avoid: str
     subjects: tuple
     names: tuple
+    # How the avoid-tool skill lists itself where "not" before the tool's phrase reads as using
+    # it ("examine an object not under a lamp" is read as examining under one): its own words.
+    avoid_listed: str = ""
 
 
 _DELIVER = r"\btarget\b|\bput\b"
+
+
+def _names(pattern: str) -> tuple:
+    """Seven names in one pattern ("heat-then-{}"), the oracle's: they differ in a last word no
+    task sentence uses, so a name tells a matcher nothing the oracle's does not."""
+    return tuple(pattern.format(w) for w in ("set", "store", "leave", "stow", "deliver", "return", "drop"))
+
+
 # Receptacles an object is rarely in (wrong places to look first): a search that starts there
 # wastes steps. None of them is a tool of a transformation.
 WRONG_PLACES = (("garbagecan", "safe"), ("toilet", "bathtubbasin"), ("dresser", "armchair"),
@@ -82,63 +94,23 @@ USUAL_PLACES = ("countertop", "diningtable")  # "never look there": where many o
 MUTABLE = {
     "pick_heat_then_place_in_recep": Mutable(
         r"\bmicrowave\b", "stoveburner", r"\bmicrowave\b|\bheat", _DELIVER,
-        "Heat the object, but not in the microwave.", ("X",), (
-            ("heat-then-put", "Heat an object and put it in or on a receptacle."),
-            ("heat-and-place", "Heat an object with the right appliance and put it in or on a receptacle."),
-            ("hot-object-to-receptacle", "Make an object hot and put it in or on a receptacle."),
-            ("heat-before-placing", "Heat the object and put it in or on the receptacle the task names."),
-            ("heat-then-deliver", "Heat an object and put it in the receptacle where it belongs."),
-            ("heated-object-placement", "Put a heated object in or on a receptacle."),
-            ("heat-an-item", "Heat an item and put it in or on its receptacle."))),
+        "Heat the object, but not in the microwave.", ("X",), _names("heat-then-{}")),
     "pick_cool_then_place_in_recep": Mutable(
         r"\bfridge\b", "sinkbasin", r"\bfridge\b|\bcool", _DELIVER,
-        "Cool the object, but not in the fridge.", ("X",), (
-            ("cool-then-put", "Cool an object and put it in or on a receptacle."),
-            ("cool-and-place", "Cool an object with the right appliance and put it in or on a receptacle."),
-            ("cool-object-to-receptacle", "Make an object cool and put it in or on a receptacle."),
-            ("cool-before-placing", "Cool the object and put it in or on the receptacle the task names."),
-            ("cool-then-deliver", "Cool an object and put it in the receptacle where it belongs."),
-            ("cooled-object-placement", "Put a cooled object in or on a receptacle."),
-            ("cool-an-item", "Cool an item and put it in or on its receptacle."))),
+        "Cool the object, but not in the fridge.", ("X",), _names("cool-then-{}")),
     "pick_clean_then_place_in_recep": Mutable(
         r"\bsinkbasin\b|\bsink basin\b|\bsink\b", "bathtubbasin", r"\bsinkbasin\b|\bclean", _DELIVER,
-        "Clean the object, but not in the sinkbasin.", ("X",), (
-            ("clean-then-put", "Clean an object and put it in or on a receptacle."),
-            ("clean-and-place", "Clean an object with water and put it in or on a receptacle."),
-            ("clean-object-to-receptacle", "Make an object clean and put it in or on a receptacle."),
-            ("clean-before-placing", "Clean the object and put it in or on the receptacle the task names."),
-            ("clean-then-deliver", "Clean an object and put it in the receptacle where it belongs."),
-            ("cleaned-object-placement", "Put a cleaned object in or on a receptacle."),
-            ("clean-an-item", "Clean an item and put it in or on its receptacle."))),
+        "Clean the object, but not in the sinkbasin.", ("X",), _names("clean-then-{}")),
     "look_at_obj_in_light": Mutable(
         r"\ba desklamp or floorlamp\b|\bdesklamp or floorlamp\b|\bthe lamp\b|\ba lamp\b|\bdesklamp\b|\bfloorlamp\b",
         "the television", r"\btake\b", r"\buse\b",
-        "Do not use a lamp; examine the object where you found it.", ("X", "the lamp"), (
-            ("look-at-an-object", "Looking at an object under a desklamp or floorlamp."),
-            ("examine-with-a-lamp", "Examining an object you hold with a desklamp or floorlamp."),
-            ("look-under-the-light", "Looking at the object under the light of a desklamp or floorlamp."),
-            ("examine-an-object", "Examining an object under the desklamp or floorlamp of the room."),
-            ("look-then-examine", "Looking at an object and examining it under a desklamp or floorlamp."),
-            ("lamp-examination", "Examining an object in the light of a floorlamp or desklamp."),
-            ("look-at-it-closely", "Looking at an object closely with a floorlamp or desklamp."))),
+        "Do not use a lamp; examine the object where you found it.", ("X", "the lamp"),
+        tuple(f"examine-{w}-light" for w in ("by", "near", "beside", "against", "toward", "facing", "nearby")),
+        avoid_listed="Do not use a desklamp or floorlamp; examine an object."),
     "pick_two_obj_and_place": Mutable(
-        r"(?!)", "", r"\btake\b", r"\bput\b", "", ("X",), (
-            ("put-two-objects", "Find two objects and put them in a receptacle."),
-            ("two-of-a-kind", "Put two objects of one kind in the receptacle the task names."),
-            ("find-two-then-put", "Find two objects, then put them in or on a receptacle."),
-            ("place-two-objects", "Place two objects of the same kind in or on one receptacle."),
-            ("two-objects-one-receptacle", "Put two objects in one receptacle, one after the other."),
-            ("put-both-objects", "Find both objects and put them in the target receptacle."),
-            ("deliver-two-objects", "Deliver two objects and put them in or on a receptacle."))),
+        r"(?!)", "", r"\btake\b", r"\bput\b", "", ("X",), _names("two-objects-{}")),
     "pick_and_place_simple": Mutable(
-        r"(?!)", "", r"\btake\b", _DELIVER, "", ("X",), (
-            ("put-an-object-away", "Put an object in or on the receptacle the task names."),
-            ("place-an-object", "Find an object and put it on or in its receptacle."),
-            ("put-it-in-place", "Take an object and put it in or on a receptacle."),
-            ("find-and-put", "Find an object, then put it in the target receptacle."),
-            ("object-to-receptacle", "Put some object on or in the receptacle the task names."),
-            ("move-then-put", "Move an object and put it in or on a receptacle."),
-            ("put-some-object", "Find the object and put it in or on its receptacle."))),
+        r"(?!)", "", r"\btake\b", _DELIVER, "", ("X",), _names("pick-and-{}")),
 }
 
 # The mutations tried for a task type, in order (the first n_misleading that apply are used):
@@ -207,6 +179,30 @@ def _edit(steps: list[str], edit: str, spec: Mutable) -> list[str] | None:
     raise ValueError(f"unknown mutation {edit!r}")
 
 
+def describe(description: str, edits: tuple, spec: Mutable) -> str:
+    """The oracle's description with `edits` said in it, word for word where they change what it
+    says: the wrong tool in place of the right one, the delivery first, the tool to be avoided.
+    So a misleading skill's listing keeps the oracle's surface (its verb, its words, about its
+    length) and says what its body does: it is told apart only by a reader who knows which tool
+    and order the task needs. Edits that change where to look (wrong-place, never-there) leave
+    it the oracle's: the oracle's description never says where to look."""
+    text = description.strip().rstrip(".")
+    for edit in edits:
+        kind = edit.partition(":")[0]
+        if kind == "wrong-tool":
+            text = re.sub(spec.tool, lambda m: spec.wrong_tool if re.match(r"(?:a|an|the)\s", m.group(0), re.I)
+                          else spec.wrong_tool.removeprefix("the "), text, count=1, flags=re.I)
+        elif kind == "wrong-order":  # "A, then B" said as "B, then A"
+            first, sep, then = text.partition(", then ")
+            text = f"{then[0].upper()}{then[1:]}, then {first[0].lower()}{first[1:]}" if sep else text
+        elif kind == "avoid-tool" and spec.avoid_listed:
+            text = spec.avoid_listed.rstrip(".")
+        elif kind == "avoid-tool":  # "in the microwave" -> "not in the microwave"
+            text = re.sub(rf"\b(?:in|at|on|under|with)\s+(?:(?:the|a)\s+)?(?:{spec.tool})",
+                          lambda m: f"not {m.group(0)}", text, count=1, flags=re.I)
+    return text + "."
+
+
 def mutate(body: str, edits: tuple, spec: Mutable) -> str | None:
     """The oracle body with `edits` applied, or None when one does not apply."""
     steps = steps_of(body)
@@ -238,9 +234,9 @@ def misleading_skills(oracle, task_type: str, n: int) -> list:
         raise SkillosError(f"slate: skillgate.n_misleading {n} but only {usable} misleading variants of "
                            f"{oracle.name!r} ({task_type}) can be built; lower n_misleading or write its body "
                            "as numbered steps naming its tool")
-    return [Skill(name, description, body, {"metadata": {"misleading_for": task_type, "derived_from": oracle.name,
-                                                         "mutation": "+".join(edits)}})
-            for (name, description), (edits, body) in zip(spec.names, bodies[:n])]
+    return [Skill(name, describe(oracle.description, edits, spec), body,
+                  {"metadata": {"misleading_for": task_type, "derived_from": oracle.name, "mutation": "+".join(edits)}})
+            for name, (edits, body) in zip(spec.names, bodies[:n])]
 
 
 def relevant_to(skill) -> set[str]:
@@ -255,3 +251,9 @@ def relevant_to(skill) -> set[str]:
 def misleading_for(skill) -> str | None:
     meta = skill.extra.get("metadata") or {}
     return meta.get("misleading_for") if isinstance(meta, dict) else None
+
+
+def derived_from(skill) -> str | None:
+    """The oracle a built misleading skill was made from (None: not built from one)."""
+    meta = skill.extra.get("metadata") or {}
+    return meta.get("derived_from") if isinstance(meta, dict) else None

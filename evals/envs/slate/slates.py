@@ -6,10 +6,12 @@ and the executor decides what to read (evals/envs/slate/skills.py says what each
 A slate is built deterministically from a skill folder and the task: the oracle is the skill
 whose `metadata.task_type` is the task's; relevant skills list the task type under
 `metadata.relevant_to`; misleading skills are built from the oracle by mutating its body
-(`with_misleading`: wrong order, wrong receptacle, wrong tool) under names and descriptions that
-share the task's words, so the listing alone does not tell them from the oracle (each snapshot's
-manifest carries a listing audit: how often a BM25 or keyword matcher over names and descriptions
-picks the oracle, evals/envs/slate/audit.py); irrelevant ones carry neither. Each category is drawn, and the slate shown, in an
+(`with_misleading`: wrong order, wrong receptacle, wrong tool) under names in the oracle's
+pattern and the oracle's description with the edit said, and on each slate the oracle and those
+skills trade names (`Slate.aliases`), so no name is the oracle's by rote and the listing alone
+does not tell them from the oracle (each snapshot's manifest carries a listing audit: how often
+a rule over names, descriptions and the scene text picks the oracle, evals/envs/slate/audit.py);
+irrelevant ones carry neither. Each category is drawn, and the slate shown, in an
 order seeded by hashlib from (seed, game id). A run freezes its slates (`freeze`): the skill
 files (the built misleading ones included) are copied into a snapshot folder and a manifest
 records every slate, every file's hash and the categories' counts, so the eval protocol can pin
@@ -37,7 +39,8 @@ from skillos.repo import SkillRepo
 from skillos.repo.retrieval import Hit
 from skillos.files import write_atomic
 
-from skillos.evals.envs.slate.skills import CATEGORIES, misleading_for, misleading_skills, relevant_to
+from skillos.evals.envs.alfworld.scenes import load_scene, receptacle_type
+from skillos.evals.envs.slate.skills import CATEGORIES, derived_from, misleading_for, misleading_skills, relevant_to
 
 READ_TOOL = "read_skill"
 REASONING_OPEN, REASONING_CLOSE = "<skill_reasoning>", "</skill_reasoning>"
@@ -76,6 +79,10 @@ class Slate:
     irrelevant: tuple
     order: tuple  # the names in the order the executor sees them
     relevant: tuple = ()
+    # The slate-local naming layer: (name shown, skill it is) for each oracle or built misleading
+    # skill shown under another's name. The oracle and the skills built from it trade names
+    # per slate, so no name is the oracle's by rote (every name above is as shown).
+    aliases: tuple = ()
 
     def role(self, name: str) -> str | None:
         """The category of `name` on this slate (CATEGORIES), None for a name not on it."""
@@ -85,6 +92,21 @@ class Slate:
             if name in getattr(self, category):
                 return category
         return None
+
+    def source(self, name: str) -> str:
+        """The skill that `name`, as shown on this slate, is."""
+        return dict(self.aliases).get(name, name)
+
+    def skill(self, repo: SkillRepo, name: str):
+        """The skill shown as `name` on this slate, under that name (None: not on the slate)."""
+        if name not in self.order and name != self.oracle:
+            return None
+        skill = repo.get(self.source(name))
+        return skill if skill is None or skill.name == name else replace(skill, name=name)
+
+    def skills(self, repo: SkillRepo) -> list:
+        """The slate's skills as the executor sees them, in its order."""
+        return [self.skill(repo, name) for name in self.order]
 
     def without_oracle(self) -> "Slate":
         """The same slate with the oracle left out (hybrid_slate's paired twin)."""
@@ -155,8 +177,15 @@ def build_slate(repo: SkillRepo, game, n_relevant: int, n_misleading: int, n_irr
     relevant = tuple(_ranked(pools["relevant"], seed, game.id, "relevant")[:n_relevant])
     misleading = tuple(_ranked(pools["misleading"], seed, game.id, "misleading")[:n_misleading])
     irrelevant = tuple(_ranked(pools["irrelevant"], seed, game.id, "irrelevant")[:n_irrelevant])
+    # the oracle and the skills built from it share its name pattern; shown under one another's
+    # names, drawn per slate, no name is the oracle's across slates (a folder's own misleading
+    # skills, such as another type's oracle, keep theirs)
+    alike = [oracle, *(n for n in misleading if derived_from(repo.get(n)) == oracle)]
+    shown = dict(zip(alike, _ranked(alike, seed, game.id, "names")))
+    oracle, misleading = shown[oracle], tuple(shown.get(n, n) for n in misleading)
     order = tuple(_ranked((oracle, *relevant, *misleading, *irrelevant), seed, game.id, "order"))
-    return Slate(game.id, game.task_type, oracle, misleading, irrelevant, order, relevant)
+    aliases = tuple(sorted((name, source) for source, name in shown.items() if name != source))
+    return Slate(game.id, game.task_type, oracle, misleading, irrelevant, order, relevant, aliases)
 
 
 def with_misleading(repo: SkillRepo, n_misleading: int) -> SkillRepo:
@@ -182,6 +211,13 @@ def with_misleading(repo: SkillRepo, n_misleading: int) -> SkillRepo:
 def tasks_of(games) -> dict:
     """{game id: task sentence} of the games that have one (the listing audit's queries)."""
     return {g.id: g.task for g in games if getattr(g, "task", None)}
+
+
+def scenes_of(games) -> dict:
+    """{game id: the receptacle types its room's scene text lists, as words} of the games played
+    in a known floor plan (the listing audit's scene-text rule)."""
+    return {g.id: sorted({receptacle_type(r).lower() for r in load_scene(g.plan).receptacles})
+            for g in games if isinstance(getattr(g, "plan", None), int)}
 
 
 def slate_sizes(cfg) -> tuple[int, int, int]:
@@ -222,20 +258,21 @@ def missing_oracles(repo: SkillRepo, task_types) -> list[str]:
 
 def slate_listing(slate: Slate, repo: SkillRepo) -> str:
     """What the executor sees of the slate: names and descriptions, never bodies."""
-    return listing([repo.get(name) for name in slate.order])
+    return listing(slate.skills(repo))
 
 
 def listing(skills) -> str:
     return "\n".join(["Skill slate (read one with read_skill):"] + [f"- {s.name}: {s.description}" for s in skills])
 
 
-def manifest_of(repo: SkillRepo, slates: list[Slate], tasks: dict | None = None) -> dict:
+def manifest_of(repo: SkillRepo, slates: list[Slate], tasks: dict | None = None, scenes: dict | None = None) -> dict:
     """The manifest of a snapshot (computed, not written): every slate and skill file's hash,
     the `snapshot_hash` that pins them in an eval spec, and the listing audit of the slates
-    against `tasks` (game id -> task sentence; without them the audit is unmeasured)."""
+    against `tasks` (game id -> task sentence; without them the audit is unmeasured) and
+    `scenes` (game id -> the words its scene text lists: `scenes_of`)."""
     from skillos.evals.envs.slate.audit import listing_audit
 
-    names = sorted({n for s in slates for n in s.order})
+    names = sorted({s.source(n) for s in slates for n in s.order})  # the skill files, as built
     files = {name: hashlib.sha256(repo.get(name).to_markdown().encode()).hexdigest() for name in names}
     slate_rows = {s.game_id: {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(s).items()}
                   for s in slates}
@@ -244,14 +281,15 @@ def manifest_of(repo: SkillRepo, slates: list[Slate], tasks: dict | None = None)
              if misleading_for(repo.get(name)) is not None}
     return {"source": str(repo.root), "snapshot_hash": digest.hexdigest()[:16], "files": files,
             "slates": slate_rows, "composition": composition(slates), "misleading": built,
-            "listing_audit": listing_audit(repo, slates, tasks or {})}
+            "listing_audit": listing_audit(repo, slates, tasks or {}, scenes)}
 
 
-def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path, tasks: dict | None = None) -> dict:
+def freeze(repo: SkillRepo, slates: list[Slate], out_dir: str | Path, tasks: dict | None = None,
+           scenes: dict | None = None) -> dict:
     """Copy the slates' skills into `out_dir/skills` and write the manifest (atomically);
-    return the manifest. `tasks` (game id -> task sentence) feed its listing audit."""
+    return the manifest. `tasks` (game id -> task sentence) and `scenes` feed its listing audit."""
     out = Path(out_dir)
-    manifest = manifest_of(repo, slates, tasks)
+    manifest = manifest_of(repo, slates, tasks, scenes)
     for name in manifest["files"]:
         write_atomic(out / "skills" / name / "SKILL.md", repo.get(name).to_markdown())
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
@@ -268,7 +306,8 @@ def load_frozen(out_dir: str | Path) -> tuple[SkillRepo, dict[str, Slate], dict]
     except (OSError, ValueError, SkillosError) as exc:
         raise SkillosError(f"{out / MANIFEST}: not a frozen slate snapshot ({exc})") from None
     repo = SkillRepo.load(out / "skills")
-    slates = {gid: Slate(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})
+    slates = {gid: Slate(**{k: tuple(map(tuple, v)) if k == "aliases" else tuple(v) if isinstance(v, list) else v
+                            for k, v in row.items()})
               for gid, row in manifest["slates"].items()}
     manifest.setdefault("composition", composition(list(slates.values())))
     return repo, slates, manifest
@@ -278,7 +317,7 @@ class SlateRetriever:
     """`runner.play`'s retriever for one game: its slate, in the order the executor sees it."""
 
     def __init__(self, repo: SkillRepo, slate: Slate):
-        self.hits = [Hit(repo.get(name), 0.0) for name in slate.order]
+        self.hits = [Hit(skill, 0.0) for skill in slate.skills(repo)]
 
     def search(self, query: str, k: int) -> list[Hit]:
         return self.hits  # the whole slate, whatever k: the slate is the protocol
@@ -349,7 +388,7 @@ class SlateEnv:
         except Exception as exc:  # noqa: BLE001 - an env that fails is unmeasured, not a loss
             ep.won, ep.unmeasured_reason = None, f"{type(exc).__name__}: {exc}"[:300]
             return "error: the game could not be loaded"
-        listing_text = listing([self._setup.repo.get(n) for n in shown]) if shown else NO_SLATE
+        listing_text = listing([slate.skill(self._setup.repo, n) for n in shown]) if shown else NO_SLATE
         return first_input(listing_text, ep.obs.text, ep.obs.admissible)
 
     def read_skill(self, name: str) -> str:
@@ -370,7 +409,7 @@ class SlateEnv:
             return "error: there is no slate for this task"
         if not shown:
             return f"error: {name!r} is not on the slate"
-        skill = self._setup.repo.get(name)
+        skill = ep.slate.skill(self._setup.repo, name)
         return f"{skill.name}: {skill.description}\n{skill.body}".strip()
 
     def act(self, command: str) -> str:
@@ -434,7 +473,7 @@ def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
     if not g.slate_repo:
         raise SkillosError("skillgate.slate_repo: the selector trainer needs a slate skill folder")
     repo, slates = build_slates(cfg, games)
-    manifest = freeze(repo, slates, Path(out_dir) / "slate", tasks_of(games))
+    manifest = freeze(repo, slates, Path(out_dir) / "slate", tasks_of(games), scenes_of(games))
     return SlateSetup({x.id: x for x in games}, repo, {s.game_id: s for s in slates},
                       environment("slate").make_env, cfg.env.max_steps,
                       no_slate=g.selector_credit == "no_skill", paired=g.selector_credit == "hybrid_slate",
