@@ -64,3 +64,12 @@ def test_rate_ci_is_the_wilson_interval_and_none_when_nothing_was_measured():
     assert stats.rate_ci(3, 6) == pytest.approx((0.5 - half, 0.5 + half))
     for k, n in ((0, 0), (None, 5), (3, None), (7, 6), (True, 6), (-1, 6)):
         assert stats.rate_ci(k, n) == (None, None)
+
+
+def test_binomial_tail_against_hand_computed_sums():
+    """P(X >= k), X ~ Binomial(n, p): the listing audit's test of a rule's oracle share."""
+    # 5 of 10 at p 0.2: 1 - P(X <= 4) = 1 - (0.10737 + 0.26844 + 0.30199 + 0.20133 + 0.08808)
+    assert stats.binomial_tail(5, 10, 0.2) == pytest.approx(0.032793, abs=1e-6)
+    assert stats.binomial_tail(0, 10, 0.2) == pytest.approx(1.0)
+    assert stats.binomial_tail(10, 10, 0.5) == pytest.approx(0.5 ** 10)
+    assert stats.binomial_tail(11, 10, 0.5) == 0.0

@@ -43,6 +43,9 @@ class Backend:
     # "module:function(section, backend_config)" -> why it cannot carry those decoding settings, or None
     decoding: str | None = None
     paid: bool = False  # bills per token at a vendor (toolkit/prices.py: the cost gate estimates it)
+    # scores given continuations of a prompt by their likelihood (executor.decoding admissible):
+    # its chat class has `score(messages, continuations, likelihood) -> [float]`
+    scores: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,8 @@ BACKENDS: Registry[Backend] = Registry(
             sampler_defaults="vLLM's T 1.0, top_p 1, no top_k", decoding="skillos.config.backend:local_decoding"),
     Backend("hf", chat="skillos.evals.backends.hf_chat:HFChat", local=True, extra="hf",
             modules=("torch", "transformers", "peft"), install=TORCH_FIRST + "pip install 'skillos[hf]'",
-            sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.config.backend:local_decoding"),
+            sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.config.backend:local_decoding",
+            scores=True),
 )
 MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves as executor, curator or judge
 (NO_MODEL,) = (b.name for b in BACKENDS if not b.chat)  # the heuristic: rules written for each environment

@@ -25,9 +25,14 @@ def _uses_a_model(section: str, config) -> bool:
 
 def executor(config, heuristic, model):
     """`heuristic()` for the no-model backend; `model(config)` for a model backend: the
-    environment's own model executor (evals/envs/<name>/), never another domain's by default."""
+    environment's own model executor (evals/envs/<name>/), never another domain's by default.
+    A decoding the model executor does not do (its class's `decodings`) is a one-line error."""
     if not _uses_a_model("executor", config):
         return heuristic()
+    decoding = getattr(config, "decoding", "generate")
+    if decoding not in getattr(model, "decodings", ("generate",)):
+        raise SkillosError(f"executor.decoding {decoding}: {model.__name__} only generates its answer (it chooses "
+                           "no action from a list); set executor.decoding generate")
     return model(config)
 
 

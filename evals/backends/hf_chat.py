@@ -63,6 +63,7 @@ class HFChat:
         if torch.cuda.is_available():
             self.net.to("cuda")
         self._lock = threading.Lock()
+        self._cache_arg = cache_arg()
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
         c = self.config
@@ -85,6 +86,76 @@ class HFChat:
         result = parse_generated(self.tokenizer.decode(new, skip_special_tokens=True))
         result.prompt_tokens, result.completion_tokens = int(inputs["input_ids"].shape[1]), len(new)
         return result
+
+    def score(self, messages: list[dict], continuations: list[str], likelihood: str = "mean") -> list[float]:
+        """Each continuation's log-likelihood after the prompt the messages make (the reply's
+        start), `likelihood` mean (per token) or sum. The prompt is encoded once; then every
+        candidate's tokens go through one more forward pass together, each attending to the
+        prompt's KV cache and to its own earlier tokens only (a block mask, positions restarting
+        after the prompt), so a step costs about one prompt pass plus the candidates' tokens.
+        A continuation is tokenized on its own (its first token scored from the prompt's last
+        logits), as lm-eval-harness scores choices."""
+        torch = self._torch
+        prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+                                                    **template_kwargs(self.config))
+        ids = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.net.device)
+        conts = [self.tokenizer(c, add_special_tokens=False)["input_ids"] or [self.tokenizer.eos_token_id]
+                 for c in continuations]
+        totals: list[float] = []
+        with self._lock, torch.no_grad():
+            try:
+                out = self.net(input_ids=ids, use_cache=True)
+                first = out.logits[0, -1].float().log_softmax(-1)
+                cache = getattr(out, self._cache_arg)
+                for batch in _batches(conts, SCORE_TOKENS):
+                    totals += self._score_batch(ids.shape[1], cache, first, batch)
+                    cache.crop(-sum(map(len, batch)))  # the pass appended the candidates: back to the prompt alone
+            except (RuntimeError, ValueError) as exc:  # out of memory, context overflow
+                raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
+        return [total / len(c) if likelihood == "mean" else total for total, c in zip(totals, conts)]
+
+    def _score_batch(self, prompt_len: int, cache, first, batch: list[list[int]]) -> list[float]:
+        torch, device = self._torch, self.net.device
+        flat = [t for c in batch for t in c]
+        owner = torch.tensor([i for i, c in enumerate(batch) for _ in c], device=device)
+        positions = torch.tensor([[prompt_len + j for c in batch for j in range(len(c))]], device=device)
+        n = len(flat)
+        own = (owner[:, None] == owner[None, :]) & torch.ones(n, n, dtype=torch.bool, device=device).tril()
+        allowed = torch.cat([torch.ones(n, prompt_len, dtype=torch.bool, device=device), own], dim=1)
+        dtype = next(self.net.parameters()).dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+        logp = self.net(input_ids=torch.tensor([flat], device=device), position_ids=positions,
+                        attention_mask=mask[None, None], **{self._cache_arg: cache}).logits[0].float().log_softmax(-1)
+        out, at = [], 0
+        for c in batch:
+            out.append(float(first[c[0]]) + sum(float(logp[at + j - 1, c[j]]) for j in range(1, len(c))))
+            at += len(c)
+        return out
+
+
+# candidate tokens scored in one forward pass (bounds the logits held: tokens x vocabulary floats)
+SCORE_TOKENS = 1024
+
+
+def _batches(conts: list[list[int]], budget: int):
+    """Consecutive runs of candidates of at most `budget` tokens (a longer one alone)."""
+    batch, size = [], 0
+    for c in conts:
+        if batch and size + len(c) > budget:
+            yield batch
+            batch, size = [], 0
+        batch.append(c)
+        size += len(c)
+    if batch:
+        yield batch
+
+
+def cache_arg() -> str:
+    """The name of a KV cache in a forward call and its output: transformers 5.2x renamed
+    past_key_values to cache (the GPU machine's transformers may be older)."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    return "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
 def template_kwargs(config) -> dict:
@@ -127,6 +198,14 @@ def sent(config) -> dict:
         out[key] = (f"transformers generate({key}=)" if gen["do_sample"] else
                     "transformers generate(do_sample=False): greedy", gen.get(key) if gen["do_sample"] else
                     (0.0 if key == "temperature" else None))
+    if getattr(config, "decoding", "generate") == "admissible":  # nothing is generated or sampled
+        chosen = "HFChat.score(): every admissible action scored after one prompt pass, the most likely taken"
+        out.update({key: (f"{chosen} (nothing sampled)", None) for key in ("temperature", "top_p", "top_k", "max_tokens")})
+        out["decoding"] = (chosen, "admissible")
+        out["likelihood"] = ("HFChat.score(likelihood=): " + ("per-token mean" if config.likelihood == "mean" else "sum")
+                             + " of the action's log-probabilities", config.likelihood)
+    elif hasattr(config, "decoding"):
+        out["decoding"] = ("transformers generate(): the model writes its action", "generate")
     return out
 
 

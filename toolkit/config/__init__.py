@@ -18,7 +18,7 @@ from skillos.config.experiment import EXPERIMENT_NAME, ExperimentConfig  # noqa:
 from skillos.config.env import ENVS, REASONING_DATASETS, REASONING_FAMILIES, SPLITS, ReasoningEnvConfig, EnvConfig
 from skillos.config.backend import (
     BACKENDS, CURATOR_TOOLS, REASONING_EFFORTS, API_EFFORTS, ANTHROPIC_THINKING_BUDGET, BackendConfig,
-    CuratorConfig, JudgeConfig, decoding_problem
+    CuratorConfig, ExecutorConfig, JudgeConfig, decoding_problem
 )
 from skillos.config.training import REPORT_TO, GROUPINGS, CURRICULA, RewardConfig, TrainingConfig  # noqa: F401
 from skillos.config.compute import (

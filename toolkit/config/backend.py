@@ -72,6 +72,36 @@ class BackendConfig:
                               f"from 0, got {price!r}")
 
 
+DECODINGS = ("generate", "admissible")
+LIKELIHOODS = ("mean", "sum")
+SCORING = tuple(b.name for b in registry.BACKENDS if b.scores)  # backends that score continuations
+
+
+@dataclass
+class ExecutorConfig(BackendConfig):
+    # How a model executor picks its action: it generates one (the paper's way: free text, parsed
+    # from <action>...</action>, a non-admissible one coerced), or every admissible action is
+    # scored as a continuation of the same prompt and the most likely is taken (a small model that
+    # echoes its prompt still acts; nothing is coerced). A departure from the paper that gate 1
+    # diffs (toolkit/gates/references).
+    decoding: str = field(default="generate", metadata={"choices": DECODINGS,
+        "help": "generate (the model writes its action; the paper's) | admissible (each admissible action is "
+                f"scored as a continuation of the prompt and the most likely taken; backends that score: "
+                f"{', '.join(SCORING)}; executors that choose so: the household's)"})
+    likelihood: str = field(default="mean", metadata={"choices": LIKELIHOODS,
+        "help": "admissible decoding's score of an action: mean (per-token mean log-probability: no bias toward "
+                "short actions) | sum (the action's log-probability: favours short ones); ties: the first listed"})
+
+    def rules(self, where: str) -> None:
+        super().rules(where)
+        entry = registry.BACKENDS.get(self.backend)
+        if self.decoding == "admissible" and not (entry and entry.scores):
+            raise ConfigError(f"{where}.decoding: admissible needs a backend that scores continuations "
+                              f"({', '.join(SCORING)}); "
+                              f"backend {self.backend} only generates: set {where}.backend to one of them or "
+                              f"{where}.decoding generate")
+
+
 @dataclass
 class CuratorConfig(BackendConfig):
     # The tool surface: the paper's three tools, or curate_and_advance(operations), the one tool

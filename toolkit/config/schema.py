@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from skillos import registry
 from skillos.errors import ConfigError
-from skillos.config.backend import BackendConfig, CuratorConfig, JudgeConfig
+from skillos.config.backend import BackendConfig, CuratorConfig, ExecutorConfig, JudgeConfig
 from skillos.config.canary import CanaryConfig
 from skillos.config.compute import ComputeConfig
 from skillos.config.env import EnvConfig
@@ -30,7 +30,7 @@ class Config:
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig, metadata={
         "help": "what the experiment is and what it claims"})
     env: EnvConfig = field(default_factory=EnvConfig, metadata={"help": "where the games come from"})
-    executor: BackendConfig = field(default_factory=BackendConfig, metadata={"help": "the agent that plays the games"})
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig, metadata={"help": "the agent that plays the games"})
     curator: CuratorConfig = field(default_factory=CuratorConfig, metadata={
         "help": "the agent that writes skills from played games (learning arms)"})
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata={

@@ -69,6 +69,11 @@ def _applies(ctx: Context, key: str) -> str | None:
     section, _, leaf = key.rpartition(".")
     if leaf in DECODING and section == "executor" and not ctx.llm_executor:
         return "the heuristic executor samples nothing"
+    if key == "executor.decoding" and not ctx.llm_executor:
+        return "the heuristic executor writes no action text"
+    if leaf in DECODING and section == "executor" and ctx.cfg.executor.decoding == "admissible":
+        return (f"executor.decoding admissible samples nothing: the most likely admissible action is taken "
+                "(the departure is table.executor.decoding's)")
     if leaf in DECODING and section == "judge" and not judge_used(ctx.cfg):
         return "no judge scores this run (r_cnt off, no judge backend, or not curator training)"
     if key == "skillgate.selector_credit" and not trainer_of(ctx.cfg).selector_credit:
@@ -342,10 +347,14 @@ def executor_reasoning(ctx: Context) -> list[Result]:
         return [Result(n, (1,), "SKIP", detail="the heuristic executor has no model") for n in names]
     e = ctx.cfg.executor
     on = e.reasoning_effort not in (None, "none")
+    reasoning = ctx.expect(names[0], (1,), "executor.reasoning_effort", e.reasoning_effort,
+                           "on (hf, vllm), low, medium or high (reasoning on, as the paper)", on,
+                           "an executor without reasoning is a weaker executor than the paper's")
+    if e.decoding == "admissible":
+        return [reasoning, Result(names[1], (1,), "SKIP", "executor.max_tokens", e.max_tokens, None,
+                                  detail="executor.decoding admissible generates nothing: no reply to cut off")]
     return [
-        ctx.expect(names[0], (1,), "executor.reasoning_effort", e.reasoning_effort,
-                   "on (hf, vllm), low, medium or high (reasoning on, as the paper)", on,
-                   "an executor without reasoning is a weaker executor than the paper's"),
+        reasoning,
         ctx.expect(names[1], (1,), "executor.max_tokens", e.max_tokens,
                    f">= {MIN_REASONING_TOKENS}" if on else "a value (any)",
                    e.max_tokens is not None and (not on or e.max_tokens >= MIN_REASONING_TOKENS),
@@ -366,6 +375,12 @@ def decoding(ctx: Context) -> list[Result]:
         check = f"decoding-{name}"
         if not used:
             out.append(Result(check, (1,), "SKIP", detail=f"no model {name} in this run"))
+            continue
+        if getattr(section, "decoding", "generate") == "admissible":
+            out.append(Result(check, (1,), "PASS", f"{name}.decoding", "admissible", "chosen by the config",
+                              detail=f"{name}.decoding admissible samples nothing: the most likely admissible action "
+                                     f"is taken, by {name}.likelihood {section.likelihood}",
+                              reads=(f"{name}.likelihood",)))
             continue
         unset = [k for k in DECODING if getattr(section, k) is None]
         seen = {k: getattr(section, k) for k in DECODING}

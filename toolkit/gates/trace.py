@@ -519,6 +519,19 @@ def _backend_field(t: Tracer, key, value, section, name):
     return _row(key, value, where, arrived)
 
 
+@resolver(r"^executor\.(?P<name>decoding|likelihood)$")
+def _executor_decoding(t: Tracer, key, value, name):
+    b = t.cfg.executor
+    if not uses_model(b.backend):
+        return _not_used(key, value, f"executor.backend is {b.backend or 'unset'}: no model request is made")
+    sent = t.sent("executor")
+    if name in sent:
+        return _row(key, value, *sent[name])
+    if name == "likelihood":
+        return _not_used(key, value, f"executor.decoding is {b.decoding}: no action is scored")
+    return _row(key, value, f"{b.backend} chat(): the model writes its action", "generate")
+
+
 def _local_template(model: str | None) -> str | None:
     """The chat template of a model already on this machine (a folder, the built tiny model, the
     hub cache), read without loading or building anything; None when it is not here."""

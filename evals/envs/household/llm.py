@@ -19,6 +19,7 @@ from skillos.repo import Skill
 
 SYSTEM = ("You are an agent in a household text game. Each turn, choose exactly one action from "
           "the admissible actions and answer with it inside <action></action>.")
+ACTION_OPEN, ACTION_CLOSE = "<action>", "</action>"
 ACTION = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
 
 
@@ -43,6 +44,8 @@ def parse_action(text: str, admissible: Sequence[str]) -> str | None:
 
 
 class LLMExecutor:
+    decodings = ("generate", "admissible")  # executor.decoding values it plays (evals/backends/build.py)
+
     def __init__(self, config):
         self.config = config
         self.chat = make_chat(config)
@@ -79,6 +82,8 @@ class LLMEpisode:
             self.history[-1] = (self.history[-1][0], observation)
         messages = [{"role": "system", "content": SYSTEM},
                     {"role": "user", "content": self.prompt(observation, admissible)}]
+        if getattr(self.executor.config, "decoding", "generate") == "admissible":  # a curator or judge section has none
+            return self._choose(messages, list(admissible))
         reply = self.executor.chat.chat(messages).text
         action = parse_action(reply, admissible)
         if action is None:  # one deterministic reformat retry
@@ -98,3 +103,15 @@ class LLMEpisode:
         chosen = action if action is not None else (reply or "").strip()[:200]
         self.history.append((chosen, ""))
         return chosen  # not admissible: the runner counts it as coerced
+
+    def _choose(self, messages: list[dict], admissible: list[str]) -> str:
+        """executor.decoding admissible: the most likely admissible action as the reply the prompt
+        asks for (`<action>X</action>`), ties to the first listed; never coerced."""
+        if not admissible:
+            raise BackendError("no admissible action to choose from")
+        scores = self.executor.chat.score(messages, [f"{ACTION_OPEN}{a}{ACTION_CLOSE}" for a in admissible],
+                                          self.executor.config.likelihood)
+        chosen = admissible[max(range(len(admissible)), key=lambda i: (scores[i], -i))]
+        self.steps += 1
+        self.history.append((chosen, ""))
+        return chosen

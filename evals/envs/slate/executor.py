@@ -51,6 +51,8 @@ def tools_sent() -> list[dict]:
 
 
 class SlateExecutor(LLMExecutor):
+    decodings = ("generate",)  # its turns are tool calls (read_skill, act): nothing to score
+
     def new_episode(self, task: str, skills) -> "SlateEpisode":
         return SlateEpisode(self, task, skills)
 

@@ -1,0 +1,147 @@
+"""Choosing by likelihood (issue 63): `executor.decoding: admissible` scores every admissible
+action as a continuation of the prompt with one prompt pass (its KV cache reused for the
+candidates, batched) and takes the most likely; checked against scoring each whole sequence on
+its own with the real tiny model, on a real scripted game (nothing coerced), in the config's
+rules, gate 1's diff against the paper and the trace."""
+
+import pytest
+import torch
+from conftest import ROOT
+
+from skillos import config as cfgmod
+from skillos.config import ExecutorConfig
+from skillos.errors import ConfigError
+from skillos.evals.backends.chat import make_chat
+
+MESSAGES = [{"role": "system", "content": "You are an agent in a household text game."},
+            {"role": "user", "content": "Your task is to: heat some egg and put it in diningtable.\n"
+                                        "Admissible actions:\ngo to microwave 1\ngo to fridge 1\nlook"}]
+ACTIONS = ["go to microwave 1", "go to fridge 1", "take egg 1 from countertop 1", "look", "inventory",
+           "examine the drawer 2 on the left"]
+
+
+def _whole(chat, messages, continuations, likelihood):
+    """Each continuation's log-likelihood from a forward pass over prompt + continuation alone."""
+    prompt = chat.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    ids = chat.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    out = []
+    with torch.no_grad():
+        for text in continuations:
+            cont = chat.tokenizer(text, add_special_tokens=False)["input_ids"]
+            logp = chat.net(input_ids=torch.tensor([ids + cont])).logits[0].float().log_softmax(-1)
+            total = sum(float(logp[len(ids) + j - 1, cont[j]]) for j in range(len(cont)))
+            out.append(total / len(cont) if likelihood == "mean" else total)
+    return out
+
+
+@pytest.mark.parametrize("likelihood", ["mean", "sum"])
+def test_one_prompt_pass_scores_as_each_whole_sequence_does(likelihood, monkeypatch):
+    from skillos.evals.backends import hf_chat
+
+    chat = make_chat(ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible"))
+    texts = [f"<action>{a}</action>" for a in ACTIONS]
+    monkeypatch.setattr(hf_chat, "SCORE_TOKENS", 12)  # several passes, each from the prompt's cache alone
+    cached = chat.score(MESSAGES, texts, likelihood)
+    assert cached == pytest.approx(_whole(chat, MESSAGES, texts, likelihood), abs=1e-4)
+    assert len(set(round(x, 6) for x in cached)) > 1  # the candidates are told apart
+    # the cache is cut back to the prompt after each pass: scoring again gives the same numbers
+    assert chat.score(MESSAGES, texts, likelihood) == pytest.approx(cached, abs=1e-6)
+
+
+def test_the_executor_takes_the_most_likely_admissible_action_and_nothing_is_coerced(monkeypatch):
+    from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
+    from skillos.evals.executor import make_executor
+    from skillos.evals.runner import play
+
+    executor = make_executor(ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible"))
+    episode = executor.new_episode("heat some egg and put it in diningtable", [])
+    scores = {}
+    real = executor.chat.score
+
+    def seen(messages, texts, likelihood):
+        scores.update(zip(texts, real(messages, texts, likelihood)))
+        return [scores[t] for t in texts]
+
+    monkeypatch.setattr(executor.chat, "score", seen)
+    chosen = episode.act("You are in the middle of a room.", ACTIONS)
+    best = max(ACTIONS, key=lambda a: scores[f"<action>{a}</action>"])
+    assert chosen == best and episode.reformats == 0
+    # ties go to the first listed action
+    monkeypatch.setattr(executor.chat, "score", lambda messages, texts, likelihood: [0.0] * len(texts))
+    assert episode.act("Nothing happens.", ["look", "inventory"]) == "look"
+    # a whole game on a real env: every action admissible, none coerced
+    monkeypatch.setattr(executor.chat, "score", real)
+    traj = play(ScriptedEnv(win_action=None), executor, None, ScriptedGame("g1"), max_steps=3, top_k=0)
+    assert len(traj.steps) == 3 and traj.coerced == 0
+
+
+def test_a_backend_that_cannot_score_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match=r"executor\.decoding: admissible needs a backend that scores .*hf"):
+        ExecutorConfig(backend="openai", model="gpt-4o-mini", decoding="admissible").rules("executor")
+    with pytest.raises(ConfigError, match="executor.decoding"):
+        cfgmod.from_dict({"executor": {"backend": "anthropic", "model": "x", "decoding": "admissible"}})
+    ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible").rules("executor")  # no error
+
+
+def test_gate_1_reads_admissible_decoding_as_a_departure_and_the_trace_shows_it_arriving():
+    from skillos import gates
+
+    cfg = cfgmod.load(ROOT / "evals" / "configs" / "smollm2-admissible.yaml")
+    rows = {r.check: r for r in gates.check(cfg).results}
+    assert rows["table.executor.decoding"].status == "WARN"  # declared in the config's divergences
+    bare = cfgmod.from_dict({"reference": "skillos-paper/alfworld",
+                             "executor": {"backend": "hf", "model": "tiny-qwen2", "decoding": "admissible"}})
+    assert {r.check: r for r in gates.check(bare).results}["table.executor.decoding"].status == "FAIL"
+    plain = cfgmod.from_dict({"reference": "skillos-paper/alfworld",
+                              "executor": {"backend": "hf", "model": "tiny-qwen2"}})
+    assert {r.check: r for r in gates.check(plain).results}["table.executor.decoding"].status == "PASS"
+
+
+def test_nothing_sampled_or_generated_is_asked_of_admissible_decoding_and_the_trace_shows_it_arriving():
+    """Under admissible decoding the sampler and max_tokens do not apply (their table rows and
+    checks SKIP with the reason); the trace follows executor.decoding to HFChat.score, and to
+    generate() when the executor writes its action."""
+    from skillos import gates
+
+    cfg = cfgmod.load(ROOT / "evals" / "configs" / "smollm2-admissible.yaml")
+    report = gates.check(cfg, trace=True)
+    by_check = {r.check: r for r in report.results}
+    for check in ("table.executor.temperature", "table.executor.top_p", "table.executor.top_k", "executor-max-tokens"):
+        assert by_check[check].status == "SKIP" and "admissible" in by_check[check].detail, check
+    assert by_check["decoding-executor"].status == "PASS" and "likelihood mean" in by_check["decoding-executor"].detail
+    rows = {row.key: row for row in report.trace}
+    assert rows["executor.decoding"].applied is True and "HFChat.score" in rows["executor.decoding"].line()
+    assert rows["executor.likelihood"].applied is True and "mean" in rows["executor.likelihood"].line()
+    plain = cfgmod.from_dict({"reference": "skillos-paper/alfworld",
+                              "executor": {"backend": "hf", "model": "tiny-qwen2", "temperature": 0.6}})
+    rows = {row.key: row for row in gates.check(plain, trace=True).trace}
+    assert rows["executor.decoding"].applied is True and "generate()" in rows["executor.decoding"].line()
+
+
+@pytest.mark.parametrize("env", ["slate", "reasoning"])
+def test_an_executor_that_does_not_choose_from_a_list_refuses_admissible_decoding(env):
+    """The slate's tool-calling executor and the reasoning env's one-turn reasoner write their
+    answer: admissible decoding is refused in one line before any weights load, never played as
+    free generation in silence."""
+    from skillos.errors import SkillosError
+    from skillos.evals.executor import make_executor
+
+    with pytest.raises(SkillosError, match="executor.decoding admissible: .* only generates"):
+        make_executor(ExecutorConfig(backend="hf", model="no-such-model-folder", decoding="admissible"), env)
+
+
+def test_the_shuffled_control_deals_every_curated_body_to_another_name():
+    """The with/without config's control keeps each curated skill's name and description (what
+    retrieval matches) and gives it another skill's body: every body moved, none lost or doubled,
+    and both folders record the same games as curated on (none of them held out)."""
+    from skillos.repo import SkillRepo
+
+    skills = ROOT / "evals" / "configs" / "skills"
+    curated, shuffled = SkillRepo.load(skills / "quickstart-curated"), SkillRepo.load(skills / "quickstart-shuffled")
+    assert sorted(s.name for s in curated.skills) == sorted(s.name for s in shuffled.skills)
+    assert len(curated.skills) >= 50
+    for skill in curated.skills:
+        other = shuffled.get(skill.name)
+        assert other.description == skill.description and other.body != skill.body, skill.name
+    assert sorted(s.body for s in curated.skills) == sorted(s.body for s in shuffled.skills)
+    assert (skills / "quickstart-curated" / ".curated").read_text() == (skills / "quickstart-shuffled" / ".curated").read_text()
