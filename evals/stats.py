@@ -35,8 +35,11 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p), exact: how surprising k successes in n are at rate p."""
-    return min(1.0, sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(max(0, k), n + 1)))
+    """P(X >= k) for X ~ Binomial(n, p), exact: how surprising k successes in n are at rate p
+    (scipy's survival function: a sum of n! terms overflows a float past n ~ 1,000)."""
+    from scipy.stats import binom
+
+    return 1.0 if k <= 0 else float(binom.sf(k - 1, n, p))
 
 
 def _z(alpha: float, power: float) -> float:

@@ -20,10 +20,10 @@ ACTIONS = ["go to microwave 1", "go to fridge 1", "take egg 1 from countertop 1"
            "examine the drawer 2 on the left"]
 
 
-def _whole(chat, messages, continuations, likelihood):
+def _whole(chat, messages, continuations, likelihood, prefix):
     """Each continuation's log-likelihood from a forward pass over prompt + continuation alone."""
     prompt = chat.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    ids = chat.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    ids = chat.tokenizer(prompt + prefix, add_special_tokens=False)["input_ids"]
     out = []
     with torch.no_grad():
         for text in continuations:
@@ -39,13 +39,18 @@ def test_one_prompt_pass_scores_as_each_whole_sequence_does(likelihood, monkeypa
     from skillos.evals.backends import hf_chat
 
     chat = make_chat(ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible"))
-    texts = [f"<action>{a}</action>" for a in ACTIONS]
+    texts = [f"{a}</action>" for a in ACTIONS]
     monkeypatch.setattr(hf_chat, "SCORE_TOKENS", 12)  # several passes, each from the prompt's cache alone
-    cached = chat.score(MESSAGES, texts, likelihood)
-    assert cached == pytest.approx(_whole(chat, MESSAGES, texts, likelihood), abs=1e-4)
+    scored = chat.score(MESSAGES, texts, likelihood, prefix="<action>")
+    cached = scored.values
+    assert cached == pytest.approx(_whole(chat, MESSAGES, texts, likelihood, "<action>"), abs=1e-4)
     assert len(set(round(x, 6) for x in cached)) > 1  # the candidates are told apart
     # the cache is cut back to the prompt after each pass: scoring again gives the same numbers
-    assert chat.score(MESSAGES, texts, likelihood) == pytest.approx(cached, abs=1e-6)
+    assert chat.score(MESSAGES, texts, likelihood, prefix="<action>").values == pytest.approx(cached, abs=1e-6)
+    # what the model read: the prompt once and every candidate's tokens
+    prompt = chat.tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False) + "<action>"
+    assert scored.tokens_read == len(chat.tokenizer(prompt, add_special_tokens=False)["input_ids"]) + sum(
+        len(chat.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
 
 
 def test_the_executor_takes_the_most_likely_admissible_action_and_nothing_is_coerced(monkeypatch):
@@ -55,19 +60,22 @@ def test_the_executor_takes_the_most_likely_admissible_action_and_nothing_is_coe
 
     executor = make_executor(ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible"))
     episode = executor.new_episode("heat some egg and put it in diningtable", [])
+    from skillos.evals.backends.hf_chat import Scored
+
     scores = {}
     real = executor.chat.score
 
-    def seen(messages, texts, likelihood):
-        scores.update(zip(texts, real(messages, texts, likelihood)))
-        return [scores[t] for t in texts]
+    def seen(messages, texts, likelihood, prefix):
+        assert prefix == "<action>" and likelihood == "mean"  # the opening is context, the action is scored
+        scores.update(zip(texts, real(messages, texts, likelihood, prefix).values))
+        return Scored([scores[t] for t in texts], 0)
 
     monkeypatch.setattr(executor.chat, "score", seen)
     chosen = episode.act("You are in the middle of a room.", ACTIONS)
-    best = max(ACTIONS, key=lambda a: scores[f"<action>{a}</action>"])
+    best = max(ACTIONS, key=lambda a: scores[f"{a}</action>"])
     assert chosen == best and episode.reformats == 0
     # ties go to the first listed action
-    monkeypatch.setattr(executor.chat, "score", lambda messages, texts, likelihood: [0.0] * len(texts))
+    monkeypatch.setattr(executor.chat, "score", lambda messages, texts, likelihood, prefix: Scored([0.0] * len(texts), 0))
     assert episode.act("Nothing happens.", ["look", "inventory"]) == "look"
     # a whole game on a real env: every action admissible, none coerced
     monkeypatch.setattr(executor.chat, "score", real)

@@ -73,3 +73,9 @@ def test_binomial_tail_against_hand_computed_sums():
     assert stats.binomial_tail(0, 10, 0.2) == pytest.approx(1.0)
     assert stats.binomial_tail(10, 10, 0.5) == pytest.approx(0.5 ** 10)
     assert stats.binomial_tail(11, 10, 0.5) == 0.0
+
+
+def test_binomial_tail_holds_at_thousands_of_trials():
+    """The selector's training pool is audited over 3,553 slates: no float overflow there."""
+    p = stats.binomial_tail(800, 3553, 0.2)
+    assert 0.0 < p < 1.0 and stats.binomial_tail(711, 3553, 0.2) == pytest.approx(0.5, abs=0.02)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.errors import SkillosError
@@ -87,18 +88,22 @@ class HFChat:
         result.prompt_tokens, result.completion_tokens = int(inputs["input_ids"].shape[1]), len(new)
         return result
 
-    def score(self, messages: list[dict], continuations: list[str], likelihood: str = "mean") -> list[float]:
-        """Each continuation's log-likelihood after the prompt the messages make (the reply's
-        start), `likelihood` mean (per token) or sum. The prompt is encoded once; then every
+    def score(self, messages: list[dict], continuations: list[str], likelihood: str, prefix: str = "") -> Scored:
+        """Each continuation's log-likelihood after the prompt the messages make and `prefix` (the
+        reply's fixed opening, part of the context so it weighs on no candidate), `likelihood`
+        mean (per token) or sum. A template with Qwen3's thinking switch gets it off: the action
+        is scored where the reply starts, with no reasoning before it. The prompt is encoded once; then every
         candidate's tokens go through one more forward pass together, each attending to the
         prompt's KV cache and to its own earlier tokens only (a block mask, positions restarting
         after the prompt), so a step costs about one prompt pass plus the candidates' tokens.
         A continuation is tokenized on its own (its first token scored from the prompt's last
         logits), as lm-eval-harness scores choices."""
         torch = self._torch
-        prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                                    **template_kwargs(self.config))
-        ids = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.net.device)
+        switch = {"enable_thinking": False} if "enable_thinking" in str(self.tokenizer.chat_template) else {}
+        prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
+        ids = self.tokenizer(prompt + prefix, return_tensors="pt", add_special_tokens=False)["input_ids"].to(
+            self.net.device)
+        start = time.monotonic()
         conts = [self.tokenizer(c, add_special_tokens=False)["input_ids"] or [self.tokenizer.eos_token_id]
                  for c in continuations]
         totals: list[float] = []
@@ -110,9 +115,13 @@ class HFChat:
                 for batch in _batches(conts, SCORE_TOKENS):
                     totals += self._score_batch(ids.shape[1], cache, first, batch)
                     cache.crop(-sum(map(len, batch)))  # the pass appended the candidates: back to the prompt alone
-            except (RuntimeError, ValueError) as exc:  # out of memory, context overflow
+            except (RuntimeError, ValueError, TypeError, AttributeError) as exc:  # out of memory, context
+                # overflow, a model or cache type this scoring cannot drive: the game is unmeasured
                 raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        return [total / len(c) if likelihood == "mean" else total for total, c in zip(totals, conts)]
+        if time.monotonic() - start >= self.config.timeout_s:
+            raise BackendError(f"timeout: scoring ran past {self.config.timeout_s:g} s")
+        return Scored([total / len(c) if likelihood == "mean" else total for total, c in zip(totals, conts)],
+                      int(ids.shape[1]) + sum(map(len, conts)))
 
     def _score_batch(self, prompt_len: int, cache, first, batch: list[list[int]]) -> list[float]:
         torch, device = self._torch, self.net.device
@@ -122,7 +131,7 @@ class HFChat:
         n = len(flat)
         own = (owner[:, None] == owner[None, :]) & torch.ones(n, n, dtype=torch.bool, device=device).tril()
         allowed = torch.cat([torch.ones(n, prompt_len, dtype=torch.bool, device=device), own], dim=1)
-        dtype = next(self.net.parameters()).dtype
+        dtype = self.net.dtype if self.net.dtype.is_floating_point else torch.float32
         mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
         logp = self.net(input_ids=torch.tensor([flat], device=device), position_ids=positions,
                         attention_mask=mask[None, None], **{self._cache_arg: cache}).logits[0].float().log_softmax(-1)
@@ -131,6 +140,15 @@ class HFChat:
             out.append(float(first[c[0]]) + sum(float(logp[at + j - 1, c[j]]) for j in range(1, len(c))))
             at += len(c)
         return out
+
+
+@dataclass
+class Scored:
+    """What `score` returns: a score per continuation, and the tokens the model read for them
+    (the prompt once and every candidate's own)."""
+
+    values: list
+    tokens_read: int
 
 
 # candidate tokens scored in one forward pass (bounds the logits held: tokens x vocabulary floats)

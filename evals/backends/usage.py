@@ -23,6 +23,11 @@ class Metered:
         record(self._key, reply.prompt_tokens, reply.completion_tokens)
         return reply
 
+    def score(self, messages, continuations, likelihood, prefix=""):
+        scored = self._inner.score(messages, continuations, likelihood, prefix)
+        record(self._key, scored.tokens_read, 0)  # read, not generated: prompt tokens
+        return scored
+
     def __getattr__(self, name):
         if name.startswith("__") or name in ("_inner", "_key"):  # copy and unpickle look these up before __init__
             raise AttributeError(name)

@@ -95,6 +95,10 @@ class ExecutorConfig(BackendConfig):
     def rules(self, where: str) -> None:
         super().rules(where)
         entry = registry.BACKENDS.get(self.backend)
+        if self.decoding == "admissible" and self.reasoning_effort not in (None, "none"):
+            raise ConfigError(f"{where}.reasoning_effort: admissible decoding scores the action right after the "
+                              f"prompt, with no reasoning before it; set {where}.reasoning_effort none or "
+                              f"{where}.decoding generate")
         if self.decoding == "admissible" and not (entry and entry.scores):
             raise ConfigError(f"{where}.decoding: admissible needs a backend that scores continuations "
                               f"({', '.join(SCORING)}); "

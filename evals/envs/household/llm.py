@@ -109,8 +109,8 @@ class LLMEpisode:
         asks for (`<action>X</action>`), ties to the first listed; never coerced."""
         if not admissible:
             raise BackendError("no admissible action to choose from")
-        scores = self.executor.chat.score(messages, [f"{ACTION_OPEN}{a}{ACTION_CLOSE}" for a in admissible],
-                                          self.executor.config.likelihood)
+        scores = self.executor.chat.score(messages, [f"{a}{ACTION_CLOSE}" for a in admissible],
+                                          self.executor.config.likelihood, prefix=ACTION_OPEN).values
         chosen = admissible[max(range(len(admissible)), key=lambda i: (scores[i], -i))]
         self.steps += 1
         self.history.append((chosen, ""))

@@ -19,6 +19,7 @@ oracle give it 1/k. Every share has its denominator; a rule with nothing to read
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from skillos.evals.envs.slate.skills import CATEGORIES
@@ -87,13 +88,15 @@ def _cross_fitted(slates) -> list[dict]:
         half.append(seen[slate.task_type] % 2)
         seen[slate.task_type] += 1
     halves = ([s for s, h in zip(slates, half) if h == 0], [s for s, h in zip(slates, half) if h == 1])
-    return [name_shares(s, halves[1 - h]) for s, h in zip(slates, half)]
+    taught = [{s.task_type for s in halves[0]}, {s.task_type for s in halves[1]}]
+    # a slate whose type the other half lacks would be judged by a rule that learned nothing
+    return [name_shares(s, halves[1 - h]) for s, h in zip(slates, half) if s.task_type in taught[1 - h]]
 
 
 def _exceeds_bar(row: dict, alpha: float) -> bool:
     """Whether the oracle share is above BAR by more than chance variation (one-sided exact
     binomial at `alpha`, the fractional ties' count rounded)."""
-    return binomial_tail(round(row["n"]), row["of"], BAR) < alpha
+    return binomial_tail(math.floor(row["n"] + 0.5), row["of"], BAR) < alpha
 
 
 def _tally(picks: list[dict], of: int) -> dict:
@@ -118,8 +121,9 @@ def listing_audit(repo, slates, tasks: dict[str, str], scenes: dict | None = Non
     out["scene"] = (_tally([top_shares("scene", s, repo, [*tokenize(tasks[s.game_id]), *scenes[s.game_id]])
                             for s in seen], len(seen)) if seen
                     else {"value": None, "of": 0, "reason": "no scene texts of these games to read"})
-    out["name"] = (_tally(_cross_fitted(audited), len(audited)) if len(audited) > 1
-                   else {"value": None, "of": 0, "reason": "one slate: no other slate to learn names from"})
+    named = _cross_fitted(audited)
+    out["name"] = (_tally(named, len(named)) if named else
+                   {"value": None, "of": 0, "reason": "no task type has a slate in both halves to learn names from"})
     measured = [m for m in MATCHERS if "oracle" in out[m]]
     over = [m for m in measured if _exceeds_bar(out[m]["oracle"], ALPHA)]
     out["passes"] = not over

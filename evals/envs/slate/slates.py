@@ -180,7 +180,7 @@ def build_slate(repo: SkillRepo, game, n_relevant: int, n_misleading: int, n_irr
     # the oracle and the skills built from it share its name pattern; shown under one another's
     # names, drawn per slate, no name is the oracle's across slates (a folder's own misleading
     # skills, such as another type's oracle, keep theirs)
-    alike = [oracle, *(n for n in misleading if derived_from(repo.get(n)) == oracle)]
+    alike = [oracle, *(n for n in misleading if derived_from(repo.get(n)) in pools["oracle"])]
     shown = dict(zip(alike, _ranked(alike, seed, game.id, "names")))
     oracle, misleading = shown[oracle], tuple(shown.get(n, n) for n in misleading)
     order = tuple(_ranked((oracle, *relevant, *misleading, *irrelevant), seed, game.id, "order"))
