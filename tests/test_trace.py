@@ -17,7 +17,7 @@ SELECTOR = ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml"
 # A value each string key can be changed to (still a valid config)
 OTHER = {"on": "none", "Qwen/Qwen3-8B": "Qwen/Qwen3-4B", "Qwen/Qwen3-32B": "Qwen/Qwen3-14B", "grpo": "dr_grpo",
          "constant": "cosine", "no_memory": "closed_loop", "valid_unseen": "valid_seen", "bm25": "shuffled",
-         "clean-oracle": "first-oracle"}
+         "clean-oracle": "first-oracle", "admissible": "generate", "mean": "sum"}
 FIXED = {"reference", "skillgate.trainer", "skillgate.slate_repo", "skillgate.eval_spec", "compute.num_processes",
          "prompts_per_step", "completions_per_step",  # what the gated set itself depends on; tested apart
          "training.async_rollouts"}  # needs max_staleness and one process beside it: tests/test_async_rollouts.py
@@ -169,6 +169,8 @@ def test_every_mutable_gated_key_of_every_shipped_config(path):
     rows, _ = trace(base)
     for key, row in rows.items():
         new = mutate(key, row.value)
+        if key in ("eval.control", "eval.control.arm") and new not in base.eval.arms:  # the control is an arm of the run
+            new = next((arm for arm in base.eval.arms if arm != row.value), None)
         if new is None:
             continue
         changed, _ = trace(config.with_sets(base, [f"{key}={json.dumps(new)}"]))
