@@ -10,6 +10,7 @@ brings its heuristic without copying the check.
 
 from __future__ import annotations
 
+from skillos.config.backend import decoding_of
 from skillos.errors import SkillosError
 from skillos.registry import BACKENDS, MODEL_BACKENDS
 
@@ -29,7 +30,7 @@ def executor(config, heuristic, model):
     A decoding the model executor does not do (its class's `decodings`) is a one-line error."""
     if not _uses_a_model("executor", config):
         return heuristic()
-    decoding = getattr(config, "decoding", "generate")
+    decoding = decoding_of(config)
     if decoding not in getattr(model, "decodings", ("generate",)):
         raise SkillosError(f"executor.decoding {decoding}: {model.__name__} only generates its answer (it chooses "
                            "no action from a list); set executor.decoding generate")

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillos.config.backend import decoding_of
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import BackendError, ChatResult, parse_generated
 from skillos.evals.backends.tool_format import renders_tools, with_tools
@@ -216,7 +217,7 @@ def sent(config) -> dict:
         out[key] = (f"transformers generate({key}=)" if gen["do_sample"] else
                     "transformers generate(do_sample=False): greedy", gen.get(key) if gen["do_sample"] else
                     (0.0 if key == "temperature" else None))
-    if getattr(config, "decoding", "generate") == "admissible":  # nothing is generated or sampled
+    if decoding_of(config) == "admissible":  # nothing is generated or sampled
         chosen = "HFChat.score(): every admissible action scored after one prompt pass, the most likely taken"
         out.update({key: (f"{chosen} (nothing sampled)", None) for key in ("temperature", "top_p", "top_k", "max_tokens")})
         out["decoding"] = (chosen, "admissible")

@@ -77,6 +77,12 @@ LIKELIHOODS = ("mean", "sum")
 SCORING = tuple(b.name for b in registry.BACKENDS if b.scores)  # backends that score continuations
 
 
+def decoding_of(section) -> str:
+    """How a backend section's model answers: its executor.decoding, or `generate` for a section
+    that has no such key (curator, judge, optimizer: they always write their answer)."""
+    return getattr(section, "decoding", DECODINGS[0])
+
+
 @dataclass
 class ExecutorConfig(BackendConfig):
     # How a model executor picks its action: it generates one (the paper's way: free text, parsed

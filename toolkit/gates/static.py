@@ -8,6 +8,7 @@ import math
 import re
 from pathlib import Path
 
+from skillos.config.backend import decoding_of
 from skillos.config.fields import did_you_mean
 from skillos.gates.core import Context, Result, machine, same, static, training_only
 from skillos.registry import BACKENDS, COMPUTE, NO_MODEL, TORCH_FIRST, TRAINERS, compute_of, trainer_of
@@ -376,7 +377,7 @@ def decoding(ctx: Context) -> list[Result]:
         if not used:
             out.append(Result(check, (1,), "SKIP", detail=f"no model {name} in this run"))
             continue
-        if getattr(section, "decoding", "generate") == "admissible":
+        if decoding_of(section) == "admissible":
             out.append(Result(check, (1,), "PASS", f"{name}.decoding", "admissible", "chosen by the config",
                               detail=f"{name}.decoding admissible samples nothing: the most likely admissible action "
                                      f"is taken, by {name}.likelihood {section.likelihood}",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from skillos.config.backend import decoding_of
 from skillos.evals.backends.chat import BackendError, make_chat
 from skillos.repo import Skill
 
@@ -82,7 +83,7 @@ class LLMEpisode:
             self.history[-1] = (self.history[-1][0], observation)
         messages = [{"role": "system", "content": SYSTEM},
                     {"role": "user", "content": self.prompt(observation, admissible)}]
-        if getattr(self.executor.config, "decoding", "generate") == "admissible":  # a curator or judge section has none
+        if decoding_of(self.executor.config) == "admissible":
             return self._choose(messages, list(admissible))
         reply = self.executor.chat.chat(messages).text
         action = parse_action(reply, admissible)

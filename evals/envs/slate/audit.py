@@ -11,8 +11,9 @@ own index, repo/bm25.py, with the slate as its corpus) and keyword overlap (dist
 words shared), each with the game's task sentence as the query; the scene-text rule, keyword
 overlap with the task sentence and what the room's scene text lists (its receptacles: the
 microwave, fridge or sinkbasin a heat, cool or clean task uses is named there, so a listing that
-alone names the task's verb and the room's appliance gives the oracle away); and the name rule, which reads no text at all: it picks the listed name most
-often the oracle on the other audited slates (a name that is the oracle's by rote, in training
+alone names the task's verb and the room's appliance gives the oracle away); and the name rule,
+which reads no text at all: it picks the listed name most often the oracle on the other half's
+slates (a name that is the oracle's by rote, in training
 and held-out alike, is found by it). A tie at the top shares the pick: k skills tied with the
 oracle give it 1/k. Every share has its denominator; a rule with nothing to read is unmeasured.
 """
@@ -64,7 +65,7 @@ def top_shares(matcher: str, slate, repo, query: str | list) -> dict[str, float]
     share). `query`: the task sentence, or its words and those its scene lists."""
     docs = [tokenize(f"{s.name} {s.description}") for s in slate.skills(repo)]
     words = tokenize(query) if isinstance(query, str) else [w.lower() for w in query]
-    return _shares(slate, _scores("keyword" if matcher == "scene" else matcher, docs, words))
+    return _shares(slate, _scores(matcher, docs, words))
 
 
 def name_shares(slate, learned_on) -> dict[str, float]:
@@ -78,10 +79,10 @@ def name_shares(slate, learned_on) -> dict[str, float]:
 
 
 def _cross_fitted(slates) -> list[dict]:
-    """The name rule on every slate, learned on the other half (alternate slates of each task
-    type): as a rule
-    learned on training slates meets held-out ones, each half is judged by what the other taught,
-    so the picks are independent of the slates they are judged on."""
+    """The name rule on the slates whose task type the other half holds, learned on that half
+    (alternate slates of each type): as a rule learned on training slates meets held-out ones,
+    each half is judged by what the other taught, so the picks are independent of the slates
+    they are judged on."""
     seen: Counter = Counter()
     half = []
     for slate in slates:  # alternate within each task type, so both halves hold every type
@@ -118,7 +119,7 @@ def listing_audit(repo, slates, tasks: dict[str, str], scenes: dict | None = Non
     for matcher in ("bm25", "keyword"):
         out[matcher] = _tally([top_shares(matcher, s, repo, tasks[s.game_id]) for s in audited], len(audited))
     seen = [s for s in audited if (scenes or {}).get(s.game_id)]
-    out["scene"] = (_tally([top_shares("scene", s, repo, [*tokenize(tasks[s.game_id]), *scenes[s.game_id]])
+    out["scene"] = (_tally([top_shares("keyword", s, repo, [*tokenize(tasks[s.game_id]), *scenes[s.game_id]])
                             for s in seen], len(seen)) if seen
                     else {"value": None, "of": 0, "reason": "no scene texts of these games to read"})
     named = _cross_fitted(audited)
