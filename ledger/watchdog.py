@@ -388,10 +388,12 @@ def watching(paths: list, ledger_path, stall_minutes: float, gpus: int = 0,
         yield dog
     finally:
         done.touch()  # the job is over: the watchdog's last looks at it, and the watch after it
+        stopped_by_us = False
         if not after_minutes:
             try:
                 dog.wait(timeout=15)  # its final look: did the job leave its final row?
             except subprocess.TimeoutExpired:
+                stopped_by_us = True
                 dog.terminate()
                 try:
                     dog.wait(timeout=10)
@@ -399,6 +401,9 @@ def watching(paths: list, ledger_path, stall_minutes: float, gpus: int = 0,
                     dog.kill()
         stop.set()
         thread.join(timeout=5)
+        if dog.poll() not in (None, 0) and not stopped_by_us:  # a watch that failed is said, not trusted
+            echo(f"gate 7: the watchdog (pid {dog.pid}) exited with status {dog.returncode}: this job was not "
+                 f"watched to its end; its log {log}")
         if after_minutes:
             echo(f"gate 7: the watchdog (pid {dog.pid}) goes on watching the box for {after_minutes:g} min after "
                  f"this job, then stops itself; its alarms go to the ledger (skillos ledger watch; its log {log})")

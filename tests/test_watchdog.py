@@ -262,6 +262,14 @@ def test_a_job_that_died_without_its_final_row_is_an_alarm(tmp_path):
     assert dog.tick() == []  # said once
 
 
+def _watch_rows(path) -> list:
+    """The watches recorded in the ledger at `path` (none while its file or table is not there)."""
+    if not path.exists():
+        return []
+    with Ledger(path) as ledger:
+        return ledger.watches()
+
+
 def test_a_launch_watch_outlives_its_job_and_a_kill_is_recorded(tmp_path, skillos_home):
     """The real watchdog process beside a job killed mid-run: after the launch's block exits the
     watchdog is still watching (`ledger watch` lists it live), records that the job died without
@@ -282,6 +290,9 @@ def test_a_launch_watch_outlives_its_job_and_a_kill_is_recorded(tmp_path, skillo
     with watching([tmp_path], path, stall_minutes=60, interval_s=0.1, echo=lines.append, pids=[job.pid],
                   after_minutes=0.25) as dog:  # 15 s: room for the CLI below to start on a loaded machine
         assert job.stdout.readline().strip() == "run"
+        deadline = time.monotonic() + 60  # its own process is starting: the kill comes once it watches
+        while not _watch_rows(path) and time.monotonic() < deadline and dog.poll() is None:
+            time.sleep(0.1)
         job.kill()
         job.wait()
     assert dog.poll() is None  # the launch is over; its watch is not
@@ -307,3 +318,17 @@ def test_a_launch_watches_after_its_job_only_where_gpus_can_sit_idle():
     assert gpus["after_minutes"] == 45 and "--after-minutes" in gpus["command"] and "2 GPU(s)" in gpus["after"]
     modal = launch_watch(with_sets(Config(), ["compute.gpu=H100:2", "compute.backend=modal"]), ["out"], "here")
     assert modal["after_minutes"] == 0 and "ends with the job" in modal["after"]
+
+
+def test_a_watchdog_that_fails_is_said_at_the_launchs_end(tmp_path):
+    """Gate 7 is a fact, not a hope: a watchdog process that could not watch (here its ledger is a
+    folder) is named at the end of the launch with its status and log, not passed over."""
+    from skillos.ledger.watchdog import watching
+
+    ledger = tmp_path / "ledger.db"
+    ledger.mkdir()
+    lines = []
+    with watching([tmp_path], ledger, stall_minutes=60, interval_s=0.1, echo=lines.append):
+        pass
+    (said,) = [line for line in lines if "exited with status" in line]
+    assert "was not watched to its end" in said and "watch.log" in said
