@@ -64,10 +64,10 @@ def test_the_oracle_and_its_look_alikes_trade_names_per_slate_so_no_name_is_the_
     shown = Counter(s.oracle for s in heat)
     assert len(shown) == 6 and all(70 <= n <= 130 for n in shown.values()), shown
     assert all(n.startswith("heat-then-") for s in heat for n in (s.oracle, *s.misleading))
-    # the descriptions move with the bodies, not the names: six listings whatever the names
+    # the oracle and the skills built from it list one description: a listing tells nothing of the body
     built = [s for s in repo.skills if s.extra.get("metadata", {}).get("derived_from") == "heat-then-place"]
     assert {s.skill(repo, n).description for s in heat for n in (s.oracle, *s.misleading)} == {
-        k.description for k in [repo.get("heat-then-place"), *built[:5]]}
+        repo.get("heat-then-place").description} and len(built) == 5
     # the name shown with the oracle's body is drawn per slate; the bodies do not move with the names
     assert {s.skill(repo, s.oracle).body for s in heat} == {repo.get("heat-then-place").body}
     train, held_out = heat[:300], heat[300:]
@@ -143,13 +143,20 @@ def _tasks(n, seed):
         for i, t in enumerate(TASK_TYPES * (n // len(TASK_TYPES)))]
 
 
+# The task types that transform an object with an appliance, and the appliance.
+TRANSFORMS = {"pick_heat_then_place_in_recep": "microwave", "pick_cool_then_place_in_recep": "fridge",
+              "pick_clean_then_place_in_recep": "sinkbasin"}
+
+
 def test_a_rule_over_the_listing_alone_does_not_find_the_oracle():
-    """The listing audit's four rules (BM25 and keyword overlap with the task sentence, keyword
-    overlap with the room's scene text, and the name rule learned on the other half's slates)
-    pick the oracle in no more than 1 slate in 5 beyond chance variation, on the shipped folder
-    and every task type on its own. Each rule can fail: misleading listings that hide the task's
-    words (as they once did) fail the lexical rules; one oracle name per task type (as it once
-    was) fails the name rule; an oracle alone in naming the room's appliance fails the scene rule."""
+    """The listing audit's six rules (BM25 and keyword overlap with the task sentence, keyword
+    overlap with the room's scene text, the name rule learned on the other half's slates, and the
+    repeat and center rules over the listing's structure) pick the oracle in no more than 1 slate
+    in 5 beyond chance variation, on the shipped folder and every task type on its own. Each rule
+    can fail: misleading listings that hide the task's words (as they once did) fail the lexical
+    rules; one oracle name per task type (as it once was) fails the name rule; an oracle alone in
+    naming the room's appliance fails the scene rule; listings one edit from the oracle's, with
+    its own line kept by some (as they once were), fail the repeat rule."""
     from skillos.evals.envs.slate.audit import BAR, MATCHERS, listing_audit, render
     from skillos.evals.envs.slate.slates import scenes_of
     from skillos.repo.skill import Skill
@@ -167,14 +174,14 @@ def test_a_rule_over_the_listing_alone_does_not_find_the_oracle():
     for task_type in {g.task_type for g in games}:
         one = listing_audit(repo, [s for s in slates if s.task_type == task_type], tasks, scenes)
         assert one["passes"] is True, (task_type, render(one))
-    # in every heat, cool and clean slate a misleading skill names the appliance its room's scene names,
-    # as the oracle does (the oracle was once the only one)
+    # in every heat, cool and clean slate the misleading skills name the appliance its room's scene names,
+    # as the oracle does (the oracle was once the only one): they list the oracle's line
     for slate in slates:
-        tool = {"pick_heat_then_place_in_recep": "microwave", "pick_cool_then_place_in_recep": "fridge",
-                "pick_clean_then_place_in_recep": "sinkbasin"}.get(slate.task_type)
+        tool = TRANSFORMS.get(slate.task_type)
         if tool and tool in scenes[slate.game_id]:
             assert tool in slate.skill(repo, slate.oracle).description
-            assert any(tool in slate.skill(repo, n).description for n in slate.misleading), slate.game_id
+            assert all(slate.skill(repo, n).description == slate.skill(repo, slate.oracle).description
+                       for n in slate.misleading), slate.game_id
     # control 1: the same bodies under names and descriptions that avoid the task's words
     hidden = SkillRepo(None, [Skill(f"routine-{i}", "Steps for getting an item ready and setting it down.", s.body,
                                     s.extra) if s.name in {sl.source(n) for sl in slates for n in sl.misleading} else s
@@ -200,6 +207,16 @@ def test_a_rule_over_the_listing_alone_does_not_find_the_oracle():
     kitchens = [sl for sl in slates if sl.task_type in ("pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep")]
     alone = listing_audit(bare, kitchens, tasks, scenes)
     assert alone["scene"]["oracle"]["value"] > 0.9 and "scene" in alone["why"], render(alone)
+    # control 4: each misleading listing one edit from the oracle's, the wrong-place ones keeping its line
+    # (as they once did): the oracle is their center, and its line the one listed twice
+    edited = SkillRepo(None, [Skill(s.name, s.description if s.extra["metadata"]["mutation"].startswith("wrong-place")
+                                    else f"{s.description} ({s.extra['metadata']['mutation']})", s.body, s.extra)
+                              if s.name in {sl.source(n) for sl in slates for n in sl.misleading} else s
+                              for s in repo.skills])
+    transforms = [sl for sl in slates if sl.task_type in TRANSFORMS]
+    centered = listing_audit(edited, transforms, tasks, scenes)
+    assert centered["repeat"]["oracle"]["value"] == 0.5 and "repeat" in centered["why"], render(centered)
+    assert centered["center"]["oracle"]["value"] > 0.2, render(centered)
 
 
 def test_the_listing_audit_shares_ties_and_is_unmeasured_without_task_sentences(tmp_path):

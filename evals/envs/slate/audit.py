@@ -13,9 +13,13 @@ overlap with the task sentence and what the room's scene text lists (its recepta
 microwave, fridge or sinkbasin a heat, cool or clean task uses is named there, so a listing that
 alone names the task's verb and the room's appliance gives the oracle away); and the name rule,
 which reads no text at all: it picks the listed name most often the oracle on the other half's
-slates (a name that is the oracle's by rote, in training
-and held-out alike, is found by it). A tie at the top shares the pick: k skills tied with the
-oracle give it 1/k. Every share has its denominator; a rule with nothing to read is unmeasured.
+slates (a name that is the oracle's by rote, in training and held-out alike, is found by it).
+Two rules read the listing's structure, not the task: the repeat rule picks the description
+listed most often on the slate, and the center rule the description with the most words in
+common with the others (Jaccard, averaged): where each misleading listing is one edit from the
+oracle's, or keeps its line while another does not, the oracle is their center and these find
+it. A tie at the top shares the pick: k skills tied with the oracle give it 1/k. Every share has
+its denominator; a rule with nothing to read is unmeasured.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from skillos.evals.stats import binomial_tail
 from skillos.repo.bm25 import BM25Index
 from skillos.repo.retrieval import tokenize
 
-MATCHERS = ("bm25", "keyword", "scene", "name")
+MATCHERS = ("bm25", "keyword", "scene", "name", "repeat", "center")
 # The share of slates whose oracle a listing matcher may pick and still count as not giving it away
 # (about chance among an oracle and four or five misleading skills that look as right).
 BAR = 0.2
@@ -66,6 +70,20 @@ def top_shares(matcher: str, slate, repo, query: str | list) -> dict[str, float]
     docs = [tokenize(f"{s.name} {s.description}") for s in slate.skills(repo)]
     words = tokenize(query) if isinstance(query, str) else [w.lower() for w in query]
     return _shares(slate, _scores(matcher, docs, words))
+
+
+def structure_shares(rule: str, slate, repo) -> dict[str, float]:
+    """The repeat or center rule's pick on one slate, from its descriptions alone."""
+    lines = [" ".join(tokenize(s.description)) for s in slate.skills(repo)]
+    if rule == "repeat":
+        return _shares(slate, [float(lines.count(line)) for line in lines])
+    words = [set(line.split()) - STOPWORDS for line in lines]
+
+    def similarity(a: set, b: set) -> float:
+        return len(a & b) / len(a | b) if a | b else 1.0
+
+    return _shares(slate, [sum(similarity(w, other) for j, other in enumerate(words) if j != i) / max(1, len(words) - 1)
+                           for i, w in enumerate(words)])
 
 
 def name_shares(slate, learned_on) -> dict[str, float]:
@@ -122,6 +140,8 @@ def listing_audit(repo, slates, tasks: dict[str, str], scenes: dict | None = Non
     out["scene"] = (_tally([top_shares("keyword", s, repo, [*tokenize(tasks[s.game_id]), *scenes[s.game_id]])
                             for s in seen], len(seen)) if seen
                     else {"value": None, "of": 0, "reason": "no scene texts of these games to read"})
+    for rule in ("repeat", "center"):
+        out[rule] = _tally([structure_shares(rule, s, repo) for s in audited], len(audited))
     named = _cross_fitted(audited)
     out["name"] = (_tally(named, len(named)) if named else
                    {"value": None, "of": 0, "reason": "no task type has a slate in both halves to learn names from"})

@@ -8,10 +8,10 @@
   by mutating the oracle's body — the wrong order (the delivery before the transformation), the
   wrong receptacle (where to look for the object or the lamp), the wrong tool (a stove to heat
   with, a sink to cool in), or the right tool to be avoided — under a name in the oracle's
-  pattern (`heat-then-set` beside `heat-then-place`) and the oracle's description with the edit
-  said in its words (`describe`), so each listing names the task's verb and tool as the oracle's
-  does; on each slate the oracle and these skills trade names (slates.py), and a matcher over
-  the listing, the scene text or the names cannot tell them from the oracle beyond chance
+  pattern (`heat-then-set` beside `heat-then-place`) and the oracle's own description, word for
+  word: on a slate the oracle and these skills are one line listed six times under names they
+  trade per slate (slates.py), so no rule over the listing — lexical, scene-text, name or the
+  listing's structure — can tell them apart beyond chance; only reading a body can
   (evals/envs/slate/audit.py measures it);
 * **irrelevant**: about something else (no `task_type`, no `relevant_to`).
 
@@ -61,8 +61,7 @@ class Mutable:
     """How a task type's oracle body is mutated: the words naming its tool (a regex), the
     plausible wrong tool, the step that must come first and the one after it (regexes), what
     the wrong-tool-avoided step says, who the wrong-place sentences are about, and the names the
-    misleading skills take (in the oracle's own pattern; their descriptions are the oracle's
-    with the same edits, `describe`)."""
+    misleading skills take (in the oracle's own pattern; their description is the oracle's)."""
 
     tool: str
     wrong_tool: str
@@ -71,9 +70,6 @@ class Mutable:
     avoid: str
     subjects: tuple
     names: tuple
-    # How the avoid-tool skill lists itself where "not" before the tool's phrase reads as using
-    # it ("examine an object not under a lamp" is read as examining under one): its own words.
-    avoid_listed: str = ""
 
 
 _DELIVER = r"\btarget\b|\bput\b"
@@ -105,8 +101,7 @@ MUTABLE = {
         r"\ba desklamp or floorlamp\b|\bdesklamp or floorlamp\b|\bthe lamp\b|\ba lamp\b|\bdesklamp\b|\bfloorlamp\b",
         "the television", r"\btake\b", r"\buse\b",
         "Do not use a lamp; examine the object where you found it.", ("X", "the lamp"),
-        tuple(f"examine-{w}-light" for w in ("by", "near", "beside", "against", "toward", "facing", "nearby")),
-        avoid_listed="Do not use a desklamp or floorlamp; examine an object."),
+        tuple(f"examine-{w}-light" for w in ("by", "near", "beside", "against", "toward", "facing", "nearby"))),
     "pick_two_obj_and_place": Mutable(
         r"(?!)", "", r"\btake\b", r"\bput\b", "", ("X",), _names("two-objects-{}")),
     "pick_and_place_simple": Mutable(
@@ -179,30 +174,6 @@ def _edit(steps: list[str], edit: str, spec: Mutable) -> list[str] | None:
     raise ValueError(f"unknown mutation {edit!r}")
 
 
-def describe(description: str, edits: tuple, spec: Mutable) -> str:
-    """The oracle's description with `edits` said in it, word for word where they change what it
-    says: the wrong tool in place of the right one, the delivery first, the tool to be avoided.
-    So a misleading skill's listing keeps the oracle's surface (its verb, its words, about its
-    length) and says what its body does: it is told apart only by a reader who knows which tool
-    and order the task needs. Edits that change where to look (wrong-place, never-there) leave
-    it the oracle's: the oracle's description never says where to look."""
-    text = description.strip().rstrip(".")
-    for edit in edits:
-        kind = edit.partition(":")[0]
-        if kind == "wrong-tool":
-            text = re.sub(spec.tool, lambda m: spec.wrong_tool if re.match(r"(?:a|an|the)\s", m.group(0), re.I)
-                          else spec.wrong_tool.removeprefix("the "), text, count=1, flags=re.I)
-        elif kind == "wrong-order":  # "A, then B" said as "B, then A"
-            first, sep, then = text.partition(", then ")
-            text = f"{then[0].upper()}{then[1:]}, then {first[0].lower()}{first[1:]}" if sep else text
-        elif kind == "avoid-tool" and spec.avoid_listed:
-            text = spec.avoid_listed.rstrip(".")
-        elif kind == "avoid-tool":  # "in the microwave" -> "not in the microwave"
-            text = re.sub(rf"\b(?:in|at|on|under|with)\s+(?:(?:the|a)\s+)?(?:{spec.tool})",
-                          lambda m: f"not {m.group(0)}", text, count=1, flags=re.I)
-    return text + "."
-
-
 def mutate(body: str, edits: tuple, spec: Mutable) -> str | None:
     """The oracle body with `edits` applied, or None when one does not apply."""
     steps = steps_of(body)
@@ -234,7 +205,7 @@ def misleading_skills(oracle, task_type: str, n: int) -> list:
         raise SkillosError(f"slate: skillgate.n_misleading {n} but only {usable} misleading variants of "
                            f"{oracle.name!r} ({task_type}) can be built; lower n_misleading or write its body "
                            "as numbered steps naming its tool")
-    return [Skill(name, describe(oracle.description, edits, spec), body,
+    return [Skill(name, oracle.description, body,
                   {"metadata": {"misleading_for": task_type, "derived_from": oracle.name, "mutation": "+".join(edits)}})
             for name, (edits, body) in zip(spec.names, bodies[:n])]
 

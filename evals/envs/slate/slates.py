@@ -7,10 +7,11 @@ A slate is built deterministically from a skill folder and the task: the oracle 
 whose `metadata.task_type` is the task's; relevant skills list the task type under
 `metadata.relevant_to`; misleading skills are built from the oracle by mutating its body
 (`with_misleading`: wrong order, wrong receptacle, wrong tool) under names in the oracle's
-pattern and the oracle's description with the edit said, and on each slate the oracle and those
-skills trade names (`Slate.aliases`), so no name is the oracle's by rote and the listing alone
-does not tell them from the oracle (each snapshot's manifest carries a listing audit: how often
-a rule over names, descriptions and the scene text picks the oracle, evals/envs/slate/audit.py);
+pattern and the oracle's own description, and on each slate the oracle and those skills trade
+names (`Slate.aliases`), so no name is the oracle's by rote and the listing alone does not tell
+them from the oracle (each snapshot's manifest carries a listing audit: how often a rule over
+names, descriptions, the scene text or the listing's structure picks the oracle,
+evals/envs/slate/audit.py);
 irrelevant ones carry neither. Each category is drawn, and the slate shown, in an
 order seeded by hashlib from (seed, game id). A run freezes its slates (`freeze`): the skill
 files (the built misleading ones included) are copied into a snapshot folder and a manifest
