@@ -138,6 +138,24 @@ def test_an_executor_that_does_not_choose_from_a_list_refuses_admissible_decodin
         make_executor(ExecutorConfig(backend="hf", model="no-such-model-folder", decoding="admissible"), env)
 
 
+def test_the_gates_refuse_admissible_decoding_where_the_executor_only_writes_its_answer():
+    """Gate 1 asks the environment that will play which decodings its model executor plays, before
+    any game is loaded: a reasoning eval and selector training (its executor plays slates) fail
+    `decoding-executor` with the fix; the household eval passes it."""
+    from skillos import gates
+
+    def row(sets):
+        cfg = cfgmod.from_dict({"reference": "skillos-paper/alfworld",
+                                "executor": {"backend": "hf", "model": "tiny-qwen2", "decoding": "admissible"}, **sets})
+        return {r.check: r for r in gates.check(cfg).results}["decoding-executor"]
+
+    assert row({}).status == "PASS"
+    reasoning = row({"env": {"name": "reasoning"}})
+    assert reasoning.status == "FAIL" and "LLMReasoner" in reasoning.detail and "generate" in reasoning.detail
+    selector = row({"skillgate": {"trainer": "selector", "selector_credit": "clean-oracle"}})
+    assert selector.status == "FAIL" and "slate environment's executor (SlateExecutor)" in selector.detail
+
+
 def test_the_shuffled_control_deals_every_curated_body_to_another_name():
     """The with/without config's control keeps each curated skill's name and description (what
     retrieval matches) and gives it another skill's body: every body moved, none lost or doubled,

@@ -24,14 +24,20 @@ def _uses_a_model(section: str, config) -> bool:
     return entry.chat is not None
 
 
+def decodings(model) -> tuple:
+    """The executor.decoding values a model executor class plays: its `decodings`, or generate
+    alone where it names none (it writes its answer and scores nothing)."""
+    return getattr(model, "decodings", ("generate",))
+
+
 def executor(config, heuristic, model):
     """`heuristic()` for the no-model backend; `model(config)` for a model backend: the
     environment's own model executor (evals/envs/<name>/), never another domain's by default.
-    A decoding the model executor does not do (its class's `decodings`) is a one-line error."""
+    A decoding the model executor does not do (`decodings`) is a one-line error."""
     if not _uses_a_model("executor", config):
         return heuristic()
     decoding = decoding_of(config)
-    if decoding not in getattr(model, "decodings", ("generate",)):
+    if decoding not in decodings(model):
         raise SkillosError(f"executor.decoding {decoding}: {model.__name__} only generates its answer (it chooses "
                            "no action from a list); set executor.decoding generate")
     return model(config)

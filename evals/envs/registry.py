@@ -66,6 +66,11 @@ class Environment(Protocol):
         tasks; one per game in flight. An observation with no admissible commands takes free
         text (a reasoning answer), so nothing is coerced."""
 
+    @property
+    def model_executor(self) -> type:
+        """The class its model backends play as the executor (the gates ask it which
+        executor.decoding values it plays, before a game is loaded: build.decodings)."""
+
     def make_executor(self, config) -> "Executor":
         """The executor of a config section (`executor`), for this domain: its heuristic knows
         the domain's text, a model backend gets its prompts (evals/backends/build.py)."""

@@ -363,6 +363,22 @@ def executor_reasoning(ctx: Context) -> list[Result]:
     ]
 
 
+def _decoding_refused(cfg, section) -> str | None:
+    """Why the model executor this config plays cannot decode as `section` says (its env's, and
+    the slate's where selector training plays slates), or None."""
+    from skillos.evals.backends.build import decodings
+    from skillos.evals.envs.registry import environment
+
+    domains = [environment(cfg)] + ([environment("slate")] if not trainer_of(cfg).curates else [])
+    for domain in domains:
+        plays = decodings(domain.model_executor)
+        if decoding_of(section) not in plays:
+            return (f"executor.decoding {decoding_of(section)}: the {domain.name} environment's executor "
+                    f"({domain.model_executor.__name__}) plays only {', '.join(plays)}; set executor.decoding "
+                    f"{plays[0]}")
+    return None
+
+
 @static
 def decoding(ctx: Context) -> list[Result]:
     """Every model backend this config uses samples with settings the config chose: left unset,
@@ -376,6 +392,10 @@ def decoding(ctx: Context) -> list[Result]:
         check = f"decoding-{name}"
         if not used:
             out.append(Result(check, (1,), "SKIP", detail=f"no model {name} in this run"))
+            continue
+        if name == "executor" and (refused := _decoding_refused(ctx.cfg, section)):
+            out.append(Result(check, (1,), "FAIL", f"{name}.decoding", decoding_of(section),
+                              "a decoding its executor plays", "a launch that stopped at its first game", refused))
             continue
         if decoding_of(section) == "admissible":
             out.append(Result(check, (1,), "PASS", f"{name}.decoding", "admissible", "chosen by the config",

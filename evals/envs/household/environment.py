@@ -54,11 +54,16 @@ class Household:
 
         return AlfworldEnv(fast=True)
 
-    def make_executor(self, config):
-        from skillos.evals.envs.household.heuristic import HeuristicExecutor
+    @property
+    def model_executor(self) -> type:
         from skillos.evals.envs.household.llm import LLMExecutor
 
-        return build.executor(config, HeuristicExecutor, LLMExecutor)
+        return LLMExecutor
+
+    def make_executor(self, config):
+        from skillos.evals.envs.household.heuristic import HeuristicExecutor
+
+        return build.executor(config, HeuristicExecutor, self.model_executor)
 
     def make_curator(self, config, horizon: int | None = None):
         from skillos.evals.envs.household.heuristic import HeuristicCurator

@@ -93,11 +93,16 @@ class Reasoning:
     def make_env(self, tasks=()):
         return ReasoningEnv(tasks)
 
-    def make_executor(self, config):
-        from skillos.evals.envs.reasoning.heuristic import HeuristicReasoner
+    @property
+    def model_executor(self) -> type:
         from skillos.evals.envs.reasoning.llm import LLMReasoner
 
-        return build.executor(config, HeuristicReasoner, LLMReasoner)
+        return LLMReasoner
+
+    def make_executor(self, config):
+        from skillos.evals.envs.reasoning.heuristic import HeuristicReasoner
+
+        return build.executor(config, HeuristicReasoner, self.model_executor)
 
     def make_curator(self, config, horizon: int | None = None):
         from skillos.evals.envs.reasoning.heuristic import ReasoningCurator

@@ -53,10 +53,12 @@ class SlateEnvironment(Household):
     selection_metrics = staticmethod(slates.selection_metrics)
     render_metrics = staticmethod(slates.render_metrics)
 
+    model_executor = executor.SlateExecutor
+
     def make_executor(self, config):
         from skillos.evals.envs.household.heuristic import HeuristicExecutor
 
-        return build.executor(config, HeuristicExecutor, executor.SlateExecutor)
+        return build.executor(config, HeuristicExecutor, self.model_executor)
 
     def describe(self, cfg, split: str) -> str:
         return f"{super().describe(cfg, split)} with skill slates"
