@@ -404,6 +404,6 @@ def watching(paths: list, ledger_path, stall_minutes: float, gpus: int = 0,
         if dog.poll() not in (None, 0) and not stopped_by_us:  # a watch that failed is said, not trusted
             echo(f"gate 7: the watchdog (pid {dog.pid}) exited with status {dog.returncode}: this job was not "
                  f"watched to its end; its log {log}")
-        if after_minutes:
+        elif after_minutes:
             echo(f"gate 7: the watchdog (pid {dog.pid}) goes on watching the box for {after_minutes:g} min after "
                  f"this job, then stops itself; its alarms go to the ledger (skillos ledger watch; its log {log})")

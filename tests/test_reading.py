@@ -72,6 +72,18 @@ def test_a_lamp_task_reads_turning_the_lamp_on():
     assert not guide("look at keychain under the desklamp", "Turn off the lamp when you leave.").said
 
 
+def test_what_a_body_says_to_use_for_a_lamp_task_stands_over_its_description():
+    """A look skill listed as the lamp's but whose body says to use something else, or to avoid the
+    lamp, says nothing of the lamp; a body that names only receptacles to search, or avoids one
+    light for another, leaves the lamp said (by the description, or by the body itself)."""
+    look, lamp = "look at mug under the desklamp", "Examine an object under a desklamp or floorlamp."
+    assert not guide(look, "1. Take X.\n2. Use the television while holding X.", description=lamp).said
+    assert not guide(look, "1. Take X.\n2. Do not use a lamp; examine X where you found it.", description=lamp).said
+    assert guide(look, "1. Inspect the shelves and the desk for the mug.\n2. Take it.", description=lamp).said
+    assert guide(look, "Don't use the ceiling light; use the desklamp.", description="Examine it.").said
+    assert guide(look, "Never use the floorlamp, it is broken; use the desklamp instead.", description="Examine it.").said
+
+
 @pytest.mark.parametrize("body, obj, first, last", [
     ("Apples are usually in the fridge or on the countertop, while knives are in drawers. "
      "Apples are never in cabinets.", "apple", "fridge", "cabinet"),

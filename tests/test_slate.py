@@ -171,6 +171,9 @@ def test_a_rule_over_the_listing_alone_does_not_find_the_oracle():
     for matcher in MATCHERS:
         assert audit[matcher]["oracle"]["value"] <= BAR, render(audit)
         assert sum(audit[matcher][c]["n"] for c in ("oracle", "relevant", "misleading", "irrelevant")) == pytest.approx(48, abs=0.01)
+    # the six look-alikes list one line: the structure rules share each slate's pick among them (ties
+    # exact, not broken by float sums), 1 in 6
+    assert audit["repeat"]["oracle"]["n"] == audit["center"]["oracle"]["n"] == 8, render(audit)
     for task_type in {g.task_type for g in games}:
         one = listing_audit(repo, [s for s in slates if s.task_type == task_type], tasks, scenes)
         assert one["passes"] is True, (task_type, render(one))

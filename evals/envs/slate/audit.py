@@ -82,8 +82,9 @@ def structure_shares(rule: str, slate, repo) -> dict[str, float]:
     def similarity(a: set, b: set) -> float:
         return len(a & b) / len(a | b) if a | b else 1.0
 
-    return _shares(slate, [sum(similarity(w, other) for j, other in enumerate(words) if j != i) / max(1, len(words) - 1)
-                           for i, w in enumerate(words)])
+    # rounded: identical lines summed in another order differ in their last bits, and a tie is shared
+    return _shares(slate, [round(math.fsum(similarity(w, other) for j, other in enumerate(words) if j != i)
+                                 / max(1, len(words) - 1), 9) for i, w in enumerate(words)])
 
 
 def name_shares(slate, learned_on) -> dict[str, float]:

@@ -70,6 +70,10 @@ class Mutable:
     avoid: str
     subjects: tuple
     names: tuple
+    # The transformation's verb: a wrong-order body says its order in words ("... put the object
+    # there before you heat the object"), as a reader who trusts a stated order over the listing's
+    # would follow it (the listing is the oracle's and states the right order).
+    verb: str = ""
 
 
 _DELIVER = r"\btarget\b|\bput\b"
@@ -90,13 +94,13 @@ USUAL_PLACES = ("countertop", "diningtable")  # "never look there": where many o
 MUTABLE = {
     "pick_heat_then_place_in_recep": Mutable(
         r"\bmicrowave\b", "stoveburner", r"\bmicrowave\b|\bheat", _DELIVER,
-        "Heat the object, but not in the microwave.", ("X",), _names("heat-then-{}")),
+        "Heat the object, but not in the microwave.", ("X",), _names("heat-then-{}"), "heat"),
     "pick_cool_then_place_in_recep": Mutable(
         r"\bfridge\b", "sinkbasin", r"\bfridge\b|\bcool", _DELIVER,
-        "Cool the object, but not in the fridge.", ("X",), _names("cool-then-{}")),
+        "Cool the object, but not in the fridge.", ("X",), _names("cool-then-{}"), "cool"),
     "pick_clean_then_place_in_recep": Mutable(
         r"\bsinkbasin\b|\bsink basin\b|\bsink\b", "bathtubbasin", r"\bsinkbasin\b|\bclean", _DELIVER,
-        "Clean the object, but not in the sinkbasin.", ("X",), _names("clean-then-{}")),
+        "Clean the object, but not in the sinkbasin.", ("X",), _names("clean-then-{}"), "clean"),
     "look_at_obj_in_light": Mutable(
         r"\ba desklamp or floorlamp\b|\bdesklamp or floorlamp\b|\bthe lamp\b|\ba lamp\b|\bdesklamp\b|\bfloorlamp\b",
         "the television", r"\btake\b", r"\buse\b",
@@ -157,6 +161,8 @@ def _edit(steps: list[str], edit: str, spec: Mutable) -> list[str] | None:
             return None
         out = list(steps)
         out[first], out[then] = out[then], out[first]
+        if spec.verb:
+            out[first] = f"{out[first].rstrip('.')} before you {spec.verb} the object."
         return out
     if kind == "avoid-tool":
         at = _index(steps, spec.tool)

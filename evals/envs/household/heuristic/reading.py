@@ -19,9 +19,7 @@ read with one small grammar over ALFWorld's own words, never through one writer'
   Wash it.").
 * **Order**: sentences, list items and numbered steps are read in order, headings anywhere;
   "then", "next", "after that" keep it; "before B, A", "B after A", "B only after A", "B once A"
-  put A first. A body's steps say what to do; the order a description states (what the skill
-  is) counts only where the body gives none, and a body's first word on the lamp stands over the
-  description's.
+  put A first. What a body says to use or avoid for a look task stands over its description's.
 * **Negation** ("don't", "never", "avoid", "did not work", "failed") turns a tool into one to
   avoid, a place into one where the object is not, and an order ("do not put it in Y before
   heating it") into its opposite.
@@ -190,15 +188,17 @@ class Reading:
     """What one skill says: its instructions in reading order (`acts`, negated ones marked;
     `steps`, the positive ones a reader would carry out in order), explicit order facts
     (first op, later op), and where objects are (object type or X -> receptacle type -> score in
-    [0, 1]; NOTHING_SAID for a place it does not mention). The order its description states is
-    kept apart (`summary_orders`): it says what the skill is, and its body's steps say what to do,
-    so a body that orders the steps otherwise is what a reader follows."""
+    [0, 1]; NOTHING_SAID for a place it does not mention)."""
 
     acts: list = field(default_factory=list)
     steps: list = field(default_factory=list)
     orders: list = field(default_factory=list)
-    summary_orders: list = field(default_factory=list)
     places: dict = field(default_factory=dict)
+    summary_acts: list = field(default_factory=list)  # the description's: the last of `acts`
+
+    def body_acts(self) -> list:
+        """The acts its body says (the description is read last: `summary_acts` end `acts`)."""
+        return self.acts[:len(self.acts) - len(self.summary_acts)]
 
 
 # -- tokens and sentences -------------------------------------------------------------------------
@@ -380,7 +380,7 @@ def _read(name: str, description: str, body: str) -> Reading:
     title = next((line.lstrip("# ").strip() for line in body.splitlines() if line.startswith("#")), "")
     subjects = _subjects(" ".join([name.replace("-", " "), description, title]))
     mentions: list[Mention] = []
-    said_of = [(s, "heading") for s, _ in sentences(description)]  # the description last: what it is, not steps
+    said_of = [(s, "description") for s, _ in sentences(description)]  # last: what it is, not steps
     for sentence, kind in sentences(body) + said_of:
         words = tokens(unquote_tasks(sentence))
         acts, starts = _acts(words)
@@ -392,18 +392,20 @@ def _read(name: str, description: str, body: str) -> Reading:
         then = _instead(when, then)
         negated = bool(_NEGATIONS & set(words)) or any(w.endswith("n't") for w in words)
         negated |= kind == "warning"  # "Common mistakes: putting it in Y first."
-        orders = reading.summary_orders if kind == "heading" else reading.orders
+        before = len(reading.acts)
         if negated and len(acts) >= 2 and _SEQUENCE & set(words):
-            orders.append((acts[-1].op, acts[0].op))  # "don't put X in Y before heating it"
+            reading.orders.append((acts[-1].op, acts[0].op))  # "don't put X in Y before heating it"
             reading.acts += acts  # its tools are still the right ones
         elif negated:
             reading.acts += [a if a.negated or a.without else a.negate() for a in acts]
         else:
             if _SEQUENCE & set(words):
-                orders += [(a.op, b.op) for i, a in enumerate(then) for b in then[i + 1:]]
+                reading.orders += [(a.op, b.op) for i, a in enumerate(then) for b in then[i + 1:]]
             reading.acts += acts
             if kind == "text":
                 reading.steps += then
+        if kind == "description":
+            reading.summary_acts += reading.acts[before:]
         _locate(mentions, words, acts, subjects)
     reading.steps = _with_tools(reading.steps)  # "Go to the sink. Wash it." across sentences
     _table(mentions, body, subjects)
@@ -571,12 +573,13 @@ def guidance(goal, task: str, skills) -> Guidance:
             if mine in (goal.obj, goal.target):
                 for kind, score in scores.items():
                     out.places.setdefault(mine, {}).setdefault(kind, score)
-        if out.need == "use":  # the body's word before the description's: the lamp, not avoided, not another tool
-            lamps = {TARGET, goal.target, "desklamp", "floorlamp"}
-            uses = [a for a in reading.acts if a.op in ("use", "examine") and set(a.nouns) - {OBJ, goal.obj}]
-            on_lamp = [a for a in uses if lamps & set(a.nouns)]
-            used = [a for a in uses if not a.negated]
-            out.said |= bool(on_lamp) and not on_lamp[0].negated and bool(lamps & set(used[0].nouns))
+        if out.need == "use":  # what the body says to use or avoid stands; the description's where it says none
+            def naming_a_tool(acts):  # a thing to use (a lamp, a television), not a receptacle to search
+                return [a for a in acts if a.op in ("use", "examine") and set(a.nouns) - {OBJ, goal.obj} - set(a.places)]
+
+            said = naming_a_tool(reading.body_acts()) or naming_a_tool(reading.summary_acts)
+            out.said |= any(not a.negated and {TARGET, goal.target, "desklamp", "floorlamp"} & set(a.nouns)
+                            for a in said)
         elif out.need in TRANSFORMS:
             ordered = _transform(out, reading, goal, ordered)
     return out
@@ -594,12 +597,9 @@ def _transform(out: Guidance, reading: Reading, goal, ordered: bool) -> bool:
     if not ordered:
         facts = [(a, b) for a, b in reading.orders if {a, b} == {out.need, "put"}]
         steps = [a.op for a in reading.steps if a.op in (out.need, "put")]
-        summary = [(a, b) for a, b in reading.summary_orders if {a, b} == {out.need, "put"}]
         if facts:
             out.transform_first, ordered = facts[0][0] == out.need, True
         elif out.need in steps and "put" in steps:
             out.transform_first, ordered = steps[0] == out.need, True
-        elif summary:  # the description's order, where the body says none
-            out.transform_first, ordered = summary[0][0] == out.need, True
     out.said = out.tool is not None or ordered  # a bare mention of the word tells nothing
     return ordered
