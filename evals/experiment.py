@@ -27,6 +27,7 @@ from skillos.registry import compute_of
 from skillos.evals import report as reporting
 from skillos.evals import conclusion, run_folder, trace
 from skillos.evals.arms import arm_settings, game_sets, learns, load_games
+from skillos.evals.records import row_mean
 from skillos.evals.backends import usage
 from skillos.evals.envs.registry import environment
 from skillos.evals.runner import curation_progress, run_arm
@@ -221,7 +222,7 @@ def _play_arm(cfg: Config, arm: str, held_out, train, out: Path, done: dict | No
                     phase="train", done=done.get("train"),
                     on_game=_tick(progress, arm, "train", len(train)), **common)
     return run_arm(arm, held_out, repo=repo, curator=curator, out=out / run_folder.ROW_FILES["eval"],
-                   phase="eval", done=done.get("eval"),
+                   phase="eval", done=done.get("eval"), trials=cfg.eval.trials,
                    on_game=_tick(progress, arm, "eval", len(held_out)), **common)
 
 
@@ -296,14 +297,14 @@ def _drain(events, progress, timeout: float) -> None:
 def _tick(progress, arm, phase, total):
     if progress is None:
         return None
-    count = {"done": 0, "won": 0, "measured": 0, "coerced": 0}
+    count = {"done": 0, "won": 0.0, "measured": 0, "coerced": 0}
 
     def on_game(row):
         count["done"] += 1
-        count["won"] += bool(row["success"])
+        count["won"] += 0.0 if row["unmeasured"] else row_mean(row)  # a game of trials: its mean
         count["measured"] += not row["unmeasured"]
         count["coerced"] += row["coerced_actions"]
-        live = (f"won {count['won']}/{count['measured']} measured, "
+        live = (f"won {count['won']:g}/{count['measured']} measured, "
                 f"{count['done'] - count['measured']} unmeasured, {count['coerced']} coerced")
         progress(arm, phase, count["done"], total, live)
 

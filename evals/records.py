@@ -132,8 +132,8 @@ class ArmSummary:
     measured: int
     unmeasured: int
     unmeasured_reasons: list
-    successes: int
-    success_rate: float | None  # None when nothing was measured, never 0
+    successes: int | None  # None where games hold several trials (eval.trials): `mean_score` instead
+    success_rate: float | None  # None when nothing was measured, never 0; with trials, the mean score
     actions: int
     coerced_actions: int
     coercion_rate: float | None
@@ -145,9 +145,18 @@ class ArmSummary:
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
     grading_timeouts: int = 0  # games graded wrong because grading passed its time bound
+    # with several trials a game: the mean over measured games of each game's mean, every trial
+    # played and the trials unmeasured (stats.score_summary); absent for one trial a game
+    mean_score: float | None = None
+    trials: int | None = None
+    trials_unmeasured: int | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if self.trials is None:  # one trial a game: the report reads as it always has
+            for key in ("mean_score", "trials", "trials_unmeasured"):
+                data.pop(key)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "ArmSummary":

@@ -8,21 +8,32 @@ from collections import defaultdict
 from pathlib import Path
 
 from skillos.evals import stats
-from skillos.evals.records import ArmSummary, EvalReport
+from skillos.evals.records import ArmSummary, EvalReport, row_outcome
+
+
+def scored(rows: list[dict]) -> bool:
+    """Whether rows hold several trials per game (eval.trials): then an arm reports its mean
+    score over games (each game's trials averaged), never a count of won games."""
+    return any(r.get("trials") is not None for r in rows)
 
 
 def arm_summary(rows: list[dict]) -> dict:
     measured = [r for r in rows if not r["unmeasured"]]
-    successes = sum(bool(r["success"]) for r in measured)
+    by_trials = scored(rows)
     actions = sum(r["steps"] for r in rows)
     coerced = sum(r["coerced_actions"] for r in rows)
     by_type = defaultdict(lambda: {"attempted": 0, "measured": 0, "successes": 0})
     for r in rows:
-        t = by_type[r["task_type"]]
-        t["attempted"] += 1
-        if not r["unmeasured"]:
-            t["measured"] += 1
-            t["successes"] += bool(r["success"])
+        by_type[r["task_type"]]["attempted"] += 1
+    for task_type, t in by_type.items():
+        typed = [r for r in measured if r["task_type"] == task_type]
+        t["measured"] = len(typed)
+        if by_trials:
+            t["successes"], t["mean_score"] = None, stats.mean_score([row_outcome(r) for r in typed])
+        else:
+            t["successes"] = sum(bool(r["success"]) for r in typed)
+    successes = None if by_trials else sum(bool(r["success"]) for r in measured)
+    trials = stats.score_summary([row_outcome(r) for r in rows]) if by_trials else {}
     reasons = sorted({r["unmeasured_reason"] for r in rows if r["unmeasured"]})
     return ArmSummary(
         attempted=len(rows),
@@ -30,13 +41,14 @@ def arm_summary(rows: list[dict]) -> dict:
         unmeasured=len(rows) - len(measured),
         unmeasured_reasons=reasons[:5],
         successes=successes,
-        success_rate=successes / len(measured) if measured else None,
+        success_rate=(trials["mean_score"] if by_trials else successes / len(measured) if measured else None),
         actions=actions,
         coerced_actions=coerced,
         coercion_rate=coerced / actions if actions else None,
         final_repo_size=rows[-1]["repo_size"] if rows else 0,
         by_task_type=dict(sorted(by_type.items())),
         grading_timeouts=sum(r.get("grading_timeouts", 0) for r in rows),
+        **trials,
         **curation_summary(rows),
     ).to_dict()
 
@@ -73,11 +85,15 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
     from skillos.evals.arms import arm_settings
 
     domain = environment(cfg)
-    outcomes = {arm: {r["game_id"]: r["success"] for r in arm_rows} for arm, arm_rows in rows.items()}
+    # several trials a game: the units are games, their trials averaged (stats.compare_units)
+    by_trials = any(scored(arm_rows) for arm_rows in rows.values())
+    outcomes = {arm: {r["game_id"]: row_outcome(r) if by_trials else r["success"] for r in arm_rows}
+                for arm, arm_rows in rows.items()}
+    compare = stats.compare_units if by_trials else stats.compare
     control = cfg.eval.control.arm
     comparisons = [
-        stats.compare(outcomes[control], outcomes[arm], names=(arm, control), alpha=cfg.eval.alpha,
-                      power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
+        compare(outcomes[control], outcomes[arm], names=(arm, control), alpha=cfg.eval.alpha,
+                power=cfg.eval.power, n_boot=cfg.eval.bootstrap)
         for arm in rows if arm != control
     ]
     decided = stats.verdicts({c.treatment: c for c in comparisons}, alpha=cfg.eval.alpha,
@@ -92,7 +108,7 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
         hypothesis=cfg.experiment.hypothesis,
         config_hash=cfg.hash(),
         output_dir=str(out),
-        env={"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games,
+        env={"name": cfg.env.name, "split": cfg.env.split, "n_games": cfg.env.n_games, "trials": cfg.eval.trials,
              "train_split": cfg.env.train_split, "n_train_games": n_train,
              "max_steps": arm_settings(cfg)["max_steps"], "seed": cfg.env.seed, "data": cfg.env.data,
              "held_out_from": domain.describe(cfg, cfg.env.split),

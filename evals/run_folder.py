@@ -123,8 +123,14 @@ def held_out_rows(out: Path) -> list[dict]:
 
 
 def outcomes_by_arm(rows: list[dict]) -> dict:
-    """arm -> {game id: success}, None where the game was unmeasured (never a loss)."""
+    """arm -> {game id: success}, None where the game was unmeasured (never a loss). Rows holding
+    several trials a game (eval.trials) are refused in one line: these exports write one
+    pass/fail a game, and a game's trials are not one."""
     games: dict = {}
+    if any(r.get("trials") is not None for r in rows):
+        raise SkillosError("this run played several trials of each game (eval.trials): its games are scored by "
+                           "their mean over trials, which this export's one pass/fail a game cannot hold; "
+                           "read report.json or games.jsonl instead")
     for r in rows:
         games.setdefault(r["arm"], {})[r["game_id"]] = None if r.get("unmeasured") else r.get("success")
     return games
@@ -170,11 +176,12 @@ def same_config(out: Path, cfg) -> bool:
 
 def read_rows(out: Path, phase: str) -> list[dict]:
     """The rows of one phase ("eval" or "train") a run in `out` wrote. JSONL rows (old rows read
-    too); a last line cut off by a kill is dropped (its game is played again), any other damaged
-    line is a one-line error (records.read_game_rows)."""
+    too, and rows holding a game's trials: eval.trials); a last line cut off by a kill is dropped
+    (its game is played again), any other damaged line is a one-line error
+    (records.read_game_rows)."""
     from skillos.evals.records import read_game_rows
 
-    return read_game_rows(Path(out) / ROW_FILES[phase])
+    return read_game_rows(Path(out) / ROW_FILES[phase], trials=True)
 
 
 def finished_report(out: Path) -> dict | None:

@@ -8,6 +8,7 @@ failure: an outage must not look like an effect.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import queue
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from skillos.errors import SkillosError
+from skillos.evals.backends.chat import SAMPLING_SEED
 from skillos.evals.trace import TraceWriter, repo_changes
 from skillos.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
@@ -95,6 +97,28 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
                    **(curation or {})).to_dict()
 
 
+def trials_row(arm: str, plays: list[Trajectory], repo_size: int, phase: str = "eval",
+               curation: dict | None = None) -> dict:
+    """The row of one game played several times (eval.trials): each play's score in `trials` (1
+    won, 0 lost, None unmeasured), steps, coerced actions and grading timeouts summed over them,
+    the skills the first play retrieved; unmeasured only when no play was measured."""
+    from skillos.evals.records import GameRow
+
+    first = plays[0]
+    reasons = [t.unmeasured_reason for t in plays if t.won is None and t.unmeasured_reason]
+    return GameRow(arm=arm, phase=phase, game_id=first.game_id, task_type=first.task_type, task=first.task,
+                   success=None, trials=[None if t.won is None else float(t.won) for t in plays],
+                   steps=sum(len(t.steps) for t in plays), coerced_actions=sum(t.coerced for t in plays),
+                   skills_retrieved=first.retrieved, repo_size=repo_size,
+                   unmeasured_reason=redact_text(reasons[0]) if reasons and all(t.won is None for t in plays) else None,
+                   grading_timeouts=sum(t.grading_timeouts for t in plays), **(curation or {})).to_dict()
+
+
+def trial_seed(game_id: str, trial: int) -> int:
+    """The sampling seed of one trial of a game: distinct per trial, the same on every machine."""
+    return int.from_bytes(hashlib.sha256(f"{game_id}|trial {trial}".encode()).digest()[:4], "big") >> 1
+
+
 PROGRESS = ".progress.json"  # in a curated repo's folder: how many games it has curated
 CURATED = ".curated"  # in a curated repo's folder: the content hash of every game it curated on, a line each
 
@@ -124,7 +148,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
             on_game: Callable[[dict], None] | None = None,
             max_error_rate: float | None = None, done: dict | None = None,
             make_env: Callable[[], object] | None = None, concurrency: int,
-            wave_size: int) -> list[dict]:
+            wave_size: int, trials: int = 1) -> list[dict]:
     """Play `games`; return their rows in game order.
 
     Without a curator, up to `concurrency` games play at once (a sliding window; each game gets
@@ -136,27 +160,48 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
     are recorded and more than that share of them are unmeasured: an outage stops the arm instead
     of becoming its result. `done` (game id -> row) are games a resumed run already finished:
     they are not played again. A curated repo on disk carries a progress marker, so a resume
-    can tell a repo that finished curating game k from one killed in the middle of it."""
+    can tell a repo that finished curating game k from one killed in the middle of it.
+
+    `trials` above 1 plays each game that many times on the repo as it stands before the game,
+    each play with its own sampling seed (trial_seed, read by the backends through
+    SAMPLING_SEED), into one row holding every play's score (trials_row); a curator curates once,
+    after the first play."""
     retriever = Retriever(repo, retrieval_mode) if repo is not None else None
     done, results, recorded = done or {}, {}, []
     envs = _EnvPool(env, make_env)
     fh = open(out, "a", encoding="utf-8") if out else None
     traces = TraceWriter.beside(out) if out else None
 
-    def play_one(game) -> Trajectory:
+    def play_once(game) -> Trajectory:
         with envs.lease() as game_env:
             return play(game_env, executor, retriever, game, max_steps, top_k)
 
-    def record(index: int, traj: Trajectory | None, finished: dict | None = None) -> None:
+    def play_one(game) -> Trajectory | list[Trajectory]:
+        if trials == 1:
+            return play_once(game)
+        plays = []
+        for trial in range(trials):
+            token = SAMPLING_SEED.set(trial_seed(game.id, trial))  # in this thread: the play's own calls
+            try:
+                plays.append(play_once(game))
+            finally:
+                SAMPLING_SEED.reset(token)
+        return plays
+
+    def record(index: int, played: Trajectory | list | None, finished: dict | None = None) -> None:
         if finished is None:
+            plays = played if isinstance(played, list) else [played]
             curation = None
             if curator is not None and repo is not None:
-                curation = _curate(curator, traj, repo, getattr(games[index], "content_hash", None))
-            finished = row(arm, traj, len(repo) if repo is not None else 0, phase, curation)
+                curation = _curate(curator, plays[0], repo, getattr(games[index], "content_hash", None))
+            size = len(repo) if repo is not None else 0
+            finished = (trials_row(arm, plays, size, phase, curation) if isinstance(played, list)
+                        else row(arm, played, size, phase, curation))
             if fh:
                 fh.write(redact_text(json.dumps(finished)) + "\n")
                 fh.flush()
-                traces.write(arm, phase, traj)
+                for trial, traj in enumerate(plays):
+                    traces.write(arm, phase, traj, trial if isinstance(played, list) else None)
         results[index] = finished
         recorded.append(finished)
         if on_game:

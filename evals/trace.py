@@ -92,7 +92,7 @@ def prune(path: Path, keep: set) -> None:
     for _, line, trace in safety.jsonl_records(path, "trajectory file"):
         game = (trace.get("arm"), trace.get("phase"), trace.get("game_id"))
         if game in keep:
-            kept[game] = line
+            kept[(*game, trace.get("trial"))] = line  # each trial of a game (eval.trials) its own
     write_atomic(path, "".join(line + "\n" for line in kept.values()))
 
 
@@ -105,6 +105,8 @@ class TraceWriter:
         """The writer of the run folder that holds the rows file `rows` (its TRACES file)."""
         return cls(Path(rows).with_name(TRACES))
 
-    def write(self, arm: str, phase: str, traj: Trajectory) -> None:
-        data = (redact_text(json.dumps(trace_row(arm, phase, traj))) + "\n").encode("utf-8")  # no key in any file
+    def write(self, arm: str, phase: str, traj: Trajectory, trial: int | None = None) -> None:
+        """One game's trace; `trial`: which play of it (eval.trials above 1), else None."""
+        row = trace_row(arm, phase, traj) | ({"trial": trial} if trial is not None else {})
+        data = (redact_text(json.dumps(row)) + "\n").encode("utf-8")  # no key in any file
         append_bytes(self.path, data)

@@ -179,8 +179,14 @@ def eval_tables(result: dict, console) -> None:
     for col in ("arm", "success", "measured/attempted", "unmeasured", "coerced", "curator failed",
                 "ops refused", "skills"):
         arms.add_column(col)
+    trials = env.get("trials", 1)
+    if trials > 1:
+        console.print(f"{trials} trials of each game per arm, each with its own sampling seed: an arm's success is its "
+                      "mean score over games (each game's trials averaged); the paired tests are over games")
     for arm, s in result["arms"].items():
-        arms.add_row(arm, f"{s['successes']}/{s['measured']} ({_pct(s['success_rate'])})",
+        arms.add_row(arm, (f"{s['successes']}/{s['measured']} ({_pct(s['success_rate'])})" if s["successes"] is not None
+                           else f"mean {_pct(s['success_rate'])} over {s['measured']} games ({s['trials']} trials, "
+                                f"{s['trials_unmeasured']} unmeasured)"),
                      f"{s['measured']}/{s['attempted']}", str(s["unmeasured"]),
                      f"{s['coerced_actions']}/{s['actions']}",
                      f"{s.get('curator_failed_calls', 0)}/{s.get('curator_calls', 0)} calls",
@@ -202,7 +208,8 @@ def eval_tables(result: dict, console) -> None:
         cells = []
         for s in result["arms"].values():
             c = s["by_task_type"].get(t, {"successes": 0, "measured": 0})
-            cells.append(f"{c['successes']}/{c['measured']}")
+            cells.append(f"{c['successes']}/{c['measured']}" if c.get("successes") is not None
+                         else f"mean {_pct(c.get('mean_score'))} of {c['measured']}")
         by_type.add_row(t, *cells)
     console.print(by_type)
     for c in result["comparisons"]:
@@ -218,16 +225,23 @@ def eval_tables(result: dict, console) -> None:
         comp.add_row("difference", f"{100 * c['difference']:+.1f} pts")
         comp.add_row("95% CI (paired bootstrap)",
                      f"[{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}] pts")
-        comp.add_row("discordant b / c", f"{c['b']} / {c['c']}")
-        comp.add_row("McNemar p (exact)", f"{c['p_value']:.2g}")
+        if c.get("test") == "wilcoxon":  # several trials a game: per-game mean differences
+            comp.add_row("games up / down / tied", f"{c['b']} / {c['c']} / {c['ties']} "
+                                                   f"({c['uninformative']} uninformative: every trial alike in both arms)")
+            comp.add_row("Wilcoxon signed-rank p", f"{c['p_value']:.2g} (exact sign test p {c['sign_p']:.2g})")
+        else:
+            comp.add_row("discordant b / c", f"{c['b']} / {c['c']}")
+            comp.add_row("McNemar p (exact)", f"{c['p_value']:.2g}")
         v = c["verdict"]
         comp.add_row("Holm-adjusted p", f"{c['p_adjusted']:.2g} (family {v['family']}, size {v['family_size']})")
         mde = f"{100 * c['mde']:.1f} pts" if c["mde"] is not None else f"n/a ({c['note']})"
-        comp.add_row(f"MDE at {c['power']:.0%} power, observed (this run's discordant share)", mde)
+        comp.add_row(f"MDE at {c['power']:.0%} power, observed (this run's "
+                     + ("spread of per-game differences)" if c.get("test") == "wilcoxon" else "discordant share)"), mde)
         comp.add_row("verdict", v["line"])
         console.print(comp)
-    console.print("b: games only the arm won; c: games only the control won. "
-                  f"Per-game rows: {result['output_dir']}/games.jsonl")
+    console.print(("up: games whose mean score the arm raised; down: games it lowered. " if trials > 1 else
+                   "b: games only the arm won; c: games only the control won. ")
+                  + f"Per-game rows: {result['output_dir']}/games.jsonl")
 
 
 def api_cost_lines(cost: dict | None) -> list[str]:

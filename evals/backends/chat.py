@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -69,6 +70,12 @@ def make_chat(config) -> ChatBackend:
     from skillos.evals.backends.usage import Metered
 
     return Metered(load(BACKENDS[config.backend].chat)(config), config.backend)  # its module imported only now
+
+
+# The seed of the sampling in this context: a trial of a held-out game sets it (evals/runner.py),
+# and a backend that samples seeds its draws with it (hf: torch's generator before each
+# generation; openai-compatible: the request's `seed`). None: the backend's own randomness.
+SAMPLING_SEED: ContextVar = ContextVar("skillos_sampling_seed", default=None)
 
 
 def sent(config) -> dict:

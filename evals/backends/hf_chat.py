@@ -20,7 +20,7 @@ from pathlib import Path
 
 from skillos.config.backend import decoding_of
 from skillos.errors import SkillosError
-from skillos.evals.backends.chat import BackendError, ChatResult, parse_generated
+from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, parse_generated
 from skillos.evals.backends.tool_format import renders_tools, with_tools
 
 DEFAULT_MAX_TOKENS = 512
@@ -77,6 +77,8 @@ class HFChat:
         kwargs = generation_kwargs(c, self.tokenizer.pad_token_id)
         start = time.monotonic()
         with self._lock, self._torch.no_grad():
+            if kwargs["do_sample"] and SAMPLING_SEED.get() is not None:  # a trial's own draws (eval.trials)
+                self._torch.manual_seed(SAMPLING_SEED.get())
             try:
                 out = self.net.generate(**inputs, **kwargs)
             except (RuntimeError, ValueError) as exc:  # out of memory, context overflow, bad sampling values

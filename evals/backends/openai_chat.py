@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from skillos.evals.backends.chat import BackendError, ChatResult, api_key
+from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, api_key
 
 
 class OpenAIChat:
@@ -56,6 +56,8 @@ def request_body(config, messages: list[dict], tools: list[dict] | None = None) 
     if c.reasoning_effort == "on":  # Qwen3-style thinking on a `vllm serve` base_url: its chat template's switch
         del body["reasoning_effort"]
         body["chat_template_kwargs"] = {"enable_thinking": True}
+    if SAMPLING_SEED.get() is not None and c.temperature != 0:  # a trial's own draws (eval.trials)
+        body["seed"] = SAMPLING_SEED.get()
     if tools:  # the API takes name, description and parameters only
         body["tools"] = [{"type": "function", "function": {k: v for k, v in t["function"].items()
                                                            if k != "return"}} for t in tools]

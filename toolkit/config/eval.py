@@ -52,6 +52,9 @@ class EvalConfig:
         "help": "games in flight per arm (model backends: 16-64; heuristic: 1)"})
     wave_size: int = field(default=1, metadata={"bounds": (1, 10_000), 
         "help": "learning arms: games played on one repo snapshot before curating"})
+    trials: int = field(default=1, metadata={"bounds": (1, 100),
+        "help": "plays of each held-out game per arm, each with its own sampling seed; a game's trials are averaged "
+                "into one unit (the paired tests are over games, never over plays)"})
 
     def rules(self, where: str) -> None:
         if not self.arms:

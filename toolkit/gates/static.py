@@ -480,7 +480,12 @@ def mde(ctx: Context) -> Result:
     planned = stats.mde(n, d, ctx.cfg.eval.alpha, ctx.cfg.eval.power)
     incident = "an improvement claimed below what the sample could detect"
     values = {"mde": planned, "n": n, "discordance": d, "discordance_assumed": not e.expected_discordance,
-              "alpha": ctx.cfg.eval.alpha, "power": ctx.cfg.eval.power, "expected_effect": e.expected_effect}
+              "alpha": ctx.cfg.eval.alpha, "power": ctx.cfg.eval.power, "expected_effect": e.expected_effect,
+              "trials": ctx.cfg.eval.trials}
+    if ctx.cfg.eval.trials > 1:  # the units are games: trials average within one, they never add units
+        basis += (f"; eval.trials {ctx.cfg.eval.trials}: the paired tests are over the {n} games, not "
+                  f"{n * ctx.cfg.eval.trials} plays, and the plan is one trial a game's, an upper bound "
+                  "(a game's mean over trials varies no more than one play)")
     if e.expected_effect is None:
         return Result(check, gates, "WARN", "experiment.expected_effect", None, "<= MDE", incident,
                       f"the hypothesis claims no effect size; at n={n} the planned MDE (before the run) at "
@@ -493,6 +498,24 @@ def mde(ctx: Context) -> Result:
         return Result(check, gates, "PASS", "env.n_games", n, f">= {needed}", incident, detail, values=values)
     return Result(check, gates, "WARN", "env.n_games", n, f">= {needed}", incident,
                   f"{detail}; {needed} paired games are needed", values=values)
+
+
+@static
+def trials_sample(ctx: Context) -> Result:
+    """eval.trials above 1 repeats each game with its own sampling seed: an executor that samples
+    nothing (no model, greedy, admissible decoding) plays every trial alike, so the repeats cost
+    time and add no information (each game's trials all agree)."""
+    check, gates, k, e = "trials-sample", (5,), ctx.cfg.eval.trials, ctx.cfg.executor
+    if k == 1:
+        return Result(check, gates, "SKIP", detail="eval.trials 1: one play a game")
+    alike = ("the no-model executor is deterministic" if e.backend == NO_MODEL else
+             "executor.decoding admissible samples nothing" if decoding_of(e) == "admissible" else
+             "executor.temperature 0 is greedy" if e.temperature == 0 else None)
+    if alike:
+        return Result(check, gates, "WARN", "eval.trials", k, "1 for an executor that samples nothing",
+                      "repeats that cost time and add nothing", f"{alike}: its {k} trials of a game play alike")
+    return Result(check, gates, "PASS", "eval.trials", k, "an executor that samples",
+                  detail=f"{k} trials a game, each with its own sampling seed ({e.backend} samples)")
 
 
 @static

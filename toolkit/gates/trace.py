@@ -713,6 +713,12 @@ def _error_rate(t: Tracer, key, value):
                 arm_settings(t.cfg)["max_error_rate"])
 
 
+@resolver(r"^eval\.trials$")
+def _trials(t: Tracer, key, value):
+    return _row(key, value, "runner.run_arm(trials=) on the held-out games (evals/experiment._play_arm); each "
+                "trial's sampling seed through backends.chat.SAMPLING_SEED", t.cfg.eval.trials, "read as configured")
+
+
 @resolver(r"^eval\.control\.(?P<name>arm|max_age_days)$")
 def _control(t: Tracer, key, value, name):
     where = ("the eval's comparisons (every arm against it) and compare's control"

@@ -377,7 +377,8 @@ class Source:
                 data["row"] = row
         if (folder / TRACES).exists():
             for trace in read_jsonl(folder / TRACES, problems, folder):
-                if (trace.get("arm"), trace.get("phase"), trace.get("game_id")) == (arm, phase, game_id):
+                if ((trace.get("arm"), trace.get("phase"), trace.get("game_id")) == (arm, phase, game_id)
+                        and trace.get("trial") in (None, 0)):  # of a game's trials, the first: the one curated on
                     data["trace"] = trace  # the last one: a resumed game was played again
         if data["trace"] is None:
             problems.append(f"no trajectory for {arm} {phase} {game_id} in {TRACES} (a run made before "
@@ -400,7 +401,7 @@ class Source:
         if (folder / TRACES).exists():
             last = {}
             for trace in read_jsonl(folder / TRACES, problems, folder):
-                if trace.get("arm") == arm:
+                if trace.get("arm") == arm and trace.get("trial") in (None, 0):  # the trial curated on
                     last[(trace.get("phase"), trace.get("game_id"))] = trace
             order = {"train": 0, "eval": 1}
             for (phase, game_id), trace in sorted(last.items(), key=lambda kv: (order.get(kv[0][0], 2), kv[0][1])):

@@ -67,6 +67,9 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     from skillos.evals.trace import damage
 
     for number, row in enumerate(rows, 1):
+        if row.get("trials") is not None:
+            raise SkillosError(f"{rows_path} row {number}: this run played several trials of each game (eval.trials); "
+                               "an inspect log of one score a game cannot hold them: read report.json instead")
         check_schema(row, f"{rows_path} row {number}")
         if row.get("success") not in (True, False, None) or not isinstance(row.get("game_id"), str):
             raise SkillosError(f"{rows_path} row {number}: damaged row (success {row.get('success')!r}, game_id "

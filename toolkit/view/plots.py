@@ -51,7 +51,11 @@ def arm_point(name, summary) -> dict:
     point = {"label": text(name), "successes": k, "n": n, "attempted": attempted,
              "unmeasured_games": count(s.get("unmeasured")), "rate": None, "lo": None, "hi": None,
              "unmeasured": None}
-    if n is None or k is None or k > n:
+    if s.get("successes") is None and count(s.get("trials")) is not None:  # several trials a game: a mean
+        point["rate"], point["trials"] = number(s.get("mean_score")), count(s.get("trials"))
+        if point["rate"] is None or n is None:
+            point["rate"], point["unmeasured"] = None, "no game measured"
+    elif n is None or k is None or k > n:
         point["unmeasured"] = "its counts are not counts (successes of measured)"
     elif n == 0:
         reasons = "; ".join(text(r) for r in s.get("unmeasured_reasons") or [] if r) if isinstance(

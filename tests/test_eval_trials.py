@@ -1,0 +1,150 @@
+"""eval.trials: each held-out game played several times per arm, each play with its own sampling
+seed, kept as one unit (a game) whose trials the paired tests average (issue 62, item 3)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from conftest import ROOT, run_cli
+from skillos.evals.backends.chat import SAMPLING_SEED
+from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
+from skillos.evals.runner import run_arm, trial_seed
+
+
+class SeededExecutor:
+    """Wins a game when the play's sampling seed is even: what a sampling executor's luck is,
+    with the seed it was given visible in `seeds`."""
+
+    name = "seeded"
+
+    def __init__(self):
+        self.seeds = []
+
+    def new_episode(self, task, skills):
+        seed = SAMPLING_SEED.get()
+        self.seeds.append(seed)
+        win = seed is not None and random.Random(seed).random() < 0.5
+
+        class Episode:
+            def act(self, observation, admissible):
+                return "take mug" if win else "look"
+
+        return Episode()
+
+
+class CountingCurator:
+    def __init__(self):
+        self.games = 0
+
+    def curate(self, traj, repo):
+        self.games += 1
+        return []
+
+
+def _arm(tmp_path, trials, games=4, curator=None):
+    from skillos.repo import SkillRepo
+
+    executor = SeededExecutor()
+    rows = run_arm("a", [ScriptedGame(f"g{i}") for i in range(games)], env=ScriptedEnv(), make_env=ScriptedEnv,
+                   executor=executor, repo=SkillRepo(None), curator=curator, retrieval_mode="bm25", max_steps=2,
+                   top_k=0, out=tmp_path / "games.jsonl", concurrency=1, wave_size=1, trials=trials)
+    return rows, executor
+
+
+def test_each_game_is_played_trials_times_with_its_own_seeds_into_one_row(tmp_path):
+    curator = CountingCurator()
+    rows, executor = _arm(tmp_path, trials=3, curator=curator)
+    assert [r["game_id"] for r in rows] == ["g0", "g1", "g2", "g3"]  # one unit a game, never one a play
+    assert executor.seeds == [trial_seed(f"g{i}", k) for i in range(4) for k in range(3)]
+    assert len(set(executor.seeds)) == 12 and SAMPLING_SEED.get() is None  # distinct, and reset after
+    for r in rows:
+        want = [float(random.Random(trial_seed(r["game_id"], k)).random() < 0.5) for k in range(3)]
+        assert r["trials"] == want and r["success"] is None and r["unmeasured"] is False
+        assert r["schema_version"] == 2
+    assert any(0 < sum(r["trials"]) < 3 for r in rows)  # the trials of one game can disagree
+    assert curator.games == 4  # curated once a game, after its first play
+    traces = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert [(t["game_id"], t["trial"]) for t in traces] == [(f"g{i}", k) for i in range(4) for k in range(3)]
+    # a resume keeps every trial of a finished game
+    from skillos.evals.trace import prune
+
+    prune(tmp_path / "trajectories.jsonl", {("a", "eval", "g0")})
+    kept = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert [(t["game_id"], t["trial"]) for t in kept] == [("g0", 0), ("g0", 1), ("g0", 2)]
+
+
+def test_one_trial_a_game_is_the_binary_row_it_always_was(tmp_path):
+    rows, executor = _arm(tmp_path, trials=1)
+    assert executor.seeds == [None] * 4  # no seed is imposed on a single play
+    assert all(r["trials"] is None and r["success"] is not None and r["schema_version"] == 1 for r in rows)
+
+
+def test_an_unmeasured_trial_stays_unmeasured_and_the_game_counts_as_measured_by_the_others(tmp_path):
+    from skillos.evals.runner import trials_row
+    from skillos.evals.trajectory import Trajectory
+
+    won = Trajectory(game_id="g", task="t", task_type="x", won=True)
+    lost = Trajectory(game_id="g", task="t", task_type="x", won=None, unmeasured_reason="APIError: 503")
+    row = trials_row("a", [won, lost], 0)
+    assert row["trials"] == [1.0, None] and row["unmeasured"] is False and row["unmeasured_reason"] is None
+    none = trials_row("a", [lost, lost], 0)
+    assert none["unmeasured"] is True and none["unmeasured_reason"] == "APIError: 503"
+
+
+def test_an_eval_with_trials_reports_mean_scores_over_games_and_tests_games(tmp_path, game_cache, skillos_home):
+    """The whole eval through the CLI: rows hold each game's trials, the report the arms' mean
+    scores with their trials counted and the paired test over games (Wilcoxon, the units whose
+    trials all agree named uninformative); the gates say the trials of a deterministic executor
+    play alike, and a one-score-a-game export refuses in one line."""
+    out = tmp_path / "run"
+    result = run_cli("eval", ROOT / "evals" / "configs" / "quickstart.yaml", "--out", out, "--json",
+                     "--set", "env.n_games=4", "--set", "env.n_train_games=4", "--set", "eval.trials=2",
+                     "--override", "mde=a 4-game check of the trials' plumbing")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["env"]["trials"] == 2
+    for arm in ("no_memory", "closed_loop"):
+        a = report["arms"][arm]
+        assert a["successes"] is None and a["trials"] == 8 and a["trials_unmeasured"] == 0 and a["measured"] == 4
+        assert a["success_rate"] == a["mean_score"]
+    (comp,) = report["comparisons"]
+    assert comp["test"] == "wilcoxon" and comp["n_paired"] == 4 and comp["n_trials"] == {"control": 8, "treatment": 8}
+    assert comp["uninformative"] == comp["ties"]  # the heuristic plays each trial of a game alike
+    rows = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert len(rows) == 8 and all(len(r["trials"]) == 2 and len(set(r["trials"])) == 1 for r in rows)
+    assert "trials-sample" in result.stderr and "play alike" in result.stderr
+    resumed = run_cli("eval", ROOT / "evals" / "configs" / "quickstart.yaml", "--out", out, "--resume",
+                      "--set", "env.n_games=4", "--set", "env.n_train_games=4", "--set", "eval.trials=2")
+    assert resumed.returncode == 0 and "already finished" in resumed.stderr + resumed.stdout
+    exported = run_cli("export", "eval-results", out, tmp_path / "x")
+    assert exported.returncode != 0 and "several trials" in exported.stderr and "Traceback" not in exported.stderr
+
+
+def test_gate_5_plans_over_games_never_over_plays():
+    from skillos import config as cfgmod
+    from skillos import gates
+
+    cfg = cfgmod.load(ROOT / "evals" / "configs" / "quickstart.yaml")
+    one = {r.check: r for r in gates.check(cfg).results}["mde"]
+    cfg.eval.trials = 4
+    four = {r.check: r for r in gates.check(cfg).results}["mde"]
+    assert four.values["mde"] == pytest.approx(one.values["mde"]) and four.values["trials"] == 4
+    assert "over the 60 games, not 240 plays" in four.detail
+
+
+def test_a_sampling_request_carries_the_trials_seed():
+    from skillos.config import ExecutorConfig
+    from skillos.evals.backends.openai_chat import request_body
+
+    c = ExecutorConfig(backend="openai", model="gpt-4o-mini", temperature=0.7)
+    assert "seed" not in request_body(c, [{"role": "user", "content": "hi"}])
+    token = SAMPLING_SEED.set(1234)
+    try:
+        assert request_body(c, [{"role": "user", "content": "hi"}])["seed"] == 1234
+        greedy = ExecutorConfig(backend="openai", model="gpt-4o-mini", temperature=0)
+        assert "seed" not in request_body(greedy, [{"role": "user", "content": "hi"}])
+    finally:
+        SAMPLING_SEED.reset(token)
