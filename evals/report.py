@@ -34,7 +34,7 @@ def arm_summary(rows: list[dict]) -> dict:
             t["successes"] = sum(bool(r["success"]) for r in typed)
     successes = None if by_trials else sum(bool(r["success"]) for r in measured)
     trials = stats.score_summary([row_outcome(r) for r in rows]) if by_trials else {}
-    reasons = sorted({r["unmeasured_reason"] for r in rows if r["unmeasured"]})
+    reasons = sorted({r["unmeasured_reason"] for r in rows if r["unmeasured"] or r.get("unmeasured_reason")})
     return ArmSummary(
         attempted=len(rows),
         measured=len(measured),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from skillos.errors import SkillosError
-from skillos.evals.backends.chat import SAMPLING_SEED
+from skillos.evals.backends.chat import SAMPLING_SEED, Draws
 from skillos.evals.trace import TraceWriter, repo_changes
 from skillos.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
@@ -101,16 +101,19 @@ def trials_row(arm: str, plays: list[Trajectory], repo_size: int, phase: str = "
                curation: dict | None = None) -> dict:
     """The row of one game played several times (eval.trials): each play's score in `trials` (1
     won, 0 lost, None unmeasured), steps, coerced actions and grading timeouts summed over them,
-    the skills the first play retrieved; unmeasured only when no play was measured."""
+    the skills the first play retrieved; unmeasured only when no play was measured, and a play
+    that was not measured says why in `unmeasured_reason` even when others were."""
     from skillos.evals.records import GameRow
 
     first = plays[0]
-    reasons = [t.unmeasured_reason for t in plays if t.won is None and t.unmeasured_reason]
+    lost = [t for t in plays if t.won is None]
+    reason = next((t.unmeasured_reason for t in lost if t.unmeasured_reason), "no outcome recorded")
+    said = (None if not lost else reason if len(lost) == len(plays)
+            else f"{len(lost)} of {len(plays)} trials unmeasured: {reason}")
     return GameRow(arm=arm, phase=phase, game_id=first.game_id, task_type=first.task_type, task=first.task,
                    success=None, trials=[None if t.won is None else float(t.won) for t in plays],
                    steps=sum(len(t.steps) for t in plays), coerced_actions=sum(t.coerced for t in plays),
-                   skills_retrieved=first.retrieved, repo_size=repo_size,
-                   unmeasured_reason=redact_text(reasons[0]) if reasons and all(t.won is None for t in plays) else None,
+                   skills_retrieved=first.retrieved, repo_size=repo_size, unmeasured_reason=redact_text(said),
                    grading_timeouts=sum(t.grading_timeouts for t in plays), **(curation or {})).to_dict()
 
 
@@ -181,7 +184,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
             return play_once(game)
         plays = []
         for trial in range(trials):
-            token = SAMPLING_SEED.set(trial_seed(game.id, trial))  # in this thread: the play's own calls
+            token = SAMPLING_SEED.set(Draws(trial_seed(game.id, trial)))  # in this thread: the play's own calls
             try:
                 plays.append(play_once(game))
             finally:
@@ -309,9 +312,15 @@ def _curate(curator, traj, repo: SkillRepo, content_hash: str | None = None) -> 
 def _check_error_budget(arm: str, phase: str, rows: list[dict], max_error_rate: float | None) -> None:
     if max_error_rate is None or len(rows) < MIN_GAMES_FOR_ABORT:
         return
-    lost = [r for r in rows if r["unmeasured"]]
-    if len(lost) / len(rows) > max_error_rate:
+    # over plays: a game of trials (eval.trials) counts each of its plays, so an outage that
+    # spares one trial of every game is still an outage
+    plays = []
+    for r in rows:
+        plays += [(r, t is None) for t in r["trials"]] if r.get("trials") is not None else [(r, bool(r["unmeasured"]))]
+    lost = [r for r, unmeasured in plays if unmeasured]
+    if len(lost) / len(plays) > max_error_rate:
+        what = "plays" if len(plays) > len(rows) else "games"
         raise ArmAborted(
-            f"arm {arm} aborted in its {phase} games: {len(lost)} of {len(rows)} games unmeasured "
-            f"({len(lost) / len(rows):.0%} > eval.max_error_rate {max_error_rate:.0%}); last reason: "
+            f"arm {arm} aborted in its {phase} games: {len(lost)} of {len(plays)} {what} unmeasured "
+            f"({len(lost) / len(plays):.0%} > eval.max_error_rate {max_error_rate:.0%}); last reason: "
             f"{lost[-1]['unmeasured_reason']}. Its results are not reportable.")

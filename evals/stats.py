@@ -138,6 +138,10 @@ class Comparison:
     uninformative_units: list | None = None
     n_trials: dict | None = None
     trials_unmeasured: dict | None = None
+    # "trials" where units hold several trials: attrition_p is then the sign test over the units
+    # that lost more trials in one arm than in the other (a game whose losing plays error out
+    # keeps its mean up, unseen by a test of whole units). None: over whole units.
+    attrition_of: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -154,6 +158,16 @@ def attrition(control: dict, treatment: dict) -> dict:
     return {"attempted": len(common), "control_unmeasured": sum(control[g] is None for g in common),
             "treatment_unmeasured": sum(treatment[g] is None for g in common),
             "attrition_p": mcnemar_exact(only_t, only_c)}
+
+
+def trial_attrition(control: dict, treatment: dict) -> dict:
+    """Attrition over trials (unit -> its trials): the exact sign test over the units both arms
+    attempted that left more trials unmeasured in one arm than in the other."""
+    common = set(control) & set(treatment)
+    lost = {u: (sum(t is None for t in control[u]), sum(t is None for t in treatment[u])) for u in common}
+    more_t = sum(1 for c, t in lost.values() if t > c)
+    more_c = sum(1 for c, t in lost.values() if c > t)
+    return {"attrition_p": mcnemar_exact(more_t, more_c), "attrition_of": "trials"}
 
 
 def compare(control: dict, treatment: dict, *, names=("treatment", "control"), alpha: float,
@@ -340,7 +354,9 @@ def compare_units(control: dict, treatment: dict, *, names=("treatment", "contro
                   "treatment": sum(x is None for v in tt.values() for x in v)}
     base = dict(treatment=names[0], control=names[1], n_paired=len(paired),
                 n_dropped=len(set(ct) | set(tt)) - len(paired), alpha=alpha, power=power, p_adjusted=None,
-                **attrition(cm, tm), test="wilcoxon", n_trials=trials, trials_unmeasured=unmeasured,
+                **{**attrition(cm, tm), **(trial_attrition(ct, tt) if any(len(v) > 1 for arm in (ct, tt)
+                                                                          for v in arm.values()) else {})},
+                test="wilcoxon", n_trials=trials, trials_unmeasured=unmeasured,
                 test_reason="scores in [0, 1] or several trials per unit: the Wilcoxon signed-rank test over the "
                             "per-unit mean differences (zeros dropped), the exact sign test beside it")
     if not paired:
@@ -550,6 +566,11 @@ def _attrition_text(c, alpha: float) -> str | None:
     p = getattr(c, "attrition_p", None)
     if p is None or p >= alpha:
         return None
+    if getattr(c, "attrition_of", None) == "trials":
+        said = {arm: f"{c.trials_unmeasured[arm]}/{c.n_trials[arm]}" for arm in ("treatment", "control")}
+        return (f"{c.treatment} left {said['treatment']} trials unmeasured, {c.control} {said['control']}; the games "
+                f"that lost more trials in one arm lean one way beyond chance (exact sign test, p {p:.3g} < alpha "
+                f"{alpha:g})")
     n = getattr(c, "attempted", None) or 0
     rate = lambda k: f"{k}/{n} ({100 * k / n:.0f}%)" if n else str(k)  # noqa: E731
     return (f"{c.treatment} left {rate(c.treatment_unmeasured)} games unmeasured, {c.control} "

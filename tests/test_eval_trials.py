@@ -9,7 +9,7 @@ import random
 import pytest
 
 from conftest import ROOT, run_cli
-from skillos.evals.backends.chat import SAMPLING_SEED
+from skillos.evals.backends.chat import SAMPLING_SEED, Draws
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.evals.runner import run_arm, trial_seed
 
@@ -24,7 +24,8 @@ class SeededExecutor:
         self.seeds = []
 
     def new_episode(self, task, skills):
-        seed = SAMPLING_SEED.get()
+        draws = SAMPLING_SEED.get()
+        seed = None if draws is None else draws.seed
         self.seeds.append(seed)
         win = seed is not None and random.Random(seed).random() < 0.5
 
@@ -89,7 +90,8 @@ def test_an_unmeasured_trial_stays_unmeasured_and_the_game_counts_as_measured_by
     won = Trajectory(game_id="g", task="t", task_type="x", won=True)
     lost = Trajectory(game_id="g", task="t", task_type="x", won=None, unmeasured_reason="APIError: 503")
     row = trials_row("a", [won, lost], 0)
-    assert row["trials"] == [1.0, None] and row["unmeasured"] is False and row["unmeasured_reason"] is None
+    assert row["trials"] == [1.0, None] and row["unmeasured"] is False
+    assert row["unmeasured_reason"] == "1 of 2 trials unmeasured: APIError: 503"  # said, though the game counts
     none = trials_row("a", [lost, lost], 0)
     assert none["unmeasured"] is True and none["unmeasured_reason"] == "APIError: 503"
 
@@ -141,10 +143,46 @@ def test_a_sampling_request_carries_the_trials_seed():
 
     c = ExecutorConfig(backend="openai", model="gpt-4o-mini", temperature=0.7)
     assert "seed" not in request_body(c, [{"role": "user", "content": "hi"}])
-    token = SAMPLING_SEED.set(1234)
-    try:
-        assert request_body(c, [{"role": "user", "content": "hi"}])["seed"] == 1234
+    token = SAMPLING_SEED.set(Draws(1234))
+    try:  # each call of a play takes the next of its seeds
+        assert [request_body(c, [{"role": "user", "content": "hi"}])["seed"] for _ in range(2)] == [1234, 1235]
         greedy = ExecutorConfig(backend="openai", model="gpt-4o-mini", temperature=0)
         assert "seed" not in request_body(greedy, [{"role": "user", "content": "hi"}])
     finally:
         SAMPLING_SEED.reset(token)
+
+
+def test_the_error_budget_counts_plays_so_an_outage_that_spares_one_trial_a_game_still_aborts(tmp_path):
+    """1 play in 3 of every game errors: no game is wholly unmeasured, and the arm aborts anyway."""
+    from skillos.evals.runner import ArmAborted
+    from skillos.repo import SkillRepo
+
+    class FlakyExecutor(SeededExecutor):
+        def new_episode(self, task, skills):
+            if len(self.seeds) % 3 == 2:
+                self.seeds.append(None)
+                raise RuntimeError("APIError: 503")
+            return super().new_episode(task, skills)
+
+    with pytest.raises(ArmAborted, match=r"of \d+ plays unmeasured .*1 of 3 trials unmeasured: .*APIError: 503"):
+        run_arm("a", [ScriptedGame(f"g{i}") for i in range(30)], env=ScriptedEnv(), make_env=ScriptedEnv,
+                executor=FlakyExecutor(), repo=SkillRepo(None), retrieval_mode="bm25", max_steps=2, top_k=0,
+                concurrency=1, wave_size=1, trials=3, max_error_rate=0.02)
+
+
+def test_losing_plays_that_error_out_in_one_arm_are_attrition_not_an_improvement():
+    """No true effect; a treatment play that would have lost errors out 60% of the time. Over
+    whole games the means rise; the sign test over games that lost more trials in one arm says
+    attrition, with the trials counted."""
+    from skillos.evals import stats
+
+    rng = random.Random(1)
+    control, treatment = {}, {}
+    for g in range(60):
+        control[f"g{g}"] = [float(rng.random() < 0.4) for _ in range(3)]
+        treatment[f"g{g}"] = [1.0 if rng.random() < 0.4 else (None if rng.random() < 0.6 else 0.0) for _ in range(3)]
+    comp = stats.compare_units(control, treatment, names=("t", "c"), alpha=0.05, power=0.8, n_boot=2000)
+    verdict = stats.verdicts({"t": comp}, alpha=0.05, family="f", correction="holm", worthwhile=0.2)["t"]
+    assert comp.attrition_of == "trials" and comp.attrition_p < 0.05 and comp.treatment_unmeasured <= 1  # whole games
+    assert verdict.word == "attrition" and "trials unmeasured" in verdict.line()
+    assert f"{comp.trials_unmeasured['treatment']}/180 trials" in verdict.line()

@@ -16,7 +16,7 @@ import pytest
 
 import chromium
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
 pytestmark = pytest.mark.alfworld
@@ -244,6 +244,38 @@ def test_run_page_counts_from_the_rows_and_filters_games(made, server, browser):
     shown = page.find_elements("css selector", "#games tbody tr")
     assert len(shown) == len(lost) and all(cell(r, "outcome") == "lost" for r in shown)
     assert page.find_element("id", "shown").text == f"{len(lost)} of 18 games"
+
+
+def test_a_run_of_trials_counts_each_game_by_its_mean_over_its_trials(browser, tmp_path, game_cache):
+    """eval.trials: a game's row holds its trials and `success` null; the run page counts it as
+    measured by its mean (never as unmeasured), shows its trials won, and its game page says the
+    steps are its first trial's."""
+    home, runs = tmp_path / "home", tmp_path / "runs"
+    env = {"SKILLOS_HOME": str(home), "SKILLOS_CACHE": str(game_cache)}
+    result = run_cli("eval", ROOT / "evals" / "configs" / "quickstart.yaml", "--out", runs / "t", "--json",
+                     "--set", "env.n_games=4", "--set", "env.n_train_games=4", "--set", "eval.trials=2",
+                     "--override", "mde=a 4-game view check", env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [json.loads(line) for line in (runs / "t" / "games.jsonl").read_text().splitlines()]
+    report = json.loads(result.stdout)
+    proc, url = chromium.view_server(home, runs)
+    try:
+        page = open_page(browser, url, "run/t")
+        for arm, summary in report["arms"].items():
+            row = page.find_element("css selector", f'#arms tr[data-arm="{arm}"][data-phase="eval"]')
+            assert [cell(row, k) for k in ("measured", "unmeasured", "rate")] == \
+                [str(summary["measured"]), "0", pct(summary["mean_score"])]
+        from selenium.webdriver.support.ui import Select
+
+        Select(page.find_element("id", "f-phase")).select_by_visible_text("eval")
+        outcomes = [cell(r, "outcome") for r in page.find_elements("css selector", "#games tbody tr")]
+        assert sorted(outcomes) == sorted(f"{int(sum(r['trials']))}/2 trials won" for r in rows)
+        first = rows[0]
+        page = open_page(browser, url, f"game/t/{first['arm']}/eval/{first['game_id']}")
+        assert page.find_element("id", "outcome").text.endswith("(the steps below: its first trial)")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def test_game_page_shows_retrieved_skills_steps_and_curation(made, server, browser, tmp_path):

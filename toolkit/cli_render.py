@@ -489,8 +489,9 @@ def experiment_detail_lines(e: dict) -> list[str]:
         out.append(f"  checkpoint step {c['step']} (run #{c['run_id']}) {c['path']}: {shown}")
         for s in c["sweeps"]:
             verdict = s["verdict"] or f"no verdict ({s['verdict_reason']})"
-            out.append(f"    swept in {s['experiment']} run #{s['run_id']} ({s['arm']}): {s['successes']}/{s['n_measured']} "
-                       f"measured of {s['n_attempted']}; {verdict}")
+            won = (f"{s['successes']}/{s['n_measured']} measured" if s["successes"] is not None
+                   else f"{s['n_measured']} measured (games of trials: their mean score is in the run's report)")
+            out.append(f"    swept in {s['experiment']} run #{s['run_id']} ({s['arm']}): {won} of {s['n_attempted']}; {verdict}")
         if not c["sweeps"]:
             out.append("    not swept yet")
     peaks = e.get("peaks")

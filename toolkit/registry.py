@@ -46,6 +46,9 @@ class Backend:
     # scores given continuations of a prompt by their likelihood (executor.decoding admissible):
     # its chat class has `score(messages, continuations, likelihood) -> [float]`
     scores: bool = False
+    # seeds each sampled call from a trial's draws (eval.trials: backends.chat.SAMPLING_SEED);
+    # False: its plays are independent draws, not reproducible per trial
+    seeds: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ BACKENDS: Registry[Backend] = Registry(
     Backend("heuristic"),
     Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY", paid=True,
             extra="llm", modules=("openai",), install="pip install 'skillos[llm]'", client="openai:OpenAI",
-            sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding"),
+            sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding", seeds=True),
     Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
             paid=True,
             extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",
@@ -127,7 +130,7 @@ BACKENDS: Registry[Backend] = Registry(
     Backend("hf", chat="skillos.evals.backends.hf_chat:HFChat", local=True, extra="hf",
             modules=("torch", "transformers", "peft"), install=TORCH_FIRST + "pip install 'skillos[hf]'",
             sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.config.backend:local_decoding",
-            scores=True),
+            scores=True, seeds=True),
 )
 MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves as executor, curator or judge
 (NO_MODEL,) = (b.name for b in BACKENDS if not b.chat)  # the heuristic: rules written for each environment

@@ -72,9 +72,23 @@ def make_chat(config) -> ChatBackend:
     return Metered(load(BACKENDS[config.backend].chat)(config), config.backend)  # its module imported only now
 
 
-# The seed of the sampling in this context: a trial of a held-out game sets it (evals/runner.py),
-# and a backend that samples seeds its draws with it (hf: torch's generator before each
-# generation; openai-compatible: the request's `seed`). None: the backend's own randomness.
+@dataclass
+class Draws:
+    """One play's sampling seeds: each of its model calls takes the next (`next()`), so a turn
+    does not repeat the draws of the turn before, and the play repeats exactly from its seed."""
+
+    seed: int
+    calls: int = 0
+
+    def next(self) -> int:
+        self.calls += 1
+        return (self.seed + self.calls - 1) % (1 << 31)
+
+
+# The draws of the play in this context: a trial of a held-out game sets them (evals/runner.py),
+# and a backend that seeds (registry Backend.seeds) seeds each sampled call with the next (hf:
+# torch's generator before the generation; openai-compatible: the request's `seed`). None: the
+# backend's own randomness.
 SAMPLING_SEED: ContextVar = ContextVar("skillos_sampling_seed", default=None)
 
 

@@ -78,7 +78,7 @@ class HFChat:
         start = time.monotonic()
         with self._lock, self._torch.no_grad():
             if kwargs["do_sample"] and SAMPLING_SEED.get() is not None:  # a trial's own draws (eval.trials)
-                self._torch.manual_seed(SAMPLING_SEED.get())
+                self._torch.manual_seed(SAMPLING_SEED.get().next())
             try:
                 out = self.net.generate(**inputs, **kwargs)
             except (RuntimeError, ValueError) as exc:  # out of memory, context overflow, bad sampling values

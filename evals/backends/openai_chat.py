@@ -57,7 +57,7 @@ def request_body(config, messages: list[dict], tools: list[dict] | None = None) 
         del body["reasoning_effort"]
         body["chat_template_kwargs"] = {"enable_thinking": True}
     if SAMPLING_SEED.get() is not None and c.temperature != 0:  # a trial's own draws (eval.trials)
-        body["seed"] = SAMPLING_SEED.get()
+        body["seed"] = SAMPLING_SEED.get().next()
     if tools:  # the API takes name, description and parameters only
         body["tools"] = [{"type": "function", "function": {k: v for k, v in t["function"].items()
                                                            if k != "return"}} for t in tools]

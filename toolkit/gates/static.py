@@ -514,8 +514,10 @@ def trials_sample(ctx: Context) -> Result:
     if alike:
         return Result(check, gates, "WARN", "eval.trials", k, "1 for an executor that samples nothing",
                       "repeats that cost time and add nothing", f"{alike}: its {k} trials of a game play alike")
+    seeded = (f"each play seeded from its trial's seed ({e.backend} takes one)" if BACKENDS[e.backend].seeds else
+              f"{e.backend} takes no per-play seed: the plays are independent draws, not reproducible per trial")
     return Result(check, gates, "PASS", "eval.trials", k, "an executor that samples",
-                  detail=f"{k} trials a game, each with its own sampling seed ({e.backend} samples)")
+                  detail=f"{k} trials a game; {seeded}")
 
 
 @static

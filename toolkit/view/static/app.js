@@ -40,6 +40,19 @@ function outcome(success) {
   if (success === false) return '<span class="lost">lost</span>';
   return '<span class="unmeasured">unmeasured</span>';
 }
+// a row's measured trials (eval.trials: `trials`, null where a play was unmeasured), or its one outcome
+function measuredTrials(r) {
+  if (Array.isArray(r.trials)) return r.trials.filter(isNum);
+  return r.unmeasured || typeof r.success !== "boolean" ? [] : [r.success ? 1 : 0];
+}
+function rowMean(r) { const m = measuredTrials(r); return m.length ? m.reduce((a, b) => a + b, 0) / m.length : null; }
+function outcomeWord(r) { const m = rowMean(r); return m === null ? "unmeasured" : m === 1 ? "won" : m === 0 ? "lost" : "mixed"; }
+function rowOutcome(r) {  // a game of trials: its plays won of measured, and the unmeasured ones
+  if (!Array.isArray(r.trials)) return outcome(r.unmeasured ? null : r.success);
+  const m = measuredTrials(r), lost = r.trials.length - m.length;
+  return m.length ? `<span class="${outcomeWord(r) === "lost" ? "lost" : "won"}">${num(m.reduce((a, b) => a + b, 0))}/${m.length} trials won</span>` +
+    (lost ? ` <span class="unmeasured">${lost} unmeasured</span>` : "") : outcome(null);
+}
 // a page key as the server and the export write it (Python's quote(safe="")): ! ' ( ) * encoded too
 function enc(p) { return encodeURIComponent(str(p)).replace(/[!'()*]/g, c => "%" + c.charCodeAt(0).toString(16).toUpperCase()); }
 function key(...parts) { return parts.map(enc).join("/"); }
@@ -304,8 +317,8 @@ function armCounts(rows) {
     const k = JSON.stringify([str(r.arm), str(r.phase)]);
     const a = arms[k] = arms[k] || {arm: r.arm, phase: r.phase, attempted: 0, measured: 0, unmeasured: 0, coerced: 0, won: 0};
     a.attempted++;
-    if (r.unmeasured || r.success === null || r.success === undefined) a.unmeasured++; else a.measured++;
-    if (r.success === true) a.won++;
+    const m = rowMean(r);  // a game of trials counts its mean over measured trials
+    if (m === null) a.unmeasured++; else { a.measured++; a.won += m; }
     a.coerced += isNum(r.coerced_actions) ? r.coerced_actions : 0;
   }
   return Object.values(arms);
@@ -335,16 +348,16 @@ pages.run = (doc) => {
   const rowsOf = arr(doc.rows);
   const counts = armCounts(rowsOf).map(a => `<tr data-arm="${esc(a.arm)}" data-phase="${esc(a.phase)}">` + td(esc(a.arm)) + td(esc(a.phase)) +
     td(num(a.attempted), "num", "attempted") + td(num(a.measured), "num", "measured") + td(num(a.unmeasured), "num", "unmeasured") +
-    td(num(a.coerced), "num", "coerced") + td(num(a.won), "num", "won") + td(a.measured ? pct(a.won / a.measured) : NA, "num", "rate") + "</tr>");
+    td(num(a.coerced), "num", "coerced") + td(num(a.won, 4), "num", "won") + td(a.measured ? pct(a.won / a.measured) : NA, "num", "rate") + "</tr>");
   const opts = (name, values) => `<label>${name} <select id="f-${name.replace(" ", "_")}"><option value="">all</option>` +
     [...new Set(values.map(str))].sort().map(v => `<option ${s[name.replace(" ", "_")] === v ? "selected" : ""}>${esc(v)}</option>`).join("") + "</select></label>";
   const shown = rowsOf.filter(r => (!s.arm || str(r.arm) === s.arm) && (!s.phase || str(r.phase) === s.phase) &&
     (!s.task_type || str(r.task_type) === s.task_type) &&
-    (!s.outcome || s.outcome === (r.success === true ? "won" : r.success === false ? "lost" : "unmeasured")) &&
+    (!s.outcome || s.outcome === outcomeWord(r)) &&
     (!s.reason || String(r.unmeasured_reason || "").toLowerCase().includes(s.reason.toLowerCase())));
   const games = shown.map(r => `<tr data-game="${esc(r.game_id)}" data-arm="${esc(r.arm)}">` +
     td(link(key("game", doc.id, r.arm, r.phase, r.game_id), r.game_id) + (traced.has(key(r.arm, r.phase, r.game_id)) ? "" : ' <span class="muted">(no trajectory)</span>')) +
-    td(esc(r.arm)) + td(esc(r.phase)) + td(esc(r.task_type)) + td(esc(r.task)) + td(outcome(r.success), "", "outcome") +
+    td(esc(r.arm)) + td(esc(r.phase)) + td(esc(r.task_type)) + td(esc(r.task)) + td(rowOutcome(r), "", "outcome") +
     td(num(r.steps), "num") + td(num(r.coerced_actions), "num") + td(num(arr(r.skills_retrieved).length), "num") +
     td(esc(r.unmeasured_reason || "")) + "</tr>");
   const plots = obj(doc.plots);
@@ -366,7 +379,7 @@ pages.run = (doc) => {
     ${table(["arm", "phase", "attempted", "measured", "unmeasured", "coerced", "won", "rate (of measured)"], counts, 'id="arms"')}` : ""}
     ${rep}${sweep}${training}${history}${optimize}
     ${rowsOf.length ? `<h2>Games</h2><div class="filters">${opts("arm", rowsOf.map(r => r.arm))}${opts("phase", rowsOf.map(r => r.phase))}
-      ${opts("task type", rowsOf.map(r => r.task_type))}${opts("outcome", ["won", "lost", "unmeasured"])}
+      ${opts("task type", rowsOf.map(r => r.task_type))}${opts("outcome", ["won", "lost", "mixed", "unmeasured"])}
       <label>unmeasured reason <input id="f-reason" value="${esc(s.reason)}" placeholder="contains…"></label>
       <span class="muted" id="shown">${shown.length} of ${rowsOf.length} games</span></div>
     ${table(["game", "arm", "phase", "task type", "task", "outcome", "steps", "coerced", "skills", "unmeasured reason"], games, 'id="games"')}` : ""}`;
@@ -394,7 +407,7 @@ pages.game = (doc) => {
   const learning = doc.phase === "train" || arr(t.curation).length;
   return `<h1>Game ${esc(doc.game_id)}</h1><p>${link(key("run", doc.run), "run " + doc.run)} · arm <b>${esc(doc.arm)}</b> · ${esc(doc.phase)} games</p>
     <dl class="kv"><dt>task</dt><dd id="task">${esc(t.task || r.task)}</dd><dt>task type</dt><dd>${esc(t.task_type || r.task_type)}</dd>
-    <dt>outcome</dt><dd id="outcome">${outcome(success)}</dd>
+    <dt>outcome</dt><dd id="outcome">${Array.isArray(r.trials) ? rowOutcome(r) + ' <span class="muted">(the steps below: its first trial)</span>' : outcome(success)}</dd>
     ${(t.unmeasured_reason || r.unmeasured_reason) ? `<dt>unmeasured reason</dt><dd>${esc(t.unmeasured_reason || r.unmeasured_reason)}</dd>` : ""}
     <dt>steps</dt><dd>${num(r.steps !== undefined ? r.steps : arr(t.steps).length)}, ${num(r.coerced_actions)} coerced</dd><dt>repo size</dt><dd>${num(r.repo_size)}</dd></dl>
     <h2>Skills retrieved</h2>${skills}
