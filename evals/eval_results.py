@@ -68,18 +68,19 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     outcomes = outcomes_by_arm(rows)
     e = EvalConfig()
     alpha = (config.get("eval") or {}).get("alpha") or e.alpha
-    comparisons = {a: stats.compare(outcomes[control], outcomes[a], names=(a, control), alpha=alpha, power=e.power,
-                                    n_boot=e.bootstrap) for a in arms if a != control}
+    comparisons = {a: stats.compare_units(outcomes[control], outcomes[a], names=(a, control), alpha=alpha,
+                                          power=e.power, n_boot=e.bootstrap) for a in arms if a != control}
     worthwhile = (config.get("experiment") or {}).get("expected_effect")  # as the run's report decided
     decided = stats.verdicts(comparisons, alpha=alpha, family=f"{run_dir.name}: arms vs {control}", correction="holm",
                              worthwhile=worthwhile)
     folder = out if out.name == FOLDER else out / FOLDER
-    stale = _stale(folder, benchmark, {names[a] for a in arms if any(v is not None for v in outcomes[a].values())})
+    stale = _stale(folder, benchmark, {names[a] for a in arms
+                                       if any(stats.unit_mean(v) is not None for v in outcomes[a].values())})
     date, source = _run_date(run_dir), source_url or run_dir.resolve().as_uri()
     written, skipped = {}, {}
     for arm in [control] + [a for a in arms if a != control]:
-        measured = [s for s in outcomes[arm].values() if s is not None]
-        counts = f"{sum(measured)}/{len(measured)} measured games won, {len(outcomes[arm]) - len(measured)} unmeasured"
+        measured = [m for m in map(stats.unit_mean, outcomes[arm].values()) if m is not None]
+        counts = _counts(outcomes[arm], measured)
         if not measured:
             skipped[arm] = f"no measured game ({counts}): no value to write"
             continue
@@ -89,8 +90,9 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
             c, v = comparisons[arm], decided[arm]
             p = "unmeasured" if c.p_value is None else f"{c.p_value:.3g}"
             ci = "" if c.ci_low is None else f", 95% CI [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}] pts"
-            notes = (f"skillos arm {arm}: {counts}; vs {control} on {c.n_paired} paired games: b/c "
-                     f"{c.b}/{c.c}, exact McNemar p {p}, Holm over {len(comparisons)} arm(s) "
+            moved = "games up/down" if c.test == "wilcoxon" else "b/c"
+            notes = (f"skillos arm {arm}: {counts}; vs {control} on {c.n_paired} paired games: {moved} "
+                     f"{c.b}/{c.c}, {stats.test_name(c.test)} p {p}, Holm over {len(comparisons)} arm(s) "
                      f"{'unmeasured' if v.p_adjusted is None else f'{v.p_adjusted:.3g}'}{ci}; verdict: {v.label}")
         name = names[arm]
         entry = _entry(dataset, task, round(100 * sum(measured) / len(measured), 2), date, source,
@@ -101,6 +103,18 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
         path.unlink()
     return {"out": str(folder), "files": written, "skipped": skipped, "dataset": dataset, "task": task,
             "control": control, "removed": [str(p) for p in stale]}
+
+
+def _counts(games: dict, measured: list) -> str:
+    """An arm's denominators: games won of measured, or for games of several trials (eval.trials)
+    the mean score over games with the trials counted."""
+    from skillos.evals import stats
+
+    if stats.is_binary_single(games):
+        return f"{int(sum(measured))}/{len(measured)} measured games won, {len(games) - len(measured)} unmeasured"
+    trials = stats.score_summary(list(games.values()))
+    return (f"mean score {sum(measured) / len(measured):.3f} over {len(measured)} measured games ({trials['trials']} "
+            f"trials, {trials['trials_unmeasured']} unmeasured), {len(games) - len(measured)} games unmeasured")
 
 
 def _stale(folder: Path, benchmark: str, writing: set) -> list[Path]:

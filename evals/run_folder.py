@@ -123,16 +123,13 @@ def held_out_rows(out: Path) -> list[dict]:
 
 
 def outcomes_by_arm(rows: list[dict]) -> dict:
-    """arm -> {game id: success}, None where the game was unmeasured (never a loss). Rows holding
-    several trials a game (eval.trials) are refused in one line: these exports write one
-    pass/fail a game, and a game's trials are not one."""
+    """arm -> {game id: outcome}: its success, None where the game was unmeasured (never a loss),
+    or, for a game played several times (eval.trials), its trials (stats.compare_units reads
+    both)."""
     games: dict = {}
-    if any(r.get("trials") is not None for r in rows):
-        raise SkillosError("this run played several trials of each game (eval.trials): its games are scored by "
-                           "their mean over trials, which this export's one pass/fail a game cannot hold; "
-                           "read report.json or games.jsonl instead")
     for r in rows:
-        games.setdefault(r["arm"], {})[r["game_id"]] = None if r.get("unmeasured") else r.get("success")
+        games.setdefault(r["arm"], {})[r["game_id"]] = (
+            r["trials"] if r.get("trials") is not None else None if r.get("unmeasured") else r.get("success"))
     return games
 
 

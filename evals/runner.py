@@ -151,7 +151,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
             on_game: Callable[[dict], None] | None = None,
             max_error_rate: float | None = None, done: dict | None = None,
             make_env: Callable[[], object] | None = None, concurrency: int,
-            wave_size: int, trials: int = 1) -> list[dict]:
+            wave_size: int, trials: int | None = None) -> list[dict]:
     """Play `games`; return their rows in game order.
 
     Without a curator, up to `concurrency` games play at once (a sliding window; each game gets
@@ -165,7 +165,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
     they are not played again. A curated repo on disk carries a progress marker, so a resume
     can tell a repo that finished curating game k from one killed in the middle of it.
 
-    `trials` above 1 plays each game that many times on the repo as it stands before the game,
+    `trials` (eval.trials; None: one play a game) above 1 plays each game that many times on the repo as it stands before the game,
     each play with its own sampling seed (trial_seed, read by the backends through
     SAMPLING_SEED), into one row holding every play's score (trials_row); a curator curates once,
     after the first play."""
@@ -180,7 +180,7 @@ def run_arm(arm: str, games, *, env=None, executor, repo: SkillRepo | None, cura
             return play(game_env, executor, retriever, game, max_steps, top_k)
 
     def play_one(game) -> Trajectory | list[Trajectory]:
-        if trials == 1:
+        if not trials or trials < 2:
             return play_once(game)
         plays = []
         for trial in range(trials):

@@ -162,24 +162,26 @@ def _spread(values: list) -> dict:
             "min": min(values), "max": max(values)}
 
 
-def _result(row: dict) -> dict:
-    measured = row.get("success") is not None and not row.get("unmeasured")
-    won = bool(row.get("success")) if measured else None
+def _result(won: bool | None, tool_calls) -> dict:
     return {"pass_rate": None if won is None else float(won), "passed": int(won or 0),
-            "failed": int(won is False), "total": int(measured), "time_seconds": None, "tokens": None,
-            "tool_calls": row.get("steps"), "errors": int(not measured)}
+            "failed": int(won is False), "total": int(won is not None), "time_seconds": None, "tokens": None,
+            "tool_calls": tool_calls, "errors": int(won is None)}
 
 
-def _run(row: dict, eval_id: int, configuration: str) -> dict:
-    result = _result(row)
-    measured = result["errors"] == 0
-    evidence = (f"{row.get('steps')} steps, {row.get('coerced_actions', 0)} coerced actions; skills retrieved: "
+def _runs(row: dict, eval_id: int, configuration: str) -> list[dict]:
+    """A game's runs: one, or one per trial (eval.trials: `run_number` the trial's, 1, 2, 3...)."""
+    plays = ([None if t is None else t == 1.0 for t in row["trials"]] if row.get("trials") is not None
+             else [None if row.get("unmeasured") or row.get("success") is None else bool(row["success"])])
+    evidence = (f"{row.get('steps')} steps{' over its trials' if len(plays) > 1 else ''}, "
+                f"{row.get('coerced_actions', 0)} coerced actions; skills retrieved: "
                 f"{', '.join(row.get('skills_retrieved') or []) or 'none'}")
-    return {"eval_id": eval_id, "eval_name": row.get("task") or row["game_id"], "configuration": configuration,
-            "run_number": 1, "result": result,
-            "expectations": [{"text": WON, "passed": bool(row.get("success")), "evidence": evidence}] if measured else [],
-            "notes": [f"skillos game {row['game_id']} ({row.get('task_type') or 'no task type'}), arm {row.get('arm')}"]
-            + ([] if measured else [f"unmeasured: {row.get('unmeasured_reason') or 'no outcome recorded'}"])}
+    game = f"skillos game {row['game_id']} ({row.get('task_type') or 'no task type'}), arm {row.get('arm')}"
+    return [{"eval_id": eval_id, "eval_name": row.get("task") or row["game_id"], "configuration": configuration,
+             "run_number": k, "result": _result(won, row.get("steps") if len(plays) == 1 else None),
+             "expectations": [{"text": WON, "passed": won, "evidence": evidence}] if won is not None else [],
+             "notes": [game + (f", trial {k} of {len(plays)}" if len(plays) > 1 else "")]
+             + ([] if won is not None else [f"unmeasured: {row.get('unmeasured_reason') or 'no outcome recorded'}"])}
+            for k, won in enumerate(plays, 1)]
 
 
 def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, control: str | None = None) -> dict:
@@ -199,11 +201,12 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
     by_arm = {arm: {r["game_id"]: r for r in rows if r["arm"] == arm} for arm in (treatment, control)}
     ids = {g: i for i, g in enumerate(sorted(set(by_arm[treatment]) | set(by_arm[control])), 1)}
     named = {treatment: "with_skill", control: "without_skill"}
-    runs = [_run(row, ids[g], named[arm]) for arm in (treatment, control) for g, row in sorted(by_arm[arm].items())]
+    runs = [run for arm in (treatment, control) for g, row in sorted(by_arm[arm].items())
+            for run in _runs(row, ids[g], named[arm])]
     outcomes = outcomes_by_arm(rows)
     defaults = EvalConfig()
-    paired = stats.compare(outcomes[control], outcomes[treatment], names=(treatment, control),
-                           alpha=defaults.alpha, power=defaults.power, n_boot=defaults.bootstrap)
+    paired = stats.compare_units(outcomes[control], outcomes[treatment], names=(treatment, control),
+                                 alpha=defaults.alpha, power=defaults.power, n_boot=defaults.bootstrap)
     summary = {}
     for arm, name in named.items():
         rates = [r["result"]["pass_rate"] for r in runs if r["configuration"] == name and r["result"]["errors"] == 0]
@@ -218,12 +221,15 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
         "metadata": {"skill_name": (recorded_config(run_dir).get("experiment") or {}).get("name") or run_dir.name, "skill_path": str(run_dir.resolve()),
                      "executor_model": None, "analyzer_model": None,
                      "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                     "evals_run": sorted(ids.values()), "runs_per_configuration": 1},
+                     "evals_run": sorted(ids.values()),
+                     "runs_per_configuration": max(r["run_number"] for r in runs)},
         "runs": runs, "run_summary": summary,
         "notes": [f"skillos arms: with_skill is {treatment}, without_skill is {control} (the control), on the same "
                   f"{len(ids)} held-out games",
                   f"skillos paired comparison over {paired.n_paired} games measured in both arms ({paired.n_dropped} "
-                  f"left out): b/c {paired.b}/{paired.c}, exact McNemar p "
+                  f"left out{'; a game is one unit, its runs its trials' if paired.test == 'wilcoxon' else ''}): "
+                  f"{'games up/down' if paired.test == 'wilcoxon' else 'b/c'} {paired.b}/{paired.c}, "
+                  f"{stats.test_name(paired.test)} p "
                   + ("unmeasured" if p is None else f"{p:.3g}")
                   + ("" if paired.ci_low is None else f", 95% CI [{paired.ci_low:+.3f}, {paired.ci_high:+.3f}]"),
                   f"unmeasured runs (errors, never counted as failures): with_skill {unmeasured['with_skill']}, "

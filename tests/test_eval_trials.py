@@ -100,7 +100,7 @@ def test_an_eval_with_trials_reports_mean_scores_over_games_and_tests_games(tmp_
     """The whole eval through the CLI: rows hold each game's trials, the report the arms' mean
     scores with their trials counted and the paired test over games (Wilcoxon, the units whose
     trials all agree named uninformative); the gates say the trials of a deterministic executor
-    play alike, and a one-score-a-game export refuses in one line."""
+    play alike, and the exports keep each trial."""
     out = tmp_path / "run"
     result = run_cli("eval", ROOT / "evals" / "configs" / "quickstart.yaml", "--out", out, "--json",
                      "--set", "env.n_games=4", "--set", "env.n_train_games=4", "--set", "eval.trials=2",
@@ -121,8 +121,28 @@ def test_an_eval_with_trials_reports_mean_scores_over_games_and_tests_games(tmp_
     resumed = run_cli("eval", ROOT / "evals" / "configs" / "quickstart.yaml", "--out", out, "--resume",
                       "--set", "env.n_games=4", "--set", "env.n_train_games=4", "--set", "eval.trials=2")
     assert resumed.returncode == 0 and "already finished" in resumed.stderr + resumed.stdout
-    exported = run_cli("export", "eval-results", out, tmp_path / "x")
-    assert exported.returncode != 0 and "several trials" in exported.stderr and "Traceback" not in exported.stderr
+    # the exports keep each trial: skill-creator's runs (run_number the trial), inspect's epochs, and
+    # eval-results' value the arm's mean score
+    bench = run_cli("export", "skill-creator", out, tmp_path / "b.json")
+    assert bench.returncode == 0, bench.stderr[-2000:]
+    benchmark = json.loads((tmp_path / "b.json").read_text())
+    assert benchmark["metadata"]["runs_per_configuration"] == 2 and len(benchmark["runs"]) == 16
+    assert sorted({r["run_number"] for r in benchmark["runs"]}) == [1, 2]
+    assert any("Wilcoxon signed-rank p" in n and "games up/down" in n for n in benchmark["notes"])
+    results = run_cli("export", "eval-results", out, tmp_path / "repo")
+    assert results.returncode == 0, results.stderr[-2000:]
+    import yaml
+
+    (entry,) = yaml.safe_load((tmp_path / "repo" / ".eval_results" / "household_closed_loop.yaml").read_text())
+    assert entry["value"] == round(100 * report["arms"]["closed_loop"]["mean_score"], 2)
+    assert "(8 trials, 0 unmeasured)" in entry["notes"] and "Wilcoxon signed-rank p" in entry["notes"]
+    pytest.importorskip("inspect_ai")
+    logged = run_cli("export", "inspect", out, tmp_path / "log.json")
+    assert logged.returncode == 0, logged.stderr[-2000:]
+    log = json.loads((tmp_path / "log.json").read_text())
+    assert log["eval"]["config"]["epochs"] == 2 and len(log["samples"]) == 16
+    assert {s["epoch"] for s in log["samples"]} == {1, 2} and all(s["scores"] for s in log["samples"])
+    assert all(len(s["messages"]) > 2 for s in log["samples"])  # each trial's own trace
 
 
 def test_gate_5_plans_over_games_never_over_plays():

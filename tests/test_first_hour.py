@@ -175,11 +175,11 @@ def test_a_cron_line_escapes_percent_signs(tmp_path, folder):
     assert "%" in command and all(command[i - 1] == "\\" for i, c in enumerate(command) if c == "%")
 
 
-@pytest.mark.parametrize("version", [2, 99, "1", -1])
+@pytest.mark.parametrize("version", [3, 99, "1", -1])
 def test_a_record_of_another_schema_is_refused_in_one_line(tmp_path, version):
     out = tmp_path / "run"
     first = run_cli("eval", QUICKSTART, "--n-games", 6, "--n-train-games", 6, "--out", out,
-                    env={"SKILLOS_HOME": str(tmp_path / "home")}) if version == 2 else None
+                    env={"SKILLOS_HOME": str(tmp_path / "home")}) if version == 3 else None
     if first is not None:
         assert first.returncode == 0, first.stderr[-1500:]
         (out / "report.json").unlink()  # killed before its report: a resume reads the rows

@@ -63,14 +63,11 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     rows = read_jsonl(rows_path, problems)
     if not rows:
         raise SkillosError(f"{rows_path}: no games recorded" + (f" ({problems[0]})" if problems else ""))
-    from skillos.evals.records import check_schema
+    from skillos.evals.records import TRIALS_SCHEMA_VERSION, check_schema
     from skillos.evals.trace import damage
 
     for number, row in enumerate(rows, 1):
-        if row.get("trials") is not None:
-            raise SkillosError(f"{rows_path} row {number}: this run played several trials of each game (eval.trials); "
-                               "an inspect log of one score a game cannot hold them: read report.json instead")
-        check_schema(row, f"{rows_path} row {number}")
+        check_schema(row, f"{rows_path} row {number}", TRIALS_SCHEMA_VERSION)  # a game's trials: its epochs
         if row.get("success") not in (True, False, None) or not isinstance(row.get("game_id"), str):
             raise SkillosError(f"{rows_path} row {number}: damaged row (success {row.get('success')!r}, game_id "
                                f"{row.get('game_id')!r})")
@@ -81,7 +78,7 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
             if wrong:
                 raise SkillosError(f"{run_dir / TRACES}: damaged trace of game {str(t.get('game_id'))[:60]!r} "
                                    f"({wrong}); move the line away and export again")
-            traces[(t.get("arm"), t.get("phase"), t.get("game_id"))] = t  # the last one wins (a resume)
+            traces[(t.get("arm"), t.get("phase"), t.get("game_id"), t.get("trial") or 0)] = t  # the last one wins
     config = {}
     if (run_dir / CONFIG).exists():
         config = read_config(run_dir) or {}
@@ -94,18 +91,23 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     rows = [redact(r) for r in rows]  # a key written into a run file by hand stays out of the log
     traces = {k: redact(t) for k, t in traces.items()}
     samples, scored, won = [], 0, 0
-    for row in rows:
-        trace = traces.get((row.get("arm"), phase, row.get("game_id")))
-        measured = row.get("success") is not None and not row.get("unmeasured")
+    # a game played several times (eval.trials) is one sample with an epoch per trial, as inspect
+    # keeps repeated plays; its trials' scores, unmeasured ones unscored
+    plays = [(row, k + 1, None if t is None else t == 1.0) for row in rows
+             for k, t in enumerate(row["trials"] if row.get("trials") is not None else
+                                   [None if row.get("unmeasured") or row.get("success") is None else row["success"]])]
+    for row, epoch, success in plays:
+        trace = traces.get((row.get("arm"), phase, row.get("game_id"), epoch - 1))
+        measured = success is not None
         scores = None
         if measured:
             scored += 1
-            won += bool(row["success"])
-            scores = {SCORER: Score(value=1 if row["success"] else 0, answer="won" if row["success"] else "lost")}
+            won += bool(success)
+            scores = {SCORER: Score(value=1 if success else 0, answer="won" if success else "lost")}
         messages = _messages(row, trace)
         last = trace["steps"][-1]["action"] if trace and trace.get("steps") else ""
         samples.append(EvalSample(
-            id=f"{row.get('arm')}/{row.get('game_id')}", epoch=1, input=messages[:2], target="won",
+            id=f"{row.get('arm')}/{row.get('game_id')}", epoch=epoch, input=messages[:2], target="won",
             messages=messages, output=ModelOutput.from_content(model, last), scores=scores,
             metadata={"arm": row.get("arm"), "phase": phase, "game_id": row.get("game_id"),
                       "task": row.get("task"), "task_type": row.get("task_type"),
@@ -124,7 +126,8 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         status="success",
         eval=EvalSpec(created=created, task=f"skillos/{experiment}", model=model,
                       dataset=EvalDataset(name=f"{experiment}:{phase}", samples=len(samples)),
-                      config=EvalConfig(), metadata={"run_dir": str(run_dir.resolve()), "phase": phase,
+                      config=EvalConfig(epochs=max(epoch for _, epoch, _ in plays)),
+                      metadata={"run_dir": str(run_dir.resolve()), "phase": phase,
                                                      "arms": sorted({str(r.get('arm')) for r in rows})}),
         results=EvalResults(total_samples=len(samples), completed_samples=len(samples),
                             scores=[EvalScore(name=SCORER, scorer=SCORER, scored_samples=scored,
@@ -140,5 +143,5 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         Path(tmp).unlink(missing_ok=True)
         raise
     return {"out": str(out), "samples": len(samples), "scored": scored, "unscored": len(samples) - scored,
-            "won": won, "traced": sum((r.get("arm"), phase, r.get("game_id")) in traces for r in rows),
+            "won": won, "traced": sum((r.get("arm"), phase, r.get("game_id"), e - 1) in traces for r, e, _ in plays),
             "problems": problems}
