@@ -14,7 +14,8 @@ paired across arms by eval_id, its runs its trials (docs/units.md), each scored 
 expectations: passed == total > 0), or with each expectation a trial (`unit: expectation`). The
 runs and expectations of one eval are one cluster, never independent units. A run with errors is
 unmeasured, never a failure: a billing limit that hit one arm is not that arm losing. Writing (`skillos export skill-creator RUN OUT`): one run per
-held-out game per arm, the control arm as without_skill; what skillos did not measure (wall time,
+held-out game per arm (a run per trial, `run_number` the trial's, where games were played several
+times: eval.trials), the control arm as without_skill; what skillos did not measure (wall time,
 tokens) is null, never 0, and the paired comparison is in the top-level notes.
 """
 
@@ -162,23 +163,24 @@ def _spread(values: list) -> dict:
             "min": min(values), "max": max(values)}
 
 
-def _result(won: bool | None, tool_calls) -> dict:
-    return {"pass_rate": None if won is None else float(won), "passed": int(won or 0),
-            "failed": int(won is False), "total": int(won is not None), "time_seconds": None, "tokens": None,
-            "tool_calls": tool_calls, "errors": int(won is None)}
+def _result(score: float | None, tool_calls) -> dict:
+    """One run's result from its score in [0, 1] (1 won, 0 lost; None unmeasured: an error)."""
+    return {"pass_rate": score, "passed": int(score == 1.0), "failed": int(score is not None and score < 1.0),
+            "total": int(score is not None), "time_seconds": None, "tokens": None,
+            "tool_calls": tool_calls, "errors": int(score is None)}
 
 
 def _runs(row: dict, eval_id: int, configuration: str) -> list[dict]:
     """A game's runs: one, or one per trial (eval.trials: `run_number` the trial's, 1, 2, 3...)."""
-    plays = ([None if t is None else t == 1.0 for t in row["trials"]] if row.get("trials") is not None
-             else [None if row.get("unmeasured") or row.get("success") is None else bool(row["success"])])
+    plays = ([None if t is None else float(t) for t in row["trials"]] if row.get("trials") is not None
+             else [None if row.get("unmeasured") or row.get("success") is None else float(row["success"])])
     evidence = (f"{row.get('steps')} steps{' over its trials' if len(plays) > 1 else ''}, "
                 f"{row.get('coerced_actions', 0)} coerced actions; skills retrieved: "
                 f"{', '.join(row.get('skills_retrieved') or []) or 'none'}")
     game = f"skillos game {row['game_id']} ({row.get('task_type') or 'no task type'}), arm {row.get('arm')}"
     return [{"eval_id": eval_id, "eval_name": row.get("task") or row["game_id"], "configuration": configuration,
              "run_number": k, "result": _result(won, row.get("steps") if len(plays) == 1 else None),
-             "expectations": [{"text": WON, "passed": won, "evidence": evidence}] if won is not None else [],
+             "expectations": [{"text": WON, "passed": won == 1.0, "evidence": evidence}] if won is not None else [],
              "notes": [game + (f", trial {k} of {len(plays)}" if len(plays) > 1 else "")]
              + ([] if won is not None else [f"unmeasured: {row.get('unmeasured_reason') or 'no outcome recorded'}"])}
             for k, won in enumerate(plays, 1)]
@@ -234,8 +236,13 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
                   + ("" if paired.ci_low is None else f", 95% CI [{paired.ci_low:+.3f}, {paired.ci_high:+.3f}]"),
                   f"unmeasured runs (errors, never counted as failures): with_skill {unmeasured['with_skill']}, "
                   f"without_skill {unmeasured['without_skill']}",
-                  "time_seconds and tokens are null: skillos did not measure them for these games"]}
+                  "time_seconds and tokens are null: skillos did not measure them for these games"]
+        + ([f"run_summary averages runs, as skill-creator does; skillos's mean score averages each game's trials "
+            f"first (with_skill {stats.mean_score(outcomes[treatment].values()):.3f}, without_skill "
+            f"{stats.mean_score(outcomes[control].values()):.3f}, report.json): the test is over games"]
+           if paired.test == "wilcoxon" and None not in (stats.mean_score(outcomes[treatment].values()),
+                                                        stats.mean_score(outcomes[control].values())) else [])}
     write_atomic(target, json.dumps(benchmark, indent=2, allow_nan=False))
     return {"out": str(target), "runs": len(runs), "evals": len(ids), "with_skill": treatment, "without_skill": control,
             "unmeasured": unmeasured, "p_value": None if p is None or math.isnan(p) else p,
-            "b": paired.b, "c": paired.c}
+            "b": paired.b, "c": paired.c, "test": paired.test}

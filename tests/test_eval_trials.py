@@ -129,6 +129,7 @@ def test_an_eval_with_trials_reports_mean_scores_over_games_and_tests_games(tmp_
     assert benchmark["metadata"]["runs_per_configuration"] == 2 and len(benchmark["runs"]) == 16
     assert sorted({r["run_number"] for r in benchmark["runs"]}) == [1, 2]
     assert any("Wilcoxon signed-rank p" in n and "games up/down" in n for n in benchmark["notes"])
+    assert "Wilcoxon signed-rank p" in bench.stdout and "McNemar" not in bench.stdout  # the line it prints, too
     results = run_cli("export", "eval-results", out, tmp_path / "repo")
     assert results.returncode == 0, results.stderr[-2000:]
     import yaml
@@ -143,6 +144,8 @@ def test_an_eval_with_trials_reports_mean_scores_over_games_and_tests_games(tmp_
     assert log["eval"]["config"]["epochs"] == 2 and len(log["samples"]) == 16
     assert {s["epoch"] for s in log["samples"]} == {1, 2} and all(s["scores"] for s in log["samples"])
     assert all(len(s["messages"]) > 2 for s in log["samples"])  # each trial's own trace
+    # each epoch's counts are its own trial's: together they are the rows' (which sum each game's trials)
+    assert sum(s["metadata"]["steps"] for s in log["samples"]) == sum(r["steps"] for r in rows)
 
 
 def test_gate_5_plans_over_games_never_over_plays():
@@ -206,3 +209,14 @@ def test_losing_plays_that_error_out_in_one_arm_are_attrition_not_an_improvement
     assert comp.attrition_of == "trials" and comp.attrition_p < 0.05 and comp.treatment_unmeasured <= 1  # whole games
     assert verdict.word == "attrition" and "trials unmeasured" in verdict.line()
     assert f"{comp.trials_unmeasured['treatment']}/180 trials" in verdict.line()
+
+
+def test_the_cost_gate_counts_every_play_of_a_game():
+    from skillos import config as cfgmod
+    from skillos import prices
+
+    cfg = cfgmod.from_dict({"executor": {"backend": "openai", "model": "gpt-4o-mini"},
+                            "env": {"n_games": 10, "n_train_games": 0, "max_steps": 5},
+                            "eval": {"arms": ["no_memory", "closed_loop"], "trials": 3}})
+    calls, how = prices._calls(cfg, "executor", 1, None)
+    assert calls == 10 * 3 * 2 * 5 and "eval.trials 3" in how

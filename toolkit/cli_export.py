@@ -23,8 +23,8 @@ def export_inspect(
     phase: str = typer.Option("eval", help="eval (held-out games) or train."),
     as_json: bool = JSON,
 ):
-    """A run's games as an inspect_ai eval log, one sample per game (`inspect view` opens it);
-    unmeasured games are unscored. Needs the inspect extra (pip install skillos[inspect])."""
+    """A run's games as an inspect_ai eval log, one sample per game, an epoch per trial (`inspect view`
+    opens it); unmeasured games are unscored. Needs the inspect extra (pip install skillos[inspect])."""
     from skillos.cli_render import export_lines
     from skillos.view.inspect_log import export_run
 
@@ -42,7 +42,7 @@ def export_skill_creator(
     as_json: bool = JSON,
 ):
     """A run's held-out games as Anthropic skill-creator's benchmark.json (its viewer's field names):
-    one run per game per arm, unmeasured games as runs with errors, wall time and tokens null
+    one run per game per arm (one per trial: eval.trials), unmeasured games as runs with errors, wall time and tokens null
     (not measured), and skillos's paired comparison in the notes."""
     from skillos.cli_render import benchmark_lines
     from skillos.evals.skill_creator import export_benchmark

@@ -393,7 +393,9 @@ def benchmark_lines(result: dict) -> list[str]:
     p = "unmeasured" if result["p_value"] is None else f"{result['p_value']:.3g}"
     return [f"wrote {result['runs']} runs of {result['evals']} games to {result['out']}: with_skill is "
             f"{result['with_skill']}, without_skill is {result['without_skill']}; unmeasured (errors) "
-            f"{u['with_skill']} and {u['without_skill']}; b/c {result['b']}/{result['c']}, exact McNemar p {p}"]
+            f"{u['with_skill']} and {u['without_skill']}; "
+            + (f"games up/down {result['b']}/{result['c']}, Wilcoxon signed-rank p {p} over games"
+               if result.get("test") == "wilcoxon" else f"b/c {result['b']}/{result['c']}, exact McNemar p {p}")]
 
 
 def eval_results_lines(result: dict) -> list[str]:

@@ -137,8 +137,10 @@ def _calls(cfg, section: str, runs: int, per_step: int | None) -> tuple[int | No
             if per_step is None or not total:
                 return None, "the step plan does not fix the executor's calls (training.max_steps or rollouts unset)"
             return per_step * total, f"the step plan's {per_step} executor calls a step x {total} steps"
-        games = (n * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)) * runs
-        return games * steps, (f"at most one per step: {games} games (env.n_games x arms + env.n_train_games x "
+        k = cfg.eval.trials  # each held-out game played k times: its executor calls k times over
+        games = (n * k * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)) * runs
+        held_out = "env.n_games x arms" if k == 1 else f"env.n_games x eval.trials {k} x arms"
+        return games * steps, (f"at most one per step: {games} games ({held_out} + env.n_train_games x "
                                f"learning arms, x {runs} run(s)) x env.max_steps {steps}")
     if section == "curator" and not cfg.training.is_set():
         games = (cfg.env.n_train_games + n) * len(learning) * runs

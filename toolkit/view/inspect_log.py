@@ -1,7 +1,8 @@
 """`skillos export inspect`: a run's games as an inspect_ai eval log, written through inspect_ai's
 own log API so `inspect view` (and read_eval_log) open it.
 
-One sample per game: the executor's conversation rebuilt from the game's trace (the task and
+One sample per game (and an epoch per trial where a game was played several times: eval.trials,
+each with its own trace, score and counts): the executor's conversation rebuilt from the game's trace (the task and
 the retrieved skills, then each observation and the action taken), the score 1/0 for a measured
 game and no score at all for an unmeasured one (never a 0), and metadata: arm, phase, task
 type, the skills retrieved with their scores, coerced actions, the unmeasured reason.
@@ -39,6 +40,19 @@ def _messages(row: dict, trace: dict | None):
         messages.append(ChatMessageAssistant(content=step["action"] + note))
         messages.append(ChatMessageUser(content=step["observation"]))
     return messages
+
+
+def _play_counts(row: dict, trace: dict | None, measured: bool) -> dict:
+    """A sample's steps, coerced actions and unmeasured reason: the row's for a game played once;
+    for one trial of a game played several times (eval.trials), its own trace's (the row sums its
+    trials), None where that trial has no trace."""
+    if row.get("trials") is None:
+        return {"steps": row.get("steps"), "coerced_actions": row.get("coerced_actions"),
+                "unmeasured_reason": row.get("unmeasured_reason")}
+    steps = (trace or {}).get("steps")
+    return {"steps": len(steps) if trace else None,
+            "coerced_actions": sum(bool(s.get("coerced")) for s in steps) if trace else None,
+            "unmeasured_reason": None if measured else (trace or {}).get("unmeasured_reason") or row.get("unmeasured_reason")}
 
 
 def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
@@ -93,7 +107,7 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     samples, scored, won = [], 0, 0
     # a game played several times (eval.trials) is one sample with an epoch per trial, as inspect
     # keeps repeated plays; its trials' scores, unmeasured ones unscored
-    plays = [(row, k + 1, None if t is None else t == 1.0) for row in rows
+    plays = [(row, k + 1, None if t is None else float(t)) for row in rows
              for k, t in enumerate(row["trials"] if row.get("trials") is not None else
                                    [None if row.get("unmeasured") or row.get("success") is None else row["success"]])]
     for row, epoch, success in plays:
@@ -102,8 +116,9 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         scores = None
         if measured:
             scored += 1
-            won += bool(success)
-            scores = {SCORER: Score(value=1 if success else 0, answer="won" if success else "lost")}
+            won += success
+            scores = {SCORER: Score(value=int(success) if success in (0.0, 1.0) else success,
+                                    answer="won" if success == 1.0 else "lost")}
         messages = _messages(row, trace)
         last = trace["steps"][-1]["action"] if trace and trace.get("steps") else ""
         samples.append(EvalSample(
@@ -112,9 +127,8 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
             metadata={"arm": row.get("arm"), "phase": phase, "game_id": row.get("game_id"),
                       "task": row.get("task"), "task_type": row.get("task_type"),
                       "skills_retrieved": (trace or {}).get("retrieved") or row.get("skills_retrieved", []),
-                      "steps": row.get("steps"), "coerced_actions": row.get("coerced_actions"),
-                      "repo_size": row.get("repo_size"), "unmeasured": not measured,
-                      "unmeasured_reason": row.get("unmeasured_reason")}))
+                      **_play_counts(row, trace, measured), "repo_size": row.get("repo_size"),
+                      "unmeasured": not measured}))
     experiment = (config.get("experiment") or {}).get("name") or run_dir.name
     def stamp(path: Path) -> str:
         return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
