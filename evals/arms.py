@@ -22,6 +22,13 @@ def load_games(cfg: Config, split: str, n: int, progress=None):
     return environment(cfg).load_tasks(cfg, split, n, progress)
 
 
+def plays(cfg: Config) -> int:
+    """The games one run of the config plays, counting every play: each held-out game eval.trials
+    times per arm, each train game once per learning arm (the cost gate and the plan read it)."""
+    learning = [arm for arm in cfg.eval.arms if learns(arm)]
+    return cfg.env.n_games * cfg.eval.trials * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)
+
+
 def game_sets(cfg: Config) -> dict:
     """The (split, number of games) a launch loads for its held-out and train games: the one place
     eval, optimize (held_out is its sealed test) and the gates' trace read them from."""

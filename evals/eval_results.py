@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from skillos.errors import SkillosError
+from skillos.evals import stats
 
 FOLDER = ".eval_results"
 
@@ -46,7 +47,6 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     .eval_results folder itself). `dataset` and `task` default to the run's environment and
     held-out split; `source_url` to the run folder's file URL."""
     from skillos.config.eval import EvalConfig
-    from skillos.evals import stats
     from skillos.evals.run_folder import control_arm, held_out_rows, outcomes_by_arm, recorded_config
     from skillos.files import write_atomic
 
@@ -108,12 +108,10 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
 def _counts(games: dict, measured: list) -> str:
     """An arm's denominators: games won of measured, or for games of several trials (eval.trials)
     the mean score over games with the trials counted."""
-    from skillos.evals import stats
-
     if stats.is_binary_single(games):
         return f"{int(sum(measured))}/{len(measured)} measured games won, {len(games) - len(measured)} unmeasured"
     trials = stats.score_summary(list(games.values()))
-    return (f"mean score {sum(measured) / len(measured):.3f} over {len(measured)} measured games ({trials['trials']} "
+    return (f"mean score {trials['mean_score']:.3f} over {len(measured)} measured games ({trials['trials']} "
             f"trials, {trials['trials_unmeasured']} unmeasured), {len(games) - len(measured)} games unmeasured")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import asdict, dataclass, field
 
-from skillos.evals.stats import unit_mean
+from skillos.evals.stats import trials_of, unit_mean
 
 SCHEMA_VERSION = 1  # of a games.jsonl / curation.jsonl row
 # A row holding a unit's trials is version 2: a skillos that knows only version 1 would read its
@@ -199,6 +199,14 @@ def row_outcome(row: dict):
     """What a row gives the statistics (stats.compare_units): its trials when it holds several or
     a score, else its one binary outcome (None: unmeasured)."""
     return row["trials"] if row.get("trials") is not None else row.get("success")
+
+
+def row_trials(row: dict) -> list:
+    """A row's plays, each a score in [0, 1] or None (unmeasured): its trials (eval.trials), or its
+    one outcome, None where the row is marked unmeasured."""
+    if row.get("trials") is not None:
+        return trials_of(row["trials"])
+    return [None if row.get("unmeasured") else trials_of(row.get("success"))[0]]
 
 
 def row_mean(row: dict) -> float | None:

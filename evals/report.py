@@ -87,8 +87,7 @@ def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
     domain = environment(cfg)
     # several trials a game: the units are games, their trials averaged (stats.compare_units)
     by_trials = any(scored(arm_rows) for arm_rows in rows.values())
-    outcomes = {arm: {r["game_id"]: row_outcome(r) if by_trials else r["success"] for r in arm_rows}
-                for arm, arm_rows in rows.items()}
+    outcomes = {arm: {r["game_id"]: row_outcome(r) for r in arm_rows} for arm, arm_rows in rows.items()}
     compare = stats.compare_units if by_trials else stats.compare
     control = cfg.eval.control.arm
     comparisons = [

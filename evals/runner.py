@@ -19,6 +19,7 @@ from typing import Callable
 
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import SAMPLING_SEED, Draws
+from skillos.evals.records import GameRow, row_trials
 from skillos.evals.trace import TraceWriter, repo_changes
 from skillos.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
@@ -88,8 +89,6 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
         curation: dict | None = None) -> dict:
     """The JSONL row of one game (evals.records.GameRow, with its schema_version). `curation`:
     what the curator did after it (calls, failed calls, applied and refused operations)."""
-    from skillos.evals.records import GameRow
-
     return GameRow(arm=arm, phase=phase, game_id=traj.game_id, task_type=traj.task_type, task=traj.task,
                    success=traj.won, steps=len(traj.steps), coerced_actions=traj.coerced,
                    skills_retrieved=traj.retrieved, repo_size=repo_size, unmeasured=traj.won is None,
@@ -103,8 +102,6 @@ def trials_row(arm: str, plays: list[Trajectory], repo_size: int, phase: str = "
     won, 0 lost, None unmeasured), steps, coerced actions and grading timeouts summed over them,
     the skills the first play retrieved; unmeasured only when no play was measured, and a play
     that was not measured says why in `unmeasured_reason` even when others were."""
-    from skillos.evals.records import GameRow
-
     first = plays[0]
     lost = [t for t in plays if t.won is None]
     reason = next((t.unmeasured_reason for t in lost if t.unmeasured_reason), "no outcome recorded")
@@ -314,9 +311,7 @@ def _check_error_budget(arm: str, phase: str, rows: list[dict], max_error_rate: 
         return
     # over plays: a game of trials (eval.trials) counts each of its plays, so an outage that
     # spares one trial of every game is still an outage
-    plays = []
-    for r in rows:
-        plays += [(r, t is None) for t in r["trials"]] if r.get("trials") is not None else [(r, bool(r["unmeasured"]))]
+    plays = [(r, t is None) for r in rows for t in row_trials(r)]
     lost = [r for r, unmeasured in plays if unmeasured]
     if len(lost) / len(plays) > max_error_rate:
         what = "plays" if len(plays) > len(rows) else "games"

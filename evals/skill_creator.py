@@ -27,6 +27,7 @@ import statistics
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.evals.records import row_trials
 from skillos.evals.units import Arms, Trials
 
 CONFIGURATIONS = ("with_skill", "without_skill", "new_skill", "old_skill")  # what the viewer groups on
@@ -172,8 +173,7 @@ def _result(score: float | None, tool_calls) -> dict:
 
 def _runs(row: dict, eval_id: int, configuration: str) -> list[dict]:
     """A game's runs: one, or one per trial (eval.trials: `run_number` the trial's, 1, 2, 3...)."""
-    plays = ([None if t is None else float(t) for t in row["trials"]] if row.get("trials") is not None
-             else [None if row.get("unmeasured") or row.get("success") is None else float(row["success"])])
+    plays = row_trials(row)
     evidence = (f"{row.get('steps')} steps{' over its trials' if len(plays) > 1 else ''}, "
                 f"{row.get('coerced_actions', 0)} coerced actions; skills retrieved: "
                 f"{', '.join(row.get('skills_retrieved') or []) or 'none'}")
@@ -219,6 +219,7 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
                         "time_seconds": None, "tokens": None}
     unmeasured = {name: sum(r["result"]["errors"] for r in runs if r["configuration"] == name) for name in named.values()}
     p = paired.p_value
+    means = {arm: stats.mean_score(outcomes[arm].values()) for arm in (treatment, control)}  # each game's trials first
     benchmark = {
         "metadata": {"skill_name": (recorded_config(run_dir).get("experiment") or {}).get("name") or run_dir.name, "skill_path": str(run_dir.resolve()),
                      "executor_model": None, "analyzer_model": None,
@@ -238,10 +239,8 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
                   f"without_skill {unmeasured['without_skill']}",
                   "time_seconds and tokens are null: skillos did not measure them for these games"]
         + ([f"run_summary averages runs, as skill-creator does; skillos's mean score averages each game's trials "
-            f"first (with_skill {stats.mean_score(outcomes[treatment].values()):.3f}, without_skill "
-            f"{stats.mean_score(outcomes[control].values()):.3f}, report.json): the test is over games"]
-           if paired.test == "wilcoxon" and None not in (stats.mean_score(outcomes[treatment].values()),
-                                                        stats.mean_score(outcomes[control].values())) else [])}
+            f"first (with_skill {means[treatment]:.3f}, without_skill {means[control]:.3f}, report.json): the test "
+            "is over games"] if paired.test == "wilcoxon" and None not in means.values() else [])}
     write_atomic(target, json.dumps(benchmark, indent=2, allow_nan=False))
     return {"out": str(target), "runs": len(runs), "evals": len(ids), "with_skill": treatment, "without_skill": control,
             "unmeasured": unmeasured, "p_value": None if p is None or math.isnan(p) else p,

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from skillos import registry
 from skillos.config.fields import lookup
 from skillos.config.schema import PRICED_SECTIONS
-from skillos.evals.arms import learns
+from skillos.evals.arms import learns, plays
 
 OPENAI_SOURCE = ("deploybase.ai/articles/openai-pricing, citing platform.openai.com pricing", "2026-03")
 ANTHROPIC_SOURCE = ("docs.anthropic.com/en/docs/about-claude/pricing and deploybase.ai/articles/claude-api-pricing",
@@ -137,8 +137,8 @@ def _calls(cfg, section: str, runs: int, per_step: int | None) -> tuple[int | No
             if per_step is None or not total:
                 return None, "the step plan does not fix the executor's calls (training.max_steps or rollouts unset)"
             return per_step * total, f"the step plan's {per_step} executor calls a step x {total} steps"
-        k = cfg.eval.trials  # each held-out game played k times: its executor calls k times over
-        games = (n * k * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)) * runs
+        k = cfg.eval.trials  # each held-out game played k times (arms.plays counts every play)
+        games = plays(cfg) * runs
         held_out = "env.n_games x arms" if k == 1 else f"env.n_games x eval.trials {k} x arms"
         return games * steps, (f"at most one per step: {games} games ({held_out} + env.n_train_games x "
                                f"learning arms, x {runs} run(s)) x env.max_steps {steps}")

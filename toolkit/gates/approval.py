@@ -175,7 +175,7 @@ def plan_text(plan: dict) -> str:
 
 def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -> dict:
     """The plan of a config, from what the gates computed (the `mde` check) and the step plan."""
-    from skillos.evals.arms import learns
+    from skillos.evals.arms import learns, plays
     from skillos.ledger.experiments import success_metric
 
     from skillos.config.matrix import expand
@@ -185,7 +185,6 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
     needed = mde.get("n_needed")
     runs = expand(cfg)
     per_run = cfg.env.n_games * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)
-    plays = per_run + cfg.env.n_games * (cfg.eval.trials - 1) * len(cfg.eval.arms)  # eval.trials: each a play
     from skillos.devices import gpu_launch
 
     launch = gpu_launch(cfg, cuda=0)  # what the config declares: the plan reads the same on any machine
@@ -202,7 +201,7 @@ def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -
         "games": {"held_out_per_arm": cfg.env.n_games, "arms": len(cfg.eval.arms),
                   "train_per_learning_arm": cfg.env.n_train_games if learning else 0,
                   "runs": len(runs), "total": per_run * len(runs), "trials_per_held_out_game": cfg.eval.trials,
-                  "plays_total": plays * len(runs),
+                  "plays_total": plays(cfg) * len(runs),
                   "needed_for_expected_effect": needed,
                   "needed_reason": None if needed is not None else "experiment.expected_effect is not set"},
         "cost": cost(cfg, len(runs)), "api_cost": paid_estimate(cfg, len(runs)),

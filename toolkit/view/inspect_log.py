@@ -77,7 +77,7 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     rows = read_jsonl(rows_path, problems)
     if not rows:
         raise SkillosError(f"{rows_path}: no games recorded" + (f" ({problems[0]})" if problems else ""))
-    from skillos.evals.records import TRIALS_SCHEMA_VERSION, check_schema
+    from skillos.evals.records import TRIALS_SCHEMA_VERSION, check_schema, row_trials
     from skillos.evals.trace import damage
 
     for number, row in enumerate(rows, 1):
@@ -107,9 +107,7 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     samples, scored, won = [], 0, 0
     # a game played several times (eval.trials) is one sample with an epoch per trial, as inspect
     # keeps repeated plays; its trials' scores, unmeasured ones unscored
-    plays = [(row, k + 1, None if t is None else float(t)) for row in rows
-             for k, t in enumerate(row["trials"] if row.get("trials") is not None else
-                                   [None if row.get("unmeasured") or row.get("success") is None else row["success"]])]
+    plays = [(row, k + 1, t) for row in rows for k, t in enumerate(row_trials(row))]
     for row, epoch, success in plays:
         trace = traces.get((row.get("arm"), phase, row.get("game_id"), epoch - 1))
         measured = success is not None
