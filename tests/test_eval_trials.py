@@ -220,3 +220,17 @@ def test_the_cost_gate_counts_every_play_of_a_game():
                             "eval": {"arms": ["no_memory", "closed_loop"], "trials": 3}})
     calls, how = prices._calls(cfg, "executor", 1, None)
     assert calls == 10 * 3 * 2 * 5 and "eval.trials 3" in how
+
+
+def test_the_trace_follows_eval_trials_only_where_a_launch_plays_it():
+    """`skillos eval` plays each game eval.trials times; an optimize launch plays each once, so the
+    trace says the value reaches no code there (checked but not applied), never "applied"."""
+    from skillos import config as cfgmod
+    from skillos import gates
+
+    cfg = cfgmod.load(ROOT / "evals" / "configs" / "quickstart.yaml")
+    cfg.eval.trials = 3
+    rows = {row.key: row for row in gates.check(cfg, trace=True).trace}
+    assert rows["eval.trials"].applied is True and "runner.run_arm(trials=)" in rows["eval.trials"].line()
+    rows = {row.key: row for row in gates.check(cfg, command="optimize", trace=True).trace}
+    assert rows["eval.trials"].applied is False and "plays each game once" in rows["eval.trials"].line()

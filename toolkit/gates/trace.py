@@ -713,8 +713,16 @@ def _error_rate(t: Tracer, key, value):
                 arm_settings(t.cfg)["max_error_rate"])
 
 
+# The launches whose held-out games go through evals/experiment._play_arm (skillos.evaluate's
+# commands): only they play a game eval.trials times.
+TRIAL_PATHS = ("eval", "quickstart", "sweep")
+
+
 @resolver(r"^eval\.trials$")
 def _trials(t: Tracer, key, value):
+    if value > 1 and (t.training_launch or t.path not in TRIAL_PATHS):
+        return _not_used(key, value, f"the {t.path} launch plays each game once: eval.trials is read by "
+                         f"{', '.join(TRIAL_PATHS)}")
     return _row(key, value, "runner.run_arm(trials=) on the held-out games (evals/experiment._play_arm); each "
                 "trial's sampling seed through backends.chat.SAMPLING_SEED", t.cfg.eval.trials, "read as configured")
 
