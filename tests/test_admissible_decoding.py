@@ -85,9 +85,13 @@ def test_the_executor_takes_the_most_likely_admissible_action_and_nothing_is_coe
 
 def test_a_backend_that_cannot_score_is_refused_in_one_line():
     with pytest.raises(ConfigError, match=r"executor\.decoding: admissible needs a backend that scores .*hf"):
-        ExecutorConfig(backend="openai", model="gpt-4o-mini", decoding="admissible").rules("executor")
+        ExecutorConfig(backend="anthropic", model="claude-x", decoding="admissible").rules("executor")
     with pytest.raises(ConfigError, match="executor.decoding"):
         cfgmod.from_dict({"executor": {"backend": "anthropic", "model": "x", "decoding": "admissible"}})
+    # the OpenAI API echoes no prompt log-probabilities: only a base_url server scores
+    with pytest.raises(ConfigError, match=r"executor\.decoding: admissible .*OpenAI API does not .*base_url"):
+        ExecutorConfig(backend="openai", model="gpt-4o-mini", decoding="admissible").rules("executor")
+    ExecutorConfig(backend="openai", model="m", base_url="http://127.0.0.1:1/v1", decoding="admissible").rules("executor")
     ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible").rules("executor")  # no error
 
 
@@ -171,3 +175,104 @@ def test_the_shuffled_control_deals_every_curated_body_to_another_name():
         assert other.description == skill.description and other.body != skill.body, skill.name
     assert sorted(s.body for s in curated.skills) == sorted(s.body for s in shuffled.skills)
     assert (skills / "quickstart-curated" / ".curated").read_text() == (skills / "quickstart-shuffled" / ".curated").read_text()
+
+
+class _EchoingServer:
+    """A legacy completions endpoint over real weights (the tiny model, in this process): each
+    prompt of token ids is echoed with every token's log-probability, as `vllm serve` and
+    llama.cpp's server answer `echo` with `logprobs` (the first token has none). The math is the
+    model's own; what is under test is the client that asks for it and reads it back."""
+
+    def __init__(self, echo_logprobs: bool = True):
+        import http.server
+        import json
+        import threading
+
+        from skillos.evals.backends.hf_chat import load_weights
+
+        net, _, _ = load_weights("tiny-qwen2")
+        self.requests = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append((self.path, body))
+                choices = []
+                for i, ids in enumerate(body["prompt"]):
+                    with torch.no_grad():
+                        logp = net(input_ids=torch.tensor([ids])).logits[0].float().log_softmax(-1)
+                    echoed = [None] + [float(logp[j - 1, ids[j]]) for j in range(1, len(ids))] + [-0.5]
+                    choices.append({"index": i, "text": "x", "finish_reason": "length",
+                                    "logprobs": {"token_logprobs": echoed} if echo_logprobs else None})
+                reply = json.dumps({"object": "text_completion", "choices": choices[::-1],  # any order: by index
+                                    "usage": {"prompt_tokens": sum(map(len, body["prompt"])),
+                                              "completion_tokens": len(choices)}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+@pytest.mark.parametrize("likelihood", ["mean", "sum"])
+def test_a_server_that_echoes_log_probabilities_scores_as_the_model_in_process_does(likelihood, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    server = _EchoingServer()
+    try:
+        remote = make_chat(ExecutorConfig(backend="openai", model="tiny-qwen2", base_url=server.base_url,
+                                          decoding="admissible"))
+        local = make_chat(ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible"))
+        texts = [f"{a}</action>" for a in ACTIONS]
+        scored = remote.score(MESSAGES, texts, likelihood, prefix="<action>")
+        assert scored.values == pytest.approx(local.score(MESSAGES, texts, likelihood, prefix="<action>").values,
+                                              abs=1e-4)
+        path, body = server.requests[-1]
+        # one request: the legacy endpoint, every candidate as token ids after the same prompt, echoed
+        assert path == "/v1/completions" and body["echo"] is True and body["logprobs"] >= 1
+        conts = [local.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        assert [p[len(p) - len(c):] for p, c in zip(body["prompt"], conts)] == conts
+        assert len({tuple(p[:len(p) - len(c)]) for p, c in zip(body["prompt"], conts)}) == 1  # one shared prompt
+        assert scored.tokens_read == sum(map(len, body["prompt"]))  # as the endpoint reported it
+    finally:
+        server.close()
+
+
+def test_a_server_that_echoes_nothing_leaves_the_step_unmeasured_and_the_openai_api_is_refused(monkeypatch):
+    from skillos.evals.backends.chat import BackendError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    server = _EchoingServer(echo_logprobs=False)
+    try:
+        remote = make_chat(ExecutorConfig(backend="openai", model="tiny-qwen2", base_url=server.base_url,
+                                          decoding="admissible"))
+        with pytest.raises(BackendError, match="echoed no prompt log-probabilities"):
+            remote.score(MESSAGES, ["look</action>"], "mean", prefix="<action>")
+    finally:
+        server.close()
+    # a served model whose tokenizer is not here cannot be scored: refused when the backend is built
+    with pytest.raises(Exception, match="needs the served model's tokenizer"):
+        make_chat(ExecutorConfig(backend="openai", model="no-such-org/no-such-model", base_url=server.base_url,
+                                 decoding="admissible"))
+
+
+def test_the_trace_follows_admissible_decoding_to_the_servers_completions_endpoint():
+    from skillos.evals.backends.chat import sent
+
+    arrived = sent(ExecutorConfig(backend="openai", model="m", base_url="http://127.0.0.1:1/v1", decoding="admissible",
+                                  temperature=0.7))
+    assert arrived["decoding"] == (arrived["decoding"][0], "admissible") and "/completions" in arrived["decoding"][0]
+    assert arrived["temperature"][1] is None and "nothing sampled" in arrived["temperature"][0]
+    assert "echoed log-probabilities" in arrived["likelihood"][0]
+    generating = sent(ExecutorConfig(backend="openai", model="m", base_url="http://127.0.0.1:1/v1", temperature=0.7))
+    assert generating["decoding"][1] == "generate" and generating["temperature"][1] == 0.7

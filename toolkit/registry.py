@@ -118,7 +118,8 @@ BACKENDS: Registry[Backend] = Registry(
     Backend("heuristic"),
     Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY", paid=True,
             extra="llm", modules=("openai",), install="pip install 'skillos[llm]'", client="openai:OpenAI",
-            sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding", seeds=True),
+            sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding", seeds=True,
+            scores=True),  # through a base_url server that echoes prompt log-probabilities (openai_decoding)
     Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
             paid=True,
             extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",

@@ -104,6 +104,18 @@ def sent(config) -> dict:
     return importlib.import_module(module).sent(config)
 
 
+def scored_sent(out: dict, config, chosen: str, logprobs: str) -> dict:
+    """`sent` of an executor section with admissible decoding: nothing is generated or sampled, so
+    the sampler keys arrive nowhere; `chosen` is where the choice is made, `logprobs` what the
+    likelihood is taken over."""
+    out.update({key: (f"{chosen} (nothing sampled)", None) for key in ("temperature", "top_p", "top_k", "max_tokens")})
+    out["decoding"] = (chosen, "admissible")
+    out["likelihood"] = (f"{chosen.partition('(')[0]}(likelihood=): "
+                         + ("per-token mean" if config.likelihood == "mean" else "sum") + f" of {logprobs}",
+                         config.likelihood)
+    return out
+
+
 def parse_generated(text: str) -> ChatResult:
     """Raw text a local model generated -> content, tool calls and reasoning (the Qwen/Hermes
     format: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, `<think>...</think>`).

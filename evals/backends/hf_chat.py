@@ -20,7 +20,7 @@ from pathlib import Path
 
 from skillos.config.backend import decoding_of
 from skillos.errors import SkillosError
-from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, parse_generated
+from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, parse_generated, scored_sent
 from skillos.evals.backends.tool_format import renders_tools, with_tools
 
 DEFAULT_MAX_TOKENS = 512
@@ -102,13 +102,9 @@ class HFChat:
         A continuation is tokenized on its own (its first token scored from the prompt's last
         logits), as lm-eval-harness scores choices."""
         torch = self._torch
-        switch = {"enable_thinking": False} if "enable_thinking" in str(self.tokenizer.chat_template) else {}
-        prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
-        ids = self.tokenizer(prompt + prefix, return_tensors="pt", add_special_tokens=False)["input_ids"].to(
-            self.net.device)
+        context, conts = scoring_tokens(self.tokenizer, messages, continuations, prefix)
+        ids = torch.tensor([context], device=self.net.device)
         start = time.monotonic()
-        conts = [self.tokenizer(c, add_special_tokens=False)["input_ids"] or [self.tokenizer.eos_token_id]
-                 for c in continuations]
         totals: list[float] = []
         with self._lock, torch.no_grad():
             try:
@@ -123,8 +119,7 @@ class HFChat:
                 raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
         if time.monotonic() - start >= self.config.timeout_s:
             raise BackendError(f"timeout: scoring ran past {self.config.timeout_s:g} s")
-        return Scored([total / len(c) if likelihood == "mean" else total for total, c in zip(totals, conts)],
-                      int(ids.shape[1]) + sum(map(len, conts)))
+        return Scored(normalised(totals, conts, likelihood), int(ids.shape[1]) + sum(map(len, conts)))
 
     def _score_batch(self, prompt_len: int, cache, first, batch: list[list[int]]) -> list[float]:
         torch, device = self._torch, self.net.device
@@ -145,13 +140,32 @@ class HFChat:
         return out
 
 
+def scoring_tokens(tokenizer, messages: list[dict], continuations: list[str], prefix: str = "") -> tuple[list, list]:
+    """(the prompt's tokens, each continuation's tokens) of a scoring call, whoever computes the
+    log-probabilities: the chat template with its generation prompt (Qwen3's thinking switched off
+    where the template has it: the action is scored where the reply starts), then `prefix`; each
+    continuation tokenized on its own (an empty one as the end-of-text token), as
+    lm-eval-harness scores choices."""
+    switch = {"enable_thinking": False} if "enable_thinking" in str(tokenizer.chat_template) else {}
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
+    context = tokenizer(prompt + prefix, add_special_tokens=False)["input_ids"]
+    return context, [tokenizer(c, add_special_tokens=False)["input_ids"] or [tokenizer.eos_token_id]
+                     for c in continuations]
+
+
+def normalised(totals: list[float], conts: list[list], likelihood: str) -> list[float]:
+    """Each continuation's summed log-probability as `likelihood` asks: mean (per token) or sum."""
+    return [total / len(c) if likelihood == "mean" else total for total, c in zip(totals, conts)]
+
+
 @dataclass
 class Scored:
     """What `score` returns: a score per continuation, and the tokens the model read for them
-    (the prompt once and every candidate's own)."""
+    (in process: the prompt once and every candidate's own; a server: what it reported, None
+    where it reported nothing)."""
 
     values: list
-    tokens_read: int
+    tokens_read: int | None
 
 
 # candidate tokens scored in one forward pass (bounds the logits held: tokens x vocabulary floats)
@@ -219,12 +233,9 @@ def sent(config) -> dict:
         out[key] = (f"transformers generate({key}=)" if gen["do_sample"] else
                     "transformers generate(do_sample=False): greedy", gen.get(key) if gen["do_sample"] else
                     (0.0 if key == "temperature" else None))
-    if decoding_of(config) == "admissible":  # nothing is generated or sampled
-        chosen = "HFChat.score(): every admissible action scored after one prompt pass, the most likely taken"
-        out.update({key: (f"{chosen} (nothing sampled)", None) for key in ("temperature", "top_p", "top_k", "max_tokens")})
-        out["decoding"] = (chosen, "admissible")
-        out["likelihood"] = ("HFChat.score(likelihood=): " + ("per-token mean" if config.likelihood == "mean" else "sum")
-                             + " of the action's log-probabilities", config.likelihood)
+    if decoding_of(config) == "admissible":
+        return scored_sent(out, config, "HFChat.score(): every admissible action scored after one prompt pass, "
+                           "the most likely taken", "the action's log-probabilities")
     elif hasattr(config, "decoding"):
         out["decoding"] = ("transformers generate(): the model writes its action", "generate")
     return out

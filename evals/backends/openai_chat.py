@@ -6,13 +6,21 @@ alive). Each call goes through the SDK's request path (auth, retries, backoff, t
 types) but skips its typed layer: profiled at 64 games in flight on 2 cores, the recursive
 param transform and the pydantic parse of each reply were a third of the client's CPU per call,
 which capped a 100 ms endpoint well below Little's law (tests/benchmarks/bench_runner_concurrency.py).
-The reply is read as the JSON the protocol defines; the fields read are the same."""
+The reply is read as the JSON the protocol defines; the fields read are the same.
+
+Admissible decoding (`executor.decoding: admissible`) scores each candidate through the legacy
+completions endpoint of a server that echoes prompt log-probabilities (`vllm serve`, llama.cpp's
+server; the OpenAI API does not, and the config refuses it there): see `OpenAIChat.score`."""
 
 from __future__ import annotations
 
 import json
 
-from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, api_key
+from skillos.config.backend import decoding_of
+from skillos.errors import SkillosError
+from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, api_key, scored_sent
+from skillos.evals.backends.hf_chat import Scored, normalised, scoring_tokens
+from skillos.evals.backends.tiny_model import resolve
 
 
 class OpenAIChat:
@@ -25,6 +33,8 @@ class OpenAIChat:
         self.config = config
         self.client = openai.OpenAI(api_key=api_key(config), base_url=config.base_url,
                                     timeout=config.timeout_s, max_retries=config.max_retries)
+        # scoring renders the prompt here, with the served model's own chat template
+        self.tokenizer = scoring_tokenizer(config.model) if decoding_of(config) == "admissible" else None
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
         body = request_body(self.config, messages, tools)
@@ -41,6 +51,73 @@ class OpenAIChat:
             raise
         except Exception as exc:  # noqa: BLE001 - JSON of the wrong shape: a failed call, not a crash
             raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
+
+
+    def score(self, messages: list[dict], continuations: list[str], likelihood: str, prefix: str = "") -> Scored:
+        """Each continuation's log-likelihood after the prompt and `prefix`, as HFChat.score
+        computes it (the same tokens: `scoring_tokens`), from the server: one legacy completions
+        request whose prompts are the token ids of the prompt followed by each candidate, echoed
+        with their log-probabilities (`echo`, `logprobs`; the one token generated is dropped).
+        The candidates' tokens are read from where the prompt's end, by count, so a server that
+        tokenizes nothing of its own cannot shift them. Any reply that does not echo every token
+        with a log-probability is a BackendError (the game unmeasured), never a guessed score."""
+        context, conts = scoring_tokens(self.tokenizer, messages, continuations, prefix)
+        body = {"model": self.model, "prompt": [context + c for c in conts], "max_tokens": 1, "temperature": 0,
+                "echo": True, "logprobs": 1}
+        try:
+            response = self.client.post("/completions", body=body, cast_to=self._httpx.Response)
+            payload = response.json()
+        except self._openai.OpenAIError as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
+        except ValueError as exc:
+            raise BackendError(f"the endpoint's reply is not JSON: {exc}"[:300]) from exc
+        totals = echoed_totals(payload, len(context), conts)
+        usage = payload.get("usage") or {}
+        read = usage.get("prompt_tokens")
+        return Scored(normalised(totals, conts, likelihood), read if isinstance(read, int) else None)
+
+
+def scoring_tokenizer(model: str):
+    """The served model's tokenizer, for its chat template and token ids: a fetched model's name,
+    a weights folder or a name in the local hub cache (as the hf backend resolves it). A server's
+    model this machine has no tokenizer of is refused in one line before any game."""
+    try:
+        from transformers import AutoTokenizer  # heavy and optional: only admissible decoding needs it
+    except ImportError as exc:
+        raise SkillosError("executor.decoding admissible over a server renders its prompt here with the model's "
+                           "chat template: pip install 'skillos[hf]'") from exc
+    try:
+        path = resolve(model)
+    except SkillosError as exc:
+        raise SkillosError(f"executor.decoding admissible over a server needs the served model's tokenizer here "
+                           f"(its chat template and token ids): {exc}") from exc
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    if tokenizer.chat_template is None:
+        raise SkillosError(f"model {model!r}: its tokenizer has no chat template")
+    return tokenizer
+
+
+def echoed_totals(payload, context_len: int, conts: list[list[int]]) -> list[float]:
+    """Each candidate's summed log-probability from a legacy completions reply that echoed its
+    prompts: choice i's token_logprobs at the candidate's positions (after `context_len` prompt
+    tokens). A choice missing, short or with a position unscored is a BackendError."""
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list) or len(choices) != len(conts):
+        raise BackendError(f"the endpoint returned {len(choices) if isinstance(choices, list) else 'no'} choices for "
+                           f"{len(conts)} scored prompts (not a legacy completions reply)")
+    by_index = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
+    totals = []
+    for i, (choice, cont) in enumerate(zip(by_index, conts)):
+        logprobs = (choice.get("logprobs") or {}).get("token_logprobs") if isinstance(choice, dict) else None
+        if not isinstance(logprobs, list):
+            raise BackendError("the endpoint echoed no prompt log-probabilities (it needs echo and logprobs on "
+                               "/completions: vllm serve and llama.cpp's server give them, the OpenAI API does not)")
+        span = logprobs[context_len:context_len + len(cont)]
+        if len(span) != len(cont) or not all(isinstance(x, (int, float)) for x in span):
+            raise BackendError(f"the endpoint echoed {len(logprobs)} log-probabilities for prompt {i}'s "
+                               f"{context_len + len(cont)} tokens (or left one unscored): not scored")
+        totals.append(float(sum(span)))
+    return totals
 
 
 def request_body(config, messages: list[dict], tools: list[dict] | None = None) -> dict:
@@ -72,6 +149,12 @@ def sent(config) -> dict:
     if "chat_template_kwargs" in body:
         out["reasoning_effort"] = (f"openai POST /chat/completions body.chat_template_kwargs="
                                    f"{body['chat_template_kwargs']}", "on")
+    if decoding_of(config) == "admissible":
+        return scored_sent(out, config, "OpenAIChat.score(): POST /completions with echo and logprobs, every "
+                           "admissible action scored after the prompt, the most likely taken",
+                           "the action's echoed log-probabilities")
+    elif hasattr(config, "decoding"):
+        out["decoding"] = ("openai POST /chat/completions: the model writes its action", "generate")
     return out
 
 

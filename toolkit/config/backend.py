@@ -161,6 +161,10 @@ def openai_decoding(section: str, b: BackendConfig) -> str | None:
     if b.top_k is not None and not b.base_url:
         return (f"{section}.top_k: the OpenAI API has no top_k and rejects the request; unset it, or set "
                 f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
+    if decoding_of(b) == "admissible" and not b.base_url:
+        return (f"{section}.decoding: admissible scores each action from the prompt's echoed log-probabilities, "
+                f"which the OpenAI API does not return; set {section}.base_url to a server that does (vllm serve, "
+                f"llama.cpp's server) or {section}.decoding generate")
     return None
 
 
