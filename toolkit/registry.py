@@ -32,6 +32,7 @@ class Backend:
 
     name: str
     chat: str | None = None  # "module:Class" of its chat model (None: no model, the heuristic)
+    about: str = ""  # what it is, in a few words: the config's help lists every entry with it
     local: bool = False  # runs the weights here, through the model's own chat template and sampler
     key_env: str | None = None  # where its API key is read when api_key_env names none
     extra: str | None = None  # the pip extra that installs it
@@ -55,6 +56,7 @@ class Backend:
 class Environment:
     name: str
     target: str  # "module:OBJECT" implementing the Environment protocol (evals/envs/registry.py)
+    about: str = ""  # what it is, in a few words: the config's help lists every entry with it
     # "module:Class" of a pool running its training games' engine in worker processes
     # (env.engine_workers); None: its games have no engine to move out of the trainer's process
     engine_pool: str | None = None
@@ -67,6 +69,7 @@ class Trainer:
     name: str
     target: str  # "module" (its `train`) or "module:function"; called as train(cfg, ledger, echo=...)
     args_spec: str  # "module:function" -> (class, keyword arguments) the trainer is built with
+    about: str = ""  # what it is, in a few words: the config's help lists every entry with it
     grpo: bool = False  # trains with GRPO (group-relative advantages): the GRPO gates apply; else fixed rows
     plays_itself: bool = False  # the trained model is the executor: no executor model runs beside it in training
     # The trained model is the curator (SkillOS Algorithm 1): rollouts of |G| tasks, retrieval, the
@@ -110,25 +113,33 @@ class Registry(Generic[E]):
     def get(self, name) -> E | None:
         return self._entries.get(name)
 
+    def listed(self) -> str:
+        """Every entry's name with what it is (its `about`), for a help string: "a (what a is) | b"."""
+        return " | ".join(f"{e.name} ({e.about})" if getattr(e, "about", "") else e.name for e in self)
+
 
 TORCH_FIRST = "pip install torch==2.13.0 (CPU build; first, or pip pulls CUDA) && "
 
 BACKENDS: Registry[Backend] = Registry(
     "backend",
-    Backend("heuristic"),
+    Backend("heuristic", about="offline rules, no model"),
     Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY", paid=True,
+            about="the OpenAI API or any OpenAI-compatible base_url",
             extra="llm", modules=("openai",), install="pip install 'skillos[llm]'", client="openai:OpenAI",
             sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding", seeds=True,
             scores=True),  # through a base_url server that echoes prompt log-probabilities (openai_decoding)
     Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
+            about="the Anthropic API",
             paid=True,
             extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",
             client="anthropic:Anthropic", sampler_defaults="the API's defaults",
             decoding="skillos.config.backend:anthropic_decoding"),
     Backend("vllm", chat="skillos.evals.backends.vllm_chat:VLLMChat", local=True, modules=("vllm",),
+            about="vLLM in this process, GPU",
             install="pip install vllm (on the GPU machine; it pins its own torch)", gpu_only=True,
             sampler_defaults="vLLM's T 1.0, top_p 1, no top_k", decoding="skillos.config.backend:local_decoding"),
     Backend("hf", chat="skillos.evals.backends.hf_chat:HFChat", local=True, extra="hf",
+            about="transformers in this process, CPU or GPU",
             modules=("torch", "transformers", "peft"), install=TORCH_FIRST + "pip install 'skillos[hf]'",
             sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.config.backend:local_decoding",
             scores=True, seeds=True),
@@ -163,6 +174,7 @@ class Compute:
     eval ask of it: they read these, never its name."""
 
     name: str
+    about: str = ""  # what it is, in a few words: the config's help lists every entry with it
     in_process: bool = False  # runs in this process, on this machine
     trains: str | None = None  # "module:plan_function,run_function" of a training launch (training/launch.py); None: no training
     distributes: bool = False  # eval, sweep and canary runs as tasks on a cluster (evals/distributed.py)
@@ -187,15 +199,15 @@ RAY_MODULES, RAY_INSTALL = ("ray",), "pip install 'skillos[ray]'"
 
 COMPUTE: Registry[Compute] = Registry(
     "compute backend",
-    Compute("local", in_process=True, trains="skillos.training.launch:plan_local,run_local",
+    Compute("local", about="this machine, this process", in_process=True, trains="skillos.training.launch:plan_local,run_local",
             watched="a process beside this one, watching it and the output folder"),
-    Compute("accelerate", trains="skillos.training.launch:plan_accelerate,run_accelerate", spends_gpus=True,
+    Compute("accelerate", about="training on GPUs through accelerate launch", trains="skillos.training.launch:plan_accelerate,run_accelerate", spends_gpus=True,
             multi_node=True,
             watched="a process on this machine beside `accelerate launch`, watching it and the output folder"),
-    Compute("modal", trains="skillos.training.launch:plan_modal,run_modal", spends_gpus=True, own_image=True,
+    Compute("modal", about="training in a Modal container", trains="skillos.training.launch:plan_modal,run_modal", spends_gpus=True, own_image=True,
             gpu_by_type=True, box_outlives_job=False, watched="a process in the Modal container beside the job, watching it and the output "
                                       "folder on the volume, recording to the volume's ledger"),
-    Compute("ray", distributes=True, modules=RAY_MODULES, install=RAY_INSTALL),  # evals and sweeps only
+    Compute("ray", about="eval, sweep, matrix and canary runs as Ray tasks", distributes=True, modules=RAY_MODULES, install=RAY_INSTALL),  # evals and sweeps only
 )
 TRAINING_BACKENDS = tuple(c.name for c in COMPUTE if c.trains)
 (IN_PROCESS,) = (c.name for c in COMPUTE if c.in_process)  # local: what a run's identity names for any place
@@ -229,27 +241,30 @@ AGENT_CLIS: Registry[AgentCLI] = Registry(
 
 ENVIRONMENTS: Registry[Environment] = Registry(
     "environment",
-    Environment("household", "skillos.evals.envs.household.environment:HOUSEHOLD",
+    Environment("household", "skillos.evals.envs.household.environment:HOUSEHOLD", about="ALFWorld",
                 engine_pool="skillos.evals.envs.alfworld.pool:EnginePool"),
-    Environment("reasoning", "skillos.evals.envs.reasoning.environment:REASONING"),
-    Environment("slate", "skillos.evals.envs.slate.environment:SLATE"),
+    Environment("reasoning", "skillos.evals.envs.reasoning.environment:REASONING", about="graded problems"),
+    Environment("slate", "skillos.evals.envs.slate.environment:SLATE", about="SkillGate's skill slates"),
 )
 
 TRAINERS: Registry[Trainer] = Registry(
     "trainer",
     # SkillOS Algorithm 1 (the curator)
-    Trainer("curator", "skillos.training.trainer", "skillos.training.trainer:args_spec", grpo=True, curates=True,
+    Trainer("curator", "skillos.training.trainer", about="SkillOS: GRPO on the curator",
+            args_spec="skillos.training.trainer:args_spec", grpo=True, curates=True,
             trainer_class="skillos.training.trainer:trainer_class", async_rollouts=True),
     # SkillGate: GRPO + selector credit
-    Trainer("selector", "skillos.training.selector_trainer", "skillos.training.selector_trainer:args_spec",
+    Trainer("selector", "skillos.training.selector_trainer", about="SkillGate: GRPO + selector credit",
+            args_spec="skillos.training.selector_trainer:args_spec",
             grpo=True, plays_itself=True, selector_credit=True,
             trainer_class="skillos.training.selector_trainer:trainer_class"),
     # SFT on the gold first read
-    Trainer("selector-bc", "skillos.training.selector_baselines:train_bc",
-            "skillos.training.selector_baselines:bc_args_spec", plays_itself=True),
+    Trainer("selector-bc", "skillos.training.selector_baselines:train_bc", about="SFT on the gold first read",
+            args_spec="skillos.training.selector_baselines:bc_args_spec", plays_itself=True),
     # the gold read over the misleading read
     Trainer("selector-dpo", "skillos.training.selector_baselines:train_dpo",
-            "skillos.training.selector_baselines:dpo_args_spec", plays_itself=True),
+            about="DPO: the gold read over the misleading read",
+            args_spec="skillos.training.selector_baselines:dpo_args_spec", plays_itself=True),
 )
 
 

@@ -9,8 +9,8 @@ which capped a 100 ms endpoint well below Little's law (tests/benchmarks/bench_r
 The reply is read as the JSON the protocol defines; the fields read are the same.
 
 Admissible decoding (`executor.decoding: admissible`) scores each candidate through the legacy
-completions endpoint of a server that echoes prompt log-probabilities (`vllm serve`, llama.cpp's
-server; the OpenAI API does not, and the config refuses it there): see `OpenAIChat.score`."""
+completions endpoint of a server that echoes prompt log-probabilities (`vllm serve`; the OpenAI
+API does not, and the config refuses it there): see `OpenAIChat.score`."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def echoed_totals(payload, context_len: int, conts: list[list[int]]) -> list[flo
         logprobs = (choice.get("logprobs") or {}).get("token_logprobs") if isinstance(choice, dict) else None
         if not isinstance(logprobs, list):
             raise BackendError("the endpoint echoed no prompt log-probabilities (it needs echo and logprobs on "
-                               "/completions: vllm serve and llama.cpp's server give them, the OpenAI API does not)")
+                               "/completions: vllm serve gives them; the OpenAI API and llama-cpp-python's server do not)")
         span = logprobs[context_len:context_len + len(cont)]
         if len(span) != len(cont) or not all(isinstance(x, (int, float)) for x in span):
             raise BackendError(f"the endpoint echoed {len(logprobs)} log-probabilities for prompt {i}'s "

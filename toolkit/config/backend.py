@@ -25,8 +25,7 @@ ANTHROPIC_THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}  # budg
 @dataclass
 class BackendConfig:
     backend: str = field(default=registry.NO_MODEL, metadata={"choices": BACKENDS, 
-        "help": "who answers (skillos/registry.py BACKENDS): heuristic (offline rules, no model), or a model "
-                "backend (openai, anthropic, hf, vllm, ...)"})
+        "help": f"who answers (skillos/registry.py BACKENDS): {registry.BACKENDS.listed()}"})
     model: str | None = field(default=None, metadata={
         "help": "the model: an API model name, a hub id, or a local checkpoint folder (./ckpt, /abs, ~/x)"})
     base_url: str | None = field(default=None, metadata={
@@ -163,8 +162,7 @@ def openai_decoding(section: str, b: BackendConfig) -> str | None:
                 f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
     if decoding_of(b) == "admissible" and not b.base_url:
         return (f"{section}.decoding: admissible scores each action from the prompt's echoed log-probabilities, "
-                f"which the OpenAI API does not return; set {section}.base_url to a server that does (vllm serve, "
-                f"llama.cpp's server) or {section}.decoding generate")
+                f"which the OpenAI API does not return; set {section}.base_url to a server that does (vllm serve) or {section}.decoding generate")
     return None
 
 

@@ -25,9 +25,9 @@ RAY_ADDRESS = re.compile(r"auto|(ray://)?([A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9
 @dataclass
 class ComputeConfig:
     backend: str = field(default="local", metadata={"choices": COMPUTE_BACKENDS, 
-        "help": "where a launch runs: local | accelerate | modal (training) | ray (eval, sweep, matrix, canary: each "
-                "arm, checkpoint or canary run a Ray task on compute.ray_address, the driver writing every row; "
-                f"{registry.RAY_INSTALL})"})
+        "help": f"where a launch runs (skillos/registry.py COMPUTE): {registry.COMPUTE.listed()}; ray: each arm, "
+                "checkpoint or canary run a Ray task on compute.ray_address, the driver writing every row "
+                f"({registry.RAY_INSTALL})"})
     num_processes: int = field(default=1, metadata={"bounds": (1, 4096), 
         "help": "training processes across every machine (accelerate: one per GPU); multiplies the effective "
                 "batch"})

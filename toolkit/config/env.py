@@ -45,8 +45,8 @@ class ReasoningEnvConfig:
 @dataclass
 class EnvConfig:
     name: str = field(default="household", metadata={"choices": ENVS, 
-        "help": "the environment the games come from (skillos/registry.py ENVIRONMENTS): household (ALFWorld), "
-                "reasoning, slate"})
+        "help": f"the environment the games come from (skillos/registry.py ENVIRONMENTS): "
+                f"{registry.ENVIRONMENTS.listed()}"})
     split: str = field(default="valid_unseen", metadata={"choices": SPLITS, "help": "the held-out split the arms are measured on"})
     n_games: int = field(default=60, metadata={"bounds": (1, 10_000), "help": "held-out games each arm plays (from env.split)"})
     train_split: str = field(default="train", metadata={"choices": SPLITS, 

@@ -22,7 +22,7 @@ class SkillGateConfig:
     A slate holds `slate_size` skills: the oracle, `n_misleading` built from it, `n_irrelevant`,
     and relevant ones for the rest (`n_relevant`)."""
     trainer: str = field(default="curator", metadata={"choices": TRAINERS, 
-        "help": "what skillos train runs: curator | selector (GRPO + selector credit) | selector-bc | selector-dpo"})
+        "help": f"what skillos train runs (skillos/registry.py TRAINERS): {registry.TRAINERS.listed()}"})
     slate_repo: str | None = field(default=None, metadata={
         "help": "skill folder slates are drawn from (relative to the config)"})
     slate_size: int = field(default=16, metadata={"bounds": (1, 1_000), "help": "skills in one slate (the method's slates: 16)"})
