@@ -126,6 +126,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
 
     from skillos.evals.arms import load_games
     from skillos.evals.backends.tiny_model import resolve
+    from skillos.evals.backends.tool_format import for_training
     from skillos.ledger.experiments import record_experiment
     from skillos.training import signal
     from skillos.training.prompt_cap import cap_text
@@ -142,7 +143,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
         from skillos.training.selector_sft import start
 
         model, init = start(cfg, setup, ids, model, out, echo, cpu)
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer = for_training(model) or AutoTokenizer.from_pretrained(model)  # a template without tools: tool_format's
     rows = bc_dataset(setup, ids, tokenizer) if kind == "bc" else dpo_pairs(setup, ids, tokenizer)
     for row in rows:  # training.max_prompt_length, applied (SFTConfig / DPOConfig have no prompt cap)
         row["prompt"] = cap_text(tokenizer, row["prompt"], cfg.training.max_prompt_length)

@@ -164,6 +164,7 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     from skillos.config.loading import with_sets
     from skillos.training.selector_trainer import (SlateReward, build_args, dataset_rows, environment_factory,
                                                    selector_classes)
+    from skillos.evals.backends.tool_format import for_training
     from skillos.training.trainer import lora_config
 
     steps = warmup_steps(cfg)
@@ -177,7 +178,7 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     trainer = selector_classes()[1](
         model=model, reward_funcs=[reward], train_dataset=Dataset.from_list(dataset_rows(warm, games)),
         args=build_args(warm, cpu, run, extra={"output_dir": str(run), "save_strategy": "no"}),
-        peft_config=lora_config(cfg),
+        peft_config=lora_config(cfg), processing_class=for_training(model),
         environment_factory=environment_factory(dataclasses.replace(setup, oracle_only=True, no_slate=False,
                                                                     paired=False)))
     trainer.train()
@@ -216,7 +217,9 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
         raise SkillosError(f"skillgate.init {cfg.skillgate.init}: no selection turn to learn from "
                            f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init gold-bc, oracle-grpo "
                            "or another teacher")
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    from skillos.evals.backends.tool_format import for_training
+
+    tokenizer = for_training(model) or AutoTokenizer.from_pretrained(model)  # a template without tools: tool_format's
     tools = SLATE.tool_schemas()
     for row in rows:
         prompt, completion = render_turn(tokenizer, row.pop("messages"), tools)

@@ -246,6 +246,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
 
     from skillos.ledger.experiments import record_experiment
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+    from skillos.evals.backends.tool_format import for_training
     from skillos.training.trainer import archive_callback, archived, fit, is_main_process, lora_config
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
@@ -272,6 +273,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         trainer = trainer_cls(
             model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
             train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
+            processing_class=for_training(model),  # None: TRL's own; a template without tools: tool_format's
             environment_factory=environment_factory(setup),
             callbacks=[archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
         trainer.signal = signal
