@@ -173,6 +173,13 @@ def test_a_model_reflects_per_trajectory_and_aggregates_and_falls_back_to_rules_
         reflections, gradient = proposer.reflect(units, games)
     assert all(r.source.startswith("rules (model failed") for r in reflections)
     assert gradient.text.startswith("Textual gradient from 2 reflections") and gradient.source.startswith("rules")
+    # a model that replies nothing: the rules' reflections and gradient, said as theirs, not an empty one as the model's
+    with ScriptedLLM(lambda messages: "") as server:
+        proposer = make_proposer(BackendConfig(backend="openai", model="m", base_url=server.openai_url), "repo")
+        reflections, gradient = proposer.reflect(units, games)
+    assert [r.source for r in reflections] == ["rules (the model replied nothing)"] * 2
+    assert all(r.text for r in reflections)
+    assert gradient.source == "rules (the model replied nothing)" and gradient.text.startswith("Textual gradient")
 
 
 def test_the_heuristic_proposer_in_document_mode_proposes_section_edits():

@@ -170,8 +170,12 @@ class ModelReflector:
         try:
             reply = self.chat.chat(messages).text.strip()
         except BackendError as exc:
+            reply, failed = "", f"model failed: {str(exc)[:120]}"
+        else:
+            failed = "" if reply else "the model replied nothing"
+        if failed:  # the rules' reflection, said as theirs: never an empty one kept as the model's
             r = reflect_rules(traj, units)
-            r.source = f"rules (model failed: {str(exc)[:120]})"
+            r.source = f"rules ({failed})"
             return r
         cites = [{"unit": s.name, "line": q} for q in re.findall(r'"([^"\n]{3,200})"', reply)
                  for s in read if q in s.body][:4]
@@ -191,4 +195,7 @@ class ModelReflector:
         except BackendError as exc:
             rules.source = f"rules (model failed: {str(exc)[:120]})"
             return rules
-        return Gradient(text[:4000] or rules.text, rules.revise, rules.keep, rules.missing, self.name)
+        if not text:  # the rules' gradient, said as theirs, not the model's
+            rules.source = "rules (the model replied nothing)"
+            return rules
+        return Gradient(text[:4000], rules.revise, rules.keep, rules.missing, self.name)
