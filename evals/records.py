@@ -98,6 +98,7 @@ class GameRow:
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
     grading_timeouts: int = 0  # answers graded wrong because grading passed its time bound
+    unread_answers: int = 0  # replies graded wrong because no final answer could be read from them
     # A unit of several trials or a score in [0, 1] (an imported benchmark's task): each trial's
     # score, None for an unmeasured trial; `success` is then None and the unit is unmeasured only
     # when none of its trials was measured. None: one binary outcome, in `success`.
@@ -145,6 +146,7 @@ class ArmSummary:
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
     grading_timeouts: int = 0  # games graded wrong because grading passed its time bound
+    unread_answers: int = 0  # games graded wrong because no final answer could be read from the reply
     # with several trials a game: the mean over measured games of each game's mean, every trial
     # played and the trials unmeasured (stats.score_summary); absent for one trial a game
     mean_score: float | None = None

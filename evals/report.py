@@ -48,6 +48,7 @@ def arm_summary(rows: list[dict]) -> dict:
         final_repo_size=rows[-1]["repo_size"] if rows else 0,
         by_task_type=dict(sorted(by_type.items())),
         grading_timeouts=sum(r.get("grading_timeouts", 0) for r in rows),
+        unread_answers=sum(r.get("unread_answers", 0) for r in rows),
         **trials,
         **curation_summary(rows),
     ).to_dict()

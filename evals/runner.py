@@ -61,6 +61,7 @@ def play(env, executor, retriever: Retriever | None, game, max_steps: int, top_k
         for _ in range(max_steps):
             obs = take_action(env, obs, episode.act(obs.text, obs.admissible), traj.steps)
             traj.grading_timeouts += bool(getattr(obs, "grading_timeout", False))  # an env of another shape: none
+            traj.unread_answers += bool(getattr(obs, "unread_answer", False))
             if obs.won:
                 break
         traj.won = obs.won
@@ -93,7 +94,7 @@ def row(arm: str, traj: Trajectory, repo_size: int, phase: str = "eval",
                    success=traj.won, steps=len(traj.steps), coerced_actions=traj.coerced,
                    skills_retrieved=traj.retrieved, repo_size=repo_size, unmeasured=traj.won is None,
                    unmeasured_reason=redact_text(traj.unmeasured_reason), grading_timeouts=traj.grading_timeouts,
-                   **(curation or {})).to_dict()
+                   unread_answers=traj.unread_answers, **(curation or {})).to_dict()
 
 
 def trials_row(arm: str, plays: list[Trajectory], repo_size: int, phase: str = "eval",
@@ -111,7 +112,8 @@ def trials_row(arm: str, plays: list[Trajectory], repo_size: int, phase: str = "
                    success=None, trials=[None if t.won is None else float(t.won) for t in plays],
                    steps=sum(len(t.steps) for t in plays), coerced_actions=sum(t.coerced for t in plays),
                    skills_retrieved=first.retrieved, repo_size=repo_size, unmeasured_reason=redact_text(said),
-                   grading_timeouts=sum(t.grading_timeouts for t in plays), **(curation or {})).to_dict()
+                   grading_timeouts=sum(t.grading_timeouts for t in plays),
+                   unread_answers=sum(t.unread_answers for t in plays), **(curation or {})).to_dict()
 
 
 def trial_seed(game_id: str, trial: int) -> int:

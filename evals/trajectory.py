@@ -32,6 +32,7 @@ class Trajectory:
     curation: list[dict] = field(default_factory=list)  # the curator's operations after the game
     reads: list = field(default_factory=list)  # read_skill calls of a slate episode (evals/envs/slate/slates.py)
     grading_timeouts: int = 0  # answers graded wrong because their parse passed the grader's time bound
+    unread_answers: int = 0  # replies graded wrong because no final answer could be read from them
 
     @property
     def coerced(self) -> int:

@@ -123,3 +123,39 @@ def test_a_timed_out_grade_is_counted_in_the_row_and_the_arm():
     assert obs.won is False and obs.grading_timeout is True and "time bound" in obs.text
     row = GameRow(arm="a", game_id="p1", success=False, grading_timeouts=1).to_dict()
     assert arm_summary([row, GameRow(arm="a", game_id="p2", success=True).to_dict()])["grading_timeouts"] == 1
+
+
+def test_a_reply_with_no_final_answer_is_wrong_and_counted_in_the_row_the_arm_and_the_report():
+    from types import SimpleNamespace
+
+    from skillos.evals.envs.reasoning.datasets import Problem
+    from skillos.evals.runner import play, row, trials_row
+
+    env = ReasoningEnv([Problem("p1", "What is 1?", "1", "math", "gen", "generated", "h1")])
+
+    class Says:  # an executor whose one reply is `text`
+        def __init__(self, text):
+            self.text = text
+
+        def new_episode(self, task, skills):
+            return SimpleNamespace(act=lambda observation, admissible: self.text)
+
+    game = SimpleNamespace(id="p1", task="What is 1?", task_type="gen", path="p1")
+    unread = play(env, Says("I am not sure."), None, game, max_steps=1, top_k=0)
+    read = play(env, Says(r"\boxed{2}"), None, game, max_steps=1, top_k=0)  # read, and wrong: not unread
+    assert unread.won is False and unread.unread_answers == 1 and read.won is False and read.unread_answers == 0
+    rows = [row("a", unread, 0), row("a", read, 0) | {"game_id": "p2"}]
+    assert [r["unread_answers"] for r in rows] == [1, 0]
+    assert trials_row("a", [unread, read, unread], 0)["unread_answers"] == 2
+    summary = arm_summary(rows)
+    assert summary["unread_answers"] == 1 and summary["successes"] == 0 and summary["measured"] == 2
+    from rich.console import Console
+
+    from skillos.cli_render import eval_tables
+
+    console = Console(record=True, width=200)
+    env = {"split": "valid_unseen", "n_games": 2, "seed": 0, "max_steps": 1, "n_train_games": 0, "train_split": "train",
+           "name": "reasoning"}
+    eval_tables({"experiment": "e", "env": env, "arms": {"a": summary}, "comparisons": {},
+                 "output_dir": "out"}, console)
+    assert "a: 1 of 2 answer(s) graded wrong because no final answer could be read" in console.export_text()

@@ -102,6 +102,7 @@ def test_the_reasoning_executor_on_the_real_model_grades_each_answer_or_says_non
         graded = grade(problems[game].grading, problems[game].answer, reply)
         # the row's outcome is the grader's on the reply the model wrote, and what it read is said
         assert row["success"] is graded.correct and row["grading_timeouts"] == int(graded.timed_out)
+        assert row["unread_answers"] == int(graded.extracted is None)  # a reply with no answer: counted
         if graded.extracted is None:  # graded wrong, and the trajectory says no answer was read
             assert feedback == "No final answer could be extracted (graded wrong)." and not row["success"]
         else:
@@ -111,6 +112,7 @@ def test_the_reasoning_executor_on_the_real_model_grades_each_answer_or_says_non
     assert (arm["attempted"], arm["measured"], arm["unmeasured"]) == (2, len(measured), 2 - len(measured))
     assert arm["successes"] == sum(r["success"] for r in measured)
     assert arm["grading_timeouts"] == sum(r["grading_timeouts"] for r in rows.values())
+    assert arm["unread_answers"] == sum(r["unread_answers"] for r in rows.values())
 
 
 # -- the model reflector (and the proposer that reads its gradient) --------------------------

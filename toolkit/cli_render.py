@@ -199,6 +199,9 @@ def eval_tables(result: dict, console) -> None:
         if s.get("grading_timeouts"):
             console.print(f"{arm}: {s['grading_timeouts']} answer(s) graded wrong because grading passed its "
                           "time bound (counted in the successes' denominator)")
+        if s.get("unread_answers"):
+            console.print(f"{arm}: {s['unread_answers']} of {s['actions']} answer(s) graded wrong because no "
+                          "final answer could be read from them (counted in the successes' denominator)")
     types = sorted({t for s in result["arms"].values() for t in s["by_task_type"]})
     by_type = Table(title="By task type (successes/measured)")
     by_type.add_column("task type")

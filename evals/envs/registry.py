@@ -33,6 +33,7 @@ class Observation:
     admissible: tuple  # the commands it accepts now; empty where the answer is free text (reasoning)
     won: bool
     grading_timeout: bool = False  # a free-text answer whose grading passed its time bound: wrong, counted
+    unread_answer: bool = False  # a free-text reply from which no final answer could be read: wrong, counted
 
 
 class Environment(Protocol):

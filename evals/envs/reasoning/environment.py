@@ -45,7 +45,7 @@ class ReasoningEnv:
                         "(graded wrong).")
         else:
             feedback = f"Final answer read: {result.extracted}. " + ("Correct." if result.correct else "Incorrect.")
-        return Observation(feedback, (), result.correct, result.timed_out)
+        return Observation(feedback, (), result.correct, result.timed_out, unread_answer=result.extracted is None)
 
 
 class Reasoning:
