@@ -74,6 +74,10 @@ def test_the_slate_executor_on_the_real_model_records_what_it_read_and_measures_
     assert sum(c["n"] for c in selection["first_read"].values()) == len(measured)
     assert selection["reads_per_episode"]["n"] == sum(len(r["reads"]) for r in measured)
     assert selection["selection_token_share"]["of"] == sum(r["completion_tokens"] for r in measured)
+    # the coerced actions reach the report, with their denominator
+    assert (selection["coerced_actions"]["n"], selection["coerced_actions"]["of"]) == \
+        (sum(r["coerced_actions"] for r in measured), sum(r["steps"] for r in measured))
+    assert "coerced actions" in result.stderr
     assert "executor: success" in result.stderr and report["pins"]["prompt_hash"]
 
 

@@ -442,6 +442,13 @@ def test_selection_metrics_carry_denominators_and_keep_unmeasured_out():
     assert m["selection_token_share"]["value"] == 30 / 200
     empty = selection_metrics([{"success": None, "reads": [], "read_roles": []}])
     assert empty["success"]["value"] is None and empty["success"]["reason"]
+    # coerced actions of measured episodes, of every action they took; rows without action counts: unmeasured
+    assert m["coerced_actions"] == {"value": None, "n": 0, "of": 0, "reason": "no action counts recorded"}
+    counted = [r | {"steps": 2, "coerced_actions": c} for r, c in zip(rows, (0, 1, 2, 2))]
+    assert selection_metrics(counted)["coerced_actions"] == {"value": 3 / 6, "n": 3, "of": 6}  # the unmeasured out
+    from skillos.evals.envs.slate.slates import render_metrics
+
+    assert "coerced actions 50% (3/6)" in render_metrics("a", selection_metrics(counted))
 
 
 def test_an_executor_that_is_handed_every_skill_has_no_selection_to_measure():

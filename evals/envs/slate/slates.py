@@ -515,7 +515,7 @@ def selection_metrics(rows: list[dict]) -> dict:
     measured = [r for r in rows if r.get("success") is not None]
     n = len(measured)
     if any(r.get("selects") is False for r in measured):
-        return _no_selection(rows, measured)
+        return _no_selection(rows, measured) | {"coerced_actions": _coerced(measured)}
     reads = sum(len(r["reads"]) for r in measured)
     # a hybrid_slate twin was shown no oracle: it cannot read one, so it is out of the oracle rates
     shown = [r for r in measured if r.get("with_oracle", True)]
@@ -537,7 +537,18 @@ def selection_metrics(rows: list[dict]) -> dict:
         "selection_token_share": {"value": sel_tokens / all_tokens if all_tokens else None,
                                   "n": sel_tokens, "of": all_tokens,
                                   **({} if all_tokens else {"reason": "no token counts recorded"})},
+        "coerced_actions": _coerced(measured),
     }
+
+
+def _coerced(measured: list[dict]) -> dict:
+    """The actions of measured episodes that were not admissible and were coerced, of every action
+    taken (rows without action counts, such as training's selection records: unmeasured)."""
+    counted = [r for r in measured if isinstance(r.get("steps"), int) and isinstance(r.get("coerced_actions"), int)]
+    actions = sum(r["steps"] for r in counted)
+    return {"value": sum(r["coerced_actions"] for r in counted) / actions if actions else None,
+            "n": sum(r["coerced_actions"] for r in counted), "of": actions,
+            **({} if actions else {"reason": "no action counts recorded"})}
 
 
 NO_SELECTION = "this executor is handed every skill of the slate and chooses none: it makes no selection to measure"
@@ -563,4 +574,5 @@ def render_metrics(arm: str, m: dict) -> str:
             f"relevant read {pct(m['relevant_read'])}; misleading read {pct(m['misleading_read'])}; "
             f"irrelevant read {pct(m['irrelevant_read'])}; no read {pct(m['no_read'])}; reads/episode "
             f"{'unmeasured' if rpe['value'] is None else format(rpe['value'], '.2f')} ({rpe['n']}/{rpe['of']}); "
-            f"selection-token share {pct(share)}; unmeasured {m['unmeasured']} of {m['episodes']}")
+            f"selection-token share {pct(share)}; coerced actions {pct(m['coerced_actions'])}; "
+            f"unmeasured {m['unmeasured']} of {m['episodes']}")
