@@ -276,3 +276,16 @@ def test_the_trace_follows_admissible_decoding_to_the_servers_completions_endpoi
     assert "echoed log-probabilities" in arrived["likelihood"][0]
     generating = sent(ExecutorConfig(backend="openai", model="m", base_url="http://127.0.0.1:1/v1", temperature=0.7))
     assert generating["decoding"][1] == "generate" and generating["temperature"][1] == 0.7
+
+
+def test_a_prompt_over_the_models_context_is_refused_at_once_for_generation_and_scoring(monkeypatch):
+    from skillos.evals.backends.chat import BackendError
+
+    chat = make_chat(ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible", max_tokens=4))
+    monkeypatch.setattr(chat.net.config, "max_position_embeddings", 40)  # a short context, without 8k tokens
+    with pytest.raises(BackendError, match=r"the prompt is \d+ tokens, over the model's context of 40"):
+        chat.chat(MESSAGES)
+    with pytest.raises(BackendError, match="over the model's context of 40"):
+        chat.score(MESSAGES, ["look</action>"], "mean", prefix="<action>")
+    monkeypatch.setattr(chat.net.config, "max_position_embeddings", 4096)
+    assert chat.score(MESSAGES, ["look</action>"], "mean", prefix="<action>").values  # fits: scored

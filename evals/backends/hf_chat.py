@@ -74,6 +74,7 @@ class HFChat:
         prompt = self.tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
                                                     tokenize=False, **template_kwargs(c))
         inputs = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(self.net.device)
+        self._fits(int(inputs["input_ids"].shape[1]))
         kwargs = generation_kwargs(c, self.tokenizer.pad_token_id)
         start = time.monotonic()
         with self._lock, self._torch.no_grad():
@@ -103,6 +104,7 @@ class HFChat:
         logits), as lm-eval-harness scores choices."""
         torch = self._torch
         context, conts = scoring_tokens(self.tokenizer, messages, continuations, prefix)
+        self._fits(len(context) + max(map(len, conts), default=0))
         ids = torch.tensor([context], device=self.net.device)
         start = time.monotonic()
         totals: list[float] = []
@@ -120,6 +122,14 @@ class HFChat:
         if time.monotonic() - start >= self.config.timeout_s:
             raise BackendError(f"timeout: scoring ran past {self.config.timeout_s:g} s")
         return Scored(normalised(totals, conts, likelihood), int(ids.shape[1]) + sum(map(len, conts)))
+
+    def _fits(self, tokens: int) -> None:
+        """A prompt longer than the model's context is a BackendError at once (the game unmeasured,
+        with the numbers), not a generation that runs to its timeout or past the positions it knows."""
+        context = getattr(self.net.config, "max_position_embeddings", None)
+        if isinstance(context, int) and tokens > context:
+            raise BackendError(f"the prompt is {tokens} tokens, over the model's context of {context}: "
+                               "fewer or shorter skills, or a model with a longer context")
 
     def _score_batch(self, prompt_len: int, cache, first, batch: list[list[int]]) -> list[float]:
         torch, device = self._torch, self.net.device
