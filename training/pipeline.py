@@ -29,11 +29,10 @@ policy is sharp; the tests compare per-rollout results on the tiny warmed-up cur
 
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
 from concurrent.futures import Future
-
-from skillos.training.rollouts import callable_with
 
 
 class Batcher:
@@ -228,3 +227,17 @@ def _max_model_len(trainer) -> int:
         return trainer.vllm_generation.llm.llm_engine.model_config.max_model_len
     config = trainer.model.config.text_config if trainer._is_vlm else trainer.model.config
     return config.max_position_embeddings
+
+
+def callable_with(env, name: str, kwargs) -> bool:
+    """Only calls TRL would make: a marked method, with arguments its signature takes (a call
+    TRL rejects before running it must not run here either)."""
+    member = getattr(type(env), name, None)
+    method = getattr(member, "__skillos_together__", None)
+    if method is None or not isinstance(kwargs, dict):
+        return False
+    try:
+        inspect.signature(method).bind(env, **kwargs)
+    except TypeError:
+        return False
+    return True

@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import inspect
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from skillos.errors import SkillosError
+from skillos.training.pipeline import Pipeline, callable_with
 
 # The TRL methods the subclass wraps, with the parameters the wrappers rely on (checked by
 # training/trl_compat.py, the one home of TRL's private API).
@@ -211,20 +211,6 @@ def _make_call(item):
         return [kwargs, None, exc]
 
 
-def callable_with(env, name: str, kwargs) -> bool:
-    """Only calls TRL would make: a marked method, with arguments its signature takes (a call
-    TRL rejects before running it must not run here either)."""
-    member = getattr(type(env), name, None)
-    method = getattr(member, "__skillos_together__", None)
-    if method is None or not isinstance(kwargs, dict):
-        return False
-    try:
-        inspect.signature(method).bind(env, **kwargs)
-    except TypeError:
-        return False
-    return True
-
-
 def reset_plan(trainer, inputs):
     """TRL resets `trainer.environments[i]` with row `inputs[i]`, in order."""
 
@@ -317,8 +303,6 @@ def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base
             if concurrency == 1 or images is not None:  # TRL's own loop, one completion's tools after another
                 return super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, logprobs, images,
                                                multimodal_fields)
-            from skillos.training.pipeline import Pipeline
-
             lock = self.__dict__.setdefault("_skillos_generate_lock", threading.Lock())
             pipeline = Pipeline(self, prompt_ids, completion_ids, completions, self._pool(len(completions)),
                                 base._generate_single_turn, lock, on_done)
