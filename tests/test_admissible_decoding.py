@@ -289,3 +289,38 @@ def test_a_prompt_over_the_models_context_is_refused_at_once_for_generation_and_
         chat.score(MESSAGES, ["look</action>"], "mean", prefix="<action>")
     monkeypatch.setattr(chat.net.config, "max_position_embeddings", 4096)
     assert chat.score(MESSAGES, ["look</action>"], "mean", prefix="<action>").values  # fits: scored
+
+
+@pytest.mark.parametrize("reply, why", [
+    ({"choices": [{"index": 0, "logprobs": {"token_logprobs": [None, -1.0, -2.0, -3.0, -0.5]}}]}, "shifted or padded"),
+    ({"choices": [{"index": 0, "logprobs": {"token_logprobs": [-0.1, -1.0, -3.0, -0.5]}}]}, "first token scored"),
+    ({"choices": [{"index": 0, "logprobs": {"token_logprobs": [None, -1.0]}}]}, "shifted or padded"),
+    ({"choices": [{"index": None, "logprobs": {"token_logprobs": [None, -1.0, -3.0]}}]}, "not 0..0"),
+    ({"choices": [{"index": 0, "logprobs": {"token_logprobs": [None, -1.0, None]}}]}, "unscored"),
+    ({"choices": [{"index": 0, "logprobs": None}]}, "echoed no prompt log-probabilities"),
+    ({"choices": []}, "0 choices for 1"),
+])
+def test_an_echo_that_does_not_match_what_was_sent_is_refused_never_read_shifted(reply, why):
+    """A 2-token context and a 1-token candidate: only [None, a, b] or [None, a, b, generated] is read."""
+    from skillos.evals.backends.chat import BackendError
+    from skillos.evals.backends.openai_chat import echoed_totals
+
+    assert echoed_totals({"choices": [{"index": 0, "logprobs": {"token_logprobs": [None, -1.0, -3.0, -0.5]}}]},
+                         2, [[7]]) == [-3.0]
+    with pytest.raises(BackendError, match=why):
+        echoed_totals(reply, 2, [[7]])
+    # two candidates answered out of order are read by their index; a repeated index is refused
+    two = [{"index": 1, "logprobs": {"token_logprobs": [None, -1.0, -4.0]}},
+           {"index": 0, "logprobs": {"token_logprobs": [None, -1.0, -3.0]}}]
+    assert echoed_totals({"choices": two}, 2, [[7], [8]]) == [-3.0, -4.0]
+    with pytest.raises(BackendError, match="not 0..1"):
+        echoed_totals({"choices": [two[0], dict(two[0])]}, 2, [[7], [8]])
+
+
+def test_a_served_model_whose_folder_has_no_tokenizer_is_refused_in_one_line(tmp_path):
+    from skillos.errors import SkillosError
+    from skillos.evals.backends.openai_chat import scoring_tokenizer
+
+    (tmp_path / "config.json").write_text('{"model_type": "qwen2"}')  # weights' config, no tokenizer files
+    with pytest.raises(SkillosError, match="needs the served model's tokenizer here.*has none that loads"):
+        scoring_tokenizer(str(tmp_path))

@@ -36,6 +36,12 @@ def test_the_estimate_is_calls_times_tokens_times_the_price_and_unknown_is_never
     assert prices.estimate(with_sets(local, ["executor.model=claude-sonnet-4-20250514",
                                              "executor.backend=anthropic"]))["roles"][0]["usd_per_mtok"] == [3.0, 15.0]
     assert not prices.estimate(Config())["paid"]  # the heuristic executor
+    # admissible decoding on a paid endpoint reads the prompt once per admissible action: not known before play
+    scored = prices.estimate(with_sets(cfg, ["executor.model=some-new-model", "executor.usd_per_mtok=[1, 2]",
+                                             "executor.base_url=https://api.example.com/v1",
+                                             "executor.decoding=admissible"]))
+    assert scored["roles"][0]["calls"] == 100 and scored["usd"] is None and scored["within_budget"] is None
+    assert "admissible reads the prompt once per admissible action" in scored["reason"]
     with pytest.raises(ConfigError, match=r"executor.usd_per_mtok: \[input, output\]"):
         with_sets(cfg, ["executor.usd_per_mtok=[1]"])
 

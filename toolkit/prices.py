@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from skillos import registry
+from skillos.config.backend import decoding_of
 from skillos.config.fields import lookup
 from skillos.config.schema import PRICED_SECTIONS
 from skillos.evals.arms import learns, plays
@@ -106,12 +107,15 @@ def estimate(cfg, runs: int = 1, step_calls: int | None = None) -> dict:
         calls, basis = _calls(cfg, name, runs, step_calls)
         completion = section.max_tokens or c.completion_tokens_per_call
         usd = None
-        if p.known and calls is not None:
-            usd = calls * (c.prompt_tokens_per_call * p.input + completion * p.output) / 1e6
-        elif p.known and p.input == p.output == 0:  # free whatever the number of calls
+        # admissible decoding reads the prompt once per admissible action a step, a number known only in play
+        scored = (f"{name}.decoding admissible reads the prompt once per admissible action, a number known only "
+                  "in play") if decoding_of(section) == "admissible" else None
+        if p.known and p.input == p.output == 0:  # free whatever the number of calls
             usd = 0.0
+        elif p.known and calls is not None and not scored:
+            usd = calls * (c.prompt_tokens_per_call * p.input + completion * p.output) / 1e6
         reason = None if usd is not None else "; ".join(r for r in (
-            None if p.known else p.source, None if calls is not None else basis) if r)
+            None if p.known else p.source, None if calls is not None else basis, scored) if r)
         roles.append({"section": name, "backend": section.backend, "model": section.model, "paid": why,
                       "usd_per_mtok": [p.input, p.output], "price_source": p.source, "calls": calls,
                       "calls_basis": basis, "prompt_tokens_per_call": c.prompt_tokens_per_call,

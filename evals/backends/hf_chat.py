@@ -176,6 +176,7 @@ class Scored:
 
     values: list
     tokens_read: int | None
+    tokens_generated: int | None = 0  # a server generates one token per scored prompt (and may not say)
 
 
 # candidate tokens scored in one forward pass (bounds the logits held: tokens x vocabulary floats)

@@ -58,12 +58,14 @@ class OpenAIChat:
         computes it (the same tokens: `scoring_tokens`), from the server: one legacy completions
         request whose prompts are the token ids of the prompt followed by each candidate, echoed
         with their log-probabilities (`echo`, `logprobs`; the one token generated is dropped).
-        The candidates' tokens are read from where the prompt's end, by count, so a server that
-        tokenizes nothing of its own cannot shift them. Any reply that does not echo every token
-        with a log-probability is a BackendError (the game unmeasured), never a guessed score."""
+        The candidates' tokens are read at their own positions, by count; an echo of another length
+        than the tokens sent (a server that adds a BOS, or leaves out the generated token's place) or
+        whose first token is scored (an echo shifted by one) is refused, as is any reply that does
+        not echo every token with a log-probability: a BackendError (the game unmeasured), never a
+        guessed score."""
         context, conts = scoring_tokens(self.tokenizer, messages, continuations, prefix)
-        body = {"model": self.model, "prompt": [context + c for c in conts], "max_tokens": 1, "temperature": 0,
-                "echo": True, "logprobs": 1}
+        prompts = [context + c for c in conts]
+        body = {"model": self.model, "prompt": prompts, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 1}
         try:
             response = self.client.post("/completions", body=body, cast_to=self._httpx.Response)
             payload = response.json()
@@ -71,10 +73,19 @@ class OpenAIChat:
             raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
         except ValueError as exc:
             raise BackendError(f"the endpoint's reply is not JSON: {exc}"[:300]) from exc
-        totals = echoed_totals(payload, len(context), conts)
-        usage = payload.get("usage") or {}
-        read = usage.get("prompt_tokens")
-        return Scored(normalised(totals, conts, likelihood), read if isinstance(read, int) else None)
+        try:
+            totals = echoed_totals(payload, len(context), conts)
+            usage = payload.get("usage") or {}
+            read, made = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        except BackendError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - JSON of the wrong shape: a failed call, not a crash
+            raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
+        if isinstance(read, int) and read != sum(map(len, prompts)):
+            raise BackendError(f"the endpoint read {read} prompt tokens of the {sum(map(len, prompts))} sent: it "
+                               "tokenized them its own way, so the candidates' positions are not known: not scored")
+        return Scored(normalised(totals, conts, likelihood), read if isinstance(read, int) else None,
+                      made if isinstance(made, int) else None)
 
 
 def scoring_tokenizer(model: str):
@@ -86,12 +97,19 @@ def scoring_tokenizer(model: str):
     except ImportError as exc:
         raise SkillosError("executor.decoding admissible over a server renders its prompt here with the model's "
                            "chat template: pip install 'skillos[hf]'") from exc
+    needs = "executor.decoding admissible over a server needs the served model's tokenizer here " \
+            "(its chat template and token ids)"
     try:
         path = resolve(model)
     except SkillosError as exc:
-        raise SkillosError(f"executor.decoding admissible over a server needs the served model's tokenizer here "
-                           f"(its chat template and token ids): {exc}") from exc
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        raise SkillosError(f"{needs}: {exc}") from exc
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:  # weights without tokenizer files, a damaged folder
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise SkillosError(f"{needs}: model {model!r} at {path} has none that loads ({reason})") from exc
+    if len(tokenizer) < 2:  # transformers builds an empty one from a config alone
+        raise SkillosError(f"{needs}: model {model!r} at {path} has none that loads (no tokenizer files)")
     if tokenizer.chat_template is None:
         raise SkillosError(f"model {model!r}: its tokenizer has no chat template")
     return tokenizer
@@ -99,23 +117,34 @@ def scoring_tokenizer(model: str):
 
 def echoed_totals(payload, context_len: int, conts: list[list[int]]) -> list[float]:
     """Each candidate's summed log-probability from a legacy completions reply that echoed its
-    prompts: choice i's token_logprobs at the candidate's positions (after `context_len` prompt
-    tokens). A choice missing, short or with a position unscored is a BackendError."""
+    prompts: choice i (by its `index`, 0..n-1) scores prompt i; its token_logprobs hold one entry
+    per token sent, the first unscored (None: nothing comes before it), then at most the one token
+    generated; the candidate's are those after `context_len` prompt tokens. Anything else (a
+    choice missing, an index repeated, an echo longer or shorter than what was sent, a first token
+    scored, a position unscored) is a BackendError."""
     choices = payload.get("choices") if isinstance(payload, dict) else None
     if not isinstance(choices, list) or len(choices) != len(conts):
         raise BackendError(f"the endpoint returned {len(choices) if isinstance(choices, list) else 'no'} choices for "
                            f"{len(conts)} scored prompts (not a legacy completions reply)")
-    by_index = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
+    indices = [c.get("index") if isinstance(c, dict) else None for c in choices]
+    if sorted(i for i in indices if isinstance(i, int)) != list(range(len(conts))):
+        raise BackendError(f"the endpoint's choices are indexed {indices[:8]}, not 0..{len(conts) - 1}: which "
+                           "candidate each scores is not known")
     totals = []
-    for i, (choice, cont) in enumerate(zip(by_index, conts)):
-        logprobs = (choice.get("logprobs") or {}).get("token_logprobs") if isinstance(choice, dict) else None
+    for i, cont in enumerate(conts):
+        choice = choices[indices.index(i)]
+        logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
         if not isinstance(logprobs, list):
             raise BackendError("the endpoint echoed no prompt log-probabilities (it needs echo and logprobs on "
                                "/completions: vllm serve gives them; the OpenAI API and llama-cpp-python's server do not)")
-        span = logprobs[context_len:context_len + len(cont)]
-        if len(span) != len(cont) or not all(isinstance(x, (int, float)) for x in span):
-            raise BackendError(f"the endpoint echoed {len(logprobs)} log-probabilities for prompt {i}'s "
-                               f"{context_len + len(cont)} tokens (or left one unscored): not scored")
+        sent = context_len + len(cont)
+        if len(logprobs) - sent not in (0, 1) or (logprobs and logprobs[0] is not None):
+            raise BackendError(f"the endpoint echoed {len(logprobs)} log-probabilities for prompt {i}'s {sent} tokens"
+                               f"{'' if not logprobs or logprobs[0] is None else ', its first token scored'}: "
+                               "shifted or padded, not scored")
+        span = logprobs[context_len:sent]
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in span):
+            raise BackendError(f"the endpoint left a token of prompt {i}'s candidate unscored: not scored")
         totals.append(float(sum(span)))
     return totals
 

@@ -25,7 +25,7 @@ class Metered:
 
     def score(self, messages, continuations, likelihood, prefix=""):
         scored = self._inner.score(messages, continuations, likelihood, prefix)
-        record(self._key, scored.tokens_read, 0)  # read, not generated: prompt tokens
+        record(self._key, scored.tokens_read, scored.tokens_generated)  # mostly read: prompt tokens
         return scored
 
     def __getattr__(self, name):
