@@ -181,17 +181,18 @@ def run_tasks(cfg: Config, tasks: list[Task], on_done, rerun: str = "") -> None:
                 ray.cancel(ref, force=True)
 
 
-def play_arms(jobs: list, out: Path, progress=None) -> dict:
+def play_arms(jobs: list, out: Path, play: Callable, progress=None) -> dict:
     """Every job (cfg, arm, held_out, train, out, done), as experiment.run_eval makes them: the
-    arms already complete in `out` from their rows, the others as Ray tasks; each task's rows,
-    traces and repo are written into `out` as it finishes. Returns {arm: held-out rows}."""
+    arms already complete in `out` from their rows, the others as Ray tasks, each playing its arm
+    with `play` (experiment.play_arm, handed down so this module sits below the eval); each task's
+    rows, traces and repo are written into `out` as it finishes. Returns {arm: held-out rows}."""
     rows, tasks = {}, []
     for job_cfg, arm, held_out, train, _, done in jobs:
         if complete(arm, done, held_out, train):
             rows[arm] = [done["eval"][g.id] for g in held_out]
             continue
         repo = (_pack(run_folder.repo_dir(out, arm)) or {}) if _curates(job_cfg, arm) else None
-        tasks.append(Task(f"arm {arm}", play_unit, (job_cfg, arm, held_out, train, done, repo),
+        tasks.append(Task(f"arm {arm}", play_unit, (job_cfg, arm, held_out, train, done, repo, play),
                           task_resources(job_cfg, arm)))
         if progress:
             progress(arm, "eval", len(done.get("eval", {})), len(held_out), "submitted to ray")
@@ -207,11 +208,10 @@ def play_arms(jobs: list, out: Path, progress=None) -> dict:
     return {job[1]: rows[job[1]] for job in jobs}
 
 
-def play_unit(cfg: Config, arm: str, held_out, train, done: dict, repo: dict | None) -> dict:
-    """One arm in a scratch folder (on a Ray worker): its held-out rows, the text of every row and
-    trace file it wrote (new games only), and its curated repo's files."""
-    from skillos.evals.experiment import play_arm
-
+def play_unit(cfg: Config, arm: str, held_out, train, done: dict, repo: dict | None, play: Callable) -> dict:
+    """One arm in a scratch folder (on a Ray worker), played by `play` (experiment.play_arm): its
+    held-out rows, the text of every row and trace file it wrote (new games only), and its curated
+    repo's files."""
     missing = next((g.path for g in list(held_out) + list(train)
                     if getattr(g, "path", None) and not Path(g.path).exists()), None)
     if missing:
@@ -221,7 +221,7 @@ def play_unit(cfg: Config, arm: str, held_out, train, done: dict, repo: dict | N
         scratch = Path(scratch)
         if repo is not None:
             _unpack(run_folder.repo_dir(scratch, arm), repo)
-        rows = play_arm(cfg, arm, held_out, train, scratch, done)
+        rows = play(cfg, arm, held_out, train, scratch, done)
         names = list(run_folder.ROW_FILES.values()) + [run_folder.TRACES]
         files = {name: (scratch / name).read_bytes() for name in names if (scratch / name).exists()}
         return {"rows": rows, "files": files,

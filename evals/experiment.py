@@ -25,7 +25,7 @@ from skillos.config.schema import Config
 from skillos.errors import SkillError, SkillosError
 from skillos.registry import compute_of
 from skillos.evals import report as reporting
-from skillos.evals import conclusion, run_folder, trace
+from skillos.evals import conclusion, distributed, run_folder, trace
 from skillos.evals.arms import arm_settings, game_sets, learns, load_games
 from skillos.evals.records import row_mean
 from skillos.evals.backends import usage
@@ -94,9 +94,7 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
     workers = min(cfg.eval.workers or os.cpu_count() or 1, len(jobs))
     try:
         if compute_of(cfg).distributes:  # each arm a Ray task; rows written here, as they finish
-            from skillos.evals import distributed
-
-            rows = distributed.play_arms(jobs, out, progress)
+            rows = distributed.play_arms(jobs, out, play_arm, progress)
         elif workers == 1:
             rows = {job[1]: play_arm(*job, progress=progress) for job in jobs}
         else:
