@@ -44,7 +44,7 @@ from skillos import devices
 from skillos.errors import SkillosError
 from skillos.ledger.store import canary_passed
 from skillos import registry
-from skillos.registry import CANARIES, COMPUTE, compute_of, trainer_of
+from skillos.registry import CANARIES, COMPUTE, compute_of
 from skillos.training.canary import identity
 
 # the learning signal and the two negative controls (shuffled within groups: nothing to learn;
@@ -82,6 +82,11 @@ class Canary:
     name = ""
     variants: tuple = ()
     variant_option = "--variant"  # how `skillos canary NAME` is told a variant (the gate's refusal names it)
+
+    def launch_key(self, cfg) -> str:
+        """The key of the canary that vouches for a launch of this trainer with `cfg` (its name; a
+        canary run per setting, such as the selector's per credit profile, says which)."""
+        return self.name
 
     def key(self, variant: str | None = None) -> str:
         return self.name
@@ -616,9 +621,4 @@ def trainer_key(cfg) -> str:
     trainer = cfg.skillgate.trainer
     if cfg.training.async_rollouts:  # rollouts played ahead are another code path: its own canary (curator --variant async)
         return f"{trainer}:async"
-    if trainer_of(cfg).selector_credit:
-        from skillos.training.canary.selector import VOUCHED_BY_METHOD
-
-        credit = cfg.skillgate.selector_credit
-        return f"selector:{VOUCHED_BY_METHOD.get(credit, credit)}"
-    return trainer
+    return canary(trainer).launch_key(cfg) if trainer in CANARIES else trainer

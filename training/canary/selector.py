@@ -74,6 +74,12 @@ class SelectorCanary(Canary):
 
         return f"selector:{variant or load(CONFIG).skillgate.selector_credit}"
 
+    def launch_key(self, cfg) -> str:
+        """Per credit profile; a profile with no selection credit of its own is vouched for by the
+        method's (VOUCHED_BY_METHOD)."""
+        credit = cfg.skillgate.selector_credit
+        return f"selector:{VOUCHED_BY_METHOD.get(credit, credit)}"
+
     def payoff(self, quick: bool, echo, variant: str | None = None, compute=()) -> dict:
         """The miniature's payoff table (training/canary/payoff.py) on its held-out slates."""
         import tempfile
