@@ -19,11 +19,3 @@ class Curator(Protocol):
 
     def curate(self, trajectory: Trajectory, repo: SkillRepo) -> list[OpResult]:
         """Edit `repo` after one game; one outcome (with `.ok`) per operation attempted."""
-
-
-def make_curator(config, horizon: int | None = None, env: str = "household") -> Curator:
-    """The curator of a config's `curator` section for environment `env` (its make_curator);
-    `horizon` is the |G| a trained curator saw."""
-    from skillos.evals.envs.registry import environment
-
-    return environment(env).make_curator(config, horizon)

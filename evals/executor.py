@@ -21,10 +21,3 @@ class Executor(Protocol):
     name: str
 
     def new_episode(self, task: str, skills: Sequence[Skill]) -> Episode: ...
-
-
-def make_executor(config, env: str = "household") -> Executor:
-    """The executor of a config's `executor` section for environment `env` (its make_executor)."""
-    from skillos.evals.envs.registry import environment
-
-    return environment(env).make_executor(config)

@@ -55,10 +55,11 @@ def test_one_prompt_pass_scores_as_each_whole_sequence_does(likelihood, monkeypa
 
 def test_the_executor_takes_the_most_likely_admissible_action_and_nothing_is_coerced(monkeypatch):
     from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
     from skillos.evals.runner import play
 
-    executor = make_executor(ExecutorConfig(backend="hf", model="tiny-qwen2", decoding="admissible"))
+    executor = environment("household").make_executor(ExecutorConfig(backend="hf", model="tiny-qwen2",
+                                                                      decoding="admissible"))
     episode = executor.new_episode("heat some egg and put it in diningtable", [])
     from skillos.evals.backends.hf_chat import Scored
 
@@ -136,10 +137,11 @@ def test_an_executor_that_does_not_choose_from_a_list_refuses_admissible_decodin
     answer: admissible decoding is refused in one line before any weights load, never played as
     free generation in silence."""
     from skillos.errors import SkillosError
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
 
     with pytest.raises(SkillosError, match="executor.decoding admissible: .* only generates"):
-        make_executor(ExecutorConfig(backend="hf", model="no-such-model-folder", decoding="admissible"), env)
+        environment(env).make_executor(ExecutorConfig(backend="hf", model="no-such-model-folder",
+                                                      decoding="admissible"))
 
 
 def test_the_gates_refuse_admissible_decoding_where_the_executor_only_writes_its_answer():

@@ -116,8 +116,7 @@ def test_the_builder_hands_every_model_backend_to_the_model_executor():
 def test_the_executor_and_curator_modules_are_interfaces_that_ask_the_environment():
     """evals/executor.py and evals/curator.py name no backend and import no implementation; their
     make_* hand the config to the environment's own."""
-    from skillos.evals.curator import make_curator
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
 
     for path in ("evals/executor.py", "evals/curator.py"):
         tree = ast.parse((ROOT / path).read_text())
@@ -126,6 +125,6 @@ def test_the_executor_and_curator_modules_are_interfaces_that_ask_the_environmen
         assert not strings & set(BACKENDS.names()), path
         assert not [m for m in imported if m.startswith(("skillos.evals.backends", "skillos.evals.envs."))
                     and m != "skillos.evals.envs.registry"], path
-    assert type(make_executor(BackendConfig())).__name__ == "HeuristicExecutor"
-    assert type(make_executor(BackendConfig(), env="reasoning")).__name__ == "HeuristicReasoner"
-    assert type(make_curator(CuratorConfig(), env="reasoning")).__name__ == "ReasoningCurator"
+    assert type(environment("household").make_executor(BackendConfig())).__name__ == "HeuristicExecutor"
+    assert type(environment("reasoning").make_executor(BackendConfig())).__name__ == "HeuristicReasoner"
+    assert type(environment("reasoning").make_curator(CuratorConfig(), None)).__name__ == "ReasoningCurator"

@@ -376,7 +376,7 @@ def test_curator_failures_are_counted_per_game_and_arm_and_reach_the_ledger(tmp_
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.envs.alfworld.games import make_games
     from skillos.ledger.experiments import EvalRecord as _Record
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
     from skillos.evals.report import arm_summary
     from skillos.evals.runner import run_arm
     from skillos.ledger import Ledger
@@ -385,7 +385,8 @@ def test_curator_failures_are_counted_per_game_and_arm_and_reach_the_ledger(tmp_
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     games = make_games("valid_unseen", 2, 0)
     with RawEndpoint(200, body, "text/html") as endpoint:
-        rows = run_arm("closed_loop", games, env=AlfworldEnv(), executor=make_executor(BackendConfig()),
+        executor = environment("household").make_executor(BackendConfig())
+        rows = run_arm("closed_loop", games, env=AlfworldEnv(), executor=executor,
                        repo=SkillRepo(tmp_path / "repo"), curator=_curator(endpoint.url),
                        max_steps=5, out=tmp_path / "games.jsonl", retrieval_mode="bm25", top_k=5,
                        concurrency=1, wave_size=1)
@@ -408,13 +409,14 @@ def test_an_executor_turn_with_no_content_after_the_retry_is_unmeasured(tmp_path
     from skillos.config import BackendConfig
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.envs.alfworld.games import make_games
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
     from skillos.evals.runner import run_arm
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     script = iter(replies * 10)
     with ScriptedLLM(lambda m: next(script)) as server:
-        executor = make_executor(BackendConfig(backend="openai", model="m", base_url=server.openai_url))
+        executor = environment("household").make_executor(BackendConfig(backend="openai", model="m",
+                                                                          base_url=server.openai_url))
         rows = run_arm("a", make_games("valid_unseen", 1, 0), env=AlfworldEnv(), executor=executor,
                        repo=None, max_steps=5, retrieval_mode="bm25", top_k=5, concurrency=1, wave_size=1)
     assert rows[0]["success"] is None and rows[0]["unmeasured"]

@@ -73,10 +73,11 @@ def test_an_hf_executor_counts_every_fallback_as_coerced(game_cache):
     """A random model never answers with an admissible action: one reformat retry each step,
     then the runner's fallback, and every such step is counted as coerced."""
     from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-    from skillos.evals.executor import make_executor
+    from skillos.evals.envs.registry import environment
     from skillos.evals.runner import play
 
-    executor = make_executor(CuratorConfig(backend="hf", model="tiny-qwen2", temperature=1.0, max_tokens=8))
+    executor = environment("household").make_executor(CuratorConfig(backend="hf", model="tiny-qwen2", temperature=1.0,
+                                                                      max_tokens=8))
     traj = play(ScriptedEnv(win_action=None), executor, None, ScriptedGame("g1"), max_steps=3, top_k=0)
     assert len(traj.steps) == 3 and traj.coerced == 3
 
@@ -100,12 +101,13 @@ def test_a_lora_adapter_loads_on_its_base(tiny_curator, tmp_path):
 
 
 def test_a_checkpoint_refuses_a_tool_surface_it_was_not_trained_on(tiny_curator):
-    from skillos.evals.curator import make_curator
+    from skillos.evals.envs.registry import environment
 
     (__import__("pathlib").Path(tiny_curator) / SURFACE_FILE).write_text(json.dumps({"tools": "curate_and_advance"}))
     try:
         with pytest.raises(SkillosError, match="set curator.tools: curate_and_advance"):
-            make_curator(CuratorConfig(backend="hf", model=tiny_curator, tools="paper"))
+            environment("household").make_curator(CuratorConfig(backend="hf", model=tiny_curator, tools="paper"),
+                                                  None)
     finally:
         (__import__("pathlib").Path(tiny_curator) / SURFACE_FILE).unlink()
 

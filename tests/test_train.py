@@ -180,7 +180,7 @@ def test_only_a_complete_checkpoint_is_resumed_from(tmp_path):
 def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cache, skillos_home):
     from skillos.config import CuratorConfig
     from skillos.errors import SkillosError
-    from skillos.evals.curator import make_curator
+    from skillos.evals.envs.registry import environment
     from skillos.repo import SkillRepo
     from test_local_backends import _trajectory
 
@@ -219,13 +219,15 @@ def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cach
     assert [r[0] for r in db.execute("SELECT step FROM checkpoints ORDER BY step")] == [1, 2]
     assert db.execute("SELECT status FROM runs WHERE id = ?", (summary["run_id"],)).fetchone()[0] == "finished"
 
-    curator = make_curator(CuratorConfig(backend="hf", model=str(archive / "checkpoint-2"), temperature=0.0,
-                                         max_tokens=64, tools="curate_and_advance"), horizon=3)
+    curator = environment("household").make_curator(
+        CuratorConfig(backend="hf", model=str(archive / "checkpoint-2"), temperature=0.0, max_tokens=64,
+                      tools="curate_and_advance"), 3)
     repo = SkillRepo(None)
     curator.curate(_trajectory(False), repo)  # a LoRA checkpoint on its base, on the trained surface
     assert curator.unmeasured_calls == 0
     with pytest.raises(SkillosError, match="trained on the curate_and_advance tool surface"):
-        make_curator(CuratorConfig(backend="hf", model=str(archive / "checkpoint-2"), tools="paper"))
+        environment("household").make_curator(CuratorConfig(backend="hf", model=str(archive / "checkpoint-2"),
+                                                             tools="paper"), None)
 
 
 def test_the_reward_function_judges_contents_and_neutralises_unmeasured_rollouts(monkeypatch):
