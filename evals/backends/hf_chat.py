@@ -126,7 +126,7 @@ class HFChat:
     def _fits(self, tokens: int) -> None:
         """A prompt longer than the model's context is a BackendError at once (the game unmeasured,
         with the numbers), not a generation that runs to its timeout or past the positions it knows."""
-        context = getattr(self.net.config, "max_position_embeddings", None)
+        context = getattr(getattr(self.net, "config", None), "max_position_embeddings", None)
         if isinstance(context, int) and tokens > context:
             raise BackendError(f"the prompt is {tokens} tokens, over the model's context of {context}: "
                                "fewer or shorter skills, or a model with a longer context")
