@@ -146,7 +146,7 @@ class ArmSummary:
     curator_applied_ops: int = 0
     curator_refused_ops: int = 0
     grading_timeouts: int = 0  # games graded wrong because grading passed its time bound
-    unread_answers: int = 0  # games graded wrong because no final answer could be read from the reply
+    unread_answers: int = 0  # answers (every trial's) graded wrong because no final answer could be read
     # with several trials a game: the mean over measured games of each game's mean, every trial
     # played and the trials unmeasured (stats.score_summary); absent for one trial a game
     mean_score: float | None = None

@@ -289,6 +289,11 @@ def test_a_prompt_over_the_models_context_is_refused_at_once_for_generation_and_
         chat.chat(MESSAGES)
     with pytest.raises(BackendError, match="over the model's context of 40"):
         chat.score(MESSAGES, ["look</action>"], "mean", prefix="<action>")
+    # a rope-scaled model reads past max_position_embeddings: not refused by its unscaled length
+    yarn = {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0, "original_max_position_embeddings": 40}
+    monkeypatch.setattr(chat.net.config, "rope_parameters", yarn)
+    monkeypatch.setattr(chat.net.config, "rope_scaling", yarn, raising=False)
+    chat._fits(400)
     monkeypatch.setattr(chat.net.config, "max_position_embeddings", 4096)
     assert chat.score(MESSAGES, ["look</action>"], "mean", prefix="<action>").values  # fits: scored
 

@@ -125,9 +125,14 @@ class HFChat:
 
     def _fits(self, tokens: int) -> None:
         """A prompt longer than the model's context is a BackendError at once (the game unmeasured,
-        with the numbers), not a generation that runs to its timeout or past the positions it knows."""
-        context = getattr(getattr(self.net, "config", None), "max_position_embeddings", None)
-        if isinstance(context, int) and tokens > context:
+        with the numbers), not a generation that runs to its timeout. Only the prompt is checked (a
+        reply may still run out of positions), and only where the config's length is the model's
+        own: a rope-scaled model (yarn, dynamic, linear) reads past max_position_embeddings."""
+        config = getattr(self.net, "config", None)
+        context = getattr(config, "max_position_embeddings", None)
+        scaling = getattr(config, "rope_scaling", None) or getattr(config, "rope_parameters", None) or {}
+        scaled = isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type", "default")) != "default"
+        if isinstance(context, int) and not scaled and tokens > context:
             raise BackendError(f"the prompt is {tokens} tokens, over the model's context of {context}: "
                                "fewer or shorter skills, or a model with a longer context")
 
