@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from skillos.config.schema import Config
+from skillos.evals.backends.tool_format import training_tokenizer
 from skillos.evals.envs.registry import environment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
@@ -122,11 +123,9 @@ def dpo_args_spec(cfg: Config, cpu: bool, out=None) -> tuple:
 
 def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     from datasets import Dataset
-    from transformers import AutoTokenizer
 
     from skillos.evals.arms import load_games
     from skillos.evals.backends.tiny_model import resolve
-    from skillos.evals.backends.tool_format import for_training
     from skillos.ledger.experiments import record_experiment
     from skillos.training import signal
     from skillos.training.prompt_cap import cap_text
@@ -143,7 +142,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
         from skillos.training.selector_sft import start
 
         model, init = start(cfg, setup, ids, model, out, echo, cpu)
-    tokenizer = for_training(model) or AutoTokenizer.from_pretrained(model)  # a template without tools: tool_format's
+    tokenizer = training_tokenizer(model)
     rows = bc_dataset(setup, ids, tokenizer) if kind == "bc" else dpo_pairs(setup, ids, tokenizer)
     for row in rows:  # training.max_prompt_length, applied (SFTConfig / DPOConfig have no prompt cap)
         row["prompt"] = cap_text(tokenizer, row["prompt"], cfg.training.max_prompt_length)

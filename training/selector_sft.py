@@ -34,6 +34,7 @@ from pathlib import Path
 
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
+from skillos.evals.backends.tool_format import for_training, training_tokenizer
 from skillos.evals.envs.registry import environment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
@@ -164,7 +165,6 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     from skillos.config.loading import with_sets
     from skillos.training.selector_trainer import (SlateReward, build_args, dataset_rows, environment_factory,
                                                    selector_classes)
-    from skillos.evals.backends.tool_format import for_training
     from skillos.training.trainer import lora_config
 
     steps = warmup_steps(cfg)
@@ -205,7 +205,6 @@ def format_warmup(cfg: Config, setup, model: str, out: Path, echo) -> str:
 def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, teacher=None):
     """An SFT start (sft, gold-bc) from `model`: (model, tokenizer, summary)."""
     from datasets import Dataset
-    from transformers import AutoTokenizer
 
     from skillos.files import write_atomic
     from skillos.training.prompt_cap import cap_text
@@ -217,9 +216,7 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
         raise SkillosError(f"skillgate.init {cfg.skillgate.init}: no selection turn to learn from "
                            f"({len(game_ids)} slates; dropped: {dropped or 'none'}); use init gold-bc, oracle-grpo "
                            "or another teacher")
-    from skillos.evals.backends.tool_format import for_training
-
-    tokenizer = for_training(model) or AutoTokenizer.from_pretrained(model)  # a template without tools: tool_format's
+    tokenizer = training_tokenizer(model)
     tools = SLATE.tool_schemas()
     for row in rows:
         prompt, completion = render_turn(tokenizer, row.pop("messages"), tools)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from skillos.config.schema import Config
 from skillos.training import selector_credit as credit
+from skillos.evals.backends.tool_format import for_training
 from skillos.evals.envs.registry import environment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
@@ -246,7 +247,6 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
 
     from skillos.ledger.experiments import record_experiment
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
-    from skillos.evals.backends.tool_format import for_training
     from skillos.training.trainer import archive_callback, archived, fit, is_main_process, lora_config
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)

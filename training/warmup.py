@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from skillos.evals.backends.tool_format import training_tokenizer
+
 
 def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | None, out_dir: str | Path,
             steps: int = 240, learning_rate: float = 3e-3, seed: int = 0, echo=None, decay: bool = False,
@@ -32,14 +34,12 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
     turn that is otherwise the same whatever the input, were lost in the whole turn's loss:
     not learned in 1,200 steps, measured); its report says whether it was learned."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from skillos.evals.backends.tiny_model import resolve
 
-    from skillos.evals.backends.tool_format import for_training
-
     path = resolve(model)
-    tokenizer = for_training(path) or AutoTokenizer.from_pretrained(path)  # the format training will read
+    tokenizer = training_tokenizer(path)  # the format training will read
     net = AutoModelForCausalLM.from_pretrained(path, **_windowed(path, attention_window))
     device = "cuda" if torch.cuda.is_available() else "cpu"  # the box the launch will use, where it has a GPU
     net.to(device)

@@ -81,6 +81,14 @@ def _as_text(message: dict) -> dict:
     return message
 
 
+def training_tokenizer(path: str):
+    """The tokenizer a trainer's rows are rendered with for the model at `path`: `for_training`'s
+    where its template renders no tools (the format the trainer will read), else the model's own."""
+    from transformers import AutoTokenizer  # heavy and optional: training only
+
+    return for_training(path) or AutoTokenizer.from_pretrained(path)
+
+
 def for_training(path: str):
     """The tokenizer a trainer gets for the model at `path`, or None where TRL's own load is right
     (its template renders tools); for a ChatML model whose template renders none, that model's
