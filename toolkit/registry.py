@@ -129,8 +129,7 @@ BACKENDS: Registry[Backend] = Registry(
             sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding", seeds=True,
             scores=True),  # through a base_url server that echoes prompt log-probabilities (openai_decoding)
     Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
-            about="the Anthropic API",
-            paid=True,
+            about="the Anthropic API", paid=True,
             extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",
             client="anthropic:Anthropic", sampler_defaults="the API's defaults",
             decoding="skillos.config.backend:anthropic_decoding"),
@@ -199,15 +198,18 @@ RAY_MODULES, RAY_INSTALL = ("ray",), "pip install 'skillos[ray]'"
 
 COMPUTE: Registry[Compute] = Registry(
     "compute backend",
-    Compute("local", about="this machine, this process", in_process=True, trains="skillos.training.launch:plan_local,run_local",
+    Compute("local", about="this machine, this process", in_process=True,
+            trains="skillos.training.launch:plan_local,run_local",
             watched="a process beside this one, watching it and the output folder"),
-    Compute("accelerate", about="training on GPUs through accelerate launch", trains="skillos.training.launch:plan_accelerate,run_accelerate", spends_gpus=True,
-            multi_node=True,
+    Compute("accelerate", about="training on GPUs through accelerate launch",
+            trains="skillos.training.launch:plan_accelerate,run_accelerate", spends_gpus=True, multi_node=True,
             watched="a process on this machine beside `accelerate launch`, watching it and the output folder"),
-    Compute("modal", about="training in a Modal container", trains="skillos.training.launch:plan_modal,run_modal", spends_gpus=True, own_image=True,
-            gpu_by_type=True, box_outlives_job=False, watched="a process in the Modal container beside the job, watching it and the output "
-                                      "folder on the volume, recording to the volume's ledger"),
-    Compute("ray", about="eval, sweep, matrix and canary runs as Ray tasks", distributes=True, modules=RAY_MODULES, install=RAY_INSTALL),  # evals and sweeps only
+    Compute("modal", about="training in a Modal container", trains="skillos.training.launch:plan_modal,run_modal",
+            spends_gpus=True, own_image=True, gpu_by_type=True, box_outlives_job=False,
+            watched="a process in the Modal container beside the job, watching it and the output folder on the "
+                    "volume, recording to the volume's ledger"),
+    Compute("ray", about="eval, sweep, matrix and canary runs as Ray tasks", distributes=True,  # no training
+            modules=RAY_MODULES, install=RAY_INSTALL),
 )
 TRAINING_BACKENDS = tuple(c.name for c in COMPUTE if c.trains)
 (IN_PROCESS,) = (c.name for c in COMPUTE if c.in_process)  # local: what a run's identity names for any place

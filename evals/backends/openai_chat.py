@@ -37,21 +37,7 @@ class OpenAIChat:
         self.tokenizer = scoring_tokenizer(config.model) if decoding_of(config) == "admissible" else None
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None) -> ChatResult:
-        body = request_body(self.config, messages, tools)
-        try:
-            response = self.client.post("/chat/completions", body=body, cast_to=self._httpx.Response)
-            payload = response.json()
-        except self._openai.OpenAIError as exc:
-            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        except ValueError as exc:  # a 200 with HTML or an empty body
-            raise BackendError(f"the endpoint's reply is not JSON: {exc}"[:300]) from exc
-        try:
-            return _result(payload)
-        except BackendError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - JSON of the wrong shape: a failed call, not a crash
-            raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
-
+        return self._post("/chat/completions", request_body(self.config, messages, tools), _result)
 
     def score(self, messages: list[dict], continuations: list[str], likelihood: str, prefix: str = "") -> Scored:
         """Each continuation's log-likelihood after the prompt and `prefix`, as HFChat.score
@@ -66,26 +52,36 @@ class OpenAIChat:
         context, conts = scoring_tokens(self.tokenizer, messages, continuations, prefix)
         prompts = [context + c for c in conts]
         body = {"model": self.model, "prompt": prompts, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 1}
+
+        def read(payload) -> Scored:
+            totals = echoed_totals(payload, len(context), conts)
+            usage = payload.get("usage") or {}
+            taken, made = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            if isinstance(taken, int) and taken != sum(map(len, prompts)):
+                raise BackendError(f"the endpoint read {taken} prompt tokens of the {sum(map(len, prompts))} sent: "
+                                   "it tokenized them its own way, so the candidates' positions are not known: "
+                                   "not scored")
+            return Scored(normalised(totals, conts, likelihood), taken if isinstance(taken, int) else None,
+                          made if isinstance(made, int) else None)
+
+        return self._post("/completions", body, read)
+
+    def _post(self, path: str, body: dict, read):
+        """POST `body` to `path` and `read` the JSON reply; a failed request, a reply that is not
+        JSON or JSON of the wrong shape is a BackendError (a failed call, not a crash)."""
         try:
-            response = self.client.post("/completions", body=body, cast_to=self._httpx.Response)
+            response = self.client.post(path, body=body, cast_to=self._httpx.Response)
             payload = response.json()
         except self._openai.OpenAIError as exc:
             raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        except ValueError as exc:
+        except ValueError as exc:  # a 200 with HTML or an empty body
             raise BackendError(f"the endpoint's reply is not JSON: {exc}"[:300]) from exc
         try:
-            totals = echoed_totals(payload, len(context), conts)
-            usage = payload.get("usage") or {}
-            read, made = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            return read(payload)
         except BackendError:
             raise
         except Exception as exc:  # noqa: BLE001 - JSON of the wrong shape: a failed call, not a crash
             raise BackendError(f"malformed reply ({type(exc).__name__}: {exc})"[:300]) from exc
-        if isinstance(read, int) and read != sum(map(len, prompts)):
-            raise BackendError(f"the endpoint read {read} prompt tokens of the {sum(map(len, prompts))} sent: it "
-                               "tokenized them its own way, so the candidates' positions are not known: not scored")
-        return Scored(normalised(totals, conts, likelihood), read if isinstance(read, int) else None,
-                      made if isinstance(made, int) else None)
 
 
 def scoring_tokenizer(model: str):
@@ -136,7 +132,8 @@ def echoed_totals(payload, context_len: int, conts: list[list[int]]) -> list[flo
         logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
         if not isinstance(logprobs, list):
             raise BackendError("the endpoint echoed no prompt log-probabilities (it needs echo and logprobs on "
-                               "/completions: vllm serve gives them; the OpenAI API and llama-cpp-python's server do not)")
+                               "/completions: vllm serve gives them; the OpenAI API and llama-cpp-python's server "
+                               "do not)")
         sent = context_len + len(cont)
         if len(logprobs) - sent not in (0, 1) or (logprobs and logprobs[0] is not None):
             raise BackendError(f"the endpoint echoed {len(logprobs)} log-probabilities for prompt {i}'s {sent} tokens"

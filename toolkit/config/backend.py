@@ -162,7 +162,8 @@ def openai_decoding(section: str, b: BackendConfig) -> str | None:
                 f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
     if decoding_of(b) == "admissible" and not b.base_url:
         return (f"{section}.decoding: admissible scores each action from the prompt's echoed log-probabilities, "
-                f"which the OpenAI API does not return; set {section}.base_url to a server that does (vllm serve) or {section}.decoding generate")
+                f"which the OpenAI API does not return; set {section}.base_url to a server that does (vllm serve) or "
+                f"{section}.decoding generate")
     return None
 
 

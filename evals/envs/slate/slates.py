@@ -545,9 +545,8 @@ def _coerced(measured: list[dict]) -> dict:
     """The actions of measured episodes that were not admissible and were coerced, of every action
     taken (rows without action counts, such as training's selection records: unmeasured)."""
     counted = [r for r in measured if isinstance(r.get("steps"), int) and isinstance(r.get("coerced_actions"), int)]
-    actions = sum(r["steps"] for r in counted)
-    return {"value": sum(r["coerced_actions"] for r in counted) / actions if actions else None,
-            "n": sum(r["coerced_actions"] for r in counted), "of": actions,
+    actions, coerced = sum(r["steps"] for r in counted), sum(r["coerced_actions"] for r in counted)
+    return {"value": coerced / actions if actions else None, "n": coerced, "of": actions,
             **({} if actions else {"reason": "no action counts recorded"})}
 
 
