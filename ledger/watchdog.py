@@ -325,7 +325,7 @@ def watch_after(cfg, gpus: int) -> tuple[float, str]:
 def launch_watch(cfg, paths: list, where: str, training: bool = False) -> dict | None:
     """What gate 7 starts beside a launch of `cfg` (None: compute.watchdog is off): the paths it
     watches, its stall rule, the GPUs it costs an idle box in, how long it outlives the job, and
-    `where` it runs. Every launch path asks this (training/launch.py, skillos.api), and the trace
+    `where` it runs. Every launch path asks this (training/common/launch.py, skillos.api), and the trace
     reads the same answer."""
     if not cfg.compute.watchdog:
         return None

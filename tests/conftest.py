@@ -57,14 +57,14 @@ def tiny_curator(game_cache, tmp_path_factory):
     """The tiny local model (built into the session cache) after the format warm-up: a real
     transformers model that emits well-formed curate_and_advance calls (~15 s to make)."""
     from skillos.evals.curation import TOOL_SURFACES
-    from skillos.training.warmup import curator_examples, warm_up
+    from skillos.training.common.warmup import curator_examples, warm_up
 
     return warm_up("tiny-qwen2", curator_examples(), TOOL_SURFACES["curate_and_advance"],
                    tmp_path_factory.mktemp("tiny-curator"))
 
 
 def record_canary(ledger, key: str, *, verdict: str = "improvement", control: str = "not detected",
-                  modules=("skillos.training.trainer", "skillos.training.reward", "skillos.evals.judge"),
+                  modules=("skillos.training.curator.trainer", "skillos.training.curator.reward", "skillos.evals.judge"),
                   quick: bool = False,
                   status: str = "finished", extra: dict | None = None) -> int:
     """A canary of trainer `key` recorded as `skillos canary` records one: a run (ended with

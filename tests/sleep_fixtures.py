@@ -6,7 +6,7 @@ line and a byte that is not UTF-8."""
 import json
 from pathlib import Path
 
-from skillos.training.sleep.harvest import REPLAY_MARKER
+from skillos.training.textopt.sleep.harvest import REPLAY_MARKER
 
 PLANTED_KEY = "sk-proj-PLANTEDkey0123456789abcdefXYZ"
 CWD = "/home/dev/work/app"

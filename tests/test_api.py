@@ -31,7 +31,8 @@ def assert_refused(call, skillos_home, out=None):
 
 
 def test_every_public_function_refuses_a_failing_config(tmp_path, game_cache, skillos_home, monkeypatch):
-    from skillos.training import launch, optimize
+    from skillos.training.common import launch
+    from skillos.training.textopt import optimize
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("a refused launch ran")

@@ -70,7 +70,7 @@ def approved_plan(report):
 
 
 def test_the_plan_carries_what_the_gates_and_the_step_plan_compute(tmp_path):
-    from skillos.training.plan import step_plan
+    from skillos.training.common.plan import step_plan
 
     result = run_cli("plan", PAPER, "--out", tmp_path / "plan.json", "--json")
     assert result.returncode == 0, result.stderr

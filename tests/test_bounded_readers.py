@@ -73,7 +73,7 @@ def test_the_jsonl_reader_skips_and_counts_or_refuses(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_harvest_skips_and_counts_a_hostile_transcript(tmp_path, kind):
-    from skillos.training.sleep.harvest import harvest
+    from skillos.training.textopt.sleep.harvest import harvest
 
     Claude("ok").user("Write the release notes for v1.2").assistant("done").write(tmp_path)
     project = next((tmp_path / ".claude" / "projects").iterdir())
@@ -87,7 +87,7 @@ def test_harvest_skips_and_counts_a_hostile_transcript(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_hostile_task_file_is_one_line_error(tmp_path, kind):
-    from skillos.training.sleep.mine import load_tasks
+    from skillos.training.textopt.sleep.mine import load_tasks
 
     path = hostile(tmp_path, kind, "tasks.jsonl")
     with pytest.raises(SkillosError) as err:

@@ -149,8 +149,8 @@ def test_a_canary_takes_its_seeds_from_its_config_and_quick_runs_one(tmp_path):
 
 
 def test_a_control_destroys_the_signal_one_way_or_the_other():
-    from skillos.training.optimize import destroyed as optimize_destroyed
-    from skillos.training.trainer import destroyed
+    from skillos.training.textopt.optimize import destroyed as optimize_destroyed
+    from skillos.training.common.grpo import destroyed
 
     values, groups = [0.0, 1.0, None, 0.5], list("aabb")
     assert destroyed(values, groups, "s", "real") == values
@@ -185,26 +185,26 @@ def fake_sources(monkeypatch, tmp_path, names) -> dict:
 
 
 def test_a_canary_identity_covers_every_module_it_ran_its_config_and_libraries(tmp_path, monkeypatch):
-    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline", "skillos.training.prompt_cap"])
+    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.curator.pipeline", "skillos.training.common.prompt_cap"])
     first = identity.identity(files, "cfg1")
     assert identity.identity(list(files)[::-1], "cfg1") == first  # order does not matter
     assert set(first["modules"]) == set(files) and set(first["versions"]) == set(identity.LIBRARIES)
     assert identity.changes(first, "cfg1") == []
     assert identity.changes(first, "cfg2") == ["the canary's config changed"]
-    files["skillos.training.pipeline"].write_text("x = 2\n")  # an edit to a module the run imported
-    assert identity.changes(first, "cfg1") == ["skillos.training.pipeline changed"]
+    files["skillos.training.curator.pipeline"].write_text("x = 2\n")  # an edit to a module the run imported
+    assert identity.changes(first, "cfg1") == ["skillos.training.curator.pipeline changed"]
     assert identity.identity(files, "cfg1")["code_hash"] != first["code_hash"]
-    files["skillos.training.prompt_cap"].unlink()
-    assert "skillos.training.prompt_cap removed" in identity.changes(first, "cfg1")
+    files["skillos.training.common.prompt_cap"].unlink()
+    assert "skillos.training.common.prompt_cap removed" in identity.changes(first, "cfg1")
     assert identity.changes({"code_hash": "x"}, "cfg1") == ["it carries no identity (recorded before canaries did)"]
 
 
 def test_the_modules_a_run_imported_are_read_from_sys_modules():
-    import skillos.training.reward  # noqa: F401 - imported: it is part of what ran
+    import skillos.training.curator.reward  # noqa: F401 - imported: it is part of what ran
 
     loaded = identity.loaded_modules()
-    assert "skillos.training.reward" in loaded and "skillos.config" in loaded
-    assert identity.source("skillos.training.reward") == ROOT / "training" / "reward.py"
+    assert "skillos.training.curator.reward" in loaded and "skillos.config" in loaded
+    assert identity.source("skillos.training.curator.reward") == ROOT / "training" / "curator" / "reward.py"
     assert identity.source("skillos.config") == ROOT / "toolkit" / "config" / "__init__.py"
     assert identity.source("skillos.config.rules") == ROOT / "toolkit" / "config" / "rules.py"
     assert identity.source("skillos.evals") == ROOT / "evals" / "__init__.py"
@@ -220,21 +220,21 @@ def test_every_canary_resolves_its_config_and_each_size_is_its_own_identity():
 
 
 def test_a_folder_made_by_other_code_is_refused_never_restamped(tmp_path, monkeypatch):
-    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.reward"])
+    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.curator.reward"])
     out = tmp_path / "canary"
     identity.guard(out, "cfg")  # absent: fine
     (out / "trained" / "checkpoint-4").mkdir(parents=True)
     with pytest.raises(SkillosError, match="no canary-identity.json"):
         identity.guard(out, "cfg")  # files of something else
-    identity.stamp(out, "cfg", ["skillos.training.reward"])
-    assert identity.recorded_modules(out / "trained" / "checkpoint-4" / identity.IDENTITY) == ["skillos.training.reward"]
+    identity.stamp(out, "cfg", ["skillos.training.curator.reward"])
+    assert identity.recorded_modules(out / "trained" / "checkpoint-4" / identity.IDENTITY) == ["skillos.training.curator.reward"]
     identity.stamp(out, "cfg", [])  # a rerun that imported less keeps what the folder records
-    assert identity.recorded_modules(out / identity.IDENTITY) == ["skillos.training.reward"]
+    assert identity.recorded_modules(out / identity.IDENTITY) == ["skillos.training.curator.reward"]
     identity.guard(out, "cfg")  # the same code: its runs may be reused
     with pytest.raises(SkillosError, match="the canary's config changed"):
         identity.guard(out, "other")  # --quick into a full-size folder
-    files["skillos.training.reward"].write_text("sign = -1\n")  # the reward's sign flipped since
-    with pytest.raises(SkillosError, match="skillos.training.reward changed"):
+    files["skillos.training.curator.reward"].write_text("sign = -1\n")  # the reward's sign flipped since
+    with pytest.raises(SkillosError, match="skillos.training.curator.reward changed"):
         identity.guard(out, "cfg")
 
 
@@ -287,10 +287,10 @@ def test_a_degenerate_or_unjudged_canary_never_vouches(skillos_home, tmp_path, m
     assert vouching("curator", [row])[1][1] == ["its identity is malformed (modules: name -> sha, versions: library "
                                                 "-> version)"]
     with Ledger(skillos_home / "ledger.db") as ledger:  # the newest stale, an older one still holding
-        files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline"])
+        files = fake_sources(monkeypatch, tmp_path, ["skillos.training.curator.pipeline"])
         older = record_canary(ledger, "curator")
         record_canary(ledger, "curator", modules=list(files))
-        files["skillos.training.pipeline"].write_text("# edited\n")
+        files["skillos.training.curator.pipeline"].write_text("# edited\n")
         entry = next(e for e in standing(ledger) if e["trainer"] == "curator")
     assert entry["vouching"] == older and entry["covers_current_code"] and entry["last_passing"] != older
     assert recipe(gates.check(config.load(PAPER))).detail.startswith(f"canary #{older}")
@@ -309,7 +309,7 @@ def fake_loaded(monkeypatch, tmp_path, name: str):
     return path
 
 
-def record_passing(home, trainer: str, modules=("skillos.training.trainer", "skillos.evals.judge")) -> None:
+def record_passing(home, trainer: str, modules=("skillos.training.curator.trainer", "skillos.evals.judge")) -> None:
     from conftest import record_canary
 
     with Ledger(home / "ledger.db") as ledger:
@@ -326,7 +326,7 @@ def test_a_gpu_launch_is_refused_until_its_trainers_canary_passed(skillos_home):
     assert refused.status == "FAIL" and "skillos canary curator" in refused.detail and refused.gates == (6,)
     record_passing(skillos_home, "selector:clean-oracle")  # another trainer's canary
     assert recipe(gates.check(cfg)).status == "FAIL"
-    record_passing(skillos_home, "curator", modules=("skillos.training.trainer",))  # never ran the judge
+    record_passing(skillos_home, "curator", modules=("skillos.training.curator.trainer",))  # never ran the judge
     unvouched = recipe(gates.check(cfg))  # the paper config's content reward calls it on every rollout
     assert unvouched.status == "FAIL" and "the launch will run code it never ran: skillos.evals.judge " \
         "(reward.lambda_cnt 0.1 with judge openai)" in unvouched.detail
@@ -373,20 +373,20 @@ def test_a_canary_estimate_says_which_runs_it_read():
 
 
 def test_a_canary_stops_vouching_once_a_module_it_ran_changes(skillos_home, tmp_path, monkeypatch):
-    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.pipeline"])
-    record_passing(skillos_home, "curator", modules=[*files, "skillos.training.trainer", "skillos.evals.judge"])
+    files = fake_sources(monkeypatch, tmp_path, ["skillos.training.curator.pipeline"])
+    record_passing(skillos_home, "curator", modules=[*files, "skillos.training.curator.trainer", "skillos.evals.judge"])
     cfg = config.load(PAPER)
     assert recipe(gates.check(cfg)).status == "PASS"
-    files["skillos.training.pipeline"].write_text("# every curator tool loop, edited\n")
+    files["skillos.training.curator.pipeline"].write_text("# every curator tool loop, edited\n")
     stale = recipe(gates.check(cfg))
-    assert stale.status == "FAIL" and "skillos.training.pipeline changed" in stale.detail
+    assert stale.status == "FAIL" and "skillos.training.curator.pipeline changed" in stale.detail
     assert "no longer covers the code" in stale.detail
     with Ledger(skillos_home / "ledger.db") as ledger:
         from skillos.gates.learning import standing
 
         (row,) = standing(ledger)
     assert row["trainer"] == "curator" and row["covers_current_code"] is False
-    assert row["changed"] == ["skillos.training.pipeline changed"]
+    assert row["changed"] == ["skillos.training.curator.pipeline changed"]
 
 
 def test_a_launch_is_gated_by_the_gpus_it_will_use_not_the_ones_it_declares(skillos_home, monkeypatch):
@@ -418,7 +418,7 @@ def test_a_launch_is_gated_by_the_gpus_it_will_use_not_the_ones_it_declares(skil
     assert "eval arm curator:a: curator.backend hf" in devices.gpu_launch(ckpt).why
     assert devices.undeclared(ckpt) and not devices.gpu_launch(ckpt, cuda=0)
     # every launch path asks the same predicate: the library's train refuses before any weight moves
-    from skillos.training.trainer import on_cpu
+    from skillos.training.common.grpo import on_cpu
 
     monkeypatch.setitem(__import__("sys").modules, "torch", _FakeTorch(2))
     with pytest.raises(SkillosError, match="compute.gpu"):
@@ -494,18 +494,18 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     assert "cannot show learning" in res["line"]
     # its identity: every module it ran (not a hand-picked list), in its folder and every checkpoint
     ran = data["identity"]
-    assert {"skillos.training.pipeline", "skillos.training.prompt_cap", "skillos.config",
-            "skillos.training.reward"} <= set(ran["modules"]) and ran["code_hash"] == data["code_hash"]
+    assert {"skillos.training.curator.pipeline", "skillos.training.common.prompt_cap", "skillos.config",
+            "skillos.training.curator.reward"} <= set(ran["modules"]) and ran["code_hash"] == data["code_hash"]
     stamps = sorted((tmp_path / "c").rglob(identity.IDENTITY))
     assert {p.parent.name for p in stamps} >= {"c", "warm", "trained", "control", "flipped", "checkpoint-4"}
     assert all(json.loads(p.read_text())["code_hash"] == data["code_hash"] for p in stamps if "checkpoint" in str(p))
     # the trained run made by other code (a module's source differed): a rerun is refused, never re-stamped
     trained = tmp_path / "c" / "seed-0" / "trained" / identity.IDENTITY
     other = json.loads(trained.read_text())
-    other["modules"]["skillos.training.reward"] = "0" * 16
+    other["modules"]["skillos.training.curator.reward"] = "0" * 16
     trained.write_text(json.dumps(other))
     again = run_cli("canary", "curator", "--quick", "--json", "--out", tmp_path / "c")
-    assert again.returncode == 2 and "skillos.training.reward changed" in again.stderr and not again.stdout
+    assert again.returncode == 2 and "skillos.training.curator.reward changed" in again.stderr and not again.stdout
     with Ledger(skillos_home / "ledger.db") as ledger:
         assert len(ledger.canaries("curator")) == 1
 

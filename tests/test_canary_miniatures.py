@@ -46,7 +46,7 @@ def test_curator_history_length_is_traced_to_the_rollout_setup(value):
 def test_the_warm_start_keeps_its_attention_window(tmp_path):
     from transformers import AutoConfig
 
-    from skillos.training.warmup import curator_examples, warm_up
+    from skillos.training.common.warmup import curator_examples, warm_up
     from skillos.evals.curation import TOOL_SURFACES
 
     out = warm_up("tiny-qwen2", curator_examples()[:2], TOOL_SURFACES["curate_and_advance"], tmp_path / "w",

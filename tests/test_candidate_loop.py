@@ -1,4 +1,4 @@
-"""One candidate loop: `skillos optimize` and a sleep night both call `training/candidates.py`'s
+"""One candidate loop: `skillos optimize` and a sleep night both call `training/textopt/candidates.py`'s
 `run_candidates` and neither writes its own propose → gate → accept loop again."""
 
 import ast
@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 from skillos.evals.stats import CandidateVerdict
-from skillos.training import candidates, optimize
-from skillos.training.sleep import night
+from skillos.training.textopt import candidates
+from skillos.training.textopt import optimize
+from skillos.training.textopt.sleep import night
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / "training" / "candidates.py"
+SHARED = ROOT / "training" / "textopt" / "candidates.py"
 
 
 def _calls(tree: ast.AST) -> set:
@@ -32,7 +33,7 @@ def test_optimize_and_night_call_the_shared_loop():
 def test_neither_writes_its_own_propose_gate_loop():
     """A loop that both proposes and gates, or a `memory.add` of a rejection, in optimize.py or
     night.py would be a second copy of the shared loop."""
-    for path in (ROOT / "training" / "optimize.py", ROOT / "training" / "sleep" / "night.py"):
+    for path in (ROOT / "training" / "textopt" / "optimize.py", ROOT / "training" / "textopt" / "sleep" / "night.py"):
         tree = ast.parse(path.read_text())
         for loop in (n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))):
             assert not {"propose", "gate"} <= _calls(loop), f"{path.name}:{loop.lineno} is its own candidate loop"
@@ -117,4 +118,4 @@ def test_the_two_runs_are_short_and_night_borrows_nothing_from_optimize():
     assert _length(night, "run_night") < 80
     tree = ast.parse(inspect.getsource(night))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert "skillos.training.optimize" not in imported
+    assert "skillos.training.textopt.optimize" not in imported

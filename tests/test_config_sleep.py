@@ -32,7 +32,7 @@ def test_good_sleep_settings_load():
 
 def test_the_modes_and_schedules_have_one_home():
     from skillos.evals import stats
-    from skillos.training import candidates
+    from skillos.training.textopt import candidates
 
     assert config.GATE_MODES == stats.GATE_MODES  # the statistics module's gate accepts exactly these
     assert candidates.SCHEDULES is config.SCHEDULES  # the textual learning rate's schedules (optimize and sleep)

@@ -12,7 +12,7 @@ import yaml
 from conftest import ROOT, run_cli
 from skillos.errors import SkillosError
 from skillos.ledger import Ledger
-from skillos.training import optimize
+from skillos.training.textopt import optimize
 
 SHIPPED = ROOT / "training" / "configs" / "optimize-quickstart.yaml"
 VALIDATION = {f"v{i}": i % 2 == 0 for i in range(4)}
@@ -188,7 +188,7 @@ def test_refusals_known_before_compute_are_made_before_any_game(tmp_path, skillo
 # -- sleep: a killed night, a crashed adopt ---------------------------------------------------------
 def test_a_night_killed_mid_run_is_recorded_as_aborted(tmp_path, skillos_home):
     from skillos.safety import RunLock
-    from skillos.training.sleep.stage import NIGHT, recover_nights, status
+    from skillos.training.textopt.sleep.stage import NIGHT, recover_nights, status
 
     home = tmp_path / "sleep"
     with Ledger(skillos_home / "ledger.db") as ledger:
@@ -210,7 +210,7 @@ def test_a_night_killed_mid_run_is_recorded_as_aborted(tmp_path, skillos_home):
 
 
 def _proposal(tmp_path):
-    from skillos.training.sleep.stage import write_proposal
+    from skillos.training.textopt.sleep.stage import write_proposal
 
     live = tmp_path / "skills" / "notes" / "SKILL.md"
     live.parent.mkdir(parents=True)
@@ -232,7 +232,7 @@ CRASH_AFTER = [1, 2, 3]  # write_atomic calls that succeed before the crash: jou
 def test_an_adopt_that_crashed_between_its_writes_can_be_completed_or_undone(tmp_path, monkeypatch, crash_after, then):
     from skillos.files import write_atomic as real
     from skillos import files as store
-    from skillos.training.sleep import stage
+    from skillos.training.textopt.sleep import stage
 
     folder, live, before, after = _proposal(tmp_path)
     calls = []
@@ -259,7 +259,7 @@ def test_an_adopt_that_crashed_between_its_writes_can_be_completed_or_undone(tmp
 
 
 def test_an_adopt_never_overwrites_a_skill_changed_in_between(tmp_path):
-    from skillos.training.sleep import stage
+    from skillos.training.textopt.sleep import stage
 
     folder, live, before, after = _proposal(tmp_path)
     live.write_text(before + "- edited by hand\n")
@@ -278,7 +278,7 @@ DAMAGED_FILES = [
 
 @pytest.mark.parametrize("name, text", DAMAGED_FILES, ids=[f"{d[0]}-{i}" for i, d in enumerate(DAMAGED_FILES)])
 def test_a_damaged_proposal_is_a_one_line_error(tmp_path, name, text):
-    from skillos.training.sleep import stage
+    from skillos.training.textopt.sleep import stage
 
     folder, live, before, _ = _proposal(tmp_path)
     (folder / name).write_text(text)

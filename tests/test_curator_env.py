@@ -12,9 +12,9 @@ import pytest
 
 from conftest import ROOT
 
-from skillos.training.groups import build_groups
-from skillos.training.reward import Reward, Rollout, ShortRollout, group_rewards, health
-from skillos.training.reward import reward as _reward
+from skillos.training.curator.groups import build_groups
+from skillos.training.curator.reward import Reward, Rollout, ShortRollout, group_rewards, health
+from skillos.training.curator.reward import reward as _reward
 
 
 def reward(rollout, group_size):  # the paper's weights (the config's reward defaults)
@@ -48,7 +48,7 @@ def test_unmeasured_rollouts_get_the_group_mean_and_the_health_line_counts_them(
 
 
 def test_the_health_line_says_how_much_of_the_reward_variance_r_task_supplies():
-    from skillos.training.reward import task_share
+    from skillos.training.curator.reward import task_share
 
     # group a: r_task varies (0 / 1), r_fc varies too; group b: only r_fc varies
     rewards = [Reward(1.0, 0.0, 1.0, None, None, 1, 1), Reward(1.5, 1.0, 0.5, None, None, 1, 1),
@@ -67,7 +67,7 @@ def test_the_health_line_says_how_much_of_the_reward_variance_r_task_supplies():
 
 
 def test_the_negative_control_keeps_each_groups_rewards_but_not_their_owners():
-    from skillos.training.trainer import shuffled_within_groups
+    from skillos.training.common.grpo import shuffled_within_groups
 
     values, groups = [0, 1, 2, 3, 10, 11, 12, 13], list("aaaabbbb")
     shuffled = shuffled_within_groups(values, groups, "seed")
@@ -114,7 +114,7 @@ def test_the_curriculum_ablation_orders_what_a_run_reads_easiest_first():
     them; tasks with no walkthrough length are a one-line error."""
     from skillos import config as cfgmod
     from skillos.errors import ConfigError
-    from skillos.training.trainer import grpo_kwargs
+    from skillos.training.common.grpo import grpo_kwargs
 
     @dataclass(frozen=True)
     class Walked:
@@ -144,7 +144,7 @@ def test_the_curriculum_ablation_orders_what_a_run_reads_easiest_first():
 
 def test_groups_are_the_same_in_every_process():
     code = ("import json; from dataclasses import dataclass\n"
-            "from skillos.training.groups import build_groups\n"
+            "from skillos.training.curator.groups import build_groups\n"
             "@dataclass(frozen=True)\nclass G:\n    id: str\n    task_type: str\n"
             "pool = [G(f'{t}-{i}', t) for t in 'abc' for i in range(7)]\n"
             "print(json.dumps([g.row() for g in build_groups(pool, 3, 6, seed=1, grouping='task_type', curriculum='none')]))")
@@ -159,7 +159,7 @@ def setup(game_cache):
     from skillos.evals.envs.household.heuristic import HeuristicExecutor
     from skillos.evals.envs.alfworld.env import AlfworldEnv
     from skillos.evals.envs.alfworld.games import make_games
-    from skillos.training.env import Setup
+    from skillos.training.curator.env import Setup
 
     pool = make_games("train", 18, 0)
     return Setup({g.id: g for g in pool}, HeuristicExecutor(), partial(AlfworldEnv, fast=True), 3, max_steps=30,
@@ -167,7 +167,7 @@ def setup(game_cache):
 
 
 def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):
-    from skillos.training.env import CuratorEnv, finish, published_tools
+    from skillos.training.curator.env import CuratorEnv, finish, published_tools
 
     setup, pool = setup
     assert published_tools(CuratorEnv) == ["curate_and_advance"]
@@ -198,7 +198,7 @@ def test_a_rollout_finished_ahead_while_a_late_call_arrives_plays_each_position_
     played once (before, a curator canary at |G| = 3 crashed on 4 positions of 3)."""
     import threading
 
-    from skillos.training.env import CuratorEnv, Setup, finish
+    from skillos.training.curator.env import CuratorEnv, Setup, finish
 
     setup, pool = setup
     group = build_groups(pool, 3, 1, seed=0, grouping="task_type", curriculum="none")[0]
@@ -236,7 +236,7 @@ def test_a_rollout_finished_ahead_while_a_late_call_arrives_plays_each_position_
 def test_r_fc_counts_a_turn_with_no_parseable_call_as_a_measured_invalid_call(setup):
     """A curator that never calls the tool scores r_fc 0, measured; one that calls at every turn
     is not penalised; only an outage (a position lost) is unmeasured, and r_fc is not its place."""
-    from skillos.training.env import CuratorEnv, finish
+    from skillos.training.curator.env import CuratorEnv, finish
 
     setup, pool = setup
     group = build_groups(pool, 3, 1, seed=0, grouping="task_type", curriculum="none")[0]
@@ -272,7 +272,7 @@ def test_an_eval_curator_reply_with_no_call_on_the_training_surface_is_an_invali
 
 
 def test_a_rollout_refuses_games_outside_the_training_pool(setup):
-    from skillos.training.env import CuratorEnv
+    from skillos.training.curator.env import CuratorEnv
 
     setup, _ = setup
     with pytest.raises(KeyError, match="not in the training pool"):

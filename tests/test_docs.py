@@ -42,7 +42,7 @@ def missing_paths(page: Path) -> list[str]:
 
 def stale_table_names(page: Path) -> list[str]:
     """In the docs' tables: each config key (`training.max_turn_tokens`) the schema no longer has,
-    and each name a module is said to hold (`training/reward.py` (`task_reward`)) that it does not."""
+    and each name a module is said to hold (`training/curator/reward.py` (`task_reward`)) that it does not."""
     from skillos.config.schema import SECTIONS, Config
 
     out = []
@@ -106,11 +106,11 @@ def test_the_checks_can_fail(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("see [gone](docs/nowhere.md), [web](https://x.org/a) and `evals/nowhere.py`\n"
                     "| a point | `training.max_turn_tokens`, `training.max_turns`, `compute.servers.executor` | ok |\n"
-                    "| a point | `training/reward.py` (`task_reward`, `gone_reward`) | ok |\n")
+                    "| a point | `training/curator/reward.py` (`task_reward`, `gone_reward`) | ok |\n")
     assert broken_links(page) == ["page.md: docs/nowhere.md"]
     assert missing_paths(page) == ["page.md: evals/nowhere.py"]
     assert stale_table_names(page) == ["page.md: config key training.max_turns",
-                                       "page.md: training/reward.py has no gone_reward"]
+                                       "page.md: training/curator/reward.py has no gone_reward"]
 
 
 def test_the_fidelity_counts_are_the_tables():

@@ -276,7 +276,7 @@ def test_only_an_in_process_engine_takes_the_engine_lock(pool):
 
 def test_engine_workers_selects_the_pool_and_only_for_the_household_environment():
     from skillos import config
-    from skillos.training.env import engine_pool
+    from skillos.training.curator.env import engine_pool
 
     assert engine_pool("household", None) is None and engine_pool("household", 0) is None
     for name in ("reasoning", "slate"):  # no engine (reasoning), or a trainer that never reads the key (slate)
@@ -291,7 +291,7 @@ def test_engine_workers_selects_the_pool_and_only_for_the_household_environment(
 
 def test_env_engine_workers_reaches_the_training_setup_and_leaves_the_identity():
     from skillos import config
-    from skillos.training.env import make_setup
+    from skillos.training.curator.env import make_setup
 
     base = config.load(ROOT / "training" / "configs" / "cpu-smoke.yaml")
     pooled = config.with_sets(base, ["env.engine_workers=1"])
@@ -311,7 +311,7 @@ def test_a_stopped_worker_is_killed_at_the_calls_bound_not_waited_on_forever(gam
     """A worker that stops answering (SIGSTOP, or wedged in the planner's C library) blocks no
     rollout: its call ends at the pool's bound, which training's pool has by default."""
     from skillos.evals.envs.alfworld.pool import CALL_TIMEOUT_S
-    from skillos.training.env import engine_pool
+    from skillos.training.curator.env import engine_pool
 
     built = engine_pool("household", 1)
     try:

@@ -101,7 +101,7 @@ def test_view_export_and_watch_say_how_far_they_are(tmp_path):
 def test_the_warm_up_says_how_far_it_is(tmp_path):
     pytest.importorskip("transformers")
     from skillos.evals.curation import TOOL_SURFACES
-    from skillos.training.warmup import curator_examples, warm_up
+    from skillos.training.common.warmup import curator_examples, warm_up
 
     lines = []
     warm_up("tiny-qwen2", curator_examples()[:2], TOOL_SURFACES["curate_and_advance"], tmp_path / "w", steps=12,

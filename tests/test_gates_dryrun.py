@@ -55,7 +55,7 @@ def test_a_fixed_task_loop_is_refused(game_cache):
 
 
 def test_an_extra_public_method_is_an_extra_tool(game_cache, monkeypatch):
-    from skillos.training.env import CuratorEnv
+    from skillos.training.curator.env import CuratorEnv
 
     monkeypatch.setattr(CuratorEnv, "debug_repo", lambda self: "", raising=False)
     _, results = dry()
@@ -81,7 +81,7 @@ def test_errors_scored_as_failures_are_caught(game_cache, monkeypatch):
 
 
 def test_a_reward_over_positions_reached_is_caught(game_cache, monkeypatch):
-    from skillos.training import reward
+    from skillos.training.curator import reward
 
     def over_reached(positions, group_size):  # the reference: success over positions reached
         measured = [p for p in positions[1:] if p is not None]

@@ -99,7 +99,7 @@ def test_a_training_items_memory_prediction_is_the_plans_rank_less_its_context()
     """What goes beside a training item's measured peak: the memory plan's rank for the config it
     trains, per part, or unmeasured with why (a model not fetched here)."""
     from skillos import config
-    from skillos.training.memory import CONTEXT_GIB, GIB, memory_plan
+    from skillos.training.common.memory import CONTEXT_GIB, GIB, memory_plan
 
     sets = ["--set", "training.bf16=true", "--set", "training.max_steps=2"]
     proc = subprocess.run([sys.executable, str(CHECK.parent / "steps.py"), "memory", "training/configs/cpu-smoke.yaml",

@@ -574,7 +574,7 @@ def test_odd_paths_and_a_damaged_ledger_are_one_line_errors(tmp_path, skillos_ho
 def test_a_finished_training_run_is_reported_finished_not_trained_past_max_steps(tmp_path):
     import json
 
-    from skillos.training.trainer import train
+    from skillos.training.curator.trainer import train
 
     out = tmp_path / "ckpt"
     for step in (1, 2):

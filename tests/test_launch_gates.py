@@ -95,7 +95,7 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
                          "--json"]}[command]
     # What is under test is the refusal; test_train.py and test_optimize.py run these for real.
     if command == "train":
-        from skillos.training import trainer
+        from skillos.training.curator import trainer
 
         def trained(cfg, ledger, echo=None):
             out.mkdir()
@@ -103,7 +103,7 @@ def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game
 
         monkeypatch.setattr(trainer, "train", trained)
     if command == "optimize":
-        from skillos.training import optimize
+        from skillos.training.textopt import optimize
 
         def optimized(cfg, out_dir, ledger, echo=None, **_):
             out.mkdir()

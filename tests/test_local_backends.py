@@ -18,7 +18,7 @@ def _trajectory(won=True):
     """A game like the warm-up's first: the tiny model is too small to generalise the format
     far, and this test is about the plumbing (template, generation, parsing, the repo edit)."""
     from skillos.evals.trajectory import Step, Trajectory
-    from skillos.training.warmup import TASKS
+    from skillos.training.common.warmup import TASKS
 
     return Trajectory("g1", TASKS[0][0], "pick_and_place_simple",
                       steps=[Step("look", "You are in the middle of a room.")], won=won, retrieved=[])
@@ -39,7 +39,7 @@ def test_parse_generated_reads_tool_calls_reasoning_and_refuses_nothing_silently
 def test_the_eval_schema_is_the_one_trl_builds_from_the_training_env():
     from transformers.utils import get_json_schema
 
-    from skillos.training.env import CuratorEnv
+    from skillos.training.curator.env import CuratorEnv
 
     assert get_json_schema(CuratorEnv.curate_and_advance) == CURATE_AND_ADVANCE
 
@@ -94,7 +94,7 @@ def test_a_lora_adapter_loads_on_its_base(tiny_curator, tmp_path):
     from peft import PeftModel
 
     assert isinstance(chat.net, PeftModel)
-    from skillos.training.warmup import curator_examples
+    from skillos.training.common.warmup import curator_examples
 
     reply = chat.chat(curator_examples()[0][:-1], tools=TOOL_SURFACES["curate_and_advance"])
     assert reply.tool_calls and reply.tool_calls[0]["name"] == "curate_and_advance"  # LoRA init is the identity

@@ -1,4 +1,4 @@
-"""The GPU memory plan (training/memory.py) and gate 7's memory row: its estimates held to published
+"""The GPU memory plan (training/common/memory.py) and gate 7's memory row: its estimates held to published
 numbers (the ZeRO paper, vLLM's own start-up lines) and to tensors measured on CPU; the paper config
 laid out as the seed ran it passes on 8xH100, and the same recipe squeezed or colocated fails with
 its numbers."""
@@ -13,7 +13,7 @@ import pytest
 
 from skillos import config
 from skillos.errors import ConfigError
-from skillos.training.memory import GIB, LOGIT_COPIES, SHAPES, TRL_DEFAULTS, Shape, memory_plan, model_states, shape_of
+from skillos.training.common.memory import GIB, LOGIT_COPIES, SHAPES, TRL_DEFAULTS, Shape, memory_plan, model_states, shape_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
@@ -116,7 +116,7 @@ def test_what_cannot_be_estimated_is_said_and_a_cpu_launch_is_skipped():
 
 
 def test_the_step_plans_concurrency_is_the_executor_servers_slots():
-    from skillos.training.plan import step_plan
+    from skillos.training.common.plan import step_plan
 
     plan = step_plan(config.load(PAPER))
     # 0.9 x 79.2 GiB less 15.3 of weights, 0.6 of activations and 0.75 of graphs: 54.6 GiB of KV cache at
@@ -128,7 +128,7 @@ def test_the_step_plans_concurrency_is_the_executor_servers_slots():
 
 
 def test_the_launch_starts_each_server_on_its_own_gpus_and_trains_on_the_rest():
-    from skillos.training.launch import plan
+    from skillos.training.common.launch import plan
 
     p = plan(config.load(PAPER), str(PAPER))
     assert p["command"][p["command"].index("--gpu_ids") + 1] == "4,5,6,7"
@@ -242,7 +242,7 @@ def test_servers_need_a_model_a_port_and_an_accelerate_launch():
 
 
 def test_a_data_parallel_server_is_launched_data_parallel():
-    from skillos.training.plan import server_commands
+    from skillos.training.common.plan import server_commands
 
     cfg = config.load(PAPER, sets=["compute.servers.executor={gpus: 2, tensor_parallel_size: 1}",
                                    "compute.num_processes=3"])
@@ -252,7 +252,7 @@ def test_a_data_parallel_server_is_launched_data_parallel():
 
 
 def test_a_lora_base_loads_in_bf16_and_a_selector_plays_itself():
-    from skillos.training.trainer import grpo_kwargs
+    from skillos.training.common.grpo import grpo_kwargs
 
     lora = config.load(ROOT / "training" / "configs" / "single-gpu-lora.yaml")
     assert grpo_kwargs(lora, cpu=False)["model_init_kwargs"] == {"dtype": "bfloat16"}

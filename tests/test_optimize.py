@@ -28,7 +28,7 @@ def small_config(tmp_path, **optimize):
 
 @pytest.mark.slow  # ~70 s of real ALFWorld games: CI runs it in the slow step
 def test_optimize_runs_the_gated_loop_and_reports_on_the_sealed_test(tmp_path, game_cache, skillos_home):
-    from skillos.training.optimize import edits_allowed
+    from skillos.training.textopt.optimize import edits_allowed
 
     out = tmp_path / "run"
     result = run_cli("optimize", small_config(tmp_path), "--out", out, "--json")

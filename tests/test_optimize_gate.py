@@ -8,9 +8,9 @@ import pytest
 
 from skillos.errors import SkillosError
 from skillos.evals import stats
-from skillos.training import optimize
-from skillos.training.optimize import CalibrationFailed, RejectedMemory, SealedSplit
-from skillos.training.textual import StepBudget
+from skillos.training.textopt import optimize
+from skillos.training.textopt.optimize import CalibrationFailed, RejectedMemory, SealedSplit
+from skillos.training.textopt.textual import StepBudget
 
 
 # The library takes every setting explicitly (the config owns the defaults); these spell out the
@@ -130,7 +130,7 @@ def test_a_model_optimizer_sees_the_rejected_edits_and_is_held_to_the_budget(mon
     from skillos.config import BackendConfig
     from skillos.evals.trajectory import Step, Trajectory
     from skillos.repo import SkillRepo
-    from skillos.training.optimize import make_proposer
+    from skillos.training.textopt.optimize import make_proposer
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     memory = RejectedMemory()

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from skillos.errors import SkillosError
 from skillos.ledger import Ledger
-from skillos.training.optimize import SealedSplit
+from skillos.training.textopt.optimize import SealedSplit
 
 @dataclass
 class Game:
@@ -73,7 +73,7 @@ def tiny_config(tmp_path):
 def test_a_killed_optimize_run_resumes_with_its_rejected_memory(tmp_path, game_cache, skillos_home, monkeypatch):
     pytest.importorskip("alfworld")
     import skillos
-    from skillos.training import optimize
+    from skillos.training.textopt import optimize
 
     cfg, out, lines = skillos.load(tiny_config(tmp_path)), tmp_path / "run", []
     real_apply, calls = optimize.apply_edits, []
@@ -117,7 +117,7 @@ def test_a_test_read_cut_off_by_a_disk_fault_is_completed_for_the_same_best_as_t
     import json
 
     import skillos
-    from skillos.training import optimize
+    from skillos.training.textopt import optimize
 
     cfg, out = skillos.load(tiny_config(tmp_path)), tmp_path / "run"
     real_play, played = optimize._Player.play, []

@@ -12,11 +12,11 @@ from conftest import ROOT, run_cli
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import SkillRepo
 from skillos.repo.skill import Skill
-from skillos.training import document as doc
-from skillos.training import slow as slow_module
-from skillos.training.optimize import Edit, HeuristicProposer, apply_edits, edits_between
-from skillos.training.reflect import aggregate_rules, order_by_gradient, reflect_rules
-from skillos.training.textual import StepBudget, changed_lines, protected_block, with_block
+from skillos.training.textopt import document as doc
+from skillos.training.textopt import slow as slow_module
+from skillos.training.textopt.optimize import Edit, HeuristicProposer, apply_edits, edits_between
+from skillos.training.textopt.reflect import aggregate_rules, order_by_gradient, reflect_rules
+from skillos.training.textopt.textual import StepBudget, changed_lines, protected_block, with_block
 
 SHIPPED = ROOT / "training" / "configs" / "optimize-quickstart.yaml"
 BODY = "Look in the cabinets first.\nThen the countertops.\nThen the drawers.\n"
@@ -93,7 +93,7 @@ def test_a_document_splits_into_sections_that_proposers_edit_as_skills():
     assert [r.changed_lines for r in budget.refusals] == [4, 8]  # measured on the whole document
     # per document, not per edit: two edits that each add half a protected block, and an `add` reusing
     # a section's name (it appends a whole section, so it costs one, not a small diff)
-    from skillos.training.textual import BLOCK_END, BLOCK_START
+    from skillos.training.textopt.textual import BLOCK_END, BLOCK_START
 
     halves = [doc.SectionEdit("add", "a", f"## a\n\n{BLOCK_START}\nobey\n"),
               doc.SectionEdit("add", "b", f"## b\n\n{BLOCK_END}\n")]
@@ -102,7 +102,7 @@ def test_a_document_splits_into_sections_that_proposers_edit_as_skills():
     assert all("protected slow-update block" in r.reason for r in forged.refusals) and len(forged.refusals) == 2
     # a skill that has its block already: a second block, or half of one, after it is refused too
     from skillos.repo import Skill as _Skill
-    from skillos.training.optimize import Edit
+    from skillos.training.textopt.optimize import Edit
 
     blocked = SkillRepo(None, [_Skill("tips", "Tips.", f"# Tips\n\n{BLOCK_START}\nkeep\n{BLOCK_END}\n\n- look\n")])
     for extra in (f"{BLOCK_START}\nobey me\n{BLOCK_END}\n", f"{BLOCK_START}\n"):
@@ -150,7 +150,7 @@ def test_a_model_reflects_per_trajectory_and_aggregates_and_falls_back_to_rules_
     from llm_server import ScriptedLLM
 
     from skillos.config import BackendConfig
-    from skillos.training.optimize import make_proposer
+    from skillos.training.textopt.optimize import make_proposer
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     units = repo_of(("search-order", "Look in the cabinet for the mug first.\nThen the sink.\n"))
@@ -260,7 +260,7 @@ def test_single_document_mode_writes_best_skill_md_with_its_history(tmp_path, ga
 
 
 def test_the_slow_update_writes_the_block_before_the_sections_where_ordinary_steps_cannot_reach_it():
-    from skillos.training import slow
+    from skillos.training.textopt import slow
 
     document = SkillRepo(None, [Skill("household", "A household guide.", SEED)])
     steps = [{"epoch": 0, "step": 0, "candidate": 1, "verdict": "reject",
@@ -299,7 +299,7 @@ def test_consolidation_rewrites_the_guidance_and_the_lessons_instead_of_appendin
     newest epoch's word on a skill replacing the older one it contradicts (search-order, cited by
     failures in epoch 1, held in epoch 2), one header over both epochs; the meta skill's lessons
     are one section, rewritten over every epoch so far."""
-    from skillos.training import slow
+    from skillos.training.textopt import slow
 
     first = ("Epoch 1 (2 steps, 1 candidates, 0 accepted):\n"
              "- kept failing: pick_heat_then_place_in_recep tasks read no skill in 1 of 2 steps\n"
@@ -343,7 +343,7 @@ def test_a_missing_meta_skill_is_one_line_before_anything_runs(tmp_path):
 def test_a_run_killed_at_its_slow_update_resumes_with_its_records_and_versions(tmp_path, game_cache, monkeypatch):
     pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
     import skillos
-    from skillos.training import slow
+    from skillos.training.textopt import slow
 
     class Killed(Exception):
         pass
@@ -386,7 +386,7 @@ def test_a_model_proposers_every_reply_is_parsed_or_counted_as_failed():
     """optimize's LLM proposer on a chat that fails, answers in prose, names only refused operations
     and edits: each step's reply is recorded, and the run's summary counts them (None for rules)."""
     from skillos.evals.backends.chat import BackendError, ChatResult
-    from skillos.training.optimize import LLMProposer, RejectedMemory, proposer_replies
+    from skillos.training.textopt.optimize import LLMProposer, RejectedMemory, proposer_replies
 
     class Chat:
         def __init__(self, replies):

@@ -1,4 +1,4 @@
-"""Plays kept by what decides them (training/plays.py): a deterministic executor's play of a game
+"""Plays kept by what decides them (training/curator/plays.py): a deterministic executor's play of a game
 with a repo is handed back the next time, a different repo, game or executor plays again, a fault
 is never kept, and a rollout's input is the same either way."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import SkillRepo
-from skillos.training import plays
+from skillos.training.curator import plays
 
 
 @dataclass
@@ -76,7 +76,7 @@ def test_a_kept_play_gives_the_curator_the_same_input_on_the_real_engine(game_ca
     pytest.importorskip("alfworld", reason="needs the [alfworld] extra")
     from skillos.config.loading import load
     from skillos.evals.envs.alfworld.games import make_games
-    from skillos.training.env import CuratorEnv, make_setup
+    from skillos.training.curator.env import CuratorEnv, make_setup
 
     from conftest import ROOT
 

@@ -191,7 +191,7 @@ def test_ray_missing_is_one_line_naming_the_extra(monkeypatch):
 
 def test_training_is_not_launched_on_ray():
     from skillos.errors import SkillosError
-    from skillos.training import launch
+    from skillos.training.common import launch
 
     cfg = quickstart("compute.backend=ray")
     with pytest.raises(SkillosError, match="training launches on local, accelerate, modal"):

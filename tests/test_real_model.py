@@ -149,7 +149,7 @@ def smollm2_chat(smollm2):
 def test_the_judge_on_the_real_model_gives_a_verdict_or_a_counted_unmeasured_one(smollm2):
     from skillos.config import JudgeConfig
     from skillos.evals.judge import make_judge, parse_verdict
-    from skillos.training.reward import Rollout, health, reward
+    from skillos.training.curator.reward import Rollout, health, reward
 
     judge = make_judge(JudgeConfig(backend="hf", model=NAME, temperature=0, max_tokens=64))
     skills = ["Go to the fridge, take the apple, cool it with the fridge, then put it on the countertop.",
@@ -167,8 +167,8 @@ def test_the_judge_on_the_real_model_gives_a_verdict_or_a_counted_unmeasured_one
 
 
 def test_the_llm_miner_on_the_real_model_keeps_valid_checks_or_counts_the_reply(smollm2_chat):
-    from skillos.training.sleep.dream import llm_mine
-    from skillos.training.sleep.replay import Budget, Caller
+    from skillos.training.textopt.sleep.dream import llm_mine
+    from skillos.training.textopt.sleep.replay import Budget, Caller
 
     unchecked = [{"prompt": "Write release notes for version 2.0 with a Breaking changes section.", "why": "corrected",
                   "session": "s1", "skill": "release-notes", "feedback": "you forgot the breaking changes"},

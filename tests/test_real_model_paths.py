@@ -119,9 +119,9 @@ def test_the_model_reflector_on_the_real_model_reflects_on_a_real_trajectory_and
     from skillos.evals.runner import play
     from skillos.repo import SkillRepo
     from skillos.repo.retrieval import Retriever
-    from skillos.training.candidates import RejectedMemory
-    from skillos.training.optimize import LLMProposer
-    from skillos.training.reflect import step_record
+    from skillos.training.textopt.candidates import RejectedMemory
+    from skillos.training.textopt.optimize import LLMProposer
+    from skillos.training.textopt.reflect import step_record
 
     # a real trajectory: the CPU executor plays a generated household game with the quickstart's skills
     cfg = skillos.load(ROOT / "evals" / "configs" / "smollm2-hf.yaml",

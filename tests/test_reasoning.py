@@ -243,9 +243,9 @@ def test_a_failed_executor_call_is_unmeasured_not_wrong():
 def test_curator_training_on_reasoning_draws_each_group_size_from_the_range():
     from skillos import config
     from skillos.evals.arms import load_games
-    from skillos.training.env import CuratorEnv, finish, make_setup
-    from skillos.training.reward import reward
-    from skillos.training.trainer import dataset_rows
+    from skillos.training.curator.env import CuratorEnv, finish, make_setup
+    from skillos.training.curator.reward import reward
+    from skillos.training.curator.trainer import dataset_rows
 
     cfg = config.load(ROOT / "training" / "configs" / "cpu-smoke-reasoning.yaml")
     games = load_games(cfg, "train", cfg.env.n_train_games)

@@ -1,4 +1,4 @@
-"""Rollouts without round barriers (training/pipeline.py): each rollout plays its tool rounds ahead
+"""Rollouts without round barriers (training/curator/pipeline.py): each rollout plays its tool rounds ahead
 of TRL's loop, and TRL's own `_tool_call_loop` gets from it exactly what it computes one rollout at
 a time. (The real GRPO step on the tiny warmed-up curator, concurrent against TRL's own loop, is
 tests/test_rollouts.py's slow test.)"""
@@ -24,7 +24,7 @@ def _fake_trainer_class(concurrency, gauge, on_done=None):
 
     from trl import GRPOTrainer
 
-    from skillos.training.rollouts import rollout_trainer
+    from skillos.training.curator.rollouts import rollout_trainer
 
     class NoModel(GRPOTrainer):
         def __init__(self, envs):
@@ -74,8 +74,8 @@ class Timed:
 
 def _loop(concurrency, monkeypatch, n=4):
     from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-    from skillos.training.env import CuratorEnv, Setup, finish
-    from skillos.training.rollouts import InFlight, _ACTIVE
+    from skillos.training.curator.env import CuratorEnv, Setup, finish
+    from skillos.training.curator.rollouts import InFlight, _ACTIVE
 
     monkeypatch.setattr("trl.trainer.grpo_trainer.parse_response", _fake_parse)
     gauge = InFlight()

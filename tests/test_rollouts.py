@@ -1,4 +1,4 @@
-"""Concurrent GRPO rollouts (training/rollouts.py): the calls TRL makes one rollout at a time run
+"""Concurrent GRPO rollouts (training/curator/rollouts.py): the calls TRL makes one rollout at a time run
 at once, with the same results; the TRL internals wrapped are checked against the installed TRL;
 (slow) a real GRPO step on the CPU smoke config with a delayed HTTP executor keeps >= 6 of 8
 executor requests in flight and gives the sequential run's rollout rows and health line."""
@@ -38,8 +38,8 @@ class SlowExecutor:
 
 def _setup(gauge, delay=0.02):
     from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-    from skillos.training.env import Setup
-    from skillos.training.rollouts import MeteredExecutor
+    from skillos.training.curator.env import Setup
+    from skillos.training.curator.rollouts import MeteredExecutor
 
     games = {g.id: g for g in [ScriptedGame(f"g{i}") for i in range(3)] + [ScriptedGame("lost", path="missing")]}
     return Setup(games, MeteredExecutor(SlowExecutor(delay), gauge), lambda: ScriptedEnv(("look", "wait"), None),
@@ -49,7 +49,7 @@ def _setup(gauge, delay=0.02):
 def _play_like_trl(envs, rows, ops, batch_for=None):
     """TRL 1.16's order: reset every rollout in turn, then each round, each completion's tool in
     turn. Under `batch_for(kind, completions)` the first call of a round makes all of them."""
-    from skillos.training.rollouts import _ACTIVE
+    from skillos.training.curator.rollouts import _ACTIVE
 
     class Trainer:
         environments = envs
@@ -74,8 +74,8 @@ def _play_like_trl(envs, rows, ops, batch_for=None):
 def test_a_round_of_calls_runs_at_once_with_the_sequential_results():
     from concurrent.futures import ThreadPoolExecutor
 
-    from skillos.training.env import CuratorEnv, finish
-    from skillos.training.rollouts import Batch, InFlight, reset_plan, tool_plan
+    from skillos.training.curator.env import CuratorEnv, finish
+    from skillos.training.curator.rollouts import Batch, InFlight, reset_plan, tool_plan
 
     n = 6
     rows = [{"group": i, "game_ids": ["g0", "g1", "g2"]} for i in range(n - 1)] + [{"group": 9, "game_ids": ["lost"] * 3}]
@@ -102,8 +102,8 @@ def test_a_round_of_calls_runs_at_once_with_the_sequential_results():
 def test_a_call_no_round_foresaw_is_made_on_the_spot_and_counted():
     from concurrent.futures import ThreadPoolExecutor
 
-    from skillos.training.env import CuratorEnv
-    from skillos.training.rollouts import _ACTIVE, Batch, InFlight
+    from skillos.training.curator.env import CuratorEnv
+    from skillos.training.curator.rollouts import _ACTIVE, Batch, InFlight
 
     env = CuratorEnv(_setup(InFlight()))
     batch = Batch(lambda: [], ThreadPoolExecutor(1))
@@ -121,7 +121,7 @@ def test_the_wrapped_trl_methods_are_checked_against_the_installed_trl():
     from trl import GRPOTrainer
 
     from skillos.errors import SkillosError
-    from skillos.training.rollouts import check_trl, rollout_trainer
+    from skillos.training.curator.rollouts import check_trl, rollout_trainer
 
     check_trl(GRPOTrainer)  # the installed TRL has both, with the parameters the wrappers pass on
     assert issubclass(rollout_trainer(None, base=GRPOTrainer), GRPOTrainer)
@@ -141,7 +141,7 @@ def test_the_wrapped_trl_methods_are_checked_against_the_installed_trl():
 
 
 def test_the_health_line_reports_requests_in_flight_and_the_rollout_share():
-    from skillos.training.rollouts import Window, phase_line, phase_stats
+    from skillos.training.curator.rollouts import Window, phase_line, phase_stats
 
     stats = phase_stats([(Window(4.0, 20.0, 3.0, 100, 8), 0)], step_seconds=5.0)
     assert stats["in_flight_mean"] == 5.0 and stats["in_flight_max"] == 8 and stats["rollout_share"] == 0.8
@@ -157,7 +157,7 @@ import json, sys
 sys.path.insert(0, {tests!r})
 from llm_server import ScriptedLLM
 from skillos import config as cfgmod
-from skillos.training.trainer import train
+from skillos.training.curator.trainer import train
 
 cfg = cfgmod.load({smoke!r})
 t = cfg.training

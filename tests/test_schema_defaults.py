@@ -14,10 +14,10 @@ LIBRARY = ["evals", "training", "ledger", "toolkit/repo", "toolkit/gates", "tool
 ALIASES = {"n_boot": "bootstrap", "k": "top_k", "start": "max_edits", "end": "min_edits",
            "retrieval_mode": "mode"}
 # the same name, another quantity: the tiny model's and the format warm-up's own settings
-NOT_THE_CONFIG = {("evals/backends/tiny_model.py", "build", "seed"), ("training/warmup.py", "warm_up", "seed"),
+NOT_THE_CONFIG = {("evals/backends/tiny_model.py", "build", "seed"), ("training/common/warmup.py", "warm_up", "seed"),
                   # a TRL argument dataclass: every field needs a default (GRPOConfig's all have one);
                   # the trainer always passes skillgate.selector_coef
-                  ("training/selector_trainer.py", "SelectorGRPOConfig", "selector_coef")}
+                  ("training/selector/grpo.py", "SelectorGRPOConfig", "selector_coef")}
 
 
 def config_defaults() -> dict:

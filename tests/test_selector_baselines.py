@@ -9,7 +9,7 @@ import yaml
 from conftest import ROOT, run_cli
 
 from skillos import config as cfgmod
-from skillos.training import selector_credit as credit
+from skillos.training.selector import credit as credit
 
 CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
 
@@ -35,7 +35,7 @@ def _read_names(tokenizer, text):
 
 def test_bc_rows_clone_the_gold_first_read_on_the_training_prompt(built):
     from skillos.evals.envs.slate.slates import SLATE_INSTRUCTIONS, SYSTEM, SlateEnv, tool_schemas
-    from skillos.training.selector_baselines import bc_dataset
+    from skillos.training.selector.rows import bc_dataset
 
     setup, ids, tokenizer = built
     rows = bc_dataset(setup, ids, tokenizer)
@@ -51,7 +51,7 @@ def test_bc_rows_clone_the_gold_first_read_on_the_training_prompt(built):
 
 
 def test_dpo_pairs_prefer_the_oracle_over_each_misleading_skill(built):
-    from skillos.training.selector_baselines import dpo_pairs
+    from skillos.training.selector.rows import dpo_pairs
 
     setup, ids, tokenizer = built
     rows = dpo_pairs(setup, ids, tokenizer)
@@ -69,7 +69,7 @@ def test_dpo_pairs_each_gold_read_with_at_most_five_misleading_ones(tmp_path, ga
 
     from skillos.evals.envs.slate.slates import make_slate_setup
     from skillos.evals.arms import load_games
-    from skillos.training.selector_baselines import DPO_REJECTED, dpo_pairs
+    from skillos.training.selector.rows import DPO_REJECTED, dpo_pairs
     from skillos.evals.backends.tiny_model import build
 
     cfg = cfgmod.with_sets(cfgmod.load(CPU), ["skillgate.slate_size=10", "skillgate.n_misleading=7", "skillgate.n_irrelevant=2"])

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from skillos.training import selector_credit as credit
+from skillos.training.selector import credit as credit
 
 REASON = "<skill_reasoning>The task heats an apple: heat-then-place fits.</skill_reasoning>"
 READ = '<tool_call>\n{"name": "read_skill", "arguments": {"name": "heat-then-place"}}\n</tool_call>'

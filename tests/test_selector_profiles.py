@@ -21,8 +21,8 @@ def warm(tmp_path_factory, game_cache):
     from skillos.evals.backends.tiny_model import resolve
     from skillos.evals.envs.slate.slates import make_slate_setup, tool_schemas
     from skillos.evals.arms import load_games
-    from skillos.training.selector_trainer import dataset_rows, warmup_conversations
-    from skillos.training.warmup import warm_up
+    from skillos.training.selector.grpo import dataset_rows, warmup_conversations
+    from skillos.training.common.warmup import warm_up
 
     cfg = cfgmod.load(CPU)
     out = tmp_path_factory.mktemp("warm")
@@ -34,7 +34,7 @@ def warm(tmp_path_factory, game_cache):
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", SELECTOR_CREDITS)
 def test_each_profile_trains_two_steps_on_cpu(profile, warm, tmp_path):
-    from skillos.training.selector_trainer import train
+    from skillos.training.selector.trainer import train
 
     coef = 0.0 if profile == "task-mask-only" else 1.0
     cfg = cfgmod.with_sets(cfgmod.load(CPU), [

@@ -10,7 +10,7 @@ from conftest import ROOT, run_cli
 
 from skillos import config as cfgmod
 from skillos.errors import SkillosError
-from skillos.training import selector_credit as credit
+from skillos.training.selector import credit as credit
 
 CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
 
@@ -49,7 +49,7 @@ def test_the_oracle_grpo_start_exports_mid_training_and_shows_the_oracle_alone(b
     import dataclasses
 
     from skillos.evals.envs.slate.slates import SlateEnv
-    from skillos.training.selector_sft import warmup_steps
+    from skillos.training.selector.sft import warmup_steps
 
     cfg = cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml")
     assert cfg.skillgate.init == "oracle-grpo" and warmup_steps(cfg) == cfg.training.max_steps // 2
@@ -66,7 +66,7 @@ def test_the_oracle_grpo_start_exports_mid_training_and_shows_the_oracle_alone(b
 
 def test_gold_bc_rows_read_the_oracle_on_the_training_prompt(built):
     from skillos.evals.envs.slate.slates import SLATE_INSTRUCTIONS
-    from skillos.training.selector_sft import gold_turns
+    from skillos.training.selector.sft import gold_turns
 
     setup, ids = built
     rows = gold_turns(setup, ids)
@@ -118,7 +118,7 @@ def test_a_teachers_whole_trajectories_are_kept_only_when_it_reads_the_oracle_an
 
     from skillos.config import BackendConfig
     from skillos.evals.envs.registry import environment
-    from skillos.training.selector_sft import teacher_trajectories
+    from skillos.training.selector.sft import teacher_trajectories
 
     setup, ids = built
     slates = [setup.slates[i] for i in ids]
@@ -142,7 +142,7 @@ def test_a_teachers_whole_trajectories_are_kept_only_when_it_reads_the_oracle_an
 
     from skillos.evals.backends.tiny_model import build
     from skillos.evals.envs.slate.slates import tool_schemas
-    from skillos.training.selector_baselines import render_turn
+    from skillos.training.selector.rows import render_turn
 
     tokenizer = AutoTokenizer.from_pretrained(build())
     for row in rows:  # every turn renders as a prompt (the history, tool results included) and its completion
@@ -167,8 +167,8 @@ def test_the_start_rows_render_the_read_on_the_rollout_prompt(built):
     from transformers import AutoTokenizer
 
     from skillos.evals.envs.slate.slates import tool_schemas
-    from skillos.training.selector_baselines import render_turn as _render
-    from skillos.training.selector_sft import gold_turns
+    from skillos.training.selector.rows import render_turn as _render
+    from skillos.training.selector.sft import gold_turns
     from skillos.evals.backends.tiny_model import build
 
     setup, ids = built
@@ -185,7 +185,7 @@ def test_a_gold_bc_start_learns_the_gold_reads_on_the_tiny_model(built, tmp_path
     """init gold-bc: SFTTrainer on the gold reads of the training slates; the merged model and its
     summary are saved, and a second call reuses them."""
     from skillos.evals.backends.tiny_model import TINY_NAME, resolve
-    from skillos.training.selector_sft import start
+    from skillos.training.selector.sft import start
 
     setup, ids = built
     cfg = cfgmod.with_sets(cfgmod.load(CPU), ["skillgate.init=gold-bc", "skillgate.sft_steps=12",

@@ -1,4 +1,4 @@
-"""Every training run says when it learned nothing (training/signal.py): each step's learning
+"""Every training run says when it learned nothing (training/common/signal.py): each step's learning
 signal from TRL's own log keys, an end-of-run verdict "N of M steps had no learning signal", and
 at GPU scale an abort after training.max_signal_free_steps signal-free steps in a row, recorded
 in the ledger."""
@@ -9,7 +9,7 @@ from conftest import ROOT
 from skillos import config
 from skillos.errors import SkillosError
 from skillos.ledger import Ledger
-from skillos.training import signal
+from skillos.training.common import signal
 
 PAPER = ROOT / "training" / "configs" / "skillos-paper-alfworld.yaml"
 SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"

@@ -11,9 +11,9 @@ from sleep_fixtures import Claude
 from test_sleep_night import TOKEN, follows_the_skill, world  # noqa: F401  (world is a fixture)
 import skillos
 from skillos.errors import SkillosError
-from skillos.training.sleep.dream import FRAMINGS, dream, llm_mine
-from skillos.training.sleep.mine import Task, task_id
-from skillos.training.sleep.replay import Budget, Caller
+from skillos.training.textopt.sleep.dream import FRAMINGS, dream, llm_mine
+from skillos.training.textopt.sleep.mine import Task, task_id
+from skillos.training.textopt.sleep.replay import Budget, Caller
 
 CHECKS = [{"rule": "contains", "value": TOKEN}]
 
@@ -127,7 +127,7 @@ def test_the_llm_miner_adds_tasks_to_a_night_and_needs_a_model_optimizer(world, 
 
 
 def test_the_dry_run_plan_counts_dreamed_replays_in_its_worst_case(world):  # noqa: F811
-    from skillos.training.sleep.night import plan_night
+    from skillos.training.textopt.sleep.night import plan_night
 
     make, skill, home = world
     with ScriptedLLM(follows_the_skill) as server:

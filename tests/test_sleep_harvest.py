@@ -5,8 +5,8 @@ import json
 from conftest import run_cli
 from sleep_fixtures import PLANTED_KEY, build_corrections, build_mixed
 from skillos.config import SleepConfig
-from skillos.training.sleep.harvest import harvest, read_digest
-from skillos.training.sleep.mine import assign_splits, checks_from_feedback, mine
+from skillos.training.textopt.sleep.harvest import harvest, read_digest
+from skillos.training.textopt.sleep.mine import assign_splits, checks_from_feedback, mine
 
 
 def _cfg(root, **kw):
@@ -134,7 +134,7 @@ def test_metadata_of_the_wrong_shape_is_read_as_absent_never_a_traceback(tmp_pat
     or cwd (Codex): read as absent, the turns still read."""
     from collections import Counter
 
-    from skillos.training.sleep import harvest as h
+    from skillos.training.textopt.sleep import harvest as h
 
     claude = tmp_path / "c.jsonl"
     claude.write_text("".join(json.dumps(r) + "\n" for r in [
@@ -158,7 +158,7 @@ def test_a_line_nested_200000_deep_is_a_counted_skip_with_its_words(tmp_path):
     """Every reason the bounded line reader skips a line for has its words in the harvest's summary
     (a too-deep line was a KeyError traceback)."""
     from skillos import safety
-    from skillos.training.sleep.harvest import SKIP_REASONS
+    from skillos.training.textopt.sleep.harvest import SKIP_REASONS
 
     assert set(safety.SKIP_WORDS) <= set(SKIP_REASONS)
     folder = tmp_path / "claude" / "projects" / "p"

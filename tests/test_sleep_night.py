@@ -11,9 +11,9 @@ from sleep_fixtures import PLANTED_KEY, Claude, build_corrections
 from skillos import config as cfgmod
 from skillos.errors import SkillosError
 from skillos.ledger import Ledger
-from skillos.training.sleep.harvest import REPLAY_MARKER
+from skillos.training.textopt.sleep.harvest import REPLAY_MARKER
 import skillos
-from skillos.training.sleep.stage import adopt, status
+from skillos.training.textopt.sleep.stage import adopt, status
 
 SKILL = """---
 name: status-notes
@@ -220,8 +220,8 @@ def _judge_policy(messages):
 def test_replay_judges_rules_and_rubrics_under_a_hard_token_cap(tmp_path, monkeypatch):
     from skillos.config import BackendConfig
     from skillos.evals.backends.chat import make_chat
-    from skillos.training.sleep.mine import load_tasks
-    from skillos.training.sleep.replay import Budget, BudgetExhausted, Caller, Replayer
+    from skillos.training.textopt.sleep.mine import load_tasks
+    from skillos.training.textopt.sleep.replay import Budget, BudgetExhausted, Caller, Replayer
 
     monkeypatch.setenv("SLEEP_TEST_KEY", "not-a-real-key")
     tasks_file = tmp_path / "tasks.jsonl"
@@ -266,9 +266,9 @@ def _optimizer_policy(messages):
 
 
 def test_a_model_optimizer_proposes_block_lines_or_with_edit_anywhere_a_rewrite(world):
-    from skillos.training.optimize import RejectedMemory
-    from skillos.training.sleep.night import LLMProposer
-    from skillos.training.sleep.replay import Budget, Caller
+    from skillos.training.textopt.optimize import RejectedMemory
+    from skillos.training.textopt.sleep.night import LLMProposer
+    from skillos.training.textopt.sleep.replay import Budget, Caller
 
     make, skill, home = world
     with ScriptedLLM(_optimizer_policy) as server:
@@ -288,7 +288,7 @@ def test_a_model_optimizer_proposes_block_lines_or_with_edit_anywhere_a_rewrite(
 
 
 def test_a_night_with_nothing_checkable_says_so_and_a_crash_ends_its_run(world, tmp_path, monkeypatch):
-    from skillos.training.sleep import night
+    from skillos.training.textopt.sleep import night
 
     make, skill, home = world
     with ScriptedLLM(follows_the_skill) as server:
@@ -310,7 +310,7 @@ def test_a_night_with_nothing_checkable_says_so_and_a_crash_ends_its_run(world, 
 
 
 def test_no_regress_rejects_what_the_strict_gate_accepts_on_a_reviewed_task_file(world, tmp_path):
-    from skillos.training.sleep.mine import split_of, task_id
+    from skillos.training.textopt.sleep.mine import split_of, task_id
 
     make, skill, home = world
     prompts = {"train": [], "validation": []}

@@ -14,7 +14,7 @@ from conftest import run_cli
 
 from skillos import config as cfgmod
 from skillos.errors import SkillosError
-from skillos.training.sleep.transfer import transfer
+from skillos.training.textopt.sleep.transfer import transfer
 
 SKILL = """---
 name: status-notes

@@ -1,4 +1,4 @@
-"""The step plan `skillos train --dry-run` prints (training/plan.py), the vLLM server-mode and
+"""The step plan `skillos train --dry-run` prints (training/common/plan.py), the vLLM server-mode and
 multi-node launch plans, and the gates that check their layouts; no GPU needed."""
 
 import json
@@ -12,7 +12,7 @@ MULTI = CONFIGS / "skillos-paper-alfworld-2x8.yaml"
 
 
 def test_the_paper_plan_is_littles_law_at_the_stated_latency():
-    from skillos.training.plan import step_plan
+    from skillos.training.common.plan import step_plan
 
     cfg = cfgmod.load(PAPER)
     plan = step_plan(cfg)

@@ -26,8 +26,8 @@ RUN_FOLDER_NAMES = {run_folder.CONFIG, run_folder.REPORT, run_folder.TRACES, run
 NOT_RUN_FOLDER = {
     ("toolkit/gates/trace.py", "config.yaml"): "the label of a config built in code (no file of its own)",
 }
-# training/sleep lays out nights/ID/ and proposals/ID/ (training/sleep/stage.py), not run folders.
-OWN_LAYOUT = ("training/sleep/",)
+# training/textopt/sleep lays out nights/ID/ and proposals/ID/ (training/textopt/sleep/stage.py), not run folders.
+OWN_LAYOUT = ("training/textopt/sleep/",)
 
 
 def package_sources() -> dict[str, str]:
@@ -152,7 +152,7 @@ def test_the_batch_s_derived_values_have_one_home():
 
     from skillos import config
     from skillos.gates import static
-    from skillos.training import plan
+    from skillos.training.common import plan
 
     bare_division = re.compile(r"//\s*\(?\s*(t|cfg\.training|ctx\.cfg\.training)\.num_generations")
     for path, text in package_sources().items():

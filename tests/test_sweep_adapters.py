@@ -1,4 +1,4 @@
-"""Checkpoints as adapters (training/serve_adapters.py): `sweep.serve: adapters` plans one vLLM server
+"""Checkpoints as adapters (training/common/serve_adapters.py): `sweep.serve: adapters` plans one vLLM server
 with one adapter per LoRA checkpoint, routes each checkpoint arm's curator to its own adapter,
 refuses what one server cannot serve with one-line errors, and `--dry-run` prints the server
 command, the adapters and the expected wall time. vLLM is never needed here."""

@@ -110,7 +110,7 @@ def test_the_sft_and_dpo_baselines_trace_to_their_own_arguments(trainer, args_cl
 
 def test_a_key_checked_but_not_applied_fails(monkeypatch):
     """What TRL 1.16 did to max_prompt_length: the arguments the trainer gets lack it."""
-    from skillos.training import trainer
+    from skillos.training.common import grpo as trainer
 
     monkeypatch.setattr(trainer, "NOT_GRPO", trainer.NOT_GRPO | {"max_prompt_length"})
     rows, report = trace(config.load(PAPER))

@@ -19,7 +19,7 @@ MULTI = ROOT / "training" / "configs" / "skillos-paper-alfworld-2x8.yaml"
 
 
 def test_grpo_config_from_the_paper_config_matches_table_4():
-    from skillos.training.trainer import build_args
+    from skillos.training.common.grpo import build_args
 
     cfg = cfgmod.load(PAPER)
     args = build_args(cfg, cpu=True)
@@ -48,7 +48,7 @@ def test_one_turn_is_capped_at_max_turn_tokens_while_the_rollout_keeps_max_compl
     from trl import GRPOTrainer
 
     from skillos.evals.backends.tiny_model import build
-    from skillos.training.trainer import build_args
+    from skillos.training.common.grpo import build_args
 
     cfg = cfgmod.with_sets(cfgmod.load(ROOT / "training" / "configs" / "cpu-smoke.yaml"),
                            ["training.max_turn_tokens=7", f"training.output_dir={tmp_path}"])
@@ -73,7 +73,7 @@ def test_the_modal_and_accelerate_launches_are_printed_not_made(tmp_path, canari
     assert refused.returncode == 1 and "a modal launch starts only the training processes" in refused.stdout + refused.stderr
     plan = json.loads(run_cli("train", PAPER, "--backend", "accelerate", "--dry-run", "--json").stdout)["plan"]
     assert plan["command"][:4] == ["accelerate", "launch", "--num_processes", "4"]
-    assert plan["command"][-3:] == ["-m", "skillos.training.launch", str(PAPER)]
+    assert plan["command"][-3:] == ["-m", "skillos.training.common.launch", str(PAPER)]
     assert Path(plan["command"][plan["command"].index("--deepspeed_config_file") + 1]).is_file()
 
 
@@ -159,7 +159,7 @@ def test_a_bad_backend_and_a_non_training_config_are_one_line_errors():
 
 
 def test_only_a_complete_checkpoint_is_resumed_from(tmp_path):
-    from skillos.training.trainer import newest_complete
+    from skillos.training.common.grpo import newest_complete
 
     def checkpoint(step, recorded, weights=b"w"):
         path = tmp_path / f"checkpoint-{step}"
@@ -238,8 +238,8 @@ def test_the_reward_function_judges_contents_and_neutralises_unmeasured_rollouts
     from skillos.evals.envs.household.heuristic import HeuristicExecutor
     from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
     from skillos.evals.judge import make_judge
-    from skillos.training.env import CuratorEnv, Setup
-    from skillos.training.trainer import RewardFunction
+    from skillos.training.curator.env import CuratorEnv, Setup
+    from skillos.training.curator.trainer import RewardFunction
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     games = {g.id: g for g in [ScriptedGame(f"ok-{i}") for i in range(3)]
@@ -296,7 +296,7 @@ def test_prompts_longer_than_max_prompt_length_are_cut_to_their_last_tokens():
     """training.max_prompt_length, applied: the trainer class cuts every tokenized prompt (TRL
     1.16 would have passed it whole), and counts the prompts it cut."""
     from skillos.errors import SkillosError
-    from skillos.training.prompt_cap import PromptCap, cap_ids, capped
+    from skillos.training.common.prompt_cap import PromptCap, cap_ids, capped
 
     assert cap_ids([1, 2, 3, 4, 5], 3) == ([3, 4, 5], True) and cap_ids([1, 2], 3) == ([1, 2], False)
     assert cap_ids([1, 2, 3], None) == ([1, 2, 3], False)

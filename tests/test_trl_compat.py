@@ -1,4 +1,4 @@
-"""TRL's private API behind one module (training/trl_compat.py): the installed TRL is the one it
+"""TRL's private API behind one module (training/common/trl_compat.py): the installed TRL is the one it
 was written for, the pin in pyproject matches, another version or a moved method is a one-line
 error, and no other module reaches into TRL's internals on its own."""
 
@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 
 from skillos.errors import SkillosError
-from skillos.training import trl_compat
+from skillos.training.common import trl_compat
 
 
 def test_the_installed_trl_is_the_one_the_private_api_was_read_from():

@@ -12,7 +12,7 @@ from skillos.evals import report, stats, sweep
 from skillos.evals.compare import compare_runs
 from skillos.evals.verify import verify_fix
 from skillos.ledger import Ledger
-from skillos.training import candidates
+from skillos.training.textopt import candidates
 
 N = 40
 CFG = config.validate(config.Config())

@@ -218,7 +218,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
     """Skill repos or curator checkpoints on one target executor with a fresh control: the eval
     report with `sweep` added (the family-corrected rows, the best with its caveat, sweep.png).
     Under `sweep.serve: adapters` the checkpoints are served by one vLLM server while the arms
-    play (training/serve_adapters.py). `dry_run`: the plan per target ({"plans": {env: plan}}: arms,
+    play (training/common/serve_adapters.py). `dry_run`: the plan per target ({"plans": {env: plan}}: arms,
     the adapter server if any, the expected wall time), nothing started or played.
 
     `envs`: the target environments (default the config's own). With more than one (a
@@ -244,7 +244,7 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
             a cross-domain sweep of a matrix, or `out` not usable as asked.
     """
     from skillos.evals import sweep as sweeping
-    from skillos.training import serve_adapters
+    from skillos.training.common import serve_adapters
     from skillos.evals.run_folder import SWEEP, default_out_dir
     from skillos.files import write_atomic
 
@@ -349,7 +349,7 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
             continue, or a sealed split read without `unseal`.
     """
     from skillos.evals.run_folder import check_out, default_out_dir
-    from skillos.training import optimize as optimizing
+    from skillos.training.textopt import optimize as optimizing
 
     cfg, echo = _config(config), echo or _quiet
     if resume and out is None:
@@ -420,8 +420,8 @@ def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_f
         SkillosError: a sleep setting the night cannot run with (no live skill, a backend that
             cannot replay), or unreadable tasks.
     """
-    from skillos.training.sleep import run_night
-    from skillos.training.sleep.stage import sleep_home
+    from skillos.training.textopt.sleep import run_night
+    from skillos.training.textopt.sleep.stage import sleep_home
 
     cfg, echo = _config(config), echo or _quiet
     with _ledger(ledger) as book, _watching(cfg, [sleep_home(cfg.sleep) / "nights"], book, echo):
@@ -453,7 +453,7 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
         SkillosError: no training section, a matrix on a backend other than local, or a launch
             that cannot start (e.g. modal not installed).
     """
-    from skillos.training import launch
+    from skillos.training.common import launch
 
     cfg = _config(config)
     if backend is not None:
@@ -477,7 +477,7 @@ def _train_runs(cfg: Config, *, dry_run: bool, echo: Echo | None, **launch_args)
     """A training matrix (or seed replicates): each run trained in turn into OUTPUT_DIR/LABEL, a
     run of the one experiment; rerunning resumes each from its newest checkpoint (a finished one
     has nothing left to do). `dry_run`: every run's launch plan, the gates on the first."""
-    from skillos.training import launch
+    from skillos.training.common import launch
 
     if not compute_of(cfg).in_process:  # its workers load the config file, which names the whole matrix
         raise SkillosError(f"{cfg.source or 'config'}: a matrix or experiment.seeds trains on compute.backend "

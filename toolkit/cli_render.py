@@ -87,7 +87,7 @@ def _measured(d: dict) -> str:
 def sweep_plan_lines(result: dict) -> list[str]:
     """`sweep --dry-run`: per target, the arms, the adapter server (sweep.serve: adapters) and
     the expected wall time."""
-    from skillos.training.serve_adapters import lines, wall_line
+    from skillos.training.common.serve_adapters import lines, wall_line
 
     out = []
     for target, plan in result["plans"].items():
@@ -287,7 +287,7 @@ def launch_lines(p: dict) -> list[str]:
     """The launch `train --dry-run` would make, with its step plan."""
     import shlex
 
-    from skillos.training.plan import StepPlan
+    from skillos.training.common.plan import StepPlan
 
     lines = [f"launch: {p['backend']}"]
     for key, value in p.items():
@@ -330,7 +330,7 @@ def plan_lines(p: dict) -> list[str]:
          f"  cost: {num(c['gpu_hours'], '{:.1f} GPU-h', c['reason'])}, wall {num(c['wall_hours'], '{:.1f} h', c['reason'])}")
         + (f", {c['steps']} steps, {c['executor_calls']} executor calls at most"
            f"{' (latency assumed)' if c['latency_assumed'] else ''}" if c.get("steps") else "")
-        # a plan's cost is arithmetic on what the config states (training/plan.py), never a timed step
+        # a plan's cost is arithmetic on what the config states (training/common/plan.py), never a timed step
         + (f"; an estimate from the config's stated step time ({c['step_seconds']:.0f} s a step: "
            "compute.gpu_seconds_per_step and the executor's latency), not a measured run"
            if c.get("step_seconds") is not None and c["gpu_hours"] is not None else ""),

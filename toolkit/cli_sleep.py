@@ -1,5 +1,5 @@
 """`skillos sleep ...`: learn a skill from the agent's own Claude Code and Codex sessions. Each
-command parses, calls one library function in skillos.training.sleep, and renders."""
+command parses, calls one library function in skillos.training.textopt.sleep, and renders."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def harvest_cmd(config: Optional[Path] = CONFIG, source: List[str] = SOURCE, pro
     """Read Claude Code and Codex sessions (read-only, offline, secrets redacted) into a digest;
     print the counts per source and what was skipped and why."""
     from skillos.safety import Ticker
-    from skillos.training.sleep.harvest import harvest
-    from skillos.training.sleep.night import sleep_section
-    from skillos.training.sleep.stage import sleep_home
+    from skillos.training.textopt.sleep.harvest import harvest
+    from skillos.training.textopt.sleep.night import sleep_section
+    from skillos.training.textopt.sleep.stage import sleep_home
 
     cfg = _load(config, source, project, since, max_sessions, subagents)
     summary = harvest(sleep_section(cfg), sleep_home(cfg.sleep),
@@ -69,8 +69,8 @@ def mine_cmd(config: Optional[Path] = CONFIG, tasks: Optional[Path] = typer.Opti
              max_sessions: Optional[int] = MAX_SESSIONS, subagents: Optional[bool] = SUBAGENTS,
              as_json: bool = JSON):
     """Mine checkable tasks (repeated, corrected, or made of a skill) and their splits; read-only."""
-    from skillos.training.sleep.mine import assign_splits
-    from skillos.training.sleep.night import gather
+    from skillos.training.textopt.sleep.mine import assign_splits
+    from skillos.training.textopt.sleep.night import gather
 
     cfg = _load(config, source, project, since, max_sessions, subagents)
     found, info = gather(cfg, tasks)
@@ -95,7 +95,7 @@ def night_cmd(config: Path = typer.Argument(..., help="A config with a sleep: se
     test once, stage a proposal. Never writes the live skill. A test task one night read is sealed
     in the ledger by its content hash: later nights leave it out unless --unseal gives a reason."""
     from skillos import api, gates
-    from skillos.training.sleep.night import plan_night
+    from skillos.training.textopt.sleep.night import plan_night
 
     cfg = load_config(config, set_)
     if dry_run:
@@ -117,7 +117,7 @@ def transfer_cmd(skill: Path = typer.Argument(..., help="The skill (a SKILL.md, 
     skill installed where the agent discovers skills and without it, grade both by the task's
     checks, and compare them paired. Refused before any run when it needs more than
     sleep.transfer.max_calls runs, or when the agent's CLI is not installed."""
-    from skillos.training.sleep.transfer import transfer
+    from skillos.training.textopt.sleep.transfer import transfer
 
     from skillos.config.loading import with_sets
     from skillos.config.schema import Config
@@ -137,7 +137,7 @@ def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or i
     """Back up the live skill and install the proposal atomically: a person's step, at an interactive
     terminal outside any coding agent, confirmed by typing the code shown (as `skillos approve`). An
     adopt that crashed between its writes is completed by running it again, or undone with --undo."""
-    from skillos.training.sleep.stage import adopt, sleep_home
+    from skillos.training.textopt.sleep.stage import adopt, sleep_home
 
     cfg = _load(config)
     step = "undo an adopted sleep proposal" if undo else "adopt a sleep proposal into the live skill"
@@ -152,7 +152,7 @@ def adopt_cmd(proposal: Path = typer.Argument(..., help="A proposal folder (or i
 def status_cmd(config: Optional[Path] = CONFIG, as_json: bool = JSON):
     """Nights and proposals, adopted or not."""
     from skillos.ledger.store import default_path
-    from skillos.training.sleep.stage import recover_nights, sleep_home, status
+    from skillos.training.textopt.sleep.stage import recover_nights, sleep_home, status
 
     home = sleep_home(_load(config).sleep)
     if default_path().is_file():  # a night killed mid-run is recorded as aborted when next looked at

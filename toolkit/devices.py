@@ -29,7 +29,7 @@ MODAL_GPU = "H100"  # what a Modal launch asks for when compute.gpu names none: 
 
 def gpu_spec(cfg) -> str | None:
     """The GPUs a launch asks for, TYPE:N per machine: compute.gpu; a Modal launch that names none
-    asks for one H100 per training process (what training/launch.py requests and the plan costs)."""
+    asks for one H100 per training process (what training/common/launch.py requests and the plan costs)."""
     c = cfg.compute
     if c.gpu:
         return c.gpu

@@ -95,7 +95,7 @@ def estimate(cfg, runs: int = 1, step_calls: int | None = None) -> dict:
     """The cost of the config's paid API calls over its `runs` (a matrix x seeds): per paid
     section its price, calls, tokens per call and USD (None + reason where unknown), the total
     (None when any part is unknown, never 0), and whether it is within compute.max_cost_usd.
-    `step_calls`: a training launch's executor calls a step (training/plan.step_plan, which the
+    `step_calls`: a training launch's executor calls a step (training/common/plan.step_plan, which the
     gates read: this module sits below training); None: unknown for training."""
     c, roles = cfg.compute, []
     for name in PRICED_SECTIONS:

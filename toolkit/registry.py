@@ -78,6 +78,7 @@ class Trainer:
     curates: bool = False
     selector_credit: bool = False  # reads skillgate.selector_credit and selector_coef
     trainer_class: str | None = None  # "module:function(cfg)" -> its TRL trainer class (the gates' trace)
+    model_consumer: str = ""  # what receives training.model, as the gates' trace names it
     async_rollouts: bool = False  # can play the next batch's rollouts while a step trains (training.async_rollouts)
 
     def train_function(self):
@@ -175,7 +176,7 @@ class Compute:
     name: str
     about: str = ""  # what it is, in a few words: the config's help lists every entry with it
     in_process: bool = False  # runs in this process, on this machine
-    trains: str | None = None  # "module:plan_function,run_function" of a training launch (training/launch.py); None: no training
+    trains: str | None = None  # "module:plan_function,run_function" of a training launch (training/common/launch.py); None: no training
     distributes: bool = False  # eval, sweep and canary runs as tasks on a cluster (evals/distributed.py)
     spends_gpus: bool = False  # launches on GPUs: a person's approval and a passing canary come first
     multi_node: bool = False  # launches on several machines, its plan placing servers on GPUs beside training
@@ -187,7 +188,7 @@ class Compute:
     box_outlives_job: bool = True  # the machine lives on after the job (False: it ends with it, billing nothing after)
 
     def launch_functions(self):
-        """(plan, run) of its training launch (training/launch.py)."""
+        """(plan, run) of its training launch (training/common/launch.py)."""
         module, _, names = (self.trains or "").partition(":")
         return tuple(load(f"{module}:{n}") for n in names.split(","))
 
@@ -199,12 +200,12 @@ RAY_MODULES, RAY_INSTALL = ("ray",), "pip install 'skillos[ray]'"
 COMPUTE: Registry[Compute] = Registry(
     "compute backend",
     Compute("local", about="this machine, this process", in_process=True,
-            trains="skillos.training.launch:plan_local,run_local",
+            trains="skillos.training.common.launch:plan_local,run_local",
             watched="a process beside this one, watching it and the output folder"),
     Compute("accelerate", about="training on GPUs through accelerate launch",
-            trains="skillos.training.launch:plan_accelerate,run_accelerate", spends_gpus=True, multi_node=True,
+            trains="skillos.training.common.launch:plan_accelerate,run_accelerate", spends_gpus=True, multi_node=True,
             watched="a process on this machine beside `accelerate launch`, watching it and the output folder"),
-    Compute("modal", about="training in a Modal container", trains="skillos.training.launch:plan_modal,run_modal",
+    Compute("modal", about="training in a Modal container", trains="skillos.training.common.launch:plan_modal,run_modal",
             spends_gpus=True, own_image=True, gpu_by_type=True, box_outlives_job=False,
             watched="a process in the Modal container beside the job, watching it and the output folder on the "
                     "volume, recording to the volume's ledger"),
@@ -222,7 +223,7 @@ def compute_of(cfg) -> Compute:
 
 @dataclass(frozen=True)
 class AgentCLI:
-    """A coding agent run non-interactively (`skillos sleep transfer`, training/sleep/transfer.py):
+    """A coding agent run non-interactively (`skillos sleep transfer`, training/textopt/sleep/transfer.py):
     the command line (`{prompt}` stands for the request), where it discovers a project's skills
     (the folder `npx skills add` installs to for that agent), and "module:function" reading its
     stdout into (answer, cost in USD or None)."""
@@ -236,9 +237,9 @@ class AgentCLI:
 AGENT_CLIS: Registry[AgentCLI] = Registry(
     "coding-agent CLI",
     AgentCLI("claude", ("claude", "-p", "--output-format", "json", "--", "{prompt}"), ".claude/skills",
-             "skillos.training.sleep.transfer:claude_json"),
+             "skillos.training.textopt.sleep.transfer:claude_json"),
     AgentCLI("codex", ("codex", "exec", "--skip-git-repo-check", "--", "{prompt}"), ".codex/skills",
-             "skillos.training.sleep.transfer:plain_text"),
+             "skillos.training.textopt.sleep.transfer:plain_text"),
 )
 
 ENVIRONMENTS: Registry[Environment] = Registry(
@@ -252,21 +253,24 @@ ENVIRONMENTS: Registry[Environment] = Registry(
 TRAINERS: Registry[Trainer] = Registry(
     "trainer",
     # SkillOS Algorithm 1 (the curator)
-    Trainer("curator", "skillos.training.trainer", about="SkillOS: GRPO on the curator",
-            args_spec="skillos.training.trainer:args_spec", grpo=True, curates=True,
-            trainer_class="skillos.training.trainer:trainer_class", async_rollouts=True),
+    Trainer("curator", "skillos.training.curator.trainer", about="SkillOS: GRPO on the curator",
+            args_spec="skillos.training.common.grpo:args_spec", grpo=True, curates=True,
+            trainer_class="skillos.training.curator.trainer:trainer_class", async_rollouts=True,
+            model_consumer="GRPOTrainer(model=)"),
     # SkillGate: GRPO + selector credit
-    Trainer("selector", "skillos.training.selector_trainer", about="SkillGate: GRPO + selector credit",
-            args_spec="skillos.training.selector_trainer:args_spec",
+    Trainer("selector", "skillos.training.selector.trainer", about="SkillGate: GRPO + selector credit",
+            args_spec="skillos.training.selector.grpo:args_spec",
             grpo=True, plays_itself=True, selector_credit=True,
-            trainer_class="skillos.training.selector_trainer:trainer_class"),
+            trainer_class="skillos.training.selector.grpo:trainer_class", model_consumer="SelectorGRPOTrainer(model=)"),
     # SFT on the gold first read
-    Trainer("selector-bc", "skillos.training.selector_baselines:train_bc", about="SFT on the gold first read",
-            args_spec="skillos.training.selector_baselines:bc_args_spec", plays_itself=True),
+    Trainer("selector-bc", "skillos.training.selector.baselines:train_bc", about="SFT on the gold first read",
+            args_spec="skillos.training.selector.baselines:bc_args_spec", plays_itself=True,
+            model_consumer="SFTTrainer(model=)"),
     # the gold read over the misleading read
-    Trainer("selector-dpo", "skillos.training.selector_baselines:train_dpo",
+    Trainer("selector-dpo", "skillos.training.selector.baselines:train_dpo",
             about="DPO: the gold read over the misleading read",
-            args_spec="skillos.training.selector_baselines:dpo_args_spec", plays_itself=True),
+            args_spec="skillos.training.selector.baselines:dpo_args_spec", plays_itself=True,
+            model_consumer="DPOTrainer(model=)"),
 )
 
 

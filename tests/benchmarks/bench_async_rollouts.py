@@ -32,7 +32,7 @@ COMPLETION = 128
 RUN = """
 import json, sys
 from skillos import config as cfgmod
-from skillos.training.trainer import train
+from skillos.training.curator.trainer import train
 
 cfg = cfgmod.load({config!r}, {sets!r})
 summary = train(cfg, None, echo=lambda line: print(line, file=sys.stderr), warmup=False)

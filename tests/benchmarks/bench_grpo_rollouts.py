@@ -11,7 +11,7 @@ ratio "while busy" leaves out the moments with no request in flight (the curator
 between rounds), i.e. it measures the dispatch, not the model.
 
 It also counts the curator turns with a tool call that the play-ahead workers generated
-(training/pipeline.py; 0 means every rollout's first turn carried no parseable call, so the
+(training/curator/pipeline.py; 0 means every rollout's first turn carried no parseable call, so the
 step played its games in the reward's finishing plays and the tool loop never ran), and it
 plays the same number of rollouts' games (|G| games each, two rollouts per group) with the same
 executor, engine and endpoint and no trainer or model at all: what the executor and the engine
@@ -70,8 +70,8 @@ def executor_sets(url: str, max_steps: int) -> list[str]:
 STEP = """
 import json, os, sys
 from skillos import config as cfgmod
-from skillos.training import pipeline
-from skillos.training.trainer import train
+from skillos.training.curator import pipeline
+from skillos.training.curator.trainer import train
 
 turns = []  # the play-ahead workers' turns: each follows a tool call
 submit = pipeline.Batcher.submit
@@ -79,7 +79,7 @@ pipeline.Batcher.submit = lambda self, ids: (turns.append(1), submit(self, ids))
 
 # The whole machine's busy CPU over the rollout phase (every process: the trainer, the engine
 # workers, the endpoint), read from /proc/stat as the gauge opens and closes the phase's window.
-from skillos.training import rollouts
+from skillos.training.curator import rollouts
 busy = []
 def cpu_busy():
     with open("/proc/stat") as f:

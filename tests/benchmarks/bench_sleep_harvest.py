@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sleep_fixtures import Claude, codex_rollout  # noqa: E402
 
 from skillos.config import SleepConfig  # noqa: E402
-from skillos.training.sleep.harvest import harvest  # noqa: E402
-from skillos.training.sleep.mine import mine  # noqa: E402
+from skillos.training.textopt.sleep.harvest import harvest  # noqa: E402
+from skillos.training.textopt.sleep.mine import mine  # noqa: E402
 
 TARGET = 8.0
 

@@ -244,7 +244,7 @@ class Check:
         device = "cuda" if self.cuda is None else "cpu"  # cpu: an --on-cpu rehearsal
         self.run("tiny_full_bf16", [py, "-m", "steps", "tiny", "full", device], 90)
         self.run("tiny_lora_bf16_gc", [py, "-m", "steps", "tiny", "lora", device], 90)
-        # skillos train picks CUDA by itself when torch sees it (training/trainer.py: guarded); bf16 is set;
+        # skillos train picks CUDA by itself when torch sees it (training/curator/trainer.py: guarded); bf16 is set;
         # no step logs: the bare machine has no tensorboard (training.report_to's default)
         sets = ["--set", "training.bf16=true", "--set", "training.max_steps=2", "--set", "training.report_to=none"]
         self.run("grpo_train_cuda", [py, "-m", "skillos", "train", "training/configs/cpu-smoke.yaml", "--json", *sets,
@@ -293,7 +293,7 @@ class Check:
 
     def accelerate(self, sets):
         """`skillos train --backend accelerate` is refused by gate 6 without a canary at the default
-        size, so the check runs the launch command it would make (training/launch.py) directly."""
+        size, so the check runs the launch command it would make (training/common/launch.py) directly."""
         name = "accelerate_launch"
         if self.left() < MIN_START_S or (self.cuda and not self.on_cpu) or (self.only and name not in self.only):
             return self.run(name, [], 0)  # its one skipped line, without deriving configs first

@@ -72,8 +72,9 @@ def stack() -> dict:
             versions[name] = None
     import skillos.cli  # noqa: F401 - every command's module
     from skillos.evals.envs.alfworld import scenes
-    from skillos.training import canary, registry, trainer  # noqa: F401
-    from skillos.training.rollouts import check_trl
+    from skillos.training import canary, registry  # noqa: F401
+    from skillos.training.curator import trainer  # noqa: F401
+    from skillos.training.curator.rollouts import check_trl
 
     scenes.alfworld_root()  # the real ALFWorld engine: alfworld, fast_downward, textworld
     import trl  # noqa: F401
@@ -95,7 +96,7 @@ def tiny(mode: str, device: str, steps: int = 12) -> dict:
 
     from skillos.evals.backends.tiny_model import build
     from skillos.evals.curation import TOOL_SURFACES
-    from skillos.training.warmup import _example, curator_examples
+    from skillos.training.common.warmup import _example, curator_examples
 
     started = time.perf_counter()
     path = build()
@@ -176,17 +177,17 @@ def derive(src: str, dst: str, sets: list[str]) -> dict:
 
 def launch_command(path: str) -> dict:
     from skillos import config
-    from skillos.training.launch import plan
+    from skillos.training.common.launch import plan
 
     cfg = config.load(path)
     return {"command": plan(cfg, path)["command"]}
 
 
 def memory(path: str, sets: list[str]) -> dict:
-    """The memory plan's training rank for the config an item trains (training/memory.py), less the
+    """The memory plan's training rank for the config an item trains (training/common/memory.py), less the
     CUDA context: what torch's allocator peak (peak.py) should come to at most."""
     from skillos import config
-    from skillos.training.memory import CONTEXT_GIB, GIB, memory_plan
+    from skillos.training.common.memory import CONTEXT_GIB, GIB, memory_plan
 
     cfg = config.load(path, sets=sets + ([] if config.load(path, sets=sets).compute.gpu else ["compute.gpu=H100:1"]))
     plan = memory_plan(cfg)

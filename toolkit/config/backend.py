@@ -119,7 +119,7 @@ class CuratorConfig(BackendConfig):
         "help": "the curator's tool surface: paper (the paper's three tools) | curate_and_advance (one "
                 "tool, curate_and_advance(operations), the surface skillos train publishes)"})
     # What the curator reads of each game: the last N steps of its trajectory (evals/curation.py
-    # curator_input), in training (training/env.py) and in eval (evals/backends/llm_curator.py) alike.
+    # curator_input), in training (training/curator/env.py) and in eval (evals/backends/llm_curator.py) alike.
     history_length: int | None = field(default=None, metadata={"bounds": (0, 10_000), 
         "help": "the last trajectory steps (action and observation) the curator reads after each game; None: 30; "
                 "0: the task, the skills retrieved, the step count and the result only"})

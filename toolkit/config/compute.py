@@ -68,7 +68,7 @@ class ComputeConfig:
                 "config.compute.STOP_GRACE_S), recorded in the ledger: stall (the output folder has not grown for "
                 "stall_minutes while the job lives), device-idle (the GPUs idle that long); empty: it alarms and "
                 "records only"})
-    # The step plan (training/plan.py, printed by `train --dry-run`) and multi-GPU layouts.
+    # The step plan (training/common/plan.py, printed by `train --dry-run`) and multi-GPU layouts.
     executor_latency_s: float | None = field(default=None, metadata={"bounds": (0.0, 86_400.0), 
         "help": "seconds per executor action at the endpoint (the step plan)"})
     gpu_seconds_per_step: float | None = field(default=None, metadata={"bounds": (1e-6, 1e9), 

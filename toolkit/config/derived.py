@@ -87,7 +87,7 @@ def server_specs(cfg: Config) -> dict:
 
 def server_gpus(cfg: Config) -> int:
     """GPUs per machine that serve (`trl vllm-serve` and compute.servers), before the training
-    processes' (training/launch.py gives training the GPUs after them)."""
+    processes' (training/common/launch.py gives training the GPUs after them)."""
     return cfg.compute.vllm_server_gpus + sum(s["gpus"] for s in server_specs(cfg).values())
 
 
@@ -106,7 +106,7 @@ def static_repo_path(cfg: Config, arm: str) -> str | None:
 def curator_config(cfg: Config, arm: str) -> CuratorConfig:
     """The curator an arm learns with: `curator:NAME` arms swap in their checkpoint as the model
     (on a local backend: hf unless the config says vllm); under `sweep.serve: adapters` the
-    openai backend at the sweep's adapter server, asking for adapter NAME (training/serve_adapters.py).
+    openai backend at the sweep's adapter server, asking for adapter NAME (training/common/serve_adapters.py).
     Other learning arms use `curator`."""
     if not arm.startswith("curator:"):
         return cfg.curator

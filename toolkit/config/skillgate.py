@@ -8,17 +8,17 @@ from skillos import registry
 from skillos.errors import ConfigError
 from skillos.config.backend import BackendConfig
 
-# SkillGate's training profiles (training/selector_credit.py says what each does to the loss).
+# SkillGate's training profiles (training/selector/credit.py says what each does to the loss).
 SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
                     "first-oracle", "clean-oracle")
-SELECTOR_INITS = ("base", "sft", "gold-bc", "oracle-grpo")  # where selector GRPO starts (training/selector_sft.py)
+SELECTOR_INITS = ("base", "sft", "gold-bc", "oracle-grpo")  # where selector GRPO starts (training/selector/sft.py)
 TRAINERS = registry.TRAINERS.names()  # what each one runs: training/registry.py
 
 
 @dataclass
 class SkillGateConfig:
     """SkillGate: the executor learns which skill of a slate to read (evals/envs/slate/slates.py,
-    training/selector_trainer.py). `trainer` is what `skillos train` runs (training/registry.py).
+    training/selector/trainer.py). `trainer` is what `skillos train` runs (training/registry.py).
     A slate holds `slate_size` skills: the oracle, `n_misleading` built from it, `n_irrelevant`,
     and relevant ones for the rest (`n_relevant`)."""
     trainer: str = field(default="curator", metadata={"choices": TRAINERS, 
@@ -30,12 +30,12 @@ class SkillGateConfig:
         "help": "mutated oracles per slate; DPO pairs each gold read with (up to 5 of) these"})
     n_irrelevant: int = field(default=5, metadata={"bounds": (0, 1_000), "help": "skills per slate unrelated to the task"})
     selector_credit: str | bool = field(default="mixed_task_reward", metadata={"choices": SELECTOR_CREDITS, 
-        "help": "the selector's loss profile (training/selector_credit.py): no_skill | mixed_task_reward (outcome "
+        "help": "the selector's loss profile (training/selector/credit.py): no_skill | mixed_task_reward (outcome "
                 "only; `off` is its old name) | mixed_separated | hybrid_slate | task-mask-only (coef exactly 0) | "
                 "first-oracle | clean-oracle (the method)"})
     selector_coef: float = field(default=1.0, metadata={
         "help": "coef x the selector advantage on the selection tokens, for the credited profiles "
-                "(training/selector_credit.py); task-mask-only needs exactly 0"})
+                "(training/selector/credit.py); task-mask-only needs exactly 0"})
     init: str = field(default="base", metadata={"choices": SELECTOR_INITS, 
         "help": "where selector GRPO starts: base | sft (SFT on a teacher's whole winning trajectories that read the oracle first) | gold-bc (SFT on the "
                 "gold reads: the Gold-BC baseline as a start) | oracle-grpo (the method's: outcome GRPO with the "

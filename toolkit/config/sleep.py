@@ -10,7 +10,7 @@ from skillos.errors import ConfigError
 from skillos.config.backend import BackendConfig
 from skillos.config.optimize import SCHEDULES, OptimizeGateConfig
 
-DREAM_FRAMINGS = 6  # the rewordings training/sleep/dream.py has: a task gets at most this many dreams
+DREAM_FRAMINGS = 6  # the rewordings training/textopt/sleep/dream.py has: a task gets at most this many dreams
 
 
 @dataclass
@@ -25,7 +25,7 @@ class SleepBudgetConfig:
 @dataclass
 class TransferConfig:
     """skillos sleep transfer: a skill run inside a real coding-agent CLI, with and without it,
-    on reviewed tasks (training/sleep/transfer.py). Every cap is checked before a call is made."""
+    on reviewed tasks (training/textopt/sleep/transfer.py). Every cap is checked before a call is made."""
     agent: str = field(default="claude", metadata={"choices": registry.AGENT_CLIS.names(), 
         "help": "the coding agent: claude (`claude -p`) | codex (`codex exec`); registry.AGENT_CLIS"})
     repeats: int = field(default=1, metadata={"bounds": (1, 1_000), "help": "runs of each task in each arm"})
@@ -97,7 +97,7 @@ class SleepConfig:
     def rules(self, where: str) -> None:
         # The sleep settings' own rules (a night reads them validated). What a night needs of the
         # rest of the machine (the live skill, a replay backend, dream's framings) is checked by
-        # training/sleep/night.py's preflight, at the night.
+        # training/textopt/sleep/night.py's preflight, at the night.
         if self.min_edits > self.max_edits:
             raise ConfigError(f"{where}.min_edits ({self.min_edits}) is above {where}.max_edits ({self.max_edits})")
         if self.llm_miner and not registry.uses_model(self.optimizer.backend):

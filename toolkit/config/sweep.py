@@ -1,4 +1,4 @@
-"""sweep: how `skillos sweep` serves its checkpoint arms (training/serve_adapters.py)."""
+"""sweep: how `skillos sweep` serves its checkpoint arms (training/common/serve_adapters.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ SWEEP_SERVE = ("local", "adapters")
 
 @dataclass
 class SweepConfig:
-    """How `skillos sweep` serves its checkpoint arms (training/serve_adapters.py)."""
+    """How `skillos sweep` serves its checkpoint arms (training/common/serve_adapters.py)."""
     serve: str = field(default="local", metadata={"choices": SWEEP_SERVE, 
         "help": "local: each curator:NAME arm loads its checkpoint in its own process (curator.backend hf "
                 "or vllm); adapters: one `vllm serve BASE --enable-lora` serves every LoRA checkpoint as an "

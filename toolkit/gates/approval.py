@@ -80,7 +80,7 @@ def paid_estimate(cfg, runs: int = 1) -> dict:
     """toolkit/prices.estimate with a training launch's executor calls a step from its step plan."""
     calls = None
     if cfg.training.is_set():
-        from skillos.training.plan import step_plan
+        from skillos.training.common.plan import step_plan
 
         calls = step_plan(cfg).executor_calls
     return prices.estimate(cfg, runs, calls)
@@ -300,13 +300,13 @@ def seeds(cfg) -> dict:
 
 
 def cost(cfg, runs: int = 1) -> dict:
-    """What the step plan (training/plan.py) says a training launch costs, for all its `runs` (a
+    """What the step plan (training/common/plan.py) says a training launch costs, for all its `runs` (a
     matrix x seeds); None + reason where it cannot (an eval; a step's GPU time unmeasured)."""
     if not cfg.training.is_set():
         return {"gpu_hours": None, "wall_hours": None,
                 "reason": "an eval: its cost is the games above; the step plan estimates training only"}
     from skillos.devices import gpus_per_machine
-    from skillos.training.plan import step_plan
+    from skillos.training.common.plan import step_plan
 
     step, steps = step_plan(cfg), (cfg.training.max_steps or 0) * runs or None
     per_machine = gpus_per_machine(cfg)

@@ -137,7 +137,7 @@ def _train_pool(ctx: Context):
 @curator_training
 def tool_surface(ctx: Context) -> Result:
     check, gates = "tool-surface", (1,)
-    from skillos.training.env import CuratorEnv, published_tools
+    from skillos.training.curator.env import CuratorEnv, published_tools
 
     tools = published_tools(CuratorEnv)
     incident = "TRL published helper methods as tools: the curator trained on a different tool surface"
@@ -190,7 +190,7 @@ def sentinels(ctx: Context) -> Result:
     """No code path turns an API error, a timeout or a parse failure into a failure or a 0."""
     from skillos.evals import stats
     from skillos.evals.runner import ArmAborted, MIN_GAMES_FOR_ABORT, run_arm
-    from skillos.training.reward import Reward, group_rewards, task_reward
+    from skillos.training.curator.reward import Reward, group_rewards, task_reward
 
     check, gates = "sentinels", (2,)
     incident = "an API outage scored as failures became a p <= 0.0005 'effect'"
@@ -235,7 +235,7 @@ def sentinels(ctx: Context) -> Result:
 @training_only(2)
 def reward_arithmetic(ctx: Context) -> Result:
     check, gates = "reward-arithmetic", (2,)
-    from skillos.training.reward import Rollout, ShortRollout, reward
+    from skillos.training.curator.reward import Rollout, ShortRollout, reward
 
     g = ctx.cfg.training.group_size or 10
     w = dict(lambda_fc=ctx.cfg.reward.lambda_fc, lambda_cnt=ctx.cfg.reward.lambda_cnt,
@@ -269,9 +269,9 @@ def rollout_positions(ctx: Context) -> Result:
     incident = "rewards measured on 1 of 9 positions while every health metric looked fine"
     if not ctx.training:
         return _eval_rollouts(ctx, check, gates, incident)
-    from skillos.training.env import CuratorEnv, finish, make_setup
-    from skillos.training.groups import build_groups
-    from skillos.training.reward import health, reward
+    from skillos.training.curator.env import CuratorEnv, finish, make_setup
+    from skillos.training.curator.groups import build_groups
+    from skillos.training.curator.reward import health, reward
 
     g = ctx.cfg.training.group_size
     pool = _train_pool(ctx)
@@ -333,7 +333,7 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
 def task_distribution(ctx: Context) -> Result:
     check, gates = "task-distribution", (3,)
     from skillos.config.derived import groups_per_step
-    from skillos.training.groups import build_groups
+    from skillos.training.curator.groups import build_groups
 
     t = ctx.cfg.training
     pool = _train_pool(ctx)
@@ -387,7 +387,7 @@ def splits_disjoint(ctx: Context) -> Result:
               f"{len(overlap)} shared content hashes")
     if not overlap and ctx.training and trainer_of(cfg).curates:  # a slate trainer: selector-rollouts
         from skillos.evals.arms import arm_settings
-        from skillos.training.env import CuratorEnv, Setup
+        from skillos.training.curator.env import CuratorEnv, Setup
 
         s = arm_settings(cfg)
         setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size, s["max_steps"],
@@ -455,7 +455,7 @@ def selector_rollouts(ctx: Context) -> Result:
 
     from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
-    from skillos.training.env import published_tools
+    from skillos.training.curator.env import published_tools
 
     incident = "selector credit computed from reads the environment never recorded"
     tools = published_tools(slate_domain.SlateEnv)

@@ -81,11 +81,11 @@ def multi_node(ctx: Context) -> Result:
 @static
 @training_only(*GATES)
 def memory(ctx: Context) -> Result:
-    """Each GPU's planned memory against the declared GPU's (training/memory.py): a layout that cannot
+    """Each GPU's planned memory against the declared GPU's (training/common/memory.py): a layout that cannot
     start is refused before any GPU is paid for; every component's number is in the detail."""
     from skillos.config.derived import server_gpus
     from skillos.devices import gpu_spec
-    from skillos.training.memory import memory_plan
+    from skillos.training.common.memory import memory_plan
 
     check = "memory"
     incident = "a launch that allocated every GPU and then ran out of memory loading its second engine"

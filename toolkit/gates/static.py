@@ -139,7 +139,7 @@ def table(ctx: Context) -> list[Result]:
 
 def _seen(cfg, key: str):
     if key == "training.format_warmup_steps":  # its None means a number, which the trainer owns
-        from skillos.training.trainer import format_warmup_steps
+        from skillos.training.curator.trainer import format_warmup_steps
 
         return format_warmup_steps(cfg)
     return derived(cfg, key) if key in ("prompts_per_step", "completions_per_step") else get(cfg, key)
@@ -710,7 +710,7 @@ def skillgate_slate(ctx: Context) -> Result:
 
 @static
 def skillgate_credit(ctx: Context) -> Result:
-    from skillos.training.selector_credit import CREDITED
+    from skillos.training.selector.credit import CREDITED
 
     check, gates, g = "skillgate-credit", (1,), ctx.cfg.skillgate
     if not trainer_of(ctx.cfg).selector_credit and g.selector_credit == "mixed_task_reward":

@@ -197,7 +197,7 @@ class Tracer:
     @property
     def training_launch(self) -> bool:
         """Whether the launch traced is a training launch (`skillos train`, or `gate check` of a
-        config that trains), which training/launch.py makes on compute.backend's path; every other
+        config that trains), which training/common/launch.py makes on compute.backend's path; every other
         launch runs in skillos.api's process (local, or a Ray driver)."""
         return self.cfg.training.is_set() and self.ctx.command in (None, "train")
 
@@ -209,9 +209,9 @@ class Tracer:
         return self.ctx.command or ("optimize" if "optimize" in self.cfg.declared else "eval")
 
     def launch_plan(self) -> dict:
-        """The launch training/launch.plan makes for this config: what launch() runs, as data."""
+        """The launch training/common/launch.plan makes for this config: what launch() runs, as data."""
         def build():
-            from skillos.training.launch import plan
+            from skillos.training.common.launch import plan
 
             return plan(self.cfg, str(self.cfg.source or "config.yaml"))
         return self.cached("launch", build)
@@ -287,7 +287,7 @@ def _lora(t: Tracer, key, value):
         return Row(key, value, "GRPOTrainer(peft_config=None)", True, None, "full fine-tuning")
 
     def build():
-        from skillos.training.trainer import lora_config
+        from skillos.training.common.grpo import lora_config
 
         return lora_config(t.cfg)
     lora = t.cached("lora", build)
@@ -298,9 +298,7 @@ def _lora(t: Tracer, key, value):
 
 @resolver(r"^training\.model$")
 def _model(t: Tracer, key, value):
-    consumer = {"curator": "GRPOTrainer(model=)", "selector": "SelectorGRPOTrainer(model=)",
-                "selector-bc": "SFTTrainer(model=)", "selector-dpo": "DPOTrainer(model=)"}[t.trainer]
-    return _row(key, value, consumer + " via tiny_model.resolve (weights read where they are, never downloaded)",
+    return _row(key, value, t.entry.model_consumer + " via tiny_model.resolve (weights read where they are, never downloaded)",
                 value, "read as configured; resolved to a local folder at launch")
 
 
@@ -326,7 +324,7 @@ def _max_prompt_length(t: Tracer, key, value):
         return _row(key, value, "selector_baselines: every row's prompt cut by prompt_cap.cap_text",
                     t.cfg.training.max_prompt_length, f"and {type(args).__name__}.max_length "
                     f"{getattr(args, 'max_length', None)} (prompt + completion)")
-    from skillos.training.prompt_cap import PromptCap
+    from skillos.training.common.prompt_cap import PromptCap
 
     cls = t.trainer_class()
     arrived = getattr(args, "max_prompt_length", None)
@@ -352,7 +350,7 @@ def _max_turn_tokens(t: Tracer, key, value):
 def _grouping(t: Tracer, key, value):
     if not t.entry.curates:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
-    return _row(key, value, "training/groups.build_groups(grouping=) in training/trainer.dataset_rows", value,
+    return _row(key, value, "training/curator/groups.build_groups(grouping=) in training/curator/trainer.dataset_rows", value,
                 "read as configured when the rows are built")
 
 
@@ -362,14 +360,14 @@ def _curriculum(t: Tracer, key, value):
         return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
     args = t.args()
     unshuffled = getattr(args, "shuffle_dataset", True) is False
-    return _row(key, value, "training/groups.build_groups(curriculum=) and GRPOConfig.shuffle_dataset", value,
+    return _row(key, value, "training/curator/groups.build_groups(curriculum=) and GRPOConfig.shuffle_dataset", value,
                 f"shuffle_dataset {getattr(args, 'shuffle_dataset', None)}",
                 applied=unshuffled == (value != "none"))
 
 
 @resolver(r"^training\.rollout_concurrency$")
 def _rollout_concurrency(t: Tracer, key, value):
-    return _row(key, value, "training/rollouts.rollout_trainer(concurrency=)", value,
+    return _row(key, value, "training/curator/rollouts.rollout_trainer(concurrency=)", value,
                 "read as configured when the trainer class is built")
 
 
@@ -378,28 +376,28 @@ def _async_rollouts(t: Tracer, key, value, name):
     if not t.entry.async_rollouts:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} trains on-policy only")
     cls = t.trainer_class()
-    plays_ahead = hasattr(cls, "staleness_bound")  # training/async_rollouts.AsyncRolloutTrainer's own attribute
+    plays_ahead = hasattr(cls, "staleness_bound")  # training/curator/async_rollouts.AsyncRolloutTrainer's own attribute
     if name == "async_rollouts":
-        return _row(key, value, "training/async_rollouts.async_trainer around the trainer class", plays_ahead,
+        return _row(key, value, "training/curator/async_rollouts.async_trainer around the trainer class", plays_ahead,
                     f"{getattr(cls, '__name__', cls)}", applied=plays_ahead == bool(value))
     bound = getattr(cls, "staleness_bound", None)
-    return _row(key, value, "training/async_rollouts.AsyncRolloutTrainer.staleness_bound", bound,
+    return _row(key, value, "training/curator/async_rollouts.AsyncRolloutTrainer.staleness_bound", bound,
                 ("the trainer refuses to train without it (gate 1 staleness-bound)" if plays_ahead else
                  "rollouts on-policy") if value is None else "")
 
 
 @resolver(r"^training\.format_warmup_steps$")  # gate 1 diffs it against the paper's none
 def _format_warmup(t: Tracer, key, value):
-    from skillos.training.trainer import format_warmup_steps
+    from skillos.training.curator.trainer import format_warmup_steps
 
     steps = format_warmup_steps(t.cfg)
-    return _row(key, value, "training/warmup.warm_up(steps=) before GRPO, by training/trainer._warm", steps,
+    return _row(key, value, "training/common/warmup.warm_up(steps=) before GRPO, by training/curator/trainer._warm", steps,
                 "" if steps else "no warm-up runs (format_warmup_steps 0)")
 
 
 @resolver(r"^training\.resume_from_checkpoint$")
 def _resume(t: Tracer, key, value):
-    return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/trainer.fit", value,
+    return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/curator/trainer.fit", value,
                 "read as configured by fit()")
 
 
@@ -601,10 +599,10 @@ def _curator_history(t: Tracer, key, value):
     probe = Trajectory("probe", "probe task", "", steps=[Step(f"probe-action-{i}", f"observation {i}")
                                                          for i in range(50)], won=False)
     if cfg.training.is_set() and t.entry.curates:
-        from skillos.training.env import make_setup
+        from skillos.training.curator.env import make_setup
 
         setup = make_setup(cfg, [])
-        consumer, text = "training/env.py CuratorEnv: the curator's input", curator_input(probe, 1, 3,
+        consumer, text = "training/curator/env.py CuratorEnv: the curator's input", curator_input(probe, 1, 3,
                                                                                          setup.history_length)
     elif not cfg.training.is_set() and uses_model(cfg.curator.backend):
         from skillos.evals.backends.llm_curator import LLMCurator
@@ -739,7 +737,7 @@ def _reward(t: Tracer, key, value, term):
     if not t.entry.curates:
         return _not_used(key, value, f"skillgate.trainer {t.trainer}: the reward is the game outcome")
     weights = _reward_probe(t)
-    return _row(key, value, "training/trainer.RewardFunction: the weight of r_" + term +
+    return _row(key, value, "training/curator/trainer.RewardFunction: the weight of r_" + term +
                 " in the reward of a scripted rollout scoring 1 on that term only", weights[term])
 
 
@@ -747,8 +745,8 @@ def _reward_probe(t: Tracer) -> dict:
     """Each weight as the real reward function applies it: three scripted rollouts that score
     0 on r_task and 1 on exactly one other term; each total is that term's weight."""
     def build():
-        from skillos.training.env import RolloutState, env_with_state
-        from skillos.training.trainer import RewardFunction
+        from skillos.training.curator.env import RolloutState, env_with_state
+        from skillos.training.curator.trainer import RewardFunction
 
         class Judge:
             def judge(self, text):
@@ -773,7 +771,7 @@ def _watchdog(t: Tracer, key, value):
     path (local, accelerate, Modal), else skillos.api beside the launch (local or the Ray driver)."""
     if t.training_launch:
         p = t.launch_plan()
-        spec, consumer = p.get("watchdog"), f"training/launch.launch: the watchdog beside the {p['backend']} launch"
+        spec, consumer = p.get("watchdog"), f"training/common/launch.launch: the watchdog beside the {p['backend']} launch"
     else:
         from skillos.ledger.watchdog import launch_watch
 
@@ -823,7 +821,7 @@ RAY_COMMANDS = ("eval", "sweep")  # what compute.backend ray runs as tasks (eval
 @resolver(r"^compute\.backend$")
 def _compute_backend(t: Tracer, key, value):
     if t.training_launch:
-        return _row(key, value, "training/launch.plan: the launch made", t.launch_plan()["backend"])
+        return _row(key, value, "training/common/launch.plan: the launch made", t.launch_plan()["backend"])
     from skillos.registry import COMPUTE, IN_PROCESS
 
     entry = COMPUTE[value]
@@ -867,10 +865,10 @@ def _vllm_server_gpus(t: Tracer, key, value):
 
 @resolver(r"^optimize\.gate\.(?P<name>mode|k|max_unmeasured)$")
 def _optimize_gate(t: Tracer, key, value, name):
-    from skillos.training.optimize import gate_args
+    from skillos.training.textopt.optimize import gate_args
 
     arrived = dict(zip(("mode", "k", "max_unmeasured"), gate_args(t.cfg)))[name]
-    return _row(key, value, "evals/stats.accept_candidate: every candidate's acceptance (training/optimize.gate_args)",
+    return _row(key, value, "evals/stats.accept_candidate: every candidate's acceptance (training/textopt/optimize.gate_args)",
                 arrived)
 
 

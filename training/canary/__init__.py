@@ -144,7 +144,7 @@ def compute_sets(sets) -> list[str]:
 
 def described(signal: str, what: str) -> str:
     """How a canary's progress line names a run's signal: `what`, or how a control destroyed it."""
-    from skillos.training.trainer import DESTROYED
+    from skillos.training.common.grpo import DESTROYED
 
     return what if signal == "real" else f"{what} {DESTROYED[signal]}: a negative control"
 
@@ -167,7 +167,7 @@ def load(cfg, split: str, n: int, echo, what: str) -> list:
 def warm_reading(warm: str) -> dict | None:
     """What the warm start at `warm` recorded of what its turns say before their call (learned or
     not, over how many turns), or None."""
-    from skillos.training.warmup import READING_FILE
+    from skillos.training.common.warmup import READING_FILE
 
     try:
         return json.loads((Path(warm) / READING_FILE).read_text())
@@ -395,7 +395,7 @@ def expected_time(config: str, timings: list, kind: dict, shipped: tuple | None 
     from statistics import median
 
     from skillos.devices import kind_line
-    from skillos.training.plan import duration_text
+    from skillos.training.common.plan import duration_text
 
     tiers = [([t["wall_s"] for t in timings if t["machine"] == kind and t["config"] == config],
               "on this kind of machine"),

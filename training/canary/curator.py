@@ -1,4 +1,4 @@
-"""The curator's learning canary: SkillOS GRPO (training/trainer.py, the curator environment,
+"""The curator's learning canary: SkillOS GRPO (training/curator/trainer.py, the curator environment,
 the composite reward, the play-ahead pipeline, every rollout in flight) on a miniature the tiny
 CPU model can learn.
 
@@ -63,7 +63,7 @@ QUICK = ["training.max_steps=4", "training.per_device_train_batch_size=8", "trai
          "canary.warmup_groups=4", "canary.seeds=[0]", "canary.split=tuning"]
 
 
-# --variant async: the same miniature with its rollouts played one step ahead (training/async_rollouts.py),
+# --variant async: the same miniature with its rollouts played one step ahead (training/curator/async_rollouts.py),
 # the code path a launch with training.async_rollouts runs, vouched for by its own canary
 ASYNC = ["training.async_rollouts=true", "training.max_staleness=1"]
 
@@ -72,7 +72,7 @@ class CuratorCanary(Canary):
     name = "curator"
     variants = ("async",)
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
-    ran = ("skillos.training.canary.curator", "skillos.training.trainer", "skillos.training.reward")
+    ran = ("skillos.training.canary.curator", "skillos.training.curator.trainer", "skillos.training.curator.reward")
     metric = "executor success at position 2 with the curator's sampled skill"
     measured = {False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, commit c427186; "
                               "2.3 GB resident at most"),
@@ -139,7 +139,7 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     metric on the held-out groups: (outcomes, the reward history of each step, the run's
     learning-signal verdict, what else the evaluation measured)."""
     from skillos.config.loading import with_sets
-    from skillos.training.trainer import train
+    from skillos.training.curator.trainer import train
 
     run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({described(signal, 'rewards')})")
@@ -160,9 +160,9 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     which stays even between the skills whatever the type said."""
     from skillos.evals.curation import TOOL_SURFACES
     from skillos.evals.envs.registry import environment
-    from skillos.training.env import CuratorEnv, make_setup
-    from skillos.training.groups import build_groups
-    from skillos.training.warmup import warm_up
+    from skillos.training.curator.env import CuratorEnv, make_setup
+    from skillos.training.curator.groups import build_groups
+    from skillos.training.common.warmup import warm_up
 
     if (folder / "config.json").is_file():
         return str(folder.resolve())
@@ -224,7 +224,7 @@ def payoff(cfg, held_out, echo=None) -> dict:
     tool allows from PRIOR (no skill, each skill, each ordered pair in one call) and keeps it, and
     when it inserts the skill its group's type needs (the input-dependent answer)."""
     from skillos.training.canary import payoff as table
-    from skillos.training.env import CuratorEnv, make_setup, state_of
+    from skillos.training.curator.env import CuratorEnv, make_setup, state_of
 
     setup = make_setup(cfg, held_out)
     groups = held_out_groups(held_out, cfg.training.group_size)
@@ -272,7 +272,7 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     from skillos.evals.curation import TOOL_SURFACES
     from skillos.evals.envs.registry import environment
     from skillos.safety import Ticker
-    from skillos.training.env import CuratorEnv, finish, make_setup
+    from skillos.training.curator.env import CuratorEnv, finish, make_setup
 
     import hashlib
 

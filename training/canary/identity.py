@@ -209,7 +209,7 @@ def launch_modules(cfg) -> dict:
     if cfg.reward.lambda_cnt and cfg.judge.backend:
         out["skillos.evals.judge"] = f"reward.lambda_cnt {cfg.reward.lambda_cnt:g} with judge {cfg.judge.backend}"
     if cfg.training.async_rollouts:
-        out["skillos.training.async_rollouts"] = "training.async_rollouts"
+        out["skillos.training.curator.async_rollouts"] = "training.async_rollouts"
     return out
 
 

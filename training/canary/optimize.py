@@ -1,4 +1,4 @@
-"""The optimizer's learning canary: text-space optimization (training/optimize.py: rollout,
+"""The optimizer's learning canary: text-space optimization (training/textopt/optimize.py: rollout,
 propose, the paired validation gate, the sealed test split) in document mode with the
 heuristic proposer and the reading executor.
 
@@ -46,7 +46,7 @@ QUICK = ["canary.seeds=[0]", "canary.split=tuning", "env.n_games=8", "env.n_trai
 class OptimizeCanary(Canary):
     name = "optimize"
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
-    ran = ("skillos.training.canary.optimize", "skillos.training.optimize")
+    ran = ("skillos.training.canary.optimize", "skillos.training.textopt.optimize")
     metric = "executor success on the sealed test split, seed skills vs best"
 
     def config(self, quick: bool = False, variant: str | None = None):
@@ -87,7 +87,7 @@ def optimize(cfg, signal: str, folder: Path, echo) -> dict:
     and one that finished there is reused (its report)."""
     from skillos import safety
     from skillos.evals.run_folder import REPORT, holds_run
-    from skillos.training.optimize import run
+    from skillos.training.textopt.optimize import run
 
     if (folder / REPORT).is_file():
         echo(f"canary optimize: {folder} already finished; its {REPORT} is reused")

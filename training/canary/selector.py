@@ -1,5 +1,5 @@
 """The selector's learning canary: SkillGate GRPO with clean-oracle selector credit
-(training/selector_trainer.py: the SelectorGRPOTrainer, its span masks and credit arithmetic,
+(training/selector/trainer.py: the SelectorGRPOTrainer, its span masks and credit arithmetic,
 SlateEnv) on a miniature the tiny CPU model can learn.
 
 The miniature, and why. The executor being trained reads one skill from a slate of four on heat
@@ -47,7 +47,7 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 class SelectorCanary(Canary):
     name = "selector"
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
-    ran = ("skillos.training.canary.selector", "skillos.training.selector_trainer", "skillos.training.selector_credit")
+    ran = ("skillos.training.canary.selector", "skillos.training.selector.trainer", "skillos.training.selector.credit")
     metric = "oracle read (the first read_skill call, sampled)"
     measured = {True: (107, "at its quick size on 2 idle CPU cores, commit c427186")}
 
@@ -125,7 +125,7 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     negative control), then the metric on the held-out games: (outcomes, first reads by task type and skill name, the
     run's learning-signal verdict)."""
     from skillos.config.loading import with_sets
-    from skillos.training.selector_trainer import train
+    from skillos.training.selector.trainer import train
 
     run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({described(signal, 'selection utilities')})")
@@ -144,7 +144,7 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
     type said."""
     from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
-    from skillos.training.warmup import warm_up
+    from skillos.training.common.warmup import warm_up
 
     folder = out / "warm"
     if (folder / "config.json").is_file():

@@ -16,7 +16,7 @@ class Household:
     reference = "skillos-paper/alfworld"
     max_steps = 30  # the paper's turn limit
     history_unused = None  # LLMExecutor shows the last executor.history_length action/observation pairs
-    replayable = True  # the real ALFWorld engine: a game's file decides its play (training/plays.py may keep it)
+    replayable = True  # the real ALFWorld engine: a game's file decides its play (training/curator/plays.py may keep it)
 
     @property
     def curator_system(self) -> str:

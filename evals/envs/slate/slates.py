@@ -24,7 +24,7 @@ The executor sees only the names and descriptions (`slate_listing`) and reads a 
 `read_skill` and `act`, and each action goes through `skillos.evals.runner.take_action`, the
 step `play` uses), and `SlateRetriever` hands the slate to `runner.play` for a model executor
 (evals/envs/slate/executor.py). Every read is recorded in order; `locate_reads` in
-training/selector_credit.py gives each its token positions.
+training/selector/credit.py gives each its token positions.
 """
 
 from __future__ import annotations

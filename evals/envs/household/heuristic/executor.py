@@ -24,7 +24,7 @@ IDLE = "look"
 
 class HeuristicExecutor:
     name = "heuristic"
-    deterministic = True  # the same game and skills give the same play (training/plays.py keeps them)
+    deterministic = True  # the same game and skills give the same play (training/curator/plays.py keeps them)
 
     def new_episode(self, task: str, skills: Sequence[Skill]) -> "HeuristicEpisode":
         return HeuristicEpisode(task, skills)

@@ -1,15 +1,11 @@
-"""SkillGate's selector-credit GRPO: the executor (the model being trained) plays a task with
-a skill slate (`SlateEnv`: `read_skill`, `act`) and learns which skill to read.
+"""The selector's GRPO pieces (SkillGate): `SelectorGRPOTrainer` and its arguments, the outcome
+reward, the slate rows and environments TRL plays, and the tiny model's format warm-up; the
+trainer (trainer.py) and the oracle-grpo start (sft.py) both build on them.
 
 `SelectorGRPOTrainer` subclasses TRL's GRPOTrainer at one point: after
 `_generate_and_score_completions` has computed the ordinary group-normalised outcome advantage
-(one number per completion), it replaces it with per-token advantages — TRL's `_compute_loss`
-takes a (B, T) advantage as it is — built by training/selector_credit.py: the outcome advantage
-on action tokens, `selector_coef` x the profile's selector advantage on the selection spans
-(training/selector_credit.py says what each profile computes). The outcome-only profiles
-(`no_skill`, `mixed_task_reward`) leave TRL's advantage untouched. Every read is logged with its
-token span to OUTPUT_DIR/selection.jsonl. `skillgate.init` says where GRPO starts: the base
-model, or an SFT on a teacher's selection turns or on the gold reads (training/selector_sft.py).
+(one number per completion), it replaces it with per-token advantages, which TRL's `_compute_loss`
+takes as they are, built by training/selector/credit.py.
 """
 
 from __future__ import annotations
@@ -21,13 +17,15 @@ from functools import partial
 from pathlib import Path
 
 from skillos.config.schema import Config
-from skillos.training import selector_credit as credit
-from skillos.evals.backends.tool_format import for_training
 from skillos.evals.envs.registry import environment
+from skillos.training.common.grpo import destroyed, grpo_kwargs
+from skillos.training.selector import credit as credit
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
 SURFACE = "read_skill,act"  # the tool surface a selector checkpoint was trained on
+
+
 WARMUP_STEPS = 360
 
 
@@ -49,8 +47,8 @@ def selector_classes():
     """(SelectorGRPOConfig, SelectorGRPOTrainer), built once on first call (trl loads only then)."""
     from trl import GRPOTrainer
 
-    from skillos.training import trl_compat
-    from skillos.training.prompt_cap import capped, config_class
+    from skillos.training.common import trl_compat
+    from skillos.training.common.prompt_cap import capped, config_class
 
     trl_compat.check_per_token(GRPOTrainer)  # the second credit stream hands the loss (B, T) advantages
 
@@ -103,8 +101,6 @@ def selector_classes():
             if variant not in credit.OUTCOME_ONLY:
                 signal = getattr(self, "signal", "real")
                 if signal != "real":  # a canary's negative control: utilities and outcomes alike
-                    from skillos.training.trainer import destroyed
-
                     blocks = [i // self.num_generations for i in range(len(utilities))]
                     key = f"{args.seed}|{self.state.global_step}"
                     utilities = destroyed(utilities, blocks, key, signal)
@@ -122,7 +118,7 @@ def selector_classes():
                     selector = selector + credit.paired_regret(local_outcomes, credit.pair_twins(records))
                 for row, outcome, sel in zip(rows, out["advantages"].tolist(), selector.tolist()):
                     row.update(outcome_advantage=outcome, selector_advantage=sel)
-                # the second stream's own learning signal (training/signal.py): with every outcome
+                # the second stream's own learning signal (training/common/signal.py): with every outcome
                 # alike GRPO's advantages are 0, yet selection spans still carry credit
                 self._metrics["train" if self.model.training else "eval"]["selection/advantage_nonzero"].append(
                     sum(abs(v) > 0 for v in selector.tolist()) / max(len(rows), 1))
@@ -167,8 +163,6 @@ class SlateReward:
         self.echo(SLATE.render_metrics("rollouts", metrics))
         self.history.append(metrics)
         rewards = [None if r["success"] is None else float(r["success"]) for r in records]
-        from skillos.training.trainer import destroyed
-
         blocks = [i // self.group for i in range(len(rewards))]
         return destroyed(rewards, blocks, f"{self.seed}|{len(self.history)}", self.signal)
 
@@ -195,8 +189,6 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
 
 
 def selector_kwargs(cfg: Config, cpu: bool, out: Path) -> dict:
-    from skillos.training.trainer import grpo_kwargs
-
     g = cfg.skillgate
     kwargs = grpo_kwargs(cfg, cpu)
     kwargs.update(max_tool_calling_iterations=g.max_tool_calls, selector_credit=g.selector_credit,
@@ -231,68 +223,9 @@ def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
     return conversations
 
 
-def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real") -> dict:
-    """Selector-credit GRPO for `cfg` (gates already passed); returns the run's summary.
-    `signal` "shuffled" / "flipped": rewards and selection utilities permuted within each group,
-    or negated: the learning canary's negative controls (training/canary)."""
-    from skillos.training.trainer import guarded
-
-    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))
-
-
-def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
-    from datasets import Dataset
-
-    from skillos.evals.arms import load_games
-
-    from skillos.ledger.experiments import record_experiment
-    from skillos.evals.backends.tiny_model import TINY_NAME, resolve
-    from skillos.training.trainer import archive_callback, archived, fit, is_main_process, lora_config
-
-    games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
-    setup = SLATE.make_slate_setup(cfg, games, out)
-    echo(SLATE.render_audit(setup.listing_audit))
-    rows = dataset_rows(cfg, games)
-    model, init = resolve(cfg.training.model), None
-    # The tiny CPU model cannot call a tool before its format warm-up; an SFT start teaches the call itself.
-    if warmup and cfg.training.model == TINY_NAME and cfg.skillgate.init == "base":
-        model = warm(model, out, setup, rows, echo)
-    if cfg.skillgate.init != "base":  # the method's start (training/selector_sft.py)
-        from skillos.training.selector_sft import start
-
-        model, init = start(cfg, setup, [g.id for g in games], model, out, echo, cpu)
-    if not is_main_process():
-        ledger = None
-    run_id = None
-    if ledger is not None:
-        run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
-                                  seed=cfg.training.seed)
-    reward = SlateReward(echo, signal, cfg.training.num_generations or 1, cfg.training.seed or 0)
-    try:
-        trainer_cls = selector_classes()[1]
-        trainer = trainer_cls(
-            model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
-            train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
-            processing_class=for_training(model),  # None: TRL's own; a template without tools: tool_format's
-            environment_factory=environment_factory(setup),
-            callbacks=[archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
-        trainer.signal = signal
-    except BaseException as exc:
-        if ledger is not None:
-            ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
-        raise
-    learned = fit(trainer, cfg, out, ledger, run_id, echo)
-
-    return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
-            "slate": str(out / "slate"), "slates": SLATE.composition(list(setup.slates.values())),
-            "listing_audit": setup.listing_audit,
-            "profile": cfg.skillgate.selector_credit, "init": init or {"init": "base", "model": model},
-            "signal": learned}
-
-
 def warm(model: str, out: Path, setup, rows, echo) -> str:
     """The tiny model's format warm-up on the first training slates (reused when it is there)."""
-    from skillos.training.warmup import warm_up
+    from skillos.training.common.warmup import warm_up
 
     target = out / "warmup"
     if not (target / "config.json").is_file():

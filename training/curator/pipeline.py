@@ -212,7 +212,7 @@ class Pipeline:
 
 
 def _parse(trainer, ids, prefix, i, lock):
-    from skillos.training.trl_compat import parse_response
+    from skillos.training.common.trl_compat import parse_response
 
     tools = (trainer._env_tools[trainer._batch_environments[i]] if trainer.environment_factories is not None
              else trainer.tools)

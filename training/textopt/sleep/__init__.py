@@ -6,6 +6,6 @@ stage (a proposal a person adopts). `run_night(cfg)` is the one entry point that
 `plan_night(cfg)` is its dry run.
 """
 
-from skillos.training.sleep.night import plan_night, run_night
+from skillos.training.textopt.sleep.night import plan_night, run_night
 
 __all__ = ["plan_night", "run_night"]

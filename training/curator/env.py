@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from skillos.evals.curation import apply_op, curator_input, ops_from_tool_calls
 from skillos.evals.runner import play
 from skillos.repo import Retriever, SkillRepo
-from skillos.training import plays
-from skillos.training.reward import Rollout
-from skillos.training.rollouts import MeteredExecutor, together
+from skillos.training.curator import plays
+from skillos.training.curator.reward import Rollout
+from skillos.training.curator.rollouts import MeteredExecutor, together
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Setup:
     retrieval_mode: str
     min_group_size: int | None = None  # groups of min_group_size..group_size tasks (reasoning: 5-12)
     history_length: int | None = None  # curator.history_length: trajectory steps the curator reads (None: 30)
-    # a play kept for the same game, executor and repo is handed back (training/plays.py): an
+    # a play kept for the same game, executor and repo is handed back (training/curator/plays.py): an
     # environment whose game files decide its plays, with a deterministic executor
     keep_plays: bool = False
     engine_pool: object = None  # the engine worker processes make_env's games run in (None: this process)
@@ -75,11 +75,11 @@ class CuratorEnv:
         self._env = setup.make_env()
         self._state: RolloutState | None = None
         # One rollout's state changes one at a time: a rollout's finishing plays may start ahead of
-        # the reward (training/pipeline.py) while TRL makes a call no worker foresaw; without it
+        # the reward (training/curator/pipeline.py) while TRL makes a call no worker foresaw; without it
         # both saw a position left and played it (4 positions of 3, measured).
         self._lock = threading.RLock()
 
-    @together  # TRL resets one rollout at a time; under training/rollouts.py a step's resets run at once
+    @together  # TRL resets one rollout at a time; under training/curator/rollouts.py a step's resets run at once
     def reset(self, **row) -> str:
         ids = list(row["game_ids"])
         low, high = self._setup.min_group_size or self._setup.group_size, self._setup.group_size
@@ -124,7 +124,7 @@ class CuratorEnv:
     def _advance(self) -> str:
         state = self._state
         game, s = self._setup.games[state.game_ids[len(state.positions)]], self._setup
-        # a deterministic executor's play of this game with this repo is kept (training/plays.py)
+        # a deterministic executor's play of this game with this repo is kept (training/curator/plays.py)
         def played():
             return play(self._env, s.executor, Retriever(state.repo, s.retrieval_mode), game, s.max_steps, s.top_k)
 

@@ -23,7 +23,7 @@ import re
 
 from skillos.config.sleep import DREAM_FRAMINGS
 from skillos.errors import SkillosError
-from skillos.training.sleep.mine import Task, task_id, validate_checks
+from skillos.training.textopt.sleep.mine import Task, task_id, validate_checks
 
 FRAMINGS = ("Please {p}", "{p}\n\nThanks.", "I need your help with this: {p}", "Quick one: {p}",
             "Could you do this for me? {p}", "{p}\n\n(Same request as before.)")
@@ -56,7 +56,7 @@ def _stage_stop(counts: dict, exc: Exception) -> None:
 def dream(train: list[Task], factor: int, taken: set, caller, chat, max_tokens: int) -> tuple[list, dict]:
     """(variants, counts): up to `factor` variants of each train task; by the model when `chat`
     is given (through `caller`), else by the rules."""
-    from skillos.training.sleep.replay import BudgetExhausted, Outage
+    from skillos.training.textopt.sleep.replay import BudgetExhausted, Outage
 
     counts = {"factor": factor, "from_tasks": 0, "variants": 0, "by": "model" if chat else "rules",
               "model_failed": 0, "collides_with_a_real_task": 0, "stopped_because": None}
@@ -94,7 +94,7 @@ def dream(train: list[Task], factor: int, taken: set, caller, chat, max_tokens: 
 def llm_mine(unchecked: list[dict], taken: set, judge: bool, caller, chat, max_tokens: int) -> tuple[list, dict]:
     """(tasks, counts): the requests the rules could not check, each kept only with checks the
     model stated and the task-file rules accept."""
-    from skillos.training.sleep.replay import BudgetExhausted, Outage
+    from skillos.training.textopt.sleep.replay import BudgetExhausted, Outage
 
     counts = {"requests": len(unchecked), "asked": 0, "tasks": 0, "uncheckable": 0, "invalid_reply": 0,
               "model_failed": 0, "duplicate": 0, "stopped_because": None}

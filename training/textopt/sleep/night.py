@@ -21,14 +21,14 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.registry import MODEL_BACKENDS, NO_MODEL
 from skillos.safety import RunLock
-from skillos.training.candidates import (Books, CalibrationFailed, Candidate, Described, RejectedMemory, SealedSplit,
+from skillos.training.textopt.candidates import (Books, CalibrationFailed, Candidate, Described, RejectedMemory, SealedSplit,
                                          Standing, broke, calibrated, edits_allowed, run_candidates, sealed_report)
-from skillos.training.sleep.dream import dream, llm_mine
-from skillos.training.sleep.mine import Task, assign_splits, load_tasks, mine
-from skillos.training.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
+from skillos.training.textopt.sleep.dream import dream, llm_mine
+from skillos.training.textopt.sleep.mine import Task, assign_splits, load_tasks, mine
+from skillos.training.textopt.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_WRITER, Budget, BudgetExhausted, Caller,
                                            Outage, Outcome, Replayer, SkillFollower, estimate_tokens,
                                            system_prompt)
-from skillos.training.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
+from skillos.training.textopt.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
                                           recover_nights, sleep_home, stamp, with_learned, write_proposal)
 
 
@@ -74,7 +74,7 @@ def gather(cfg, tasks_file=None, home: Path | None = None, echo=None, unchecked:
     `unchecked` receives the mined requests the rules found no check for (the LLM miner's input)."""
     from skillos.config.derived import relative_to_config
     from skillos.safety import Ticker
-    from skillos.training.sleep.harvest import harvest
+    from skillos.training.textopt.sleep.harvest import harvest
 
     path = tasks_file or cfg.sleep.tasks
     if path:

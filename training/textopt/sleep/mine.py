@@ -38,7 +38,7 @@ class Task:
     sessions: list = field(default_factory=list)  # the sessions it was mined from
     skill: str | None = None  # the skill those sessions invoked
     split: str = ""
-    origin: str | None = None  # a dreamed variant: the id of the mined task it rewords (training/sleep/dream.py)
+    origin: str | None = None  # a dreamed variant: the id of the mined task it rewords (training/textopt/sleep/dream.py)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -34,11 +34,11 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.repo import SkillRepo
-from skillos.training.textual import BLOCK_END, BLOCK_START, protected_block, with_block
+from skillos.training.textopt.textual import BLOCK_END, BLOCK_START, protected_block, with_block
 
 GUIDANCE_SKILL = "cross-epoch-guidance"
 META_DIR, SLOW_DIR = "meta_skill", "slow_update"
-DEFAULT_META = Path(__file__).resolve().parent / "configs" / "meta-skill" / "SKILL.md"
+DEFAULT_META = Path(__file__).resolve().parents[1] / "configs" / "meta-skill" / "SKILL.md"
 MAX_GUIDANCE_LINES = 30  # the block keeps the newest epochs' lines within this
 
 
@@ -198,7 +198,7 @@ def slow_edit(incumbent: SkillRepo, target: str, guidance: str, env_name: str) -
     if not lines:
         return None
     if target == "document" and not old:  # a new block goes before the first section: no section holds it
-        from skillos.training.document import split
+        from skillos.training.textopt.document import split
 
         preamble, sections = split(skill.body)
         body = with_block(preamble, "\n".join(lines)) + "".join(s.text for s in sections)

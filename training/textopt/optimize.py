@@ -34,7 +34,7 @@ from skillos.errors import SkillosError
 from skillos.evals.run_folder import CONFIG, HISTORY, REPORT, config_text
 from skillos.evals.stats import CandidateVerdict
 from skillos.repo import SkillRepo
-from skillos.training.candidates import (Books, CalibrationFailed, Candidate, Described, RejectedMemory,  # noqa: F401
+from skillos.training.textopt.candidates import (Books, CalibrationFailed, Candidate, Described, RejectedMemory,  # noqa: F401
                                          SealedSplit, Standing, calibrate, calibrated, edits_allowed,
                                          read_rejected, run_candidates, sealed_report)
 from skillos.files import write_atomic
@@ -118,14 +118,14 @@ class HeuristicProposer:
     reply = None  # no model reply to parse or count
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
-        from skillos.training.reflect import reflect_all
+        from skillos.training.textopt.reflect import reflect_all
 
         return reflect_all(None, trajectories, incumbent)
 
     def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
                 gradient=None) -> list[Edit]:
         from skillos.evals.envs.household.heuristic import HeuristicCurator
-        from skillos.training.reflect import order_by_gradient
+        from skillos.training.textopt.reflect import order_by_gradient
 
         scratch, curator = incumbent.copy(), HeuristicCurator()
         for traj in trajectories:
@@ -155,7 +155,7 @@ class LLMProposer:
         self.reply = None  # the last step's reply: {parsed_calls, applied_ops, refused_ops, failure} (steps.jsonl)
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
-        from skillos.training.reflect import ModelReflector, reflect_all
+        from skillos.training.textopt.reflect import ModelReflector, reflect_all
 
         return reflect_all(ModelReflector(self.chat, self.name), trajectories, incumbent)
 
@@ -192,7 +192,7 @@ class LLMProposer:
 
 def make_proposer(config, target: str):
     """The proposer of optimize.optimizer; for target `document`, pointed at one document's sections."""
-    from skillos.training.document import DocumentProposer
+    from skillos.training.textopt.document import DocumentProposer
 
     inner = HeuristicProposer() if config.backend == NO_MODEL else LLMProposer(config)
     return DocumentProposer(inner) if target == "document" else inner
@@ -258,7 +258,7 @@ def gate_args(cfg) -> tuple:
 def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal: str = "real") -> dict:
     from skillos.ledger.experiments import record_experiment
 
-    from skillos.training import document as doc
+    from skillos.training.textopt import document as doc
 
     o, seed, run = cfg.optimize, preflight(cfg), _Games.load(cfg, out, ledger, resume, unseal)
     state, acceptance = run.state, gate_args(cfg)
@@ -378,7 +378,7 @@ class OptimizeSearch:
     the slow update; a step's record goes to steps.jsonl and the state is saved after it."""
 
     def __init__(self, cfg, out: Path, run: _Games, player: _Player, state: dict, signal: str, echo):
-        from skillos.training import slow
+        from skillos.training.textopt import slow
 
         o = cfg.optimize
         self.cfg, self.out, self.run, self.player, self.state, self.signal, self.echo = \
@@ -390,8 +390,8 @@ class OptimizeSearch:
         self.step_info: dict = {}  # this step's record, written to steps.jsonl after the step
 
     def propose(self, g: int, now: Standing) -> Candidate | None:
-        from skillos.training.reflect import step_record
-        from skillos.training.textual import StepBudget
+        from skillos.training.textopt.reflect import step_record
+        from skillos.training.textopt.textual import StepBudget
 
         o, echo = self.cfg.optimize, self.echo
         epoch, step = divmod(g, self.per_epoch)
@@ -431,7 +431,7 @@ class OptimizeSearch:
     def slow_update(self, g: int, epoch: int, step: int, now: Standing) -> Candidate | None:
         """The epoch's end: guidance into the protected block (a gated candidate), lessons into
         the meta skill (the proposer's, ungated: it only shapes proposals, which are gated)."""
-        from skillos.training import slow
+        from skillos.training.textopt import slow
 
         o, out, meta = self.cfg.optimize, self.out, self.meta
         so_far = [s for s in _steps(out) if (s.get("epoch") or 0) <= epoch and not s.get("slow_update")]
@@ -479,7 +479,7 @@ class OptimizeSearch:
         return Described(row, row["diff"], json.dumps(row["edits"]), line)
 
     def after_step(self, g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
-        from skillos.training import document as doc
+        from skillos.training.textopt import document as doc
 
         if self.cfg.optimize.target == "document" and self.step_info.get("verdict") == "accept":
             doc.write_version(self.out, now.skill, now.tried)  # after its history and ledger rows, as before
@@ -495,7 +495,7 @@ def _final_report(cfg, out: Path, ledger, run: _Games, player: _Player, seed, st
     from skillos.evals import stats
     from skillos.evals.report import arm_summary
 
-    from skillos.training import document as doc
+    from skillos.training.textopt import document as doc
 
     incumbent, tried, accepted, run_id = standing.skill, standing.tried, standing.accepted, state["run_id"]
     (out / "best_skill").mkdir(exist_ok=True)  # even when the best is an empty seed
@@ -598,7 +598,7 @@ def positions(cfg) -> tuple[int, int, int]:
 
 def _meta_source(cfg) -> Path:
     from skillos.config.derived import relative_to_config
-    from skillos.training.slow import DEFAULT_META
+    from skillos.training.textopt.slow import DEFAULT_META
 
     return relative_to_config(cfg, cfg.optimize.meta_skill) if cfg.optimize.meta_skill else DEFAULT_META
 
@@ -818,12 +818,12 @@ def preflight(cfg) -> SkillRepo:
     if len(set(splits.values())) < 3:
         raise SkillosError("optimize needs three different splits: "
                            + ", ".join(f"{k} = {v}" for k, v in splits.items()))
-    from skillos.training.slow import read_meta
+    from skillos.training.textopt.slow import read_meta
 
     read_meta(_meta_source(cfg))  # a meta skill that cannot be read: refused before any game
     seed = _seed_repo(cfg)
     if cfg.optimize.target == "document":
-        from skillos.training.document import seed_document
+        from skillos.training.textopt.document import seed_document
 
         return seed_document(cfg, seed)
     return seed

@@ -55,7 +55,7 @@ class PromptCap:
 def capped(base):
     """`base` (a GRPOTrainer class) with the prompt cap; a TRL whose `_tokenize_prompts` changed
     shape is a one-line error naming its version, never a silently uncapped run."""
-    from skillos.training import trl_compat
+    from skillos.training.common import trl_compat
 
     trl_compat.check(base, ["_tokenize_prompts"])  # training.max_prompt_length is applied through it
     if issubclass(base, PromptCap):

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 
 from skillos.evals.backends.chat import BackendError
-from skillos.training.sleep.harvest import REPLAY_MARKER
-from skillos.training.sleep.mine import is_refusal
+from skillos.training.textopt.sleep.harvest import REPLAY_MARKER
+from skillos.training.textopt.sleep.mine import is_refusal
 
 DEFAULT_MAX_TOKENS = 1024  # a completion bound when the config sets none: a token cap needs one
 

@@ -74,7 +74,7 @@ def plan(tasks: list, repeats: int, max_calls: int) -> int:
 def grade(checks: list, answer: str) -> tuple[bool | None, str]:
     """(success, why): every rule check must pass; a check the harness cannot grade leaves the run
     unmeasured."""
-    from skillos.training.sleep.replay import rule_passes
+    from skillos.training.textopt.sleep.replay import rule_passes
 
     failed = []
     for check in checks:
@@ -147,7 +147,7 @@ def transfer(cfg, skill: str | Path, tasks_file: str | Path, out: str | Path, ec
     from skillos.files import write_atomic
     from skillos.repo import parse_skill
     from skillos.repo.skill import SkillError
-    from skillos.training.sleep.mine import load_tasks
+    from skillos.training.textopt.sleep.mine import load_tasks
 
     t = cfg.sleep.transfer
     agent = registry.AGENT_CLIS[t.agent]

@@ -32,10 +32,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from skillos.config.loading import with_sets
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals.backends.tool_format import for_training, training_tokenizer
 from skillos.evals.envs.registry import environment
+from skillos.training.common.grpo import lora_config
+from skillos.training.common.prompt_cap import cap_text
+from skillos.training.selector.grpo import SlateReward, build_args, dataset_rows, environment_factory, selector_classes
+from skillos.training.selector.grpo import warm as format_warm
+from skillos.training.selector.rows import baseline_args, prompt_messages, read_completion, render_turn
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -44,8 +50,6 @@ START = "sft-start"
 
 def gold_turns(setup, game_ids: list[str]) -> list[dict]:
     """gold-bc's rows: each slate's first turn -> reading its oracle."""
-    from skillos.training.selector_baselines import prompt_messages, read_completion
-
     return [{"game_id": gid, "messages": prompt_messages(setup, gid) + [read_completion(setup.slates[gid].oracle)],
              "read": setup.slates[gid].oracle, "role": "oracle", "source": "gold"} for gid in game_ids]
 
@@ -95,8 +99,6 @@ def collect(cfg: Config, setup, game_ids: list[str], teacher=None) -> tuple[list
     if cfg.skillgate.init != "sft":
         raise ValueError(f"skillgate.init {cfg.skillgate.init!r} has no SFT start")
     if teacher is None:
-        from skillos.evals.envs.registry import environment
-
         teacher = environment("slate").make_executor(cfg.skillgate.teacher)
     return teacher_trajectories(setup, game_ids, teacher, cfg.env.max_steps)
 
@@ -106,7 +108,6 @@ def sft_args(cfg: Config, cpu: bool, out: Path):
     own steps and learning rate, nothing saved but the final model."""
     from trl import SFTConfig
 
-    from skillos.training.selector_baselines import baseline_args
 
     kwargs = {k: v for k, v in baseline_args(cfg, cpu).items() if k not in ("save_steps", "save_total_limit")}
     kwargs.update(output_dir=str(out / "sft-run"), max_steps=cfg.skillgate.sft_steps,
@@ -162,10 +163,6 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
 
     from datasets import Dataset
 
-    from skillos.config.loading import with_sets
-    from skillos.training.selector_trainer import (SlateReward, build_args, dataset_rows, environment_factory,
-                                                   selector_classes)
-    from skillos.training.trainer import lora_config
 
     steps = warmup_steps(cfg)
     model = format_warmup(cfg, setup, model, out, echo)
@@ -197,9 +194,7 @@ def format_warmup(cfg: Config, setup, model: str, out: Path, echo) -> str:
 
     if cfg.training.model != TINY_NAME:
         return model
-    from skillos.training.selector_trainer import dataset_rows, warm
-
-    return warm(model, out, setup, dataset_rows(cfg, list(setup.games.values())), echo)
+    return format_warm(model, out, setup, dataset_rows(cfg, list(setup.games.values())), echo)
 
 
 def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, teacher=None):
@@ -207,9 +202,6 @@ def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, c
     from datasets import Dataset
 
     from skillos.files import write_atomic
-    from skillos.training.prompt_cap import cap_text
-    from skillos.training.selector_baselines import render_turn
-    from skillos.training.trainer import lora_config
 
     rows, dropped = collect(cfg, setup, game_ids, teacher)
     if not rows:

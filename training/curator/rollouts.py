@@ -15,7 +15,7 @@ So `rollout_trainer` subclasses GRPOTrainer and wraps only those two methods, un
 what they compute. The resets: the *first* `reset` TRL makes dispatches every row's reset at once
 (a Batch), and TRL's own loop collects the answers in its own order. The tool rounds: when TRL
 enters `_tool_call_loop`, each rollout is played ahead by a worker of its own
-(training/pipeline.py: its tool call, then its next turn generated as soon as its game ends, in
+(training/curator/pipeline.py: its tool call, then its next turn generated as soon as its game ends, in
 a batch with whatever other turns are waiting, then its next tool call), so no rollout waits for
 a round; TRL's loop then runs unchanged and is handed each call's answer and each turn's tokens.
 The results are the values the sequential loop computes, since each rollout owns its environment
@@ -40,10 +40,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from skillos.errors import SkillosError
-from skillos.training.pipeline import Pipeline, callable_with
+from skillos.training.curator.pipeline import Pipeline, callable_with
 
 # The TRL methods the subclass wraps, with the parameters the wrappers rely on (checked by
-# training/trl_compat.py, the one home of TRL's private API).
+# training/common/trl_compat.py, the one home of TRL's private API).
 WRAPPED = ("_generate_and_score_completions", "_tool_call_loop", "_generate_single_turn", "_get_tool_suffix_ids")
 
 _ACTIVE: contextvars.ContextVar["Batch | None"] = contextvars.ContextVar("skillos_rollout_batch", default=None)
@@ -126,7 +126,7 @@ class MeteredExecutor:
     def __init__(self, executor, gauge: InFlight):
         self.executor, self.gauge = executor, gauge
         self.name = getattr(executor, "name", type(executor).__name__)
-        self.deterministic = getattr(executor, "deterministic", False)  # training/plays.py may keep its plays
+        self.deterministic = getattr(executor, "deterministic", False)  # training/curator/plays.py may keep its plays
 
     def new_episode(self, task, skills):
         return _MeteredEpisode(self.executor.new_episode(task, skills), self.gauge)
@@ -250,7 +250,7 @@ def tool_plan(trainer, completions):
 def check_trl(trainer_cls=None) -> None:
     """The TRL methods `rollout_trainer` wraps exist with the parameters it relies on; else a one-line
     error that says how to run TRL's own loop instead."""
-    from skillos.training import trl_compat
+    from skillos.training.common import trl_compat
 
     try:
         trl_compat.check(trainer_cls, WRAPPED)
@@ -264,7 +264,7 @@ def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base
     each rollout phase (one `_generate_and_score_completions`: resets, generation with its tool
     rounds, the reward's finishing plays) is a window appended to `trainer.rollout_windows` as
     (Window, calls made outside a planned round). The tool rounds are played ahead per rollout
-    (training/pipeline.py; `on_done(env)` runs when a rollout has nothing left for TRL to call).
+    (training/curator/pipeline.py; `on_done(env)` runs when a rollout has nothing left for TRL to call).
     Checked against the installed TRL first."""
     if base is None:
         from trl import GRPOTrainer as base
@@ -340,7 +340,7 @@ def rollout_trainer(concurrency: int | None, gauge: InFlight | None = None, base
 def phase_stats(windows: list, step_seconds: float | None, waited: float | None = None) -> dict:
     """Executor requests in flight over a step's rollout phase(s) and that phase's share of the
     step; None where nothing measured it. `waited`: the phase was played ahead, beside the step
-    before (training/async_rollouts.py), and this step waited that long for it: its share is the wait's."""
+    before (training/curator/async_rollouts.py), and this step waited that long for it: its share is the wait's."""
     seconds = sum(w.seconds for w, _ in windows)
     area = sum(w.area for w, _ in windows)
     if waited is not None and windows and step_seconds:

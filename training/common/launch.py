@@ -1,7 +1,7 @@
 """Where a training run runs (`compute.backend`): in this process (CPU or one GPU), under
 `accelerate launch` with a DeepSpeed config (several GPUs), or on Modal. `plan` says exactly what
 a launch would do without doing it (`skillos train --dry-run`); `launch` does it. The gates run
-once, in the process that launches; the launched workers run `python -m skillos.training.launch
+once, in the process that launches; the launched workers run `python -m skillos.training.common.launch
 CONFIG`, which trains without running them again.
 """
 
@@ -23,17 +23,17 @@ MODAL_TIMEOUT_HOURS = 24
 
 
 def worker_command(config_path: str) -> list[str]:
-    return [sys.executable, "-m", "skillos.training.launch", config_path]
+    return [sys.executable, "-m", "skillos.training.common.launch", config_path]
 
 
 def plan(cfg: Config, config_path: str) -> dict:
     """The launch `cfg` would make, as data: printed by --dry-run, run by launch(); with the
-    step plan (training/plan.py) a person reads before paying, and the watchdog (gate 7) started
+    step plan (training/common/plan.py) a person reads before paying, and the watchdog (gate 7) started
     beside it on this path (`watchdog`: None when compute.watchdog is off)."""
     from skillos.devices import gpu_spec
     from skillos.ledger.watchdog import launch_watch
-    from skillos.training.memory import memory_plan
-    from skillos.training.plan import step_plan
+    from skillos.training.common.memory import memory_plan
+    from skillos.training.common.plan import step_plan
 
     compute = _training_compute(cfg)
     p = {"backend": compute.name, **compute.launch_functions()[0](cfg, config_path)}
@@ -65,7 +65,7 @@ def plan_local(cfg: Config, config_path: str) -> dict:
 
 def plan_accelerate(cfg: Config, config_path: str) -> dict:
     from skillos.config.derived import server_gpus
-    from skillos.training.plan import server_commands, vllm_server_command
+    from skillos.training.common.plan import server_commands, vllm_server_command
 
     c = cfg.compute
     command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
@@ -86,7 +86,7 @@ def plan_accelerate(cfg: Config, config_path: str) -> dict:
     if server_gpus(cfg):
         per_machine = c.num_processes // c.num_machines
         command += ["--gpu_ids", ",".join(str(server_gpus(cfg) + i) for i in range(per_machine))]
-    return {**out, "command": command + ["-m", "skillos.training.launch", config_path]}
+    return {**out, "command": command + ["-m", "skillos.training.common.launch", config_path]}
 
 
 def plan_modal(cfg: Config, config_path: str) -> dict:
@@ -108,7 +108,7 @@ def plan_modal(cfg: Config, config_path: str) -> dict:
             "output_dir": f"{MODAL_CHECKPOINTS}/{out}" if not Path(out).is_absolute() else out,
             "ledger": f"{MODAL_CHECKPOINTS}/.skillos/ledger.db (on the volume)",
             "timeout_hours": MODAL_TIMEOUT_HOURS,
-            "command": inner + ["-m", "skillos.training.launch", f"{MODAL_CONFIG}/{Path(config_path).name}"]}
+            "command": inner + ["-m", "skillos.training.common.launch", f"{MODAL_CONFIG}/{Path(config_path).name}"]}
 
 
 def launch(cfg: Config, p: dict, ledger, echo) -> dict:
@@ -203,7 +203,7 @@ def _run_in_container(command: list, watch: dict | None = None) -> int:
 
 
 def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str]) -> int:

@@ -3,10 +3,10 @@
 skillos's GRPO trainers wrap or call GRPOTrainer internals that TRL does not promise to keep:
 
 * methods it wraps or calls (`METHODS`, with the parameters it relies on): the rollout phase and
-  the tool loop (training/rollouts.py plays every rollout of a step at once), one generation turn
-  and a tool result's tokens (training/pipeline.py plays turns ahead of TRL's loop), the prompt
-  tokenizer (training/prompt_cap.py cuts prompts to `training.max_prompt_length`), the train
-  sampler and the per-token log-probabilities (training/async_rollouts.py reads the epoch's order
+  the tool loop (training/curator/rollouts.py plays every rollout of a step at once), one generation turn
+  and a tool result's tokens (training/curator/pipeline.py plays turns ahead of TRL's loop), the prompt
+  tokenizer (training/common/prompt_cap.py cuts prompts to `training.max_prompt_length`), the train
+  sampler and the per-token log-probabilities (training/curator/async_rollouts.py reads the epoch's order
   and scores a batch made ahead by the policy copy that made it);
 * a module function: `parse_response` (a generated turn back into a message with tool calls);
 * instance state read during a step (`ATTRIBUTES`): the environments' tools and the batch's
@@ -72,7 +72,7 @@ def check_version(found: str | None = None) -> None:
     if parts != WRITTEN_FOR:
         written = ".".join(map(str, WRITTEN_FOR))
         raise SkillosError(f"trl {found} is installed; skillos's GRPO trainers rely on trl {written}'s private API "
-                           f"(training/trl_compat.py): pip install '{PIN}'")
+                           f"(training/common/trl_compat.py): pip install '{PIN}'")
 
 
 def check(trainer_cls=None, names=None) -> None:
@@ -85,11 +85,11 @@ def check(trainer_cls=None, names=None) -> None:
         member = getattr(trainer_cls, name, None)
         if not callable(member):
             raise SkillosError(f"trl {version}: GRPOTrainer.{name} is missing; skillos relies on it "
-                               f"(training/trl_compat.py, written for trl {'.'.join(map(str, WRITTEN_FOR))})")
+                               f"(training/common/trl_compat.py, written for trl {'.'.join(map(str, WRITTEN_FOR))})")
         found = list(inspect.signature(member).parameters)
         if found != METHODS[name]:
             raise SkillosError(f"trl {version}: GRPOTrainer.{name}({', '.join(found)}) is not the "
-                               f"({', '.join(METHODS[name])}) skillos relies on (training/trl_compat.py, written "
+                               f"({', '.join(METHODS[name])}) skillos relies on (training/common/trl_compat.py, written "
                                f"for trl {'.'.join(map(str, WRITTEN_FOR))})")
 
 
@@ -104,14 +104,14 @@ def check_per_token(trainer_cls=None) -> None:
     if PER_TOKEN not in source:
         raise SkillosError(f"trl {installed()}: GRPOTrainer._compute_loss no longer takes per-token (B, T) "
                            "advantages as they are; the selector trainer's token-local credit relies on it "
-                           "(training/trl_compat.py)")
+                           "(training/common/trl_compat.py)")
 
 
 FUSED_HEAD = ["model", "temperature", "cast_lm_head_to_fp32", "outputs"]  # trl.trainer.utils.add_fused_lm_head
 
 
 def copy_policy(trainer):
-    """A deep copy of the trainer's policy that runs on its own weights (training/async_rollouts.py).
+    """A deep copy of the trainer's policy that runs on its own weights (training/curator/async_rollouts.py).
     GRPOTrainer.__init__ patches the policy's forward with TRL's fused LM head, a closure over the
     forward it replaced; a deep copy keeps that closure, so its plain forward (all of `generate`)
     would run the original model's weights. The copy's forward is patched again, as TRL patches
@@ -123,7 +123,7 @@ def copy_policy(trainer):
     found = list(inspect.signature(add_fused_lm_head).parameters)
     if found != FUSED_HEAD:
         raise SkillosError(f"trl {installed()}: add_fused_lm_head({', '.join(found)}) is not the "
-                           f"({', '.join(FUSED_HEAD)}) the policy copy relies on (training/trl_compat.py)")
+                           f"({', '.join(FUSED_HEAD)}) the policy copy relies on (training/common/trl_compat.py)")
     live = trainer.model
     policy = copy.deepcopy(live)
     base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy

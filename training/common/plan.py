@@ -76,7 +76,7 @@ def vllm_mode(cfg) -> str:
 
 
 def step_plan(cfg, memory=None) -> StepPlan:
-    """`memory`: the launch's memory plan when the caller has it (training/launch.plan), else made here."""
+    """`memory`: the launch's memory plan when the caller has it (training/common/launch.plan), else made here."""
     t, c = cfg.training, cfg.compute
     from skillos.config.derived import completions_per_step, rollouts_per_generation
 
@@ -97,18 +97,18 @@ def step_plan(cfg, memory=None) -> StepPlan:
 
 
 def executor_slots(cfg, memory=None) -> int | None:
-    """The executor server's slots (training/memory.py, or the plan `memory` already made), when
+    """The executor server's slots (training/common/memory.py, or the plan `memory` already made), when
     compute.servers serves the executor and compute.gpu says how much memory its GPUs have; None otherwise."""
     if "executor" not in (cfg.compute.servers or {}) or not cfg.compute.gpu:
         return None
-    from skillos.training.memory import memory_plan
+    from skillos.training.common.memory import memory_plan
 
     return (memory or memory_plan(cfg)).slots("executor")
 
 
 def server_commands(cfg) -> dict:
     """`vllm serve` for each model server of compute.servers (config.server_specs: its GPUs, tensor
-    and data parallelism, port); the training processes take the GPUs after them (training/launch.py)."""
+    and data parallelism, port); the training processes take the GPUs after them (training/common/launch.py)."""
     out = {}
     for role, s in server_specs(cfg).items():
         command = [f"CUDA_VISIBLE_DEVICES={','.join(map(str, s['gpu_ids']))}", "vllm", "serve",

@@ -41,9 +41,9 @@ from concurrent.futures import Future
 
 from skillos.errors import SkillosError
 
-# TRL's private methods this relies on (training/trl_compat.py checks them when the trainer is built)
+# TRL's private methods this relies on (training/common/trl_compat.py checks them when the trainer is built)
 RELIES_ON = ("_get_train_sampler", "_generate_and_score_completions", "_get_per_token_logps_and_entropies")
-# counts a batch's generation adds to (training/prompt_cap.py's prompts cut): the view's, added to the trainer's
+# counts a batch's generation adds to (training/common/prompt_cap.py's prompts cut): the view's, added to the trainer's
 COUNTERS = ("truncated_prompts",)
 
 
@@ -69,7 +69,7 @@ class Shadow:
     """The policy copy that generates ahead, and the trainer view it generates through."""
 
     def __init__(self, trainer):
-        from skillos.training.trl_compat import copy_policy
+        from skillos.training.common.trl_compat import copy_policy
 
         self.model = copy_policy(trainer)  # its own forward: TRL's patches are made again over the copy
 

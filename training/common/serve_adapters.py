@@ -10,7 +10,7 @@ count (concurrent arms would evict each other's adapters) are one-line errors be
 starts. vLLM is GPU-only and imported by nobody here: the server is a subprocess, and `--dry-run`
 prints the plan without it.
 
-The expected wall time is the step plan's arithmetic (training/plan.py) applied to the sweep:
+The expected wall time is the step plan's arithmetic (training/common/plan.py) applied to the sweep:
 every game played to env max_steps actions (an upper bound), one curator request per train game
 of a curator arm, each request at compute.executor_latency_s (or the plan's assumed latency,
 printed as assumed), with eval.concurrency games in flight in each of the arms running at once
@@ -93,7 +93,7 @@ def expected_wall(cfg) -> dict:
     """The sweep's wall time by Little's law (see the module docstring); every term is returned."""
     from skillos.evals.arms import learns
     from skillos.evals.envs.registry import environment
-    from skillos.training.plan import ASSUMED_LATENCY_S
+    from skillos.training.common.plan import ASSUMED_LATENCY_S
 
     latency = cfg.compute.executor_latency_s
     actions = environment(cfg).turns(cfg)
@@ -119,7 +119,7 @@ def lines(served: dict) -> list[str]:
 
 
 def wall_line(w: dict) -> str:
-    from skillos.training.plan import duration_text
+    from skillos.training.common.plan import duration_text
 
     latency = f"{w['latency_s']:g} s per request " + ("(compute.executor_latency_s)" if w["latency_stated"] else
                                                       "(assumed: set compute.executor_latency_s)")
