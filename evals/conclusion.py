@@ -7,6 +7,7 @@ their own with `skillos ledger experiments conclude`, beside it: the ledger neve
 conclusion replace it (ledger/store.py: `corrected`)."""
 
 from __future__ import annotations
+from skillos.ledger.store import SKILLOS
 
 BEST_CAVEAT = ("best of {n} arms, picked on the same games it is scored on: its lift is optimistic "
                "(confirm it on fresh games before claiming it)")
@@ -45,8 +46,6 @@ def write(ledger, experiment_id: int, result: dict) -> str:
 
 def record(ledger, experiment_id: int, words: str) -> str:
     """A conclusion skillos wrote (an eval's, a matrix's), as the experiment's: actor skillos."""
-    from skillos.ledger.store import SKILLOS
-
     current = ledger.corrected("experiments", ledger.row("experiments", experiment_id))
     if any(c["by"] == SKILLOS and c["text"] == words for c in current["conclusions"]):
         return words  # a resumed run that played nothing new: the same words, not a second copy

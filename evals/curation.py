@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from skillos.repo import SkillRepo, parse_skill
 from skillos.repo.skill import SkillError
+from skillos.errors import SkillosError
+from skillos.safety import read_json_file
 
 OPS = ("insert", "update", "delete")
 TRAJECTORY_STEPS_SHOWN = 30
@@ -195,10 +197,6 @@ def check_surface(model: str | None, tools: str) -> None:
     if not model or not marker.is_file():
         return
     import json
-
-    from skillos.errors import SkillosError
-
-    from skillos.safety import read_json_file
 
     trained = read_json_file(marker, "curator checkpoint marker", 1 << 16).get("tools")
     if trained and trained != tools:

@@ -21,6 +21,9 @@ import yaml
 
 from skillos.errors import SkillosError
 from skillos.evals import stats
+from skillos.config.eval import EvalConfig
+from skillos.evals.run_folder import GAMES, control_arm, held_out_rows, outcomes_by_arm, recorded_config
+from skillos.files import write_atomic
 
 FOLDER = ".eval_results"
 
@@ -30,8 +33,6 @@ def _slug(text: str) -> str:
 
 
 def _run_date(run_dir: Path) -> str:
-    from skillos.evals.run_folder import GAMES
-
     stamp = (run_dir / GAMES).stat().st_mtime
     return dt.datetime.fromtimestamp(stamp, dt.timezone.utc).date().isoformat()
 
@@ -46,9 +47,6 @@ def export_eval_results(run_dir: Path, out: Path, dataset: str | None = None, ta
     """Write RUN_DIR's arms as OUT/.eval_results/*.yaml (OUT: a model repo folder, or the
     .eval_results folder itself). `dataset` and `task` default to the run's environment and
     held-out split; `source_url` to the run folder's file URL."""
-    from skillos.config.eval import EvalConfig
-    from skillos.evals.run_folder import control_arm, held_out_rows, outcomes_by_arm, recorded_config
-    from skillos.files import write_atomic
 
     run_dir, out = Path(run_dir), Path(out)
     rows = held_out_rows(run_dir)

@@ -40,6 +40,10 @@ from skillos.evals.skillsbench import looks_like_registry, registry_games
 from skillos.evals.units import Arms, Trials, label, trial_label, unit_outcome
 from skillos.files import file_sha256
 from skillos.secrets import safe_name
+from skillos import safety
+from skillos.config.experiment import EXPERIMENT_NAME
+from skillos.evals.records import GameRow
+from skillos.repo.store import write_atomic
 
 # An import's stated bounds, checked before (bytes) and while (arms, rows) reading, before any
 # ledger write: each pair of arms is a comparison, so arms grow the work and the ledger as arms^2.
@@ -68,8 +72,6 @@ class Mapping:
         """The mapping file (YAML or JSON with these keys), then the flags that are set."""
         data: dict = {}
         if path is not None:
-            from skillos import safety
-
             text = safety.read_text(Path(path), safety.MAX_CONFIG_BYTES, "mapping file")
             data = safety.load_yaml(text, str(path)) or {}
             if not isinstance(data, dict):
@@ -112,8 +114,6 @@ def success_value(value, where: str) -> bool | float | None:
 
 def _jsonl_games(path: Path, mapping: Mapping) -> dict:
     """arm -> {game id: success} of one JSONL file."""
-    from skillos import safety
-
     skips = safety.Skips()
     games: dict = {}
     for number, _, row in safety.jsonl_records(path, "result file", skips, objects_only=False):
@@ -267,9 +267,6 @@ def import_summary(outcomes: dict) -> dict:
 def import_results(ledger, paths, experiment: str, mapping: Mapping, home: Path, env: str | None = None) -> dict:
     """Record every arm of `paths` as a finished run of experiment `experiment` (created, or the
     newest of that name); returns {experiment_id, source, runs: [{run_id, arm, denominators}]}."""
-    from skillos.config.experiment import EXPERIMENT_NAME
-    from skillos.evals.records import GameRow
-    from skillos.repo.store import write_atomic
 
     if not EXPERIMENT_NAME.fullmatch(experiment or ""):
         raise SkillosError(f"--experiment {experiment!r}: letters, digits, '.', '_' and '-' (a name to compare by)")

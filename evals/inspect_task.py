@@ -25,6 +25,10 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolError, skill, tool
 from inspect_ai.util import store
+from skillos.config.loading import validate, with_sets
+from skillos.config.schema import Config
+from skillos.errors import SkillosError
+from skillos.evals.envs.registry import environment
 
 _ENVS: dict = {}  # a sample's live game, by the key its store holds (an engine is not serialisable)
 NUDGE = "Call act(command) with one of the admissible commands, or skill(name) to read a skill."
@@ -38,8 +42,6 @@ def _observation(obs, steps: int, max_steps: int) -> str:
 def settings(**given) -> object:
     """The env section these task arguments make: the config's defaults (env.split, env.seed,
     env.max_steps), with what was given (None: the default)."""
-    from skillos.config.loading import validate, with_sets
-    from skillos.config.schema import Config
 
     sets = [f"env.{key}={value}" for key, value in given.items() if value is not None]
     return with_sets(validate(Config()), sets)
@@ -47,8 +49,6 @@ def settings(**given) -> object:
 
 def games(n_games: int, split: str | None = None, seed: int | None = None):
     """The held-out games skillos plays for these settings (generated offline and cached)."""
-    from skillos.evals.envs.registry import environment
-
     cfg = settings(n_games=n_games, split=split, seed=seed)
     return environment(cfg).load_tasks(cfg, cfg.env.split, n_games)
 
@@ -59,8 +59,6 @@ def skill_folders(skills: str | None) -> list[Path]:
         return []
     root = Path(skills)
     if not root.is_dir():
-        from skillos.errors import SkillosError
-
         raise SkillosError(f"-T skills={skills}: not a folder of skills (NAME/SKILL.md)")
     return sorted(p.parent for p in root.glob("*/SKILL.md"))
 
@@ -96,8 +94,6 @@ def play(max_steps: int, skills: list):
     """The game loop: the model calls tools one round at a time until it wins, spends its
     steps, or uses twice its steps in turns (a model that never acts)."""
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from skillos.evals.envs.registry import environment
-
         env = environment("household").make_env()
         env.load(state.metadata["path"])
         obs = env.reset()

@@ -8,6 +8,10 @@ from __future__ import annotations
 import json
 
 from skillos.evals import stats
+from skillos.errors import SkillosError
+from skillos.evals.conclusion import best_arm
+from skillos.files import write_atomic
+from skillos.safety import read_json_file
 
 FIELDS = set(stats.Comparison.__dataclass_fields__)
 FAMILY = "family.json"  # OUT/family.json: the runs a matrix's family holds once a result is in
@@ -17,8 +21,6 @@ def family_members(out) -> list[str]:
     """The run labels a matrix folder's family already holds: family.json, else the runs of a
     matrix.json written before family.json existed; [] for a folder with no result yet."""
     from pathlib import Path
-
-    from skillos.safety import read_json_file
 
     for name, key in ((FAMILY, "members"), ("matrix.json", "runs")):
         path = Path(out) / name
@@ -38,8 +40,6 @@ def guard_family(out, runs: list, overwrite: bool = False) -> None:
     (a person replacing the folder's results) starts a new family."""
     from pathlib import Path
 
-    from skillos.errors import SkillosError
-
     if overwrite:
         for name in (FAMILY, "matrix.json"):
             (Path(out) / name).unlink(missing_ok=True)
@@ -56,8 +56,6 @@ def guard_family(out, runs: list, overwrite: bool = False) -> None:
 def record_family(out, runs: list) -> None:
     """The family after a run's result is in: every run of this config, with those it held."""
     from pathlib import Path
-
-    from skillos.files import write_atomic
 
     members = list(dict.fromkeys(family_members(out) + [r.label for r in runs]))
     write_atomic(Path(out) / FAMILY, json.dumps({"members": members}, indent=1) + "\n")
@@ -125,8 +123,6 @@ def conclusion(summary: dict) -> str:
     """The matrix's conclusion, one line per fact: every member's verdict line as the verdict
     function words it, the family and its size, the best row with its best-of-n caveat, and for
     each matrix point which seeds agree and which disagree, with the pooled effect."""
-    from skillos.evals.conclusion import best_arm
-
     family = summary["family"]
     lines = [f"{r['run']}: {r['arm']} vs {r['control']}: {r['verdict']['line']}" for r in summary["rows"]]
     lines.append(f"family: {family['name']}, {family['size']} comparison(s), corrected with {family['correction']}")

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from skillos.errors import SkillosError
+from skillos.files import write_atomic
 
 PINS = ("task_set", "repeats", "seed", "prompt_hash", "tool_schema_hash", "snapshot_hash")
 
@@ -70,8 +71,6 @@ def load_spec(path: str | Path) -> EvalSpec:
 
 
 def write_spec(spec: EvalSpec, path: str | Path) -> None:
-    from skillos.files import write_atomic
-
     write_atomic(Path(path), yaml.safe_dump(spec.pins(), sort_keys=False))
 
 

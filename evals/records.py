@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 
 from skillos.evals.stats import trials_of, unit_mean
+from skillos import safety
+from skillos.errors import SkillosError
 
 SCHEMA_VERSION = 1  # of a games.jsonl / curation.jsonl row
 # A row holding a unit's trials is version 2: a skillos that knows only version 1 would read its
@@ -23,8 +25,6 @@ READABLE_SCHEMA_VERSION = TRIALS_SCHEMA_VERSION
 def check_schema(data: dict, where: str, current: int = SCHEMA_VERSION) -> None:
     """A record written by a newer skillos (a schema_version above `current`, or not a number) is
     refused in one line: read as this version, its new fields would be silently wrong."""
-    from skillos.errors import SkillosError
-
     version = data.get("schema_version", 0)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise SkillosError(f"{where}: schema_version {version!r} is not a version number; the record is damaged")
@@ -40,8 +40,6 @@ def read_game_rows(path, what: str = "per-game rows", trials: bool = False) -> l
     the file and line, never a row read wrong."""
     from pathlib import Path
 
-    from skillos import safety
-    from skillos.errors import SkillosError
 
     path = Path(path)
     if not path.exists():

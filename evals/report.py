@@ -9,6 +9,10 @@ from pathlib import Path
 
 from skillos.evals import stats
 from skillos.evals.records import ArmSummary, EvalReport, row_outcome
+from skillos.evals.arms import arm_settings
+from skillos.evals.envs.registry import environment
+from skillos.evals.records import read_game_rows
+from skillos.evals.run_folder import ROW_FILES
 
 
 def scored(rows: list[dict]) -> bool:
@@ -71,8 +75,6 @@ def _train_curation(out: Path, arms: list) -> dict:
     """Per arm, the curator's counts over its train games (curation.jsonl)."""
     import json
 
-    from skillos.evals.records import read_game_rows
-    from skillos.evals.run_folder import ROW_FILES
 
     rows: dict = {arm: [] for arm in arms}
     for r in read_game_rows(Path(out) / ROW_FILES["train"], "curation rows"):
@@ -82,8 +84,6 @@ def _train_curation(out: Path, arms: list) -> dict:
 
 
 def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
-    from skillos.evals.envs.registry import environment
-    from skillos.evals.arms import arm_settings
 
     domain = environment(cfg)
     # several trials a game: the units are games, their trials averaged (stats.compare_units)

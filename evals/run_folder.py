@@ -14,6 +14,9 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.safety import RunLock
+from skillos import safety
+from skillos.config.schema import identity
+from skillos.evals.records import read_game_rows
 
 CONFIG = "config.yaml"
 REPORT = "report.json"
@@ -99,8 +102,6 @@ def config_text(cfg) -> str:
 
 def read_config(out: Path) -> dict:
     """The config a run in `out` recorded (its CONFIG, as written); a one-line error if unreadable."""
-    from skillos import safety
-
     path = Path(out) / CONFIG
     return safety.load_yaml(safety.read_text(path, safety.MAX_CONFIG_BYTES, CONFIG), str(path))
 
@@ -162,8 +163,6 @@ def same_config(out: Path, cfg) -> bool:
     must check before it continues another run's rows."""
     import yaml
 
-    from skillos.config.schema import identity
-
     try:
         recorded = read_config(out)
     except SkillosError:
@@ -176,8 +175,6 @@ def read_rows(out: Path, phase: str) -> list[dict]:
     too, and rows holding a game's trials: eval.trials); a last line cut off by a kill is dropped
     (its game is played again), any other damaged line is a one-line error
     (records.read_game_rows)."""
-    from skillos.evals.records import read_game_rows
-
     return read_game_rows(Path(out) / ROW_FILES[phase], trials=True)
 
 
@@ -185,8 +182,6 @@ def finished_report(out: Path) -> dict | None:
     """The report of a run in `out` that finished: report.json (written after every arm's ledger
     record) whose arms' attempted games are all in games.jsonl; else None (the resume plays what
     is missing). A damaged report.json is a one-line error."""
-    from skillos import safety
-
     if not (out / REPORT).exists():
         return None
     report = safety.read_json_file(out / REPORT, "eval report")

@@ -25,6 +25,7 @@ from skillos.secrets import redact_text
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.repo import Retriever, SkillRepo
 from skillos.files import write_atomic
+from skillos import safety
 
 MIN_GAMES_FOR_ABORT = 20  # the error budget is judged after this many games
 # The ALFWorld engine (the fast-downward translator, TextWorld's parsers) keeps module-level
@@ -129,8 +130,6 @@ def curation_progress(repo_dir: Path) -> dict:
     """{"curated": n, "state": "idle" | "curating"}; a missing file is a repo that curated nothing.
     A marker that is not one (damaged, a FIFO, the wrong shape) reads as a repo mid-curation, so a
     resume restarts that arm instead of trusting it."""
-    from skillos import safety
-
     path = Path(repo_dir) / PROGRESS
     if not path.exists() and not path.is_symlink():
         return {"curated": 0, "state": "idle"}

@@ -29,6 +29,10 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.evals.records import row_trials
 from skillos.evals.units import Arms, Trials
+from skillos.config.eval import EvalConfig
+from skillos.evals import stats
+from skillos.evals.run_folder import held_out_rows, outcomes_by_arm, recorded_config, two_arms
+from skillos.files import write_atomic
 
 CONFIGURATIONS = ("with_skill", "without_skill", "new_skill", "old_skill")  # what the viewer groups on
 # What one trial of an eval scores when a benchmark is imported: the run's pass_rate (the share of
@@ -191,10 +195,6 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
     a folder that gets benchmark.json): `treatment` as with_skill, `control` as without_skill."""
     import datetime as dt
 
-    from skillos.config.eval import EvalConfig
-    from skillos.evals import stats
-    from skillos.evals.run_folder import held_out_rows, outcomes_by_arm, recorded_config, two_arms
-    from skillos.files import write_atomic
 
     run_dir, out = Path(run_dir), Path(out)
     target = out if out.suffix == ".json" else out / "benchmark.json"

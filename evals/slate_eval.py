@@ -22,6 +22,9 @@ from skillos.evals import protocol, stats
 from skillos.files import write_atomic
 from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS, NO_MODEL
 from skillos.evals.envs.registry import environment
+from skillos import safety
+from skillos.evals.arms import load_games
+from skillos.evals.runner import play
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -71,9 +74,6 @@ def config_pins(cfg: Config, games) -> dict:
 def run(cfg: Config, out_dir: str | Path, ledger, checkpoints: dict[str, str] | None, echo, gate) -> dict:
     """Gate the launch (`gate(cfg, ledger)`: `skillos.evaluate_slate` passes `gates.enforce`, which
     sits above evals), then play every arm on the slate eval; rows and report go to `out_dir`."""
-    from skillos.evals.arms import load_games
-    from skillos.evals.envs.registry import environment
-    from skillos.evals.runner import play
 
     g = cfg.skillgate
     if not g.slate_repo:
@@ -155,7 +155,6 @@ def compare_runs(run_a: str | Path, run_b: str | Path, alpha: float, power: floa
     rows = []
     for where in (run_a, run_b):
         path = Path(where) / ROWS
-        from skillos import safety
 
         skips = safety.Skips()
         try:

@@ -23,6 +23,16 @@ from pathlib import Path
 from skillos.config.loading import validate
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
+from skillos import safety
+from skillos.config.loading import from_dict
+from skillos.evals import run_folder, stats
+from skillos.evals.arms import load_games
+from skillos.evals.curation import SURFACE_FILE
+from skillos.evals.envs.registry import environment
+from skillos.evals.runner import CURATED
+from skillos.evals.stats import ci_excludes_zero
+from skillos.registry import MODEL_BACKENDS, NO_MODEL
+from skillos.safety import read_json_file
 
 SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is scored on, so its "
                     "lift is optimistic (best of {n}); confirm it on fresh games before claiming it")
@@ -30,8 +40,6 @@ SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is s
 
 def parse_executor(spec: str) -> tuple[str, str | None]:
     """'heuristic', or BACKEND:MODEL for a model backend (openai, anthropic, hf, vllm)."""
-    from skillos.registry import MODEL_BACKENDS, NO_MODEL
-
     backend, _, model = spec.partition(":")
     if backend == NO_MODEL and not model:
         return backend, None
@@ -52,8 +60,6 @@ def sweep_config(cfg: Config, repos: list, executor: str, checkpoints: list = ()
     swept = copy.deepcopy(cfg)
     swept.source = cfg.source
     if env is not None and env != cfg.env.name:
-        from skillos.evals.envs.registry import environment
-
         target = environment(env)  # an unknown name is a one-line error
         swept.env.name, swept.env.max_steps = env, target.max_steps
         if cfg.reference is not None:  # diffed against the target domain's table
@@ -92,20 +98,15 @@ def curated_on(folder: str | Path) -> tuple[set, str]:
     its `.curated` list (written as a learning arm curates), else the rows of the run it came
     from (RUN/repo-ARM: the arm's rows in RUN/games.jsonl and RUN/curation.jsonl, hashed by
     regenerating RUN's games from RUN/config.yaml). Empty: no record of any."""
-    from skillos import safety
-    from skillos.evals.runner import CURATED
 
     folder = Path(folder)
     if (folder / CURATED).is_file():
         text = safety.read_text(folder / CURATED, 64 << 20, "curated-games list")
         return {line.strip() for line in text.splitlines() if line.strip()}, str(folder / CURATED)
-    from skillos.evals import run_folder
 
     run, arm = folder.parent, run_folder.arm_of_repo(folder)
     if arm is None or not (run / run_folder.CONFIG).is_file():
         return set(), ""
-    from skillos.config.loading import from_dict
-    from skillos.evals.arms import load_games
 
     try:
         cfg = from_dict(run_folder.read_config(run))
@@ -128,7 +129,6 @@ def check_not_curated_on(cfg: Config, repos: list) -> None:
     there is memory of the answers, not transfer."""
     if not repos:
         return
-    from skillos.evals.arms import load_games
 
     held_out = None
     for folder in repos:
@@ -146,10 +146,6 @@ def check_not_curated_on(cfg: Config, repos: list) -> None:
 
 def _marker(folder: str) -> dict:
     import json
-
-    from skillos.evals.curation import SURFACE_FILE
-
-    from skillos.safety import read_json_file
 
     marker = Path(folder) / SURFACE_FILE
     return read_json_file(marker, "curator checkpoint marker", 1 << 16) if marker.is_file() else {}
@@ -193,8 +189,6 @@ def summarize(result: dict, sources: dict | None = None) -> dict:
 def _note(comp: dict, result: dict) -> str:
     """The comparison's note, and whether its CI excludes 0 while the family-corrected exact test
     does not reject (a CI read alone would claim what the test does not)."""
-    from skillos.evals.stats import ci_excludes_zero
-
     note = comp.get("note") or ""
     p_adj, alpha = comp.get("p_adjusted"), comp.get("alpha")
     if ci_excludes_zero(comp.get("ci_low"), comp.get("ci_high")) and p_adj is not None and alpha is not None \
@@ -215,8 +209,6 @@ def family_table(summaries: dict, alpha: float) -> dict:
     evaluating in two directions is not two chances at a finding. An unmeasured row is a member
     at p = 1, as everywhere a family is corrected."""
     from types import SimpleNamespace
-
-    from skillos.evals import stats
 
     rows = [dict(r) for summary in summaries.values() for r in summary["rows"]]
     keyed = {f"{r['target_env']}:{r['repo']}": r for r in rows}

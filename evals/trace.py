@@ -20,6 +20,8 @@ from skillos.evals.run_folder import TRACES
 from skillos.evals.trajectory import Trajectory
 from skillos.files import append_bytes
 from skillos.secrets import redact_text
+from skillos import safety
+from skillos.files import write_atomic
 
 
 def repo_changes(before: dict, repo) -> list[dict]:
@@ -83,9 +85,6 @@ def prune(path: Path, keep: set) -> None:
     path = Path(path)
     if not path.exists():
         return
-    from skillos.files import write_atomic
-
-    from skillos import safety
 
     kept = {}
     # a line cut off by a kill (or damaged) is dropped: its game is played again

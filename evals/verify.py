@@ -18,6 +18,9 @@ from skillos.evals.records import row_outcome
 from skillos.ledger.store import Ledger, LedgerError
 
 from skillos.ledger.taxonomy import MEASURED_METRICS as METRICS  # noqa: E402 - one list, the ledger's
+from skillos import safety
+from skillos.errors import SkillosError
+from skillos.evals.records import read_game_rows
 
 
 # What each measured metric is on one game's row, and how two runs of it are compared: a 0/1
@@ -47,9 +50,6 @@ def run_rows(ledger: Ledger, run_id: int) -> dict:
     path = Path(ev["jsonl_path"] or "")
     if not path.is_file():
         raise LedgerError(f"run #{run_id}: per-game file {path} is missing")
-    from skillos import safety
-    from skillos.errors import SkillosError
-    from skillos.evals.records import read_game_rows
 
     try:
         with safety.open_regular(path, "per-game file") as fh:

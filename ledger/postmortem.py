@@ -13,6 +13,7 @@ from collections import Counter
 
 from skillos.ledger.stats import failure_counts
 from skillos.ledger.store import CURRENT_FAILURES, Ledger, LedgerError
+from skillos.person import forged
 
 # what the postmortem prints of a failure; the counts come from failure_counts
 FAILURE_COLUMNS = ("id", "what", "category", "detected_by", "gate", "status", "valid", "created_at")
@@ -98,8 +99,6 @@ def _person_steps(ledger: Ledger, experiments: list | None, since: str | None) -
 def person_step_line(step: dict) -> str:
     """One person's step as the ledger and the postmortem show it: who, where, and what in its
     witness suggests it was not a person at their terminal (toolkit/person.py)."""
-    from skillos.person import forged
-
     seen = step["witness"] or {}
     term = (seen.get("terminal") or {}).get("stdin") or "no terminal"
     chain = " <- ".join(p["name"] for p in (seen.get("ancestry") or [])[:8]) or "not recorded"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from skillos.ledger import taxonomy
+from skillos.ledger.store import CURRENT_FAILURES
 
 DOCUMENTED = "has at least one failure mode and names the gate that would have caught it"
 
@@ -42,8 +43,6 @@ def failure_counts(ledger, condition: str = "1", args=()) -> dict:
     store.CURRENT_FAILURES' columns; default: all), counted by SQLite in four grouped queries
     instead of one dict per failure: the same keys, numbers and order (Counter's: most_common
     by count, then first seen, i.e. the lowest id; a failure's modes in name order)."""
-    from skillos.ledger.store import CURRENT_FAILURES
-
     def query(sql):
         cursor = ledger.db.cursor()
         cursor.row_factory = None  # plain tuples: the costs can be one row per failure

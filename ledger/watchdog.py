@@ -26,6 +26,7 @@ from typing import Callable
 from skillos.config.compute import STOP_GRACE_S
 from skillos.ledger.store import now, pid_alive
 from skillos.registry import compute_of
+from skillos.devices import gpus_per_machine
 
 
 @dataclass
@@ -329,7 +330,6 @@ def launch_watch(cfg, paths: list, where: str, training: bool = False) -> dict |
     reads the same answer."""
     if not cfg.compute.watchdog:
         return None
-    from skillos.devices import gpus_per_machine
 
     gpus = gpus_per_machine(cfg) or 0
     after, why = watch_after(cfg, gpus)

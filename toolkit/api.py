@@ -29,6 +29,30 @@ from skillos.registry import IN_PROCESS, compute_of
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.gates import GateRefused, Report
+from skillos.evals import conclusion, distributed, matrix, sweep as sweeping
+from skillos.evals.backends import usage
+from skillos.evals.compare import compare_configurations, compare_runs
+from skillos.evals.distributed import cluster
+from skillos.evals.experiment import run_eval
+from skillos.evals.imported import Mapping, import_results
+from skillos.evals.run_folder import (ROW_FILES, SWEEP, check_out, default_out_dir, finished_report, read_rows,
+                                      same_config)
+from skillos.evals import slate_eval
+from skillos.files import write_atomic
+from skillos.gates import approval
+from skillos.gates.core import Context
+from skillos.gates.static import extras
+from skillos.ledger import Ledger
+from skillos.ledger.experiments import record_experiment
+from skillos.ledger.store import actor, default_path
+from skillos.ledger.watchdog import launch_watch, watching
+from skillos.safety import json_text
+from skillos.secrets import redact_text
+from skillos.training import canary as canaries
+from skillos.training.common import launch, serve_adapters
+from skillos.training.textopt import optimize as optimizing
+from skillos.training.textopt.sleep import run_night
+from skillos.training.textopt.sleep.stage import sleep_home
 
 __all__ = ["GateRefused", "canary", "check", "compare", "evaluate", "import_runs", "load", "evaluate_slate", "optimize",
            "plan", "sleep", "sweep", "train"]
@@ -97,10 +121,6 @@ def plan(config: Config | str | Path, *, out: str | Path | None = None, sets: li
     Raises:
         ConfigError: the config is unreadable or invalid (one line naming the key).
     """
-    from skillos.files import write_atomic
-    from skillos.gates import approval
-    from skillos.ledger.store import actor, default_path
-    from skillos.secrets import redact_text
 
     cfg = _config(config)
     source = str(Path(cfg.source).resolve()) if cfg.source else None
@@ -116,8 +136,6 @@ def plan(config: Config | str | Path, *, out: str | Path | None = None, sets: li
 def proposal(cfg: Config, source: str | None, sets: list, proposed_by: str | None) -> dict:
     """The plan of a loaded config, computed from it alone (the static gates and the step plan):
     what `plan` writes, and what `skillos approve` computes again and shows the person."""
-    from skillos.gates import approval
-
     return approval.build(cfg, gates.check(cfg, dry_run=False, machine=True), source, list(sets), proposed_by)
 
 
@@ -149,9 +167,6 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         SkillosError: `resume` with `overwrite`, or without `out`; `out` not usable as asked; a
             resumed folder whose config differs.
     """
-    from skillos.evals.backends import usage
-    from skillos.evals.experiment import run_eval
-    from skillos.evals.run_folder import check_out, default_out_dir
 
     cfg, echo = _config(config), echo or _quiet
     if resume and overwrite:
@@ -164,8 +179,6 @@ def evaluate(config: Config | str | Path, *, out: str | Path | None = None,
         return _evaluate_runs(cfg, out, overrides=overrides, resume=resume, overwrite=overwrite, progress=progress,
                               echo=echo, ledger=ledger, command=command)
     if resume and used:
-        from skillos.evals.run_folder import ROW_FILES, finished_report, read_rows, same_config
-
         if not same_config(out, cfg):  # known now: refused before the gates' dry run plays a game
             raise SkillosError(f"{out}: its config.yaml differs from this config; resume with the same config "
                                "(and the same --n-games), or choose another --out")
@@ -188,10 +201,6 @@ def _evaluate_runs(cfg: Config, out: Path, *, ledger, echo: Echo, resume: bool, 
     of the one experiment), then every comparison judged as one family (evals/matrix.py), written
     to OUT/matrix.json with the conclusion skillos records. Rerun with `resume` after a kill:
     finished runs are not played again, the one cut short continues, the rest start."""
-    from skillos.evals import conclusion, matrix
-    from skillos.files import write_atomic
-    from skillos.ledger.experiments import record_experiment
-    from skillos.safety import json_text
 
     runs = expand(cfg)
     matrix.guard_family(out, runs, launch.get("overwrite", False))  # before any game: a family never shrinks
@@ -243,10 +252,6 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
         SkillosError: no repo or checkpoint, a missing folder, a repo the curator was trained on,
             a cross-domain sweep of a matrix, or `out` not usable as asked.
     """
-    from skillos.evals import sweep as sweeping
-    from skillos.training.common import serve_adapters
-    from skillos.evals.run_folder import SWEEP, default_out_dir
-    from skillos.files import write_atomic
 
     base = _config(config)
     if base.matrix or base.experiment.seeds is not None:
@@ -265,8 +270,6 @@ def sweep(config: Config | str | Path, *, executor: str, repos: list = (), check
             plans[target] = {"arms": list(cfg.eval.arms), "serve": cfg.sweep.serve, "server": served,
                              "wall": serve_adapters.expected_wall(cfg)}
             if compute_of(cfg).distributes:
-                from skillos.evals import distributed
-
                 plans[target]["ray"] = distributed.plan(cfg)
             continue
         where = out / target if len(targets) > 1 else out
@@ -294,10 +297,6 @@ def _sweep_runs(base: Config, *, out, resume: bool, overwrite: bool, ledger, ech
     """A sweep of every run of a matrix (or seed replicates) into OUT/LABEL: each repo or checkpoint
     judged in one family over all runs (evals/matrix.py), each run's peak and how far the peaks
     spread, written to OUT/matrix.json with the conclusion skillos records."""
-    from skillos.evals import conclusion, matrix
-    from skillos.evals.run_folder import check_out, default_out_dir
-    from skillos.files import write_atomic
-    from skillos.safety import json_text
 
     if len(set(envs)) > 1:
         raise SkillosError(f"{base.source or 'config'}: a cross-domain sweep (several --env) takes one config, "
@@ -348,8 +347,6 @@ def optimize(config: Config | str | Path, *, out: str | Path | None = None,
         SkillosError: `resume` without `out`, bad splits or seed skills, a resume that cannot
             continue, or a sealed split read without `unseal`.
     """
-    from skillos.evals.run_folder import check_out, default_out_dir
-    from skillos.training.textopt import optimize as optimizing
 
     cfg, echo = _config(config), echo or _quiet
     if resume and out is None:
@@ -387,11 +384,9 @@ def evaluate_slate(config: Config | str | Path, *, out: str | Path, checkpoints:
         SkillosError: no skillgate.slate_repo, an `out` that already holds a slate report, or a
             frozen eval spec (skillgate.eval_spec) whose pins differ from this run's.
     """
-    from skillos.evals.slate_eval import run
-
     cfg, echo = _config(config), echo or _quiet
     with _ledger(ledger) as book, _watching(cfg, [out], book, echo):
-        return run(cfg, out, book, checkpoints, echo,
+        return slate_eval.run(cfg, out, book, checkpoints, echo,
                    gate=lambda c, b: gates.enforce(c, "slate eval", b, overrides, echo=echo))
 
 
@@ -420,8 +415,6 @@ def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_f
         SkillosError: a sleep setting the night cannot run with (no live skill, a backend that
             cannot replay), or unreadable tasks.
     """
-    from skillos.training.textopt.sleep import run_night
-    from skillos.training.textopt.sleep.stage import sleep_home
 
     cfg, echo = _config(config), echo or _quiet
     with _ledger(ledger) as book, _watching(cfg, [sleep_home(cfg.sleep) / "nights"], book, echo):
@@ -453,8 +446,6 @@ def train(config: Config | str | Path, *, backend: str | None = None, overrides:
         SkillosError: no training section, a matrix on a backend other than local, or a launch
             that cannot start (e.g. modal not installed).
     """
-    from skillos.training.common import launch
-
     cfg = _config(config)
     if backend is not None:
         cfg = with_sets(cfg, [f"compute.backend={backend}"])
@@ -477,8 +468,6 @@ def _train_runs(cfg: Config, *, dry_run: bool, echo: Echo | None, **launch_args)
     """A training matrix (or seed replicates): each run trained in turn into OUTPUT_DIR/LABEL, a
     run of the one experiment; rerunning resumes each from its newest checkpoint (a finished one
     has nothing left to do). `dry_run`: every run's launch plan, the gates on the first."""
-    from skillos.training.common import launch
-
     if not compute_of(cfg).in_process:  # its workers load the config file, which names the whole matrix
         raise SkillosError(f"{cfg.source or 'config'}: a matrix or experiment.seeds trains on compute.backend "
                            f"{IN_PROCESS} only; for {cfg.compute.backend}, write one config per run")
@@ -523,8 +512,6 @@ def compare(config: Config | str | Path | None, runs: list, *, control: str | No
         GateRefused: a launch gate failed and was not overridden (`.report` holds every check).
         LedgerError: a run, arm or family not in the ledger, or an arm name that is ambiguous.
     """
-    from skillos.evals.compare import compare_configurations, compare_runs
-
     cfg = _config(config) if config is not None else validate(Config())
     gates.refuse_on_failure(gates.check(cfg, dry_run=False, echo=echo), "compare")
     if per_configuration:
@@ -572,8 +559,6 @@ def canary(trainer: str, *, credit: str | None = None, variant: str | None = Non
     Raises:
         SkillosError: an unknown trainer, a variant it does not have, or a set it does not take.
     """
-    from skillos.training import canary as canaries
-
     credit = _variant(trainer, credit, variant)
     canaries.compute_sets(sets)  # refused before the ledger opens
     _canary_extras(trainer, credit, quick, sets or [])
@@ -584,8 +569,6 @@ def canary(trainer: str, *, credit: str | None = None, variant: str | None = Non
 
 def _variant(trainer: str, credit: str | None, variant: str | None) -> str | None:
     """The one variant `--credit` (the selector's name for it) or `--variant` chose."""
-    from skillos.training import canary as canaries
-
     if credit is not None and variant is not None:
         raise SkillosError(f"canary {trainer}: --credit and --variant name the same choice; give one")
     option = canaries.canary(trainer).variant_option
@@ -598,9 +581,6 @@ def _variant(trainer: str, credit: str | None, variant: str | None) -> str | Non
 def _canary_extras(trainer: str, credit: str | None, quick: bool, sets: list) -> None:
     """A canary's extras, checked as the gates check a launch's (gate 1's `extras`), before its
     folder, its ledger run or its game generation: a one-line error naming the install line."""
-    from skillos.gates.core import Context
-    from skillos.gates.static import extras
-    from skillos.training import canary as canaries
 
     chosen = canaries.canary(trainer)
     if credit is not None and credit not in chosen.variants:
@@ -641,8 +621,6 @@ def import_runs(files: list, *, experiment: str, mapping: str | Path | None = No
     Raises:
         SkillosError: a file that cannot be read as mapped, with its name and line.
     """
-    from skillos.evals.imported import Mapping, import_results
-
     rules = Mapping.load(mapping, **columns)
     with _ledger(ledger) as book:
         return import_results(book, files, experiment, rules, book.path.parent, env)
@@ -654,7 +632,6 @@ def _ledger(ledger, needed: bool = True) -> Iterator:
     if ledger is not None or not needed:
         yield ledger
         return
-    from skillos.ledger import Ledger
 
     with Ledger() as book:
         yield book
@@ -665,7 +642,6 @@ def _cluster(cfg: Config):
     its tasks, the runs in turn); else nothing."""
     if not compute_of(cfg).distributes:
         return contextlib.nullcontext()
-    from skillos.evals.distributed import cluster
 
     return cluster(cfg)
 
@@ -676,8 +652,6 @@ WATCHED = "a process beside this launch (local, or the Ray driver), watching it 
 def _watching(cfg: Config, paths: list, ledger, echo: Echo):
     """Gate 7: the launch runs beside a watchdog process (ledger/watchdog.launch_watch) unless the
     config turns it off."""
-    from skillos.ledger.watchdog import launch_watch, watching
-
     w = launch_watch(cfg, paths, WATCHED)
     if w is None:
         return contextlib.nullcontext()

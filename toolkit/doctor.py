@@ -15,6 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from skillos.registry import BACKENDS, NO_MODEL, RAY_INSTALL, RAY_MODULES, uses_model
+from skillos.errors import SkillosError
+from skillos.evals.backends.chat import api_key
+from skillos.evals.envs.alfworld import engine, scenes
+from skillos.ledger import Ledger
+from skillos.ledger.store import default_path
+from skillos.registry import DEFAULT_LOCAL, key_env, load
 
 MIN_FREE_GB = 10.0
 EXTRAS = [  # (module, the line that installs it, what needs it); each backend's from its registry entry
@@ -73,8 +79,6 @@ def _engine() -> Check:
     if importlib.util.find_spec("alfworld") is None:
         return Check("alfworld engine", "missing", "the [alfworld] extra is not installed",
                      "pip install '.[alfworld]' (compiles the planner once, ~3 min)")
-    from skillos.errors import SkillosError
-    from skillos.evals.envs.alfworld import engine, scenes
 
     try:
         scenes.alfworld_root()
@@ -87,8 +91,6 @@ def _engine() -> Check:
 
 
 def _ledger() -> Check:
-    from skillos.ledger import Ledger
-    from skillos.ledger.store import default_path
 
     path = default_path()
     try:
@@ -131,13 +133,9 @@ def _npx() -> Check:
 
 def _backend(role: str, section) -> Check:
     """Keys present and the endpoint answering, through the same SDKs the runs use."""
-    from skillos.registry import BACKENDS, key_env, load
-
     name = f"{role} backend {section.backend}"
     if BACKENDS[section.backend].local:
         return _local_model(name, section)
-    from skillos.errors import SkillosError
-    from skillos.evals.backends.chat import api_key
 
     try:
         key = api_key(section)
@@ -169,8 +167,6 @@ def _backend(role: str, section) -> Check:
 
 
 def _local_model(name: str, section) -> Check:
-    from skillos.errors import SkillosError
-    from skillos.registry import BACKENDS, DEFAULT_LOCAL
 
     entry = BACKENDS[section.backend]
     if entry.gpu_only and any(importlib.util.find_spec(m) is None for m in entry.modules):

@@ -3,6 +3,8 @@
 The CLI prints `str(error)` and exits non-zero; it never shows a traceback for these.
 """
 
+from skillos.secrets import redact_text
+
 
 class SkillosError(Exception):
     """A mistake in the user's input (a config, a skill file, a path). Message is one line."""
@@ -10,8 +12,6 @@ class SkillosError(Exception):
     exit_code = 2
 
     def __init__(self, message: str):
-        from skillos.secrets import redact_text
-
         # one line, and never a key (an endpoint may echo it into an error we pass on)
         super().__init__(redact_text(" ".join(str(message).split())))
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.files import file_sha256
+from skillos.safety import Ticker
 
 RECORD = "skillos.json"  # in a fetched model's folder: where it came from and what was checked
 EXTRA = "pip install 'skillos[models]'"  # what installs the converter's pieces
@@ -223,8 +224,6 @@ class _ticking:
     """A line every 10 s while a step with no progress of its own runs (a download, a conversion)."""
 
     def __init__(self, echo, label: str):
-        from skillos.safety import Ticker
-
         self.tick, self.stop = Ticker(echo, label), threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Generic, Iterator, TypeVar
+from skillos.errors import SkillosError
 
 
 def load(target: str, default_attr: str | None = None):
@@ -106,8 +107,6 @@ class Registry(Generic[E]):
 
     def __getitem__(self, name: str) -> E:
         if name not in self._entries:
-            from skillos.errors import SkillosError
-
             raise SkillosError(f"{name!r} is not a {self.kind}; use one of {', '.join(self._entries)}")
         return self._entries[name]
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from skillos.errors import SkillosError, yaml_error_line
+from skillos.secrets import redact_text
 
 MAX_CONFIG_BYTES = 1 << 20  # a config is a few KB; 1 MiB is generous and parses in milliseconds
 MAX_SKILL_BYTES = 256 << 10  # SKILL.md: 1024-char description + 20k-char body, with room
@@ -378,8 +379,6 @@ def json_text(data, indent: int | None = 1) -> str:
     import json
     import math
 
-    from skillos.secrets import redact_text
-
     def clean(obj):
         if isinstance(obj, float) and not math.isfinite(obj):
             return None
@@ -599,6 +598,5 @@ class Ticker:
         self.last_done, self.last_time = (done if done is not None else self.last_done or 0), now
         count = "" if done is None else (f"{done}/{total}" if total else f"{done}")
         elapsed = f"{now - self.start:.0f} s"
-        from skillos.secrets import redact_text  # a label names an arm: a key-shaped one never reaches a log
 
         self.echo(redact_text(f"{self.label}: {count}{' · ' if count else ''}{elapsed}" + (f" · {extra}" if extra else "")))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from skillos.config.backend import decoding_of
 from skillos.errors import SkillosError
 from skillos.registry import BACKENDS, MODEL_BACKENDS
+from skillos.evals.backends.llm_curator import LLMCurator
 
 
 def _uses_a_model(section: str, config) -> bool:
@@ -49,6 +50,5 @@ def curator(config, heuristic, horizon: int | None = None, system: str | None = 
     `system` the environment's curator instructions."""
     if not _uses_a_model("curator", config):
         return heuristic()
-    from skillos.evals.backends.llm_curator import LLMCurator
 
     return LLMCurator(config, horizon, system)

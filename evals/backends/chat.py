@@ -17,6 +17,9 @@ from typing import Protocol
 
 from skillos.errors import SkillosError
 from skillos.registry import BACKENDS, MODEL_BACKENDS, key_env, load
+from skillos.config.backend import decoding_problem
+from skillos.evals.backends.usage import Metered
+from skillos.secrets import protect_key_vars
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -47,7 +50,6 @@ class ChatBackend(Protocol):
 def api_key(config) -> str:
     name = key_env(config)
     key = os.environ.get(name, "") if name else ""
-    from skillos.secrets import protect_key_vars
 
     protect_key_vars([name])  # whatever the endpoint echoes back, this value never leaves
     if not key:
@@ -60,14 +62,12 @@ def make_chat(config) -> ChatBackend:
     """A chat backend from an executor / curator / judge config section."""
     if not config.model:
         raise SkillosError(f"backend {config.backend!r} needs a model name (model: ...)")
-    from skillos.config.backend import decoding_problem
 
     problem = decoding_problem(config.backend, config)  # a section built in code skipped the config's check
     if problem:
         raise SkillosError(problem)
     if config.backend not in MODEL_BACKENDS:
         raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(MODEL_BACKENDS)}")
-    from skillos.evals.backends.usage import Metered
 
     return Metered(load(BACKENDS[config.backend].chat)(config), config.backend)  # its module imported only now
 

@@ -22,6 +22,7 @@ from skillos.config.backend import decoding_of
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, parse_generated, scored_sent
 from skillos.evals.backends.tool_format import renders_tools, with_tools
+from skillos.evals.backends.tiny_model import resolve
 
 DEFAULT_MAX_TOKENS = 512
 LOCAL = {"local_files_only": True}  # weights are never downloaded at run time
@@ -30,8 +31,6 @@ LOCAL = {"local_files_only": True}  # weights are never downloaded at run time
 def load_weights(model: str):
     """(model, tokenizer, path) for a config's model; a LoRA adapter is loaded onto its base."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from skillos.evals.backends.tiny_model import resolve
 
     path = resolve(model)
     try:

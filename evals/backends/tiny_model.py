@@ -18,6 +18,8 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.models import MODELS, folder, models_dir
+from skillos.evals.curation import TOOLS
+from skillos.evals.envs.alfworld.scenes import TASK_TYPES
 
 TINY_NAME = "tiny-qwen2"
 VOCAB_SIZE = 1024
@@ -78,8 +80,6 @@ def build(seed: int = 0) -> Path:
 
 def _corpus() -> list[str]:
     """Text in the shapes the model will see: rendered curator inputs, tools and tool calls."""
-    from skillos.evals.curation import TOOLS
-    from skillos.evals.envs.alfworld.scenes import TASK_TYPES
 
     calls = [{"name": "curate_and_advance", "arguments": {"operations": [
         {"op": "insert", "skill_name": f"{t.replace('_', '-')}-basics",

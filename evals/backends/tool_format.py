@@ -24,6 +24,7 @@ neither is refused in one line: nothing would parse its calls.
 from __future__ import annotations
 
 import json
+from skillos.errors import SkillosError
 
 PREAMBLE = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
             "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
@@ -94,8 +95,6 @@ def for_training(path: str):
     (its template renders tools); for a ChatML model whose template renders none, that model's
     tokenizer under TRL's Qwen2.5 template (the format above, which TRL parses)."""
     from transformers import AutoTokenizer
-
-    from skillos.errors import SkillosError
 
     tokenizer = AutoTokenizer.from_pretrained(path, truncation_side="left")
     if renders_tools(tokenizer):

@@ -16,6 +16,7 @@ import threading
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import BackendError, ChatResult, parse_generated
 from skillos.evals.backends.hf_chat import DEFAULT_MAX_TOKENS, adapter_base, check_thinking_switch, template_kwargs
+from skillos.evals.backends.tiny_model import resolve
 
 
 class VLLMChat:
@@ -25,7 +26,6 @@ class VLLMChat:
         except ImportError as exc:
             raise SkillosError("backend vllm runs the vLLM engine in-process and needs a GPU machine "
                                "with vllm installed (pip install vllm); on CPU use backend hf") from exc
-        from skillos.evals.backends.tiny_model import resolve
 
         self._vllm = vllm
         self.config = config

@@ -11,6 +11,8 @@ from skillos.config.matrix import expand
 from skillos.config.rules import check, check_inputs, protect
 from skillos.config.schema import Config
 from skillos.config.sets import apply_sets, check_structure
+from skillos import safety
+from skillos.errors import SkillosError
 
 
 def validate(cfg: Config) -> Config:
@@ -52,8 +54,6 @@ def with_sets(cfg: Config, sets) -> Config:
 
 def load(path: str | Path, sets=()) -> Config:
     """A config file; `sets` are KEY=VALUE overrides applied before validation (`--set`)."""
-    from skillos import safety
-    from skillos.errors import SkillosError
 
     path = Path(path)
     try:  # size capped before parsing; duplicated keys and alias bombs refused

@@ -13,6 +13,7 @@ from skillos.errors import ConfigError
 from skillos.config.derived import looks_like_path, relative_to_config
 from skillos.config.fields import check_fields, lookup
 from skillos.config.schema import Config
+from skillos.secrets import protect_key_vars
 
 OUTPUT_DIRS = ("eval.output_dir", "training.output_dir")
 MODEL_KEYS = ("executor.model", "curator.model", "judge.model", "optimize.optimizer.model", "training.model")
@@ -77,8 +78,6 @@ def check_async(cfg: Config) -> None:
 
 def protect(cfg: Config) -> Config:
     """The key variables the config names: their values are redacted from all output."""
-    from skillos.secrets import protect_key_vars
-
     sections = [cfg.executor, cfg.curator, cfg.judge, cfg.optimize.optimizer]
     protect_key_vars(s.api_key_env for s in sections)
     protect_key_vars(registry.default_key_env(s.backend) for s in sections)

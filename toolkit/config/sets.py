@@ -8,14 +8,14 @@ from typing import Any
 
 from skillos.errors import ConfigError
 from skillos.config.schema import SECTIONS
+from skillos import safety
+from skillos.errors import SkillosError
 
 
 def parse_set(item: str) -> tuple[list[str], Any]:
     """`--set KEY=VALUE`: a dotted key and a YAML value (`eval.alpha=0.01`, `eval.arms=[a, b]`),
     parsed with the bounds of a config file: its size, aliases, expanded nodes, nesting and
     duplicated keys (skillos.safety.load_yaml)."""
-    from skillos import safety
-    from skillos.errors import SkillosError
 
     item = str(item)
     key, sep, raw = item.partition("=")
@@ -41,8 +41,6 @@ def check_structure(value, where: str) -> None:
     """The bounds a YAML file gets, for a value built in Python (a `--set`, a Config mutated in
     a notebook): at most MAX_YAML_ALIASES shared containers, MAX_YAML_NODES nodes once shared
     ones are expanded, MAX_JSON_DEPTH levels, MAX_CONFIG_BYTES of text, and no cycle."""
-    from skillos import safety
-
     sizes: dict = {}
     state = {"aliases": 0, "text": 0}
 

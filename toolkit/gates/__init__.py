@@ -22,6 +22,8 @@ from skillos.gates import core
 from skillos.config.fields import did_you_mean
 from skillos.gates.core import GATES, Context, Report, Result, run_checks
 from skillos.ledger.store import actor  # noqa: F401 - who launched: recorded with overrides
+from skillos.ledger import alerts
+from skillos.ledger.experiments import record_experiment
 
 __all__ = ["GATES", "GateRefused", "Report", "Result", "check", "enforce", "refuse_on_failure"]
 
@@ -45,8 +47,6 @@ def refuse_on_failure(report: Report, command: str, detail: dict | None = None, 
     if report.failed:
         names = ", ".join(r.check for r in report.failed)
         if cfg is not None:
-            from skillos.ledger import alerts
-
             alerts.send(cfg, "gates", f"{command} refused by the launch gates ({names})",
                         "\n".join(r.line() for r in report.failed), "error", echo)
         raise GateRefused(f"{command} refused by the launch gates: {len(report.failed)} check(s) "
@@ -161,8 +161,6 @@ def preview(cfg, command: str, overrides: dict[str, str] | None = None,
 def enforce(cfg, command: str, ledger, overrides: dict[str, str] | None = None,
             echo: Callable[[str], None] = print) -> Report:
     """Gate a launch: run the checks, record them, apply overrides, refuse on a FAIL."""
-    from skillos.ledger.experiments import record_experiment
-
     overrides = dict(overrides or {})
 
     def known(names: set) -> None:  # a typo is an error before any game is played

@@ -15,6 +15,18 @@ import json
 from skillos import prices
 from skillos.gates.core import Context, Report, Result, read_ledger, static
 from skillos.registry import compute_of
+from skillos.config.derived import server_gpus
+from skillos.config.matrix import expand
+from skillos.devices import gpu_launch, gpus_per_machine, undeclared
+from skillos.evals import stats
+from skillos.evals.arms import learns, plays
+from skillos.evals.distributed import plan
+from skillos.gates.learning import vouching
+from skillos.ledger import Ledger
+from skillos.ledger.experiments import success_metric
+from skillos.ledger.store import default_path
+from skillos.training.canary import line, trainer_key
+from skillos.training.common.plan import step_plan
 
 CHECK = "approved-plan"
 # the person's step that clears approved-plan and api-cost (PLAN: the plan file `skillos plan` wrote)
@@ -26,8 +38,6 @@ PLAN_VERSION = 3  # 2: plan_hash (resources included) and gpu_reasons; 3: api_co
 
 @static
 def approved_plan(ctx: Context) -> Result:
-    from skillos.devices import gpu_launch
-
     cfg = ctx.cfg
     launch = gpu_launch(cfg)
     if not launch:
@@ -52,8 +62,6 @@ def api_cost(ctx: Context) -> Result:
     """The cost gate: a launch whose paid API calls are estimated above compute.max_cost_usd, or at
     an unknown cost, needs an approved plan for its plan hash, as a GPU launch does
     (toolkit/prices.py: the estimate, its prices with their source and date)."""
-    from skillos.config.matrix import expand
-
     cfg = ctx.cfg
     est = paid_estimate(cfg, len(expand(cfg)))
     if not est["paid"]:
@@ -80,8 +88,6 @@ def paid_estimate(cfg, runs: int = 1) -> dict:
     """toolkit/prices.estimate with a training launch's executor calls a step from its step plan."""
     calls = None
     if cfg.training.is_set():
-        from skillos.training.common.plan import step_plan
-
         calls = step_plan(cfg).executor_calls
     return prices.estimate(cfg, runs, calls)
 
@@ -103,8 +109,6 @@ def cost_line(est: dict) -> str:
 def gpu_declared(ctx: Context) -> Result:
     """A launch that names no GPU and would put a model on one this process sees: its plan and
     approval count no GPU-hours, so it is refused before any weight moves."""
-    from skillos.devices import undeclared
-
     why = undeclared(ctx.cfg)
     if why is None:
         return Result("gpu-declared", GATES, "PASS", "compute.gpu", ctx.cfg.compute.gpu, "the GPUs the launch uses",
@@ -117,13 +121,10 @@ def gpu_declared(ctx: Context) -> Result:
 def gpu_count(ctx: Context) -> Result:
     """A training launch's processes each need a GPU of their own: a plan that names fewer GPUs
     per machine than it runs processes costs the wrong GPU-hours and does not start."""
-    from skillos.devices import gpus_per_machine
-
     cfg = ctx.cfg
     gpus = gpus_per_machine(cfg)
     if not cfg.training.is_set() or gpus is None or not compute_of(cfg).spends_gpus:
         return Result("gpu-count", GATES, "SKIP", detail="not a multi-GPU training launch that names its GPUs")
-    from skillos.config.derived import server_gpus
 
     per_machine = cfg.compute.num_processes // max(1, cfg.compute.num_machines)
     served = server_gpus(cfg)  # the trl server's and the model servers' GPUs, before training's
@@ -175,17 +176,12 @@ def plan_text(plan: dict) -> str:
 
 def build(cfg, report: Report, config_path: str, sets: list, proposed_by: str) -> dict:
     """The plan of a config, from what the gates computed (the `mde` check) and the step plan."""
-    from skillos.evals.arms import learns, plays
-    from skillos.ledger.experiments import success_metric
-
-    from skillos.config.matrix import expand
 
     mde = next((r.values for r in report.results if r.check == "mde" and r.values), {})
     learning = [arm for arm in cfg.eval.arms if learns(arm)]
     needed = mde.get("n_needed")
     runs = expand(cfg)
     per_run = cfg.env.n_games * len(cfg.eval.arms) + cfg.env.n_train_games * len(learning)
-    from skillos.devices import gpu_launch
 
     launch = gpu_launch(cfg, cuda=0)  # what the config declares: the plan reads the same on any machine
     return {
@@ -248,10 +244,6 @@ def last_canary(cfg) -> dict | None:
     the code installed now."""
     if not cfg.training.is_set():
         return None
-    from skillos.gates.learning import vouching
-    from skillos.ledger import Ledger
-    from skillos.ledger.store import default_path
-    from skillos.training.canary import line, trainer_key
 
     key = trainer_key(cfg)
     if not default_path().is_file():
@@ -271,16 +263,12 @@ def last_canary(cfg) -> dict | None:
 
 
 def _ray_plan(cfg) -> dict:
-    from skillos.evals.distributed import plan
-
     return plan(cfg)
 
 
 def _family_mde(cfg, mde: dict, runs: int) -> dict | None:
     """The MDE once every comparison of every run is one family: at Holm's strictest step (alpha
     over the family's size), which is what the first claim must clear. None for a family of one."""
-    from skillos.evals import stats
-
     size = runs * max(1, len(cfg.eval.arms) - 1)
     if size <= 1 or not mde:
         return None
@@ -305,8 +293,6 @@ def cost(cfg, runs: int = 1) -> dict:
     if not cfg.training.is_set():
         return {"gpu_hours": None, "wall_hours": None,
                 "reason": "an eval: its cost is the games above; the step plan estimates training only"}
-    from skillos.devices import gpus_per_machine
-    from skillos.training.common.plan import step_plan
 
     step, steps = step_plan(cfg), (cfg.training.max_steps or 0) * runs or None
     per_machine = gpus_per_machine(cfg)

@@ -19,6 +19,8 @@ from typing import Callable
 from skillos.errors import SkillosError
 from skillos.gates.reference import Reference
 from skillos.registry import NO_MODEL
+from skillos.ledger import Ledger
+from skillos.ledger.store import default_path
 
 GATES = {
     1: "diff the config against the paper's hyperparameter table, mechanically",
@@ -253,8 +255,6 @@ def read_ledger(ctx: Context, read: Callable):
     check` records nothing); None when there is no ledger at all."""
     if ctx.ledger is not None:
         return read(ctx.ledger)
-    from skillos.ledger import Ledger
-    from skillos.ledger.store import default_path
 
     if not default_path().is_file():
         return None

@@ -20,6 +20,17 @@ from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.gates.core import Context, Result, dry_run, machine, training_only
 from skillos.registry import trainer_of, uses_model
 from skillos.safety import Ticker
+from skillos.config.derived import groups_per_step, training_output_dir
+from skillos.evals import stats
+from skillos.evals.arms import arm_settings, load_games
+from skillos.evals.envs.registry import environment
+from skillos.evals.protocol import PINS, load_spec
+from skillos.evals.runner import ArmAborted, MIN_GAMES_FOR_ABORT, play, run_arm
+from skillos.evals.slate_eval import config_pins
+from skillos.repo import Retriever, SkillRepo
+from skillos.training.curator.env import CuratorEnv, Setup, finish, make_setup, published_tools
+from skillos.training.curator.groups import build_groups
+from skillos.training.curator.reward import Reward, Rollout, ShortRollout, group_rewards, health, reward, task_reward
 
 GIB = 1024 ** 3
 ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
@@ -100,8 +111,6 @@ class _Recording:
 def _games(ctx: Context, split: str, n: int):
     key = ("games", split, n)
     if key not in ctx.cache:
-        from skillos.evals.arms import load_games
-
         ctx.cache[key] = load_games(ctx.cfg, split, n, progress=_generation_progress(ctx, split))
     return ctx.cache[key]
 
@@ -109,8 +118,6 @@ def _games(ctx: Context, split: str, n: int):
 def _generation_progress(ctx: Context, split: str):
     """A first run generates its games here (a minute or more): say so, every ~10%, instead of
     going silent before the first check line."""
-    from skillos.safety import Ticker
-
     return Ticker(ctx.progress, f"  generating {split} games for the dry-run")  # per 10% or per 10 s
 def curator_training(fn):
     """A check of the curator's training rollouts: another trainer (skillgate.trainer) has its
@@ -137,7 +144,6 @@ def _train_pool(ctx: Context):
 @curator_training
 def tool_surface(ctx: Context) -> Result:
     check, gates = "tool-surface", (1,)
-    from skillos.training.curator.env import CuratorEnv, published_tools
 
     tools = published_tools(CuratorEnv)
     incident = "TRL published helper methods as tools: the curator trained on a different tool surface"
@@ -162,9 +168,6 @@ def tool_surface(ctx: Context) -> Result:
 @dry_run
 def top_k_used(ctx: Context) -> Result:
     """The number of skills the executor actually receives, through the launch's own path."""
-    from skillos.evals.arms import arm_settings
-    from skillos.evals.runner import play
-    from skillos.repo import Retriever, SkillRepo
 
     if ctx.training and not trainer_of(ctx.cfg).curates:
         return Result("top-k-used", (1,), "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the "
@@ -188,9 +191,6 @@ def top_k_used(ctx: Context) -> Result:
 @dry_run
 def sentinels(ctx: Context) -> Result:
     """No code path turns an API error, a timeout or a parse failure into a failure or a 0."""
-    from skillos.evals import stats
-    from skillos.evals.runner import ArmAborted, MIN_GAMES_FOR_ABORT, run_arm
-    from skillos.training.curator.reward import Reward, group_rewards, task_reward
 
     check, gates = "sentinels", (2,)
     incident = "an API outage scored as failures became a p <= 0.0005 'effect'"
@@ -235,7 +235,6 @@ def sentinels(ctx: Context) -> Result:
 @training_only(2)
 def reward_arithmetic(ctx: Context) -> Result:
     check, gates = "reward-arithmetic", (2,)
-    from skillos.training.curator.reward import Rollout, ShortRollout, reward
 
     g = ctx.cfg.training.group_size or 10
     w = dict(lambda_fc=ctx.cfg.reward.lambda_fc, lambda_cnt=ctx.cfg.reward.lambda_cnt,
@@ -269,9 +268,6 @@ def rollout_positions(ctx: Context) -> Result:
     incident = "rewards measured on 1 of 9 positions while every health metric looked fine"
     if not ctx.training:
         return _eval_rollouts(ctx, check, gates, incident)
-    from skillos.training.curator.env import CuratorEnv, finish, make_setup
-    from skillos.training.curator.groups import build_groups
-    from skillos.training.curator.reward import health, reward
 
     g = ctx.cfg.training.group_size
     pool = _train_pool(ctx)
@@ -299,9 +295,6 @@ def rollout_positions(ctx: Context) -> Result:
 
 
 def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Result:
-    from skillos.evals.envs.registry import environment
-    from skillos.evals.arms import arm_settings
-    from skillos.evals.runner import run_arm
 
     n = min(EVAL_GAMES, ctx.cfg.env.n_games)
     games = _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
@@ -332,8 +325,6 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
 @curator_training
 def task_distribution(ctx: Context) -> Result:
     check, gates = "task-distribution", (3,)
-    from skillos.config.derived import groups_per_step
-    from skillos.training.curator.groups import build_groups
 
     t = ctx.cfg.training
     pool = _train_pool(ctx)
@@ -341,7 +332,6 @@ def task_distribution(ctx: Context) -> Result:
     per_step = math.ceil(groups_per_step(ctx.cfg) or 1)
     k = min(max(2 * len(types), 4), per_step * (t.max_steps or 1))
     incident = "a fixed 10-task loop cost ~64 GPU-days while every health metric looked fine"
-    from skillos.evals.envs.registry import environment
 
     low, high = environment(ctx.cfg).group_sizes(ctx.cfg)
     try:
@@ -386,8 +376,6 @@ def splits_disjoint(ctx: Context) -> Result:
     detail = (f"{len(held_out)} {cfg.env.split} and {len(train)} {cfg.env.train_split} games, "
               f"{len(overlap)} shared content hashes")
     if not overlap and ctx.training and trainer_of(cfg).curates:  # a slate trainer: selector-rollouts
-        from skillos.evals.arms import arm_settings
-        from skillos.training.curator.env import CuratorEnv, Setup
 
         s = arm_settings(cfg)
         setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size, s["max_steps"],
@@ -409,7 +397,6 @@ def disk(ctx: Context) -> Result:
     check, gates = "disk", (7,)
     t = ctx.cfg.training
     incident = "a full disk killed a run at its last checkpoint"
-    from skillos.config.derived import training_output_dir
 
     out = training_output_dir(ctx.cfg).expanduser()
     probe = out.absolute()
@@ -453,9 +440,7 @@ def selector_rollouts(ctx: Context) -> Result:
         return Result(check, gates, "SKIP", detail=f"skillgate.trainer {cfg.skillgate.trainer} plays no slates")
     import tempfile
 
-    from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
-    from skillos.training.curator.env import published_tools
 
     incident = "selector credit computed from reads the environment never recorded"
     tools = published_tools(slate_domain.SlateEnv)
@@ -495,8 +480,6 @@ def eval_pins(ctx: Context) -> Result:
     check, gates, spec = "eval-pins", (4,), ctx.cfg.skillgate.eval_spec
     if not spec or not ctx.cfg.skillgate.slate_repo:
         return Result(check, gates, "SKIP", detail="no frozen eval spec with a slate (skillgate.eval_spec)")
-    from skillos.evals.protocol import PINS, load_spec
-    from skillos.evals.slate_eval import config_pins
 
     frozen = load_spec(ctx.path(spec)).pins()
     pins = config_pins(ctx.cfg, _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games))

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from skillos.gates.core import Context, Result, read_ledger, static, training_only
 from skillos.registry import trainer_of
+from skillos.devices import gpu_launch
+from skillos.registry import CANARIES
+from skillos.training.canary import canary, estimate, trainer_key
+from skillos.training.canary.identity import changes, config_digest, launch_modules
 
 GATES = (6,)  # if training does not move the number, the recipe is wrong
 INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing (task reward +0.035 over "
@@ -20,10 +24,6 @@ INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing 
 @static
 @training_only(*GATES)
 def recipe_learns(ctx: Context) -> Result:
-    from skillos.devices import gpu_launch
-    from skillos.registry import CANARIES
-    from skillos.training.canary import canary, estimate, trainer_key
-    from skillos.training.canary.identity import launch_modules
 
     check, cfg = "recipe-learns", ctx.cfg
     launch = gpu_launch(cfg)
@@ -69,8 +69,6 @@ def recipe_learns(ctx: Context) -> Result:
 def vouching(key: str, rows: list) -> tuple[dict | None, tuple | None]:
     """(the newest of `rows` whose identity still holds for the code now, or None; (the newest
     row, what changed since it) when none holds and there was one)."""
-    from skillos.training.canary import canary
-    from skillos.training.canary.identity import changes, config_digest
 
     name, _, variant = key.partition(":")
     chosen, configs, stale = canary(name), {}, None
@@ -97,8 +95,6 @@ def standing(ledger) -> list[dict]:
     verdicts), the newest passing one, and the one that vouches for the code installed now as
     gate 6 decides it (`vouching`: None, with what changed since the newest, when none does) —
     `skillos ledger canaries`."""
-    from skillos.registry import CANARIES
-
     out = []
     for trainer in dict.fromkeys(row["trainer"] for row in ledger.canaries()):
         passing = ledger.passing_canaries(trainer)

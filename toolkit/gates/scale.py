@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from skillos.gates.core import Context, Result, static, training_only
 from skillos.registry import COMPUTE, compute_of
+from skillos.config.derived import server_gpus
+from skillos.devices import gpu_spec, gpus_per_machine
+from skillos.training.common.memory import memory_plan
 
 GATES = (7,)  # watch the box: GPUs that are paid for and idle
 
@@ -14,8 +17,6 @@ GATES = (7,)  # watch the box: GPUs that are paid for and idle
 @static
 @training_only(*GATES)
 def vllm_server(ctx: Context) -> Result:
-    from skillos.devices import gpus_per_machine
-
     check = "vllm-server"
     t, c = ctx.cfg.training, ctx.cfg.compute
     incident = "a server-mode run whose trainer waited for a vLLM server that had no GPUs or no address"
@@ -33,7 +34,6 @@ def vllm_server(ctx: Context) -> Result:
     if c.vllm_server_gpus and c.vllm_server_gpus % tp:
         problems.append(f"compute.vllm_server_gpus {c.vllm_server_gpus} is not a multiple of "
                         f"training.vllm_tensor_parallel_size {tp}")
-    from skillos.config.derived import server_gpus
 
     gpus = gpus_per_machine(ctx.cfg)
     per_machine = c.num_processes // max(1, c.num_machines)
@@ -83,9 +83,6 @@ def multi_node(ctx: Context) -> Result:
 def memory(ctx: Context) -> Result:
     """Each GPU's planned memory against the declared GPU's (training/common/memory.py): a layout that cannot
     start is refused before any GPU is paid for; every component's number is in the detail."""
-    from skillos.config.derived import server_gpus
-    from skillos.devices import gpu_spec
-    from skillos.training.common.memory import memory_plan
 
     check = "memory"
     incident = "a launch that allocated every GPU and then ran out of memory loading its second engine"

@@ -12,6 +12,19 @@ from skillos.config.backend import decoding_of
 from skillos.config.fields import did_you_mean
 from skillos.gates.core import Context, Result, machine, same, static, training_only
 from skillos.registry import BACKENDS, COMPUTE, NO_MODEL, TORCH_FIRST, TRAINERS, compute_of, trainer_of
+from skillos.config.schema import Config
+from skillos.errors import SkillError, SkillosError
+from skillos.evals import stats
+from skillos.evals.arms import game_sets
+from skillos.evals.backends.build import decodings
+from skillos.evals.envs.alfworld.scenes import TASK_TYPES
+from skillos.evals.envs.registry import environment
+from skillos.evals.protocol import PINS, load_spec
+from skillos.gates import reference as refs
+from skillos.ledger.store import LedgerError
+from skillos.repo import SkillRepo
+from skillos.training.curator.trainer import format_warmup_steps
+from skillos.training.selector.credit import CREDITED
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -107,8 +120,6 @@ def reference(ctx: Context) -> Result:
                           "cannot be diffed against the paper")
         return Result("reference", (1,), "SKIP", detail="no reference named; nothing to diff")
     if ctx.reference is None:
-        from skillos.gates import reference as refs
-
         return Result("reference", (1,), "FAIL", "reference", name, ", ".join(refs.names()),
                       "a run diffed against no table", "unknown reference")
     return Result("reference", (1,), "PASS", "reference", name, name,
@@ -139,7 +150,6 @@ def table(ctx: Context) -> list[Result]:
 
 def _seen(cfg, key: str):
     if key == "training.format_warmup_steps":  # its None means a number, which the trainer owns
-        from skillos.training.curator.trainer import format_warmup_steps
 
         return format_warmup_steps(cfg)
     return derived(cfg, key) if key in ("prompts_per_step", "completions_per_step") else get(cfg, key)
@@ -366,8 +376,6 @@ def executor_reasoning(ctx: Context) -> list[Result]:
 def _decoding_refused(cfg, section) -> str | None:
     """Why the model executor this config plays cannot decode as `section` says (its env's, and
     the slate's where selector training plays slates), or None."""
-    from skillos.evals.backends.build import decodings
-    from skillos.evals.envs.registry import environment
 
     domains = [environment(cfg)] + ([environment("slate")] if not trainer_of(cfg).curates else [])
     for domain in domains:
@@ -466,8 +474,6 @@ def control(ctx: Context) -> list[Result]:
 
 @static
 def mde(ctx: Context) -> Result:
-    from skillos.evals import stats
-
     check, gates = "mde", (5,)
     if ctx.command == "sleep night":  # its held-out tasks are mined tonight: its own gate gives the MDE at their n
         return Result(check, gates, "SKIP", detail="a sleep night's validation tasks are mined when it runs, not "
@@ -524,8 +530,6 @@ def trials_sample(ctx: Context) -> Result:
 def optimize_power(ctx: Context) -> Result:
     """skillos optimize: the smallest gain the k·SE gate can accept on n_validation tasks, planned
     before spending (the run prints it again from its A/A variance before any candidate)."""
-    from skillos.evals import stats
-
     check, gates = "optimize-power", (5,)
     if not (ctx.command == "optimize" or (ctx.command is None and "optimize" in ctx.cfg.declared)):
         return Result(check, gates, "SKIP", detail="not an optimize launch")
@@ -576,8 +580,6 @@ def fix(ctx: Context) -> Result:
     if ctx.ledger is None:
         problems.append("no ledger to look the failure and before-run up in")
     else:
-        from skillos.ledger.store import LedgerError
-
         try:
             ctx.ledger.failure(e.fixes_failure)
         except LedgerError:
@@ -646,9 +648,6 @@ def data_present(ctx: Context) -> list[Result]:
     """The data each split's tasks come from is on this machine (ALFWorld's official games, a
     reasoning dataset, its grader): asked of the environment without loading a task, so `plan`
     says it for free, before the dry-run or the launch."""
-    from skillos.errors import SkillosError
-    from skillos.evals.arms import game_sets
-    from skillos.evals.envs.registry import environment
 
     env = environment(ctx.cfg)
     results = []
@@ -670,11 +669,7 @@ def data_present(ctx: Context) -> list[Result]:
 def skillgate_slate(ctx: Context) -> Result:
     """Selector training needs a slate folder that fills the configured slate for every task type:
     an oracle, and enough relevant, misleading (built from the oracle) and irrelevant skills."""
-    from skillos.errors import SkillError, SkillosError
-    from skillos.evals.envs.alfworld.scenes import TASK_TYPES
-    from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
-    from skillos.repo import SkillRepo
 
     check, gates, g = "skillgate-slate", (2,), ctx.cfg.skillgate
     if trainer_of(ctx.cfg).curates and g.selector_credit == "mixed_task_reward":
@@ -710,8 +705,6 @@ def skillgate_slate(ctx: Context) -> Result:
 
 @static
 def skillgate_credit(ctx: Context) -> Result:
-    from skillos.training.selector.credit import CREDITED
-
     check, gates, g = "skillgate-credit", (1,), ctx.cfg.skillgate
     if not trainer_of(ctx.cfg).selector_credit and g.selector_credit == "mixed_task_reward":
         return Result(check, gates, "SKIP", "skillgate.selector_credit", g.selector_credit,
@@ -735,8 +728,6 @@ def skillgate_credit(ctx: Context) -> Result:
 
 @static
 def eval_protocol(ctx: Context) -> Result:
-    from skillos.evals.protocol import PINS, load_spec
-
     check, gates, spec = "eval-protocol", (4,), ctx.cfg.skillgate.eval_spec
     if not spec:
         return Result(check, gates, "SKIP", detail="no frozen eval spec (skillgate.eval_spec)")
@@ -747,8 +738,6 @@ def eval_protocol(ctx: Context) -> Result:
 @static
 def divergences(ctx: Context) -> list[Result]:
     """Runs last: every declared departure must name a key some check read."""
-    from skillos.config.schema import Config
-
     known = set(_flatten(Config().to_dict())) | set(DERIVED)
     known |= set(ctx.reference.values if ctx.reference else ())
     out = []

@@ -28,6 +28,31 @@ from pathlib import Path
 
 from skillos.gates.core import Context, Result, same
 from skillos.registry import LOCAL_BACKENDS, MODEL_BACKENDS, NO_MODEL, TRAINERS, uses_model
+from skillos.config.compute import ComputeConfig
+from skillos.config.derived import relative_to_config, server_gpus, training_output_dir
+from skillos.evals.arms import arm_settings, game_sets
+from skillos.evals.backends.chat import sent
+from skillos.evals.backends.llm_curator import LLMCurator
+from skillos.evals.backends.tiny_model import TINY_NAME
+from skillos.evals.curation import curator_input, steps_shown
+from skillos.evals.envs.household.llm import LLMEpisode
+from skillos.evals.envs.registry import environment
+from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
+from skillos.evals.runner import play
+from skillos.evals.trajectory import Step, Trajectory
+from skillos.gates.approval import paid_estimate
+from skillos.gates.static import derived
+from skillos.ledger.watchdog import launch_watch
+from skillos.models import MODELS, models_dir
+from skillos.registry import COMPUTE, IN_PROCESS, compute_of, load, trainer_of
+from skillos.repo import Retriever, SkillRepo
+from skillos.training.common.grpo import lora_config
+from skillos.training.common.launch import plan
+from skillos.training.common.prompt_cap import PromptCap
+from skillos.training.curator.env import RolloutState, env_with_state, make_setup
+from skillos.training.curator.trainer import RewardFunction, format_warmup_steps
+from skillos.training.registry import args_spec, trainer_for
+from skillos.training.textopt.optimize import gate_args
 
 INCIDENT = "a setting the gate approved never reached the code it configures (checked but not applied)"
 # derived quantities -> the config keys they are made of
@@ -159,8 +184,6 @@ class Tracer:
         arguments class refuses the values (TRL's own checks), the object is filled field by field
         without them, so each key still shows what it was passed, and `refused` says why."""
         def build():
-            from skillos.config.derived import training_output_dir
-            from skillos.training.registry import args_spec
 
             cls, kwargs = args_spec(self.cfg, not self.gpu, training_output_dir(self.cfg))
             try:
@@ -182,14 +205,10 @@ class Tracer:
     @property
     def entry(self):
         """The trainer's registry entry: what it is able to do, asked instead of its name."""
-        from skillos.registry import trainer_of
-
         return trainer_of(self.cfg)
 
     def trainer_class(self):
         def build():
-            from skillos.registry import load
-
             spec = self.entry.trainer_class
             return load(spec)(self.cfg) if spec else None
         return self.cached("trainer_class", build)
@@ -211,8 +230,6 @@ class Tracer:
     def launch_plan(self) -> dict:
         """The launch training/common/launch.plan makes for this config: what launch() runs, as data."""
         def build():
-            from skillos.training.common.launch import plan
-
             return plan(self.cfg, str(self.cfg.source or "config.yaml"))
         return self.cached("launch", build)
 
@@ -224,8 +241,6 @@ class Tracer:
 
     def sent(self, section: str) -> dict:
         def build():
-            from skillos.evals.backends.chat import sent
-
             return sent(_section(self.cfg, section))
         return self.cached(f"sent:{section}", build)
 
@@ -287,8 +302,6 @@ def _lora(t: Tracer, key, value):
         return Row(key, value, "GRPOTrainer(peft_config=None)", True, None, "full fine-tuning")
 
     def build():
-        from skillos.training.common.grpo import lora_config
-
         return lora_config(t.cfg)
     lora = t.cached("lora", build)
     arrived = {k: getattr(lora, k, UNSET) for k in value}
@@ -307,7 +320,6 @@ def _group_size(t: Tracer, key, value):
     if not t.entry.curates:
         return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
     args = t.args()
-    from skillos.evals.envs.registry import environment
 
     low, high = environment(t.cfg).group_sizes(t.cfg)
     arrived = args.max_tool_calling_iterations + 1
@@ -324,7 +336,6 @@ def _max_prompt_length(t: Tracer, key, value):
         return _row(key, value, "selector_baselines: every row's prompt cut by prompt_cap.cap_text",
                     t.cfg.training.max_prompt_length, f"and {type(args).__name__}.max_length "
                     f"{getattr(args, 'max_length', None)} (prompt + completion)")
-    from skillos.training.common.prompt_cap import PromptCap
 
     cls = t.trainer_class()
     arrived = getattr(args, "max_prompt_length", None)
@@ -388,8 +399,6 @@ def _async_rollouts(t: Tracer, key, value, name):
 
 @resolver(r"^training\.format_warmup_steps$")  # gate 1 diffs it against the paper's none
 def _format_warmup(t: Tracer, key, value):
-    from skillos.training.curator.trainer import format_warmup_steps
-
     steps = format_warmup_steps(t.cfg)
     return _row(key, value, "training/common/warmup.warm_up(steps=) before GRPO, by training/curator/trainer._warm", steps,
                 "" if steps else "no warm-up runs (format_warmup_steps 0)")
@@ -411,8 +420,6 @@ def _training_field(t: Tracer, key, value, name):
     args = t.args()
     cls = type(args).__name__
     if name == "output_dir":
-        from skillos.config.derived import training_output_dir
-
         return _row(key, value, f"{cls}.output_dir", args.output_dir, applied=_equal(str(training_output_dir(t.cfg)),
                                                                                     args.output_dir))
     if not hasattr(args, name):
@@ -437,8 +444,6 @@ def _num_processes(t: Tracer, key, value):
 
 @resolver(r"^(prompts|completions)_per_step$")
 def _per_step(t: Tracer, key, value):
-    from skillos.gates.static import derived
-
     value = derived(t.cfg, key)
     args = t.args()
     n, _ = t.launch_processes()
@@ -453,8 +458,6 @@ def _per_step(t: Tracer, key, value):
 # skillgate ---------------------------------------------------------------------------------------
 @resolver(r"^skillgate\.trainer$")
 def _trainer(t: Tracer, key, value):
-    from skillos.training.registry import trainer_for
-
     fn = trainer_for(t.cfg)
     arrived = f"{fn.__module__}:{fn.__name__}"
     target = TRAINERS[value].target if value in TRAINERS else ""
@@ -472,7 +475,6 @@ def _selector(t: Tracer, key, value, name):
 
 @resolver(r"^skillgate\.slate_size$")
 def _slate_size(t: Tracer, key, value):
-    from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
 
     sizes = slate_domain.slate_sizes(t.cfg)
@@ -483,8 +485,6 @@ def _slate_size(t: Tracer, key, value):
 
 @resolver(r"^skillgate\.slate_repo$")
 def _slate_repo(t: Tracer, key, value):
-    from skillos.config.derived import relative_to_config
-    from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -535,8 +535,6 @@ def _local_template(model: str | None) -> str | None:
     hub cache), read without loading or building anything; None when it is not here."""
     import json
 
-    from skillos.evals.backends.tiny_model import TINY_NAME
-    from skillos.models import MODELS, models_dir
 
     if not model:
         return None
@@ -572,11 +570,9 @@ def _history(t: Tracer, key, value):
         return _not_used(key, value, "the heuristic executor has no prompt history")
     if not t.entry.curates and cfg.training.is_set():
         return _not_used(key, value, "the slate executor (SkillGate) keeps its whole conversation")
-    from skillos.evals.envs.registry import environment
 
     if environment(cfg).history_unused:
         return _not_used(key, value, environment(cfg).history_unused)
-    from skillos.evals.envs.household.llm import LLMEpisode
 
     class _Executor:  # the episode reads only its executor's config to render a prompt
         config = cfg.executor
@@ -592,21 +588,15 @@ def _history(t: Tracer, key, value):
 def _curator_history(t: Tracer, key, value):
     """The trajectory steps the curator reads after each game: a probe game of 50 steps rendered
     through the training rollout's setup (training) or the LLM curator (eval)."""
-    from skillos.evals.curation import curator_input, steps_shown
-    from skillos.evals.trajectory import Step, Trajectory
 
     cfg = t.cfg
     probe = Trajectory("probe", "probe task", "", steps=[Step(f"probe-action-{i}", f"observation {i}")
                                                          for i in range(50)], won=False)
     if cfg.training.is_set() and t.entry.curates:
-        from skillos.training.curator.env import make_setup
-
         setup = make_setup(cfg, [])
         consumer, text = "training/curator/env.py CuratorEnv: the curator's input", curator_input(probe, 1, 3,
                                                                                          setup.history_length)
     elif not cfg.training.is_set() and uses_model(cfg.curator.backend):
-        from skillos.evals.backends.llm_curator import LLMCurator
-
         curator = LLMCurator(cfg.curator)  # its client is built, nothing is asked of it
         consumer, text = "evals/backends/llm_curator.py: the curator's input", curator_input(
             probe, history_length=curator.history_length)
@@ -619,10 +609,6 @@ def _curator_history(t: Tracer, key, value):
 # environment, retrieval, eval -----------------------------------------------------------------------
 def _scripted_play(t: Tracer):
     def build():
-        from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-        from skillos.evals.arms import arm_settings
-        from skillos.evals.runner import play
-        from skillos.repo import Retriever, SkillRepo
 
         settings = arm_settings(t.cfg)
         repo = SkillRepo(None)
@@ -673,7 +659,6 @@ def _mode(t: Tracer, key, value):
 def _max_steps(t: Tracer, key, value):
     cfg = t.cfg
     if cfg.training.is_set() and not t.entry.curates:
-        from skillos.evals.envs.registry import environment
         slate_domain = environment("slate")
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -686,8 +671,6 @@ def _max_steps(t: Tracer, key, value):
 
 @resolver(r"^env\.(?P<name>n_games|split|n_train_games|train_split)$")
 def _game_sets(t: Tracer, key, value, name):
-    from skillos.evals.arms import game_sets
-
     which = "held_out" if name in ("n_games", "split") else "train"
     split, n = game_sets(t.cfg)[which]
     return _row(key, value, f"load_games(cfg, split, n) of the {which.replace('_', '-')} games (eval, optimize, "
@@ -696,8 +679,6 @@ def _game_sets(t: Tracer, key, value, name):
 
 @resolver(r"^env\.reasoning\.min_group_size$")
 def _min_group(t: Tracer, key, value):
-    from skillos.evals.envs.registry import environment
-
     low, high = environment(t.cfg).group_sizes(t.cfg)
     return _row(key, value, "environment.group_sizes: the smallest |G| a training group is drawn with", low,
                 f"groups of {low}-{high}")
@@ -705,8 +686,6 @@ def _min_group(t: Tracer, key, value):
 
 @resolver(r"^eval\.max_error_rate$")
 def _error_rate(t: Tracer, key, value):
-    from skillos.evals.arms import arm_settings
-
     return _row(key, value, "runner.run_arm(max_error_rate) via arms.arm_settings",
                 arm_settings(t.cfg)["max_error_rate"])
 
@@ -745,8 +724,6 @@ def _reward_probe(t: Tracer) -> dict:
     """Each weight as the real reward function applies it: three scripted rollouts that score
     0 on r_task and 1 on exactly one other term; each total is that term's weight."""
     def build():
-        from skillos.training.curator.env import RolloutState, env_with_state
-        from skillos.training.curator.trainer import RewardFunction
 
         class Judge:
             def judge(self, text):
@@ -773,8 +750,6 @@ def _watchdog(t: Tracer, key, value):
         p = t.launch_plan()
         spec, consumer = p.get("watchdog"), f"training/common/launch.launch: the watchdog beside the {p['backend']} launch"
     else:
-        from skillos.ledger.watchdog import launch_watch
-
         spec = launch_watch(t.cfg, ["OUT"], "a process beside the launch")
         consumer = f"skillos.api._watching: the watchdog beside the {t.ctx.command or 'launch'}"
     started = spec is not None
@@ -794,8 +769,6 @@ def _launch_flag(t: Tracer, key, value):
     uses passes nothing)."""
     import dataclasses
 
-    from skillos.config.compute import ComputeConfig
-
     default = {f.name: f.default for f in dataclasses.fields(ComputeConfig)}[key.split(".", 1)[1]]
     path = t.path
     if value is None or value == default:
@@ -808,8 +781,6 @@ def _launch_flag(t: Tracer, key, value):
                    "launch passes it on)")
     arrived = command[command.index(flag) + 1]
     if key == "compute.deepspeed_config":
-        from skillos.config.derived import relative_to_config
-
         local = relative_to_config(t.cfg, value)
         return Row(key, value, f"the {path} launch: {flag}", Path(arrived).name == local.name, arrived)
     return _row(key, value, f"the {path} launch: {flag}", type(value)(arrived))
@@ -822,7 +793,6 @@ RAY_COMMANDS = ("eval", "sweep")  # what compute.backend ray runs as tasks (eval
 def _compute_backend(t: Tracer, key, value):
     if t.training_launch:
         return _row(key, value, "training/common/launch.plan: the launch made", t.launch_plan()["backend"])
-    from skillos.registry import COMPUTE, IN_PROCESS
 
     entry = COMPUTE[value]
     ok = entry.in_process or (entry.distributes and t.path in RAY_COMMANDS)
@@ -833,14 +803,10 @@ def _compute_backend(t: Tracer, key, value):
 
 @resolver(r"^compute\.(?P<name>ray_address|ray_max_retries|ray_gpus_per_task)$")
 def _ray(t: Tracer, key, value, name):
-    from skillos.registry import compute_of
-
     on_ray = compute_of(t.cfg).distributes and not t.training_launch and t.path in RAY_COMMANDS
     if on_ray:
         return Row(key, value, "evals/distributed: the cluster joined, each task's retries and resources", True, value)
     import dataclasses
-
-    from skillos.config.compute import ComputeConfig
 
     default = {f.name: f.default for f in dataclasses.fields(ComputeConfig)}[name]
     return Row(key, value, f"the {t.path} launch", value == default, None,
@@ -852,7 +818,6 @@ def _ray(t: Tracer, key, value, name):
 def _vllm_server_gpus(t: Tracer, key, value):
     command = [str(c) for c in t.launch_plan()["command"]] if t.training_launch else []
     if "--gpu_ids" in command:  # training takes the GPUs after the trl server's and the model servers'
-        from skillos.config.derived import server_gpus
 
         served = server_gpus(t.cfg) - t.cfg.compute.vllm_server_gpus
         first = int(command[command.index("--gpu_ids") + 1].split(",")[0])
@@ -865,8 +830,6 @@ def _vllm_server_gpus(t: Tracer, key, value):
 
 @resolver(r"^optimize\.gate\.(?P<name>mode|k|max_unmeasured)$")
 def _optimize_gate(t: Tracer, key, value, name):
-    from skillos.training.textopt.optimize import gate_args
-
     arrived = dict(zip(("mode", "k", "max_unmeasured"), gate_args(t.cfg)))[name]
     return _row(key, value, "evals/stats.accept_candidate: every candidate's acceptance (training/textopt/optimize.gate_args)",
                 arrived)
@@ -885,8 +848,6 @@ def _direct(t: Tracer, key, value):
 
 @resolver(r"^compute\.(?P<name>max_cost_usd|prompt_tokens_per_call|completion_tokens_per_call)$")
 def _cost(t: Tracer, key, value, name):
-    from skillos.gates.approval import paid_estimate
-
     est = paid_estimate(t.cfg)
     if name == "max_cost_usd":
         arrived = est["max_cost_usd"]
@@ -907,8 +868,6 @@ def launch_keys(cfg) -> list[str]:
     """The compute.* keys that say where a launch runs, set away from their defaults: traced
     whether or not a check read them, since a path that ignores one launches something else."""
     import dataclasses
-
-    from skillos.config.compute import ComputeConfig
 
     default = ComputeConfig()
     return [f"compute.{f.name}" for f in dataclasses.fields(ComputeConfig)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from skillos.repo.bm25 import BM25Index, top
 from skillos.repo.skill import Skill
+from skillos.errors import SkillosError
 
 MODES = ("bm25", "shuffled")
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -73,8 +74,6 @@ class Retriever:
 
 def retrieve(repo, query: str, k: int, mode: str) -> list[Hit]:
     """One-off retrieval (builds the index each call); use Retriever in loops."""
-    from skillos.errors import SkillosError
-
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
         raise SkillosError(f"-k {k}: must be between 0 and {MAX_K}")
     return Retriever(repo, mode).search(query, k)

@@ -16,6 +16,7 @@ import frontmatter
 import yaml
 
 from skillos.errors import SkillError, yaml_error_line
+from skillos.safety import load_yaml
 
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
@@ -101,8 +102,6 @@ class _StrictYAML(frontmatter.YAMLHandler):
     """Frontmatter through skillos' safe YAML: no duplicated keys, no alias bombs."""
 
     def load(self, fm, **kwargs):
-        from skillos.safety import load_yaml
-
         return load_yaml(fm, "frontmatter")
 
 

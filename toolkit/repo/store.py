@@ -16,6 +16,8 @@ from pathlib import Path
 from skillos.errors import SkillError
 from skillos.files import write_atomic
 from skillos.repo.skill import Skill, parse_skill, validate_name
+from skillos.errors import SkillosError
+from skillos.safety import MAX_SKILL_BYTES, read_text
 
 SKILL_FILE = "SKILL.md"
 
@@ -45,8 +47,6 @@ def _escapes(file: Path, root: Path) -> bool:
 
 def read_skill_file(file: Path) -> str:
     """A SKILL.md's text: a regular file, size-capped before parsing (never a FIFO or a folder)."""
-    from skillos.errors import SkillosError
-    from skillos.safety import MAX_SKILL_BYTES, read_text
 
     try:
         return read_text(file, MAX_SKILL_BYTES, SKILL_FILE)

@@ -27,6 +27,9 @@ from skillos.errors import SkillosError
 from skillos.view import plots
 from skillos.evals.run_folder import (GAMES, HISTORY, REPO_PREFIX, REPORT, ROW_FILES, RUN_MARKERS, SWEEP, TRACES,
                                       arm_of_repo, repo_dir)
+from skillos.config.derived import training_output_dir
+from skillos.ledger import Ledger
+from skillos.ledger.store import canary_passed
 
 
 def make_key(*parts) -> str:
@@ -100,8 +103,6 @@ class Source:
 
     # -- plumbing -------------------------------------------------------------------------
     def _ledger(self, problems: list):
-        from skillos.ledger import Ledger
-
         try:
             return Ledger.read_only(self.ledger_path)
         except SkillosError as exc:
@@ -450,8 +451,6 @@ class Source:
 def _canary_view(row: dict) -> dict:
     """A canary's ledger row as the viewer shows it: its verdicts, rule, seeds, controls and split,
     from the result it recorded (`passed` by the ledger's own rule, never the row's word)."""
-    from skillos.ledger.store import canary_passed
-
     result = json.loads(row["result_json"])
     keep = ("trainer", "metric", "n", "before", "after", "b", "c", "p", "p_corrected", "verdict", "control",
             "controls", "seeds", "rule", "held_out", "quick", "code_hash", "wall_s", "resolution")
@@ -471,8 +470,6 @@ def _output_of(config, arm) -> str | None:
     if arm != "train" or "output" in config or not isinstance(config.get("training"), dict):
         return config.get("output")
     from types import SimpleNamespace
-
-    from skillos.config.derived import training_output_dir
 
     experiment = config.get("experiment") if isinstance(config.get("experiment"), dict) else {}
     return str(training_output_dir(SimpleNamespace(training=SimpleNamespace(output_dir=config["training"].get("output_dir")),

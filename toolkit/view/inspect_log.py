@@ -21,6 +21,9 @@ import yaml
 from skillos.errors import SkillosError
 from skillos.evals.run_folder import CONFIG, ROW_FILES, TRACES, read_config
 from skillos.view.data import read_jsonl
+from skillos.evals.records import TRIALS_SCHEMA_VERSION, check_schema, row_trials
+from skillos.evals.trace import damage
+from skillos.secrets import redact
 
 SCORER = "skillos_success"
 
@@ -77,8 +80,6 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
     rows = read_jsonl(rows_path, problems)
     if not rows:
         raise SkillosError(f"{rows_path}: no games recorded" + (f" ({problems[0]})" if problems else ""))
-    from skillos.evals.records import TRIALS_SCHEMA_VERSION, check_schema, row_trials
-    from skillos.evals.trace import damage
 
     for number, row in enumerate(rows, 1):
         check_schema(row, f"{rows_path} row {number}", TRIALS_SCHEMA_VERSION)  # a game's trials: its epochs
@@ -99,8 +100,6 @@ def export_run(run_dir: Path, out: Path, phase: str = "eval") -> dict:
         config = config if isinstance(config, dict) else {}
     executor = config.get("executor") or {}
     model = f"{executor.get('backend', 'unknown')}/{executor.get('model') or 'none'}"
-
-    from skillos.secrets import redact
 
     rows = [redact(r) for r in rows]  # a key written into a run file by hand stays out of the log
     traces = {k: redact(t) for k, t in traces.items()}

@@ -24,6 +24,7 @@ from skillos.evals.run_folder import REPORT
 from skillos.secrets import redact_text
 from skillos.view.data import Source
 from skillos.view.server import asset
+from skillos.ledger import Ledger
 
 MARK = ".skillos-report"  # a folder holding this is a report we may replace
 
@@ -99,7 +100,6 @@ def experiment_id(source: Source, target: str) -> int:
     if not source.ledger_path.is_file():
         raise SkillosError(f"{target}: not a run folder, and there is no ledger at {source.ledger_path} to find "
                            "an experiment in (--home)")
-    from skillos.ledger import Ledger
 
     ledger = Ledger.read_only(source.ledger_path)
     try:

@@ -23,6 +23,7 @@ from skillos.errors import SkillosError
 from skillos.files import replaced_folder
 from skillos.secrets import redact_text
 from skillos.view.data import Source
+from skillos.safety import Ticker
 
 ASSETS = ("index.html", "plot.js", "app.js", "style.css")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -130,7 +131,6 @@ def export(source: Source, out: Path, echo=None) -> dict:
         (tmp / "static" / "export.js").write_text("window.SKILLOS_STATIC = true;\n")
         page = asset("index.html").replace(b"<!--static-->", b'<script src="static/export.js"></script>')
         (tmp / "index.html").write_bytes(page)
-        from skillos.safety import Ticker
 
         manifest, problems = {}, 0
         keys = list(dict.fromkeys(source.keys()))

@@ -46,6 +46,22 @@ from skillos.ledger.store import canary_passed
 from skillos import registry
 from skillos.registry import CANARIES, COMPUTE, compute_of
 from skillos.training.canary import identity
+from skillos.config.compute import ComputeConfig
+from skillos.config.eval import EvalConfig
+from skillos.config.loading import from_dict
+from skillos.config.sets import apply_sets, parse_set
+from skillos.devices import kind_line
+from skillos.evals import distributed, stats
+from skillos.evals.arms import load_games
+from skillos.evals.distributed import require_ray
+from skillos.evals.protocol import digest
+from skillos.evals.run_folder import creatable
+from skillos.evals.stats import mcnemar_exact
+from skillos.ledger import alerts
+from skillos.safety import Ticker
+from skillos.training.common.grpo import DESTROYED
+from skillos.training.common.plan import duration_text
+from skillos.training.common.warmup import READING_FILE
 
 # the learning signal and the two negative controls (shuffled within groups: nothing to learn;
 # sign-flipped: the opposite to learn), each run's folder; a canary passes when the first is an
@@ -114,9 +130,6 @@ def compute_sets(sets) -> list[str]:
     (ray installed); anything else is a one-line error (its miniature is fixed)."""
     import dataclasses
 
-    from skillos.config.compute import ComputeConfig
-    from skillos.config.loading import from_dict
-    from skillos.config.sets import apply_sets, parse_set
 
     sets = list(sets or ())
     for item in sets:
@@ -136,16 +149,12 @@ def compute_sets(sets) -> list[str]:
         raise SkillosError(f"canary --set: compute.backend {compute.backend}: a canary runs on compute.backend "
                            f"{' or '.join(CANARY_COMPUTE)}")
     if COMPUTE[compute.backend].distributes:
-        from skillos.evals.distributed import require_ray
-
         require_ray()  # now, not after the warm start
     return sets
 
 
 def described(signal: str, what: str) -> str:
     """How a canary's progress line names a run's signal: `what`, or how a control destroyed it."""
-    from skillos.training.common.grpo import DESTROYED
-
     return what if signal == "real" else f"{what} {DESTROYED[signal]}: a negative control"
 
 
@@ -158,8 +167,6 @@ def held_out_seed(cfg, offset: int | None = None) -> int:
 
 def load(cfg, split: str, n: int, echo, what: str) -> list:
     """A canary's games, saying so every 10% or 10 s while a first run generates them (minutes)."""
-    from skillos.evals.arms import load_games
-    from skillos.safety import Ticker
 
     return load_games(cfg, split, n, Ticker(echo, f"{what}: generating {split} games"))
 
@@ -167,8 +174,6 @@ def load(cfg, split: str, n: int, echo, what: str) -> list:
 def warm_reading(warm: str) -> dict | None:
     """What the warm start at `warm` recorded of what its turns say before their call (learned or
     not, over how many turns), or None."""
-    from skillos.training.common.warmup import READING_FILE
-
     try:
         return json.loads((Path(warm) / READING_FILE).read_text())
     except (OSError, ValueError):
@@ -216,7 +221,6 @@ def trained_and_control(cfg, out: Path, work, echo, model: bool = True, stamp_as
     digest = stamp_as or identity.config_digest(cfg)
     if not compute_of(cfg).distributes:
         return {signal: _stamped(work, digest, signal, out / folder, echo) for signal, folder in SIGNALS.items()}
-    from skillos.evals import distributed
 
     out = Path(out).resolve()  # a worker's working folder is not this process's
     tasks = [distributed.Task(f"canary {folder} run", _quiet_work, (work, digest, signal, out / folder),
@@ -250,8 +254,6 @@ def judge(measured: Measured, looks: int | None = None) -> dict:
     the schema's alpha, power and bootstrap. The trained comparison is corrected over `looks`
     (Bonferroni; None: a family of one); each control is its own family of one, uncorrected (a
     falsification check, not a second claim: correcting it would make it easier to pass)."""
-    from skillos.config.eval import EvalConfig
-    from skillos.evals import stats
 
     e, out = EvalConfig(), {}
     runs = [("trained", measured.after), ("control", measured.control_after)]
@@ -294,8 +296,6 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
              f"({sets[-1]}, where it runs: not part of its identity)")
     config = identity.config_digest(resolved)
     if not folder.exists():
-        from skillos.evals.run_folder import creatable
-
         creatable(folder)  # /proc, a read-only disk: one line before anything runs
     identity.guard(folder, config)  # a folder made by other code is never recorded under this code's hash
     undone = ledger.invalidated_canary_in(folder) if ledger is not None else None
@@ -362,8 +362,6 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
 def alert_verdict(cfg, result: dict, echo) -> dict | None:
     """The verdict as a trackio alert where the canary's config reports to trackio (--set
     training.report_to=trackio): info when it passed, error when it did not."""
-    from skillos.ledger import alerts
-
     verdict = "PASS" if result["passed"] else "FAIL"
     return alerts.send(cfg, "canary", f"canary {result['trainer']}: {verdict}", line(result),
                        "info" if result["passed"] else "error", echo)
@@ -394,8 +392,6 @@ def expected_time(config: str, timings: list, kind: dict, shipped: tuple | None 
     with none, what the project measured (`shipped`: (seconds, where), Canary.measured), else UNTIMED."""
     from statistics import median
 
-    from skillos.devices import kind_line
-    from skillos.training.common.plan import duration_text
 
     tiers = [([t["wall_s"] for t in timings if t["machine"] == kind and t["config"] == config],
               "on this kind of machine"),
@@ -427,8 +423,6 @@ def looked_at(cfg, measured: list, key: str, ledger) -> dict:
     """Which held-out games the canary was judged on, and on the sealed split the looks at them:
     every judged canary of `key` on the same games the ledger holds, this one included (None:
     uncounted, with no ledger; the tuning split counts none)."""
-    from skillos.evals.protocol import digest
-
     digests = sorted({m.games for m in measured if m.games})
     games = digest(digests) if digests else None
     sealed = cfg.canary.split == "sealed"
@@ -460,8 +454,6 @@ def by_stratum(measured: Measured) -> list[dict]:
     stratum a little from a garbled start (measured: a selector warm start at 10 of 40 unread
     went 1/20 -> 2/20 on heat and 4/20 -> 12/20 on cool, 26 of 40 first reads naming the cool
     oracle whatever the slate)."""
-    from skillos.config.eval import EvalConfig
-    from skillos.evals import stats
 
     if not measured.strata:
         return []
@@ -486,8 +478,6 @@ def versus_constant(measured: list, payoff: dict | None, looks: int | None = Non
     """The trained runs pooled over the seeds vs the payoff table's best constant answer on the same
     tasks (each seed's after paired with the constant's outcome on that task; exact McNemar,
     Bonferroni over `looks` as the trained comparison): None where the canary has no payoff table."""
-    from skillos.config.eval import EvalConfig
-    from skillos.evals import stats
 
     best = (payoff or {}).get("best_constant")
     if not best:
@@ -554,8 +544,6 @@ def resolution(n: int, alpha: float, measured: list) -> dict:
     """What a canary of this size can show: the smallest p its n paired tasks allow (every pair
     discordant one way, the exact test) against alpha, and whether the trained runs' weights moved
     (their learning-signal verdicts' grad_norm counts, over every seed; None: unmeasured)."""
-    from skillos.evals.stats import mcnemar_exact
-
     smallest = mcnemar_exact(n, 0) if n else None
     detects = smallest is not None and smallest < alpha
     signals = [((m.detail or {}).get("learning_signal") or {}).get("trained") for m in measured]

@@ -38,6 +38,18 @@ from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
 from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity, warm_reading
+from skillos.config.backend import BackendConfig
+from skillos.config.loading import load, with_sets
+from skillos.evals.backends.chat import BackendError
+from skillos.evals.backends.hf_chat import HFChat
+from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
+from skillos.evals.envs.registry import environment
+from skillos.safety import Ticker
+from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
+from skillos.training.common.warmup import warm_up
+from skillos.training.curator.env import CuratorEnv, finish, make_setup, state_of
+from skillos.training.curator.groups import build_groups
+from skillos.training.curator.trainer import train
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, the task type each is right for, and how often (its prior):
@@ -80,8 +92,6 @@ class CuratorCanary(Canary):
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
-        from skillos.config.loading import load, with_sets
-
         cfg = load(CONFIG, sets=(QUICK if quick else []) + (ASYNC if variant == "async" else []))
         return with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])  # the last step is kept
 
@@ -90,8 +100,6 @@ class CuratorCanary(Canary):
 
     def payoff(self, quick: bool, echo, variant: str | None = None, compute=()) -> dict:
         """The miniature's payoff table (training/canary/payoff.py) on its held-out groups."""
-        from skillos.config.loading import with_sets
-        from skillos.training.canary import held_out_games
 
         cfg = with_sets(self.config(quick, variant), list(compute))
         return payoff(cfg, held_out_games(cfg, echo, "curator"), echo)
@@ -99,8 +107,6 @@ class CuratorCanary(Canary):
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-        from skillos.config.loading import with_sets
-        from skillos.training.canary import miniature_games, trained_and_control
 
         cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "curator")
@@ -138,8 +144,6 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     """GRPO from the warm start into `folder` (signal "shuffled" or "flipped": a negative control), then the
     metric on the held-out groups: (outcomes, the reward history of each step, the run's
     learning-signal verdict, what else the evaluation measured)."""
-    from skillos.config.loading import with_sets
-    from skillos.training.curator.trainer import train
 
     run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({described(signal, 'rewards')})")
@@ -158,11 +162,6 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     init model cannot find one word in a prompt of ~1,500 tokens from the reward alone (measured:
     not learned in 20 steps), a pretrained one reads it; this teaches the reading, not the choice,
     which stays even between the skills whatever the type said."""
-    from skillos.evals.curation import TOOL_SURFACES
-    from skillos.evals.envs.registry import environment
-    from skillos.training.curator.env import CuratorEnv, make_setup
-    from skillos.training.curator.groups import build_groups
-    from skillos.training.common.warmup import warm_up
 
     if (folder / "config.json").is_file():
         return str(folder.resolve())
@@ -200,8 +199,6 @@ def said_type(task_type: str) -> str:
 
 
 def _opening(system: str):
-    from skillos.evals.curation import CURATOR_INSTRUCTIONS
-
     user = CURATOR_INSTRUCTIONS["curate_and_advance"] + "\n\n"
     return lambda text: [{"role": "system", "content": system}, {"role": "user", "content": user + text}]
 
@@ -223,8 +220,6 @@ def payoff(cfg, held_out, echo=None) -> dict:
     success of each held-out group when the curator's first turn inserts each constant answer the
     tool allows from PRIOR (no skill, each skill, each ordered pair in one call) and keeps it, and
     when it inserts the skill its group's type needs (the input-dependent answer)."""
-    from skillos.training.canary import payoff as table
-    from skillos.training.curator.env import CuratorEnv, make_setup, state_of
 
     setup = make_setup(cfg, held_out)
     groups = held_out_groups(held_out, cfg.training.group_size)
@@ -266,13 +261,6 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     by its second game. The rest: position 3's outcomes, each group's task type (the canary's
     strata), and the skill each turn wrote, counted by task type (does the choice follow the
     input?)."""
-    from skillos.config.backend import BackendConfig
-    from skillos.evals.backends.chat import BackendError
-    from skillos.evals.backends.hf_chat import HFChat
-    from skillos.evals.curation import TOOL_SURFACES
-    from skillos.evals.envs.registry import environment
-    from skillos.safety import Ticker
-    from skillos.training.curator.env import CuratorEnv, finish, make_setup
 
     import hashlib
 

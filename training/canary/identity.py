@@ -29,6 +29,8 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.registry import ENVIRONMENTS
+from skillos.config.derived import relative_to_config
+from skillos.files import write_atomic
 
 IDENTITY = "canary-identity.json"  # in the canary's folder, each run's folder and each checkpoint
 LIBRARIES = ("torch", "transformers", "trl", "peft", "accelerate")  # the code that trains, beside skillos's own
@@ -124,8 +126,6 @@ DATA_KEYS = (("skillgate", "slate_repo"),)
 def data_files(cfg) -> dict:
     """{key: {relative path: sha}} of every file under each folder DATA_KEYS names ({} if none);
     a named folder that is missing is recorded as missing."""
-    from skillos.config.derived import relative_to_config
-
     out = {}
     for section, name in DATA_KEYS:
         value = getattr(getattr(cfg, section, None), name, None)
@@ -185,8 +185,6 @@ def stamp(folder: Path, config: str, modules=None) -> dict:
     `modules` (default: what this process imported) with the modules each already records (a run
     a rerun reused was made by those; `guard` checked they still hold), and the config digest.
     Returns the identity written into `folder` itself."""
-    from skillos.files import write_atomic
-
     folder = Path(folder)
     modules = set(loaded_modules() if modules is None else modules)
     written = None

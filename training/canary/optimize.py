@@ -37,6 +37,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from skillos.training.canary import Canary, Measured, described, held_out_seed, identity
+from skillos import safety
+from skillos.config.loading import load, with_sets
+from skillos.evals.run_folder import REPORT, holds_run
+from skillos.training.canary import trained_and_control
+from skillos.training.textopt.optimize import run
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-optimize.yaml"
 QUICK = ["canary.seeds=[0]", "canary.split=tuning", "env.n_games=8", "env.n_train_games=6",
@@ -51,15 +56,11 @@ class OptimizeCanary(Canary):
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-optimize.yaml; --quick's size)."""
-        from skillos.config.loading import load
-
         return load(CONFIG, sets=QUICK if quick else [])
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-        from skillos.config.loading import with_sets
-        from skillos.training.canary import trained_and_control
 
         cfg = with_sets(self.config(quick), list(compute))
         measured = []
@@ -85,9 +86,6 @@ def optimize(cfg, signal: str, folder: Path, echo) -> dict:
     """One optimize run into `folder` (signal "shuffled" or "flipped": a negative control); its report. A run
     the folder holds (a canary killed mid-way, rerun with its --out) is continued where it stopped,
     and one that finished there is reused (its report)."""
-    from skillos import safety
-    from skillos.evals.run_folder import REPORT, holds_run
-    from skillos.training.textopt.optimize import run
 
     if (folder / REPORT).is_file():
         echo(f"canary optimize: {folder} already finished; its {REPORT} is reused")

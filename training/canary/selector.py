@@ -30,6 +30,16 @@ from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
 from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity, warm_reading
+from skillos.config.backend import BackendConfig
+from skillos.config.loading import load, with_sets
+from skillos.config.skillgate import SELECTOR_CREDITS
+from skillos.evals.backends.chat import BackendError
+from skillos.evals.backends.hf_chat import HFChat
+from skillos.evals.envs.registry import environment
+from skillos.safety import Ticker
+from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
+from skillos.training.common.warmup import warm_up
+from skillos.training.selector.trainer import train
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
 # Profiles that give the selection spans no credit of their own by design: the two controls and
@@ -54,8 +64,6 @@ class SelectorCanary(Canary):
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-selector.yaml; --quick's size;
         `variant`: the credit profile)."""
-        from skillos.config.loading import load, with_sets
-
         sets = (QUICK if quick else []) + ([f"skillgate.selector_credit={variant}"] if variant else [])
         cfg = load(CONFIG, sets=sets)
         return with_sets(cfg, [f"training.save_steps={cfg.training.max_steps}"])
@@ -65,13 +73,9 @@ class SelectorCanary(Canary):
     @property
     def variants(self) -> tuple:
         """The credit profiles a selector canary can check (`skillos canary selector --credit`)."""
-        from skillos.config.skillgate import SELECTOR_CREDITS
-
         return tuple(c for c in SELECTOR_CREDITS if c not in VOUCHED_BY_METHOD)
 
     def key(self, variant: str | None = None) -> str:
-        from skillos.config.loading import load
-
         return f"selector:{variant or load(CONFIG).skillgate.selector_credit}"
 
     def launch_key(self, cfg) -> str:
@@ -84,8 +88,6 @@ class SelectorCanary(Canary):
         """The miniature's payoff table (training/canary/payoff.py) on its held-out slates."""
         import tempfile
 
-        from skillos.config.loading import with_sets
-        from skillos.training.canary import held_out_games
 
         cfg = with_sets(self.config(quick, variant), list(compute))
         with tempfile.TemporaryDirectory() as scratch:  # the slates are rebuilt and frozen by each run
@@ -94,8 +96,6 @@ class SelectorCanary(Canary):
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-        from skillos.config.loading import with_sets
-        from skillos.training.canary import miniature_games, trained_and_control
 
         cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "selector")
@@ -124,8 +124,6 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
     """GRPO from the warm start into `folder` (signal "shuffled": the utilities permuted, the
     negative control), then the metric on the held-out games: (outcomes, first reads by task type and skill name, the
     run's learning-signal verdict)."""
-    from skillos.config.loading import with_sets
-    from skillos.training.selector.trainer import train
 
     run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({described(signal, 'selection utilities')})")
@@ -142,9 +140,7 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
     one word in a prompt of ~1,000 tokens from the selection credit alone, a pretrained one reads
     it; this teaches the reading, not the choice, which stays even over the slate whatever the
     type said."""
-    from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
-    from skillos.training.common.warmup import warm_up
 
     folder = out / "warm"
     if (folder / "config.json").is_file():
@@ -170,8 +166,6 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
 
 def reasoning(task_type: str) -> str:
     """The warm start's selection reasoning: the task's type, in its word (not a choice)."""
-    from skillos.evals.envs.registry import environment
-
     slate_domain = environment("slate")
     word = task_type.split("_")[1] if task_type.count("_") else task_type
     return f"{slate_domain.REASONING_OPEN}A {word} task.{slate_domain.REASONING_CLOSE}"
@@ -182,8 +176,6 @@ def payoff(cfg, held_out, slate_dir: Path, echo=None) -> dict:
     rate of each naming rule a listing alone supports (read the k-th listed name; read a given
     name whenever it is listed; read nothing) and of reading the oracle (the input-dependent
     answer), per task type."""
-    from skillos.evals.envs.registry import environment
-    from skillos.training.canary import payoff as table
 
     setup = environment("slate").make_slate_setup(cfg, held_out, slate_dir)
     slates = {g.id: setup.slates[g.id] for g in held_out}
@@ -211,12 +203,7 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
     skill name -> first reads, "said": replies whose reasoning said the task's type}),
     sampled at the training temperature with a seed fixed per game (the same draw before and
     after training: what moves is the policy's distribution)."""
-    from skillos.config.backend import BackendConfig
-    from skillos.evals.backends.chat import BackendError
-    from skillos.evals.backends.hf_chat import HFChat
-    from skillos.evals.envs.registry import environment
     slate_domain = environment("slate")
-    from skillos.safety import Ticker
 
     import hashlib
 

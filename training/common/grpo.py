@@ -18,6 +18,12 @@ from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals.curation import SURFACE_FILE
 from skillos.registry import trainer_of
+from skillos.config.derived import training_output_dir
+from skillos.devices import undeclared
+from skillos.files import write_atomic
+from skillos.safety import RunLock
+from skillos.training.common import signal
+from skillos.training.common.prompt_cap import config_class
 
 
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
@@ -53,8 +59,6 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
 
 def args_spec(cfg: Config, cpu: bool, out: Path | None = None) -> tuple:
     """(class, keyword arguments) of the GRPO arguments the trainer is built with."""
-    from skillos.training.common.prompt_cap import config_class
-
     return config_class(), grpo_kwargs(cfg, cpu)
 
 
@@ -66,8 +70,6 @@ def build_args(cfg: Config, cpu: bool, out: Path | None = None, extra: dict | No
 
 
 def output_dir(cfg: Config) -> Path:
-    from skillos.config.derived import training_output_dir
-
     return training_output_dir(cfg)
 
 
@@ -147,8 +149,6 @@ def on_cpu(cfg: Config) -> bool:
     on a process that sees one is refused here, before any weight moves (skillos/devices.py)."""
     import torch
 
-    from skillos.devices import undeclared
-
     refused = undeclared(cfg, torch.cuda.device_count())
     if refused:
         raise SkillosError(f"{cfg.source or 'config'}: {refused}")
@@ -172,7 +172,6 @@ def guarded(cfg: Config, echo, body) -> dict:
                 "finished": True, "finished_checkpoint": finished}
     if not is_main_process():
         return body(out, cpu)
-    from skillos.safety import RunLock
 
     with RunLock(out):  # one training run per output folder
         return body(out, cpu)
@@ -205,8 +204,6 @@ def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> dict:
     ledger run as finished, crashed, interrupted or aborted. Every step's learning signal is read
     from TRL's log (training/common/signal.py); at GPU scale the launch aborts after
     training.max_signal_free_steps signal-free steps in a row. Returns the signal's verdict."""
-    from skillos.training.common import signal
-
     watch = signal.for_run(cfg, echo, is_main_process())
     trainer.add_callback(watch.callback())
     try:
@@ -286,8 +283,6 @@ def archive_callback(cfg, ledger, run_id, echo, surface: str = "curate_and_advan
     copy it to archive/, ledger it.
     Built on call: transformers (and torch) load only when training does."""
     from transformers import TrainerCallback
-
-    from skillos.files import write_atomic
 
     class Archive(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):

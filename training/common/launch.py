@@ -13,6 +13,16 @@ from pathlib import Path
 from skillos.config.derived import relative_to_config, training_output_dir
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
+from skillos.config.derived import server_gpus
+from skillos.config.loading import load
+from skillos.devices import gpu_spec, gpus_per_machine
+from skillos.ledger import Ledger
+from skillos.ledger.watchdog import launch_watch, watching
+from skillos.registry import COMPUTE, TRAINING_BACKENDS, compute_of
+from skillos.training import registry
+from skillos.training.common.memory import memory_plan
+from skillos.training.common.plan import server_commands, step_plan, vllm_server_command
+from skillos.training.registry import train
 
 MODAL_APP = "skillos-train"
 MODAL_VOLUME = "skillos-checkpoints"
@@ -30,10 +40,6 @@ def plan(cfg: Config, config_path: str) -> dict:
     """The launch `cfg` would make, as data: printed by --dry-run, run by launch(); with the
     step plan (training/common/plan.py) a person reads before paying, and the watchdog (gate 7) started
     beside it on this path (`watchdog`: None when compute.watchdog is off)."""
-    from skillos.devices import gpu_spec
-    from skillos.ledger.watchdog import launch_watch
-    from skillos.training.common.memory import memory_plan
-    from skillos.training.common.plan import step_plan
 
     compute = _training_compute(cfg)
     p = {"backend": compute.name, **compute.launch_functions()[0](cfg, config_path)}
@@ -49,8 +55,6 @@ def plan(cfg: Config, config_path: str) -> dict:
 def _training_compute(cfg: Config):
     """The compute backend's registry entry (skillos/registry.py COMPUTE), refused when it takes no
     training launch (ray: evals and sweeps, whose arms are independent tasks)."""
-    from skillos.registry import TRAINING_BACKENDS, compute_of
-
     compute = compute_of(cfg)
     if not compute.trains:
         raise SkillosError(f"compute.backend {compute.name}: runs eval, sweep and matrix arms as tasks; training "
@@ -64,8 +68,6 @@ def plan_local(cfg: Config, config_path: str) -> dict:
 
 
 def plan_accelerate(cfg: Config, config_path: str) -> dict:
-    from skillos.config.derived import server_gpus
-    from skillos.training.common.plan import server_commands, vllm_server_command
 
     c = cfg.compute
     command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
@@ -90,8 +92,6 @@ def plan_accelerate(cfg: Config, config_path: str) -> dict:
 
 
 def plan_modal(cfg: Config, config_path: str) -> dict:
-    from skillos.devices import gpu_spec, gpus_per_machine
-
     c = cfg.compute
     gpu = gpu_spec(cfg)
     inner = ["accelerate", "launch", "--num_processes", str(gpus_per_machine(cfg))]
@@ -115,16 +115,12 @@ def launch(cfg: Config, p: dict, ledger, echo) -> dict:
     """Run the plan `p` (the gates have passed): train in this process under the watchdog, or
     hand the launch to `accelerate launch` or Modal. Returns the summary: `returncode` (0 when
     training finished), and for a local run the trained steps and archived checkpoints."""
-    from skillos.registry import COMPUTE
-
     return {"backend": p["backend"], **COMPUTE[p["backend"]].launch_functions()[1](cfg, p, ledger, echo)}
 
 
 def run_local(cfg: Config, p: dict, ledger, echo) -> dict:
     import contextlib
     import os
-
-    from skillos.training import registry
 
     with _watched(p, os.getpid(), ledger.path, echo), contextlib.redirect_stdout(sys.stderr):  # stdout: the report's
         summary = registry.train(cfg, ledger, echo=echo)  # skillgate.trainer picks the trainer
@@ -146,8 +142,6 @@ def run_modal(cfg: Config, p: dict, ledger, echo) -> dict:  # its watchdog start
 def _watched(p: dict, pid: int, ledger_path, echo):
     """The plan's watchdog (gate 7) as a process of its own on `pid`, or nothing when it is off."""
     import contextlib
-
-    from skillos.ledger.watchdog import watching
 
     w = p.get("watchdog")
     if not w:
@@ -195,7 +189,6 @@ def _run_in_container(command: list, watch: dict | None = None) -> int:
     job = subprocess.Popen(command, cwd=MODAL_CHECKPOINTS, env=env)
     if not watch:
         return job.wait()
-    from skillos.ledger.watchdog import watching
 
     with watching(watch["paths"], f"{MODAL_CHECKPOINTS}/.skillos/ledger.db", watch["stall_minutes"],
                   gpus=watch["gpus"], pids=[job.pid], stop_on=watch.get("stop_on")):
@@ -208,9 +201,6 @@ def _repo_root() -> Path:
 
 def main(argv: list[str]) -> int:
     """A launched worker: train the config (the launching process ran the gates)."""
-    from skillos.config.loading import load
-    from skillos.ledger import Ledger
-    from skillos.training.registry import train
 
     cfg = load(argv[0])
     with Ledger() as ledger:

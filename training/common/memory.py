@@ -34,6 +34,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.config.compute import VLLM_MAX_SEQS, VLLM_UTILIZATION
+from skillos.config.derived import relative_to_config, rollouts_per_generation, server_specs
+from skillos.devices import gpu_spec, gpus_per_machine
+from skillos.errors import ConfigError
+from skillos.evals.backends import tiny_model
+from skillos.models import MODELS, models_dir
+from skillos.registry import BACKENDS, TRAINERS
 
 GIB = 1024 ** 3
 CONTEXT_GIB = 0.5  # a CUDA context and the allocator's slack, per process on a GPU
@@ -127,8 +133,6 @@ class Shape:
         the name or a dotted suffix of it, "all-linear" every linear layer but the output head)."""
         import re
 
-        from skillos.errors import ConfigError
-
         targets, r = lora.get("target_modules") or ["q_proj", "v_proj"], lora.get("r", 8)  # peft's defaults here
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:
             raise ConfigError(f"training.lora.r: a positive integer rank, got {r!r}")
@@ -162,8 +166,6 @@ def shape_of(model: str | None) -> tuple[Shape | None, str]:
     has it."""
     if not model:
         return None, "no model named"
-    from skillos.evals.backends import tiny_model
-    from skillos.models import MODELS, models_dir
 
     if model == tiny_model.TINY_NAME:
         return Shape.from_hf({**tiny_model.SHAPE, "model_type": "qwen2", "vocab_size": tiny_model.VOCAB_SIZE}), \
@@ -293,8 +295,6 @@ def gpu_capacity(gpu: str | None) -> tuple[float | None, str]:
 
 def memory_plan(cfg) -> MemoryPlan:
     """Per-GPU memory of `cfg`'s launch (see the module's docstring)."""
-    from skillos.config.derived import server_specs
-    from skillos.devices import gpu_spec, gpus_per_machine
 
     spec = gpu_spec(cfg)
     capacity, why = gpu_capacity(spec)
@@ -348,8 +348,6 @@ def resolved(cfg) -> dict:
 
 def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, unestimated: list,
                    plan: MemoryPlan) -> None:
-    from skillos.registry import BACKENDS
-
     t, c = cfg.training, cfg.compute
     r = resolved(cfg)
     n = max(1, c.num_processes)
@@ -401,7 +399,6 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
     rank.parts.append(Part("logits", LOGIT_COPIES * b * completion * shape.vocab * abytes / GIB,
                            f"{LOGIT_COPIES} x {b} x {completion} completion tokens x {shape.vocab} vocab"))
     if not t.use_vllm:  # the training model generates: transformers' KV cache for its share of the batch
-        from skillos.config.derived import rollouts_per_generation
 
         rows = -(-(rollouts_per_generation(cfg) or b) // n)
         rank.parts.append(Part("generation KV cache", rows * seq * shape.kv_bytes_per_token() / GIB,
@@ -456,8 +453,6 @@ def _host(cfg, plan: MemoryPlan, psi: int, trainable: int, n: int, stage: int, m
 def _runs_in_training(cfg, role: str) -> bool:
     """The executor plays every rollout's games in the training process, unless the trained model is
     the executor (a selector trainer); the curator's judge is called there when the content reward is on."""
-    from skillos.registry import TRAINERS
-
     trainer = TRAINERS.get(cfg.skillgate.trainer)
     if trainer is not None and trainer.plays_itself:
         return False
@@ -478,8 +473,6 @@ def model_states(params: int, trainable: int, ranks: int, stage: int, mixed: boo
 def zero_stage(cfg) -> tuple[int, bool, bool]:
     """The DeepSpeed config's ZeRO stage (0 without one) and whether it offloads the optimizer states
     and the parameters (to CPU or NVMe); a file of the wrong shape is a one-line ConfigError."""
-    from skillos.config.derived import relative_to_config
-    from skillos.errors import ConfigError
 
     if not cfg.compute.deepspeed_config:
         return 0, False, False

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from skillos.config.derived import server_specs, url_port
+from skillos.config.derived import completions_per_step, rollouts_per_generation
+from skillos.training.common.memory import memory_plan
 
 # What a remote executor answers in (seconds per action) when the config states nothing: the
 # order of a hosted 8B model's reply with reasoning; printed as assumed, never as measured.
@@ -78,7 +80,6 @@ def vllm_mode(cfg) -> str:
 def step_plan(cfg, memory=None) -> StepPlan:
     """`memory`: the launch's memory plan when the caller has it (training/common/launch.plan), else made here."""
     t, c = cfg.training, cfg.compute
-    from skillos.config.derived import completions_per_step, rollouts_per_generation
 
     # every completion of the step is a rollout; those of one generation batch are in flight together
     rollouts = completions_per_step(cfg) or 1
@@ -101,7 +102,6 @@ def executor_slots(cfg, memory=None) -> int | None:
     compute.servers serves the executor and compute.gpu says how much memory its GPUs have; None otherwise."""
     if "executor" not in (cfg.compute.servers or {}) or not cfg.compute.gpu:
         return None
-    from skillos.training.common.memory import memory_plan
 
     return (memory or memory_plan(cfg)).slots("executor")
 

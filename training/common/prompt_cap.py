@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from skillos.training.common import trl_compat
 
 
 def cap_ids(ids, limit: int | None):
@@ -55,8 +56,6 @@ class PromptCap:
 def capped(base):
     """`base` (a GRPOTrainer class) with the prompt cap; a TRL whose `_tokenize_prompts` changed
     shape is a one-line error naming its version, never a silently uncapped run."""
-    from skillos.training.common import trl_compat
-
     trl_compat.check(base, ["_tokenize_prompts"])  # training.max_prompt_length is applied through it
     if issubclass(base, PromptCap):
         return base

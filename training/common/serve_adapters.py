@@ -27,6 +27,12 @@ from pathlib import Path
 
 from skillos.config.derived import ADAPTER_KEY_ENV
 from skillos.errors import SkillosError
+from skillos.config.derived import checkpoint_of
+from skillos.evals.arms import learns
+from skillos.evals.envs.registry import environment
+from skillos.safety import read_json_file
+from skillos.secrets import protect_key_vars
+from skillos.training.common.plan import ASSUMED_LATENCY_S, duration_text
 
 HOST = "127.0.0.1"
 VLLM_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the --max-lora-rank values vLLM accepts
@@ -34,14 +40,10 @@ VLLM_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the --max-lora-rank value
 
 def checkpoint_arms(cfg) -> dict:
     """curator:NAME arm name -> its checkpoint folder (resolved beside the config)."""
-    from skillos.config.derived import checkpoint_of
-
     return {arm[8:]: checkpoint_of(cfg, arm) for arm in cfg.eval.arms if arm.startswith("curator:")}
 
 
 def _adapter(name: str, folder: str) -> dict:
-    from skillos.safety import read_json_file
-
     path = Path(folder)
     config = path / "adapter_config.json"
     if not config.is_file():
@@ -91,9 +93,6 @@ def plan(cfg) -> dict | None:
 
 def expected_wall(cfg) -> dict:
     """The sweep's wall time by Little's law (see the module docstring); every term is returned."""
-    from skillos.evals.arms import learns
-    from skillos.evals.envs.registry import environment
-    from skillos.training.common.plan import ASSUMED_LATENCY_S
 
     latency = cfg.compute.executor_latency_s
     actions = environment(cfg).turns(cfg)
@@ -119,8 +118,6 @@ def lines(served: dict) -> list[str]:
 
 
 def wall_line(w: dict) -> str:
-    from skillos.training.common.plan import duration_text
-
     latency = f"{w['latency_s']:g} s per request " + ("(compute.executor_latency_s)" if w["latency_stated"] else
                                                       "(assumed: set compute.executor_latency_s)")
     return (f"  expected wall time <= {duration_text(w['seconds'])}: {w['games']} games x <= {w['max_actions']} actions "
@@ -139,8 +136,6 @@ def serving(served: dict, echo, start_timeout_s: float = 1800.0):
     import subprocess
     import time
     import urllib.request
-
-    from skillos.secrets import protect_key_vars
 
     if importlib.util.find_spec("vllm") is None:
         raise SkillosError("sweep.serve: adapters needs vLLM, on a GPU machine (pip install vllm); "

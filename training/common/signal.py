@@ -16,6 +16,8 @@ CPU (smoke runs, canaries) it only says so.
 """
 
 from __future__ import annotations
+from skillos.devices import gpu_launch
+from skillos.errors import SkillosError
 
 KEYS = ("frac_reward_zero_std", "reward_std", "grad_norm")  # as TRL and transformers log them
 # A trainer's credit stream beside the reward's, logged as the share of rollouts it gave a non-zero
@@ -106,8 +108,6 @@ def _num(value) -> str:
 def for_run(cfg, echo, main: bool = True) -> LearningSignal:
     """The watch of one training run: it aborts after training.max_signal_free_steps at GPU scale
     only; `main`: this process prints (under accelerate, one does)."""
-    from skillos.devices import gpu_launch
-
     return LearningSignal(echo if main else (lambda _line: None),
                           cfg.training.max_signal_free_steps if gpu_launch(cfg) else None)
 
@@ -115,8 +115,6 @@ def for_run(cfg, echo, main: bool = True) -> LearningSignal:
 def conclude(watch: LearningSignal, ledger, run_id, echo) -> dict:
     """After the trainer returned: print the verdict; an aborted run is recorded (a ledger
     failure, the run ended as aborted) and raised as a one-line error. Returns the verdict."""
-    from skillos.errors import SkillosError
-
     verdict = watch.verdict()
     echo(verdict["line"])
     if watch.aborted:

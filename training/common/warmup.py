@@ -18,6 +18,10 @@ import json
 from pathlib import Path
 
 from skillos.evals.backends.tool_format import training_tokenizer
+from skillos.evals.backends.tiny_model import resolve
+from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, curator_input
+from skillos.evals.trajectory import Step, Trajectory
+from skillos.safety import Ticker
 
 
 def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | None, out_dir: str | Path,
@@ -35,8 +39,6 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
     not learned in 1,200 steps, measured); its report says whether it was learned."""
     import torch
     from transformers import AutoModelForCausalLM
-
-    from skillos.evals.backends.tiny_model import resolve
 
     path = resolve(model)
     tokenizer = training_tokenizer(path)  # the format training will read
@@ -88,8 +90,6 @@ def _fit(net, examples: list, steps: int, learning_rate: float, decay: bool, ech
     example's weighted loss over its labelled tokens."""
     import torch
 
-    from skillos.safety import Ticker
-
     optimizer = torch.optim.AdamW(net.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, (lambda s: 1 - s / steps) if decay else (lambda s: 1.0))
     net.train()
@@ -129,8 +129,6 @@ def curator_examples(inputs: list[str] | None = None, system: str | None = None)
     prompts like those it was warmed on (`system`: the environment's curator instructions, as the
     dataset prompt has them). The default: six made-up inputs whose tasks, results
     and trajectory lengths vary (prompts of one length taught it the call at that length only)."""
-    from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, curator_input
-    from skillos.evals.trajectory import Step, Trajectory
 
     if inputs is None:
         moves = [Step("look", "You are in the middle of a room."), Step("go to countertop 1", "You see a mug 1."),

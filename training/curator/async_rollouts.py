@@ -40,6 +40,7 @@ from collections import defaultdict, deque
 from concurrent.futures import Future
 
 from skillos.errors import SkillosError
+from skillos.training.common.trl_compat import copy_policy
 
 # TRL's private methods this relies on (training/common/trl_compat.py checks them when the trainer is built)
 RELIES_ON = ("_get_train_sampler", "_generate_and_score_completions", "_get_per_token_logps_and_entropies")
@@ -69,8 +70,6 @@ class Shadow:
     """The policy copy that generates ahead, and the trainer view it generates through."""
 
     def __init__(self, trainer):
-        from skillos.training.common.trl_compat import copy_policy
-
         self.model = copy_policy(trainer)  # its own forward: TRL's patches are made again over the copy
 
     def refresh(self, trainer) -> None:

@@ -25,6 +25,9 @@ from skillos.repo import Retriever, SkillRepo
 from skillos.training.curator import plays
 from skillos.training.curator.reward import Rollout
 from skillos.training.curator.rollouts import MeteredExecutor, together
+from skillos.evals.arms import arm_settings
+from skillos.evals.envs.registry import environment
+from skillos.registry import ENVIRONMENTS, load
 
 
 @dataclass
@@ -143,8 +146,6 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     `env.engine_workers`: None or 0 plays every rollout's games in this process (one engine call at
     a time, evals.runner.ENGINE_LOCK); N >= 1 runs them in a pool of N engine worker processes
     (evals/envs/alfworld/pool.py), which `Setup.close()` stops."""
-    from skillos.evals.envs.registry import environment
-    from skillos.evals.arms import arm_settings
 
     env, settings = environment(cfg), arm_settings(cfg)
     games = list(games)
@@ -164,7 +165,6 @@ def engine_pool(env_name: str, engine_workers: int | None):
     in this process). The config refuses workers for an environment that has no pool."""
     if not engine_workers:
         return None
-    from skillos.registry import ENVIRONMENTS, load
 
     return load(ENVIRONMENTS[env_name].engine_pool)(engine_workers)
 

@@ -33,6 +33,7 @@ import inspect
 import queue
 import threading
 from concurrent.futures import Future
+from skillos.training.common.trl_compat import parse_response
 
 
 class Batcher:
@@ -212,8 +213,6 @@ class Pipeline:
 
 
 def _parse(trainer, ids, prefix, i, lock):
-    from skillos.training.common.trl_compat import parse_response
-
     tools = (trainer._env_tools[trainer._batch_environments[i]] if trainer.environment_factories is not None
              else trainer.tools)
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)  # TRL's own choice

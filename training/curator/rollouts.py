@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from skillos.errors import SkillosError
 from skillos.training.curator.pipeline import Pipeline, callable_with
+from skillos.training.common import trl_compat
 
 # The TRL methods the subclass wraps, with the parameters the wrappers rely on (checked by
 # training/common/trl_compat.py, the one home of TRL's private API).
@@ -250,8 +251,6 @@ def tool_plan(trainer, completions):
 def check_trl(trainer_cls=None) -> None:
     """The TRL methods `rollout_trainer` wraps exist with the parameters it relies on; else a one-line
     error that says how to run TRL's own loop instead."""
-    from skillos.training.common import trl_compat
-
     try:
         trl_compat.check(trainer_cls, WRAPPED)
     except SkillosError as exc:

@@ -26,6 +26,21 @@ from skillos.config.schema import Config
 from skillos.evals.curation import CURATOR_INSTRUCTIONS
 from skillos.training.common.grpo import (DESTROYED, SIGNALS, archive_callback, archived, build_args, destroyed, fit,
                                          guarded, is_main_process, log_step_metrics, lora_config, policy_entropy)
+from skillos.evals.arms import load_games
+from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+from skillos.evals.backends.tool_format import for_training
+from skillos.evals.curation import TOOL_SURFACES
+from skillos.evals.envs.registry import environment
+from skillos.evals.judge import make_judge
+from skillos.ledger.experiments import record_experiment
+from skillos.training.common.prompt_cap import capped
+from skillos.training.common.trl_compat import check
+from skillos.training.common.warmup import curator_examples, warm_up
+from skillos.training.curator.async_rollouts import RELIES_ON, async_trainer
+from skillos.training.curator.env import CuratorEnv, finish, make_setup, state_of
+from skillos.training.curator.groups import build_groups
+from skillos.training.curator.reward import group_rewards, health, reward
+from skillos.training.curator.rollouts import InFlight, phase_line, phase_stats, rollout_trainer
 
 WARMUP_STEPS = 240
 WARMUP_RATE = 3e-3  # the tiny model's
@@ -39,14 +54,9 @@ def trainer_class(cfg: Config, gauge=None):
     training.max_prompt_length (training/common/prompt_cap.py)."""
     from trl import GRPOTrainer
 
-    from skillos.training.curator.env import finish
-    from skillos.training.common.prompt_cap import capped
-    from skillos.training.curator.rollouts import rollout_trainer
 
     trainer = rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer), on_done=finish)
     if cfg.training.async_rollouts:  # the next batch plays while a step trains (training/curator/async_rollouts.py)
-        from skillos.training.curator.async_rollouts import RELIES_ON, async_trainer
-        from skillos.training.common.trl_compat import check
 
         check(names=RELIES_ON)
         trainer = async_trainer(trainer, cfg.training.max_staleness)
@@ -55,14 +65,11 @@ def trainer_class(cfg: Config, gauge=None):
 
 def dataset_rows(cfg: Config, games) -> list[dict]:
     """One row per group: the curator's prompt (reset appends the first task) and the group."""
-    from skillos.training.curator.groups import build_groups
-
     t = cfg.training
     # Each optimizer step consumes groups_per_step rows; twice what the run consumes keeps it
     # from repeating groups (TRL starts a new epoch if it runs out).
     per_step = math.ceil(groups_per_step(cfg) or 1)
     n_groups = (t.max_steps or 1) * per_step * 2
-    from skillos.evals.envs.registry import environment
 
     env = environment(cfg)
     low, high = env.group_sizes(cfg)
@@ -102,8 +109,6 @@ class RewardFunction:
         self.pending = other.pending + note if other.pending else other.pending
 
     def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:
-        from skillos.training.curator.env import finish, state_of
-        from skillos.training.curator.reward import group_rewards, health, reward
 
         c = self.cfg
         # The positions the curators never reached, every rollout at once (up to
@@ -158,8 +163,6 @@ class StepHealth:
 
         from transformers import TrainerCallback
 
-        from skillos.training.curator.rollouts import phase_line, phase_stats
-
         owner = self
 
         class _StepHealth(TrainerCallback):
@@ -193,9 +196,6 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "r
 
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
-    from skillos.evals.arms import load_games
-    from skillos.training.curator.env import make_setup
-    from skillos.training.curator.rollouts import InFlight
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     gauge = InFlight()
@@ -207,11 +207,6 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
 
 
 def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str) -> dict:
-    from skillos.ledger.experiments import record_experiment
-    from skillos.evals.judge import make_judge
-    from skillos.training.curator.env import CuratorEnv
-    from skillos.evals.backends.tiny_model import resolve
-    from skillos.evals.backends.tool_format import for_training
 
     model = resolve(cfg.training.model)
     steps = format_warmup_steps(cfg)
@@ -250,8 +245,6 @@ def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: 
 
 def format_warmup_steps(cfg: Config) -> int:
     """training.format_warmup_steps, its None read: WARMUP_STEPS for the tiny model, none for others."""
-    from skillos.evals.backends.tiny_model import TINY_NAME
-
     steps = cfg.training.format_warmup_steps
     return (WARMUP_STEPS if cfg.training.model == TINY_NAME else 0) if steps is None else steps
 
@@ -260,9 +253,6 @@ def _warm(model: str, out: Path, setup, rows: list[dict], echo, steps: int, lear
     """A model that never emits a tool call on its own (the tiny one, a small real one): warm it up
     on the format, on the real first inputs of the first groups (the tiny model writes the call
     only for prompts like its warm-up's)."""
-    from skillos.evals.curation import TOOL_SURFACES
-    from skillos.training.curator.env import CuratorEnv
-    from skillos.training.common.warmup import curator_examples, warm_up
 
     target = out / "warmup"
     if not (target / "config.json").is_file():

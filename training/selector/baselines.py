@@ -28,6 +28,9 @@ from skillos.training.common.grpo import archive_callback, archived, is_main_pro
 from skillos.training.common.prompt_cap import cap_text
 from skillos.training.selector.rows import baseline_args, bc_dataset, dpo_pairs
 from skillos.training.selector.sft import start
+from skillos.evals.arms import load_games
+from skillos.evals.backends.tiny_model import resolve
+from skillos.ledger.experiments import record_experiment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -63,9 +66,6 @@ def dpo_args_spec(cfg: Config, cpu: bool, out=None) -> tuple:
 def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     from datasets import Dataset
 
-    from skillos.evals.arms import load_games
-    from skillos.evals.backends.tiny_model import resolve
-    from skillos.ledger.experiments import record_experiment
 
     cpu = on_cpu(cfg)
     out = output_dir(cfg)

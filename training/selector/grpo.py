@@ -20,6 +20,9 @@ from skillos.config.schema import Config
 from skillos.evals.envs.registry import environment
 from skillos.training.common.grpo import destroyed, grpo_kwargs
 from skillos.training.selector import credit as credit
+from skillos.training.common import trl_compat
+from skillos.training.common.prompt_cap import capped, config_class
+from skillos.training.common.warmup import warm_up
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -47,8 +50,6 @@ def selector_classes():
     """(SelectorGRPOConfig, SelectorGRPOTrainer), built once on first call (trl loads only then)."""
     from trl import GRPOTrainer
 
-    from skillos.training.common import trl_compat
-    from skillos.training.common.prompt_cap import capped, config_class
 
     trl_compat.check_per_token(GRPOTrainer)  # the second credit stream hands the loss (B, T) advantages
 
@@ -225,8 +226,6 @@ def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:
 
 def warm(model: str, out: Path, setup, rows, echo) -> str:
     """The tiny model's format warm-up on the first training slates (reused when it is there)."""
-    from skillos.training.common.warmup import warm_up
-
     target = out / "warmup"
     if not (target / "config.json").is_file():
         echo(f"warm-up: {WARMUP_STEPS} supervised steps on well-formed read_skill calls")

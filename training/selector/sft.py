@@ -42,6 +42,9 @@ from skillos.training.common.prompt_cap import cap_text
 from skillos.training.selector.grpo import SlateReward, build_args, dataset_rows, environment_factory, selector_classes
 from skillos.training.selector.grpo import warm as format_warm
 from skillos.training.selector.rows import baseline_args, prompt_messages, read_completion, render_turn
+from skillos.evals.backends.tiny_model import TINY_NAME
+from skillos.evals.runner import play
+from skillos.files import write_atomic
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -57,8 +60,6 @@ def gold_turns(setup, game_ids: list[str]) -> list[dict]:
 def teacher_trajectories(setup, game_ids: list[str], executor, max_steps: int) -> tuple[list[dict], dict]:
     """sft's rows from a teacher (`executor`: the slate environment's model executor) and the
     trajectories dropped, by reason: one row per assistant turn of each kept trajectory."""
-    from skillos.evals.runner import play
-
     rows, dropped = [], {}
     env = setup.make_env()
     for gid in game_ids:
@@ -136,7 +137,6 @@ def start(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, 
         net = net.merge_and_unload()
     net.save_pretrained(target)
     tokenizer.save_pretrained(target)
-    from skillos.files import write_atomic
 
     summary = {"init": cfg.skillgate.init, **summary, "model": str(target)}
     write_atomic(summary_path, json.dumps(summary, indent=1))
@@ -190,8 +190,6 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
 def format_warmup(cfg: Config, setup, model: str, out: Path, echo) -> str:
     """The tiny CPU model's format warm-up (it writes no tool call before it); any other model as is.
     Part of the oracle-grpo recipe, so every arm that starts there (GRPO, BC, DPO) runs it."""
-    from skillos.evals.backends.tiny_model import TINY_NAME
-
     if cfg.training.model != TINY_NAME:
         return model
     return format_warm(model, out, setup, dataset_rows(cfg, list(setup.games.values())), echo)
@@ -200,8 +198,6 @@ def format_warmup(cfg: Config, setup, model: str, out: Path, echo) -> str:
 def _sft(cfg: Config, setup, game_ids: list[str], model: str, out: Path, echo, cpu: bool, teacher=None):
     """An SFT start (sft, gold-bc) from `model`: (model, tokenizer, summary)."""
     from datasets import Dataset
-
-    from skillos.files import write_atomic
 
     rows, dropped = collect(cfg, setup, game_ids, teacher)
     if not rows:

@@ -20,6 +20,9 @@ from skillos.training.common.grpo import archive_callback, archived, fit, guarde
 from skillos.training.selector.grpo import SURFACE, SlateReward, build_args, dataset_rows, environment_factory, \
     selector_classes, warm
 from skillos.training.selector.sft import start
+from skillos.evals.arms import load_games
+from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+from skillos.ledger.experiments import record_experiment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -34,10 +37,6 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "r
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
     from datasets import Dataset
 
-    from skillos.evals.arms import load_games
-
-    from skillos.ledger.experiments import record_experiment
-    from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     setup = SLATE.make_slate_setup(cfg, games, out)

@@ -24,6 +24,8 @@ from skillos.config.optimize import SCHEDULES
 from skillos.errors import SkillosError
 from skillos.evals.stats import CandidateVerdict, accept_candidate
 from skillos.files import write_atomic
+from skillos.evals import stats
+from skillos.safety import read_json_file
 
 
 class CalibrationFailed(SkillosError):
@@ -125,8 +127,6 @@ class Books:
 
     def record(self, candidate: Candidate, verdict: CandidateVerdict, now: Standing, candidate_val: dict,
                search: Search) -> dict:
-        from skillos.evals import stats
-
         # the paired numbers are the real outcomes even where a canary blinds the gate
         paired = stats.compare(now.validation, candidate_val, names=("candidate", "incumbent"), **self.stats_args)
         said = search.describe(candidate, verdict, now, candidate_val, paired)
@@ -170,8 +170,6 @@ def sealed_report(cfg, comparison, tried: int, accepted: int, aa, seed: dict, be
     """Seed vs best on the sealed test split. The best skill was chosen among `tried`
     candidates, so the claim is judged in a family of that size (Bonferroni), by the one
     verdict function."""
-    from skillos.evals import stats
-
     problems = {"best": [f"no candidate passed the gate ({tried} tried): the best skill set is the seed"]
                 } if accepted == 0 else {}
     verdict = stats.verdicts({"best": comparison}, alpha=cfg.eval.alpha, correction="bonferroni",
@@ -245,8 +243,6 @@ class RejectedMemory:
 
 def read_rejected(path: Path) -> list[Rejected]:
     """rejected.json, whole or a one-line error (never a traceback, never half of it)."""
-    from skillos.safety import read_json_file
-
     data = read_json_file(path, "rejected-edit memory", expect=list)
     names = {f for f in Rejected.__dataclass_fields__}
     items = []

@@ -25,6 +25,10 @@ from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos.repo import SkillRepo
+from skillos.config.derived import relative_to_config
+from skillos.files import write_atomic
+from skillos.repo import parse_skill
+from skillos.repo.skill import Skill, SkillError
 
 BEST, HISTORY, VERSIONS = "best_skill.md", "best_skill_history.jsonl", "versions"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -176,8 +180,6 @@ class SectionEdit:
 
 def section_edits(edits: list, document: SkillRepo) -> list[SectionEdit]:
     """A proposer's edits of the document's units (repo `Edit`s) as section edits."""
-    from skillos.repo import parse_skill
-
     level = section_level(only(document).body)
     headings = {s.name: s.heading for s in split(only(document).body)[1]}  # a replaced section keeps its heading
     out = []
@@ -215,9 +217,6 @@ class DocumentProposer:
 def seed_document(cfg, seed: SkillRepo) -> SkillRepo:
     """The document a run starts from: optimize.document (a SKILL.md, or a folder holding one),
     else the one skill of optimize.seed_skills, else a new document with only a title."""
-    from skillos.config.derived import relative_to_config
-    from skillos.repo import parse_skill
-    from skillos.repo.skill import SkillError
 
     o = cfg.optimize
     if o.document is not None:
@@ -241,15 +240,11 @@ def seed_document(cfg, seed: SkillRepo) -> SkillRepo:
 
 
 def _skill(name: str, description: str, body: str):
-    from skillos.repo.skill import Skill
-
     return Skill(name=name, description=description, body=body)
 
 
 def write_version(out: Path, document: SkillRepo, candidate: int) -> None:
     """An accepted version (candidate 0: the seed) under versions/, and best_skill.md."""
-    from skillos.files import write_atomic
-
     text = only(document).to_markdown()
     (out / VERSIONS).mkdir(exist_ok=True)
     write_atomic(out / VERSIONS / f"v{candidate:04d}.md", text)
@@ -259,8 +254,6 @@ def write_version(out: Path, document: SkillRepo, candidate: int) -> None:
 def write_history(out: Path, history: list[dict], seed_rate: float | None) -> Path:
     """best_skill_history.jsonl from the run's candidate history: the seed, then each accepted
     version with its step, validation score and diff. Returns its path."""
-    from skillos.files import write_atomic
-
     rows = [{"version": 0, "candidate": None, "epoch": None, "step": None, "validation_rate": seed_rate,
              "diff": "", "file": f"{VERSIONS}/v0000.md"}]
     for h in history:

@@ -41,6 +41,25 @@ from skillos.files import write_atomic
 from skillos.registry import NO_MODEL
 from skillos import safety
 from skillos.safety import json_text
+from skillos.config.derived import relative_to_config
+from skillos.evals import stats
+from skillos.evals.arms import arm_settings, game_sets, load_games
+from skillos.evals.backends.chat import BackendError, make_chat
+from skillos.evals.curation import TOOLS, apply_op, curator_input, ops_from_tool_calls
+from skillos.evals.envs.household.heuristic import HeuristicCurator
+from skillos.evals.envs.registry import environment
+from skillos.evals.records import check_schema
+from skillos.evals.report import arm_summary
+from skillos.evals.run_folder import check_out, same_config
+from skillos.evals.runner import run_arm
+from skillos.ledger.experiments import record_experiment
+from skillos.repo import parse_skill
+from skillos.repo.skill import SkillError
+from skillos.training.textopt import document as doc, slow
+from skillos.training.textopt.document import DocumentProposer, seed_document
+from skillos.training.textopt.reflect import ModelReflector, order_by_gradient, reflect_all, step_record
+from skillos.training.textopt.slow import DEFAULT_META, read_meta
+from skillos.training.textopt.textual import StepBudget
 
 
 
@@ -73,8 +92,6 @@ class Edit:
 
     def apply_in(self, out: SkillRepo) -> str | None:
         """Apply the edit to `out`; the reason it could not be applied, else None."""
-        from skillos.repo import parse_skill
-
         if self.op == "delete":
             result = out.delete(self.name)
         else:
@@ -118,14 +135,10 @@ class HeuristicProposer:
     reply = None  # no model reply to parse or count
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
-        from skillos.training.textopt.reflect import reflect_all
-
         return reflect_all(None, trajectories, incumbent)
 
     def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
                 gradient=None) -> list[Edit]:
-        from skillos.evals.envs.household.heuristic import HeuristicCurator
-        from skillos.training.textopt.reflect import order_by_gradient
 
         scratch, curator = incumbent.copy(), HeuristicCurator()
         for traj in trajectories:
@@ -147,22 +160,16 @@ class LLMProposer:
               "specific edits that fix observed failures.")
 
     def __init__(self, config):
-        from skillos.evals.backends.chat import make_chat
-
         self.chat = make_chat(config)
         self.name = f"{config.backend}:{config.model}"
         self.meta_skill = None  # the meta skill's text (how to edit skills), read with the instructions
         self.reply = None  # the last step's reply: {parsed_calls, applied_ops, refused_ops, failure} (steps.jsonl)
 
     def reflect(self, incumbent: SkillRepo, trajectories: list) -> tuple[list, object]:
-        from skillos.training.textopt.reflect import ModelReflector, reflect_all
-
         return reflect_all(ModelReflector(self.chat, self.name), trajectories, incumbent)
 
     def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
                 gradient=None) -> list[Edit]:
-        from skillos.evals.backends.chat import BackendError
-        from skillos.evals.curation import TOOLS, apply_op, curator_input, ops_from_tool_calls
 
         skills = "\n\n".join(s.to_markdown() for s in incumbent.skills) or "(no skills yet)"
         games = "\n\n".join(curator_input(t) for t in trajectories)
@@ -192,8 +199,6 @@ class LLMProposer:
 
 def make_proposer(config, target: str):
     """The proposer of optimize.optimizer; for target `document`, pointed at one document's sections."""
-    from skillos.training.textopt.document import DocumentProposer
-
     inner = HeuristicProposer() if config.backend == NO_MODEL else LLMProposer(config)
     return DocumentProposer(inner) if target == "document" else inner
 
@@ -256,10 +261,6 @@ def gate_args(cfg) -> tuple:
 
 
 def _run(cfg, out: Path, ledger, echo, resume: bool, unseal: str | None, signal: str = "real") -> dict:
-    from skillos.ledger.experiments import record_experiment
-
-    from skillos.training.textopt import document as doc
-
     o, seed, run = cfg.optimize, preflight(cfg), _Games.load(cfg, out, ledger, resume, unseal)
     state, acceptance = run.state, gate_args(cfg)
     out.mkdir(parents=True, exist_ok=True)
@@ -314,8 +315,6 @@ class _Games:
 
     @classmethod
     def load(cls, cfg, out: Path, ledger, resume: bool, unseal: str | None) -> "_Games":
-        from skillos.evals.arms import game_sets, load_games
-        from skillos.evals.run_folder import check_out
 
         o = cfg.optimize
         _, per_epoch, total = positions(cfg)
@@ -341,15 +340,11 @@ class _Player:
     """Plays a skill repo on games with the config's executor, one env per game in flight."""
 
     def __init__(self, cfg, pool: list, echo):
-        from skillos.evals.envs.registry import environment
-
         self.cfg, self.pool, self.echo = cfg, pool, echo
         self.domain = environment(cfg)
         self.executor, self.env = self.domain.make_executor(cfg.executor), self.domain.make_env(pool)
 
     def play(self, repo, games, label, curator=None, on_game=None) -> list[dict]:
-        from skillos.evals.arms import arm_settings
-        from skillos.evals.runner import run_arm
 
         tick, played = safety.Ticker(self.echo, f"{label}: games played", len(games)), []
         tick(0)
@@ -378,8 +373,6 @@ class OptimizeSearch:
     the slow update; a step's record goes to steps.jsonl and the state is saved after it."""
 
     def __init__(self, cfg, out: Path, run: _Games, player: _Player, state: dict, signal: str, echo):
-        from skillos.training.textopt import slow
-
         o = cfg.optimize
         self.cfg, self.out, self.run, self.player, self.state, self.signal, self.echo = \
             cfg, out, run, player, state, signal, echo
@@ -390,8 +383,6 @@ class OptimizeSearch:
         self.step_info: dict = {}  # this step's record, written to steps.jsonl after the step
 
     def propose(self, g: int, now: Standing) -> Candidate | None:
-        from skillos.training.textopt.reflect import step_record
-        from skillos.training.textopt.textual import StepBudget
 
         o, echo = self.cfg.optimize, self.echo
         epoch, step = divmod(g, self.per_epoch)
@@ -431,8 +422,6 @@ class OptimizeSearch:
     def slow_update(self, g: int, epoch: int, step: int, now: Standing) -> Candidate | None:
         """The epoch's end: guidance into the protected block (a gated candidate), lessons into
         the meta skill (the proposer's, ungated: it only shapes proposals, which are gated)."""
-        from skillos.training.textopt import slow
-
         o, out, meta = self.cfg.optimize, self.out, self.meta
         so_far = [s for s in _steps(out) if (s.get("epoch") or 0) <= epoch and not s.get("slow_update")]
         steps = [s for s in so_far if s.get("epoch") == epoch]
@@ -457,8 +446,6 @@ class OptimizeSearch:
         return self.player.outcomes(candidate.skill, self.run.validation, f"candidate-{candidate.detail['g'] + 1}")
 
     def judge(self, g: int, incumbent_val: dict, candidate_val: dict) -> CandidateVerdict:
-        from skillos.evals import stats
-
         if self.signal != "real":  # a canary's control: the gate sees the outcomes destroyed
             _, incumbent_val, candidate_val = destroyed([], incumbent_val, candidate_val,
                                                         f"{self.cfg.env.seed}|{g}|gate", self.signal)
@@ -479,7 +466,6 @@ class OptimizeSearch:
         return Described(row, row["diff"], json.dumps(row["edits"]), line)
 
     def after_step(self, g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
-        from skillos.training.textopt import document as doc
 
         if self.cfg.optimize.target == "document" and self.step_info.get("verdict") == "accept":
             doc.write_version(self.out, now.skill, now.tried)  # after its history and ledger rows, as before
@@ -492,10 +478,6 @@ class OptimizeSearch:
 def _final_report(cfg, out: Path, ledger, run: _Games, player: _Player, seed, standing: Standing, state: dict,
                   aa, search: OptimizeSearch) -> dict:
     """The best skill saved, the sealed test split read once, seed vs best on it, the report."""
-    from skillos.evals import stats
-    from skillos.evals.report import arm_summary
-
-    from skillos.training.textopt import document as doc
 
     incumbent, tried, accepted, run_id = standing.skill, standing.tried, standing.accepted, state["run_id"]
     (out / "best_skill").mkdir(exist_ok=True)  # even when the best is an empty seed
@@ -597,8 +579,6 @@ def positions(cfg) -> tuple[int, int, int]:
 
 
 def _meta_source(cfg) -> Path:
-    from skillos.config.derived import relative_to_config
-    from skillos.training.textopt.slow import DEFAULT_META
 
     return relative_to_config(cfg, cfg.optimize.meta_skill) if cfg.optimize.meta_skill else DEFAULT_META
 
@@ -625,8 +605,6 @@ def acceptance_plan(cfg, aa: CandidateVerdict | None = None) -> str:
     differences (noise: the share of tasks that flipped between two copies of the seed) or,
     before any game, from experiment.expected_discordance. A candidate below it is rejected
     by construction, however real its gain."""
-    from skillos.evals import stats
-
     o = cfg.optimize
     n = o.n_validation
     if o.gate.mode == "strict":
@@ -671,8 +649,6 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
     (counts, indexes, types). A candidate logged after the last saved state is dropped from the
     history, the memory and the ledger (invalidated there, with the reason): its step is played
     again."""
-    from skillos.evals.run_folder import same_config
-
     if not same_config(out, cfg):
         raise SkillosError(f"{out}: its config.yaml differs from this config (or is missing); resume "
                            "with the same config, or choose another --out")
@@ -683,7 +659,6 @@ def _resume_state(cfg, out: Path, ledger=None, total: int | None = None, steps_p
             if write:
                 (out / name).unlink(missing_ok=True)
         return None
-    from skillos.evals.records import check_schema
 
     where = out / "state.json"
     state = safety.read_json_file(where, "optimize state")
@@ -801,8 +776,6 @@ def _check_state_games(out: Path, state: dict, validation: list) -> None:
 def precheck(cfg, out: Path, ledger, resume: bool, unseal: str | None) -> None:
     """Every refusal known before compute, made before the gates play anything: a resume whose
     state does not match (read, nothing changed), a sealed test split the ledger says was read."""
-    from skillos.evals.arms import load_games
-
     _, per_epoch, total = positions(cfg)
     if resume:
         _resume_state(cfg, out, ledger, total, per_epoch, write=False)
@@ -818,24 +791,18 @@ def preflight(cfg) -> SkillRepo:
     if len(set(splits.values())) < 3:
         raise SkillosError("optimize needs three different splits: "
                            + ", ".join(f"{k} = {v}" for k, v in splits.items()))
-    from skillos.training.textopt.slow import read_meta
 
     read_meta(_meta_source(cfg))  # a meta skill that cannot be read: refused before any game
     seed = _seed_repo(cfg)
     if cfg.optimize.target == "document":
-        from skillos.training.textopt.document import seed_document
-
         return seed_document(cfg, seed)
     return seed
 
 
 def _seed_repo(cfg) -> SkillRepo:
-    from skillos.repo.skill import SkillError
-
     folder = cfg.optimize.seed_skills
     if folder is None:
         return SkillRepo(None)
-    from skillos.config.derived import relative_to_config
 
     path = relative_to_config(cfg, folder)
     if not path.is_dir():

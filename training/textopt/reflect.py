@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from skillos.evals.backends.chat import BackendError
+from skillos.evals.curation import curator_input
 
 _WORD = re.compile(r"[a-z]+")
 NOTHING = "Nothing happens."
@@ -160,8 +162,6 @@ class ModelReflector:
         self.chat, self.name = chat, name
 
     def reflect(self, traj, units) -> Reflection:
-        from skillos.evals.backends.chat import BackendError
-        from skillos.evals.curation import curator_input
 
         read = _read(traj, units)
         skills = "\n\n".join(s.to_markdown() for s in read) or "(it read no skill)"
@@ -182,8 +182,6 @@ class ModelReflector:
         return Reflection(traj.game_id, traj.task, traj.task_type, bool(traj.won), reply[:2000], cites, self.name)
 
     def aggregate(self, reflections: list[Reflection]) -> Gradient:
-        from skillos.evals.backends.chat import BackendError
-
         rules = aggregate_rules(reflections)
         if not reflections:
             return rules

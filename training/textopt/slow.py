@@ -35,6 +35,11 @@ from pathlib import Path
 from skillos.errors import SkillosError
 from skillos.repo import SkillRepo
 from skillos.training.textopt.textual import BLOCK_END, BLOCK_START, protected_block, with_block
+from skillos.evals.backends.chat import BackendError
+from skillos.files import write_atomic
+from skillos.repo import parse_skill
+from skillos.repo.skill import Skill, SkillError
+from skillos.training.textopt.document import split
 
 GUIDANCE_SKILL = "cross-epoch-guidance"
 META_DIR, SLOW_DIR = "meta_skill", "slow_update"
@@ -65,8 +70,6 @@ class BlockEdit:
         return "".join(difflib.unified_diff(a, b, f"a/{self.name}/SKILL.md", f"b/{self.name}/SKILL.md"))
 
     def apply_in(self, out: SkillRepo) -> str | None:
-        from skillos.repo import parse_skill
-
         skill = parse_skill(self.markdown, self.name)
         result = (out.insert if out.get(self.name) is None else out.update)(skill.name, skill.description, skill.body)
         return None if result.ok else result.reason
@@ -156,8 +159,6 @@ def consolidate(old: str, new: str) -> str:
 def guidance_model(chat, epoch: int, steps: list[dict], old: str = "") -> tuple[str, str]:
     """(the whole guidance block, source): the old block consolidated with the epoch's by the
     rules, or the model's rewrite of the old block given the epoch's gradients."""
-    from skillos.evals.backends.chat import BackendError
-
     rules = consolidate(old, guidance_rules(epoch, steps))
     if chat is None:
         return rules, "rules"
@@ -185,8 +186,6 @@ def current_guidance(incumbent: SkillRepo, target: str) -> str:
 def slow_edit(incumbent: SkillRepo, target: str, guidance: str, env_name: str) -> BlockEdit | None:
     """The incumbent's guidance block rewritten to `guidance` (the whole block, consolidated);
     None when nothing would change."""
-    from skillos.repo.skill import Skill
-
     if target == "document":
         skill = incumbent.skills[0]
     else:
@@ -198,7 +197,6 @@ def slow_edit(incumbent: SkillRepo, target: str, guidance: str, env_name: str) -
     if not lines:
         return None
     if target == "document" and not old:  # a new block goes before the first section: no section holds it
-        from skillos.training.textopt.document import split
 
         preamble, sections = split(skill.body)
         body = with_block(preamble, "\n".join(lines)) + "".join(s.text for s in sections)
@@ -243,8 +241,6 @@ def meta_lessons(epoch: int, steps: list[dict], history: list[dict]) -> str:
 
 
 def read_meta(path: Path) -> str:
-    from skillos.repo import parse_skill
-    from skillos.repo.skill import SkillError
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -257,8 +253,6 @@ def read_meta(path: Path) -> str:
 def latest_meta(out: Path, source: Path, next_step: int) -> tuple[str, str]:
     """(meta skill text, its version's file name) a run at step `next_step` uses: the newest
     version written by an epoch end before it, else the one given (copied as v0000.md)."""
-    from skillos.files import write_atomic
-
     folder = out / META_DIR
     done = sorted(p for p in folder.glob("after-step-*.md") if int(p.stem.rsplit("-", 1)[1]) < next_step) \
         if folder.is_dir() else []
@@ -272,8 +266,6 @@ def latest_meta(out: Path, source: Path, next_step: int) -> tuple[str, str]:
 
 def write_versions(out: Path, g: int, guidance: str, source: str, meta: str) -> str:
     """The epoch end's guidance and meta skill versions; returns the meta skill's file name."""
-    from skillos.files import write_atomic
-
     (out / SLOW_DIR).mkdir(exist_ok=True)
     write_atomic(out / SLOW_DIR / f"after-step-{g:04d}.md", f"<!-- source: {source} -->\n{guidance}\n")
     name = f"after-step-{g:04d}.md"

@@ -39,6 +39,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.evals.envs.alfworld import engine, planner
+from skillos.evals.envs.alfworld.env import AlfworldEnv, fill_task
 
 GAME_CACHE_SIZE = 128  # parsed games kept per worker
 STOP_GRACE_S = 2.0
@@ -75,8 +77,6 @@ class _GameCache:
         loader, by AlfworldEnv.load's rule."""
         import json
 
-        from skillos.evals.envs.alfworld.env import fill_task
-
         stat = os.stat(path)
 
         def parse():
@@ -99,8 +99,6 @@ def _worker_env_class(cache: _GameCache):
     TextWorld's GameLogic constructor, in this process, return the cached logic of a game)."""
     from textworld.envs.pddl import logic as pddl_logic
 
-    from skillos.evals.envs.alfworld.env import AlfworldEnv
-
     pddl_logic.GameLogic = cache.logic  # PddlEnv.load looks it up on each load
 
     class WorkerEnv(AlfworldEnv):
@@ -118,7 +116,6 @@ def _serve(conn, cache_size: int) -> None:
     import time
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
-    from skillos.evals.envs.alfworld import engine, planner
 
     engine.enable()
     cache = _GameCache(cache_size)

@@ -9,6 +9,11 @@ from pathlib import Path
 
 from skillos.evals.backends import build
 from skillos.errors import SkillosError
+from skillos.evals.curation import CURATOR_SYSTEM
+from skillos.evals.envs.alfworld import games, scenes
+from skillos.evals.envs.alfworld.env import AlfworldEnv
+from skillos.evals.envs.household.heuristic import HeuristicCurator, HeuristicExecutor
+from skillos.evals.envs.household.llm import LLMExecutor
 
 
 class Household:
@@ -20,8 +25,6 @@ class Household:
 
     @property
     def curator_system(self) -> str:
-        from skillos.evals.curation import CURATOR_SYSTEM
-
         return CURATOR_SYSTEM
 
     def data_missing(self, cfg, split: str) -> str | None:
@@ -35,8 +38,6 @@ class Household:
         return None if folder.is_dir() else f"ALFWORLD_DATA has no {folder}; expected the official json_2.1.1 layout"
 
     def load_tasks(self, cfg, split: str, n: int, progress=None):
-        from skillos.evals.envs.alfworld import games, scenes
-
         missing = self.data_missing(cfg, split)
         if missing:
             raise SkillosError(missing)
@@ -50,24 +51,16 @@ class Household:
         return games.make_games(split, n, cfg.env.seed, progress=progress, types=cfg.env.task_types)
 
     def make_env(self, tasks=()):
-        from skillos.evals.envs.alfworld.env import AlfworldEnv
-
         return AlfworldEnv(fast=True)
 
     @property
     def model_executor(self) -> type:
-        from skillos.evals.envs.household.llm import LLMExecutor
-
         return LLMExecutor
 
     def make_executor(self, config):
-        from skillos.evals.envs.household.heuristic import HeuristicExecutor
-
         return build.executor(config, HeuristicExecutor, self.model_executor)
 
     def make_curator(self, config, horizon: int | None = None):
-        from skillos.evals.envs.household.heuristic import HeuristicCurator
-
         return build.curator(config, HeuristicCurator, horizon, self.curator_system)
 
     def describe(self, cfg, split: str) -> str:

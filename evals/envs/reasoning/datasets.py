@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos import safety
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
 
@@ -120,8 +121,6 @@ def read_rows(path: Path, columns) -> list[dict]:
     """The rows of one local dataset file, read bounded: a FIFO or device is refused, a .json or
     .csv over MAX_DATASET_BYTES is refused before it is read, and a .jsonl line that is damaged,
     too long or nested too deep is a one-line error naming it (SkillosError)."""
-    from skillos import safety
-
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 

@@ -12,6 +12,8 @@ from skillos.evals.envs.reasoning import datasets, generator
 from skillos.evals.envs.reasoning.grading import grade
 from skillos.evals.envs.registry import Observation
 from skillos.errors import SkillosError
+from skillos.evals.envs.reasoning.heuristic import HeuristicReasoner, ReasoningCurator
+from skillos.evals.envs.reasoning.llm import LLMReasoner
 
 CURATOR_SYSTEM = ("You maintain a repository of skills (short markdown guides) that a problem-solving "
                   "agent retrieves before each math or science problem. After each problem, add, rewrite "
@@ -95,18 +97,12 @@ class Reasoning:
 
     @property
     def model_executor(self) -> type:
-        from skillos.evals.envs.reasoning.llm import LLMReasoner
-
         return LLMReasoner
 
     def make_executor(self, config):
-        from skillos.evals.envs.reasoning.heuristic import HeuristicReasoner
-
         return build.executor(config, HeuristicReasoner, self.model_executor)
 
     def make_curator(self, config, horizon: int | None = None):
-        from skillos.evals.envs.reasoning.heuristic import ReasoningCurator
-
         return build.curator(config, ReasoningCurator, horizon, CURATOR_SYSTEM)
 
     def describe(self, cfg, split: str) -> str:

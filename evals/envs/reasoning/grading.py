@@ -29,6 +29,7 @@ import re
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
+from skillos.safety import BoundedWorkers, CallFailed, CallTimeout, WorkerFailed
 
 GRADE_TIMEOUT_S = 5.0  # math-verify's own default per parse and per comparison
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -227,8 +228,6 @@ def _pool():
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            from skillos.safety import BoundedWorkers
-
             _POOL = BoundedWorkers("skillos.evals.envs.reasoning.grading:compare_in_worker")
         return _POOL
 
@@ -244,7 +243,6 @@ def math_equal(reference: str, answers: list[str] | str, timeout_s: float = GRAD
                 return True
             if _PLAIN_INT.fullmatch(reference.strip()) and _PLAIN_INT.fullmatch(answers[0].strip().strip("$")):
                 return False
-    from skillos.safety import CallFailed, CallTimeout, WorkerFailed
 
     try:
         return bool(_pool().call(reference, list(answers), timeout_s=timeout_s))

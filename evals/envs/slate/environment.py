@@ -14,6 +14,7 @@ from __future__ import annotations
 from skillos.evals.backends import build
 from skillos.evals.envs.household.environment import Household
 from skillos.evals.envs.slate import audit, executor, slates
+from skillos.evals.envs.household.heuristic import HeuristicExecutor
 
 
 class SlateEnvironment(Household):
@@ -56,8 +57,6 @@ class SlateEnvironment(Household):
     model_executor = executor.SlateExecutor
 
     def make_executor(self, config):
-        from skillos.evals.envs.household.heuristic import HeuristicExecutor
-
         return build.executor(config, HeuristicExecutor, self.model_executor)
 
     def describe(self, cfg, split: str) -> str:

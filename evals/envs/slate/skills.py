@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from skillos.errors import SkillosError
+from skillos.repo.skill import Skill
 
 CATEGORIES = ("oracle", "relevant", "misleading", "irrelevant")
 
@@ -195,8 +196,6 @@ def misleading_skills(oracle, task_type: str, n: int) -> list:
     same oracle gives the same skills). Each is a Skill whose metadata records what it is:
     `misleading_for` (the task type), `derived_from` (the oracle) and `mutation` (the edits).
     A one-line SkillosError when fewer than `n` mutations apply to the oracle's body."""
-    from skillos.repo.skill import Skill
-
     if n <= 0:
         return []
     if task_type not in MUTABLE:

@@ -42,6 +42,10 @@ from skillos.files import write_atomic
 
 from skillos.evals.envs.alfworld.scenes import load_scene, receptacle_type
 from skillos.evals.envs.slate.skills import CATEGORIES, derived_from, misleading_for, misleading_skills, relevant_to
+from skillos.config.derived import relative_to_config
+from skillos.evals.envs.registry import environment
+from skillos.evals.envs.slate.audit import listing_audit
+from skillos.evals.runner import ENGINE_LOCK, take_action
 
 READ_TOOL = "read_skill"
 REASONING_OPEN, REASONING_CLOSE = "<skill_reasoning>", "</skill_reasoning>"
@@ -230,8 +234,6 @@ def slate_sizes(cfg) -> tuple[int, int, int]:
 def build_slates(cfg, games, source: SkillRepo | None = None) -> tuple[SkillRepo, list[Slate]]:
     """The config's slates for `games` and the repo they are drawn from (the slate folder plus
     the built misleading skills)."""
-    from skillos.config.derived import relative_to_config
-
     g = cfg.skillgate
     if source is None:
         if not g.slate_repo:
@@ -271,8 +273,6 @@ def manifest_of(repo: SkillRepo, slates: list[Slate], tasks: dict | None = None,
     the `snapshot_hash` that pins them in an eval spec, and the listing audit of the slates
     against `tasks` (game id -> task sentence; without them the audit is unmeasured) and
     `scenes` (game id -> the words its scene text lists: `scenes_of`)."""
-    from skillos.evals.envs.slate.audit import listing_audit
-
     names = sorted({s.source(n) for s in slates for n in s.order})  # the skill files, as built
     files = {name: hashlib.sha256(repo.get(name).to_markdown().encode()).hexdigest() for name in names}
     slate_rows = {s.game_id: {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(s).items()}
@@ -373,8 +373,6 @@ class SlateEnv:
         return not self._setup.no_slate and not (self._setup.paired and self._slot % 2)
 
     def reset(self, **row) -> str:
-        from skillos.evals.runner import ENGINE_LOCK
-
         game_id = row["game_id"]
         if game_id not in self._setup.games:  # the held-out split is never in the setup
             raise KeyError(f"game {game_id!r} is not in the training pool")
@@ -422,8 +420,6 @@ class SlateEnv:
         Returns:
             What the game says back, and the actions now admissible.
         """
-        from skillos.evals.runner import take_action
-
         ep = self._episode
         if ep is None or ep.obs is None:
             return "error: no game in progress"
@@ -468,8 +464,6 @@ def make_slate_setup(cfg, games, out_dir: str | Path) -> SlateSetup:
     """Build and freeze a run's slates (into out_dir/slate) from `skillgate.slate_repo`; the
     profile (`skillgate.selector_credit`) says whether rollouts see no slate (no_skill) or
     alternate with the oracle's twin (hybrid_slate)."""
-    from skillos.evals.envs.registry import environment
-
     g = cfg.skillgate
     if not g.slate_repo:
         raise SkillosError("skillgate.slate_repo: the selector trainer needs a slate skill folder")

@@ -30,6 +30,7 @@ from pathlib import Path
 from skillos import safety
 from skillos.errors import SkillosError
 from skillos.secrets import redact_text
+from skillos.files import write_atomic
 
 REPLAY_MARKER = "[skillos-sleep replay]"
 SOURCES = ("claude", "codex")  # what --source names; codex covers the CLI rollouts and the archive
@@ -499,8 +500,6 @@ def harvest(s, home: Path | None = None, progress=None) -> Harvest:
 
 
 def write_digest(h: Harvest, home: Path) -> Path:
-    from skillos.files import write_atomic
-
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     path = home / "digests" / f"harvest-{stamp}.jsonl"
     lines = [json.dumps({"summary": {**h.summary(), "digest": str(path)}})]
@@ -511,8 +510,6 @@ def write_digest(h: Harvest, home: Path) -> Path:
 
 def read_digest(path: Path) -> list[Session]:
     """The sessions of a digest harvest wrote; a damaged line is a one-line error."""
-    from skillos import safety
-
     skips = safety.Skips()
     rows = [r for _, _, r in safety.jsonl_records(path, "harvest digest", skips)]
     if skips:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos import safety
 
 RULES = ("contains", "not_contains", "regex", "section", "length", "tool", "no_refusal", "rubric")
 SPLITS = ("train", "validation", "test")
@@ -170,8 +171,6 @@ def assign_splits(tasks: list[Task], validation_share: float, test_share: float)
 
 def load_tasks(path: str | Path) -> list[Task]:
     """A reviewed task file: JSONL, one {"prompt", "checks", optional "sessions", "skill"} a line."""
-    from skillos import safety
-
     path = Path(path).expanduser()
     skips = safety.Skips()
     tasks, seen = [], set()

@@ -30,6 +30,17 @@ from skillos.training.textopt.sleep.replay import (DEFAULT_MAX_TOKENS, OFFLINE_W
                                            system_prompt)
 from skillos.training.textopt.sleep.stage import (END, NIGHT, learned_lines, outside_block, read_live_skill,
                                           recover_nights, sleep_home, stamp, with_learned, write_proposal)
+from skillos.config.derived import relative_to_config
+from skillos.config.experiment import ExperimentConfig
+from skillos.evals import stats
+from skillos.evals.backends.chat import make_chat
+from skillos.files import write_atomic
+from skillos.ledger import Ledger
+from skillos.ledger.experiments import record_experiment
+from skillos.ledger.store import actor
+from skillos.repo import parse_skill
+from skillos.repo.skill import SkillError
+from skillos.safety import Ticker
 
 
 def preflight(cfg) -> tuple[Path, str]:
@@ -43,7 +54,6 @@ def preflight(cfg) -> tuple[Path, str]:
                            f"backend heuristic with model {OFFLINE_WRITER}: training/configs/sleep-example/)")
     # The sleep settings' own rules (backends, gate, schedule, edits, budget, shares, dream_factor's
     # bound) are the config's: a night's config arrives validated (api.sleep).
-    from skillos.config.derived import relative_to_config
 
     return read_live_skill(relative_to_config(cfg, s.skill))
 
@@ -53,15 +63,11 @@ def _offline(model) -> bool:
 
 
 def _chat(model):
-    from skillos.evals.backends.chat import make_chat
-
     return SkillFollower() if _offline(model) else make_chat(model)
 
 
 def sleep_section(cfg):
     """cfg.sleep with its transcript folders resolved beside the config file (~ expanded)."""
-    from skillos.config.derived import relative_to_config
-
     s = cfg.sleep
     return dataclasses.replace(s, **{k: str(relative_to_config(cfg, Path(getattr(s, k)).expanduser()))
                                      for k in ("claude_dir", "codex_dir")})
@@ -72,8 +78,6 @@ def gather(cfg, tasks_file=None, home: Path | None = None, echo=None, unchecked:
     """The night's tasks: a reviewed task file, or mined from a fresh harvest (digest under `home`).
     Relative transcript folders resolve beside the config file, like every input it names.
     `unchecked` receives the mined requests the rules found no check for (the LLM miner's input)."""
-    from skillos.config.derived import relative_to_config
-    from skillos.safety import Ticker
     from skillos.training.textopt.sleep.harvest import harvest
 
     path = tasks_file or cfg.sleep.tasks
@@ -176,8 +180,6 @@ class LLMProposer:
                 "```markdown block, changing at most {budget} lines.")
 
     def __init__(self, config, edit_anywhere: bool = False):
-        from skillos.evals.backends.chat import make_chat
-
         self.config = config if config.max_tokens else dataclasses.replace(config, max_tokens=DEFAULT_MAX_TOKENS)
         self.chat = make_chat(self.config)
         self.edit_anywhere = edit_anywhere
@@ -205,8 +207,6 @@ class LLMProposer:
         import difflib
         import re
 
-        from skillos.repo import parse_skill
-        from skillos.repo.skill import SkillError
 
         found = re.search(r"```(?:markdown|md)?\n(---\n.*?)```", reply, re.S)
         if not found:
@@ -245,8 +245,6 @@ def run_night(cfg, *, gate, ledger=None, tasks_file=None, echo=print, unseal: st
 
     `gate(cfg, ledger)` runs the launch gates (raising to refuse) once the ledger is open and
     before any model call: `skillos.sleep` passes `gates.enforce` (training sits below gates)."""
-    from skillos.ledger import Ledger
-
     skill_path, seed_text = preflight(cfg)
     cfg = _named(cfg, skill_path.parent.name)
     parts = _Parts(cfg)  # a missing key or model is refused before the gates run
@@ -274,8 +272,6 @@ class _Parts:
     """The models a night calls: the replaying model, the judge and the proposer."""
 
     def __init__(self, cfg):
-        from skillos.evals.backends.chat import make_chat
-
         s = cfg.sleep
         self.model = _model(s)
         self.chat = _chat(self.model)
@@ -298,8 +294,6 @@ class Night:
     def begin(self, tasks_file) -> None:
         """Tasks gathered (harvested, mined, dreamed) and split; the night's folder, lock and
         ledger run; the caps start here: the gates and the harvest are not the night's spending."""
-        from skillos.files import write_atomic
-        from skillos.ledger.experiments import record_experiment
 
         s, echo, ledger, proposer = self.s, self.echo, self.ledger, self.parts.proposer
         unchecked: list = []
@@ -341,8 +335,6 @@ class Night:
     def play(self, text: str, ts: list, arm: str) -> dict:
         """Replay `ts` with skill `text`; every outcome logged as it lands, the arm's eval recorded
         with what it measured even when a cap or an outage cuts it short."""
-        from skillos.safety import Ticker
-
         out, tick, log = {}, Ticker(self.echo, f"{arm}: tasks replayed", len(ts)), self.night_dir / "outcomes.jsonl"
         try:
             for t in ts:
@@ -366,8 +358,6 @@ class Night:
         return {k: o.success for k, o in self.play(text, ts, arm).items()}
 
     def propose(self, step: int, now: Standing) -> Candidate | None:
-        from skillos.repo import parse_skill
-        from skillos.repo.skill import SkillError
 
         s, echo, train_tasks = self.s, self.echo, self.splits["train"] + self.dreams
         budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
@@ -391,8 +381,6 @@ class Night:
         return self.outcomes(candidate.skill, self.splits["validation"], f"candidate-{candidate.step}")
 
     def judge(self, step: int, incumbent_val: dict, cand_val: dict):
-        from skillos.evals import stats
-
         verdict = stats.accept_candidate(incumbent_val, cand_val, *self.gate_args)
         lost = broke(incumbent_val, cand_val)
         if verdict.verdict == "accept" and self.s.no_regress and lost:
@@ -421,8 +409,6 @@ class Night:
         """Calibrate, run the candidates, read the sealed test when one was accepted: (status,
         why it stopped, the A/A verdict, the test's result). A cap, an outage, a refused
         calibration or a spent test ends it, with what was accepted before kept in `standing`."""
-        from skillos.evals import stats
-
         splits, aa, test = self.splits, None, None
         try:
             if not self.tasks:
@@ -470,8 +456,6 @@ class Night:
 
     def run(self, unseal: str | None) -> dict:
         """The night measured, its report written, a proposal staged when one passed, the run ended."""
-        from skillos.files import write_atomic
-
         standing = Standing(self.seed_text, {})  # read after a stop mid-step: what was accepted before it
         status, stop, aa, test = self.measure(standing, unseal)
         report = {"night": self.night_id, "status": status, "stopped_because": stop, "skill": str(self.skill_path),
@@ -540,8 +524,6 @@ def read_test(ledger, experiment: str, tasks: list, night_dir: Path, why: str, u
     optimize's split, under the experiment's name), so no later night, process or home folder
     reads it again; with `unseal` (a person's reason) the sealed ones are read again and the
     override is recorded as a process failure. This night's own seal file refuses a second read."""
-    from skillos.ledger.store import actor
-
     read_before = ledger.sealed(experiment, [t.id for t in tasks])
     fresh = [t for t in tasks if unseal or t.id not in read_before]
     left_out = [t for t in tasks if t not in fresh]
@@ -565,8 +547,6 @@ def _no_tasks_reason(source: dict) -> str:
 
 def _named(cfg, skill: str):
     """A config left at the default experiment name records its nights as `sleep:<skill>`."""
-    from skillos.config.experiment import ExperimentConfig
-
     if cfg.experiment.name != ExperimentConfig.name:
         return cfg
     named = dataclasses.replace(cfg, experiment=dataclasses.replace(cfg.experiment, name=f"sleep:{skill}"))
@@ -582,8 +562,6 @@ class _O:  # an outcome of a bare bool/None, for _summary
 def _candidates_on_test(home: Path, tried: int) -> int:
     """Candidates tried against this sealed test over all nights (the test tasks are chosen by
     content hash, so every night reads the same ones): the Bonferroni factor of the claim."""
-    from skillos.files import write_atomic
-
     path = home / "test_reads.json"
     reads = json.loads(path.read_text()) if path.is_file() else []
     reads.append(tried)

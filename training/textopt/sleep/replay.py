@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from skillos.evals.backends.chat import BackendError
 from skillos.training.textopt.sleep.harvest import REPLAY_MARKER
 from skillos.training.textopt.sleep.mine import is_refusal
+from skillos.evals.backends.chat import ChatResult
+from skillos.evals.judge import parse_verdict
 
 DEFAULT_MAX_TOKENS = 1024  # a completion bound when the config sets none: a token cap needs one
 
@@ -175,7 +177,6 @@ class Replayer:
     def _rubric(self, rubric: str, prompt: str, answer: str) -> bool | None:
         if self.judge is None:
             return None
-        from skillos.evals.judge import parse_verdict
 
         messages = [{"role": "user", "content": JUDGE_PROMPT.format(rubric=rubric, prompt=prompt, answer=answer)}]
         reply = self.caller.call(self.judge, messages, self.judge_max_tokens)
@@ -200,8 +201,6 @@ class SkillFollower:
     _WITHIN = re.compile(r"keep the answer within (\d+)-(\d+|any) (words|lines|chars)", re.I)
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None):
-        from skillos.evals.backends.chat import ChatResult
-
         skill = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         request = messages[-1]["content"] if messages else ""
         lines = [f"Done: {request.strip().splitlines()[0][:80] if request.strip() else 'the request'}."]

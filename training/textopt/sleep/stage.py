@@ -18,13 +18,15 @@ import shutil
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos.files import write_atomic
+from skillos.ledger.store import default_path
+from skillos.repo import parse_skill
+from skillos.safety import MAX_SKILL_BYTES, RunLock, read_json_file, read_text
 
 BEGIN, END = "<!-- skillos-sleep:learned -->", "<!-- /skillos-sleep:learned -->"
 
 
 def sleep_home(s) -> Path:
-    from skillos.ledger.store import default_path
-
     return Path(s.home).expanduser() if s.home else default_path().parent / "sleep"
 
 
@@ -65,8 +67,6 @@ def outside_block(body: str) -> str:
 
 def read_live_skill(path) -> tuple[Path, str]:
     """(SKILL.md path, its text) of a live skill folder or file."""
-    from skillos.repo import parse_skill
-
     p = Path(path).expanduser()
     p = p / "SKILL.md" if p.is_dir() else p
     if not p.is_file():
@@ -134,8 +134,6 @@ def _proposal_folder(proposal: str | Path, home: Path) -> Path:
 
 def read_proposal(folder: Path) -> dict:
     """proposal.json, whole and of the right shape, or a one-line error."""
-    from skillos.safety import read_json_file
-
     meta = read_json_file(folder / "proposal.json", "sleep proposal")
     for key, kind in PROPOSAL_KEYS.items():
         if not isinstance(meta.get(key), kind):
@@ -145,8 +143,6 @@ def read_proposal(folder: Path) -> dict:
 
 
 def _text(path: Path, what: str) -> str:
-    from skillos.safety import MAX_SKILL_BYTES, read_text
-
     return read_text(path, MAX_SKILL_BYTES, what)
 
 
@@ -157,9 +153,6 @@ def adopt(proposal: str | Path, home: Path, skill: str | Path | None = None, und
     adopt that crashed between them is completed by running it again, or undone with `undo`
     (the backup put back, when the live skill is still the proposal's). A live skill changed by
     anyone else in between is refused, never overwritten."""
-    from skillos.repo import parse_skill
-    from skillos.files import write_atomic
-    from skillos.safety import read_json_file
 
     folder = _proposal_folder(proposal, home)
     meta_path, journal_path = folder / "proposal.json", folder / JOURNAL
@@ -205,8 +198,6 @@ def adopt(proposal: str | Path, home: Path, skill: str | Path | None = None, und
 
 
 def _undo(folder: Path, meta: dict, journal: dict | None, home: Path) -> dict:
-    from skillos.files import write_atomic
-
     source = journal or ({"target": meta.get("adopted_into"), "backup": meta.get("backup")}
                          if meta.get("adopted_at") else None)
     if not source or not source.get("target"):
@@ -230,8 +221,6 @@ def _undo(folder: Path, meta: dict, journal: dict | None, home: Path) -> dict:
 
 def status(home: Path) -> dict:
     """Nights (a damaged report shown as damaged, a killed night as aborted) and proposals."""
-    from skillos.safety import read_json_file
-
     nights = []
     for report in sorted((home / "nights").glob("*/report.json")):
         try:
@@ -259,8 +248,6 @@ NIGHT = "night.json"  # written when a night starts: its ledger run, so a killed
 def recover_nights(home: Path, ledger=None) -> list[str]:
     """Nights that were killed mid-run (no report.json, nobody holding their folder's lock): each
     gets a report saying it was aborted, and its ledger run ends as aborted. Returns their ids."""
-    from skillos.files import write_atomic
-    from skillos.safety import RunLock, read_json_file
 
     found = []
     for folder in sorted((home / "nights").glob("*/")) if (home / "nights").is_dir() else []:

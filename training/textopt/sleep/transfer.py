@@ -33,6 +33,14 @@ from collections import Counter
 from pathlib import Path
 
 from skillos.errors import SkillosError
+from skillos import registry
+from skillos.evals import stats
+from skillos.files import write_atomic
+from skillos.registry import load
+from skillos.repo import parse_skill
+from skillos.repo.skill import SkillError
+from skillos.training.textopt.sleep.mine import load_tasks
+from skillos.training.textopt.sleep.replay import rule_passes
 
 ARMS = ("without_skill", "with_skill")
 REPORT, ROWS = "report.json", "rows.jsonl"
@@ -74,8 +82,6 @@ def plan(tasks: list, repeats: int, max_calls: int) -> int:
 def grade(checks: list, answer: str) -> tuple[bool | None, str]:
     """(success, why): every rule check must pass; a check the harness cannot grade leaves the run
     unmeasured."""
-    from skillos.training.textopt.sleep.replay import rule_passes
-
     failed = []
     for check in checks:
         if check["rule"] in UNGRADED:
@@ -89,8 +95,6 @@ class Runner:
     """One agent's runs under the transfer's caps."""
 
     def __init__(self, agent, binary: str, t):
-        from skillos.registry import load
-
         self.agent, self.binary, self.t = agent, binary, t
         self.parse = load(agent.parse)
         self.started, self.cost, self.calls = time.monotonic(), 0.0, 0
@@ -143,11 +147,6 @@ class Runner:
 def transfer(cfg, skill: str | Path, tasks_file: str | Path, out: str | Path, echo=print) -> dict:
     """Run every task of `tasks_file` with and without `skill` in `sleep.transfer.agent`; write
     OUT/rows.jsonl and OUT/report.json; return the report."""
-    from skillos import registry
-    from skillos.files import write_atomic
-    from skillos.repo import parse_skill
-    from skillos.repo.skill import SkillError
-    from skillos.training.textopt.sleep.mine import load_tasks
 
     t = cfg.sleep.transfer
     agent = registry.AGENT_CLIS[t.agent]
@@ -196,8 +195,6 @@ def transfer(cfg, skill: str | Path, tasks_file: str | Path, out: str | Path, ec
 def summarize(rows: list[dict], alpha: float, power: float, n_boot: int, repeats: int) -> dict:
     """Per arm: success with its denominator and the unmeasured runs by reason; the paired
     comparison with_skill vs without_skill and its verdict (stats)."""
-    from skillos.evals import stats
-
     arms = {}
     for arm in ARMS:
         mine = [r for r in rows if r["arm"] == arm]

@@ -39,6 +39,8 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from skillos.evals.envs.alfworld.scenes import constants
+from skillos.evals.envs.alfworld.text import parse_goal
 
 OBJ, TARGET = "X", "Y"  # the task's object and the place it names, in a reading
 TRANSFORMS = ("heat", "cool", "clean")
@@ -82,8 +84,6 @@ def _plurals(word: str) -> set[str]:
 def vocabulary() -> tuple[dict, dict, frozenset]:
     """(words, phrases, places): one word -> the types it names; a tuple of words -> one word;
     the receptacle types that stand in a room (what a place in a skill can be)."""
-    from skillos.evals.envs.alfworld.scenes import constants
-
     c = constants()
     words: dict[str, tuple] = {}
     phrases: dict[tuple, str] = dict(PHRASES)
@@ -211,8 +211,6 @@ _QUOTED = re.compile(r'"([^"]{3,200})"|“([^”]{3,200})”')
 def unquote_tasks(text: str) -> str:
     """A quoted task sentence ("heat some bread and put it in countertop") is an example of a
     task, not an instruction: it is dropped."""
-    from skillos.evals.envs.alfworld.text import parse_goal
-
     return _QUOTED.sub(lambda m: " " if parse_goal(m.group(1) or m.group(2)) else m.group(0), text)
 
 
