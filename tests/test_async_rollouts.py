@@ -190,7 +190,7 @@ def test_a_gpu_launch_with_the_switch_needs_the_canary_of_the_path_it_runs():
 
 
 def test_the_trace_follows_the_switch_to_the_trainer_class():
-    from skillos.gates.core import Context, Result
+    from skillos.checking import Context, Result
     from skillos.gates.trace import trace
 
     def rows(cfg):

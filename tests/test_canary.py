@@ -279,7 +279,7 @@ def test_a_degenerate_or_unjudged_canary_never_vouches(skillos_home, tmp_path, m
     digest = identity.config_digest(canaries.canary("curator").config())
     base = {**rows[0], "result": {**rows[0]["result"]}}
     for modules, says in ((["skillos.does_not_exist"], "skillos.does_not_exist was missing when it ran"),
-                          (["skillos.errors"], "it does not record running skillos.training.canary.curator")):
+                          (["skillos.errors"], "it does not record running skillos.training.curator.canary")):
         row = {**base, "result": {**base["result"], "identity": identity.identity(modules, digest)}}
         found, stale = vouching("curator", [row])
         assert found is None and any(says in c for c in stale[1]), stale

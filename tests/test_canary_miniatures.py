@@ -33,7 +33,7 @@ def test_the_curator_reads_the_last_history_length_steps(length, history, shown)
 
 @pytest.mark.parametrize("value", [0, 3, None])
 def test_curator_history_length_is_traced_to_the_rollout_setup(value):
-    from skillos.gates.core import Context
+    from skillos.checking import Context
     from skillos.gates.trace import Tracer, _resolve
 
     cfg = config.load(CURATOR, sets=[f"curator.history_length={'null' if value is None else value}"])
@@ -77,7 +77,7 @@ def test_the_selector_canarys_slate_files_are_in_its_identity(tmp_path):
 def test_a_miniature_a_constant_answer_wins_is_refused_before_anything_is_recorded(tmp_path, monkeypatch):
     from skillos.ledger.store import Ledger
     from skillos.training import canary
-    from skillos.training.canary import curator, payoff
+    from skillos.training.curator import canary as curator, payoff
 
     tasks = {f"t{i}": "heat" if i % 2 else "cool" for i in range(24)}
     won = {t: True for t in tasks}

@@ -60,7 +60,7 @@ Game = namedtuple("Game", "id task_type task path")
 def slates(tmp_path):
     """The selector canary's slates for 20 heat and 20 cool games (no engine needed to build them)."""
     from skillos.config.loading import with_sets
-    from skillos.training.canary import selector
+    from skillos.training.selector import canary as selector
 
     cfg = with_sets(selector.CANARY.config(), ["env.seed=7"])
     games = [Game(f"{kind}-{i}", t, f"{kind} some egg and put it in countertop", "")
@@ -91,7 +91,7 @@ def judged(before: dict, after: dict, tasks: dict) -> dict:
 def test_a_task_blind_selector_does_not_pass_by_the_canary_rule_and_reading_the_input_does(tmp_path):
     from skillos.config.loading import with_sets
     from skillos.evals.envs.registry import environment
-    from skillos.training.canary import selector
+    from skillos.training.selector import canary as selector
 
     cfg = with_sets(selector.CANARY.config(), ["env.seed=11"])
     games = [Game(f"{kind}-{i}", t, f"{kind} some egg and put it in countertop", "")

@@ -231,7 +231,6 @@ CRASH_AFTER = [1, 2, 3]  # write_atomic calls that succeed before the crash: jou
 @pytest.mark.parametrize("then", ["complete", "undo"])
 def test_an_adopt_that_crashed_between_its_writes_can_be_completed_or_undone(tmp_path, monkeypatch, crash_after, then):
     from skillos.files import write_atomic as real
-    from skillos import files as store
     from skillos.training.textopt.sleep import stage
 
     folder, live, before, after = _proposal(tmp_path)
@@ -243,10 +242,10 @@ def test_an_adopt_that_crashed_between_its_writes_can_be_completed_or_undone(tmp
             raise KeyboardInterrupt("killed")
         return real(path, data)
 
-    monkeypatch.setattr(store, "write_atomic", crashing)
+    monkeypatch.setattr(stage, "write_atomic", crashing)  # every write of an adopt is stage's
     with pytest.raises(KeyboardInterrupt):
         stage.adopt(folder, tmp_path / "home")
-    monkeypatch.setattr(store, "write_atomic", real)
+    monkeypatch.setattr(stage, "write_atomic", real)
     assert stage.status(tmp_path / "home")["proposals"][0]["unfinished_adopt"] is True
     meta = stage.adopt(folder, tmp_path / "home", undo=(then == "undo"))
     assert live.read_text() == (after if then == "complete" else before)

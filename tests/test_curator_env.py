@@ -167,7 +167,8 @@ def setup(game_cache):
 
 
 def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):
-    from skillos.training.curator.env import CuratorEnv, finish, published_tools
+    from skillos.training.common.trl_compat import published_tools
+    from skillos.training.curator.env import CuratorEnv, finish
 
     setup, pool = setup
     assert published_tools(CuratorEnv) == ["curate_and_advance"]

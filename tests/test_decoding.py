@@ -149,7 +149,7 @@ def test_vllm_passes_sampling_params_and_chat_template_kwargs(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams))
     from skillos.evals.backends import vllm_chat
 
-    monkeypatch.setattr("skillos.evals.backends.tiny_model.resolve", lambda model: model)
+    monkeypatch.setattr("skillos.evals.backends.vllm_chat.resolve", lambda model: model)
     cfg = CuratorConfig(backend="vllm", model="Qwen/Qwen3-8B", reasoning_effort="on", **DECODING)
     result = vllm_chat.VLLMChat(cfg).chat([{"role": "user", "content": "hi"}])
     assert seen["sampling"] == DECODING

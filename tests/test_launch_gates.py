@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, run_cli
 from skillos import cli, gates
+from skillos import checking
 from skillos.gates import core
 from skillos.ledger import Ledger
 
@@ -79,7 +80,7 @@ def test_bad_overrides_are_one_line_errors(tmp_path, game_cache, value, message)
 def test_every_launch_command_refuses_on_a_failing_check(command, tmp_path, game_cache,
                                                          monkeypatch, skillos_home):
     def always_fails(ctx):
-        return core.Result("planted", (7,), "FAIL", detail="planted by the test")
+        return checking.Result("planted", (7,), "FAIL", detail="planted by the test")
 
     real = core.checks
     monkeypatch.setattr(core, "checks", lambda phase: real(phase) + ([always_fails] if phase == "static" else []))

@@ -567,7 +567,7 @@ def test_the_gates_refuse_selector_credit_without_a_slate_or_an_oracle(tmp_path)
 def test_the_eval_pins_gate_refuses_a_config_that_departs_from_its_frozen_spec(tmp_path, game_cache):
     from skillos.evals.arms import load_games
     from skillos.evals.slate_eval import config_pins
-    from skillos.gates.core import Context
+    from skillos.checking import Context
     from skillos.gates.dryrun import eval_pins
 
     config = _config(tmp_path, slate_repo=str(SLATES))
@@ -603,7 +603,7 @@ def test_the_shipped_protocol_is_the_methods_size_and_pins_everything():
 def test_the_shipped_protocol_spec_is_what_its_config_plays(tmp_path, game_cache):
     """The frozen pins equal those of the 134 games and slates the config would play today
     (generating the games takes ~1-2 min on 2 cores)."""
-    from skillos.gates.core import Context
+    from skillos.checking import Context
     from skillos.gates.dryrun import eval_pins
 
     result = eval_pins(Context(cfgmod.load(PROTOCOL), base_dir=PROTOCOL.parent))

@@ -197,10 +197,11 @@ def test_dry_run_prints_the_worst_case_and_spends_nothing(world, tmp_path):
 
 def test_the_launch_gates_refuse_a_night_before_any_call(world, monkeypatch):
     from skillos import gates
+    from skillos import checking
     from skillos.gates import core
 
     make, skill, home = world
-    real, planted = core.checks, lambda ctx: core.Result("planted", (7,), "FAIL", detail="planted by the test")
+    real, planted = core.checks, lambda ctx: checking.Result("planted", (7,), "FAIL", detail="planted by the test")
     monkeypatch.setattr(core, "checks", lambda phase: real(phase) + ([planted] if phase == "static" else []))
     with ScriptedLLM(follows_the_skill) as server:
         with pytest.raises(gates.GateRefused, match="planted"):

@@ -100,7 +100,7 @@ def test_the_sft_and_dpo_baselines_trace_to_their_own_arguments(trainer, args_cl
     assert report.exit_code == 0, [r.line() for r in report.failed]
     assert all(row.applied for row in rows.values()), [row.line() for row in rows.values() if not row.applied]
     assert rows["training.save_steps"].consumer == f"{args_class}.save_steps"
-    from skillos.gates.core import Context, Result
+    from skillos.checking import Context, Result
     from skillos.gates import trace as tracing
 
     (cap,) = tracing.trace(Context(cfg), [Result("x", (1,), "PASS", "training.max_prompt_length", 1024, 1024)])
@@ -122,7 +122,7 @@ def test_a_key_checked_but_not_applied_fails(monkeypatch):
 
 def test_a_key_with_no_consumer_fails_and_one_the_trainer_ignores_fails():
     cfg = config.load(PAPER)
-    from skillos.gates.core import Context, Result
+    from skillos.checking import Context, Result
     from skillos.gates import trace as tracing
 
     ctx = Context(cfg)
@@ -138,7 +138,7 @@ def test_thinking_on_a_template_without_the_switch_is_not_applied(game_cache):
     """reasoning_effort reaches the chat template as enable_thinking; on a model whose template
     ignores it (the tiny model's), the trace says so before the backend refuses it at start."""
     from skillos.evals.backends.tiny_model import build
-    from skillos.gates.core import Context, Result
+    from skillos.checking import Context, Result
     from skillos.gates import trace as tracing
 
     build()
@@ -183,7 +183,7 @@ def test_history_length_reaches_the_executor_only_where_the_environment_shows_a_
     the trace asks it, so a slate or reasoning run's history_length is reported as reaching no code."""
     from skillos.evals.envs.registry import environment
     from skillos.gates import trace as tracing
-    from skillos.gates.core import Context, Result
+    from skillos.checking import Context, Result
 
     cfg = config.with_sets(config.load(ROOT / "evals" / "configs" / "quickstart.yaml"),
                            [f"env.name={env}", "executor.backend=openai", "executor.model=m", "executor.history_length=3"])

@@ -40,7 +40,7 @@ from skillos.evals.run_folder import (ROW_FILES, SWEEP, check_out, default_out_d
 from skillos.evals import slate_eval
 from skillos.files import write_atomic
 from skillos.gates import approval
-from skillos.gates.core import Context
+from skillos.checking import Context
 from skillos.gates.static import extras
 from skillos.ledger import Ledger
 from skillos.ledger.experiments import record_experiment

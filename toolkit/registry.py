@@ -12,6 +12,7 @@ SDK. A new backend, environment or trainer is one entry here, never an `if name 
 from __future__ import annotations
 
 import importlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, Iterator, TypeVar
 from skillos.errors import SkillosError
@@ -113,6 +114,20 @@ class Registry(Generic[E]):
     def get(self, name) -> E | None:
         return self._entries.get(name)
 
+    @contextmanager
+    def extended(self, *entries: E):
+        """The registry with `entries` added for the duration (a plug-in's tests; a name already
+        registered is refused), then as it was."""
+        clash = [e.name for e in entries if e.name in self._entries]
+        if clash:
+            raise SkillosError(f"{', '.join(clash)}: already a {self.kind}")
+        before = dict(self._entries)
+        self._entries.update({e.name: e for e in entries})
+        try:
+            yield self
+        finally:
+            self._entries = before
+
     def listed(self) -> str:
         """Every entry's name with what it is (its `about`), for a help string: "a (what a is) | b"."""
         return " | ".join(f"{e.name} ({e.about})" if getattr(e, "about", "") else e.name for e in self)
@@ -126,21 +141,21 @@ BACKENDS: Registry[Backend] = Registry(
     Backend("openai", chat="skillos.evals.backends.openai_chat:OpenAIChat", key_env="OPENAI_API_KEY", paid=True,
             about="the OpenAI API or any OpenAI-compatible base_url",
             extra="llm", modules=("openai",), install="pip install 'skillos[llm]'", client="openai:OpenAI",
-            sampler_defaults="the endpoint's defaults", decoding="skillos.config.backend:openai_decoding", seeds=True,
+            sampler_defaults="the endpoint's defaults", decoding="skillos.evals.backends.openai_chat:openai_decoding", seeds=True,
             scores=True),  # through a base_url server that echoes prompt log-probabilities (openai_decoding)
     Backend("anthropic", chat="skillos.evals.backends.anthropic_chat:AnthropicChat", key_env="ANTHROPIC_API_KEY",
             about="the Anthropic API", paid=True,
             extra="llm", modules=("anthropic",), install="pip install 'skillos[llm]'",
             client="anthropic:Anthropic", sampler_defaults="the API's defaults",
-            decoding="skillos.config.backend:anthropic_decoding"),
+            decoding="skillos.evals.backends.anthropic_chat:anthropic_decoding"),
     Backend("vllm", chat="skillos.evals.backends.vllm_chat:VLLMChat", local=True, modules=("vllm",),
             about="vLLM in this process, GPU",
             install="pip install vllm (on the GPU machine; it pins its own torch)", gpu_only=True,
-            sampler_defaults="vLLM's T 1.0, top_p 1, no top_k", decoding="skillos.config.backend:local_decoding"),
+            sampler_defaults="vLLM's T 1.0, top_p 1, no top_k", decoding="skillos.evals.backends.chat:local_decoding"),
     Backend("hf", chat="skillos.evals.backends.hf_chat:HFChat", local=True, extra="hf",
             about="transformers in this process, CPU or GPU",
             modules=("torch", "transformers", "peft"), install=TORCH_FIRST + "pip install 'skillos[hf]'",
-            sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.config.backend:local_decoding",
+            sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.evals.backends.chat:local_decoding",
             scores=True, seeds=True),
 )
 MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves as executor, curator or judge
@@ -283,9 +298,36 @@ class Canary:
 
 CANARIES: Registry[Canary] = Registry(
     "canary",
-    Canary("curator", "skillos.training.canary.curator:CANARY"),  # SkillOS GRPO, curator env, reading executor
-    Canary("selector", "skillos.training.canary.selector:CANARY"),  # SkillGate GRPO with clean-oracle credit
-    Canary("optimize", "skillos.training.canary.optimize:CANARY"),  # text-space optimization with its gate
+    Canary("curator", "skillos.training.curator.canary:CANARY"),  # SkillOS GRPO, curator env, reading executor
+    Canary("selector", "skillos.training.selector.canary:CANARY"),  # SkillGate GRPO with clean-oracle credit
+    Canary("optimize", "skillos.training.textopt.canary:CANARY"),  # text-space optimization with its gate
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method, a package under training/ that brings its own pieces: the trainers `skillos train`
+    runs for it, its learning canaries, and the module of its launch-gate checks (written with
+    skillos.checking's words), which the gates run beside their generic ones. A new method is a
+    folder and one entry here (docs/extending.md)."""
+
+    name: str
+    package: str  # "skillos.training.<name>"
+    about: str = ""
+    trainers: tuple = ()  # its TRAINERS entries (skillgate.trainer values)
+    canaries: tuple = ()  # its CANARIES entries
+    checks: str | None = None  # "module": its gate checks (@static, @dry_run, @machine functions)
+
+
+METHODS: Registry[Method] = Registry(
+    "method",
+    Method("curator", "skillos.training.curator", about="SkillOS: a GRPO-trained curator maintains the skill repo",
+           trainers=("curator",), canaries=("curator",), checks="skillos.training.curator.checks"),
+    Method("selector", "skillos.training.selector", about="SkillGate: the executor learns which skill to read",
+           trainers=("selector", "selector-bc", "selector-dpo"), canaries=("selector",),
+           checks="skillos.training.selector.checks"),
+    Method("textopt", "skillos.training.textopt", about="SkillOpt: text-space optimization of the skill documents",
+           canaries=("optimize",), checks="skillos.training.textopt.checks"),
 )
 
 

@@ -8,7 +8,7 @@ than 1, top_k, top_p below 0.95, a max_tokens at or below the budget) are refuse
 
 from __future__ import annotations
 
-from skillos.config.backend import ANTHROPIC_THINKING_BUDGET as THINKING_BUDGET  # the schema owns it
+from skillos.config.backend import ANTHROPIC_THINKING_BUDGET, API_EFFORTS, BackendConfig
 from skillos.evals.backends.chat import BackendError, ChatResult, api_key
 
 DEFAULT_MAX_TOKENS = 4096  # a reply's tokens when max_tokens is unset (plus the thinking budget, if on)
@@ -41,7 +41,7 @@ def request_kwargs(config, messages: list[dict], tools: list[dict] | None = None
     this; `skillos gate check --trace` reads it)."""
     c = config
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-    budget = THINKING_BUDGET.get(c.reasoning_effort or "none")
+    budget = ANTHROPIC_THINKING_BUDGET.get(c.reasoning_effort or "none")
     kwargs = {"model": c.model, "messages": _turns([m for m in messages if m["role"] != "system"]),
               "max_tokens": c.max_tokens or DEFAULT_MAX_TOKENS + (budget or 0)}
     if system:
@@ -65,7 +65,7 @@ def sent(config) -> dict:
     kw = request_kwargs(config, [{"role": "user", "content": "probe"}])
     body = kw.get("extra_body", {})
     budget = (kw.get("thinking") or {}).get("budget_tokens")
-    effort = next((e for e, b in THINKING_BUDGET.items() if b == budget), None) if budget else \
+    effort = next((e for e, b in ANTHROPIC_THINKING_BUDGET.items() if b == budget), None) if budget else \
         ("none" if config.reasoning_effort == "none" else None)
     out = {"model": ("anthropic messages.create(model=)", kw["model"]),
            "max_tokens": ("anthropic messages.create(max_tokens=)", kw["max_tokens"]),
@@ -109,3 +109,22 @@ def _turns(messages: list[dict]) -> list[dict]:
         else:
             turns.append({"role": m["role"], "content": m["content"]})
     return turns
+
+
+# the config's decoding rule for this backend (its registry entry's `decoding`; config.backend.decoding_problem)
+def anthropic_decoding(section: str, b: BackendConfig) -> str | None:
+    """anthropic: an effort is an extended-thinking budget, which fixes the sampler."""
+    effort = b.reasoning_effort
+    if effort == "on":
+        return (f"{section}.reasoning_effort: 'on' is the chat-template switch of hf, vllm and a `vllm serve` "
+                f"base_url; backend {b.backend} takes {', '.join(API_EFFORTS)} or none")
+    if effort in API_EFFORTS:
+        budget = ANTHROPIC_THINKING_BUDGET[effort]
+        if b.temperature not in (None, 1.0) or b.top_k is not None or (b.top_p is not None and b.top_p < 0.95):
+            return (f"{section}: extended thinking (reasoning_effort {effort}) takes no temperature other than 1, "
+                    "no top_k and top_p only in [0.95, 1] (the API rejects the request); unset them or set "
+                    "reasoning_effort none")
+        if b.max_tokens is not None and b.max_tokens <= budget:
+            return (f"{section}.max_tokens: {b.max_tokens} leaves no room for reasoning_effort {effort}'s thinking "
+                    f"budget of {budget} tokens; raise it above {budget}")
+    return None

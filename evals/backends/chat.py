@@ -17,7 +17,7 @@ from typing import Protocol
 
 from skillos.errors import SkillosError
 from skillos.registry import BACKENDS, MODEL_BACKENDS, key_env, load
-from skillos.config.backend import decoding_problem
+from skillos.config.backend import API_EFFORTS, BackendConfig, decoding_problem
 from skillos.evals.backends.usage import Metered
 from skillos.secrets import protect_key_vars
 
@@ -133,3 +133,15 @@ def parse_generated(text: str) -> ChatResult:
         except (ValueError, KeyError, TypeError):
             calls.append({"name": "_unparsed", "arguments": {"_unparsed": block[:300]}})
     return ChatResult(_TOOL_CALL.sub("", text).strip(), calls, reasoning)
+
+
+# the config's decoding rule for this backend (its registry entry's `decoding`; config.backend.decoding_problem)
+def local_decoding(section: str, b: BackendConfig) -> str | None:
+    """hf, vllm: decoding through the model's own chat template and sampler."""
+    if b.reasoning_effort in API_EFFORTS:
+        return (f"{section}.reasoning_effort: {b.reasoning_effort!r} has no meaning for backend {b.backend}: "
+                "Qwen3-style thinking is on or off through the chat template (enable_thinking); use on or none")
+    if b.temperature == 0 and (b.top_p is not None or b.top_k is not None):
+        return (f"{section}.top_p / top_k: temperature 0 is greedy decoding on backend {b.backend}, which "
+                "ignores them; unset them or set a temperature above 0")
+    return None

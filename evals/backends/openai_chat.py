@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from skillos.config.backend import decoding_of
+from skillos.config.backend import API_EFFORTS, BackendConfig, decoding_of
 from skillos.errors import SkillosError
 from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, api_key, scored_sent
 from skillos.evals.backends.hf_chat import Scored, normalised, scoring_tokens
@@ -210,3 +210,19 @@ def _wire(message: dict) -> dict:
     calls = [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
              for c in message["tool_calls"]]
     return {**message, "tool_calls": calls}
+
+
+# the config's decoding rule for this backend (its registry entry's `decoding`; config.backend.decoding_problem)
+def openai_decoding(section: str, b: BackendConfig) -> str | None:
+    """openai: the OpenAI API's fields, or a `vllm serve` / OpenRouter base_url's."""
+    if b.reasoning_effort == "on" and not b.base_url:
+        return (f"{section}.reasoning_effort: 'on' is the chat-template switch of hf, vllm and a `vllm serve` "
+                f"base_url; backend {b.backend} takes {', '.join(API_EFFORTS)} or none")
+    if b.top_k is not None and not b.base_url:
+        return (f"{section}.top_k: the OpenAI API has no top_k and rejects the request; unset it, or set "
+                f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
+    if decoding_of(b) == "admissible" and not b.base_url:
+        return (f"{section}.decoding: admissible scores each action from the prompt's echoed log-probabilities, "
+                f"which the OpenAI API does not return; set {section}.base_url to a server that does (vllm serve) or "
+                f"{section}.decoding generate")
+    return None

@@ -15,19 +15,19 @@ from skillos.errors import ConfigError  # noqa: F401
 
 from skillos.config.fields import check_fields, did_you_mean, lookup  # noqa: F401
 from skillos.config.experiment import EXPERIMENT_NAME, ExperimentConfig  # noqa: F401
-from skillos.config.env import ENVS, REASONING_DATASETS, REASONING_FAMILIES, SPLITS, ReasoningEnvConfig, EnvConfig
+from skillos.config.env import REASONING_DATASETS, REASONING_FAMILIES, SPLITS, ReasoningEnvConfig, EnvConfig
 from skillos.config.backend import (
-    BACKENDS, CURATOR_TOOLS, REASONING_EFFORTS, API_EFFORTS, ANTHROPIC_THINKING_BUDGET, BackendConfig,
+    CURATOR_TOOLS, REASONING_EFFORTS, API_EFFORTS, ANTHROPIC_THINKING_BUDGET, BackendConfig,
     CuratorConfig, ExecutorConfig, JudgeConfig, decoding_problem
 )
 from skillos.config.training import REPORT_TO, GROUPINGS, CURRICULA, RewardConfig, TrainingConfig  # noqa: F401
 from skillos.config.compute import (
-    COMPUTE_BACKENDS, STOP_ON, STOP_GRACE_S, VLLM_UTILIZATION, VLLM_MAX_SEQS, SERVED_ROLES, SERVER_KEYS, GPU_SPEC,
+    STOP_ON, STOP_GRACE_S, VLLM_UTILIZATION, VLLM_MAX_SEQS, SERVED_ROLES, SERVER_KEYS, GPU_SPEC,
     MAX_GPUS_PER_MACHINE, RAY_ADDRESS, ComputeConfig
 )
 from skillos.config.eval import RETRIEVAL_MODES, ARMS, RetrievalConfig, ControlConfig, EvalConfig  # noqa: F401
 from skillos.config.optimize import OPTIMIZE_TARGETS, SCHEDULES, GATE_MODES, OptimizeGateConfig, OptimizeConfig
-from skillos.config.skillgate import SELECTOR_CREDITS, SELECTOR_INITS, TRAINERS, SkillGateConfig  # noqa: F401
+from skillos.config.skillgate import SELECTOR_CREDITS, SELECTOR_INITS, SkillGateConfig  # noqa: F401
 from skillos.config.sleep import DREAM_FRAMINGS, SleepBudgetConfig, TransferConfig, SleepConfig  # noqa: F401
 from skillos.config.canary import CANARY_SPLITS, CanaryConfig  # noqa: F401
 from skillos.config.sweep import SWEEP_SERVE, SweepConfig  # noqa: F401

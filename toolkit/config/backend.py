@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from skillos import registry
 from skillos.errors import ConfigError
 
-BACKENDS = registry.BACKENDS.names()  # their facts (extra, key variable, local or not): skillos/registry.py
 CURATOR_TOOLS = ("paper", "curate_and_advance")
 # reasoning_effort: `on` / `none` switch Qwen3-style thinking through the chat template (hf, vllm);
 # `low` / `medium` / `high` (and `none`) are the API's field (openai) or a thinking budget (anthropic).
@@ -24,7 +23,7 @@ ANTHROPIC_THINKING_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}  # budg
 
 @dataclass
 class BackendConfig:
-    backend: str = field(default=registry.NO_MODEL, metadata={"choices": BACKENDS, 
+    backend: str = field(default=registry.NO_MODEL, metadata={"choices": registry.BACKENDS, 
         "help": f"who answers (skillos/registry.py BACKENDS): {registry.BACKENDS.listed()}"})
     model: str | None = field(default=None, metadata={
         "help": "the model: an API model name, a hub id, or a local checkpoint folder (./ckpt, /abs, ~/x)"})
@@ -127,7 +126,7 @@ class CuratorConfig(BackendConfig):
 
 @dataclass
 class JudgeConfig(BackendConfig):
-    backend: str | None = field(default=None, metadata={"choices": BACKENDS, 
+    backend: str | None = field(default=None, metadata={"choices": registry.BACKENDS, 
         "help": "the judge's backend (as executor.backend); None: no judge unless one is named"})
 
 
@@ -141,45 +140,3 @@ def decoding_problem(section: str, b: BackendConfig) -> str | None:
     return registry.load(entry.decoding)(section, b)
 
 
-def local_decoding(section: str, b: BackendConfig) -> str | None:
-    """hf, vllm: decoding through the model's own chat template and sampler."""
-    if b.reasoning_effort in API_EFFORTS:
-        return (f"{section}.reasoning_effort: {b.reasoning_effort!r} has no meaning for backend {b.backend}: "
-                "Qwen3-style thinking is on or off through the chat template (enable_thinking); use on or none")
-    if b.temperature == 0 and (b.top_p is not None or b.top_k is not None):
-        return (f"{section}.top_p / top_k: temperature 0 is greedy decoding on backend {b.backend}, which "
-                "ignores them; unset them or set a temperature above 0")
-    return None
-
-
-def openai_decoding(section: str, b: BackendConfig) -> str | None:
-    """openai: the OpenAI API's fields, or a `vllm serve` / OpenRouter base_url's."""
-    if b.reasoning_effort == "on" and not b.base_url:
-        return (f"{section}.reasoning_effort: 'on' is the chat-template switch of hf, vllm and a `vllm serve` "
-                f"base_url; backend {b.backend} takes {', '.join(API_EFFORTS)} or none")
-    if b.top_k is not None and not b.base_url:
-        return (f"{section}.top_k: the OpenAI API has no top_k and rejects the request; unset it, or set "
-                f"{section}.base_url to a server that reads it (vllm serve, OpenRouter)")
-    if decoding_of(b) == "admissible" and not b.base_url:
-        return (f"{section}.decoding: admissible scores each action from the prompt's echoed log-probabilities, "
-                f"which the OpenAI API does not return; set {section}.base_url to a server that does (vllm serve) or "
-                f"{section}.decoding generate")
-    return None
-
-
-def anthropic_decoding(section: str, b: BackendConfig) -> str | None:
-    """anthropic: an effort is an extended-thinking budget, which fixes the sampler."""
-    effort = b.reasoning_effort
-    if effort == "on":
-        return (f"{section}.reasoning_effort: 'on' is the chat-template switch of hf, vllm and a `vllm serve` "
-                f"base_url; backend {b.backend} takes {', '.join(API_EFFORTS)} or none")
-    if effort in API_EFFORTS:
-        budget = ANTHROPIC_THINKING_BUDGET[effort]
-        if b.temperature not in (None, 1.0) or b.top_k is not None or (b.top_p is not None and b.top_p < 0.95):
-            return (f"{section}: extended thinking (reasoning_effort {effort}) takes no temperature other than 1, "
-                    "no top_k and top_p only in [0.95, 1] (the API rejects the request); unset them or set "
-                    "reasoning_effort none")
-        if b.max_tokens is not None and b.max_tokens <= budget:
-            return (f"{section}.max_tokens: {b.max_tokens} leaves no room for reasoning_effort {effort}'s thinking "
-                    f"budget of {budget} tokens; raise it above {budget}")
-    return None

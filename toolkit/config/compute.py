@@ -9,7 +9,6 @@ from skillos import registry
 from skillos.errors import ConfigError
 from skillos.config.fields import choice, did_you_mean
 
-COMPUTE_BACKENDS = registry.COMPUTE.names()  # what each does and needs: skillos/registry.py
 STOP_ON = ("stall", "device-idle")  # watchdog alarms that may stop a launch (compute.stop_on)
 STOP_GRACE_S = 30.0  # after the watchdog's SIGTERM, a stopped launch's time to save before SIGKILL
 VLLM_UTILIZATION = 0.9  # vLLM's (and `trl vllm-serve`'s) default gpu_memory_utilization
@@ -24,7 +23,7 @@ RAY_ADDRESS = re.compile(r"auto|(ray://)?([A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9
 
 @dataclass
 class ComputeConfig:
-    backend: str = field(default="local", metadata={"choices": COMPUTE_BACKENDS, 
+    backend: str = field(default="local", metadata={"choices": registry.COMPUTE, 
         "help": f"where a launch runs (skillos/registry.py COMPUTE): {registry.COMPUTE.listed()}; ray: each arm, "
                 "checkpoint or canary run a Ray task on compute.ray_address, the driver writing every row "
                 f"({registry.RAY_INSTALL})"})

@@ -8,7 +8,6 @@ from skillos import registry
 from skillos.errors import ConfigError
 from skillos.config.fields import choice
 
-ENVS = registry.ENVIRONMENTS.names()
 # The reasoning env's problem sets and generated families (the schema owns the names; a test
 # checks them against evals/envs/reasoning's DATASETS and FAMILIES).
 REASONING_DATASETS = ("generated", "aime24", "aime25", "gpqa_diamond", "deepmath")
@@ -44,7 +43,7 @@ class ReasoningEnvConfig:
 
 @dataclass
 class EnvConfig:
-    name: str = field(default="household", metadata={"choices": ENVS, 
+    name: str = field(default="household", metadata={"choices": registry.ENVIRONMENTS, 
         "help": f"the environment the games come from (skillos/registry.py ENVIRONMENTS): "
                 f"{registry.ENVIRONMENTS.listed()}"})
     split: str = field(default="valid_unseen", metadata={"choices": SPLITS, "help": "the held-out split the arms are measured on"})

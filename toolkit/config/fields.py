@@ -140,7 +140,7 @@ def check_fields(section, where: str = "") -> None:
         allowed = f.metadata.get("choices")
         if allowed is not None and value is not None:
             for item in (value if isinstance(value, list) else [value]):
-                choice(item, tuple(allowed), key)
+                choice(item, allowed.names() if hasattr(allowed, "names") else tuple(allowed), key)
     rules = getattr(section, "rules", None)
     if rules is not None:
         rules(where)

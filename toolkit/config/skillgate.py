@@ -12,7 +12,6 @@ from skillos.config.backend import BackendConfig
 SELECTOR_CREDITS = ("no_skill", "mixed_task_reward", "mixed_separated", "hybrid_slate", "task-mask-only",
                     "first-oracle", "clean-oracle")
 SELECTOR_INITS = ("base", "sft", "gold-bc", "oracle-grpo")  # where selector GRPO starts (training/selector/sft.py)
-TRAINERS = registry.TRAINERS.names()  # what each one runs: training/registry.py
 
 
 @dataclass
@@ -21,7 +20,7 @@ class SkillGateConfig:
     training/selector/trainer.py). `trainer` is what `skillos train` runs (training/registry.py).
     A slate holds `slate_size` skills: the oracle, `n_misleading` built from it, `n_irrelevant`,
     and relevant ones for the rest (`n_relevant`)."""
-    trainer: str = field(default="curator", metadata={"choices": TRAINERS, 
+    trainer: str = field(default="curator", metadata={"choices": registry.TRAINERS, 
         "help": f"what skillos train runs (skillos/registry.py TRAINERS): {registry.TRAINERS.listed()}"})
     slate_repo: str | None = field(default=None, metadata={
         "help": "skill folder slates are drawn from (relative to the config)"})

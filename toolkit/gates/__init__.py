@@ -20,7 +20,8 @@ from skillos.errors import ConfigError, SkillosError
 from skillos.gates import reference as references
 from skillos.gates import core
 from skillos.config.fields import did_you_mean
-from skillos.gates.core import GATES, Context, Report, Result, run_checks
+from skillos.checking import GATES, Context, Result
+from skillos.gates.core import Report, run_checks
 from skillos.ledger.store import actor  # noqa: F401 - who launched: recorded with overrides
 from skillos.ledger import alerts
 from skillos.ledger.experiments import record_experiment

@@ -13,7 +13,8 @@ import hashlib
 import json
 
 from skillos import prices
-from skillos.gates.core import Context, Report, Result, read_ledger, static
+from skillos.checking import Context, Result, read_ledger, static
+from skillos.gates.core import Report
 from skillos.registry import compute_of
 from skillos.config.derived import server_gpus
 from skillos.config.matrix import expand

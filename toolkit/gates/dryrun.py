@@ -9,31 +9,27 @@ yield, and hash the splits (the disk check, which plays nothing, is a machine ch
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 import threading
 import time
-from contextlib import closing
 
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
-from skillos.gates.core import Context, Result, dry_run, machine, training_only
+from skillos.checking import ROLLOUT_INCIDENT, Context, Result, dry_run, games, machine, train_pool, training_only
 from skillos.registry import trainer_of, uses_model
 from skillos.safety import Ticker
-from skillos.config.derived import groups_per_step, training_output_dir
+from skillos.config.derived import training_output_dir
 from skillos.evals import stats
-from skillos.evals.arms import arm_settings, load_games
+from skillos.evals import arms  # its functions read at each call: the launch's own path, as it is now
 from skillos.evals.envs.registry import environment
 from skillos.evals.protocol import PINS, load_spec
 from skillos.evals.runner import ArmAborted, MIN_GAMES_FOR_ABORT, play, run_arm
 from skillos.evals.slate_eval import config_pins
 from skillos.repo import Retriever, SkillRepo
-from skillos.training.curator.env import CuratorEnv, Setup, finish, make_setup, published_tools
-from skillos.training.curator.groups import build_groups
-from skillos.training.curator.reward import Reward, Rollout, ShortRollout, group_rewards, health, reward, task_reward
+from skillos.training.curator.env import CuratorEnv, Setup
+from skillos.training.curator.reward import Reward, group_rewards, task_reward
 
 GIB = 1024 ** 3
-ROLLOUTS = 2  # real curator rollouts in a dry run: one that plays on, one that quits at once
 SCRIPTED = dict(retrieval_mode="bm25", concurrency=1, wave_size=1)  # the sentinels' one-game arms
 EVAL_GAMES = 3  # real games in an eval dry run
 _clock = time.monotonic  # times an executor's actions (tests replace it)
@@ -108,61 +104,7 @@ class _Recording:
         return "take mug"
 
 
-def _games(ctx: Context, split: str, n: int):
-    key = ("games", split, n)
-    if key not in ctx.cache:
-        ctx.cache[key] = load_games(ctx.cfg, split, n, progress=_generation_progress(ctx, split))
-    return ctx.cache[key]
-
-
-def _generation_progress(ctx: Context, split: str):
-    """A first run generates its games here (a minute or more): say so, every ~10%, instead of
-    going silent before the first check line."""
-    return Ticker(ctx.progress, f"  generating {split} games for the dry-run")  # per 10% or per 10 s
-def curator_training(fn):
-    """A check of the curator's training rollouts: another trainer (skillgate.trainer) has its
-    own dry-run checks below, so here it is a SKIP that says so."""
-    import functools
-
-    @functools.wraps(fn)
-    def check(ctx: Context):
-        if ctx.training and not trainer_of(ctx.cfg).curates:
-            return Result(fn.__name__.replace("_", "-"), (3,), "SKIP",
-                          detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: see the selector-* checks")
-        return fn(ctx)
-
-    return check
-
-
-def _train_pool(ctx: Context):
-    return _games(ctx, ctx.cfg.env.train_split, ctx.cfg.env.n_train_games)
-
-
 # -- gate 1 ----------------------------------------------------------------------------------
-@dry_run
-@training_only(1)
-@curator_training
-def tool_surface(ctx: Context) -> Result:
-    check, gates = "tool-surface", (1,)
-
-    tools = published_tools(CuratorEnv)
-    incident = "TRL published helper methods as tools: the curator trained on a different tool surface"
-    if tools != ["curate_and_advance"]:
-        return Result(check, gates, "FAIL", "tools", tools, ["curate_and_advance"], incident)
-    try:
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no torch is fine for a schema
-        from transformers.utils import get_json_schema
-    except ImportError:
-        return Result(check, gates, "WARN", "tools", tools, ["curate_and_advance"], incident,
-                      "schema unmeasured: transformers is not installed (the train extra)")
-    try:
-        schema = get_json_schema(CuratorEnv.__new__(CuratorEnv).curate_and_advance)
-    except Exception as exc:  # noqa: BLE001 - transformers raises its own DocstringParsingException
-        return Result(check, gates, "FAIL", "tools", tools, "a JSON schema", incident,
-                      f"schema does not build: {exc}")
-    params = sorted(schema["function"]["parameters"]["properties"])
-    return Result(check, gates, "PASS", "tools", tools, ["curate_and_advance"], incident,
-                  f"schema builds; parameters {params}")
 
 
 @dry_run
@@ -172,7 +114,7 @@ def top_k_used(ctx: Context) -> Result:
     if ctx.training and not trainer_of(ctx.cfg).curates:
         return Result("top-k-used", (1,), "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the "
                       "slate is the protocol; retrieval plays no part")
-    settings = arm_settings(ctx.cfg)
+    settings = arms.arm_settings(ctx.cfg)
     repo = SkillRepo(None)
     for i in range(settings["top_k"] + 3):
         repo.insert(f"mug-skill-{i}", f"How to put a clean mug in the coffeemachine, variant {i}.")
@@ -231,73 +173,22 @@ def sentinels(ctx: Context) -> Result:
                   f"after {MIN_GAMES_FOR_ABORT} games")
 
 
-@dry_run
-@training_only(2)
-def reward_arithmetic(ctx: Context) -> Result:
-    check, gates = "reward-arithmetic", (2,)
-
-    g = ctx.cfg.training.group_size or 10
-    w = dict(lambda_fc=ctx.cfg.reward.lambda_fc, lambda_cnt=ctx.cfg.reward.lambda_cnt,
-             lambda_comp=ctx.cfg.reward.lambda_comp)
-    problems = []
-    # quits after one success: the rest is played with the frozen repo, and fails
-    quit_early = reward(Rollout([True, True] + [False] * (g - 2), 1, 1), g, **w).total
-    plays_on = reward(Rollout([True] * g, 1, 1), g, **w).total
-    if not quit_early < plays_on:
-        problems.append(f"quitting after one success scored {quit_early} >= playing on {plays_on}")
-    try:
-        reward(Rollout([True, True], 1, 1), g, **w)
-        problems.append("a rollout that reported 2 positions was scored over those 2")
-    except ShortRollout:
-        pass
-    lost = reward(Rollout([True, True, None] + [False] * (g - 3), 1, 1), g, **w)
-    if lost.measured != g - 2 or not math.isclose(lost.r_task, 1 / (g - 2)):
-        problems.append(f"a position lost to infrastructure stayed in the denominator "
-                        f"(r_task {lost.r_task})")
-    return Result(check, gates, "FAIL" if problems else "PASS", "", None, None,
-                  "rewards measured on 1 of 9 positions", "; ".join(problems) or
-                  f"with |G|={g}: quit-early {quit_early:.3f} < play-on {plays_on:.3f}; "
-                  f"one lost position gives r_task over {g - 2}")
-
-
 # -- gate 3 ----------------------------------------------------------------------------------
-@dry_run
-@curator_training
-def rollout_positions(ctx: Context) -> Result:
-    check, gates = "rollout-positions", (3,)
-    incident = "rewards measured on 1 of 9 positions while every health metric looked fine"
-    if not ctx.training:
-        return _eval_rollouts(ctx, check, gates, incident)
 
-    g = ctx.cfg.training.group_size
-    pool = _train_pool(ctx)
-    rollouts, rewards, short = [], [], 0
-    with closing(make_setup(ctx.cfg, pool)) as setup:  # its engine workers, if any, stop after
-        for i, group in enumerate(build_groups(pool, g, ROLLOUTS, _seed(ctx), setup.min_group_size,
-                                               grouping=ctx.cfg.training.grouping, curriculum="none")):
-            size = len(group.game_ids)  # reasoning draws |G| per group from a range
-            env = CuratorEnv(setup)
-            env.reset(**group.row())
-            if i == 0:  # plays on; the other quits at once and finish() plays the rest
-                for _ in range(size - 1):
-                    env.curate_and_advance([])
-            rollout = finish(env)
-            rollouts.append(rollout)
-            w = ctx.cfg.reward
-            rewards.append(reward(rollout, size, w.lambda_fc, w.lambda_cnt, w.lambda_comp))
-            short += rewards[-1].measured < size - 1
-    h = health(rewards, rollouts)
-    ok = h.measured_min is not None and not short
-    return Result(check, gates, "PASS" if ok else "FAIL", "positions measured per rollout",
-                  f"min {h.measured_min} of {h.denominator}", f">= {rewards[0].denominator if rewards else g - 1}",
-                  incident, f"{h.line()} ({h.coerced_actions / max(1, sum(len(r.positions) for r in rollouts)):.2f} "
-                  "per position)")
+
+@dry_run
+def rollout_positions(ctx: Context) -> Result | list:
+    """An eval's real rollouts, every game measured; a training config's rollouts are its method's
+    own check (the curator's rollout-positions, the selector's selector-rollouts)."""
+    if ctx.training:
+        return []
+    return _eval_rollouts(ctx, "rollout-positions", (3,), ROLLOUT_INCIDENT)
 
 
 def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Result:
 
     n = min(EVAL_GAMES, ctx.cfg.env.n_games)
-    games = _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
+    played = games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
     env = environment(ctx.cfg)
     section, model = ctx.cfg.executor, uses_model(ctx.cfg.executor.backend)
     if model:  # a model loads, then acts: minutes on a CPU, said before
@@ -307,8 +198,8 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
     executor = env.make_executor(section)
     if model:
         executor = _Paced(executor, ctx.progress, n * ctx.cfg.env.max_steps)
-    rows = run_arm("dry-run", games, env=env.make_env(games), executor=executor,
-                   repo=None, **arm_settings(ctx.cfg, abort_on_outage=False))
+    rows = run_arm("dry-run", played, env=env.make_env(played), executor=executor,
+                   repo=None, **arms.arm_settings(ctx.cfg, abort_on_outage=False))
     measured = sum(not r["unmeasured"] for r in rows)
     coerced = sum(r["coerced_actions"] for r in rows)
     steps = sum(r["steps"] for r in rows)
@@ -320,64 +211,20 @@ def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Res
                   line + (f"; unmeasured: {sorted(reasons)[0]}" if reasons else ""))
 
 
-@dry_run
-@training_only(3)
-@curator_training
-def task_distribution(ctx: Context) -> Result:
-    check, gates = "task-distribution", (3,)
-
-    t = ctx.cfg.training
-    pool = _train_pool(ctx)
-    types = {g.task_type for g in pool}
-    per_step = math.ceil(groups_per_step(ctx.cfg) or 1)
-    k = min(max(2 * len(types), 4), per_step * (t.max_steps or 1))
-    incident = "a fixed 10-task loop cost ~64 GPU-days while every health metric looked fine"
-
-    low, high = environment(ctx.cfg).group_sizes(ctx.cfg)
-    try:
-        # the draws as drawn: a curriculum reorders the same groups, it draws none
-        groups = build_groups(pool, t.group_size, k, _seed(ctx), low if low != high else None, grouping=t.grouping,
-                              curriculum="none")
-    except ValueError as exc:
-        return Result(check, gates, "FAIL", "env.n_train_games", len(pool), None, incident, str(exc))
-    type_of = {g.id: g.task_type for g in pool}
-    by_type: dict = {}
-    for group in groups:  # by each task's own type: a natural group mixes them
-        for game_id in group.game_ids:
-            by_type.setdefault(type_of[game_id], []).append(game_id)
-    problems = []
-    eligible = {tt for tt in types if sum(g.task_type == tt for g in pool) >= t.group_size}
-    if len(by_type) < min(k, len(eligible)):
-        problems.append(f"{len(by_type)} task types in {k} groups, {len(eligible)} available")
-    if len({frozenset(g.game_ids) for g in groups}) < len(groups):
-        problems.append("a group repeats")
-    for kind, ids in by_type.items():
-        available = sum(g.task_type == kind for g in pool)
-        if len(set(ids)) < min(len(ids), available):
-            problems.append(f"{kind}: {len(set(ids))} distinct tasks in {len(ids)} draws from a "
-                            f"pool of {available}")
-    detail = (f"first {k} groups: {len(by_type)} task types, "
-              f"{len({i for g in groups for i in g.game_ids})} distinct tasks in "
-              f"{sum(len(g.game_ids) for g in groups)} draws from a pool of {len(pool)}")
-    return Result(check, gates, "FAIL" if problems else "PASS", "env.n_train_games", len(pool),
-                  f"enough for {k} non-repeating groups of {t.group_size}", incident,
-                  "; ".join(problems + [detail]))
-
-
 # -- gate 4 ----------------------------------------------------------------------------------
 @dry_run
 def splits_disjoint(ctx: Context) -> Result:
     check, gates = "splits-disjoint", (4,)
     cfg = ctx.cfg
     incident = "held-out games leaked into training: a benchmark measured on what was learned"
-    held_out = _games(ctx, cfg.env.split, cfg.env.n_games)
-    train = _train_pool(ctx) if cfg.env.n_train_games else []
+    held_out = games(ctx, cfg.env.split, cfg.env.n_games)
+    train = train_pool(ctx) if cfg.env.n_train_games else []
     overlap = {g.content_hash for g in held_out} & {g.content_hash for g in train}
     detail = (f"{len(held_out)} {cfg.env.split} and {len(train)} {cfg.env.train_split} games, "
               f"{len(overlap)} shared content hashes")
     if not overlap and ctx.training and trainer_of(cfg).curates:  # a slate trainer: selector-rollouts
 
-        s = arm_settings(cfg)
+        s = arms.arm_settings(cfg)
         setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size, s["max_steps"],
                       s["top_k"], s["retrieval_mode"])
         try:
@@ -423,54 +270,7 @@ def _estimate_gb(t) -> float | None:
     return params * (0.02 if t.lora else 14) / GIB
 
 
-def _seed(ctx: Context) -> int:
-    return ctx.cfg.training.seed if ctx.cfg.training.seed is not None else ctx.cfg.env.seed
-
-
 # -- SkillGate (issue 17): the selector trainer's slate rollouts --------------------------------
-@dry_run
-@training_only(2, 3)
-def selector_rollouts(ctx: Context) -> Result:
-    """Real slate rollouts on the train pool through the tools TRL will publish: reads of the
-    oracle and a misleading skill are recorded with their roles (no role where the profile shows
-    no oracle: no_skill's empty slate, hybrid_slate's twin), an action steps the real game, the
-    episode is measured, and a held-out game is refused."""
-    check, gates, cfg = "selector-rollouts", (2, 3), ctx.cfg
-    if trainer_of(cfg).curates:
-        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {cfg.skillgate.trainer} plays no slates")
-    import tempfile
-
-    slate_domain = environment("slate")
-
-    incident = "selector credit computed from reads the environment never recorded"
-    tools = published_tools(slate_domain.SlateEnv)
-    if tools != ["act", "read_skill"]:
-        return Result(check, gates, "FAIL", "tools", tools, ["act", "read_skill"], incident)
-    pool = _train_pool(ctx)[:ROLLOUTS]
-    with tempfile.TemporaryDirectory() as tmp:
-        setup = slate_domain.make_slate_setup(cfg, pool, tmp)
-    problems, lines = [], []
-    for game in pool:
-        env = slate_domain.SlateEnv(setup)
-        env.reset(game_id=game.id)
-        slate = setup.slates[game.id]
-        env.read_skill(slate.oracle)
-        env.read_skill(next(iter(slate.misleading + slate.irrelevant + slate.relevant), slate.oracle))
-        env.act(slate_domain.admissible(env)[0])
-        record = slate_domain.episode_record(env)
-        if record["success"] is None:
-            problems.append(f"{game.id} unmeasured: {record['unmeasured_reason']}")
-        if record["read_roles"][:1] != ["oracle" if env.with_oracle else None] or len(record["reads"]) != 2:
-            problems.append(f"{game.id}: reads recorded as {record['read_roles']}")
-        lines.append(f"{game.id}: {len(record['slate'])} of {len(slate.order)} skills shown, reads {record['read_roles']}")
-    held_out = _games(ctx, cfg.env.split, cfg.env.n_games)[0]
-    try:
-        slate_domain.SlateEnv(setup).reset(game_id=held_out.id)
-        problems.append("a training rollout could load a held-out game")
-    except KeyError:
-        lines.append("held-out games refused")
-    return Result(check, gates, "FAIL" if problems else "PASS", "slate rollouts", len(pool), "measured, reads recorded",
-                  incident, "; ".join(problems + lines))
 
 
 @dry_run
@@ -482,7 +282,7 @@ def eval_pins(ctx: Context) -> Result:
         return Result(check, gates, "SKIP", detail="no frozen eval spec with a slate (skillgate.eval_spec)")
 
     frozen = load_spec(ctx.path(spec)).pins()
-    pins = config_pins(ctx.cfg, _games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games))
+    pins = config_pins(ctx.cfg, games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games))
     differ = [k for k in PINS if frozen[k] != pins[k]]
     return Result(check, gates, "FAIL" if differ else "PASS", "skillgate.eval_spec", spec, "every pin equal",
                   "rows played under different protocols compared as if they were one",

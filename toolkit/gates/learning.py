@@ -9,7 +9,7 @@ installed now, and passes on the newest one that still holds."""
 
 from __future__ import annotations
 
-from skillos.gates.core import Context, Result, read_ledger, static, training_only
+from skillos.checking import Context, Result, read_ledger, static, training_only
 from skillos.registry import trainer_of
 from skillos.devices import gpu_launch
 from skillos.registry import CANARIES

@@ -5,7 +5,7 @@ machine nobody named) or trains on GPUs the vLLM server already holds."""
 
 from __future__ import annotations
 
-from skillos.gates.core import Context, Result, static, training_only
+from skillos.checking import Context, Result, static, training_only
 from skillos.registry import COMPUTE, compute_of
 from skillos.config.derived import server_gpus
 from skillos.devices import gpu_spec, gpus_per_machine

@@ -10,21 +10,18 @@ from pathlib import Path
 
 from skillos.config.backend import decoding_of
 from skillos.config.fields import did_you_mean
-from skillos.gates.core import Context, Result, machine, same, static, training_only
+from skillos.checking import Context, Result, machine, same, static, training_only
 from skillos.registry import BACKENDS, COMPUTE, NO_MODEL, TORCH_FIRST, TRAINERS, compute_of, trainer_of
 from skillos.config.schema import Config
-from skillos.errors import SkillError, SkillosError
+from skillos.errors import SkillosError
 from skillos.evals import stats
 from skillos.evals.arms import game_sets
 from skillos.evals.backends.build import decodings
-from skillos.evals.envs.alfworld.scenes import TASK_TYPES
 from skillos.evals.envs.registry import environment
 from skillos.evals.protocol import PINS, load_spec
 from skillos.gates import reference as refs
 from skillos.ledger.store import LedgerError
-from skillos.repo import SkillRepo
-from skillos.training.curator.trainer import format_warmup_steps
-from skillos.training.selector.credit import CREDITED
+from skillos.training.common.warmup import format_warmup_steps
 
 # TRL's GRPOConfig defaults that are not the paper's: a config must choose, not inherit.
 TRL_DEFAULTS = {"training.loss_type": "dapo", "training.lr_scheduler_type": "linear"}
@@ -33,7 +30,6 @@ TRAINING_ONLY = ("training.", "reward.", "judge.", "prompts_per_step", "completi
                  "env.reasoning.min_group_size", "skillgate.")
 DECODING = ("temperature", "top_p", "top_k")
 MIN_REASONING_TOKENS = 4096
-MIN_JUDGE_TOKENS = 1024
 MAX_ERROR_RATE = 0.02
 MAX_CONTROL_AGE_DAYS = 7.0
 ASSUMED_DISCORDANCE = 0.3
@@ -255,25 +251,6 @@ def generation_batch(ctx: Context) -> Result:
 
 
 @static
-@training_only(1)
-def staleness_bound(ctx: Context) -> Result:
-    """Rollouts played ahead (training.async_rollouts) need a bound on how old their policy may be;
-    no declared divergence lifts it: unbounded staleness is refused."""
-    check, gates, t = "staleness-bound", (1,), ctx.cfg.training
-    incident = "rollouts of unbounded staleness: a trainer learning from a policy arbitrarily older than its own"
-    if not t.async_rollouts:
-        return Result(check, gates, "PASS", "training.max_staleness", 0, "on-policy, or a bound", incident,
-                      "on-policy: every step's rollouts come from the policy it trains")
-    if t.max_staleness is None:
-        return Result(check, gates, "FAIL", "training.max_staleness", None, "a bound in optimizer steps",
-                      incident, "training.async_rollouts is on with no training.max_staleness; set it (1: one "
-                      "step ahead, all skillos plays)")
-    return Result(check, gates, "PASS", "training.max_staleness", t.max_staleness, "a bound in optimizer steps",
-                  incident, f"rollouts at most {t.max_staleness} optimizer step(s) behind the step that trains on them; "
-                  "a batch past it is discarded and generated again")
-
-
-@static
 def loss_and_schedule(ctx: Context) -> list[Result]:
     if not ctx.training:
         return [Result(n, (1,), "SKIP", detail="not a training config")
@@ -428,31 +405,6 @@ def decoding(ctx: Context) -> list[Result]:
 
 
 @static
-@training_only(2)
-def judge(ctx: Context) -> Result:
-    check, gates = "judge", (2,)
-    if not trainer_of(ctx.cfg).curates:
-        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the reward is the "
-                      "game outcome; no judge")
-    lam = ctx.cfg.reward.lambda_cnt
-    if not lam:
-        return Result(check, gates, "SKIP", "reward.lambda_cnt", lam, None,
-                      detail="r_cnt is off (lambda_cnt 0): no judge needed")
-    j = ctx.cfg.judge
-    problems = [m for m, bad in (("judge.backend unset", j.backend is None),
-                                 ("judge.model unset", j.model is None),
-                                 (f"judge.max_tokens {j.max_tokens} < {MIN_JUDGE_TOKENS}",
-                                  j.max_tokens is None or j.max_tokens < MIN_JUDGE_TOKENS)) if bad]
-    result = ctx.expect(check, gates, "judge.max_tokens" if j.backend else "judge.backend",
-                        j.max_tokens if j.backend else j.backend,
-                        f"a wired judge with max_tokens >= {MIN_JUDGE_TOKENS}", not problems,
-                        f"lambda_cnt {lam:g} > 0 with an unwired or truncated judge scores every "
-                        "skill's content as unmeasured or 0", "; ".join(problems))
-    result.reads = ("judge.model", "reward.lambda_cnt")
-    return result
-
-
-@static
 def error_budget(ctx: Context) -> Result:
     seen = ctx.cfg.eval.max_error_rate
     return ctx.expect("error-budget", (2,), "eval.max_error_rate", seen, f"<= {MAX_ERROR_RATE}",
@@ -524,40 +476,6 @@ def trials_sample(ctx: Context) -> Result:
               f"{e.backend} takes no per-play seed: the plays are independent draws, not reproducible per trial")
     return Result(check, gates, "PASS", "eval.trials", k, "an executor that samples",
                   detail=f"{k} trials a game; {seeded}")
-
-
-@static
-def optimize_power(ctx: Context) -> Result:
-    """skillos optimize: the smallest gain the k·SE gate can accept on n_validation tasks, planned
-    before spending (the run prints it again from its A/A variance before any candidate)."""
-    check, gates = "optimize-power", (5,)
-    if not (ctx.command == "optimize" or (ctx.command is None and "optimize" in ctx.cfg.declared)):
-        return Result(check, gates, "SKIP", detail="not an optimize launch")
-    o, e = ctx.cfg.optimize, ctx.cfg.experiment
-    incident = "8 of 8 candidates rejected at +1 to +3 of 30: gains the gate could never accept"
-    if o.gate.mode == "strict":
-        return Result(check, gates, "PASS", "optimize.gate.mode", "strict", "any positive gain", incident)
-
-    def smallest(n: int) -> float:
-        if e.expected_discordance is not None:
-            return stats.smallest_acceptable_gain(n, o.gate.k, discordance=e.expected_discordance)
-        return stats.smallest_acceptable_gain(n, o.gate.k, noise=0.0)
-
-    gain = smallest(o.n_validation)
-    basis = (f"experiment.expected_discordance {e.expected_discordance:g}" if e.expected_discordance is not None
-             else "no noise at all, the best case; set experiment.expected_discordance from a pilot")
-    detail = (f"the gate (k = {o.gate.k:g}) accepts no gain below {gain:.1%} of n_validation = "
-              f"{o.n_validation} tasks ({basis})")
-    if e.expected_effect is None:
-        return Result(check, gates, "WARN", "experiment.expected_effect", None, f">= {gain:.3g}", incident,
-                      f"{detail}; the hypothesis declares no gain to compare it with")
-    if e.expected_effect >= gain:
-        return Result(check, gates, "PASS", "experiment.expected_effect", e.expected_effect,
-                      f">= {gain:.3g}", incident, detail)
-    needed = next((n for n in range(o.n_validation, 100_000) if smallest(n) <= e.expected_effect), None)
-    return Result(check, gates, "FAIL", "experiment.expected_effect", e.expected_effect, f">= {gain:.3g}",
-                  incident, f"{detail}: the declared gain would be rejected by construction; "
-                  f"raise optimize.n_validation to {needed} or lower optimize.gate.k")
 
 
 @static
@@ -665,65 +583,6 @@ def data_present(ctx: Context) -> list[Result]:
 
 
 # -- SkillGate (issue 17): the selector trainer's slate and credit, the frozen eval protocol ------
-@static
-def skillgate_slate(ctx: Context) -> Result:
-    """Selector training needs a slate folder that fills the configured slate for every task type:
-    an oracle, and enough relevant, misleading (built from the oracle) and irrelevant skills."""
-    slate_domain = environment("slate")
-
-    check, gates, g = "skillgate-slate", (2,), ctx.cfg.skillgate
-    if trainer_of(ctx.cfg).curates and g.selector_credit == "mixed_task_reward":
-        return Result(check, gates, "SKIP", detail="no selector training (skillgate.trainer curator)")
-    incident = "selector credit without an oracle on the slate credits no read at all"
-    if not g.slate_repo:
-        return Result(check, gates, "FAIL", "skillgate.slate_repo", None, "a slate skill folder", incident,
-                      f"skillgate.selector_credit {g.selector_credit} / trainer {g.trainer} needs a slate")
-    path = ctx.path(g.slate_repo)
-    want = f"{g.slate_size}-skill slates for every task type"
-    try:
-        repo = SkillRepo.load(path)
-    except (SkillError, OSError) as exc:
-        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), "a readable skill folder",
-                      incident, f"cannot load it: {exc}")
-    missing = slate_domain.missing_oracles(repo, TASK_TYPES)
-    if missing:
-        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want,
-                      incident, f"no skill has metadata.task_type {', '.join(missing)}: a slate with no oracle")
-    try:
-        built = slate_domain.with_misleading(repo, g.n_misleading)
-    except SkillosError as exc:
-        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident, str(exc))
-    needed = {"relevant": g.n_relevant, "misleading": g.n_misleading, "irrelevant": g.n_irrelevant}
-    short = [f"{t}: {len(pool)} {c} of {needed[c]}" for t in TASK_TYPES
-             for c, pool in slate_domain.category_pools(built, t).items() if c in needed and len(pool) < needed[c]]
-    if short:
-        return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident,
-                      "the folder cannot fill the slates (" + "; ".join(short) + ")")
-    return Result(check, gates, "PASS", "skillgate.slate_repo", str(path), want, detail=(
-        f"per slate: 1 oracle, {g.n_relevant} relevant, {g.n_misleading} misleading, {g.n_irrelevant} irrelevant"))
-
-
-@static
-def skillgate_credit(ctx: Context) -> Result:
-    check, gates, g = "skillgate-credit", (1,), ctx.cfg.skillgate
-    if not trainer_of(ctx.cfg).selector_credit and g.selector_credit == "mixed_task_reward":
-        return Result(check, gates, "SKIP", "skillgate.selector_credit", g.selector_credit,
-                      detail=f"skillgate.trainer {g.trainer}: no selector credit")
-    incident = "a credit variant that silently did something else than its name"
-    generations = ctx.cfg.training.num_generations
-    problem = (f"skillgate.trainer {g.trainer} has no selector credit, so the profile would be ignored"
-               if not trainer_of(ctx.cfg).selector_credit else
-               "task-mask-only is the control: selector_coef must be exactly 0"
-               if g.selector_credit == "task-mask-only" and g.selector_coef != 0 else
-               f"{g.selector_credit} credits the selection spans: selector_coef must be > 0 (0 is task-mask-only)"
-               if g.selector_credit in CREDITED and g.selector_coef <= 0 else
-               f"hybrid_slate pairs each rollout with its twin without the oracle: training.num_generations must "
-               f"be even, got {generations}"
-               if g.selector_credit == "hybrid_slate" and generations is not None and generations % 2 else "")
-    detail = problem or ("outcome only: TRL's advantage on every token, selector_coef unused"
-                         if g.selector_credit not in CREDITED + ("task-mask-only",) else "")
-    return Result(check, gates, "FAIL" if problem else "PASS", "skillgate.selector_coef", g.selector_coef,
-                  f"{g.selector_credit} with trainer selector", incident, detail)
 
 
 @static

@@ -26,7 +26,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from skillos.gates.core import Context, Result, same
+from skillos.checking import Context, Result, same
 from skillos.registry import LOCAL_BACKENDS, MODEL_BACKENDS, NO_MODEL, TRAINERS, uses_model
 from skillos.config.compute import ComputeConfig
 from skillos.config.derived import relative_to_config, server_gpus, training_output_dir
@@ -50,7 +50,8 @@ from skillos.training.common.grpo import lora_config
 from skillos.training.common.launch import plan
 from skillos.training.common.prompt_cap import PromptCap
 from skillos.training.curator.env import RolloutState, env_with_state, make_setup
-from skillos.training.curator.trainer import RewardFunction, format_warmup_steps
+from skillos.training.common.warmup import format_warmup_steps
+from skillos.training.curator.trainer import RewardFunction
 from skillos.training.registry import args_spec, trainer_for
 from skillos.training.textopt.optimize import gate_args
 

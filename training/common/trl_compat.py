@@ -175,3 +175,9 @@ def parse_response(tokenizer, ids, prefix, tools):
 
 
 check_version()
+
+
+def published_tools(cls) -> list[str]:
+    """The methods TRL would publish as tools: every public method but reset (and get_reward)."""
+    return sorted(name for name, member in inspect.getmembers(cls, inspect.isfunction)
+                  if not name.startswith("_") and name not in ("reset", "get_reward"))

@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from skillos.config.schema import Config
+
 from skillos.evals.backends.tool_format import training_tokenizer
-from skillos.evals.backends.tiny_model import resolve
+from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, curator_input
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.safety import Ticker
@@ -182,3 +184,15 @@ def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = F
     weight = len(rest) / len(said)  # the words said weigh as much as the rest of the turn
     weights = torch.tensor([[0.0] * len(prompt_ids) + [weight] * len(said) + [1.0] * len(rest)])
     return ids, labels, weights
+
+
+# The format warm-up a GRPO trainer runs first where training.format_warmup_steps is None: the tiny
+# model never writes a call on its own; a real model needs none.
+WARMUP_STEPS = 240
+WARMUP_RATE = 3e-3  # the tiny model's
+
+
+def format_warmup_steps(cfg: Config) -> int:
+    """training.format_warmup_steps, its None read: WARMUP_STEPS for the tiny model, none for others."""
+    steps = cfg.training.format_warmup_steps
+    return (WARMUP_STEPS if cfg.training.model == TINY_NAME else 0) if steps is None else steps

@@ -203,14 +203,6 @@ def finish(env: CuratorEnv) -> Rollout:
                    state.input_words, state.coerced_actions)
 
 
-def published_tools(cls) -> list[str]:
-    """The methods TRL would publish as tools: every public method but reset (and get_reward)."""
-    import inspect
-
-    return sorted(name for name, member in inspect.getmembers(cls, inspect.isfunction)
-                  if not name.startswith("_") and name not in ("reset", "get_reward"))
-
-
 def _apply(state: RolloutState, op) -> str:
     state.ops_total += 1
     applied = apply_op(state.repo, op)

@@ -27,7 +27,7 @@ from skillos.evals.curation import CURATOR_INSTRUCTIONS
 from skillos.training.common.grpo import (DESTROYED, SIGNALS, archive_callback, archived, build_args, destroyed, fit,
                                          guarded, is_main_process, log_step_metrics, lora_config, policy_entropy)
 from skillos.evals.arms import load_games
-from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+from skillos.evals.backends.tiny_model import resolve
 from skillos.evals.backends.tool_format import for_training
 from skillos.evals.curation import TOOL_SURFACES
 from skillos.evals.envs.registry import environment
@@ -35,15 +35,13 @@ from skillos.evals.judge import make_judge
 from skillos.ledger.experiments import record_experiment
 from skillos.training.common.prompt_cap import capped
 from skillos.training.common.trl_compat import check
-from skillos.training.common.warmup import curator_examples, warm_up
+from skillos.training.common.warmup import WARMUP_RATE, curator_examples, format_warmup_steps, warm_up
 from skillos.training.curator.async_rollouts import RELIES_ON, async_trainer
 from skillos.training.curator.env import CuratorEnv, finish, make_setup, state_of
 from skillos.training.curator.groups import build_groups
 from skillos.training.curator.reward import group_rewards, health, reward
 from skillos.training.curator.rollouts import InFlight, phase_line, phase_stats, rollout_trainer
 
-WARMUP_STEPS = 240
-WARMUP_RATE = 3e-3  # the tiny model's
 WARMUP_INPUTS = 6
 
 
@@ -241,12 +239,6 @@ def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: 
     if cfg.training.async_rollouts:  # batches made ahead, made on-policy, discarded; staleness and wait per batch
         summary["async"] = getattr(trainer, "async_stats", None)
     return summary
-
-
-def format_warmup_steps(cfg: Config) -> int:
-    """training.format_warmup_steps, its None read: WARMUP_STEPS for the tiny model, none for others."""
-    steps = cfg.training.format_warmup_steps
-    return (WARMUP_STEPS if cfg.training.model == TINY_NAME else 0) if steps is None else steps
 
 
 def _warm(model: str, out: Path, setup, rows: list[dict], echo, steps: int, learning_rate: float) -> str:

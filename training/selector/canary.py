@@ -57,7 +57,7 @@ QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary
 class SelectorCanary(Canary):
     name = "selector"
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
-    ran = ("skillos.training.canary.selector", "skillos.training.selector.trainer", "skillos.training.selector.credit")
+    ran = ("skillos.training.selector.canary", "skillos.training.selector.trainer", "skillos.training.selector.credit")
     metric = "oracle read (the first read_skill call, sampled)"
     measured = {True: (107, "at its quick size on 2 idle CPU cores, commit c427186")}
 

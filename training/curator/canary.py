@@ -84,7 +84,7 @@ class CuratorCanary(Canary):
     name = "curator"
     variants = ("async",)
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
-    ran = ("skillos.training.canary.curator", "skillos.training.curator.trainer", "skillos.training.curator.reward")
+    ran = ("skillos.training.curator.canary", "skillos.training.curator.trainer", "skillos.training.curator.reward")
     metric = "executor success at position 2 with the curator's sampled skill"
     measured = {False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, commit c427186; "
                               "2.3 GB resident at most"),

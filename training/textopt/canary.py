@@ -51,7 +51,7 @@ QUICK = ["canary.seeds=[0]", "canary.split=tuning", "env.n_games=8", "env.n_trai
 class OptimizeCanary(Canary):
     name = "optimize"
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
-    ran = ("skillos.training.canary.optimize", "skillos.training.textopt.optimize")
+    ran = ("skillos.training.textopt.canary", "skillos.training.textopt.optimize")
     metric = "executor success on the sealed test split, seed skills vs best"
 
     def config(self, quick: bool = False, variant: str | None = None):

@@ -1,0 +1,104 @@
+"""A new method is a folder and registry entries, nothing else (docs/extending.md): a toy method
+written outside skillos's source, registered in TRAINERS and METHODS, is validated as a config's
+trainer, its own gate check runs with the gates' generic ones (another method's checks skip it), and
+`skillos train`'s dispatch reaches its trainer; no skillos module is edited."""
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+from skillos import api
+from skillos.gates import core
+from skillos.registry import METHODS, TRAINERS, Method, Trainer
+from skillos.training import registry
+
+TOY = {
+    "__init__.py": '"""A toy method: one trainer that writes a file, one gate check."""\n',
+    "trainer.py": '''
+        """The toy trainer: writes what it was asked to train and returns the summary skillos expects."""
+        import json
+        from pathlib import Path
+
+        from skillos.config.derived import training_output_dir
+
+
+        def train(cfg, ledger, echo=print, **_):
+            out = training_output_dir(cfg)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "toy.json").write_text(json.dumps({"steps": cfg.training.max_steps}))
+            echo("toy: trained")
+            return {"run_id": None, "output_dir": str(out), "checkpoints": [], "steps": []}
+
+
+        def args_spec(cfg, cpu, out=None):
+            return dict, {"max_steps": cfg.training.max_steps}
+        ''',
+    "checks.py": '''
+        """The toy method's own gate check, in skillos.checking's words."""
+        from skillos.checking import Context, Result, static
+
+
+        @static
+        def toy_ready(ctx: Context) -> Result:
+            if ctx.cfg.skillgate.trainer != "toy":
+                return Result("toy-ready", (1,), "SKIP", detail="not the toy trainer")
+            return Result("toy-ready", (1,), "PASS", "training.max_steps", ctx.cfg.training.max_steps, "any",
+                          detail="checked by the toy method's own module")
+        ''',
+}
+
+
+def write_toy(folder, monkeypatch):
+    package = folder / "toy_method"
+    package.mkdir()
+    for name, text in TOY.items():
+        (package / name).write_text(textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(folder))
+    return package
+
+
+def static_check_names() -> list:
+    core._registered.cache_clear()  # the gates collect every method's checks once per process
+    return [c.__name__ for c in core.checks("static")]
+
+
+@pytest.fixture
+def toy_method(tmp_path, monkeypatch):
+    package = write_toy(tmp_path, monkeypatch)
+    with TRAINERS.extended(Trainer("toy", "toy_method.trainer", args_spec="toy_method.trainer:args_spec",
+                                   about="a toy method's trainer", plays_itself=True)), \
+            METHODS.extended(Method("toy", "toy_method", about="a toy", trainers=("toy",), checks="toy_method.checks")):
+        core._registered.cache_clear()
+        yield package
+    core._registered.cache_clear()
+
+
+def test_a_method_added_through_the_registry_alone_is_gated_and_trained(toy_method, tmp_path):
+    config = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+    cfg = api.load(config, sets=["skillgate.trainer=toy", f"training.output_dir={tmp_path / 'out'}"])
+    assert "toy_method.checks" in core.check_modules()
+    report = api.check(cfg, partial=True)  # the static gates: the generic checks and the toy's own
+    (row,) = [r for r in report.results if r.check == "toy-ready"]
+    assert row.status == "PASS" and "toy method's own module" in row.detail
+    assert {r.check: r.status for r in report.results}["skillgate-slate"] == "SKIP"  # the selector's, not the toy's
+    lines = []
+    summary = registry.train(cfg, None, echo=lines.append)  # what a launch calls once the gates passed
+    assert json.loads((tmp_path / "out" / "toy.json").read_text()) == {"steps": cfg.training.max_steps}
+    assert summary["output_dir"] == str(tmp_path / "out") and "toy: trained" in lines
+
+
+def test_a_methods_checks_run_while_its_entry_is_listed_and_not_after(tmp_path, monkeypatch):
+    write_toy(tmp_path, monkeypatch)
+    with METHODS.extended(Method("toy", "toy_method", checks="toy_method.checks")):
+        assert "toy_ready" in static_check_names()
+    assert "toy_ready" not in static_check_names()
+
+
+def test_a_method_name_already_registered_is_refused():
+    from skillos.errors import SkillosError
+
+    with pytest.raises(SkillosError, match="already a method"):
+        with METHODS.extended(Method("curator", "x")):
+            pass
