@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from skillos import prices
+from skillos.evals import prices
 from skillos.config.derived import curator_config, static_repo_path
 from skillos.config.rules import check_inputs
 from skillos.config.schema import Config
@@ -117,7 +117,7 @@ def _run_eval_locked(cfg: Config, out: Path, progress, ledger, resume: bool, ove
 
 
 def api_cost(cfg: Config, tokens: dict, gate_tokens: dict | None = None) -> dict:
-    """What the run's paid API calls were estimated to cost before it ran (toolkit/prices.py) and
+    """What the run's paid API calls were estimated to cost before it ran (evals/prices.py) and
     what its calls measured, per arm and for the launch gates' dry run (`gate_tokens`; None: not
     counted, this eval was started without its gates): the tokens the endpoints reported and their
     cost at the same prices (None + reason where calls were not counted in a process this one saw)."""

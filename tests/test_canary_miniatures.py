@@ -58,7 +58,8 @@ def test_the_warm_start_keeps_its_attention_window(tmp_path):
 def test_the_selector_canarys_slate_files_are_in_its_identity(tmp_path):
     import shutil
 
-    from skillos.training.canary import identity, selector
+    from skillos.training.canary import identity
+    from skillos.training.selector import canary as selector
 
     cfg = selector.CANARY.config()
     before = identity.config_digest(cfg)
@@ -77,7 +78,8 @@ def test_the_selector_canarys_slate_files_are_in_its_identity(tmp_path):
 def test_a_miniature_a_constant_answer_wins_is_refused_before_anything_is_recorded(tmp_path, monkeypatch):
     from skillos.ledger.store import Ledger
     from skillos.training import canary
-    from skillos.training.curator import canary as curator, payoff
+    from skillos.training.canary import payoff
+    from skillos.training.curator import canary as curator
 
     tasks = {f"t{i}": "heat" if i % 2 else "cool" for i in range(24)}
     won = {t: True for t in tasks}

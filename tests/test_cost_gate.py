@@ -1,4 +1,4 @@
-"""The cost gate (toolkit/prices.py, gates/approval.py api-cost): a launch whose executor is a
+"""The cost gate (evals/prices.py, gates/approval.py api-cost): a launch whose executor is a
 paid API is costed before it runs (calls x tokens x price, the price's source and date); over
 compute.max_cost_usd, or at an unknown price, it waits for an approved plan; the run records the
 tokens its calls used and its report shows estimate vs measured. Against a real local
@@ -11,7 +11,7 @@ import yaml
 
 from conftest import ROOT, run_cli
 from llm_server import ScriptedLLM
-from skillos import prices
+from skillos.evals import prices
 from skillos.config.loading import with_sets
 from skillos.config.schema import Config
 from skillos.errors import ConfigError

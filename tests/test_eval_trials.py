@@ -213,7 +213,7 @@ def test_losing_plays_that_error_out_in_one_arm_are_attrition_not_an_improvement
 
 def test_the_cost_gate_counts_every_play_of_a_game():
     from skillos import config as cfgmod
-    from skillos import prices
+    from skillos.evals import prices
 
     cfg = cfgmod.from_dict({"executor": {"backend": "openai", "model": "gpt-4o-mini"},
                             "env": {"n_games": 10, "n_train_games": 0, "max_steps": 5},

@@ -45,7 +45,7 @@ class Backend:
     sampler_defaults: str | None = None  # what it samples with when the config sets no decoding
     # "module:function(section, backend_config)" -> why it cannot carry those decoding settings, or None
     decoding: str | None = None
-    paid: bool = False  # bills per token at a vendor (toolkit/prices.py: the cost gate estimates it)
+    paid: bool = False  # bills per token at a vendor (evals/prices.py: the cost gate estimates it)
     # scores given continuations of a prompt by their likelihood (executor.decoding admissible):
     # its chat class has `score(messages, continuations, likelihood) -> [float]`
     scores: bool = False

@@ -1,6 +1,6 @@
 """The tokens a process's model calls used, as the endpoints reported them: each chat backend that
 make_chat builds counts its replies here, so an eval can record what each arm's calls used
-(measured), beside what the cost gate estimated (toolkit/prices.py). A reply without usage counts
+(measured), beside what the cost gate estimated (evals/prices.py). A reply without usage counts
 as a call whose tokens are unreported, never as 0 tokens."""
 
 from __future__ import annotations

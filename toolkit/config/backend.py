@@ -51,7 +51,7 @@ class BackendConfig:
         "help": "retries the openai / anthropic SDK makes of a failed request (429, 5xx, timeout)"})
     usd_per_mtok: list | None = field(default=None, metadata={
         "help": "[input, output] USD per million tokens this model bills, where the price table "
-                "(toolkit/prices.py) lacks it or you pay otherwise; None: the table's price (a model it lacks: "
+                "(evals/prices.py) lacks it or you pay otherwise; None: the table's price (a model it lacks: "
                 "an unknown cost, which the cost gate sends to a person's approval)"})
 
     def __post_init__(self):

@@ -88,7 +88,7 @@ class Config:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-# What a launch's paid API calls are costed with (toolkit/prices.py): how it is paid for, not what
+# What a launch's paid API calls are costed with (evals/prices.py): how it is paid for, not what
 # it measures (out of the identity), but an approved plan covers them (in the plan hash).
 PRICED_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer",
                    "skillgate.teacher")

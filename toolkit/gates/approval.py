@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from skillos import prices
+from skillos.evals import prices
 from skillos.checking import Context, Result, read_ledger, static
 from skillos.gates.core import Report
 from skillos.registry import compute_of
@@ -62,7 +62,7 @@ COST_INCIDENT = "a paid API's quota burnt in minutes with no estimate and no per
 def api_cost(ctx: Context) -> Result:
     """The cost gate: a launch whose paid API calls are estimated above compute.max_cost_usd, or at
     an unknown cost, needs an approved plan for its plan hash, as a GPU launch does
-    (toolkit/prices.py: the estimate, its prices with their source and date)."""
+    (evals/prices.py: the estimate, its prices with their source and date)."""
     cfg = ctx.cfg
     est = paid_estimate(cfg, len(expand(cfg)))
     if not est["paid"]:

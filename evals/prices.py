@@ -73,7 +73,7 @@ def price(section) -> Price:
         return Price(float(stated[0]), float(stated[1]), "stated in the config (usd_per_mtok)")
     found = _listed(section.model)
     if found is None:
-        return Price(None, None, f"model {section.model!r} is not in the price table (toolkit/prices.py): "
+        return Price(None, None, f"model {section.model!r} is not in the price table (evals/prices.py): "
                                  "state usd_per_mtok: [IN, OUT] in its section")
     name, (cost_in, cost_out, (source, date)) = found
     return Price(cost_in, cost_out, f"{name} as listed by {source}, {date}")
