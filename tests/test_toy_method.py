@@ -60,7 +60,6 @@ def write_toy(folder, monkeypatch):
 
 
 def static_check_names() -> list:
-    core._registered.cache_clear()  # the gates collect every method's checks once per process
     return [c.__name__ for c in core.checks("static")]
 
 
@@ -70,9 +69,7 @@ def toy_method(tmp_path, monkeypatch):
     with TRAINERS.extended(Trainer("toy", "toy_method.trainer", args_spec="toy_method.trainer:args_spec",
                                    about="a toy method's trainer", plays_itself=True)), \
             METHODS.extended(Method("toy", "toy_method", about="a toy", trainers=("toy",), checks="toy_method.checks")):
-        core._registered.cache_clear()
         yield package
-    core._registered.cache_clear()
 
 
 def test_a_method_added_through_the_registry_alone_is_gated_and_trained(toy_method, tmp_path):
@@ -91,6 +88,7 @@ def test_a_method_added_through_the_registry_alone_is_gated_and_trained(toy_meth
 
 def test_a_methods_checks_run_while_its_entry_is_listed_and_not_after(tmp_path, monkeypatch):
     write_toy(tmp_path, monkeypatch)
+    assert "toy_ready" not in static_check_names()  # collected before: the registry is read again at each run
     with METHODS.extended(Method("toy", "toy_method", checks="toy_method.checks")):
         assert "toy_ready" in static_check_names()
     assert "toy_ready" not in static_check_names()
@@ -102,3 +100,17 @@ def test_a_method_name_already_registered_is_refused():
     with pytest.raises(SkillosError, match="already a method"):
         with METHODS.extended(Method("curator", "x")):
             pass
+
+
+@pytest.mark.parametrize("trainer, status", [("curator", "SKIP"), ("selector", "FAIL"), ("selector-bc", "FAIL")])
+def test_a_methods_check_applies_to_its_own_trainers_even_outside_training(trainer, status):
+    """The selector's slate check: a config naming a selector trainer needs a slate whether or not it
+    trains (an eval config too), and a trainer of another method is not asked for one."""
+    from skillos import gates
+
+    cfg = api.load(ROOT / "evals" / "configs" / "quickstart.yaml", sets=[f"skillgate.trainer={trainer}"])
+    try:
+        results = api.check(cfg, partial=True).results
+    except gates.GateRefused as refused:
+        results = refused.report.results
+    assert {r.check: r.status for r in results}["skillgate-slate"] == status

@@ -41,6 +41,28 @@ def test_another_trl_or_a_moved_method_is_a_one_line_error():
         trl_compat.check_per_token(Moved)
 
 
+def test_another_trl_refuses_a_trainer_not_the_library_or_an_eval_gate_check(monkeypatch):
+    """The version is checked where a trainer class is built, never at import: with another TRL the
+    API imports, an eval config's gate check runs, and building the rollout trainer is refused."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import importlib.metadata as m; real = m.version\n"
+        "m.version = lambda name: '1.17.0' if name == 'trl' else real(name)\n"
+        "import skillos.api\n"
+        "from skillos.gates import core\n"
+        "[core.checks(p) for p in core.PHASES]  # every method's checks module imported too\n"
+        "report = skillos.api.check(sys.argv[1], partial=True)\n"
+        "print('checked', len(report.results))\n"
+        "from skillos.training.common import trl_compat\n"
+        "try:\n    trl_compat.check()\nexcept Exception as exc:\n    print('refused:', exc)\n")
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + probe, str(ROOT / "evals" / "configs" / "quickstart.yaml")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "checked " in out.stdout and "refused: trl 1.17.0 is installed" in out.stdout, out.stdout
+
+
 def test_no_other_module_reaches_into_trl_internals():
     """Only trl_compat imports from TRL's private modules, and every private GRPOTrainer name a
     training module calls or wraps is one trl_compat lists (and checks)."""

@@ -197,10 +197,11 @@ def read_ledger(ctx: Context, read: Callable):
         return read(book)
 
 
-def trains_here(cfg, module: str) -> bool:
-    """Whether `cfg` trains with a trainer of the method whose checks live in `module`: a method's
-    training checks apply to its own trainers (skillos.registry.METHODS), whatever their names."""
-    return cfg.training.is_set() and any(m.checks == module and cfg.skillgate.trainer in m.trainers for m in METHODS)
+def trains_with(cfg, module: str) -> bool:
+    """Whether `cfg`'s trainer (skillgate.trainer) is one of the trainers of the method whose checks
+    live in `module`: a method's checks apply to its own trainers (skillos.registry.METHODS),
+    whatever their names. Whether the config trains at all is `training_only`'s to say."""
+    return any(m.checks == module and cfg.skillgate.trainer in m.trainers for m in METHODS)
 
 
 # gate 3's rollout-positions, an eval's (skillos.gates.dryrun) and a trainer's own (its method's checks)

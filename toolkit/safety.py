@@ -599,4 +599,5 @@ class Ticker:
         count = "" if done is None else (f"{done}/{total}" if total else f"{done}")
         elapsed = f"{now - self.start:.0f} s"
 
+        # a label names an arm: a key-shaped one never reaches a log
         self.echo(redact_text(f"{self.label}: {count}{' · ' if count else ''}{elapsed}" + (f" · {extra}" if extra else "")))

@@ -244,7 +244,7 @@ class Check:
         device = "cuda" if self.cuda is None else "cpu"  # cpu: an --on-cpu rehearsal
         self.run("tiny_full_bf16", [py, "-m", "steps", "tiny", "full", device], 90)
         self.run("tiny_lora_bf16_gc", [py, "-m", "steps", "tiny", "lora", device], 90)
-        # skillos train picks CUDA by itself when torch sees it (training/curator/trainer.py: guarded); bf16 is set;
+        # skillos train picks CUDA by itself when torch sees it (training/common/grpo.py: guarded); bf16 is set;
         # no step logs: the bare machine has no tensorboard (training.report_to's default)
         sets = ["--set", "training.bf16=true", "--set", "training.max_steps=2", "--set", "training.report_to=none"]
         self.run("grpo_train_cuda", [py, "-m", "skillos", "train", "training/configs/cpu-smoke.yaml", "--json", *sets,

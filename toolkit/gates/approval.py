@@ -86,7 +86,7 @@ def api_cost(ctx: Context) -> Result:
 
 
 def paid_estimate(cfg, runs: int = 1) -> dict:
-    """toolkit/prices.estimate with a training launch's executor calls a step from its step plan."""
+    """evals/prices.estimate with a training launch's executor calls a step from its step plan."""
     calls = None
     if cfg.training.is_set():
         calls = step_plan(cfg).executor_calls

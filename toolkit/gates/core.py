@@ -79,9 +79,9 @@ def check_modules() -> tuple:
 
 
 @functools.cache
-def _registered(phase: str) -> tuple:
+def _registered(phase: str, modules: tuple) -> tuple:
     found = []
-    for name in check_modules():
+    for name in modules:
         module = importlib.import_module(name)
         found += [fn for fn in vars(module).values()
                   if getattr(fn, "gate_phase", None) == phase and fn.__module__ == module.__name__]
@@ -89,10 +89,11 @@ def _registered(phase: str) -> tuple:
 
 
 def checks(phase: str) -> list[Check]:
-    """The checks of one phase (PHASES), module by module (check_modules), each in its module's order."""
+    """The checks of one phase (PHASES), module by module (check_modules, read at each call: a method
+    registered or removed since is seen), each in its module's order."""
     if phase not in PHASES:
         raise ValueError(f"no gate phase {phase!r}; one of {', '.join(PHASES)}")
-    return list(_registered(phase))
+    return list(_registered(phase, check_modules()))
 
 
 def run_checks(ctx: Context, checks: list[Check]) -> list[Result]:

@@ -105,8 +105,6 @@ class _Recording:
 
 
 # -- gate 1 ----------------------------------------------------------------------------------
-
-
 @dry_run
 def top_k_used(ctx: Context) -> Result:
     """The number of skills the executor actually receives, through the launch's own path."""
@@ -270,9 +268,7 @@ def _estimate_gb(t) -> float | None:
     return params * (0.02 if t.lora else 14) / GIB
 
 
-# -- SkillGate (issue 17): the selector trainer's slate rollouts --------------------------------
-
-
+# -- SkillGate's frozen eval protocol ------------------------------------------------------------
 @dry_run
 def eval_pins(ctx: Context) -> Result:
     """A frozen eval spec must match what this config would play: one pin that differs (task

@@ -582,9 +582,7 @@ def data_present(ctx: Context) -> list[Result]:
     return results or [Result("data-present", (1,), "SKIP", detail="no games are loaded")]
 
 
-# -- SkillGate (issue 17): the selector trainer's slate and credit, the frozen eval protocol ------
-
-
+# -- SkillGate's frozen eval protocol (the selector's slate and credit: training/selector/checks.py) --
 @static
 def eval_protocol(ctx: Context) -> Result:
     check, gates, spec = "eval-protocol", (4,), ctx.cfg.skillgate.eval_spec

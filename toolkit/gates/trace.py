@@ -334,7 +334,7 @@ def _group_size(t: Tracer, key, value):
 def _max_prompt_length(t: Tracer, key, value):
     args = t.args()
     if not t.entry.grpo:  # fits fixed rows
-        return _row(key, value, "selector_baselines: every row's prompt cut by prompt_cap.cap_text",
+        return _row(key, value, "selector/baselines: every row's prompt cut by prompt_cap.cap_text",
                     t.cfg.training.max_prompt_length, f"and {type(args).__name__}.max_length "
                     f"{getattr(args, 'max_length', None)} (prompt + completion)")
 
@@ -407,7 +407,7 @@ def _format_warmup(t: Tracer, key, value):
 
 @resolver(r"^training\.resume_from_checkpoint$")
 def _resume(t: Tracer, key, value):
-    return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/curator/trainer.fit", value,
+    return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/common/grpo.fit", value,
                 "read as configured by fit()")
 
 
@@ -856,7 +856,7 @@ def _cost(t: Tracer, key, value, name):
         field = "completion_tokens_per_call" if name.startswith("completion") else "prompt_tokens_per_call"
         costed = [r[field] for r in est["roles"] if name.startswith("prompt") or "max_tokens" not in r["completion_basis"]]
         arrived = costed[0] if costed else value  # no paid section uses it: the estimate reads it as configured
-    return _row(key, value, "the cost gate (api-cost) and the plan's paid API estimate (toolkit/prices.estimate)",
+    return _row(key, value, "the cost gate (api-cost) and the plan's paid API estimate (evals/prices.estimate)",
                 arrived)
 
 

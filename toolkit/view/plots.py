@@ -20,7 +20,7 @@ from skillos.evals import stats
 
 # What the training plot draws from a trainer_state.json log_history entry: TRL's own reward,
 # KL and entropy, and the reward components and health numbers skillos logs beside them
-# (training/curator/trainer.py:step_metrics), by panel.
+# (training/common/grpo.py:step_metrics), by panel.
 TRAINING_PANELS = (("reward", ("reward",), ("reward/",)),
                    ("reward health", (), ("health/",)),
                    ("policy", ("kl", "entropy"), ()))

@@ -364,7 +364,7 @@ def _training_rank(cfg, shape: Shape, capacity: float | None, rank: Placement, u
         trainable = psi
     # TRL loads a full fine-tune's policy in float32 (its default dtype); DeepSpeed under bf16 casts it to
     # bf16 and keeps an fp32 master copy in its optimizer: 16 bytes per parameter either way, placed
-    # differently. A LoRA base under bf16 is loaded in bf16 (training/curator/trainer.grpo_kwargs).
+    # differently. A LoRA base under bf16 is loaded in bf16 (training/common/grpo.grpo_kwargs).
     wbytes = 2 if mixed and (deepspeed or t.lora) else 4
     weights, grads, optim = model_states(psi, trainable, n, stage, mixed and deepspeed, offload_optimizer, wbytes)
     if offload_optimizer or offload_params:

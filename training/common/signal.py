@@ -5,7 +5,7 @@ A GRPO step has no learning signal when every group's rollouts got the same rewa
 selector's selection spans) gave a rollout an advantage, or when its gradient is exactly zero
 (`grad_norm` = 0); a supervised step (SFT, DPO) when its gradient is zero. Such a step leaves the
 weights where they were. The reference reproduction trained for days on steps like these. Every
-trainer's run (training/curator/trainer.fit) prints a line per step with the numbers it read, ends with
+trainer's run (training/common/grpo.fit) prints a line per step with the numbers it read, ends with
 "N of M steps had no learning signal", and carries that verdict in its summary; a step whose log
 has neither key is unmeasured, never counted either way.
 

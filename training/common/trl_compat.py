@@ -14,10 +14,11 @@ skillos's GRPO trainers wrap or call GRPOTrainer internals that TRL does not pro
 * per-token advantages: the selector trainer hands the loss (B, T) advantages, which TRL's
   `_compute_loss` takes as they are and only unsqueezes when they are (B,) (`PER_TOKEN`).
 
-They were read from TRL `WRITTEN_FOR`; pyproject pins `PIN` to match. Another TRL is refused when
-this module is imported (`check_version`: one line naming both versions); when a trainer class is
-built, the methods it relies on are checked for their parameters (`check`: the rollout trainer,
-the prompt cap) and the selector trainer checks the per-token path (`check_per_token`), so a TRL
+They were read from TRL `WRITTEN_FOR`; pyproject pins `PIN` to match. When a trainer class is
+built, another TRL is refused (`check_version`: one line naming both versions; not at import, so a
+gate check or an eval never needs the pinned TRL), the methods it relies on are checked for their
+parameters (`check`: the rollout trainer, the prompt cap) and the selector trainer checks the
+per-token path (`check_per_token`), so a TRL
 that moved its internals is a one-line error, never a silently different run. `ATTRIBUTES` is
 instance state, which no class check can see: it is the list a reader of this module and the
 structural test hold the code to.
@@ -78,6 +79,7 @@ def check_version(found: str | None = None) -> None:
 def check(trainer_cls=None, names=None) -> None:
     """`trainer_cls` (GRPOTrainer by default) has each of METHODS (or `names`) with the parameters
     skillos relies on; else a one-line SkillosError."""
+    check_version()
     if trainer_cls is None:
         from trl import GRPOTrainer as trainer_cls
     version = installed()
@@ -95,6 +97,7 @@ def check(trainer_cls=None, names=None) -> None:
 
 def check_per_token(trainer_cls=None) -> None:
     """TRL's loss leaves (B, T) advantages as they are (the selector credit's second stream)."""
+    check_version()
     if trainer_cls is None:
         from trl import GRPOTrainer as trainer_cls
     try:
@@ -173,8 +176,6 @@ def parse_response(tokenizer, ids, prefix, tools):
 
     return parse(tokenizer, ids, prefix=prefix, tools=tools)
 
-
-check_version()
 
 
 def published_tools(cls) -> list[str]:

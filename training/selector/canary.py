@@ -1,5 +1,5 @@
 """The selector's learning canary: SkillGate GRPO with clean-oracle selector credit
-(training/selector/trainer.py: the SelectorGRPOTrainer, its span masks and credit arithmetic,
+(training/selector/grpo.py: the SelectorGRPOTrainer, its span masks and credit arithmetic,
 SlateEnv) on a miniature the tiny CPU model can learn.
 
 The miniature, and why. The executor being trained reads one skill from a slate of four on heat

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tempfile
 
-from skillos.checking import Context, Result, dry_run, games, static, train_pool, training_only, trains_here
+from skillos.checking import Context, Result, dry_run, games, static, train_pool, training_only, trains_with
 from skillos.errors import SkillError, SkillosError
 from skillos.evals.envs.alfworld.scenes import TASK_TYPES
 from skillos.evals.envs.registry import environment
@@ -25,8 +25,8 @@ def skillgate_slate(ctx: Context) -> Result:
     slate_domain = environment("slate")
 
     check, gates, g = "skillgate-slate", (2,), ctx.cfg.skillgate
-    if not trains_here(ctx.cfg, __name__) and g.selector_credit == "mixed_task_reward":
-        return Result(check, gates, "SKIP", detail=f"no selector training (skillgate.trainer {g.trainer})")
+    if not trains_with(ctx.cfg, __name__) and g.selector_credit == "mixed_task_reward":
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {g.trainer} reads no slate")
     incident = "selector credit without an oracle on the slate credits no read at all"
     if not g.slate_repo:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", None, "a slate skill folder", incident,
@@ -87,7 +87,7 @@ def selector_rollouts(ctx: Context) -> Result:
     no oracle: no_skill's empty slate, hybrid_slate's twin), an action steps the real game, the
     episode is measured, and a held-out game is refused."""
     check, gates, cfg = "selector-rollouts", (2, 3), ctx.cfg
-    if not trains_here(cfg, __name__):
+    if not trains_with(cfg, __name__):
         return Result(check, gates, "SKIP", detail=f"skillgate.trainer {cfg.skillgate.trainer} plays no slates")
     slate_domain = environment("slate")
 

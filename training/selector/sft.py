@@ -23,7 +23,7 @@ The SFT is TRL's SFTTrainer (`completion_only_loss`: the loss is on each row's a
 config's `training.*` and the outcome-only profile. With a LoRA config the adapter is merged into
 the weights, so GRPO trains a fresh adapter on the start. Every start is written to
 OUTPUT_DIR/sft-start (an SFT start's rows to OUTPUT_DIR/sft_start.jsonl) with its summary in
-OUTPUT_DIR/sft_start.json; a rerun reuses a finished one. BC and DPO (selector_baselines.py) start
+OUTPUT_DIR/sft_start.json; a rerun reuses a finished one. BC and DPO (baselines.py) start
 from the same `skillgate.init` as GRPO, so every arm of a comparison shares its start.
 """
 
