@@ -40,7 +40,6 @@ def read_game_rows(path, what: str = "per-game rows", trials: bool = False) -> l
     the file and line, never a row read wrong."""
     from pathlib import Path
 
-
     path = Path(path)
     if not path.exists():
         return []

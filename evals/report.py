@@ -75,7 +75,6 @@ def _train_curation(out: Path, arms: list) -> dict:
     """Per arm, the curator's counts over its train games (curation.jsonl)."""
     import json
 
-
     rows: dict = {arm: [] for arm in arms}
     for r in read_game_rows(Path(out) / ROW_FILES["train"], "curation rows"):
         if r.get("arm") in rows:
@@ -84,7 +83,6 @@ def _train_curation(out: Path, arms: list) -> dict:
 
 
 def build(cfg, rows: dict[str, list[dict]], out: Path, n_train: int) -> dict:
-
     domain = environment(cfg)
     # several trials a game: the units are games, their trials averaged (stats.compare_units)
     by_trials = any(scored(arm_rows) for arm_rows in rows.values())

@@ -195,7 +195,6 @@ def export_benchmark(run_dir: Path, out: Path, treatment: str | None = None, con
     a folder that gets benchmark.json): `treatment` as with_skill, `control` as without_skill."""
     import datetime as dt
 
-
     run_dir, out = Path(run_dir), Path(out)
     target = out if out.suffix == ".json" else out / "benchmark.json"
     rows = held_out_rows(run_dir)

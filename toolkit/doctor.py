@@ -91,7 +91,6 @@ def _engine() -> Check:
 
 
 def _ledger() -> Check:
-
     path = default_path()
     try:
         with Ledger(path) as ledger:
@@ -167,7 +166,6 @@ def _backend(role: str, section) -> Check:
 
 
 def _local_model(name: str, section) -> Check:
-
     entry = BACKENDS[section.backend]
     if entry.gpu_only and any(importlib.util.find_spec(m) is None for m in entry.modules):
         return Check(name, "fail", f"{entry.name} is not installed",

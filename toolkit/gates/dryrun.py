@@ -184,7 +184,6 @@ def rollout_positions(ctx: Context) -> Result | list:
 
 
 def _eval_rollouts(ctx: Context, check: str, gates: tuple, incident: str) -> Result:
-
     n = min(EVAL_GAMES, ctx.cfg.env.n_games)
     played = games(ctx, ctx.cfg.env.split, ctx.cfg.env.n_games)[:n]
     env = environment(ctx.cfg)

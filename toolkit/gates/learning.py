@@ -24,7 +24,6 @@ INCIDENT = ("GPU-days spent on a recipe that looked healthy and learned nothing 
 @static
 @training_only(*GATES)
 def recipe_learns(ctx: Context) -> Result:
-
     check, cfg = "recipe-learns", ctx.cfg
     launch = gpu_launch(cfg)
     if not launch:

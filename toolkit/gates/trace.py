@@ -185,7 +185,6 @@ class Tracer:
         arguments class refuses the values (TRL's own checks), the object is filled field by field
         without them, so each key still shows what it was passed, and `refused` says why."""
         def build():
-
             cls, kwargs = args_spec(self.cfg, not self.gpu, training_output_dir(self.cfg))
             try:
                 with warnings.catch_warnings():  # transformers' deprecation notes are not the config's
@@ -536,7 +535,6 @@ def _local_template(model: str | None) -> str | None:
     hub cache), read without loading or building anything; None when it is not here."""
     import json
 
-
     if not model:
         return None
     folder = models_dir() / model if model in (TINY_NAME, *MODELS) else Path(model).expanduser()
@@ -610,7 +608,6 @@ def _curator_history(t: Tracer, key, value):
 # environment, retrieval, eval -----------------------------------------------------------------------
 def _scripted_play(t: Tracer):
     def build():
-
         settings = arm_settings(t.cfg)
         repo = SkillRepo(None)
         for i in range(settings["top_k"] + 3):
@@ -725,7 +722,6 @@ def _reward_probe(t: Tracer) -> dict:
     """Each weight as the real reward function applies it: three scripted rollouts that score
     0 on r_task and 1 on exactly one other term; each total is that term's weight."""
     def build():
-
         class Judge:
             def judge(self, text):
                 return True

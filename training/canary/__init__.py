@@ -130,7 +130,6 @@ def compute_sets(sets) -> list[str]:
     (ray installed); anything else is a one-line error (its miniature is fixed)."""
     import dataclasses
 
-
     sets = list(sets or ())
     for item in sets:
         path = parse_set(item)[0]  # a malformed item: its one-line ConfigError
@@ -391,7 +390,6 @@ def expected_time(config: str, timings: list, kind: dict, shipped: tuple | None 
     first, then the same kind at another config, then other machines, each said as what it is;
     with none, what the project measured (`shipped`: (seconds, where), Canary.measured), else UNTIMED."""
     from statistics import median
-
 
     tiers = [([t["wall_s"] for t in timings if t["machine"] == kind and t["config"] == config],
               "on this kind of machine"),

@@ -68,7 +68,6 @@ def plan_local(cfg: Config, config_path: str) -> dict:
 
 
 def plan_accelerate(cfg: Config, config_path: str) -> dict:
-
     c = cfg.compute
     command = ["accelerate", "launch", "--num_processes", str(c.num_processes)]
     where = f"{c.num_processes} processes on this machine"

@@ -107,7 +107,6 @@ class CuratorCanary(Canary):
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-
         cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "curator")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's

@@ -52,7 +52,6 @@ def trainer_class(cfg: Config, gauge=None):
     training.max_prompt_length (training/common/prompt_cap.py)."""
     from trl import GRPOTrainer
 
-
     trainer = rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer), on_done=finish)
     if cfg.training.async_rollouts:  # the next batch plays while a step trains (training/curator/async_rollouts.py)
 
@@ -107,7 +106,6 @@ class RewardFunction:
         self.pending = other.pending + note if other.pending else other.pending
 
     def __call__(self, prompts, completions, environments=None, group=None, **_) -> list[float]:
-
         c = self.cfg
         # The positions the curators never reached, every rollout at once (up to
         # training.rollout_concurrency): each rollout owns its engine; executor calls overlap.
@@ -194,7 +192,6 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "r
 
 
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
-
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     gauge = InFlight()
     setup = make_setup(cfg, games, gauge)
@@ -205,7 +202,6 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
 
 
 def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str) -> dict:
-
     model = resolve(cfg.training.model)
     steps = format_warmup_steps(cfg)
     if warmup and steps:

@@ -66,7 +66,6 @@ def dpo_args_spec(cfg: Config, cpu: bool, out=None) -> tuple:
 def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     from datasets import Dataset
 
-
     cpu = on_cpu(cfg)
     out = output_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)

@@ -88,14 +88,12 @@ class SelectorCanary(Canary):
         """The miniature's payoff table (training/canary/payoff.py) on its held-out slates."""
         import tempfile
 
-
         cfg = with_sets(self.config(quick, variant), list(compute))
         with tempfile.TemporaryDirectory() as scratch:  # the slates are rebuilt and frozen by each run
             return payoff(cfg, held_out_games(cfg, echo, "selector"), Path(scratch), echo)
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
-
 
         cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "selector")

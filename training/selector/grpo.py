@@ -50,7 +50,6 @@ def selector_classes():
     """(SelectorGRPOConfig, SelectorGRPOTrainer), built once on first call (trl loads only then)."""
     from trl import GRPOTrainer
 
-
     trl_compat.check_per_token(GRPOTrainer)  # the second credit stream hands the loss (B, T) advantages
 
     @dataclass
@@ -158,7 +157,6 @@ class SlateReward:
         self.echo, self.history, self.signal, self.group, self.seed = echo, [], signal, group, seed
 
     def __call__(self, prompts, completions, environments=None, **_) -> list:
-
         records = [SLATE.episode_record(env) for env in environments]
         metrics = SLATE.selection_metrics(records)
         self.echo(SLATE.render_metrics("rollouts", metrics))

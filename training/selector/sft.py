@@ -109,7 +109,6 @@ def sft_args(cfg: Config, cpu: bool, out: Path):
     own steps and learning rate, nothing saved but the final model."""
     from trl import SFTConfig
 
-
     kwargs = {k: v for k, v in baseline_args(cfg, cpu).items() if k not in ("save_steps", "save_total_limit")}
     kwargs.update(output_dir=str(out / "sft-run"), max_steps=cfg.skillgate.sft_steps,
                   learning_rate=cfg.skillgate.sft_learning_rate, save_strategy="no", completion_only_loss=True)
@@ -162,7 +161,6 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     import dataclasses
 
     from datasets import Dataset
-
 
     steps = warmup_steps(cfg)
     model = format_warmup(cfg, setup, model, out, echo)

@@ -37,7 +37,6 @@ def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "r
 def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
     from datasets import Dataset
 
-
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     setup = SLATE.make_slate_setup(cfg, games, out)
     echo(SLATE.render_audit(setup.listing_audit))

@@ -61,7 +61,6 @@ class OptimizeCanary(Canary):
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
         import functools
 
-
         cfg = with_sets(self.config(quick), list(compute))
         measured = []
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's

@@ -139,7 +139,6 @@ class HeuristicProposer:
 
     def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
                 gradient=None) -> list[Edit]:
-
         scratch, curator = incumbent.copy(), HeuristicCurator()
         for traj in trajectories:
             curator.curate(traj, scratch)
@@ -170,7 +169,6 @@ class LLMProposer:
 
     def propose(self, incumbent: SkillRepo, trajectories: list, memory: RejectedMemory, budget: int,
                 gradient=None) -> list[Edit]:
-
         skills = "\n\n".join(s.to_markdown() for s in incumbent.skills) or "(no skills yet)"
         games = "\n\n".join(curator_input(t) for t in trajectories)
         told = f"Textual gradient:\n{gradient.text}\n\n" if gradient is not None else ""
@@ -315,7 +313,6 @@ class _Games:
 
     @classmethod
     def load(cls, cfg, out: Path, ledger, resume: bool, unseal: str | None) -> "_Games":
-
         o = cfg.optimize
         _, per_epoch, total = positions(cfg)
         # every refusal that needs no game is made before any game is generated or played
@@ -345,7 +342,6 @@ class _Player:
         self.executor, self.env = self.domain.make_executor(cfg.executor), self.domain.make_env(pool)
 
     def play(self, repo, games, label, curator=None, on_game=None) -> list[dict]:
-
         tick, played = safety.Ticker(self.echo, f"{label}: games played", len(games)), []
         tick(0)
 
@@ -383,7 +379,6 @@ class OptimizeSearch:
         self.step_info: dict = {}  # this step's record, written to steps.jsonl after the step
 
     def propose(self, g: int, now: Standing) -> Candidate | None:
-
         o, echo = self.cfg.optimize, self.echo
         epoch, step = divmod(g, self.per_epoch)
         if step == self.steps_per_epoch:
@@ -466,7 +461,6 @@ class OptimizeSearch:
         return Described(row, row["diff"], json.dumps(row["edits"]), line)
 
     def after_step(self, g: int, now: Standing) -> None:  # every step, so a killed run resumes after it
-
         if self.cfg.optimize.target == "document" and self.step_info.get("verdict") == "accept":
             doc.write_version(self.out, now.skill, now.tried)  # after its history and ledger rows, as before
         with open(self.out / STEPS, "a", encoding="utf-8") as fh:
@@ -579,7 +573,6 @@ def positions(cfg) -> tuple[int, int, int]:
 
 
 def _meta_source(cfg) -> Path:
-
     return relative_to_config(cfg, cfg.optimize.meta_skill) if cfg.optimize.meta_skill else DEFAULT_META
 
 
@@ -627,7 +620,6 @@ def acceptance_plan(cfg, aa: CandidateVerdict | None = None) -> str:
 
 def _save_state(out: Path, incumbent: SkillRepo, state: dict) -> None:
     import shutil
-
 
     staged = out / ".incumbent.new"  # the incumbent folder and the state change together
     shutil.rmtree(staged, ignore_errors=True)

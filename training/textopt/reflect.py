@@ -162,7 +162,6 @@ class ModelReflector:
         self.chat, self.name = chat, name
 
     def reflect(self, traj, units) -> Reflection:
-
         read = _read(traj, units)
         skills = "\n\n".join(s.to_markdown() for s in read) or "(it read no skill)"
         messages = [{"role": "system", "content": self.REFLECT.format(how="right" if traj.won else "wrong")},

@@ -241,7 +241,6 @@ def meta_lessons(epoch: int, steps: list[dict], history: list[dict]) -> str:
 
 
 def read_meta(path: Path) -> str:
-
     try:
         text = path.read_text(encoding="utf-8")
         parse_skill(text, str(path))

@@ -207,7 +207,6 @@ class LLMProposer:
         import difflib
         import re
 
-
         found = re.search(r"```(?:markdown|md)?\n(---\n.*?)```", reply, re.S)
         if not found:
             return None
@@ -358,7 +357,6 @@ class Night:
         return {k: o.success for k, o in self.play(text, ts, arm).items()}
 
     def propose(self, step: int, now: Standing) -> Candidate | None:
-
         s, echo, train_tasks = self.s, self.echo, self.splits["train"] + self.dreams
         budget = edits_allowed(step, s.steps, s.max_edits, s.min_edits, s.schedule)
         train = self.play(now.skill, train_tasks, f"train-{step}")
