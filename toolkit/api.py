@@ -387,7 +387,7 @@ def evaluate_slate(config: Config | str | Path, *, out: str | Path, checkpoints:
     cfg, echo = _config(config), echo or _quiet
     with _ledger(ledger) as book, _watching(cfg, [out], book, echo):
         return slate_eval.run(cfg, out, book, checkpoints, echo,
-                   gate=lambda c, b: gates.enforce(c, "slate eval", b, overrides, echo=echo))
+                              gate=lambda c, b: gates.enforce(c, "slate eval", b, overrides, echo=echo))
 
 
 def sleep(config: Config | str | Path, *, overrides: dict | None = None, tasks_file=None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from skillos.registry import trainer_of
 from skillos.config.derived import training_output_dir
 from skillos.devices import undeclared
 from skillos.files import write_atomic
+from skillos.ledger.experiments import record_experiment
 from skillos.safety import RunLock
 from skillos.training.common import signal
 from skillos.training.common.prompt_cap import config_class
@@ -197,6 +199,27 @@ def check_report_to(cfg: Config) -> None:
 def archived(out: Path) -> list[str]:
     """The archived checkpoints of a run, in step order (what a sweep evaluates)."""
     return [str(p) for p in sorted((out / "archive").glob("checkpoint-*"), key=_step) if _step(p) >= 0]
+
+
+def recorded_run(cfg: Config, ledger) -> tuple:
+    """(the ledger this process records in, its run's id): under accelerate every process trains and
+    the main one records; (None, None) in the others and without a ledger."""
+    if ledger is None or not is_main_process():
+        return None, None
+    return ledger, ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
+                                    seed=cfg.training.seed)
+
+
+@contextmanager
+def crash_recorded(ledger, run_id):
+    """The block (a trainer being built) failing ends the ledger run as crashed, its exception in one
+    line, before the exception goes on."""
+    try:
+        yield
+    except BaseException as exc:
+        if ledger is not None:
+            ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
+        raise
 
 
 def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> dict:

@@ -12,10 +12,10 @@ import math
 import os
 from contextlib import closing
 
-from skillos.checking import ROLLOUT_INCIDENT, Context, Result, dry_run, seed, static, train_pool, training_only
+from skillos.checking import (ROLLOUT_INCIDENT, Context, Result, dry_run, seed, static, train_pool, training_only,
+                              trains_with)
 from skillos.evals.envs.registry import environment
 from skillos.config.derived import groups_per_step
-from skillos.registry import trainer_of
 from skillos.training.common.trl_compat import published_tools
 from skillos.training.curator.env import CuratorEnv, finish, make_setup
 from skillos.training.curator.groups import build_groups
@@ -26,11 +26,11 @@ MIN_JUDGE_TOKENS = 1024  # a judge cut shorter truncates its verdict on a skill'
 
 
 def curator_training(fn):
-    """A check of the curator's training rollouts: a trainer that does not curate (skillgate.trainer)
-    has its method's own rollout checks, so here it is a SKIP that says so."""
+    """A check of the curator's training rollouts: another method's trainer (skillgate.trainer) has
+    its method's own rollout checks, so here it is a SKIP that says so."""
     @functools.wraps(fn)
     def check(ctx: Context):
-        if ctx.training and not trainer_of(ctx.cfg).curates:
+        if ctx.training and not trains_with(ctx.cfg, __name__):
             return Result(fn.__name__.replace("_", "-"), (3,), "SKIP",
                           detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: see the selector-* checks")
         return fn(ctx)
@@ -194,7 +194,7 @@ def staleness_bound(ctx: Context) -> Result:
 @training_only(2)
 def judge(ctx: Context) -> Result:
     check, gates = "judge", (2,)
-    if not trainer_of(ctx.cfg).curates:
+    if not trains_with(ctx.cfg, __name__):
         return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the reward is the "
                       "game outcome; no judge")
     lam = ctx.cfg.reward.lambda_cnt

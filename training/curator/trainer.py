@@ -24,15 +24,15 @@ from pathlib import Path
 from skillos.config.derived import groups_per_step
 from skillos.config.schema import Config
 from skillos.evals.curation import CURATOR_INSTRUCTIONS
-from skillos.training.common.grpo import (DESTROYED, SIGNALS, archive_callback, archived, build_args, destroyed, fit,
-                                         guarded, is_main_process, log_step_metrics, lora_config, policy_entropy)
+from skillos.training.common.grpo import (DESTROYED, SIGNALS, archive_callback, archived, build_args, crash_recorded,
+                                         destroyed, fit, guarded, log_step_metrics, lora_config, policy_entropy,
+                                         recorded_run)
 from skillos.evals.arms import load_games
 from skillos.evals.backends.tiny_model import resolve
 from skillos.evals.backends.tool_format import for_training
 from skillos.evals.curation import TOOL_SURFACES
 from skillos.evals.envs.registry import environment
 from skillos.evals.judge import make_judge
-from skillos.ledger.experiments import record_experiment
 from skillos.training.common.prompt_cap import capped
 from skillos.training.common.trl_compat import check
 from skillos.training.common.warmup import WARMUP_RATE, curator_examples, format_warmup_steps, warm_up
@@ -206,14 +206,9 @@ def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: 
     steps = format_warmup_steps(cfg)
     if warmup and steps:
         model = _warm(model, out, setup, rows, echo, steps, cfg.training.format_warmup_learning_rate or WARMUP_RATE)
-    if not is_main_process():  # under accelerate every process trains; one records
-        ledger = None
-    run_id = None
-    if ledger is not None:
-        run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
-                                  seed=cfg.training.seed)
+    ledger, run_id = recorded_run(cfg, ledger)
     reward_fn = RewardFunction(cfg, make_judge(cfg.judge), echo, defer=True, signal=signal)
-    try:
+    with crash_recorded(ledger, run_id):
         from datasets import Dataset
 
         trainer_cls = trainer_class(cfg, gauge)
@@ -225,10 +220,6 @@ def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: 
             environment_factory=partial(CuratorEnv, setup),
             callbacks=[step_health.callback(), archive_callback(cfg, ledger, run_id, echo)])
         step_health.trainer = trainer
-    except BaseException as exc:
-        if ledger is not None:
-            ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
-        raise
     signal_ = fit(trainer, cfg, out, ledger, run_id, echo)
     summary = {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward_fn.history,
                "signal": signal_}

@@ -24,13 +24,13 @@ from skillos.config.schema import Config
 from skillos.evals.backends.tool_format import training_tokenizer
 from skillos.evals.envs.registry import environment
 from skillos.training.common import signal
-from skillos.training.common.grpo import archive_callback, archived, is_main_process, lora_config, on_cpu, output_dir
+from skillos.training.common.grpo import (archive_callback, archived, is_main_process, lora_config, on_cpu, output_dir,
+                                         recorded_run)
 from skillos.training.common.prompt_cap import cap_text
 from skillos.training.selector.rows import baseline_args, bc_dataset, dpo_pairs
 from skillos.training.selector.sft import start
 from skillos.evals.arms import load_games
 from skillos.evals.backends.tiny_model import resolve
-from skillos.ledger.experiments import record_experiment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -81,10 +81,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
         row["prompt"] = cap_text(tokenizer, row["prompt"], cfg.training.max_prompt_length)
     (out / f"{kind}_dataset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     echo(f"{kind}: {len(rows)} examples from {len(ids)} slates")
-    if not is_main_process():
-        ledger = None
-    run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
-                              seed=cfg.training.seed) if ledger is not None else None
+    ledger, run_id = recorded_run(cfg, ledger)
     columns = ("prompt", "completion") if kind == "bc" else ("prompt", "chosen", "rejected")
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
     watch = signal.for_run(cfg, echo, is_main_process())

@@ -2,8 +2,9 @@
 a skill slate (`SlateEnv`: `read_skill`, `act`) and learns which skill to read.
 
 `SelectorGRPOTrainer` (training/selector/grpo.py) replaces TRL's outcome advantage with per-token
-advantages built by training/selector/credit.py: the outcome advantage on action tokens, `selector_coef` x the profile's selector advantage on the selection spans
-(training/selector/credit.py says what each profile computes). The outcome-only profiles
+advantages built by training/selector/credit.py: the outcome advantage on action tokens,
+`selector_coef` x the profile's selector advantage on the selection spans (training/selector/credit.py
+says what each profile computes). The outcome-only profiles
 (`no_skill`, `mixed_task_reward`) leave TRL's advantage untouched. Every read is logged with its
 token span to OUTPUT_DIR/selection.jsonl. `skillgate.init` says where GRPO starts: the base
 model, or an SFT on a teacher's selection turns or on the gold reads (training/selector/sft.py).
@@ -16,13 +17,13 @@ from pathlib import Path
 from skillos.config.schema import Config
 from skillos.evals.backends.tool_format import for_training
 from skillos.evals.envs.registry import environment
-from skillos.training.common.grpo import archive_callback, archived, fit, guarded, is_main_process, lora_config
+from skillos.training.common.grpo import (archive_callback, archived, crash_recorded, fit, guarded, lora_config,
+                                         recorded_run)
 from skillos.training.selector.grpo import SURFACE, SlateReward, build_args, dataset_rows, environment_factory, \
     selector_classes, warm
 from skillos.training.selector.sft import start
 from skillos.evals.arms import load_games
 from skillos.evals.backends.tiny_model import TINY_NAME, resolve
-from skillos.ledger.experiments import record_experiment
 
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
@@ -47,14 +48,9 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
         model = warm(model, out, setup, rows, echo)
     if cfg.skillgate.init != "base":  # the method's start (training/selector/sft.py)
         model, init = start(cfg, setup, [g.id for g in games], model, out, echo, cpu)
-    if not is_main_process():
-        ledger = None
-    run_id = None
-    if ledger is not None:
-        run_id = ledger.start_run(record_experiment(ledger, cfg), "train", config=cfg.to_dict(),
-                                  seed=cfg.training.seed)
+    ledger, run_id = recorded_run(cfg, ledger)
     reward = SlateReward(echo, signal, cfg.training.num_generations or 1, cfg.training.seed or 0)
-    try:
+    with crash_recorded(ledger, run_id):
         trainer_cls = selector_classes()[1]
         trainer = trainer_cls(
             model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
@@ -63,10 +59,6 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
             environment_factory=environment_factory(setup),
             callbacks=[archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
         trainer.signal = signal
-    except BaseException as exc:
-        if ledger is not None:
-            ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
-        raise
     learned = fit(trainer, cfg, out, ledger, run_id, echo)
 
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": reward.history,
