@@ -175,6 +175,17 @@ def test_only_a_complete_checkpoint_is_resumed_from(tmp_path):
     assert newest_complete(tmp_path) == str(tmp_path / "checkpoint-5")
 
 
+def _with_four_completions(text):
+    """The smoke config with four completions per step (one prompt still), the divergence declared."""
+    for old, new in [("  num_generations: 2\n", "  num_generations: 4\n"),
+                     ("  generation_batch_size: 2\n", "  generation_batch_size: 4\n"),
+                     ("  per_device_train_batch_size: 2\n", "  per_device_train_batch_size: 4\n"),
+                     ("training.num_generations: {value: 2,", "training.num_generations: {value: 4,")]:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
 @pytest.mark.slow
 @pytest.mark.alfworld
 def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cache, skillos_home):
@@ -184,11 +195,16 @@ def test_a_cpu_run_writes_checkpoints_that_load_as_a_curator(tmp_path, game_cach
     from skillos.repo import SkillRepo
     from test_local_backends import _trajectory
 
-    result = run_cli("train", SMOKE, "--json", cwd=tmp_path)
+    # four completions per step, not the shipped two: with two, both completions of both steps earned the
+    # same reward in 2 of 4 seeds measured (no advantage, no gradient: which seeds depends on the machine's
+    # float reduction order); with four, some step had a gradient in 5 of 5 seeds and thread counts
+    config_file = tmp_path / "cpu-smoke-four.yaml"
+    config_file.write_text(_with_four_completions(SMOKE.read_text()))
+    result = run_cli("train", config_file, "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)  # TRL's own logging stays off stdout
     health = [line for line in result.stderr.splitlines() if line.startswith("reward health:")]
-    assert len(health) == 2 and all("of 2 over 2 rollouts" in line for line in health)
+    assert len(health) == 2 and all("of 2 over 4 rollouts" in line for line in health)
     # every run says whether its steps could move the weights, from TRL's own log keys
     steps = [line for line in result.stderr.splitlines() if line.startswith("learning signal: step")]
     assert len(steps) == 2 and all("frac_reward_zero_std" in line and "grad_norm" in line for line in steps)
