@@ -1,6 +1,7 @@
 """A new method is a folder and registry entries, nothing else (docs/extending.md): a toy method
 written outside skillos's source, registered in TRAINERS and METHODS, is validated as a config's
-trainer, its own gate check runs with the gates' generic ones (another method's checks skip it), and
+trainer, its own gate check runs with the gates' generic ones (another method's checks skip it), its
+own trace resolver says where a key its trainer reads goes (another method's are not asked), and
 `skillos train`'s dispatch reaches its trainer; no skillos module is edited."""
 
 import json
@@ -33,7 +34,7 @@ TOY = {
 
 
         def args_spec(cfg, cpu, out=None):
-            return dict, {"max_steps": cfg.training.max_steps}
+            return dict, {"max_steps": cfg.training.max_steps, "lambda_fc": cfg.reward.lambda_fc}
         ''',
     "checks.py": '''
         """The toy method's own gate check, in skillos.checking's words."""
@@ -46,6 +47,15 @@ TOY = {
                 return Result("toy-ready", (1,), "SKIP", detail="not the toy trainer")
             return Result("toy-ready", (1,), "PASS", "training.max_steps", ctx.cfg.training.max_steps, "any",
                           detail="checked by the toy method's own module")
+        ''',
+    "trace.py": '''
+        """Where the toy trainer takes the keys it reads its own way, in skillos.tracing's words."""
+        from skillos.tracing import resolver, row
+
+
+        @resolver(r"^reward\\.lambda_fc$")
+        def toy_reward(t, key, value):
+            return row(key, value, "the toy trainer's arguments", t.args()["lambda_fc"])
         ''',
 }
 
@@ -68,7 +78,8 @@ def toy_method(tmp_path, monkeypatch):
     package = write_toy(tmp_path, monkeypatch)
     with TRAINERS.extended(Trainer("toy", "toy_method.trainer", args_spec="toy_method.trainer:args_spec",
                                    about="a toy method's trainer", plays_itself=True)), \
-            METHODS.extended(Method("toy", "toy_method", about="a toy", trainers=("toy",), checks="toy_method.checks")):
+            METHODS.extended(Method("toy", "toy_method", about="a toy", trainers=("toy",), checks="toy_method.checks",
+                                   trace="toy_method.trace")):
         yield package
 
 
@@ -114,3 +125,26 @@ def test_a_methods_check_applies_to_its_own_trainers_even_outside_training(train
     except gates.GateRefused as refused:
         results = refused.report.results
     assert {r.check: r.status for r in results}["skillgate-slate"] == status
+
+
+def test_a_methods_trace_resolves_the_keys_its_trainer_reads_and_no_other_methods_does(toy_method):
+    """The toy's resolver says where reward.lambda_fc goes for the toy trainer; the curator's own
+    resolvers (its groups, its reward weights) are asked for the curator's trainer only, and a key
+    no resolver of the toy's method takes reaches no code under the toy trainer: checked but not applied."""
+    from skillos.checking import Context
+    from skillos.gates.trace import Tracer, _resolve
+
+    config = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+
+    def traced(trainer, key):
+        cfg = api.load(config, sets=[f"skillgate.trainer={trainer}", "reward.lambda_fc=0.7"])
+        return _resolve(Tracer(Context(cfg)), key, eval(f"cfg.{key}"))
+
+    toy = traced("toy", "reward.lambda_fc")
+    assert (toy.consumer, toy.arrived, toy.applied) == ("the toy trainer's arguments", 0.7, True)
+    curator = traced("curator", "reward.lambda_fc")
+    assert curator.consumer.startswith("training/curator/trainer.RewardFunction") and curator.applied is True
+    group = traced("toy", "training.group_size")
+    assert (group.consumer, group.applied) == ("none", False) and "skillgate.trainer toy does not read it" in group.detail
+    assert traced("curator", "training.group_size").consumer.startswith("CuratorEnv rows")
+    assert traced("selector", "training.group_size").detail.startswith("skillgate.trainer selector plays one task")

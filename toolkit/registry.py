@@ -307,8 +307,9 @@ CANARIES: Registry[Canary] = Registry(
 @dataclass(frozen=True)
 class Method:
     """One method, a package under training/ that brings its own pieces: the trainers `skillos train`
-    runs for it, its learning canaries, and the module of its launch-gate checks (written with
-    skillos.checking's words), which the gates run beside their generic ones. A new method is a
+    runs for it, its learning canaries, the module of its launch-gate checks (written with
+    skillos.checking's words), which the gates run beside their generic ones, and the module of its
+    trace resolvers (skillos.tracing's words), which the gates' trace asks before theirs. A new method is a
     folder and one entry here (docs/extending.md)."""
 
     name: str
@@ -317,15 +318,17 @@ class Method:
     trainers: tuple = ()  # its TRAINERS entries (skillgate.trainer values)
     canaries: tuple = ()  # its CANARIES entries
     checks: str | None = None  # "module": its gate checks (@static, @dry_run, @machine functions)
+    trace: str | None = None  # "module": its trace resolvers (skillos.tracing's @resolver functions)
 
 
 METHODS: Registry[Method] = Registry(
     "method",
     Method("curator", "skillos.training.curator", about="SkillOS: a GRPO-trained curator maintains the skill repo",
-           trainers=("curator",), canaries=("curator",), checks="skillos.training.curator.checks"),
+           trainers=("curator",), canaries=("curator",), checks="skillos.training.curator.checks",
+           trace="skillos.training.curator.trace"),
     Method("selector", "skillos.training.selector", about="SkillGate: the executor learns which skill to read",
            trainers=("selector", "selector-bc", "selector-dpo"), canaries=("selector",),
-           checks="skillos.training.selector.checks"),
+           checks="skillos.training.selector.checks", trace="skillos.training.selector.trace"),
     Method("textopt", "skillos.training.textopt", about="SkillOpt: text-space optimization of the skill documents",
            canaries=("optimize",), checks="skillos.training.textopt.checks"),
 )

@@ -13,33 +13,33 @@ consumer, arrived, applied`. A key a check approved that no consumer receives is
 "checked but not applied"; a consumer that cannot be built on this machine (an extra not
 installed) is a WARN, unverified.
 
-Consumers are looked up by key pattern (`RESOLVERS`), so a key a new check reads is traced, or
-FAILs as having no consumer, without anyone listing it here first.
+Consumers are looked up by key pattern (skillos.tracing's `resolver`), so a key a new check reads
+is traced, or FAILs as having no consumer, without anyone listing it here first. A method's
+package brings the resolvers of the keys its trainers read their own way (its `trace` module in
+skillos.registry.METHODS: the curator's groups and reward weights, the selector's slate episode);
+they are asked first for a config that trains with one of its trainers, then the ones here.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 import tempfile
 import warnings
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from skillos.checking import Context, Result, same
-from skillos.registry import LOCAL_BACKENDS, MODEL_BACKENDS, NO_MODEL, TRAINERS, uses_model
+from skillos.checking import Context, Result
+from skillos.registry import LOCAL_BACKENDS, METHODS, MODEL_BACKENDS, NO_MODEL, TRAINERS, uses_model
 from skillos.config.compute import ComputeConfig
 from skillos.config.derived import relative_to_config, server_gpus, training_output_dir
 from skillos.evals.arms import arm_settings, game_sets
 from skillos.evals.backends.chat import sent
 from skillos.evals.backends.llm_curator import LLMCurator
 from skillos.evals.backends.tiny_model import TINY_NAME
-from skillos.evals.curation import curator_input, steps_shown
+from skillos.evals.curation import curator_input
 from skillos.evals.envs.household.llm import LLMEpisode
 from skillos.evals.envs.registry import environment
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.evals.runner import play
-from skillos.evals.trajectory import Step, Trajectory
 from skillos.gates.approval import paid_estimate
 from skillos.gates.static import derived
 from skillos.ledger.watchdog import launch_watch
@@ -49,11 +49,11 @@ from skillos.repo import Retriever, SkillRepo
 from skillos.training.common.grpo import lora_config
 from skillos.training.common.launch import plan
 from skillos.training.common.prompt_cap import PromptCap
-from skillos.training.curator.env import RolloutState, env_with_state, make_setup
 from skillos.training.common.warmup import format_warmup_steps
-from skillos.training.curator.trainer import RewardFunction
 from skillos.training.registry import args_spec, trainer_for
 from skillos.training.textopt.optimize import gate_args
+from skillos.tracing import (UNSET, Row, equal, not_used, plain, probe_trajectory, resolver, resolvers, row, show,
+                             steps_row)
 
 INCIDENT = "a setting the gate approved never reached the code it configures (checked but not applied)"
 # derived quantities -> the config keys they are made of
@@ -65,59 +65,6 @@ DERIVED = {
 }
 BACKEND_SECTIONS = ("executor", "curator", "judge", "optimize.optimizer", "sleep.model", "sleep.optimizer")
 BACKEND_FIELDS = ("model", "temperature", "top_p", "top_k", "max_tokens", "reasoning_effort")
-UNSET = object()
-
-
-@dataclass
-class Row:
-    key: str
-    value: object
-    consumer: str
-    applied: bool | None  # None: the consumer could not be built here (detail says why)
-    arrived: object = None
-    detail: str = ""
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["value"], data["arrived"] = _plain(self.value), _plain(self.arrived)
-        return data
-
-    def line(self) -> str:
-        mark = {True: "applied", False: "NOT APPLIED", None: "unverified"}[self.applied]
-        text = f"{mark:<11} {self.key} = {_show(self.value)} -> {self.consumer}: {_show(self.arrived)}"
-        return text + (f" · {self.detail}" if self.detail else "")
-
-
-def _plain(value):
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (set, frozenset, tuple)):
-        return sorted(map(str, value)) if isinstance(value, (set, frozenset)) else list(value)
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return str(value)
-
-
-def _show(value) -> str:
-    value = _plain(value)
-    return "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _equal(a, b) -> bool:
-    a, b = _plain(a), _plain(b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return set(a) == set(b) and all(_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return sorted(map(str, a)) == sorted(map(str, b))
-    if isinstance(a, str) and isinstance(b, str):
-        return a == b  # exact: `same` matches model names by their last part only
-    return same(a, b)
-
-
 def _section(cfg, dotted: str):
     for part in dotted.split("."):
         cfg = getattr(cfg, part)
@@ -267,33 +214,6 @@ def _unvalidated(cls, kwargs: dict):
     return obj
 
 
-# -- resolvers: key pattern -> (consumer, arrived) or a Row ---------------------------------------
-RESOLVERS: list = []
-
-
-def resolver(pattern: str):
-    def wrap(fn):
-        RESOLVERS.append((re.compile(pattern), fn))
-        return fn
-    return wrap
-
-
-def _row(key, value, consumer, arrived, detail="", applied=None) -> Row:
-    if value is None and applied is None:  # unset: the consumer's own default applies, shown as arrived
-        return Row(key, value, consumer, True, arrived, "unset: the consumer's default" + (f"; {detail}" if detail
-                                                                                          else ""))
-    if applied is None:
-        applied = _equal(value, arrived)
-    return Row(key, value, consumer, applied, arrived, detail)
-
-
-def _not_used(key, value, consumer_why: str) -> Row:
-    """No consumer: applied only when nothing was set (an unset key has nothing to apply)."""
-    if value is None:
-        return Row(key, value, "none", True, None, f"unset; {consumer_why}")
-    return Row(key, value, "none", False, None, f"{consumer_why}; the value reaches no code")
-
-
 # training.* ------------------------------------------------------------------------------------
 
 @resolver(r"^training\.lora$")
@@ -306,43 +226,36 @@ def _lora(t: Tracer, key, value):
     lora = t.cached("lora", build)
     arrived = {k: getattr(lora, k, UNSET) for k in value}
     arrived = {k: (None if v is UNSET else v) for k, v in arrived.items()}
-    return _row(key, value, "peft LoraConfig (the trainer's peft_config)", arrived)
+    return row(key, value, "peft LoraConfig (the trainer's peft_config)", arrived)
 
 
 @resolver(r"^training\.model$")
 def _model(t: Tracer, key, value):
-    return _row(key, value, t.entry.model_consumer + " via tiny_model.resolve (weights read where they are, never downloaded)",
-                value, "read as configured; resolved to a local folder at launch")
+    return row(key, value, t.entry.model_consumer + " via tiny_model.resolve (weights read where they are, never downloaded)",
+               value, "read as configured; resolved to a local folder at launch")
 
 
-@resolver(r"^training\.group_size$")
-def _group_size(t: Tracer, key, value):
-    if not t.entry.curates:
-        return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
-    args = t.args()
-
-    low, high = environment(t.cfg).group_sizes(t.cfg)
-    arrived = args.max_tool_calling_iterations + 1
-    ok = _equal(value, arrived) and _equal(value, high)
-    return _row(key, value, "CuratorEnv rows (|G| games per rollout) and GRPOConfig.max_tool_calling_iterations + 1",
-                arrived, f"groups of {low}-{high} tasks; TRL allows {args.max_tool_calling_iterations} tool calls",
-                applied=ok)
+@resolver(r"^(training\.(group_size|grouping|curriculum)|reward\.lambda_(fc|cnt|comp))$")
+def _method_key(t: Tracer, key, value):
+    """A key only some methods' trainers read, each resolved by its method's trace module: this
+    trainer's method resolves none, so the value reaches no code."""
+    return not_used(key, value, f"skillgate.trainer {t.trainer} does not read it")
 
 
 @resolver(r"^training\.max_prompt_length$")
 def _max_prompt_length(t: Tracer, key, value):
     args = t.args()
     if not t.entry.grpo:  # fits fixed rows
-        return _row(key, value, "selector/baselines: every row's prompt cut by prompt_cap.cap_text",
-                    t.cfg.training.max_prompt_length, f"and {type(args).__name__}.max_length "
-                    f"{getattr(args, 'max_length', None)} (prompt + completion)")
+        return row(key, value, "selector/baselines: every row's prompt cut by prompt_cap.cap_text",
+                   t.cfg.training.max_prompt_length, f"and {type(args).__name__}.max_length "
+                   f"{getattr(args, 'max_length', None)} (prompt + completion)")
 
     cls = t.trainer_class()
     arrived = getattr(args, "max_prompt_length", None)
     capped = cls is not None and issubclass(cls, PromptCap)
-    return _row(key, value, f"{type(args).__name__}.max_prompt_length, cut by PromptCap._tokenize_prompts "
-                "(TRL 1.16's GRPOConfig has no such field)", arrived,
-                "" if capped else "the trainer class does not cut prompts", applied=capped and _equal(value, arrived))
+    return row(key, value, f"{type(args).__name__}.max_prompt_length, cut by PromptCap._tokenize_prompts "
+               "(TRL 1.16's GRPOConfig has no such field)", arrived,
+               "" if capped else "the trainer class does not cut prompts", applied=capped and equal(value, arrived))
 
 
 @resolver(r"^training\.max_turn_tokens$")
@@ -351,68 +264,49 @@ def _max_turn_tokens(t: Tracer, key, value):
     kwargs = getattr(args, "generation_kwargs", None) or {}
     name = "max_tokens" if getattr(args, "use_vllm", False) else "max_new_tokens"
     if value is None:
-        return _row(key, value, f"{type(args).__name__}.generation_kwargs (unset: a turn may use what is left of "
-                    "max_completion_length)", kwargs.get(name))
-    return _row(key, value, f"{type(args).__name__}.generation_kwargs[{name!r}]: every generation call of a turn "
-                "(TRL updates its generation config with it; vLLM's sampling params under use_vllm)", kwargs.get(name))
-
-
-@resolver(r"^training\.grouping$")
-def _grouping(t: Tracer, key, value):
-    if not t.entry.curates:
-        return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
-    return _row(key, value, "training/curator/groups.build_groups(grouping=) in training/curator/trainer.dataset_rows", value,
-                "read as configured when the rows are built")
-
-
-@resolver(r"^training\.curriculum$")
-def _curriculum(t: Tracer, key, value):
-    if not t.entry.curates:
-        return _not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
-    args = t.args()
-    unshuffled = getattr(args, "shuffle_dataset", True) is False
-    return _row(key, value, "training/curator/groups.build_groups(curriculum=) and GRPOConfig.shuffle_dataset", value,
-                f"shuffle_dataset {getattr(args, 'shuffle_dataset', None)}",
-                applied=unshuffled == (value != "none"))
+        return row(key, value, f"{type(args).__name__}.generation_kwargs (unset: a turn may use what is left of "
+                   "max_completion_length)", kwargs.get(name))
+    return row(key, value, f"{type(args).__name__}.generation_kwargs[{name!r}]: every generation call of a turn "
+               "(TRL updates its generation config with it; vLLM's sampling params under use_vllm)", kwargs.get(name))
 
 
 @resolver(r"^training\.rollout_concurrency$")
 def _rollout_concurrency(t: Tracer, key, value):
-    return _row(key, value, "training/curator/rollouts.rollout_trainer(concurrency=)", value,
-                "read as configured when the trainer class is built")
+    return row(key, value, "training/curator/rollouts.rollout_trainer(concurrency=)", value,
+               "read as configured when the trainer class is built")
 
 
 @resolver(r"^training\.(?P<name>async_rollouts|max_staleness)$")
 def _async_rollouts(t: Tracer, key, value, name):
     if not t.entry.async_rollouts:
-        return _not_used(key, value, f"skillgate.trainer {t.trainer} trains on-policy only")
+        return not_used(key, value, f"skillgate.trainer {t.trainer} trains on-policy only")
     cls = t.trainer_class()
     plays_ahead = hasattr(cls, "staleness_bound")  # training/curator/async_rollouts.AsyncRolloutTrainer's own attribute
     if name == "async_rollouts":
-        return _row(key, value, "training/curator/async_rollouts.async_trainer around the trainer class", plays_ahead,
-                    f"{getattr(cls, '__name__', cls)}", applied=plays_ahead == bool(value))
+        return row(key, value, "training/curator/async_rollouts.async_trainer around the trainer class", plays_ahead,
+                   f"{getattr(cls, '__name__', cls)}", applied=plays_ahead == bool(value))
     bound = getattr(cls, "staleness_bound", None)
-    return _row(key, value, "training/curator/async_rollouts.AsyncRolloutTrainer.staleness_bound", bound,
-                ("the trainer refuses to train without it (gate 1 staleness-bound)" if plays_ahead else
+    return row(key, value, "training/curator/async_rollouts.AsyncRolloutTrainer.staleness_bound", bound,
+               ("the trainer refuses to train without it (gate 1 staleness-bound)" if plays_ahead else
                  "rollouts on-policy") if value is None else "")
 
 
 @resolver(r"^training\.format_warmup_steps$")  # gate 1 diffs it against the paper's none
 def _format_warmup(t: Tracer, key, value):
     steps = format_warmup_steps(t.cfg)
-    return _row(key, value, "training/common/warmup.warm_up(steps=) before GRPO, by training/curator/trainer._warm", steps,
-                "" if steps else "no warm-up runs (format_warmup_steps 0)")
+    return row(key, value, "training/common/warmup.warm_up(steps=) before GRPO, by training/curator/trainer._warm", steps,
+               "" if steps else "no warm-up runs (format_warmup_steps 0)")
 
 
 @resolver(r"^training\.resume_from_checkpoint$")
 def _resume(t: Tracer, key, value):
-    return _row(key, value, "trainer.train(resume_from_checkpoint=) in training/common/grpo.fit", value,
-                "read as configured by fit()")
+    return row(key, value, "trainer.train(resume_from_checkpoint=) in training/common/grpo.fit", value,
+               "read as configured by fit()")
 
 
 @resolver(r"^training\.checkpoint_gb$")
 def _checkpoint_gb(t: Tracer, key, value):
-    return _row(key, value, "the gates' disk check (a planning input, not a trainer setting)", value)
+    return row(key, value, "the gates' disk check (a planning input, not a trainer setting)", value)
 
 
 @resolver(r"^training\.(?P<name>\w+)$")
@@ -420,16 +314,16 @@ def _training_field(t: Tracer, key, value, name):
     args = t.args()
     cls = type(args).__name__
     if name == "output_dir":
-        return _row(key, value, f"{cls}.output_dir", args.output_dir, applied=_equal(str(training_output_dir(t.cfg)),
+        return row(key, value, f"{cls}.output_dir", args.output_dir, applied=equal(str(training_output_dir(t.cfg)),
                                                                                     args.output_dir))
     if not hasattr(args, name):
         if not t.entry.grpo and name == "max_completion_length":
             arrived = getattr(args, "max_length", None)
             mp = t.cfg.training.max_prompt_length
-            return _row(key, value, f"{cls}.max_length (max_prompt_length + max_completion_length)", arrived,
-                        applied=value is None or (mp is not None and _equal(arrived, mp + value)))
-        return _not_used(key, value, f"{cls} (skillgate.trainer {t.trainer}) has no {name}")
-    return _row(key, value, f"{cls}.{name}", getattr(args, name))
+            return row(key, value, f"{cls}.max_length (max_prompt_length + max_completion_length)", arrived,
+                       applied=value is None or (mp is not None and equal(arrived, mp + value)))
+        return not_used(key, value, f"{cls} (skillgate.trainer {t.trainer}) has no {name}")
+    return row(key, value, f"{cls}.{name}", getattr(args, name))
 
 
 # derived batch quantities and the launch -------------------------------------------------------
@@ -439,7 +333,7 @@ def _num_processes(t: Tracer, key, value):
         return Row(key, value, f"the {t.path} (skillos.api)", value == 1, 1,
                    "" if value == 1 else f"the {t.path} runs in one process: it ignores compute.num_processes")
     n, where = t.launch_processes()
-    return _row(key, value, f"{where}: --num_processes", n)
+    return row(key, value, f"{where}: --num_processes", n)
 
 
 @resolver(r"^(prompts|completions)_per_step$")
@@ -450,9 +344,9 @@ def _per_step(t: Tracer, key, value):
     completions = args.per_device_train_batch_size * args.gradient_accumulation_steps * n
     g = getattr(args, "num_generations", None)
     arrived = completions if key == "completions_per_step" else (completions / g if g else None)
-    return _row(key, value, f"{type(args).__name__}.per_device_train_batch_size x gradient_accumulation_steps x "
-                "launch processes" + (" / num_generations" if key == "prompts_per_step" else ""), arrived,
-                f"{args.per_device_train_batch_size} x {args.gradient_accumulation_steps} x {n}")
+    return row(key, value, f"{type(args).__name__}.per_device_train_batch_size x gradient_accumulation_steps x "
+               "launch processes" + (" / num_generations" if key == "prompts_per_step" else ""), arrived,
+               f"{args.per_device_train_batch_size} x {args.gradient_accumulation_steps} x {n}")
 
 
 # skillgate ---------------------------------------------------------------------------------------
@@ -461,16 +355,16 @@ def _trainer(t: Tracer, key, value):
     fn = trainer_for(t.cfg)
     arrived = f"{fn.__module__}:{fn.__name__}"
     target = TRAINERS[value].target if value in TRAINERS else ""
-    return _row(key, value, "training/registry.trainer_for: what skillos train runs", arrived,
-                applied=arrived == (target if ":" in target else f"{target}:train"))
+    return row(key, value, "training/registry.trainer_for: what skillos train runs", arrived,
+               applied=arrived == (target if ":" in target else f"{target}:train"))
 
 
 @resolver(r"^skillgate\.(?P<name>selector_credit|selector_coef)$")
 def _selector(t: Tracer, key, value, name):
     if not t.entry.selector_credit:
-        return _not_used(key, value, f"skillgate.trainer {t.trainer} has no selector credit")
+        return not_used(key, value, f"skillgate.trainer {t.trainer} has no selector credit")
     args = t.args()
-    return _row(key, value, f"{type(args).__name__}.{name}", getattr(args, name, None))
+    return row(key, value, f"{type(args).__name__}.{name}", getattr(args, name, None))
 
 
 @resolver(r"^skillgate\.slate_size$")
@@ -478,9 +372,9 @@ def _slate_size(t: Tracer, key, value):
     slate_domain = environment("slate")
 
     sizes = slate_domain.slate_sizes(t.cfg)
-    return _row(key, value, "evals/envs/slate.build_slates: the oracle + slate_sizes (relevant, misleading, "
-                "irrelevant) drawn per slate", 1 + sum(sizes), f"{sizes[0]} relevant, {sizes[1]} misleading, "
-                f"{sizes[2]} irrelevant")
+    return row(key, value, "evals/envs/slate.build_slates: the oracle + slate_sizes (relevant, misleading, "
+               "irrelevant) drawn per slate", 1 + sum(sizes), f"{sizes[0]} relevant, {sizes[1]} misleading, "
+               f"{sizes[2]} irrelevant")
 
 
 @resolver(r"^skillgate\.slate_repo$")
@@ -489,14 +383,14 @@ def _slate_repo(t: Tracer, key, value):
 
     with tempfile.TemporaryDirectory() as tmp:
         setup = slate_domain.make_slate_setup(t.cfg, [], tmp)
-    return _row(key, value, "evals/envs/slate.make_slate_setup: the slate skill folder loaded",
-                str(setup.repo.root), applied=Path(setup.repo.root) == relative_to_config(t.cfg, value))
+    return row(key, value, "evals/envs/slate.make_slate_setup: the slate skill folder loaded",
+               str(setup.repo.root), applied=Path(setup.repo.root) == relative_to_config(t.cfg, value))
 
 
 @resolver(r"^skillgate\.eval_spec$")
 def _eval_spec(t: Tracer, key, value):
-    return _row(key, value, "evals/slate_eval.run and the eval-pins check: the frozen protocol compared", value,
-                "read as configured")
+    return row(key, value, "evals/slate_eval.run and the eval-pins check: the frozen protocol compared", value,
+               "read as configured")
 
 
 # backends ------------------------------------------------------------------------------------------
@@ -505,29 +399,29 @@ def _eval_spec(t: Tracer, key, value):
 def _backend_field(t: Tracer, key, value, section, name):
     b = _section(t.cfg, section)
     if not uses_model(b.backend):
-        return _not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
+        return not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
     where, arrived = t.sent(section)[name]
     if name == "reasoning_effort" and value is not None and b.backend in LOCAL_BACKENDS:
         template = _local_template(b.model)
         if template is not None and "enable_thinking" not in template:
             return Row(key, value, where, False, arrived, "the model's chat template has no enable_thinking switch "
                        "(the backend refuses it at start): unset reasoning_effort or use a Qwen3-style template")
-        return _row(key, value, where, arrived, "" if template is not None else
-                    "the model's chat template is not on this machine: its switch is checked when the backend starts")
-    return _row(key, value, where, arrived)
+        return row(key, value, where, arrived, "" if template is not None else
+                   "the model's chat template is not on this machine: its switch is checked when the backend starts")
+    return row(key, value, where, arrived)
 
 
 @resolver(r"^executor\.(?P<name>decoding|likelihood)$")
 def _executor_decoding(t: Tracer, key, value, name):
     b = t.cfg.executor
     if not uses_model(b.backend):
-        return _not_used(key, value, f"executor.backend is {b.backend or 'unset'}: no model request is made")
+        return not_used(key, value, f"executor.backend is {b.backend or 'unset'}: no model request is made")
     sent = t.sent("executor")
     if name in sent:
-        return _row(key, value, *sent[name])
+        return row(key, value, *sent[name])
     if name == "likelihood":
-        return _not_used(key, value, f"executor.decoding is {b.decoding}: no action is scored")
-    return _row(key, value, f"{b.backend} chat(): the model writes its action", "generate")
+        return not_used(key, value, f"executor.decoding is {b.decoding}: no action is scored")
+    return row(key, value, f"{b.backend} chat(): the model writes its action", "generate")
 
 
 def _local_template(model: str | None) -> str | None:
@@ -557,21 +451,18 @@ def _local_template(model: str | None) -> str | None:
 @resolver(r"^(?P<section>executor|curator|judge|optimize\.optimizer|sleep\.model|sleep\.optimizer)\.backend$")
 def _backend(t: Tracer, key, value, section):
     if not uses_model(value):
-        return _not_used(key, value, "no model backend")
-    return _row(key, value, "evals/backends/chat.make_chat: the backend class built",
-                value if value in MODEL_BACKENDS else None)
+        return not_used(key, value, "no model backend")
+    return row(key, value, "evals/backends/chat.make_chat: the backend class built",
+               value if value in MODEL_BACKENDS else None)
 
 
 @resolver(r"^executor\.history_length$")
 def _history(t: Tracer, key, value):
     cfg = t.cfg
     if cfg.executor.backend == NO_MODEL:
-        return _not_used(key, value, "the heuristic executor has no prompt history")
-    if not t.entry.curates and cfg.training.is_set():
-        return _not_used(key, value, "the slate executor (SkillGate) keeps its whole conversation")
-
+        return not_used(key, value, "the heuristic executor has no prompt history")
     if environment(cfg).history_unused:
-        return _not_used(key, value, environment(cfg).history_unused)
+        return not_used(key, value, environment(cfg).history_unused)
 
     class _Executor:  # the episode reads only its executor's config to render a prompt
         config = cfg.executor
@@ -579,30 +470,20 @@ def _history(t: Tracer, key, value):
     episode = LLMEpisode(_Executor(), "probe task", [])
     episode.history = [(f"probe-action-{i}", f"observation {i}") for i in range(50)]
     shown = len(re.findall(r"^> probe-action-\d+$", episode.prompt("now", ["look"]), re.M))
-    return _row(key, value, "evals/envs/household/llm.LLMEpisode.prompt: action/observation pairs shown",
-                shown, "of 50 in the episode", applied=_equal(value or 0, shown))
+    return row(key, value, "evals/envs/household/llm.LLMEpisode.prompt: action/observation pairs shown",
+               shown, "of 50 in the episode", applied=equal(value or 0, shown))
 
 
 @resolver(r"^curator\.history_length$")
 def _curator_history(t: Tracer, key, value):
-    """The trajectory steps the curator reads after each game: a probe game of 50 steps rendered
-    through the training rollout's setup (training) or the LLM curator (eval)."""
-
+    """The trajectory steps an eval's LLM curator reads after each game: a probe game of 50 steps
+    rendered through it (a training curator's is its method's trace module's)."""
     cfg = t.cfg
-    probe = Trajectory("probe", "probe task", "", steps=[Step(f"probe-action-{i}", f"observation {i}")
-                                                         for i in range(50)], won=False)
-    if cfg.training.is_set() and t.entry.curates:
-        setup = make_setup(cfg, [])
-        consumer, text = "training/curator/env.py CuratorEnv: the curator's input", curator_input(probe, 1, 3,
-                                                                                         setup.history_length)
-    elif not cfg.training.is_set() and uses_model(cfg.curator.backend):
-        curator = LLMCurator(cfg.curator)  # its client is built, nothing is asked of it
-        consumer, text = "evals/backends/llm_curator.py: the curator's input", curator_input(
-            probe, history_length=curator.history_length)
-    else:
-        return _not_used(key, value, "no model curator reads a trajectory in this config")
-    shown = len(re.findall(r"^> probe-action-\d+$", text, re.M))
-    return _row(key, value, consumer, shown, "of 50 steps in the game", applied=shown == min(50, steps_shown(value)))
+    if cfg.training.is_set() or not uses_model(cfg.curator.backend):
+        return not_used(key, value, "no model curator reads a trajectory in this config")
+    curator = LLMCurator(cfg.curator)  # its client is built, nothing is asked of it
+    return steps_row(key, value, "evals/backends/llm_curator.py: the curator's input",
+                     curator_input(probe_trajectory(), history_length=curator.history_length))
 
 
 # environment, retrieval, eval -----------------------------------------------------------------------
@@ -640,52 +521,43 @@ def _scripted_play(t: Tracer):
 
 @resolver(r"^retrieval\.top_k$")
 def _top_k(t: Tracer, key, value):
-    if t.cfg.training.is_set() and not t.entry.curates:
-        return _not_used(key, value, "the slate is the protocol: SkillGate plays no retrieval")
     p = _scripted_play(t)
-    return _row(key, value, "the retrieval call of every game (runner.play -> Retriever.search k)", p["k"],
-                f"the executor received {p['skills']} skills")
+    return row(key, value, "the retrieval call of every game (runner.play -> Retriever.search k)", p["k"],
+               f"the executor received {p['skills']} skills")
 
 
 @resolver(r"^retrieval\.mode$")
 def _mode(t: Tracer, key, value):
     p = _scripted_play(t)
-    return _row(key, value, "Retriever(repo, mode) of every game", p["mode"])
+    return row(key, value, "Retriever(repo, mode) of every game", p["mode"])
 
 
 @resolver(r"^env\.max_steps$")
 def _max_steps(t: Tracer, key, value):
-    cfg = t.cfg
-    if cfg.training.is_set() and not t.entry.curates:
-        slate_domain = environment("slate")
-
-        with tempfile.TemporaryDirectory() as tmp:
-            setup = slate_domain.make_slate_setup(cfg, [], tmp)
-        return _row(key, value, "SlateSetup.max_steps (actions per slate episode)", setup.max_steps)
     p = _scripted_play(t)
-    return _row(key, value, "runner.play(max_steps) via arms.arm_settings: actions played before the "
-                "game is cut", p["steps"], "a scripted game that never ends, played to the cap")
+    return row(key, value, "runner.play(max_steps) via arms.arm_settings: actions played before the "
+               "game is cut", p["steps"], "a scripted game that never ends, played to the cap")
 
 
 @resolver(r"^env\.(?P<name>n_games|split|n_train_games|train_split)$")
 def _game_sets(t: Tracer, key, value, name):
     which = "held_out" if name in ("n_games", "split") else "train"
     split, n = game_sets(t.cfg)[which]
-    return _row(key, value, f"load_games(cfg, split, n) of the {which.replace('_', '-')} games (eval, optimize, "
-                "the dry-run)", n if name.startswith("n_") else split)
+    return row(key, value, f"load_games(cfg, split, n) of the {which.replace('_', '-')} games (eval, optimize, "
+               "the dry-run)", n if name.startswith("n_") else split)
 
 
 @resolver(r"^env\.reasoning\.min_group_size$")
 def _min_group(t: Tracer, key, value):
     low, high = environment(t.cfg).group_sizes(t.cfg)
-    return _row(key, value, "environment.group_sizes: the smallest |G| a training group is drawn with", low,
-                f"groups of {low}-{high}")
+    return row(key, value, "environment.group_sizes: the smallest |G| a training group is drawn with", low,
+               f"groups of {low}-{high}")
 
 
 @resolver(r"^eval\.max_error_rate$")
 def _error_rate(t: Tracer, key, value):
-    return _row(key, value, "runner.run_arm(max_error_rate) via arms.arm_settings",
-                arm_settings(t.cfg)["max_error_rate"])
+    return row(key, value, "runner.run_arm(max_error_rate) via arms.arm_settings",
+               arm_settings(t.cfg)["max_error_rate"])
 
 
 # The launches whose held-out games go through evals/experiment._play_arm (skillos.evaluate's
@@ -696,46 +568,17 @@ TRIAL_PATHS = ("eval", "quickstart", "sweep")
 @resolver(r"^eval\.trials$")
 def _trials(t: Tracer, key, value):
     if value > 1 and (t.training_launch or t.path not in TRIAL_PATHS):
-        return _not_used(key, value, f"the {t.path} launch plays each game once: eval.trials is read by "
-                         f"{', '.join(TRIAL_PATHS)}")
-    return _row(key, value, "runner.run_arm(trials=) on the held-out games (evals/experiment._play_arm); each "
-                "trial's sampling seed through backends.chat.SAMPLING_SEED", t.cfg.eval.trials, "read as configured")
+        return not_used(key, value, f"the {t.path} launch plays each game once: eval.trials is read by "
+                        f"{', '.join(TRIAL_PATHS)}")
+    return row(key, value, "runner.run_arm(trials=) on the held-out games (evals/experiment._play_arm); each "
+               "trial's sampling seed through backends.chat.SAMPLING_SEED", t.cfg.eval.trials, "read as configured")
 
 
 @resolver(r"^eval\.control\.(?P<name>arm|max_age_days)$")
 def _control(t: Tracer, key, value, name):
     where = ("the eval's comparisons (every arm against it) and compare's control"
              if name == "arm" else "evals/compare.control_problems: a control older than this is stale")
-    return _row(key, value, where, getattr(t.cfg.eval.control, name), "read as configured")
-
-
-@resolver(r"^reward\.lambda_(?P<term>fc|cnt|comp)$")
-def _reward(t: Tracer, key, value, term):
-    if not t.entry.curates:
-        return _not_used(key, value, f"skillgate.trainer {t.trainer}: the reward is the game outcome")
-    weights = _reward_probe(t)
-    return _row(key, value, "training/curator/trainer.RewardFunction: the weight of r_" + term +
-                " in the reward of a scripted rollout scoring 1 on that term only", weights[term])
-
-
-def _reward_probe(t: Tracer) -> dict:
-    """Each weight as the real reward function applies it: three scripted rollouts that score
-    0 on r_task and 1 on exactly one other term; each total is that term's weight."""
-    def build():
-        class Judge:
-            def judge(self, text):
-                return True
-
-        def env(ops_valid=0, ops_total=0, contents=(), input_words=0):
-            return env_with_state(RolloutState(["p1", "p2", "p3"], "probe", positions=[True, False, False],
-                                               ops_valid=ops_valid, ops_total=ops_total, contents=list(contents),
-                                               input_words=input_words, calls=2))
-        envs = [env(1, 1), env(contents=["a skill"]), env(input_words=10)]
-        completions = [[{"role": "assistant", "content": ""}] for _ in envs]
-        totals = RewardFunction(t.cfg, Judge(), lambda _line: None)(
-            [[{"role": "user", "content": "probe"}]] * 3, completions, environments=envs, group=[0, 1, 2])
-        return dict(zip(("fc", "cnt", "comp"), totals))
-    return t.cached("reward", build)
+    return row(key, value, where, getattr(t.cfg.eval.control, name), "read as configured")
 
 
 # the launch path: what each path runs, and the keys a path ignores ---------------------------------
@@ -780,7 +623,7 @@ def _launch_flag(t: Tracer, key, value):
     if key == "compute.deepspeed_config":
         local = relative_to_config(t.cfg, value)
         return Row(key, value, f"the {path} launch: {flag}", Path(arrived).name == local.name, arrived)
-    return _row(key, value, f"the {path} launch: {flag}", type(value)(arrived))
+    return row(key, value, f"the {path} launch: {flag}", type(value)(arrived))
 
 
 RAY_COMMANDS = ("eval", "sweep")  # what compute.backend ray runs as tasks (evals/distributed.py)
@@ -789,7 +632,7 @@ RAY_COMMANDS = ("eval", "sweep")  # what compute.backend ray runs as tasks (eval
 @resolver(r"^compute\.backend$")
 def _compute_backend(t: Tracer, key, value):
     if t.training_launch:
-        return _row(key, value, "training/common/launch.plan: the launch made", t.launch_plan()["backend"])
+        return row(key, value, "training/common/launch.plan: the launch made", t.launch_plan()["backend"])
 
     entry = COMPUTE[value]
     ok = entry.in_process or (entry.distributes and t.path in RAY_COMMANDS)
@@ -818,8 +661,8 @@ def _vllm_server_gpus(t: Tracer, key, value):
 
         served = server_gpus(t.cfg) - t.cfg.compute.vllm_server_gpus
         first = int(command[command.index("--gpu_ids") + 1].split(",")[0])
-        return _row(key, value, f"the {t.path} launch: --gpu_ids (training after the server's GPUs"
-                    + (f" and compute.servers' {served}" if served else "") + ")", first - served)
+        return row(key, value, f"the {t.path} launch: --gpu_ids (training after the server's GPUs"
+                   + (f" and compute.servers' {served}" if served else "") + ")", first - served)
     return Row(key, value, f"the {t.path} launch", not value, None,
                "no vLLM server: nothing to reserve" if not value else
                f"the {t.path} launch starts no vLLM server: it ignores it")
@@ -828,8 +671,8 @@ def _vllm_server_gpus(t: Tracer, key, value):
 @resolver(r"^optimize\.gate\.(?P<name>mode|k|max_unmeasured)$")
 def _optimize_gate(t: Tracer, key, value, name):
     arrived = dict(zip(("mode", "k", "max_unmeasured"), gate_args(t.cfg)))[name]
-    return _row(key, value, "evals/stats.accept_candidate: every candidate's acceptance (training/textopt/optimize.gate_args)",
-                arrived)
+    return row(key, value, "evals/stats.accept_candidate: every candidate's acceptance (training/textopt/optimize.gate_args)",
+               arrived)
 
 
 # the gates' own inputs -------------------------------------------------------------------------
@@ -840,7 +683,7 @@ def _direct(t: Tracer, key, value):
     }.get(key, "the gates and the launch plan: a planning input read as configured")
     if key.startswith("experiment."):
         consumer = "the gates (mde, fix, optimize-power) and the ledger's experiment record: read as configured"
-    return _row(key, value, consumer, _get(t.cfg, key))
+    return row(key, value, consumer, _get(t.cfg, key))
 
 
 @resolver(r"^compute\.(?P<name>max_cost_usd|prompt_tokens_per_call|completion_tokens_per_call)$")
@@ -852,8 +695,8 @@ def _cost(t: Tracer, key, value, name):
         field = "completion_tokens_per_call" if name.startswith("completion") else "prompt_tokens_per_call"
         costed = [r[field] for r in est["roles"] if name.startswith("prompt") or "max_tokens" not in r["completion_basis"]]
         arrived = costed[0] if costed else value  # no paid section uses it: the estimate reads it as configured
-    return _row(key, value, "the cost gate (api-cost) and the plan's paid API estimate (evals/prices.estimate)",
-                arrived)
+    return row(key, value, "the cost gate (api-cost) and the plan's paid API estimate (evals/prices.estimate)",
+               arrived)
 
 
 # -- the trace ---------------------------------------------------------------------------------------
@@ -882,20 +725,30 @@ def trace(ctx: Context, results: list[Result]) -> list[Row]:
     return rows
 
 
+def resolvers_for(cfg) -> list:
+    """The resolvers asked for `cfg`'s keys, in order: its trainer's method's (skillos.registry.METHODS:
+    the keys only that method's trainers read, or read their own way), then the gates' own."""
+    methods = [m.trace for m in METHODS if m.trace and cfg.skillgate.trainer in m.trainers]
+    return [fn for module in (*methods, __name__) for fn in resolvers(module)]
+
+
 def _resolve(tracer: Tracer, key: str, value) -> Row:
-    for pattern, fn in RESOLVERS:
-        match = pattern.match(key)
-        if match:
-            try:
-                return fn(tracer, key, value, **match.groupdict())
-            except _Unverified as exc:
-                return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None, str(exc))
-            except ImportError as exc:
-                return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None,
-                           f"not built here: {exc} (install the extra that provides it)")
-            except Exception as exc:  # noqa: BLE001 - a consumer that cannot be built has not received it
-                return Row(key, value, fn.__name__.strip("_").replace("_", " "), False, None,
-                           f"the consumer could not be built: {type(exc).__name__}: {exc}"[:300])
+    for fn in resolvers_for(tracer.cfg):
+        match = fn.trace_pattern.match(key)
+        if not match:
+            continue
+        try:
+            found = fn(tracer, key, value, **match.groupdict())
+        except _Unverified as exc:
+            return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None, str(exc))
+        except ImportError as exc:
+            return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None,
+                       f"not built here: {exc} (install the extra that provides it)")
+        except Exception as exc:  # noqa: BLE001 - a consumer that cannot be built has not received it
+            return Row(key, value, fn.__name__.strip("_").replace("_", " "), False, None,
+                       f"the consumer could not be built: {type(exc).__name__}: {exc}"[:300])
+        if found is not None:  # None: a method's resolver leaves the key to the next
+            return found
     return Row(key, value, "none", False, None, "no consumer known for this key: a gate reads it, no code is "
                "traced receiving it")
 
@@ -904,18 +757,18 @@ def results_of(rows: list[Row]) -> list[Result]:
     """The trace as check results: one FAIL per key checked but not applied, one WARN per key
     whose consumer could not be built here, and a PASS line with the count."""
     out = []
-    for row in rows:
-        if row.applied is False and row.key == "training":
+    for traced in rows:
+        if traced.applied is False and traced.key == "training":
             out.append(Result("trace", (1,), "FAIL", "training", None, "arguments the trainer accepts",
                               "a launch that dies building its trainer after the gates passed",
-                              f"{row.detail}; the launch would stop there"))
-        elif row.applied is False:
-            out.append(Result("trace", (1,), "FAIL", row.key, _plain(row.value), f"received by {row.consumer}",
-                              INCIDENT, f"checked but not applied: {row.consumer} got {_show(row.arrived)}"
-                              + (f" ({row.detail})" if row.detail else "")))
-        elif row.applied is None:
-            out.append(Result("trace", (1,), "WARN", row.key, _plain(row.value), "a consumer built here", INCIDENT,
-                              f"unverified: {row.detail}"))
+                              f"{traced.detail}; the launch would stop there"))
+        elif traced.applied is False:
+            out.append(Result("trace", (1,), "FAIL", traced.key, plain(traced.value), f"received by {traced.consumer}",
+                              INCIDENT, f"checked but not applied: {traced.consumer} got {show(traced.arrived)}"
+                              + (f" ({traced.detail})" if traced.detail else "")))
+        elif traced.applied is None:
+            out.append(Result("trace", (1,), "WARN", traced.key, plain(traced.value), "a consumer built here", INCIDENT,
+                              f"unverified: {traced.detail}"))
     applied = sum(r.applied is True for r in rows)
     out.append(Result("trace", (1,), "PASS" if applied == len(rows) else "FAIL" if any(
         r.applied is False for r in rows) else "WARN", "gated keys", f"{applied} of {len(rows)} applied",
