@@ -156,3 +156,36 @@ def test_a_launch_says_so_while_its_first_dry_run_generates_games(tmp_path, monk
     generating = [x for x in lines if "generating valid_unseen games for the dry-run" in x]
     assert generating and generating[-1].split(": ")[1].startswith("4/4"), lines
     assert lines.index(generating[0]) < next(i for i, x in enumerate(lines) if x.startswith("gates (eval)"))
+
+
+def test_splits_disjoint_asks_the_trainers_own_probe_whether_a_rollout_loads_a_held_out_game(game_cache, monkeypatch):
+    """Gate 4 plays the probe the trainer's registry entry names (the curator's: a training rollout
+    reset on a held-out game); a rollout that loads one FAILs however disjoint the splits' hashes are."""
+    from skillos.checking import Context
+    from skillos.gates.dryrun import splits_disjoint
+    from skillos.training.curator import env
+
+    cfg = config.load(SMOKE)
+    train = _scripted_games("train-", 6)
+    assert env.refuses_game(cfg, train, _scripted_games("held-", 1)[0], object())
+    assert not env.refuses_game(cfg, train, train[0], _Executor())  # a train game: loaded and played
+    assert "training rollouts refuse held-out games" in splits_disjoint(Context(cfg)).detail
+    monkeypatch.setattr(env, "refuses_game", lambda *a: False)  # a rollout that would play a held-out game
+    result = splits_disjoint(Context(cfg))
+    assert result.status == "FAIL" and "a training rollout could load a held-out game" in result.detail
+
+
+class _Executor:
+    name = "probe"
+
+    def new_episode(self, task, skills):
+        return self
+
+    def act(self, observation, admissible):
+        return "look"
+
+
+def _scripted_games(prefix, n):
+    from skillos.evals.envs.scripted import ScriptedGame
+
+    return [ScriptedGame(f"{prefix}{i}") for i in range(n)]

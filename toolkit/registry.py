@@ -74,10 +74,13 @@ class Trainer:
     about: str = ""  # what it is, in a few words: the config's help lists every entry with it
     grpo: bool = False  # trains with GRPO (group-relative advantages): the GRPO gates apply; else fixed rows
     plays_itself: bool = False  # the trained model is the executor: no executor model runs beside it in training
-    # The trained model is the curator (SkillOS Algorithm 1): rollouts of |G| tasks, retrieval, the
-    # r_fc/r_cnt/r_comp reward and its judge. The others play one slate task per rollout, rewarded
-    # by its outcome, with the slate as the protocol (no retrieval).
-    curates: bool = False
+    # The environment its training rollouts play, where not the config's env.name: the selector's
+    # play one slate task per rollout (evals/envs/slate), whose executor decodes as the slate's does.
+    rollout_env: str | None = None
+    judge_reward: bool = False  # its reward asks the judge (r_cnt) when reward.lambda_cnt > 0
+    # "module:function(cfg, train_games, game, executor) -> bool": whether its training rollouts refuse
+    # a game outside the train pool (gate 4's splits-disjoint plays it); None: its method's checks say
+    held_out_probe: str | None = None
     selector_credit: bool = False  # reads skillgate.selector_credit and selector_coef
     trainer_class: str | None = None  # "module:function(cfg)" -> its TRL trainer class (the gates' trace)
     model_consumer: str = ""  # what receives training.model, as the gates' trace names it
@@ -268,22 +271,22 @@ TRAINERS: Registry[Trainer] = Registry(
     "trainer",
     # SkillOS Algorithm 1 (the curator)
     Trainer("curator", "skillos.training.curator.trainer", about="SkillOS: GRPO on the curator",
-            args_spec="skillos.training.common.grpo:args_spec", grpo=True, curates=True,
+            args_spec="skillos.training.common.grpo:args_spec", grpo=True, judge_reward=True,
             trainer_class="skillos.training.curator.trainer:trainer_class", async_rollouts=True,
-            model_consumer="GRPOTrainer(model=)"),
+            model_consumer="GRPOTrainer(model=)", held_out_probe="skillos.training.curator.env:refuses_game"),
     # SkillGate: GRPO + selector credit
     Trainer("selector", "skillos.training.selector.trainer", about="SkillGate: GRPO + selector credit",
-            args_spec="skillos.training.selector.grpo:args_spec",
+            args_spec="skillos.training.selector.grpo:args_spec", rollout_env="slate",
             grpo=True, plays_itself=True, selector_credit=True,
             trainer_class="skillos.training.selector.grpo:trainer_class", model_consumer="SelectorGRPOTrainer(model=)"),
     # SFT on the gold first read
     Trainer("selector-bc", "skillos.training.selector.baselines:train_bc", about="SFT on the gold first read",
-            args_spec="skillos.training.selector.baselines:bc_args_spec", plays_itself=True,
+            args_spec="skillos.training.selector.baselines:bc_args_spec", plays_itself=True, rollout_env="slate",
             model_consumer="SFTTrainer(model=)"),
     # the gold read over the misleading read
     Trainer("selector-dpo", "skillos.training.selector.baselines:train_dpo",
             about="DPO: the gold read over the misleading read",
-            args_spec="skillos.training.selector.baselines:dpo_args_spec", plays_itself=True,
+            args_spec="skillos.training.selector.baselines:dpo_args_spec", plays_itself=True, rollout_env="slate",
             model_consumer="DPOTrainer(model=)"),
 )
 

@@ -16,7 +16,7 @@ import time
 
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.checking import ROLLOUT_INCIDENT, Context, Result, dry_run, games, machine, train_pool, training_only
-from skillos.registry import trainer_of, uses_model
+from skillos.registry import load, trainer_of, uses_model
 from skillos.safety import Ticker
 from skillos.config.derived import training_output_dir
 from skillos.evals import stats
@@ -26,7 +26,6 @@ from skillos.evals.protocol import PINS, load_spec
 from skillos.evals.runner import ArmAborted, MIN_GAMES_FOR_ABORT, play, run_arm
 from skillos.evals.slate_eval import config_pins
 from skillos.repo import Retriever, SkillRepo
-from skillos.training.curator.env import CuratorEnv, Setup
 from skillos.training.curator.reward import Reward, group_rewards, task_reward
 
 GIB = 1024 ** 3
@@ -109,9 +108,10 @@ class _Recording:
 def top_k_used(ctx: Context) -> Result:
     """The number of skills the executor actually receives, through the launch's own path."""
 
-    if ctx.training and not trainer_of(ctx.cfg).curates:
-        return Result("top-k-used", (1,), "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: the "
-                      "slate is the protocol; retrieval plays no part")
+    played = trainer_of(ctx.cfg).rollout_env  # the environment its training rollouts play, if not env.name's
+    unused = getattr(environment(played), "retrieval_unused", None) if ctx.training and played else None
+    if unused:
+        return Result("top-k-used", (1,), "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: {unused}")
     settings = arms.arm_settings(ctx.cfg)
     repo = SkillRepo(None)
     for i in range(settings["top_k"] + 3):
@@ -219,17 +219,13 @@ def splits_disjoint(ctx: Context) -> Result:
     overlap = {g.content_hash for g in held_out} & {g.content_hash for g in train}
     detail = (f"{len(held_out)} {cfg.env.split} and {len(train)} {cfg.env.train_split} games, "
               f"{len(overlap)} shared content hashes")
-    if not overlap and ctx.training and trainer_of(cfg).curates:  # a slate trainer: selector-rollouts
-
-        s = arms.arm_settings(cfg)
-        setup = Setup({g.id: g for g in train}, _Recording(), ScriptedEnv, cfg.training.group_size, s["max_steps"],
-                      s["top_k"], s["retrieval_mode"])
-        try:
-            CuratorEnv(setup).reset(game_ids=[held_out[0].id] * cfg.training.group_size)
+    probe = trainer_of(cfg).held_out_probe  # where None, its method's own checks play its rollouts (selector-rollouts)
+    if not overlap and ctx.training and probe:
+        if load(probe)(cfg, train, held_out[0], _Recording()):
+            detail += "; training rollouts refuse held-out games"
+        else:
             overlap = {"readable"}
             detail += "; a training rollout could load a held-out game"
-        except KeyError:
-            detail += "; training rollouts refuse held-out games"
     return Result(check, gates, "FAIL" if overlap else "PASS", "env.split", cfg.env.split,
                   f"disjoint from {cfg.env.train_split}", incident, detail)
 

@@ -65,8 +65,8 @@ def derived(cfg, key: str):
 
 
 def judge_used(cfg) -> bool:
-    """The judge scores r_cnt only in curator training with lambda_cnt > 0."""
-    return cfg.training.is_set() and trainer_of(cfg).curates and bool(cfg.reward.lambda_cnt) \
+    """The judge scores r_cnt only in the training of a trainer whose reward asks it, with lambda_cnt > 0."""
+    return cfg.training.is_set() and trainer_of(cfg).judge_reward and bool(cfg.reward.lambda_cnt) \
         and cfg.judge.backend is not None
 
 
@@ -185,27 +185,6 @@ def batch(ctx: Context) -> Result:
               f"{b['means']} per step; source: {b['source'].strip()})")
     return ctx.expect(check, gates, key, seen, expected, seen is not None and same(seen, expected),
                       INCIDENTS[key], detail)
-
-
-@static
-@training_only(1, 3)
-def completion_length(ctx: Context) -> Result:
-    check, gates = "completion-length", (1, 3)
-    t = ctx.cfg.training
-    if not trainer_of(ctx.cfg).curates:
-        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: one task per "
-                      "rollout, no |G| curator turns to hold")
-    turn = t.max_turn_tokens or (ctx.reference.values.get("training.max_turn_tokens") if ctx.reference else None) \
-        or 4096
-    need = (t.group_size or 0) * turn
-    seen = t.max_completion_length
-    ok = seen is not None and t.group_size is not None and seen >= need
-    result = ctx.expect(check, gates, "training.max_completion_length", seen,
-                        f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
-                        "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
-                        "~3 of 10 positions")
-    result.reads = ("training.group_size", "training.max_turn_tokens")
-    return result
 
 
 @static
@@ -352,9 +331,9 @@ def executor_reasoning(ctx: Context) -> list[Result]:
 
 def _decoding_refused(cfg, section) -> str | None:
     """Why the model executor this config plays cannot decode as `section` says (its env's, and
-    the slate's where selector training plays slates), or None."""
-
-    domains = [environment(cfg)] + ([environment("slate")] if not trainer_of(cfg).curates else [])
+    the environment its trainer's rollouts play: the selector's play slates), or None."""
+    played = trainer_of(cfg).rollout_env
+    domains = [environment(cfg)] + ([environment(played)] if played else [])
     for domain in domains:
         plays = decodings(domain.model_executor)
         if decoding_of(section) not in plays:

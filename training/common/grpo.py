@@ -18,7 +18,6 @@ from pathlib import Path
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals.curation import SURFACE_FILE
-from skillos.registry import trainer_of
 from skillos.config.derived import training_output_dir
 from skillos.devices import undeclared
 from skillos.files import write_atomic
@@ -48,7 +47,7 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         logging_steps=1, save_strategy="steps",
         remove_unused_columns=False,  # reset(**row) needs game_ids and task_type
     )
-    if t.curriculum != "none" and trainer_of(cfg).curates:  # rows in the curriculum's order: read so
+    if t.curriculum != "none":  # rows in the curriculum's order: read so (a trainer that plays none drops it)
         kwargs["shuffle_dataset"] = False
     if t.max_turn_tokens:  # one response, not the rollout: the cap every generation call of a turn gets
         kwargs["generation_kwargs"] = {"max_tokens" if t.use_vllm else "max_new_tokens": t.max_turn_tokens}

@@ -172,6 +172,28 @@ def rollout_positions(ctx: Context) -> Result | list:
 
 
 @static
+@training_only(1, 3)
+def completion_length(ctx: Context) -> Result:
+    """TRL caps a whole multi-turn rollout at max_completion_length: it must hold |G| curator turns."""
+    check, gates = "completion-length", (1, 3)
+    t = ctx.cfg.training
+    if not trains_with(ctx.cfg, __name__):
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: no |G| curator "
+                      "turns to hold")
+    turn = t.max_turn_tokens or (ctx.reference.values.get("training.max_turn_tokens") if ctx.reference else None) \
+        or 4096
+    need = (t.group_size or 0) * turn
+    seen = t.max_completion_length
+    ok = seen is not None and t.group_size is not None and seen >= need
+    result = ctx.expect(check, gates, "training.max_completion_length", seen,
+                        f">= {need} (group_size {t.group_size} x {turn} per curator turn)", ok,
+                        "TRL caps the whole multi-turn rollout: 4096 silently stopped rollouts at "
+                        "~3 of 10 positions")
+    result.reads = ("training.group_size", "training.max_turn_tokens")
+    return result
+
+
+@static
 @training_only(1)
 def staleness_bound(ctx: Context) -> Result:
     """Rollouts played ahead (training.async_rollouts) need a bound on how old their policy may be;

@@ -27,6 +27,7 @@ from skillos.training.curator.reward import Rollout
 from skillos.training.curator.rollouts import MeteredExecutor, together
 from skillos.evals.arms import arm_settings
 from skillos.evals.envs.registry import environment
+from skillos.evals.envs.scripted import ScriptedEnv
 from skillos.registry import ENVIRONMENTS, load
 
 
@@ -157,6 +158,20 @@ def make_setup(cfg, games, gauge=None) -> Setup:
                  settings["top_k"], settings["retrieval_mode"], low if low != high else None,
                  cfg.curator.history_length, getattr(env, "replayable", False) and plays.deterministic(executor),
                  pool)
+
+
+def refuses_game(cfg, train, game, executor) -> bool:
+    """Whether a training rollout of `cfg`, its games drawn from `train`, refuses `game` (a held-out
+    one: gate 4's splits-disjoint asks, skillos.registry's Trainer.held_out_probe). The rollout's
+    env is scripted and `executor` plays it, so a rollout that loads the game answers at once."""
+    settings = arm_settings(cfg)
+    setup = Setup({g.id: g for g in train}, executor, ScriptedEnv, cfg.training.group_size, settings["max_steps"],
+                  settings["top_k"], settings["retrieval_mode"])
+    try:
+        CuratorEnv(setup).reset(game_ids=[game.id] * cfg.training.group_size)
+    except KeyError:
+        return True
+    return False
 
 
 def engine_pool(env_name: str, engine_workers: int | None):

@@ -190,6 +190,7 @@ def dataset_rows(cfg: Config, games) -> list[dict]:
 def selector_kwargs(cfg: Config, cpu: bool, out: Path) -> dict:
     g = cfg.skillgate
     kwargs = grpo_kwargs(cfg, cpu)
+    kwargs.pop("shuffle_dataset", None)  # one slate task per row: no curriculum orders them (its trace says so)
     kwargs.update(max_tool_calling_iterations=g.max_tool_calls, selector_credit=g.selector_credit,
                   selector_coef=g.selector_coef, selection_log=str(out / "selection.jsonl"))
     return kwargs

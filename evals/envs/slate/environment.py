@@ -21,6 +21,8 @@ class SlateEnvironment(Household):
     name = "slate"
     reference = "skillgate/alfworld"  # the selector configs' table (gates/references/skillgate.yaml)
     history_unused = "the slate executor (SkillGate) keeps its whole conversation"
+    # beside the protocol: a trainer whose rollouts play slates retrieves nothing (gate 1's top-k-used)
+    retrieval_unused = "the slate is the protocol; retrieval plays no part"
 
     # The prompt a selector is trained and evaluated on (slates.py).
     SYSTEM = slates.SYSTEM
