@@ -2,6 +2,7 @@
 over misleading-read, built from the same frozen slates (and, slow, a 1-step run of each)."""
 
 import json
+import sqlite3
 
 import pytest
 import yaml
@@ -9,6 +10,7 @@ import yaml
 from conftest import ROOT, run_cli
 
 from skillos import config as cfgmod
+from skillos.ledger.store import Ledger
 from skillos.training.selector import credit as credit
 
 CPU = ROOT / "training" / "configs" / "selector-cpu.yaml"
@@ -83,7 +85,7 @@ def test_dpo_pairs_each_gold_read_with_at_most_five_misleading_ones(tmp_path, ga
 
 @pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["selector-bc", "selector-dpo"])
-def test_one_baseline_step_on_cpu(tmp_path, game_cache, trainer):
+def test_one_baseline_step_on_cpu(tmp_path, game_cache, skillos_home, trainer):
     data = yaml.safe_load(CPU.read_text())
     data["skillgate"].update(trainer=trainer, selector_credit="off", slate_repo=str(CPU.parent / "slates/household"))
     data["training"].update(max_steps=1, output_dir=str(tmp_path / "out"))
@@ -95,3 +97,9 @@ def test_one_baseline_step_on_cpu(tmp_path, game_cache, trainer):
     summary = json.loads(result.stdout)
     assert len(summary["checkpoints"]) == 1 and summary["examples"] == (6 if trainer == "selector-bc" else 18)
     assert summary["train_loss"] == summary["train_loss"]  # a number, not NaN
+    # the run is its experiment's whole launch: both are recorded finished (not left `planned`)
+    ledger = Ledger(skillos_home / "ledger.db")
+    run = ledger.run(summary["run_id"])
+    assert run["status"] == "finished"
+    assert ledger.corrected("experiments", ledger.row("experiments", run["experiment_id"]))["status"] == "finished"
+    assert sqlite3.connect(skillos_home / "ledger.db").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1

@@ -211,13 +211,14 @@ def recorded_run(cfg: Config, ledger) -> tuple:
 
 @contextmanager
 def crash_recorded(ledger, run_id):
-    """The block (a trainer being built) failing ends the ledger run as crashed, its exception in one
-    line, before the exception goes on."""
+    """The block (a trainer being built, or training) failing ends the ledger run and its experiment
+    as crashed, or interrupted on Ctrl-C, its exception in one line, before the exception goes on."""
     try:
         yield
     except BaseException as exc:
         if ledger is not None:
-            ledger.end_experiment_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
+            ledger.end_experiment_run(run_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed",
+                                      f"{type(exc).__name__}: {exc}"[:300])
         raise
 
 
@@ -228,7 +229,7 @@ def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> dict:
     training.max_signal_free_steps signal-free steps in a row. Returns the signal's verdict."""
     watch = signal.for_run(cfg, echo, is_main_process())
     trainer.add_callback(watch.callback())
-    try:
+    with crash_recorded(ledger, run_id):
         resume = cfg.training.resume_from_checkpoint or newest_complete(out)
         if cfg.training.resume_from_checkpoint and not is_complete(Path(resume)):
             raise SkillosError(f"training.resume_from_checkpoint: {resume} is not a complete checkpoint "
@@ -236,11 +237,6 @@ def fit(trainer, cfg: Config, out: Path, ledger, run_id, echo) -> dict:
         if resume:
             echo(f"resuming from {resume} (the newest complete checkpoint)")
         trainer.train(resume_from_checkpoint=resume)
-    except BaseException as exc:
-        if ledger is not None:
-            ledger.end_experiment_run(run_id, "crashed" if not isinstance(exc, KeyboardInterrupt) else "interrupted",
-                                      f"{type(exc).__name__}: {exc}"[:300])
-        raise
     verdict = signal.conclude(watch, ledger, run_id, echo)
     if ledger is not None:
         ledger.end_experiment_run(run_id, "finished", verdict["line"])

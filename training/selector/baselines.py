@@ -24,8 +24,8 @@ from skillos.config.schema import Config
 from skillos.evals.backends.tool_format import training_tokenizer
 from skillos.evals.envs.registry import environment
 from skillos.training.common import signal
-from skillos.training.common.grpo import (archive_callback, archived, is_main_process, lora_config, on_cpu, output_dir,
-                                         recorded_run)
+from skillos.training.common.grpo import (archive_callback, archived, crash_recorded, is_main_process, lora_config,
+                                         on_cpu, output_dir, recorded_run)
 from skillos.training.common.prompt_cap import cap_text
 from skillos.training.selector.rows import baseline_args, bc_dataset, dpo_pairs
 from skillos.training.selector.sft import start
@@ -86,7 +86,7 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
     dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
     watch = signal.for_run(cfg, echo, is_main_process())
     callbacks = [archive_callback(cfg, ledger, run_id, echo, surface=SURFACE), watch.callback()]
-    try:
+    with crash_recorded(ledger, run_id):  # the run is this experiment's whole launch: both end together
         if kind == "bc":
             from trl import SFTTrainer
 
@@ -100,13 +100,9 @@ def _train(cfg: Config, ledger, echo, kind: str) -> dict:
             trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                                  peft_config=lora_config(cfg), callbacks=callbacks)
         result = trainer.train()
-    except BaseException as exc:
-        if ledger is not None:
-            ledger.end_run(run_id, "crashed", f"{type(exc).__name__}: {exc}"[:300])
-        raise
     learned = signal.conclude(watch, ledger, run_id, echo)
     if ledger is not None:
-        ledger.end_run(run_id, "finished", learned["line"])
+        ledger.end_experiment_run(run_id, "finished", learned["line"])
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"run_id": run_id, "output_dir": str(out), "checkpoints": archived(out), "steps": losses,
             "train_loss": result.training_loss, "examples": len(rows), "slate": str(Path(out) / "slate"),
