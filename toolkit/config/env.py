@@ -13,7 +13,7 @@ from skillos.config.fields import choice
 REASONING_DATASETS = ("generated", "aime24", "aime25", "gpqa_diamond", "deepmath")
 REASONING_FAMILIES = ("remainder-of-power", "linear-equation", "arithmetic-series", "committee-count",
                       "greatest-common-divisor", "divisor-count", "prime-choice", "digit-sum-of-power")
-SPLITS = ("train", "valid_seen", "valid_unseen")
+SPLITS = ("train", "valid_seen", "valid_unseen")  # ALFWorld's split names: every environment's (its games import them)
 
 @dataclass
 class ReasoningEnvConfig:

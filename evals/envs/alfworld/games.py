@@ -24,9 +24,9 @@ from pathlib import Path
 
 from skillos.evals.envs.alfworld import engine, generator, scenes
 from skillos.evals.envs.alfworld.env import AlfworldEnv
+from skillos.config.env import SPLITS  # ALFWorld's split names, which every environment's games use
 from skillos.errors import SkillosError
 
-SPLITS = ("train", "valid_seen", "valid_unseen")
 UNSEEN_SHARE = 0.2
 MAX_ATTEMPTS = 50
 

@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from skillos.errors import SkillosError
 from skillos import safety
-
-SPLITS = ("train", "valid_seen", "valid_unseen")
 
 
 @dataclass(frozen=True)
