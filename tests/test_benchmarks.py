@@ -20,6 +20,7 @@ QUICK = {  # script -> small arguments
 }
 SLOW = {
     "bench_alfworld_engine.py": ["1", "3"],
+    "bench_game_reload.py": ["1", "2"],
     "bench_quickstart.py": ["1"],  # one run: that it runs (by hand it times a second, cached one)
     "bench_grpo_rollouts.py": ["2", "0.01", "3", "2", "-", "2", "1"],
     "bench_ray_sweep.py": ["2", "1", "1"],

@@ -1,11 +1,13 @@
-"""Fast paths for the stock TextWorld PDDL engine: memoize four pure functions, and sort facts
+"""Fast paths for the stock TextWorld PDDL engine: memoize five pure functions, and sort facts
 by a precomputed key.
 
 Profiling the stock engine on ALFRED rooms shows ~98% of a step is Python text generation (the
 grammar's rule strings are re-parsed with tatsu for every admissible command on every step, and
 a context is deep-copied per symbol) and ~98% of a reset is fast-downward's PDDL->SAS
-translation, run twice per reset. The four functions below are pure in what they return, so we
-cache them (translations also on disk, see _translate_via_disk). Once they are cached, sorting
+translation, run twice per reset; loading a game parses its grammar with tatsu (~75 ms a game:
+a quarter of the quick selector canary's time, every slate rollout loading its game again). The
+five functions below are pure in what they return, so we cache them (translations also on disk,
+see _translate_via_disk). Once they are cached, sorting
 sets of facts with a Python-level `__lt__` per comparison is the largest cost; `textworld.logic`
 gets a `sorted` that sorts facts by a precomputed key into the same order. Nothing about the game
 logic changes: `tests/test_alfworld_games.py` replays the same commands through the stock and the
@@ -30,6 +32,7 @@ _ORIGINALS: dict = {}
 # Bounded: a pool of hundreds of games must not grow memory without limit.
 PARSE_CACHE_SIZE = 1 << 16
 SAS_CACHE_SIZE = 256  # two translations per game: ~128 games stay warm
+LOGIC_CACHE_SIZE = 128  # one parsed grammar per game (each its own: the task is in it)
 SAS_FORMAT = "sas-pickle-zlib/1"
 
 
@@ -66,10 +69,11 @@ def _translate_via_disk(pddl2sas, domain, problem, verbose, optimize):
 
 def _modules():
     import fast_downward
+    import textworld.envs.pddl.logic as game_logic
     import textworld.envs.pddl.textgen as textgen
     import textworld.logic as logic
 
-    return fast_downward, textgen, logic
+    return fast_downward, textgen, logic, game_logic
 
 
 def enabled() -> bool:
@@ -80,11 +84,12 @@ def enable() -> None:
     """Install the fast paths (idempotent)."""
     if _ORIGINALS:
         return
-    fast_downward, textgen, logic = _modules()
+    fast_downward, textgen, logic, game_logic = _modules()
     Rule, Proposition = logic.Rule, logic.Proposition
     _ORIGINALS.update(
         parse_query=Rule.__dict__["parse_conjunctive_query"],
         parse_and_convert=textgen._parse_and_convert,
+        parse_game=game_logic._parse_and_convert,
         copy_context=textgen.copy_context,
         pddl2sas=fast_downward.pddl2sas,
         logic_sorted=logic.__dict__.get("sorted"),
@@ -116,6 +121,17 @@ def enable() -> None:
             "entity_infos": context["entity_infos"],
         }
 
+    parse_game = _ORIGINALS["parse_game"]
+
+    @functools.lru_cache(maxsize=LOGIC_CACHE_SIZE)
+    def _game_parsed(args, kwargs):
+        return parse_game(*args, **dict(kwargs))
+
+    def cached_parse_game(*args, **kwargs):
+        # A game's grammar (GameLogic, at every load): parsed once (~75 ms), handed out as a copy
+        # (~2 ms), since GameLogic keeps the actions and grammar it is given and play may change them.
+        return copy.deepcopy(_game_parsed(args, tuple(sorted(kwargs.items()))))
+
     pddl2sas = _ORIGINALS["pddl2sas"]
 
     @functools.lru_cache(maxsize=SAS_CACHE_SIZE)
@@ -138,6 +154,7 @@ def enable() -> None:
     logic.sorted = sorted_facts
     textgen._parse_and_convert = cached_parse_and_convert
     textgen.copy_context = shallow_copy_context
+    game_logic._parse_and_convert = cached_parse_game
     fast_downward.pddl2sas = cached_pddl2sas
 
 
@@ -145,7 +162,7 @@ def disable() -> None:
     """Restore the stock engine exactly (used by the equivalence test and the benchmark)."""
     if not _ORIGINALS:
         return
-    fast_downward, textgen, logic = _modules()
+    fast_downward, textgen, logic, game_logic = _modules()
     logic.Rule.parse_conjunctive_query = _ORIGINALS["parse_query"]
     if _ORIGINALS["logic_sorted"] is None:
         del logic.sorted
@@ -153,5 +170,6 @@ def disable() -> None:
         logic.sorted = _ORIGINALS["logic_sorted"]
     textgen._parse_and_convert = _ORIGINALS["parse_and_convert"]
     textgen.copy_context = _ORIGINALS["copy_context"]
+    game_logic._parse_and_convert = _ORIGINALS["parse_game"]
     fast_downward.pddl2sas = _ORIGINALS["pddl2sas"]
     _ORIGINALS.clear()
