@@ -305,3 +305,28 @@ def test_every_marked_gate_check_is_registered_explicitly():
     assert set(marked) <= set(core.check_modules()), "a module with checks that neither CHECK_MODULES nor METHODS lists"
     assert sum(len(core.checks(p)) for p in core.PHASES) == sum(marked.values())
     assert marked_checks({"toolkit/gates/new.py": "@static\ndef f(ctx):\n    pass\n"}) == {"skillos.gates.new": 1}
+
+
+def marked_resolvers(sources: dict[str, str]) -> dict[str, int]:
+    """Module -> how many of its functions carry skillos.tracing's @resolver(...)."""
+    found = {}
+    for path, text in sources.items():
+        n = sum(1 for node in ast.walk(ast.parse(text)) if isinstance(node, ast.FunctionDef)
+                for d in node.decorator_list if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "resolver")
+        if n:
+            found[module_name(path)] = n
+    return found
+
+
+def test_every_trace_resolver_is_asked_where_it_is_registered():
+    """A resolver is asked only where its module is listed: the gates' trace, or a method's METHODS
+    entry (`trace`); one anywhere else, or two of one name (the second hides the first), would never run."""
+    from skillos.registry import METHODS
+    from skillos.tracing import resolvers
+
+    marked = marked_resolvers(package_sources())
+    listed = {"skillos.gates.trace"} | {m.trace for m in METHODS if m.trace}
+    assert set(marked) <= listed, "a module with trace resolvers that no METHODS entry names"
+    assert {module: len(resolvers(module)) for module in marked} == marked  # none hidden by a redefinition
+    assert marked_resolvers({"training/new/trace.py": "@resolver(r'^x$')\ndef f(t, key, value):\n    pass\n"}) \
+        == {"skillos.training.new.trace": 1}

@@ -180,7 +180,10 @@ def _with_four_completions(text):
     for old, new in [("  num_generations: 2\n", "  num_generations: 4\n"),
                      ("  generation_batch_size: 2\n", "  generation_batch_size: 4\n"),
                      ("  per_device_train_batch_size: 2\n", "  per_device_train_batch_size: 4\n"),
-                     ("training.num_generations: {value: 2,", "training.num_generations: {value: 4,")]:
+                     ("training.num_generations: {value: 2, reason: \"two completions per step fit 2 CPU cores\"}",
+                      "training.num_generations: {value: 4, reason: \"four completions: a step with a gradient whatever "
+                      "the machine's floats\"}"),
+                     ("one prompt x 2 completions per step fits 2 CPU cores", "one prompt x 4 completions per step")]:
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     return text

@@ -212,12 +212,14 @@ def recorded_run(cfg: Config, ledger) -> tuple:
 @contextmanager
 def crash_recorded(ledger, run_id):
     """The block (a trainer being built, or training) failing ends the ledger run and its experiment
-    as crashed, or interrupted on Ctrl-C, its exception in one line, before the exception goes on."""
+    as crashed, or interrupted on Ctrl-C or a SIGTERM (cli_common.end_on_sigterm raises SystemExit), its
+    exception in one line, before the exception goes on."""
     try:
         yield
     except BaseException as exc:
         if ledger is not None:
-            ledger.end_experiment_run(run_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed",
+            stopped = isinstance(exc, (KeyboardInterrupt, SystemExit))
+            ledger.end_experiment_run(run_id, "interrupted" if stopped else "crashed",
                                       f"{type(exc).__name__}: {exc}"[:300])
         raise
 

@@ -1,7 +1,7 @@
 """Where the curator's trainer takes the keys only it reads (`gate check --trace`): the groups of
 |G| tasks a rollout plays, their order, the curator's view of each game, and the reward's weights.
-The gates ask these first for a config that trains with the curator's trainers
-(skillos.registry.METHODS); a None leaves the key to their generic resolvers.
+The gates ask these first for a config whose skillgate.trainer is the curator's (an eval config's too:
+the default trainer; skillos.registry.METHODS); a None leaves the key to their generic resolvers.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Where the selector's trainers take the keys they read differently from the curator's
 (`gate check --trace`): a rollout is one slate task rewarded by its outcome, with the slate as the
 protocol, so the curator's groups, retrieval and reward weights reach no code, and the executor
-keeps its whole conversation. The gates ask these first for a config that trains with the
-selector's trainers (skillos.registry.METHODS); a None leaves the key to their generic resolvers.
+keeps its whole conversation. The gates ask these first for a config whose skillgate.trainer is
+one of the selector's (skillos.registry.METHODS); a None leaves the key to their generic resolvers.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def reward(t, key, value):
 def history(t, key, value):
     if not t.cfg.training.is_set() or t.cfg.executor.backend == NO_MODEL:
         return None  # the heuristic executor, or an eval's: the gates' to say
-    return not_used(key, value, "the slate executor (SkillGate) keeps its whole conversation")
+    return not_used(key, value, environment(t.entry.rollout_env).history_unused)
 
 
 @resolver(r"^retrieval\.top_k$")
