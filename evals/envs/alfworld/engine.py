@@ -78,6 +78,18 @@ def _modules():
     return fast_downward, textgen, logic, game_logic
 
 
+def _copies(parse, size: int):
+    """`parse` memoized on its arguments (the last `size` kept), each caller handed a deep copy of
+    the cached result: callers change what they get."""
+    @functools.lru_cache(maxsize=size)
+    def parsed(args, kwargs):
+        return parse(*args, **dict(kwargs))
+
+    def copied(*args, **kwargs):
+        return copy.deepcopy(parsed(args, tuple(sorted(kwargs.items()))))
+    return copied
+
+
 def enabled() -> bool:
     return bool(_ORIGINALS)
 
@@ -102,15 +114,8 @@ def enable() -> None:
     def cached_query(cls, expr):
         return parse_query(cls, expr)  # Rules from a query are read, never mutated
 
-    parse_and_convert = _ORIGINALS["parse_and_convert"]
-
-    @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
-    def _parsed(args, kwargs):
-        return parse_and_convert(*args, **dict(kwargs))
-
-    def cached_parse_and_convert(*args, **kwargs):
-        # Callers set .context on the returned symbols: hand out a copy of the cached parse.
-        return copy.deepcopy(_parsed(args, tuple(sorted(kwargs.items()))))
+    # Callers set .context on the returned symbols: hand out a copy of the cached parse.
+    cached_parse_and_convert = _copies(_ORIGINALS["parse_and_convert"], PARSE_CACHE_SIZE)
 
     def shallow_copy_context(context):
         # The stock version deep-copies variables and mapping; both are only ever updated
@@ -123,16 +128,9 @@ def enable() -> None:
             "entity_infos": context["entity_infos"],
         }
 
-    parse_game = _ORIGINALS["parse_game"]
-
-    @functools.lru_cache(maxsize=LOGIC_CACHE_SIZE)
-    def _game_parsed(args, kwargs):
-        return parse_game(*args, **dict(kwargs))
-
-    def cached_parse_game(*args, **kwargs):
-        # A game's grammar (GameLogic, at every load): parsed once (~20 ms), handed out as a copy
-        # (~2 ms), since GameLogic keeps the actions and grammar it is given and play may change them.
-        return copy.deepcopy(_game_parsed(args, tuple(sorted(kwargs.items()))))
+    # A game's grammar (GameLogic, at every load): parsed once (~20 ms), handed out as a copy
+    # (~2 ms), since GameLogic keeps the actions and grammar it is given and play may change them.
+    cached_parse_game = _copies(_ORIGINALS["parse_game"], LOGIC_CACHE_SIZE)
 
     pddl2sas = _ORIGINALS["pddl2sas"]
 
