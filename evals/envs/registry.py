@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 from skillos.errors import SkillosError
-from skillos.registry import ENVIRONMENTS, load
+from skillos.registry import ENVIRONMENTS, load, trainer_of
 
 if TYPE_CHECKING:
     from skillos.evals.curator import Curator
@@ -95,3 +95,9 @@ def environment(name_or_cfg) -> Environment:
     if name not in ENVIRONMENTS:
         raise SkillosError(f"env.name {name!r} is not an environment; use one of {', '.join(ENVIRONMENTS.names())}")
     return load(ENVIRONMENTS[name].target)
+
+
+def rollout_environment(cfg) -> Environment:
+    """The environment a config's training rollouts play: its trainer's `rollout_env` (the
+    selector's: the slate), else env.name's."""
+    return environment(trainer_of(cfg).rollout_env or cfg.env.name)

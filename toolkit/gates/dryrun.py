@@ -21,7 +21,7 @@ from skillos.safety import Ticker
 from skillos.config.derived import training_output_dir
 from skillos.evals import stats
 from skillos.evals import arms  # its functions read at each call: the launch's own path, as it is now
-from skillos.evals.envs.registry import environment
+from skillos.evals.envs.registry import environment, rollout_environment
 from skillos.evals.protocol import PINS, load_spec
 from skillos.evals.runner import ArmAborted, MIN_GAMES_FOR_ABORT, play, run_arm
 from skillos.evals.slate_eval import config_pins
@@ -108,8 +108,7 @@ class _Recording:
 def top_k_used(ctx: Context) -> Result:
     """The number of skills the executor actually receives, through the launch's own path."""
 
-    played = trainer_of(ctx.cfg).rollout_env  # the environment its training rollouts play, if not env.name's
-    unused = getattr(environment(played), "retrieval_unused", None) if ctx.training and played else None
+    unused = getattr(rollout_environment(ctx.cfg), "retrieval_unused", None) if ctx.training else None
     if unused:
         return Result("top-k-used", (1,), "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: {unused}")
     settings = arms.arm_settings(ctx.cfg)

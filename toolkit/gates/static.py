@@ -17,7 +17,7 @@ from skillos.errors import SkillosError
 from skillos.evals import stats
 from skillos.evals.arms import game_sets
 from skillos.evals.backends.build import decodings
-from skillos.evals.envs.registry import environment
+from skillos.evals.envs.registry import environment, rollout_environment
 from skillos.evals.protocol import PINS, load_spec
 from skillos.gates import reference as refs
 from skillos.ledger.store import LedgerError
@@ -332,8 +332,8 @@ def executor_reasoning(ctx: Context) -> list[Result]:
 def _decoding_refused(cfg, section) -> str | None:
     """Why the model executor this config plays cannot decode as `section` says (its env's, and
     the environment its trainer's rollouts play: the selector's play slates), or None."""
-    played = trainer_of(cfg).rollout_env
-    domains = [environment(cfg)] + ([environment(played)] if played else [])
+    played = rollout_environment(cfg)
+    domains = [environment(cfg)] + ([played] if played.name != cfg.env.name else [])
     for domain in domains:
         plays = decodings(domain.model_executor)
         if decoding_of(section) not in plays:

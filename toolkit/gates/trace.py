@@ -37,7 +37,7 @@ from skillos.evals.backends.llm_curator import LLMCurator
 from skillos.evals.backends.tiny_model import TINY_NAME
 from skillos.evals.curation import curator_input
 from skillos.evals.envs.household.llm import LLMEpisode
-from skillos.evals.envs.registry import environment
+from skillos.evals.envs.registry import environment, rollout_environment
 from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
 from skillos.evals.runner import play
 from skillos.gates.approval import paid_estimate
@@ -461,8 +461,9 @@ def _history(t: Tracer, key, value):
     cfg = t.cfg
     if cfg.executor.backend == NO_MODEL:
         return not_used(key, value, "the heuristic executor has no prompt history")
-    if environment(cfg).history_unused:
-        return not_used(key, value, environment(cfg).history_unused)
+    played = rollout_environment(cfg) if cfg.training.is_set() else environment(cfg)
+    if played.history_unused:
+        return not_used(key, value, played.history_unused)
 
     class _Executor:  # the episode reads only its executor's config to render a prompt
         config = cfg.executor
@@ -521,6 +522,9 @@ def _scripted_play(t: Tracer):
 
 @resolver(r"^retrieval\.top_k$")
 def _top_k(t: Tracer, key, value):
+    unused = getattr(rollout_environment(t.cfg), "retrieval_unused", None) if t.cfg.training.is_set() else None
+    if unused:  # training rollouts that play no retrieval (the slate's)
+        return not_used(key, value, unused)
     p = _scripted_play(t)
     return row(key, value, "the retrieval call of every game (runner.play -> Retriever.search k)", p["k"],
                f"the executor received {p['skills']} skills")
@@ -737,15 +741,15 @@ def _resolve(tracer: Tracer, key: str, value) -> Row:
         match = fn.trace_pattern.match(key)
         if not match:
             continue
+        consumer = fn.__name__.strip("_").replace("_", " ")  # what a row says when its consumer is not built
         try:
             found = fn(tracer, key, value, **match.groupdict())
         except _Unverified as exc:
-            return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None, str(exc))
+            return Row(key, value, consumer, None, None, str(exc))
         except ImportError as exc:
-            return Row(key, value, fn.__name__.strip("_").replace("_", " "), None, None,
-                       f"not built here: {exc} (install the extra that provides it)")
+            return Row(key, value, consumer, None, None, f"not built here: {exc} (install the extra that provides it)")
         except Exception as exc:  # noqa: BLE001 - a consumer that cannot be built has not received it
-            return Row(key, value, fn.__name__.strip("_").replace("_", " "), False, None,
+            return Row(key, value, consumer, False, None,
                        f"the consumer could not be built: {type(exc).__name__}: {exc}"[:300])
         if found is not None:  # None: a method's resolver leaves the key to the next
             return found
