@@ -32,7 +32,7 @@ from skillos.errors import SkillosError
 from skillos.files import append_bytes, swap_in, temp_sibling
 from skillos.evals import run_folder
 from skillos.evals.arms import learns
-from skillos.registry import LOCAL_BACKENDS, RAY_INSTALL
+from skillos.registry import RAY_INSTALL, local_backends
 
 LOCAL_CLUSTER = "a local cluster started for the run (stopped after it)"
 
@@ -60,7 +60,7 @@ def task_resources(cfg: Config, arm: str) -> dict:
     """What an arm's task reserves: a GPU (see `resources`) when a model of the arm runs inside the
     task (an hf or vllm executor, judge or learning arm's curator)."""
     sections = [cfg.executor, cfg.judge] + ([curator_config(cfg, arm)] if learns(arm) else [])
-    return resources(cfg, any(s.backend in LOCAL_BACKENDS for s in sections if s.backend))
+    return resources(cfg, any(s.backend in local_backends() for s in sections if s.backend))
 
 
 CONNECT_TIMEOUT_S = 10.0  # how long joining a named cluster may wait for it to answer

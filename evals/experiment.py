@@ -35,7 +35,7 @@ from skillos.files import write_atomic
 from skillos.ledger.experiments import EvalRecord
 from skillos.repo import SkillRepo
 from skillos.safety import RunLock, die_with_parent, json_text
-from skillos.registry import LOCAL_BACKENDS
+from skillos.registry import local_backends
 
 # (arm, phase, done, total, live) with live = "won 3/5 measured, 0 unmeasured, 1 coerced" or ""
 Progress = Callable[[str, str, int, int, str], None]
@@ -230,7 +230,7 @@ def start_method(cfg) -> str:
     model weights in this process. A forked child of a process whose torch has started (its
     OpenMP threads, CUDA) can hang or cannot use CUDA again: measured, hf arm workers forked after
     the parent ran the model sat at 0 CPU seconds for 9 minutes. Those start fresh (spawn)."""
-    runs_weights = any(b.backend in LOCAL_BACKENDS for b in (cfg.executor, cfg.curator, cfg.judge))
+    runs_weights = any(b.backend in local_backends() for b in (cfg.executor, cfg.curator, cfg.judge))
     return "fork" if "fork" in mp.get_all_start_methods() and not runs_weights else "spawn"
 
 

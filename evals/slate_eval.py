@@ -20,7 +20,7 @@ from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals import protocol, stats
 from skillos.files import write_atomic
-from skillos.registry import DEFAULT_LOCAL, LOCAL_BACKENDS, NO_MODEL
+from skillos.registry import DEFAULT_LOCAL, NO_MODEL, local_backends
 from skillos.evals.envs.registry import environment
 from skillos import safety
 from skillos.evals.arms import load_games
@@ -46,7 +46,7 @@ def arm_executors(cfg: Config, checkpoints: dict[str, str]) -> dict:
     """Arm name -> executor config: `executor` (the config's), then one per checkpoint, loaded
     as a local model (hf unless the config's executor is vllm)."""
     arms = {"executor": cfg.executor}
-    backend = cfg.executor.backend if cfg.executor.backend in LOCAL_BACKENDS else DEFAULT_LOCAL
+    backend = cfg.executor.backend if cfg.executor.backend in local_backends() else DEFAULT_LOCAL
     for name, path in checkpoints.items():
         if name in arms:
             raise SkillosError(f"--checkpoint {name}: the arm name 'executor' is the config's own")

@@ -31,7 +31,7 @@ from skillos.evals.curation import SURFACE_FILE
 from skillos.evals.envs.registry import environment
 from skillos.evals.runner import CURATED
 from skillos.evals.stats import ci_excludes_zero
-from skillos.registry import MODEL_BACKENDS, NO_MODEL
+from skillos.registry import NO_MODEL, model_backends
 from skillos.safety import read_json_file
 
 SELECTION_CAVEAT = ("the best repo was chosen on the same held-out games it is scored on, so its "
@@ -43,10 +43,10 @@ def parse_executor(spec: str) -> tuple[str, str | None]:
     backend, _, model = spec.partition(":")
     if backend == NO_MODEL and not model:
         return backend, None
-    if backend in MODEL_BACKENDS and model:
+    if backend in model_backends() and model:
         return backend, model
     raise SkillosError(f"--executor {spec!r}: expected heuristic or one of "
-                       f"{', '.join(b + ':MODEL' for b in MODEL_BACKENDS)}")
+                       f"{', '.join(b + ':MODEL' for b in model_backends())}")
 
 
 def sweep_config(cfg: Config, repos: list, executor: str, checkpoints: list = (),

@@ -14,7 +14,7 @@ from skillos.config import BackendConfig, CuratorConfig
 from skillos.errors import SkillosError
 from skillos.evals.backends import build
 from skillos.evals.envs.registry import Environment, environment
-from skillos.registry import BACKENDS, ENVIRONMENTS, MODEL_BACKENDS
+from skillos.registry import BACKENDS, ENVIRONMENTS, model_backends
 
 # executor and curator classes, (no-model backend, a model backend), and the curator's system prompt
 BUILT = {
@@ -108,8 +108,8 @@ def test_an_unknown_backend_is_one_line_in_every_environment(name):
 
 def test_the_builder_hands_every_model_backend_to_the_model_executor():
     built = [build.executor(SimpleNamespace(backend=b), heuristic=lambda: "rules", model=lambda c: c.backend)
-             for b in MODEL_BACKENDS]
-    assert built == list(MODEL_BACKENDS)
+             for b in model_backends()]
+    assert built == list(model_backends())
     assert build.executor(SimpleNamespace(backend="heuristic"), heuristic=lambda: "rules", model=None) == "rules"
 
 

@@ -161,7 +161,14 @@ BACKENDS: Registry[Backend] = Registry(
             sampler_defaults="transformers' T 1.0, top_p 1, top_k 50", decoding="skillos.evals.backends.chat:local_decoding",
             scores=True, seeds=True),
 )
-MODEL_BACKENDS = tuple(b.name for b in BACKENDS if b.chat)  # every one serves as executor, curator or judge
+
+
+def model_backends() -> tuple:
+    """The backends that run a model: every one serves as executor, curator or judge. Read from
+    BACKENDS at each call, so an entry a plug-in adds (`BACKENDS.extended`) is one."""
+    return tuple(b.name for b in BACKENDS if b.chat)
+
+
 (NO_MODEL,) = (b.name for b in BACKENDS if not b.chat)  # the heuristic: rules written for each environment
 
 
@@ -170,7 +177,10 @@ def uses_model(backend: str | None) -> bool:
     return backend not in (None, NO_MODEL)
 
 
-LOCAL_BACKENDS = tuple(b.name for b in BACKENDS if b.local)
+def local_backends() -> tuple:
+    """The backends that run the weights here (read at each call, as model_backends)."""
+    return tuple(b.name for b in BACKENDS if b.local)
+
 DEFAULT_LOCAL = "hf"  # the local backend that runs anywhere (CPU or GPU): a checkpoint's default
 
 

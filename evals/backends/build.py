@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from skillos.config.backend import decoding_of
 from skillos.errors import SkillosError
-from skillos.registry import BACKENDS, MODEL_BACKENDS
+from skillos.registry import BACKENDS, model_backends
 from skillos.evals.backends.llm_curator import LLMCurator
 
 
@@ -21,7 +21,7 @@ def _uses_a_model(section: str, config) -> bool:
     if entry is None:
         no_model = " or ".join(b.name for b in BACKENDS if not b.chat)
         raise SkillosError(f"{section}.backend {config.backend!r} is not a backend; "
-                           f"use {no_model} or one of {', '.join(MODEL_BACKENDS)}")
+                           f"use {no_model} or one of {', '.join(model_backends())}")
     return entry.chat is not None
 
 

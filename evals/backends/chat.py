@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from skillos.errors import SkillosError
-from skillos.registry import BACKENDS, MODEL_BACKENDS, key_env, load
+from skillos.registry import BACKENDS, key_env, load, model_backends
 from skillos.config.backend import API_EFFORTS, BackendConfig, decoding_problem
 from skillos.evals.backends.usage import Metered
 from skillos.secrets import protect_key_vars
@@ -66,8 +66,8 @@ def make_chat(config) -> ChatBackend:
     problem = decoding_problem(config.backend, config)  # a section built in code skipped the config's check
     if problem:
         raise SkillosError(problem)
-    if config.backend not in MODEL_BACKENDS:
-        raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(MODEL_BACKENDS)}")
+    if config.backend not in model_backends():
+        raise SkillosError(f"backend {config.backend!r} has no chat model; use one of {', '.join(model_backends())}")
 
     return Metered(load(BACKENDS[config.backend].chat)(config), config.backend)  # its module imported only now
 
@@ -98,7 +98,7 @@ def sent(config) -> dict:
     (where it arrives, the value that arrives, in the config's terms). Empty for heuristic."""
     import importlib
 
-    if config.backend not in MODEL_BACKENDS:
+    if config.backend not in model_backends():
         return {}
     module = BACKENDS[config.backend].chat.partition(":")[0]  # the `sent` beside the backend's class
     return importlib.import_module(module).sent(config)

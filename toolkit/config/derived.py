@@ -113,7 +113,7 @@ def curator_config(cfg: Config, arm: str) -> CuratorConfig:
     if cfg.sweep.serve == "adapters":
         return dataclasses.replace(cfg.curator, backend="openai", model=arm[8:], api_key_env=ADAPTER_KEY_ENV,
                                    base_url=f"http://127.0.0.1:{cfg.sweep.port}/v1")
-    backend = cfg.curator.backend if cfg.curator.backend in registry.LOCAL_BACKENDS else registry.DEFAULT_LOCAL
+    backend = cfg.curator.backend if cfg.curator.backend in registry.local_backends() else registry.DEFAULT_LOCAL
     return dataclasses.replace(cfg.curator, backend=backend, model=checkpoint_of(cfg, arm))
 
 

@@ -102,7 +102,7 @@ class SleepConfig:
             raise ConfigError(f"{where}.min_edits ({self.min_edits}) is above {where}.max_edits ({self.max_edits})")
         if self.llm_miner and not registry.uses_model(self.optimizer.backend):
             raise ConfigError(f"{where}.llm_miner: the LLM miner asks {where}.optimizer, which is heuristic; set "
-                              f"{where}.optimizer.backend to one of {', '.join(registry.MODEL_BACKENDS)} or turn "
+                              f"{where}.optimizer.backend to one of {', '.join(registry.model_backends())} or turn "
                               "llm_miner off")
         if self.validation_share + self.test_share >= 1:
             raise ConfigError(f"{where}.validation_share and {where}.test_share: shares in (0, 1) that leave train "

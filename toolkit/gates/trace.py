@@ -28,7 +28,7 @@ import warnings
 from pathlib import Path
 
 from skillos.checking import Context, Result
-from skillos.registry import LOCAL_BACKENDS, METHODS, MODEL_BACKENDS, NO_MODEL, TRAINERS, uses_model
+from skillos.registry import METHODS, NO_MODEL, TRAINERS, local_backends, model_backends, uses_model
 from skillos.config.compute import ComputeConfig
 from skillos.config.derived import relative_to_config, server_gpus, training_output_dir
 from skillos.evals.arms import arm_settings, game_sets
@@ -400,8 +400,11 @@ def _backend_field(t: Tracer, key, value, section, name):
     b = _section(t.cfg, section)
     if not uses_model(b.backend):
         return not_used(key, value, f"{section}.backend is {b.backend or 'unset'}: no model request is made")
-    where, arrived = t.sent(section)[name]
-    if name == "reasoning_effort" and value is not None and b.backend in LOCAL_BACKENDS:
+    sent = t.sent(section)
+    if name not in sent:  # a backend whose requests carry no such setting (its module's sent says so)
+        return not_used(key, value, f"the {b.backend} backend's requests carry no {name} (its sent(config))")
+    where, arrived = sent[name]
+    if name == "reasoning_effort" and value is not None and b.backend in local_backends():
         template = _local_template(b.model)
         if template is not None and "enable_thinking" not in template:
             return Row(key, value, where, False, arrived, "the model's chat template has no enable_thinking switch "
@@ -453,7 +456,7 @@ def _backend(t: Tracer, key, value, section):
     if not uses_model(value):
         return not_used(key, value, "no model backend")
     return row(key, value, "evals/backends/chat.make_chat: the backend class built",
-               value if value in MODEL_BACKENDS else None)
+               value if value in model_backends() else None)
 
 
 @resolver(r"^executor\.history_length$")

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from skillos.errors import SkillosError
-from skillos.registry import MODEL_BACKENDS, NO_MODEL
+from skillos.registry import NO_MODEL, model_backends
 from skillos.safety import RunLock
 from skillos.training.textopt.candidates import (Books, CalibrationFailed, Candidate, Described, RejectedMemory, SealedSplit,
                                          Standing, broke, calibrated, edits_allowed, run_candidates, sealed_report)
@@ -48,9 +48,9 @@ def preflight(cfg) -> tuple[Path, str]:
     s = cfg.sleep
     if not s.skill:
         raise SkillosError("sleep.skill: name the live skill folder a night improves (it holds SKILL.md)")
-    if s.model.backend not in MODEL_BACKENDS and not _offline(s.model):
+    if s.model.backend not in model_backends() and not _offline(s.model):
         raise SkillosError(f"sleep.model.backend: a night replays tasks with a model backend "
-                           f"({', '.join(MODEL_BACKENDS)}), got {s.model.backend!r} (the offline example uses "
+                           f"({', '.join(model_backends())}), got {s.model.backend!r} (the offline example uses "
                            f"backend heuristic with model {OFFLINE_WRITER}: training/configs/sleep-example/)")
     # The sleep settings' own rules (backends, gate, schedule, edits, budget, shares, dream_factor's
     # bound) are the config's: a night's config arrives validated (api.sleep).
