@@ -145,8 +145,6 @@ def check_not_curated_on(cfg: Config, repos: list) -> None:
 
 
 def _marker(folder: str) -> dict:
-    import json
-
     marker = Path(folder) / SURFACE_FILE
     return read_json_file(marker, "curator checkpoint marker", 1 << 16) if marker.is_file() else {}
 

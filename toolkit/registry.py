@@ -343,7 +343,7 @@ METHODS: Registry[Method] = Registry(
            trainers=("selector", "selector-bc", "selector-dpo"), canaries=("selector",),
            checks="skillos.training.selector.checks", trace="skillos.training.selector.trace"),
     Method("textopt", "skillos.training.textopt", about="SkillOpt: text-space optimization of the skill documents",
-           canaries=("optimize",), checks="skillos.training.textopt.checks"),
+           canaries=("optimize",), checks="skillos.training.textopt.checks", trace="skillos.training.textopt.trace"),
 )
 
 

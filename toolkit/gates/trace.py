@@ -51,7 +51,6 @@ from skillos.training.common.launch import plan
 from skillos.training.common.prompt_cap import PromptCap
 from skillos.training.common.warmup import format_warmup_steps
 from skillos.training.registry import args_spec, trainer_for
-from skillos.training.textopt.optimize import gate_args
 from skillos.tracing import (UNSET, Row, equal, not_used, plain, probe_trajectory, resolver, resolvers, row, show,
                              steps_row)
 
@@ -675,13 +674,6 @@ def _vllm_server_gpus(t: Tracer, key, value):
                f"the {t.path} launch starts no vLLM server: it ignores it")
 
 
-@resolver(r"^optimize\.gate\.(?P<name>mode|k|max_unmeasured)$")
-def _optimize_gate(t: Tracer, key, value, name):
-    arrived = dict(zip(("mode", "k", "max_unmeasured"), gate_args(t.cfg)))[name]
-    return row(key, value, "evals/stats.accept_candidate: every candidate's acceptance (training/textopt/optimize.gate_args)",
-               arrived)
-
-
 # the gates' own inputs -------------------------------------------------------------------------
 @resolver(r"^(reference|experiment\.\w+|compute\.(step_minutes|max_checkpoint_gap_minutes|gpu))$")
 def _direct(t: Tracer, key, value):
@@ -734,8 +726,9 @@ def trace(ctx: Context, results: list[Result]) -> list[Row]:
 
 def resolvers_for(cfg) -> list:
     """The resolvers asked for `cfg`'s keys, in order: its trainer's method's (skillos.registry.METHODS:
-    the keys only that method's trainers read, or read their own way), then the gates' own."""
-    methods = [m.trace for m in METHODS if m.trace and cfg.skillgate.trainer in m.trainers]
+    the keys only that method's trainers read, or read their own way) and those of each method with
+    no weight trainer (textopt: the keys of its own config section), then the gates' own."""
+    methods = [m.trace for m in METHODS if m.trace and (not m.trainers or cfg.skillgate.trainer in m.trainers)]
     return [fn for module in (*methods, __name__) for fn in resolvers(module)]
 
 
