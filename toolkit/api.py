@@ -539,7 +539,7 @@ def canary(trainer: str, *, credit: str | None = None, variant: str | None = Non
     that shows none). Runs on the CPU, on its own miniature: it launches nothing the gates guard.
 
     Args:
-        trainer: curator | selector | optimize.
+        trainer: a CANARIES entry (skillos/registry.py: curator, selector, optimize).
         credit: the selector's credit profile (its variants).
         variant: the variant, for a canary that has them (the curator's async: rollouts played ahead);
             `credit` and `variant` name the same choice, the selector's and everyone's.

@@ -11,6 +11,7 @@ import typer
 
 from skillos.cli_common import JSON, OUT, OUT_FILE, SET, emit, end_on_sigterm, load_config
 from skillos.errors import SkillosError
+from skillos.registry import CANARIES
 
 
 def postmortem_cmd(
@@ -125,7 +126,7 @@ def doctor_cmd(
 
 
 def canary_cmd(
-    trainer: str = typer.Argument(..., help="curator | selector | optimize: the trainer to check."),
+    trainer: str = typer.Argument(..., help=f"{' | '.join(CANARIES.names())}: the trainer to check (skillos/registry.py CANARIES)."),
     quick: bool = typer.Option(False, "--quick", help="The few-minute size (curator and selector about 2 min "
                                "each on 2 cores, measured; CI's slow suite); a GPU launch needs a canary passed at "
                                "the default size."),
