@@ -5,7 +5,6 @@ hash it vouches for, and a launch that spends GPUs is refused without a passing 
 import json
 
 import pytest
-import yaml
 
 from conftest import ROOT, run_cli
 from skillos import config, gates
@@ -359,7 +358,21 @@ def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(sk
         record_canary(ledger, "curator", verdict="no change", extra={"wall_s": "soon", "machine": here})  # damaged
     detail = recipe(gates.check(cfg)).detail
     assert "(its wall time measured: median 30.0 min over 2 finished canaries (20.0 min-40.0 min) on this kind of machine;" \
-        in detail and "then launch again" in detail
+        in detail
+
+
+def test_a_refusal_says_when_the_canary_it_names_is_refused_by_its_own_payoff_table(monkeypatch, skillos_home):
+    """The curator's miniature is refused by its payoff table (a recombined skill ties reading the
+    task, measured): gate 6 says so instead of sending a person to run a canary that cannot pass."""
+    from skillos.training.curator.canary import CuratorCanary
+
+    cfg = config.load(PAPER)
+    detail = recipe(gates.check(cfg)).detail
+    assert "refuses before training until its miniature is rebuilt" in detail and "then launch again" not in detail
+    assert "only a person's --override recipe-learns" in detail
+    monkeypatch.setattr(CuratorCanary, "refused", None)  # a miniature that is not refused
+    detail = recipe(gates.check(cfg)).detail
+    assert "then launch again" in detail and "rebuilt" not in detail
 
 
 def test_a_canary_estimate_says_which_runs_it_read():

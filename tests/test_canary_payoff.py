@@ -133,3 +133,31 @@ def test_a_trainer_that_learned_the_best_constant_answer_does_not_pass_however_l
     assert read["rule"]["beats_best_constant"] is True and canary_passed(read)
     assert (read["versus_constant"]["b"], read["versus_constant"]["c"]) == (30, 0)
     assert canary_passed({**read, "versus_constant": None}) is False  # a payoff table and no comparison: no pass
+
+
+def test_the_curator_table_holds_skills_recombined_from_the_priors_own_sentences():
+    """A sampled turn mixes the two skills' sentences (measured), and the reading executor takes from
+    a skill each instruction its task's verb concerns: one skill of the right sentences is a constant
+    answer right for both types, so the table must hold it (it did not, and it ties reading the input)."""
+    from skillos.training.curator.canary import PRIOR, recombined, telling
+
+    made = recombined()
+    told = {telling([{"op": "insert", "skill_name": "s", "content": text}]) for text in made.values()}
+    assert "cool: fridge; heat: microwave" in told  # right for both types, whatever the task
+    assert all(text.endswith("Then put it in the Y.") for text in made.values())  # the step every skill shares
+    prior = {telling([{"op": "insert", "skill_name": n, "content": c}]) for n, c, _, _ in PRIOR}
+    assert prior == {"cool: sinkbasin, not fridge; heat: microwave", "cool: fridge; heat: sinkbasin, not microwave"}
+    assert not prior & told  # the prior skills are tabulated by their names, not again here
+    assert len(made) == 3 * 3 - 2  # none or one of each verb's two sentences, less the two prior skills
+
+
+def test_what_a_turn_tells_the_executor_is_read_from_its_content_not_its_name():
+    from skillos.training.curator.canary import PRIOR, telling
+
+    (heat_name, heat_text, _, _), (cool_name, cool_text, _, _) = PRIOR
+    assert telling([{"op": "insert", "skill_name": cool_name, "content": heat_text}]) == telling(
+        [{"op": "insert", "skill_name": heat_name, "content": heat_text}])
+    both = [{"op": "insert", "skill_name": "a", "content": heat_text}, {"op": "insert", "skill_name": "b", "content": cool_text}]
+    assert telling(both) == "cool: sinkbasin, not fridge; heat: microwave"  # an earlier skill's word stands
+    assert telling([]) == "(nothing)"
+    assert telling([{"op": "insert", "skill_name": "x", "content": "Then put it in the Y."}]) == "(no instruction)"

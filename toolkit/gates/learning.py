@@ -46,8 +46,11 @@ def recipe_learns(ctx: Context) -> Result:
                f"covers the code: {_changed(stale[1])}" if stale else
                f"the ledger holds no passing canary of {key}")
         took = estimate(key, False, read_ledger(ctx, lambda book: book.canary_timings(key, False)) or [])
+        refused = canary(name).refused
+        then = (f"; but {refused}: no canary of this skillos can pass, so only a person's --override "
+                "recipe-learns=\"reason\" (recorded) launches it" if refused else ", then launch again")
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
-                      INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}), then launch again",
+                      INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}){then}",
                       todo={"owner": "agent", "command": f"{command} --json", "time": took})
     ran = found["result"]["identity"]["modules"]
     unvouched = {m: why for m, why in launch_modules(cfg).items() if m not in ran}

@@ -110,6 +110,10 @@ class Canary:
     # What the project measured of this canary's wall time where the ledger holds none: {quick:
     # (seconds, where and at which commit)} (docs/canaries.md has each run's numbers)
     measured: dict = {}
+    # Where the project measured that this canary's default-size miniature is refused by its own
+    # payoff table (a constant answer not beaten): what and where, said by gate 6 so a person does
+    # not spend the canary's time to learn it; None: not refused when last measured
+    refused: str | None = None
 
     def payoff(self, quick: bool, echo, variant: str | None = None, compute=()) -> dict | None:
         """The miniature's payoff table (training/canary/payoff.py) where the right answer depends

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
@@ -43,7 +44,9 @@ from skillos.config.loading import load, with_sets
 from skillos.evals.backends.chat import BackendError
 from skillos.evals.backends.hf_chat import HFChat
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
+from skillos.evals.envs.household.heuristic.reading import read as read_skill
 from skillos.evals.envs.registry import environment
+from skillos.repo import Skill
 from skillos.safety import Ticker
 from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
 from skillos.training.common.warmup import warm_up
@@ -89,6 +92,10 @@ class CuratorCanary(Canary):
     measured = {False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, commit c427186; "
                               "2.3 GB resident at most"),
                 True: (132, "at its quick size, its slow test on 2 CPU cores, commit c427186")}
+    refused = ("its payoff table holds a constant answer that ties reading the task: one skill of the two skills' own "
+               "sentences recombined, right for both types (51 of 72 held-out groups, as the input-dependent answer; "
+               "tuning split, measured at stop 74), so `skillos canary curator` refuses before training until its "
+               "miniature is rebuilt (docs/canaries.md)")
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
@@ -130,6 +137,8 @@ class CuratorCanary(Canary):
                 "restated": {"before": seen["restated"], **{SIGNALS[s]: r[3]["restated"] for s, r in runs.items()}},
                 # what each turn wrote, by task type: the right skill differs by type
                 "written": {"before": seen["written"], **{SIGNALS[s]: r[3]["written"] for s, r in runs.items()}},
+                # what the written skills' content tells the executor, by task type: what the reward follows
+                "told": {"before": seen["told"], **{SIGNALS[s]: r[3]["told"] for s, r in runs.items()}},
                 "position_3": {"before": _share(seen["position_3"]),
                                **{SIGNALS[s]: _share(r[3]["position_3"]) for s, r in runs.items()}},
                 # None: a run this canary's folder had finished before (reused) left no history here
@@ -214,22 +223,54 @@ def _call(name: str, content: str, index: int, said: str = "", keep: bool = Fals
                                                                   "function": call}]}
 
 
+def recombined(prior=PRIOR) -> dict:
+    """Constant skills made of the prior skills' own sentences, recombined: one skill holding, for
+    each instruction verb, none or one of the sentences the skills give it (a sentence every skill
+    shares, "Then put it in the Y.", kept), except the prior skills themselves. A sampled turn
+    mixes the skills' sentences (measured: a turn naming fridge-first wrote "Heat the X with the
+    microwave. Heat the X with the sinkbasin, not the fridge."), and the reading executor takes
+    from a skill each instruction its task's verb concerns, so one such skill can be right for
+    every type: a constant answer the payoff table must hold. {label: content}."""
+    sentences = {}  # every sentence once, in the prior's order
+    for _, content, _, _ in prior:
+        sentences.update(dict.fromkeys(re.split(r"(?<=\.)\s+", content.strip())))
+    shared = [s for s in sentences if all(s in content for _, content, _, _ in prior)]
+    by_verb: dict = {}
+    for sentence in sentences:
+        if sentence not in shared:
+            by_verb.setdefault(sentence.split()[0].lower(), []).append(sentence)
+    own = [set(re.split(r"(?<=\.)\s+", content.strip())) for _, content, _, _ in prior]
+    out = {}
+    for chosen in itertools.product(*[[None, *said] for said in by_verb.values()]):
+        picked = [s for s in chosen if s]
+        if set(picked + shared) in own:
+            continue
+        label = "; ".join(s.rstrip(".") for s in picked) or "nothing but the shared step"
+        out[f"one skill saying: {label}"] = " ".join(picked + shared)
+    return out
+
+
 def payoff(cfg, held_out, echo=None) -> dict:
     """The payoff table of the miniature on `held_out` (training/canary/payoff.py): position-2
     success of each held-out group when the curator's first turn inserts each constant answer the
-    tool allows from PRIOR (no skill, each skill, each ordered pair in one call) and keeps it, and
-    when it inserts the skill its group's type needs (the input-dependent answer)."""
+    tool allows from PRIOR (no skill, each skill, each ordered pair in one call, and one skill of
+    the prior's sentences recombined: `recombined`) and keeps it, and when it inserts the skill its
+    group's type needs (the input-dependent answer)."""
 
     setup = make_setup(cfg, held_out)
     groups = held_out_groups(held_out, cfg.training.group_size)
     skills = {name: (name, content, task_type) for name, content, _, task_type in PRIOR}
     answers = {"no skill": []} | {name: [name] for name in skills} | {
         f"{a} + {b}": [a, b] for a, b in itertools.permutations(skills, 2)}
+    mixed = recombined()
+    answers |= {label: [label] for label in mixed}
+    texts = {name: content for name, (_, content, _) in skills.items()} | mixed
 
     def second_position(task_type, ids, names) -> bool | None:
         env = CuratorEnv(setup)
         env.reset(game_ids=list(ids), task_type=task_type)
-        env.curate_and_advance([o for n in names for o in _operations(n, skills[n][1])])
+        env.curate_and_advance([o for i, n in enumerate(names)
+                                for o in _operations(n if n in skills else f"recombined-{i}", texts[n])])
         return state_of(env).positions[1]
 
     outcomes = {}
@@ -273,6 +314,7 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     outcomes, later, strata = {}, {}, {}
     groups = held_out_groups(held_out, size)
     written: dict = {t: {} for t, _ in groups}
+    told: dict = {t: {} for t, _ in groups}  # what the written skills tell the executor, by task type
     restated = {"right": 0, "of": 0}  # turns that said their task's type before the call
     tick = Ticker(echo, "canary curator: held-out groups played", len(groups))
     for done, (task_type, ids) in enumerate(groups):
@@ -302,6 +344,9 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
             counts = written[task_type].setdefault(f"turn {turn + 1}", {})
             for name in names:
                 counts[str(name)] = counts.get(str(name), 0) + 1
+            said_to = told[task_type].setdefault(f"turn {turn + 1}", {})
+            heard = telling(operations) if call else "(no call)"
+            said_to[heard] = said_to.get(heard, 0) + 1
             if call is None:
                 break  # a turn with no call ends the rollout, as TRL's loop ends it (finish plays the rest)
             answer = env.curate_and_advance(operations)
@@ -312,7 +357,24 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
         outcomes[key] = positions[1] if failed is None or failed >= 1 else None
         later[key] = positions[2] if size > 2 and (failed is None or failed >= 2) else None
     tick(len(groups))
-    return outcomes, {"position_3": later, "strata": strata, "written": written, "restated": restated}
+    return outcomes, {"position_3": later, "strata": strata, "written": written, "told": told, "restated": restated}
+
+
+def telling(operations: list) -> str:
+    """What a turn's inserted skills tell the reading executor for each transformation its skills
+    name (the first instruction of that verb with a place: where the executor goes, and what it
+    avoids): "heat: microwave; cool: sinkbasin, not fridge". A skill's name says nothing to the
+    executor (it reads the content), and a sampled turn mixes the skills' sentences under either
+    name (measured), so the name alone misreports what a policy learned."""
+    contents = [str(o.get("content", "")) for o in operations if isinstance(o, dict) and o.get("op") != "delete"]
+    if not contents:
+        return "(nothing)"
+    verbs = {}
+    for content in contents:  # an earlier skill's word stands, as the executor reads them
+        for act in read_skill(Skill("written", "what a curator turn wrote", content)).acts:
+            if act.op in ("heat", "cool", "clean") and act.op not in verbs and act.places and not act.negated:
+                verbs[act.op] = act.places[0] + (f", not {', '.join(act.without)}" if act.without else "")
+    return "; ".join(f"{verb}: {tool}" for verb, tool in sorted(verbs.items())) or "(no instruction)"
 
 
 def _rate(outcomes: dict, seen: dict) -> str:
@@ -320,8 +382,10 @@ def _rate(outcomes: dict, seen: dict) -> str:
     types = ", ".join(f"{_short(t)}: " + ", ".join(f"{turn} {counts}" for turn, counts in by_turn.items())
                       for t, by_turn in seen["written"].items())
     said = seen["restated"]
+    first = "; ".join(f"{_short(t)}: {by_turn.get('turn 1', {})}" for t, by_turn in seen.get("told", {}).items())
     return (f"{sum(measured)}/{len(measured)} won ({len(outcomes) - len(measured)} unmeasured); said the task's "
-            f"type in {said['right']} of {said['of']} turns; wrote {types}")
+            f"type in {said['right']} of {said['of']} turns; wrote {types}; the first turn's skills told the "
+            f"executor {first}")
 
 
 def _short(task_type: str) -> str:
