@@ -269,9 +269,15 @@ def test_the_plan_ends_with_what_stands_before_the_launch(tmp_path):
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)["plan"]
     steps = {item["check"]: item for item in plan["before_launch"]}
+    # the curator's canary is refused by its own payoff table (measured): running it would decide
+    # nothing, so the step is a person's override, not an agent's canary run
     canary = steps["recipe-learns"]
-    assert canary["owner"] == "agent" and canary["command"] == "skillos canary curator --json"
-    assert "measured 24.1 min" in canary["time"]
+    assert canary["owner"] == "person" and "--override recipe-learns" in canary["command"]
+    selector = json.loads(run_cli("plan", ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml", "--out",
+                                  tmp_path / "s.json", "--json", env=env).stdout)["plan"]
+    (learns,) = [item for item in selector["before_launch"] if item["check"] == "recipe-learns"]
+    assert learns["owner"] == "agent" and learns["command"] == "skillos canary selector --credit clean-oracle --json"
+    assert learns["time"].startswith("never timed in this ledger")
     approve = steps["approved-plan"]
     assert approve["owner"] == "person" and approve["command"].startswith(f"skillos approve {out}")
     assert plan["before_launch"][-1]["owner"] == "person"  # the agent's steps come first

@@ -337,11 +337,14 @@ def test_a_gpu_launch_is_refused_until_its_trainers_canary_passed(skillos_home):
     assert recipe(gates.check(config.load(CPU_SMOKE))).status == "SKIP"  # the local CPU spends no GPU
 
 
-def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(skillos_home):
+def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(skillos_home, monkeypatch):
     import os
 
     from conftest import record_canary
     from skillos.devices import machine_kind
+    from skillos.training.curator.canary import CuratorCanary
+
+    monkeypatch.setattr(CuratorCanary, "refused", None)  # a miniature its payoff table does not refuse
 
     cfg = config.load(PAPER)
     untimed = recipe(gates.check(cfg)).detail

@@ -135,6 +135,12 @@ def test_a_trainer_that_learned_the_best_constant_answer_does_not_pass_however_l
     assert canary_passed({**read, "versus_constant": None}) is False  # a payoff table and no comparison: no pass
 
 
+def skills(*pairs):
+    from skillos.repo import Skill
+
+    return [Skill(name, "what a curator turn wrote", text) for name, text in pairs]
+
+
 def test_the_curator_table_holds_skills_recombined_from_the_priors_own_sentences():
     """A sampled turn mixes the two skills' sentences (measured), and the reading executor takes from
     a skill each instruction its task's verb concerns: one skill of the right sentences is a constant
@@ -142,22 +148,42 @@ def test_the_curator_table_holds_skills_recombined_from_the_priors_own_sentences
     from skillos.training.curator.canary import PRIOR, recombined, telling
 
     made = recombined()
-    told = {telling([{"op": "insert", "skill_name": "s", "content": text}]) for text in made.values()}
+    told = {telling(skills(("s", text))) for text in made.values()}
     assert "cool: fridge; heat: microwave" in told  # right for both types, whatever the task
     assert all(text.endswith("Then put it in the Y.") for text in made.values())  # the step every skill shares
-    prior = {telling([{"op": "insert", "skill_name": n, "content": c}]) for n, c, _, _ in PRIOR}
+    assert all(text.count("Then put it in the Y.") == 1 for text in made.values())
+    prior = {telling(skills((n, c))) for n, c, _, _ in PRIOR}
     assert prior == {"cool: sinkbasin, not fridge; heat: microwave", "cool: fridge; heat: sinkbasin, not microwave"}
     assert not prior & told  # the prior skills are tabulated by their names, not again here
     assert len(made) == 3 * 3 - 2  # none or one of each verb's two sentences, less the two prior skills
 
 
-def test_what_a_turn_tells_the_executor_is_read_from_its_content_not_its_name():
+def test_recombined_skills_of_another_prior_keep_its_sentences_whole():
+    from skillos.training.curator.canary import recombined
+
+    prior = (("a", "Clean the X with the sinkbasin! Heat the X with the microwave", 1, "clean"),
+             ("b", "Heat the X with the stoveburner. Clean the X with the bathtub, not the sinkbasin!", 1, "heat"))
+    made = recombined(prior)
+    assert "Clean the X with the sinkbasin! Heat the X with the stoveburner." in made.values()  # the prior's order
+    assert all(text.strip() for text in made.values()) and len(made) == 3 * 3 - 2 - 1  # no empty skill
+    assert recombined(prior[:1]) == {}  # one skill: nothing to recombine
+
+
+def test_what_a_turn_tells_the_executor_is_read_from_its_content_in_retrieval_order():
     from skillos.training.curator.canary import PRIOR, telling
 
     (heat_name, heat_text, _, _), (cool_name, cool_text, _, _) = PRIOR
-    assert telling([{"op": "insert", "skill_name": cool_name, "content": heat_text}]) == telling(
-        [{"op": "insert", "skill_name": heat_name, "content": heat_text}])
-    both = [{"op": "insert", "skill_name": "a", "content": heat_text}, {"op": "insert", "skill_name": "b", "content": cool_text}]
-    assert telling(both) == "cool: sinkbasin, not fridge; heat: microwave"  # an earlier skill's word stands
+    assert telling(skills((cool_name, heat_text))) == telling(skills((heat_name, heat_text)))  # the name says nothing
+    assert telling(skills((cool_name, cool_text), (heat_name, heat_text))) == "cool: fridge; heat: sinkbasin, not microwave"
+    assert telling(skills((heat_name, heat_text), (cool_name, cool_text))) == "cool: sinkbasin, not fridge; heat: microwave"
     assert telling([]) == "(nothing)"
-    assert telling([{"op": "insert", "skill_name": "x", "content": "Then put it in the Y."}]) == "(no instruction)"
+    assert telling(skills(("x", "Then put it in the Y."))) == "(no instruction)"
+
+
+def test_the_refusal_names_the_constant_answer_that_comes_closest_to_reading_the_input():
+    tasks = strata(12)
+    right = {t: True for t in tasks}
+    nearly = {t: not (s == COOL and t.endswith("-0")) for t, s in tasks.items()}  # loses one cool task
+    table = payoff.table({"a near miss": nearly, "as good": dict(right)}, right, tasks)
+    with pytest.raises(SkillosError, match="'as good'"):
+        payoff.require(table, "curator")

@@ -204,3 +204,21 @@ def test_a_setting_a_backends_requests_do_not_carry_is_traced_as_reaching_no_cod
         api.check(cfg, dry_run=True)
     (row,) = [r for r in refused.value.report.results if r.check == "trace" and "top_p" in (r.detail or "")]
     assert row.status == "FAIL" and "the toy backend's requests carry no top_p" in row.detail
+
+
+def test_a_plugin_backends_missing_module_is_caught_by_the_gates_and_listed_by_doctor(tmp_path, monkeypatch):
+    """Gate 1's extras check and `skillos doctor` read the backends from the registry when they run:
+    a plug-in backend whose module is not installed is a one-line FAIL naming its install line."""
+    from skillos import doctor
+
+    write(tmp_path, monkeypatch, "toy_backend", "chat", TOY_BACKEND)
+    with BACKENDS.extended(Backend("toy", chat="toy_backend.chat:ToyChat", about="a toy", extra="toy",
+                                   modules=("toy_sdk_not_installed",), install="pip install toy-sdk",
+                                   decoding="skillos.evals.backends.chat:local_decoding")):
+        assert ("toy_sdk_not_installed", "pip install toy-sdk", "backend toy") in doctor.extras()
+        cfg = api.load(ROOT / "evals" / "configs" / "smollm2-hf.yaml",
+                       sets=["executor.backend=toy", "executor.model=toy-1"])
+        with pytest.raises(gates.GateRefused) as refused:
+            api.check(cfg, partial=True)
+    (row,) = [r for r in refused.value.report.results if r.check == "extras" and r.status == "FAIL"]
+    assert "toy_sdk_not_installed" in row.seen and "pip install toy-sdk" in row.detail

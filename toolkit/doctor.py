@@ -23,15 +23,18 @@ from skillos.ledger.store import default_path
 from skillos.registry import DEFAULT_LOCAL, key_env, load
 
 MIN_FREE_GB = 10.0
-EXTRAS = [  # (module, the line that installs it, what needs it); each backend's from its registry entry
-    ("alfworld", "pip install 'skillos[alfworld]'", "the ALFWorld engine: quickstart, eval, sweep, train, optimize"),
-    *((module, b.install, f"backend {b.name}") for b in BACKENDS if b.extra for module in b.modules),
-    ("trl", "pip install 'skillos[train]'", "skillos train (GRPOTrainer, with torch, transformers and peft)"),
-    ("matplotlib", "pip install 'skillos[plot]'", "sweep.png"),
-    ("modal", "pip install 'skillos[modal]'", "compute.backend modal"),
-    *((module, RAY_INSTALL, "compute.backend ray") for module in RAY_MODULES),
-    ("math_verify", "pip install 'skillos[reasoning]'", "env.name reasoning: the math-verify grader"),
-]
+def extras() -> list:
+    """(module, the line that installs it, what needs it); each backend's from its registry entry,
+    read at each call (a backend a plug-in adds is listed too)."""
+    return [
+        ("alfworld", "pip install 'skillos[alfworld]'", "the ALFWorld engine: quickstart, eval, sweep, train, optimize"),
+        *((module, b.install, f"backend {b.name}") for b in BACKENDS if b.extra for module in b.modules),
+        ("trl", "pip install 'skillos[train]'", "skillos train (GRPOTrainer, with torch, transformers and peft)"),
+        ("matplotlib", "pip install 'skillos[plot]'", "sweep.png"),
+        ("modal", "pip install 'skillos[modal]'", "compute.backend modal"),
+        *((module, RAY_INSTALL, "compute.backend ray") for module in RAY_MODULES),
+        ("math_verify", "pip install 'skillos[reasoning]'", "env.name reasoning: the math-verify grader"),
+    ]
 
 
 @dataclass
@@ -51,7 +54,7 @@ class Check:
 
 def run(cfg=None) -> list[Check]:
     checks = [_python()]
-    checks += [_extra(*row) for row in EXTRAS]
+    checks += [_extra(*row) for row in extras()]
     checks += [_engine(), _ledger(), _disk(), _gpu(), _npx()]
     if cfg is not None:
         for role in ("executor", "curator", "judge"):

@@ -7,7 +7,8 @@ A layer below training/, as skillos.checking is, so that a method's package brin
 of the keys its trainer reads (its `trace` module, named in skillos.registry.METHODS) without
 importing the gates. A method's resolvers are asked first for a config whose skillgate.trainer is
 one of the method's trainers, an eval config's too (the default trainer's method is asked for every
-config that names none); a resolver returns None where the key is not its to resolve here (the
+config that names none), and a method with no weight trainer's for every config (textopt's: the keys
+of its own section); a resolver returns None where the key is not its to resolve here (the
 gates' generic resolver then is). A resolver gets the gates' tracer `t` (t.cfg, t.args(), t.cached(name, build),
 t.trainer, t.entry, t.trainer_class()), the key, its value and the pattern's named groups.
 """

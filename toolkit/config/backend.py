@@ -72,7 +72,11 @@ class BackendConfig:
 
 DECODINGS = ("generate", "admissible")
 LIKELIHOODS = ("mean", "sum")
-SCORING = tuple(b.name for b in registry.BACKENDS if b.scores)  # backends that score continuations
+
+
+def scoring() -> tuple:
+    """The backends that score continuations (read from the registry at each call)."""
+    return tuple(b.name for b in registry.BACKENDS if b.scores)
 
 
 def decoding_of(section) -> str:
@@ -91,7 +95,7 @@ class ExecutorConfig(BackendConfig):
     decoding: str = field(default="generate", metadata={"choices": DECODINGS,
         "help": "generate (the model writes its action; the paper's) | admissible (each admissible action is "
                 f"scored as a continuation of the prompt and the most likely taken; backends that score: "
-                f"{', '.join(SCORING)}; executors that choose so: the household's)"})
+                f"{', '.join(scoring())}; executors that choose so: the household's)"})
     likelihood: str = field(default="mean", metadata={"choices": LIKELIHOODS,
         "help": "admissible decoding's score of an action: mean (per-token mean log-probability: no bias toward "
                 "short actions) | sum (the action's log-probability: favours short ones); ties: the first listed"})
@@ -105,7 +109,7 @@ class ExecutorConfig(BackendConfig):
                               f"{where}.decoding generate")
         if self.decoding == "admissible" and not (entry and entry.scores):
             raise ConfigError(f"{where}.decoding: admissible needs a backend that scores continuations "
-                              f"({', '.join(SCORING)}); "
+                              f"({', '.join(scoring())}); "
                               f"backend {self.backend} only generates: set {where}.backend to one of them or "
                               f"{where}.decoding generate")
 

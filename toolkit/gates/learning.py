@@ -45,12 +45,16 @@ def recipe_learns(ctx: Context) -> Result:
         why = (f"the newest passing canary of {key} (#{stale[0]['id']}, code {stale[0]['code_hash']}) no longer "
                f"covers the code: {_changed(stale[1])}" if stale else
                f"the ledger holds no passing canary of {key}")
-        took = estimate(key, False, read_ledger(ctx, lambda book: book.canary_timings(key, False)) or [])
         refused = canary(name).refused
-        then = (f"; but {refused}: no canary of this skillos can pass, so only a person's --override "
-                "recipe-learns=\"reason\" (recorded) launches it" if refused else ", then launch again")
+        if refused:  # running it would spend its time on a refusal: say so, and who can decide
+            return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
+                          INCIDENT, f"{why} ({launch.why}); no canary of this skillos can pass: `{command}`'s "
+                          f"{refused}; only a person's --override recipe-learns=\"reason\" (recorded) launches it",
+                          todo={"owner": "person", "command": "the launch again with --override recipe-learns=\"reason\" "
+                                "(a person's decision, recorded), or a rebuilt miniature", "time": None})
+        took = estimate(key, False, read_ledger(ctx, lambda book: book.canary_timings(key, False)) or [])
         return Result(check, GATES, "FAIL", "skillgate.trainer", key, "a passing canary for the code as it is",
-                      INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}){then}",
+                      INCIDENT, f"{why} ({launch.why}); run `{command}` (its wall time {took}), then launch again",
                       todo={"owner": "agent", "command": f"{command} --json", "time": took})
     ran = found["result"]["identity"]["modules"]
     unvouched = {m: why for m, why in launch_modules(cfg).items() if m not in ran}

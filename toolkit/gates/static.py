@@ -504,12 +504,14 @@ def watchdog(ctx: Context) -> Result:
 # What a launch imports, by what the config asks for: a missing extra is a FAIL before anything
 # starts (not a 51-line ImportError after the gates passed), with the line that installs it.
 # Each backend's modules and install line are its entry in skillos/registry.py.
-EXTRAS = {
-    "train": (("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
-              TORCH_FIRST + "pip install 'skillos[train]'"),
-    **{b.name: (b.modules, b.install) for b in BACKENDS if b.modules},
-    **{m.name: (m.modules, m.install) for m in COMPUTE if m.modules},  # compute backends' own (ray)
-}
+# Read from the registry at each check, so a backend a plug-in adds is checked too.
+def launch_extras() -> dict:
+    return {
+        "train": (("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
+                  TORCH_FIRST + "pip install 'skillos[train]'"),
+        **{b.name: (b.modules, b.install) for b in BACKENDS if b.modules},
+        **{m.name: (m.modules, m.install) for m in COMPUTE if m.modules},  # compute backends' own (ray)
+    }
 
 
 @static
@@ -520,14 +522,15 @@ def extras(ctx: Context) -> list[Result]:
     compute = compute_of(c)
     if compute.own_image:  # the launch runs in its own image, which installs its own
         return [Result("extras", (1,), "SKIP", detail=f"compute.backend {compute.name} installs its own image")]
-    needed = {s.backend for s in (c.executor, c.curator, c.judge, c.optimize.optimizer)} & set(EXTRAS)
+    known = launch_extras()
+    needed = {s.backend for s in (c.executor, c.curator, c.judge, c.optimize.optimizer)} & set(known)
     if ctx.training:
         needed.add("train")
     if compute.modules:
         needed.add(compute.name)
     results = []
     for extra in sorted(needed):
-        modules, line = EXTRAS[extra]
+        modules, line = known[extra]
         missing = [m for m in modules if importlib.util.find_spec(m) is None]
         key = {"train": "training", "ray": "compute.backend ray"}.get(extra, f"backend {extra}")
         if missing:

@@ -17,7 +17,8 @@ Consumers are looked up by key pattern (skillos.tracing's `resolver`), so a key 
 is traced, or FAILs as having no consumer, without anyone listing it here first. A method's
 package brings the resolvers of the keys its trainers read their own way (its `trace` module in
 skillos.registry.METHODS: the curator's groups and reward weights, the selector's slate episode);
-they are asked first for a config whose skillgate.trainer is one of its trainers, then the ones here.
+they are asked first for a config whose skillgate.trainer is one of its trainers (a method with no
+weight trainer, textopt, for every config: its optimize.* keys), then the ones here.
 """
 
 from __future__ import annotations

@@ -95,6 +95,8 @@ def require(payoff: dict, canary: str) -> None:
     if payoff["every_constant_loses"]:
         return
     weak = [(n, m) for n, m in payoff["margin"].items() if m is None or not m["detectable"]]
+    # the one reading the input beats by least: the constant answer that comes closest to it
+    weak.sort(key=lambda nm: -1e9 if nm[1] is None else nm[1]["b"] - nm[1]["c"])
     name, m = weak[0] if weak else ("(none)", None)
     said = "no constant answer was tabulated" if not weak else (
         f"the constant answer {name!r} loses no stratum by a margin its n can detect at alpha {payoff['alpha']}"

@@ -32,6 +32,7 @@ permuted within each group, one with them sign-flipped.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import random
 import re
@@ -46,7 +47,7 @@ from skillos.evals.backends.hf_chat import HFChat
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
 from skillos.evals.envs.household.heuristic.reading import read as read_skill
 from skillos.evals.envs.registry import environment
-from skillos.repo import Skill
+from skillos.repo import Retriever
 from skillos.safety import Ticker
 from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
 from skillos.training.common.warmup import warm_up
@@ -70,6 +71,9 @@ PRIOR = (
     ("fridge-first", "Cool the X with the fridge. Heat the X with the sinkbasin, not the microwave. "
                      "Then put it in the Y.", 1, "pick_cool_then_place_in_recep"),
 )
+# The PRIOR the curator canary's payoff table was measured to refuse (sha256 of its repr, 16 hex;
+# CuratorCanary.refused): docs/canaries.md has the table
+REFUSED_PRIOR = "e7e3f54c49f33655"
 # --quick: the same pipeline at a size that runs in minutes (CI's slow suite): its weights move
 # (the warm start covers 4 train groups; 60 steps on 2 wrote no call and no step had a gradient,
 # measured), but 4 held-out groups of 3 cannot show learning (smallest p 0.125).
@@ -92,10 +96,16 @@ class CuratorCanary(Canary):
     measured = {False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, commit c427186; "
                               "2.3 GB resident at most"),
                 True: (132, "at its quick size, its slow test on 2 CPU cores, commit c427186")}
-    refused = ("its payoff table holds a constant answer that ties reading the task: one skill of the two skills' own "
-               "sentences recombined, right for both types (51 of 72 held-out groups, as the input-dependent answer; "
-               "tuning split, measured at stop 74), so `skillos canary curator` refuses before training until its "
-               "miniature is rebuilt (docs/canaries.md)")
+    @property
+    def refused(self) -> str | None:
+        """Measured at stop 74 on the tuning split for PRIOR as it is (REFUSED_PRIOR): said while the
+        skills are those, so a rebuilt miniature is not called refused before its table is played."""
+        if hashlib.sha256(repr(PRIOR).encode()).hexdigest()[:16] != REFUSED_PRIOR:
+            return None
+        return ("payoff table holds a constant answer that ties reading the task: one skill of the two skills' "
+                "own sentences recombined, right for both types (51 of 72 held-out groups, as the input-dependent "
+                "answer; tuning split, measured at stop 74), so the canary refuses before training until its "
+                "miniature is rebuilt (docs/canaries.md)")
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
@@ -223,30 +233,37 @@ def _call(name: str, content: str, index: int, said: str = "", keep: bool = Fals
                                                                   "function": call}]}
 
 
+def _sentences(text: str) -> list:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+
+
 def recombined(prior=PRIOR) -> dict:
     """Constant skills made of the prior skills' own sentences, recombined: one skill holding, for
-    each instruction verb, none or one of the sentences the skills give it (a sentence every skill
-    shares, "Then put it in the Y.", kept), except the prior skills themselves. A sampled turn
-    mixes the skills' sentences (measured: a turn naming fridge-first wrote "Heat the X with the
-    microwave. Heat the X with the sinkbasin, not the fridge."), and the reading executor takes
-    from a skill each instruction its task's verb concerns, so one such skill can be right for
-    every type: a constant answer the payoff table must hold. {label: content}."""
-    sentences = {}  # every sentence once, in the prior's order
-    for _, content, _, _ in prior:
-        sentences.update(dict.fromkeys(re.split(r"(?<=\.)\s+", content.strip())))
-    shared = [s for s in sentences if all(s in content for _, content, _, _ in prior)]
+    each instruction verb (a sentence's first word), none or one of the sentences the skills give
+    it, in the prior's order, with the sentences every skill shares ("Then put it in the Y.") kept,
+    except the prior skills themselves and an empty skill. A sampled turn mixes the skills'
+    sentences (measured: a turn naming fridge-first wrote "Heat the X with the microwave. Heat the X
+    with the sinkbasin, not the fridge."), and the reading executor takes from a skill each
+    instruction its task's verb concerns, so one such skill can be right for every type: a constant
+    answer the payoff table must hold. {label: content}."""
+    own = [_sentences(content) for _, content, _, _ in prior]
+    first = list(dict.fromkeys(s for sentences in own for s in sentences))  # every sentence once, first seen first
+    # a sentence keeps the place it has in its own skill (the shared last step stays last)
+    place = {s: (next(ss.index(s) for ss in own if s in ss), first.index(s)) for s in first}
+    order = sorted(first, key=place.get)
+    shared = [s for s in order if all(s in sentences for sentences in own)]
     by_verb: dict = {}
-    for sentence in sentences:
+    for sentence in order:
         if sentence not in shared:
             by_verb.setdefault(sentence.split()[0].lower(), []).append(sentence)
-    own = [set(re.split(r"(?<=\.)\s+", content.strip())) for _, content, _, _ in prior]
     out = {}
     for chosen in itertools.product(*[[None, *said] for said in by_verb.values()]):
         picked = [s for s in chosen if s]
-        if set(picked + shared) in own:
+        kept = sorted(picked + shared, key=order.index)
+        if not kept or set(kept) in [set(sentences) for sentences in own]:
             continue
-        label = "; ".join(s.rstrip(".") for s in picked) or "nothing but the shared step"
-        out[f"one skill saying: {label}"] = " ".join(picked + shared)
+        label = "; ".join(s.rstrip(".!?") for s in sorted(picked, key=order.index)) or "nothing but the shared steps"
+        out[f"one skill saying: {label}"] = " ".join(kept)
     return out
 
 
@@ -302,8 +319,6 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     strata), and the skill each turn wrote, counted by task type (does the choice follow the
     input?)."""
 
-    import hashlib
-
     import torch
 
     chat = HFChat(BackendConfig(backend="hf", model=model, temperature=cfg.training.temperature,
@@ -345,11 +360,12 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
             for name in names:
                 counts[str(name)] = counts.get(str(name), 0) + 1
             said_to = told[task_type].setdefault(f"turn {turn + 1}", {})
-            heard = telling(operations) if call else "(no call)"
-            said_to[heard] = said_to.get(heard, 0) + 1
             if call is None:
+                said_to["(no call)"] = said_to.get("(no call)", 0) + 1
                 break  # a turn with no call ends the rollout, as TRL's loop ends it (finish plays the rest)
             answer = env.curate_and_advance(operations)
+            heard = telling(shown_next(setup, env, ids, turn))
+            said_to[heard] = said_to.get(heard, 0) + 1
             messages = messages + [{"role": "assistant", "content": reply.text or "", "tool_calls": [
                 {"id": f"call_{turn}", "type": "function", "function": call}]},
                 {"role": "tool", "name": "curate_and_advance", "content": answer}]
@@ -360,21 +376,31 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
     return outcomes, {"position_3": later, "strata": strata, "written": written, "told": told, "restated": restated}
 
 
-def telling(operations: list) -> str:
-    """What a turn's inserted skills tell the reading executor for each transformation its skills
-    name (the first instruction of that verb with a place: where the executor goes, and what it
-    avoids): "heat: microwave; cool: sinkbasin, not fridge". A skill's name says nothing to the
-    executor (it reads the content), and a sampled turn mixes the skills' sentences under either
-    name (measured), so the name alone misreports what a policy learned."""
-    contents = [str(o.get("content", "")) for o in operations if isinstance(o, dict) and o.get("op") != "delete"]
-    if not contents:
+def telling(skills) -> str:
+    """What `skills`, in the order the executor retrieves them (an earlier skill's word stands),
+    tell the reading executor for each transformation they name: the first instruction of that
+    verb with a place, where the executor goes and what it avoids ("cool: fridge; heat: microwave",
+    verbs sorted). The executor reads a skill's content; the name counts only in retrieval's order,
+    and a sampled turn mixes the two skills' sentences under either name (measured), so the name
+    alone misreports what a policy learned."""
+    if not skills:
         return "(nothing)"
-    verbs = {}
-    for content in contents:  # an earlier skill's word stands, as the executor reads them
-        for act in read_skill(Skill("written", "what a curator turn wrote", content)).acts:
+    verbs: dict = {}
+    for skill in skills:
+        for act in read_skill(skill).acts:
             if act.op in ("heat", "cool", "clean") and act.op not in verbs and act.places and not act.negated:
                 verbs[act.op] = act.places[0] + (f", not {', '.join(act.without)}" if act.without else "")
     return "; ".join(f"{verb}: {tool}" for verb, tool in sorted(verbs.items())) or "(no instruction)"
+
+
+def shown_next(setup, env, ids: list, turn: int) -> list:
+    """The skills the executor retrieves at the position after a curator turn (the repo as the turn
+    left it, rejected operations and all), in retrieval order; the whole repo after the last turn."""
+    repo = state_of(env).repo
+    if turn + 1 >= len(ids):
+        return list(repo.skills)
+    return [hit.skill for hit in Retriever(repo, setup.retrieval_mode).search(setup.games[ids[turn + 1]].task,
+                                                                               setup.top_k)]
 
 
 def _rate(outcomes: dict, seen: dict) -> str:
