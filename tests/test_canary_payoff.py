@@ -187,3 +187,49 @@ def test_the_refusal_names_the_constant_answer_that_comes_closest_to_reading_the
     table = payoff.table({"a near miss": nearly, "as good": dict(right)}, right, tasks)
     with pytest.raises(SkillosError, match="'as good'"):
         payoff.require(table, "curator")
+
+
+def test_recombined_groups_sentences_by_the_instruction_the_executor_reads():
+    """Sentences that open with the same word but instruct different verbs are recombined as
+    different instructions: the skill right for both types is built (it is the one that matters)."""
+    from skillos.training.curator.canary import recombined, telling
+
+    prior = (("a", "First, heat the X with the microwave. First, cool the X with the sinkbasin, not the fridge. "
+                   "Then put it in the Y.", 1, "heat"),
+             ("b", "First, cool the X with the fridge. First, heat the X with the sinkbasin, not the microwave. "
+                   "Then put it in the Y", 1, "cool"))  # its last step without its end mark: the same sentence
+    made = recombined(prior)
+    assert "cool: fridge; heat: microwave" in {telling(skills(("s", t))) for t in made.values()}
+    assert all(t.endswith("Then put it in the Y.") and t.count("Then put it") == 1 for t in made.values())
+    assert len(made) == 3 * 3 - 2
+
+
+def test_the_skills_a_turn_is_judged_by_are_those_retrieved_after_it_in_retrieval_order():
+    """shown_next searches the repo as the turn left it with the next game's task: with both skills
+    in the repo, retrieval (not the order they were inserted in) says whose word stands."""
+    from types import SimpleNamespace
+
+    from skillos.repo import Retriever, SkillRepo
+    from skillos.training.curator import canary
+    from skillos.training.curator.env import CuratorEnv
+
+    repo = SkillRepo(None)
+    for name, content, _, _ in canary.PRIOR:  # microwave-first inserted first
+        repo.insert(name, "a skill", content)
+    task = "heat some mug and put it in cabinet."
+    setup = SimpleNamespace(retrieval_mode="bm25", top_k=5, games={"g2": SimpleNamespace(task=task)})
+    env = CuratorEnv.__new__(CuratorEnv)
+    env._state = SimpleNamespace(repo=repo)
+    shown = canary.shown_next(setup, env, ["g1", "g2", "g3"], 0)
+    assert [s.name for s in shown] == [h.skill.name for h in Retriever(repo, "bm25").search(task, 5)]
+    assert canary.telling(shown) == canary.telling([repo.get(s.name) for s in shown])
+    assert [s.name for s in canary.shown_next(setup, env, ["g1", "g2"], 1)] == [s.name for s in repo.skills]
+
+
+def test_the_refusal_is_held_to_the_skills_it_was_measured_for(monkeypatch):
+    from skillos.training.curator import canary
+
+    assert canary.CANARY.refused  # the shipped skills: measured refused
+    changed = ((canary.PRIOR[0][0], canary.PRIOR[0][1] + " Open it first.", *canary.PRIOR[0][2:]), canary.PRIOR[1])
+    monkeypatch.setattr(canary, "PRIOR", changed)
+    assert canary.CANARY.refused is None  # a rebuilt miniature is judged by its own table, not by this one

@@ -236,7 +236,7 @@ def before_launch(report: Report, config_path: str | None) -> list[dict]:
             merged[(item["owner"], item["command"])] = item
         elif item["check"] not in same["check"].split(", "):
             same["check"] += f", {item['check']}"
-    return sorted(merged.values(), key=lambda item: item["owner"] == "person")  # the person approves last
+    return sorted(merged.values(), key=lambda item: item["owner"] == "person")  # a person's steps last (approval, an override)
 
 
 def last_canary(cfg) -> dict | None:

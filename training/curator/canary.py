@@ -47,7 +47,7 @@ from skillos.evals.backends.hf_chat import HFChat
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
 from skillos.evals.envs.household.heuristic.reading import read as read_skill
 from skillos.evals.envs.registry import environment
-from skillos.repo import Retriever
+from skillos.repo import Retriever, Skill
 from skillos.safety import Ticker
 from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
 from skillos.training.common.warmup import warm_up
@@ -237,33 +237,51 @@ def _sentences(text: str) -> list:
     return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
 
 
+def _same(sentence: str) -> str:
+    """A sentence as compared with another: its end mark does not make it another sentence."""
+    return sentence.rstrip(".!? ").strip()
+
+
+def _verb(sentence: str) -> str:
+    """The instruction a sentence gives, as the reading executor reads it: its first act's verb
+    ("First, heat the X..." is a heat instruction), else its first word."""
+    acts = read_skill(Skill("sentence", "one sentence of a skill", sentence)).acts
+    return acts[0].op if acts else sentence.split()[0].lower()
+
+
 def recombined(prior=PRIOR) -> dict:
     """Constant skills made of the prior skills' own sentences, recombined: one skill holding, for
-    each instruction verb (a sentence's first word), none or one of the sentences the skills give
-    it, in the prior's order, with the sentences every skill shares ("Then put it in the Y.") kept,
-    except the prior skills themselves and an empty skill. A sampled turn mixes the skills'
-    sentences (measured: a turn naming fridge-first wrote "Heat the X with the microwave. Heat the X
-    with the sinkbasin, not the fridge."), and the reading executor takes from a skill each
-    instruction its task's verb concerns, so one such skill can be right for every type: a constant
-    answer the payoff table must hold. {label: content}."""
+    each instruction verb (as the reading executor reads it), none or one of the sentences the
+    skills give it, with the sentences every skill shares ("Then put it in the Y.") kept, each
+    sentence near the place it has in the skills (its mean relative position), except the prior
+    skills themselves and an empty skill. A sampled turn mixes the skills' sentences (measured: a
+    turn naming fridge-first wrote "Heat the X with the microwave. Heat the X with the sinkbasin,
+    not the fridge."), and the reading executor takes from a skill each instruction its task's verb
+    concerns, so one such skill can be right for every type: a constant answer the payoff table
+    must hold. {label: content}."""
     own = [_sentences(content) for _, content, _, _ in prior]
-    first = list(dict.fromkeys(s for sentences in own for s in sentences))  # every sentence once, first seen first
-    # a sentence keeps the place it has in its own skill (the shared last step stays last)
-    place = {s: (next(ss.index(s) for ss in own if s in ss), first.index(s)) for s in first}
+    said = [[_same(s) for s in sentences] for sentences in own]
+    text: dict = {}  # a sentence as compared -> its text as first written
+    for sentences in own:
+        for sentence in sentences:
+            text.setdefault(_same(sentence), sentence)
+    first = list(text)
+    place = {s: (sum(ss.index(s) / len(ss) for ss in said if s in ss) / sum(s in ss for ss in said), first.index(s))
+             for s in first}
     order = sorted(first, key=place.get)
-    shared = [s for s in order if all(s in sentences for sentences in own)]
+    shared = [s for s in order if all(s in ss for ss in said)]
     by_verb: dict = {}
     for sentence in order:
         if sentence not in shared:
-            by_verb.setdefault(sentence.split()[0].lower(), []).append(sentence)
+            by_verb.setdefault(_verb(text[sentence]), []).append(sentence)
     out = {}
-    for chosen in itertools.product(*[[None, *said] for said in by_verb.values()]):
+    for chosen in itertools.product(*[[None, *options] for options in by_verb.values()]):
         picked = [s for s in chosen if s]
         kept = sorted(picked + shared, key=order.index)
-        if not kept or set(kept) in [set(sentences) for sentences in own]:
+        if not kept or set(kept) in [set(ss) for ss in said]:
             continue
-        label = "; ".join(s.rstrip(".!?") for s in sorted(picked, key=order.index)) or "nothing but the shared steps"
-        out[f"one skill saying: {label}"] = " ".join(kept)
+        label = "; ".join(_same(text[s]) for s in sorted(picked, key=order.index)) or "nothing but the shared steps"
+        out[f"one skill saying: {label}"] = " ".join(text[s] for s in kept)
     return out
 
 
@@ -395,7 +413,9 @@ def telling(skills) -> str:
 
 def shown_next(setup, env, ids: list, turn: int) -> list:
     """The skills the executor retrieves at the position after a curator turn (the repo as the turn
-    left it, rejected operations and all), in retrieval order; the whole repo after the last turn."""
+    left it, rejected operations and all), in retrieval order; the whole repo after the last turn.
+    Searched with the game's task, the query the runner's play uses for the canary's generated games
+    (their task is the engine's goal)."""
     repo = state_of(env).repo
     if turn + 1 >= len(ids):
         return list(repo.skills)
