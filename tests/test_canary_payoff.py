@@ -204,26 +204,22 @@ def test_recombined_groups_sentences_by_the_instruction_the_executor_reads():
     assert len(made) == 3 * 3 - 2
 
 
-def test_the_skills_a_turn_is_judged_by_are_those_retrieved_after_it_in_retrieval_order():
-    """shown_next searches the repo as the turn left it with the next game's task: with both skills
-    in the repo, retrieval (not the order they were inserted in) says whose word stands."""
+def test_the_skills_a_turn_is_judged_by_are_those_the_next_play_retrieved_in_its_order():
+    """`shown` reads what the position after the turn was given, in the executor's order (an earlier
+    skill's word stands), not the order the turn inserted them in."""
     from types import SimpleNamespace
 
-    from skillos.repo import Retriever, SkillRepo
+    from skillos.repo import SkillRepo
     from skillos.training.curator import canary
     from skillos.training.curator.env import CuratorEnv
 
     repo = SkillRepo(None)
     for name, content, _, _ in canary.PRIOR:  # microwave-first inserted first
         repo.insert(name, "a skill", content)
-    task = "heat some mug and put it in cabinet."
-    setup = SimpleNamespace(retrieval_mode="bm25", top_k=5, games={"g2": SimpleNamespace(task=task)})
     env = CuratorEnv.__new__(CuratorEnv)
-    env._state = SimpleNamespace(repo=repo)
-    shown = canary.shown_next(setup, env, ["g1", "g2", "g3"], 0)
-    assert [s.name for s in shown] == [h.skill.name for h in Retriever(repo, "bm25").search(task, 5)]
-    assert canary.telling(shown) == canary.telling([repo.get(s.name) for s in shown])
-    assert [s.name for s in canary.shown_next(setup, env, ["g1", "g2"], 1)] == [s.name for s in repo.skills]
+    env._state = SimpleNamespace(repo=repo, retrieved=[[], ["fridge-first", "microwave-first"]])
+    assert [s.name for s in canary.shown(env)] == ["fridge-first", "microwave-first"]
+    assert canary.telling(canary.shown(env)) == "cool: fridge; heat: sinkbasin, not microwave"
 
 
 def test_the_refusal_is_held_to_the_skills_it_was_measured_for(monkeypatch):

@@ -186,6 +186,11 @@ def test_curate_and_advance_applies_ops_then_plays_the_next_task(setup):
     assert "- insert find-things: ok" in text and "- update find-things: ok" in text
     assert "- insert Bad Name: refused" in text and "- delete missing: refused" in text
     assert "invalid operation" in text and "Task 2 of 3:" in text
+    from skillos.training.curator.env import state_of
+
+    # each played position keeps the skill names its executor got: none at the first, the repo's after
+    assert state_of(env).retrieved[0] == [] and state_of(env).retrieved[1] in ([], ["find-things"])
+    assert f"Skills retrieved: {', '.join(state_of(env).retrieved[1]) or '(none)'}" in text
     rollout = finish(env)  # the curator quits: position 3 is played with the repo frozen
     assert len(rollout.positions) == 3 and all(p is not None for p in rollout.positions)
     assert (rollout.ops_valid, rollout.ops_total) == (2, 6)  # 5 ops, and the turn that made no call

@@ -45,9 +45,9 @@ from skillos.config.loading import load, with_sets
 from skillos.evals.backends.chat import BackendError
 from skillos.evals.backends.hf_chat import HFChat
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
-from skillos.evals.envs.household.heuristic.reading import read as read_skill
+from skillos.evals.envs.household.heuristic.reading import TRANSFORMS, read as read_skill
 from skillos.evals.envs.registry import environment
-from skillos.repo import Retriever, Skill
+from skillos.repo import Skill
 from skillos.safety import Ticker
 from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
 from skillos.training.common.warmup import warm_up
@@ -382,7 +382,7 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
                 said_to["(no call)"] = said_to.get("(no call)", 0) + 1
                 break  # a turn with no call ends the rollout, as TRL's loop ends it (finish plays the rest)
             answer = env.curate_and_advance(operations)
-            heard = telling(shown_next(setup, env, ids, turn))
+            heard = telling(shown(env))
             said_to[heard] = said_to.get(heard, 0) + 1
             messages = messages + [{"role": "assistant", "content": reply.text or "", "tool_calls": [
                 {"id": f"call_{turn}", "type": "function", "function": call}]},
@@ -406,21 +406,16 @@ def telling(skills) -> str:
     verbs: dict = {}
     for skill in skills:
         for act in read_skill(skill).acts:
-            if act.op in ("heat", "cool", "clean") and act.op not in verbs and act.places and not act.negated:
+            if act.op in TRANSFORMS and act.op not in verbs and act.places and not act.negated:
                 verbs[act.op] = act.places[0] + (f", not {', '.join(act.without)}" if act.without else "")
     return "; ".join(f"{verb}: {tool}" for verb, tool in sorted(verbs.items())) or "(no instruction)"
 
 
-def shown_next(setup, env, ids: list, turn: int) -> list:
-    """The skills the executor retrieves at the position after a curator turn (the repo as the turn
-    left it, rejected operations and all), in retrieval order; the whole repo after the last turn.
-    Searched with the game's task, the query the runner's play uses for the canary's generated games
-    (their task is the engine's goal)."""
-    repo = state_of(env).repo
-    if turn + 1 >= len(ids):
-        return list(repo.skills)
-    return [hit.skill for hit in Retriever(repo, setup.retrieval_mode).search(setup.games[ids[turn + 1]].task,
-                                                                               setup.top_k)]
+def shown(env) -> list:
+    """The skills the executor got at the position played last (after a curator turn: the repo as
+    the turn left it, rejected operations and all), in its retrieval order: read from the play."""
+    state = state_of(env)
+    return [state.repo.get(name) for name in state.retrieved[-1]]
 
 
 def _rate(outcomes: dict, seen: dict) -> str:
@@ -428,7 +423,7 @@ def _rate(outcomes: dict, seen: dict) -> str:
     types = ", ".join(f"{_short(t)}: " + ", ".join(f"{turn} {counts}" for turn, counts in by_turn.items())
                       for t, by_turn in seen["written"].items())
     said = seen["restated"]
-    first = "; ".join(f"{_short(t)}: {by_turn.get('turn 1', {})}" for t, by_turn in seen.get("told", {}).items())
+    first = "; ".join(f"{_short(t)}: {by_turn.get('turn 1', {})}" for t, by_turn in seen["told"].items())
     return (f"{sum(measured)}/{len(measured)} won ({len(outcomes) - len(measured)} unmeasured); said the task's "
             f"type in {said['right']} of {said['of']} turns; wrote {types}; the first turn's skills told the "
             f"executor {first}")

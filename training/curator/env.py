@@ -63,6 +63,7 @@ class RolloutState:
     task_type: str
     repo: SkillRepo = field(default_factory=lambda: SkillRepo(None))
     positions: list = field(default_factory=list)  # True / False / None per played position
+    retrieved: list = field(default_factory=list)  # per played position, the skill names the executor got, in order
     ops_valid: int = 0
     ops_total: int = 0
     contents: list = field(default_factory=list)  # inserted/updated skill texts, for the judge
@@ -135,6 +136,7 @@ class CuratorEnv:
         traj = plays.play(played, game, s.executor, state.repo, s.retrieval_mode, s.max_steps, s.top_k) \
             if s.keep_plays else played()
         state.positions.append(traj.won)
+        state.retrieved.append(list(traj.retrieved))
         state.coerced_actions += traj.coerced
         text = curator_input(traj, len(state.positions), len(state.game_ids), s.history_length)
         state.input_words += len(text.split())
