@@ -6,12 +6,14 @@ Two forms of the same operations:
 * `curate_and_advance(operations)` with operations `{op: insert|update|delete, skill_name,
   content?, new_name?, new_content?}` (the training environment's one tool).
 `ops_from_tool_calls` maps either to the list form; `apply_op` applies one to a skill repo and
-says what happened in one line.
+says what happened in one line. A `Capacity` bounds what the repo may tell the executor: a write
+past it is refused like any other, and the repo is left as it was.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from skillos.repo import SkillRepo, parse_skill
 from skillos.repo.skill import SkillError
@@ -118,7 +120,38 @@ def ops_from_tool_calls(calls: list[dict]) -> list:
     return ops
 
 
-def apply_op(repo: SkillRepo, op) -> Applied:
+@dataclass(frozen=True)
+class Capacity:
+    """The most procedures a skill repo may tell the executor (`most`), counted by its
+    environment's reader (`instructs`: skill -> the procedures it says how to do, household:
+    heat / cool / clean / look); `key` is the setting that set it, named in a refusal."""
+
+    most: int
+    instructs: Callable
+    key: str
+
+    def over(self, repo: SkillRepo) -> list | None:
+        """The procedures `repo` tells, sorted, when they are more than `most`; else None."""
+        told = sorted(set().union(*[self.instructs(s) for s in repo.skills]))
+        return told if len(told) > self.most else None
+
+
+def apply_op(repo: SkillRepo, op, capacity: Capacity | None = None) -> Applied:
+    """Apply one operation to `repo`; with `capacity`, a write that would leave the repo telling
+    more procedures than it holds is refused and changes nothing."""
+    if capacity is None:
+        return _apply(repo, op)
+    trial = repo.copy()
+    applied = _apply(trial, op)
+    told = capacity.over(trial) if applied.ok else None
+    if told is not None:
+        kind, name = op["op"], str(op["skill_name"])
+        return Applied(False, f"- {kind} {name}: refused: the skills would tell how to {', '.join(told)}; the repo "
+                              f"holds at most {capacity.most} ({capacity.key})")
+    return _apply(repo, op) if applied.ok else applied
+
+
+def _apply(repo: SkillRepo, op) -> Applied:
     if not isinstance(op, dict) or op.get("op") not in OPS or not op.get("skill_name") \
             or not isinstance(op.get("skill_name"), str):
         return Applied(False, f"- invalid operation {str(op)[:80]!r}: needs op (insert|update|delete) "
@@ -196,8 +229,6 @@ def check_surface(model: str | None, tools: str) -> None:
     marker = Path(model or "").expanduser() / SURFACE_FILE
     if not model or not marker.is_file():
         return
-    import json
-
     trained = read_json_file(marker, "curator checkpoint marker", 1 << 16).get("tools")
     if trained and trained != tools:
         raise SkillosError(f"curator {model}: trained on the {trained} tool surface, configured with "

@@ -88,6 +88,10 @@ class Environment(Protocol):
     def turns(self, cfg) -> int:
         """The executor turns one task may take (household: env.max_steps; reasoning: 1)."""
 
+    # Optional: `instructs(skill) -> frozenset`, the procedures a skill tells its executor how to
+    # do, read as its executor reads them; an environment without it cannot bound a training
+    # repo by training.max_instructions (a one-line error when a config sets it).
+
 
 def environment(name_or_cfg) -> Environment:
     """The environment of a name or of a config (its env.name)."""

@@ -56,6 +56,11 @@ class TrainingConfig:
     curriculum: str = field(default="none", metadata={"choices": CURRICULA, 
         "help": "the order of the groups: none (TRL shuffles them) | easy_first (the curriculum ablation: shortest "
                 "expert walkthrough first, unshuffled)"})
+    max_instructions: int | None = field(default=None, metadata={"bounds": (1, 1_000), 
+        "help": "the most procedures (household: heat, cool, clean, look) the skill repo of a curator rollout may "
+                "tell the executor, as its environment reads them; a write past it is refused and changes nothing. "
+                "None: no bound. The curator canary's miniature holds one, so no one skill is right for both its "
+                "task types"})
     max_completion_length: int | None = field(default=None, metadata={"bounds": (1, 1 << 22), 
         "help": "TRL GRPOConfig.max_completion_length: TRL caps the whole multi-turn rollout with it"})
     max_turn_tokens: int | None = field(default=None, metadata={"bounds": (1, 1 << 22), 

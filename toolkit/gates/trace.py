@@ -235,7 +235,7 @@ def _model(t: Tracer, key, value):
                value, "read as configured; resolved to a local folder at launch")
 
 
-@resolver(r"^(training\.(group_size|grouping|curriculum)|reward\.lambda_(fc|cnt|comp))$")
+@resolver(r"^(training\.(group_size|grouping|curriculum|max_instructions)|reward\.lambda_(fc|cnt|comp))$")
 def _method_key(t: Tracer, key, value):
     """A key only some methods' trainers read, each resolved by its method's trace module: this
     trainer's method resolves none, so the value reaches no code."""

@@ -30,7 +30,7 @@ from skillos.training.common.prompt_cap import config_class
 # TrainingConfig fields that are skillos's own, not GRPOConfig arguments. max_prompt_length is an
 # argument: of SkillosGRPOConfig (training/common/prompt_cap.py), which applies it (TRL 1.16's has none).
 NOT_GRPO = {"model", "output_dir", "group_size", "resume_from_checkpoint", "checkpoint_gb", "lora", "max_turn_tokens",
-            "grouping", "curriculum",
+            "grouping", "curriculum", "max_instructions",
             "rollout_concurrency", "max_signal_free_steps", "format_warmup_steps", "format_warmup_learning_rate",
             "async_rollouts", "max_staleness"}
 

@@ -5,13 +5,13 @@ CPU model can learn.
 The miniature, and why. The tiny model (0.4M parameters, random init) cannot invent prose, so
 it starts from a supervised warm-up on the real curator inputs of 80 train groups, each answered
 with one of two short, well-formed skills in plain English, evenly: the miniature's stand-in for a
-pretrained model's prior. Each skill does its own task type's transformation with the right
-appliance and sends the other type's to the sink instead, so the reading executor follows a
-wrong-type skill into the wrong appliance: one skill helps one type and misleads the other, both
-together mislead one type, and no skill leaves both to trial and error. The payoff table (printed
-before every run, training/canary/payoff.py) shows every such constant answer losing a type
-detectably; the canary's strata are the task types, and each must improve on its own
-(training/canary RULE). The curator reads each game's task, skills, step count and result, not its
+pretrained model's prior. Each skill tells the executor one procedure, its own task type's (heat
+with the microwave, clean with the sinkbasin), and the repo holds one procedure
+(training.max_instructions 1), so a skill right for one type leaves the other to trial and error
+within env.max_steps 27, and no skill (written, or recombined from the two skills' sentences) is
+right for both. The payoff table (printed before every run, training/canary/payoff.py) shows every
+such constant answer losing a type detectably; the canary's strata are the task types, and each
+must improve on its own (training/canary RULE). The curator reads each game's task, skills, step count and result, not its
 steps (curator.history_length 0), and each warm-start turn first says the task's type, those words
 weighted as the rest of the turn (warmup.weigh_content), from a model that attends to its last
 canary.attention_window tokens: without these a random-init model did not find the task's word in
@@ -19,8 +19,8 @@ its prompt (measured, docs/canaries.md).
 
 Each rollout is a group of |G| = 3: the curator writes after position 1, reads position 2's
 result from its tool call (the kept tool result: masked in the loss, the pipeline's later turn)
-and writes again before position 3; the warm-up covers that second turn too (the other skill
-inserted, or the same one kept). Two prompts per step. What GRPO can learn is which skill to
+and writes again before position 3; the warm-up covers that second turn too (the skill replaced
+by the other, or kept). Two prompts per step. What GRPO can learn is which skill to
 write for which task, and it learns it only through r_task. The metric, declared here: executor
 success at position 2 of held-out groups (valid_seen: games train never plays, in its floor
 plans; in valid_unseen rooms the executor runs out of steps searching and neither skill moves it,
@@ -47,7 +47,7 @@ from skillos.evals.backends.hf_chat import HFChat
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
 from skillos.evals.envs.household.heuristic.reading import TRANSFORMS, read as read_skill
 from skillos.evals.envs.registry import environment
-from skillos.repo import Skill
+from skillos.repo import Skill, SkillRepo
 from skillos.safety import Ticker
 from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
 from skillos.training.common.warmup import warm_up
@@ -57,23 +57,19 @@ from skillos.training.curator.trainer import train
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-curator.yaml"
 # The skills the warm start writes, the task type each is right for, and how often (its prior):
-# short, so the tiny model writes them well-formed when it samples. Each does its own type's
-# transformation with the right appliance and sends the other type's to the sink instead of its
-# appliance, so the reading executor follows a wrong-type skill into the wrong appliance
-# (reading.guidance: the tool and what to avoid). So no constant answer wins every stratum: one
-# skill helps one type and misleads the other, both together mislead one of them (an earlier
-# skill's word stands), and no skill leaves both to trial and error (the payoff table, printed
-# before every run, measures it on the held-out groups; docs/canaries.md has the tuning split's).
-# The prior is even, and the names carry no task word, so retrieval cannot pick for the executor.
+# short, so the tiny model writes them well-formed when it samples. Each tells the executor one
+# procedure, its own type's, with the right appliance; the miniature's repo holds one procedure
+# (training.max_instructions 1: a write that would tell two is refused and changes nothing), so no
+# skill, written or recombined from these sentences, is right for both types: the reading executor
+# keys each instruction by the verb its task names, and a skill telling both verbs was right for
+# both types whatever the task (measured at stop 74). The payoff table, printed before every run,
+# measures each constant answer losing a type on the held-out groups; docs/canaries.md has the
+# tuning split's. The prior is even, and the names carry no task word, so retrieval cannot pick for
+# the executor.
 PRIOR = (
-    ("microwave-first", "Heat the X with the microwave. Cool the X with the sinkbasin, not the fridge. "
-                        "Then put it in the Y.", 1, "pick_heat_then_place_in_recep"),
-    ("fridge-first", "Cool the X with the fridge. Heat the X with the sinkbasin, not the microwave. "
-                     "Then put it in the Y.", 1, "pick_cool_then_place_in_recep"),
+    ("way-a", "Heat the X with the microwave. Then put it in the Y.", 1, "pick_heat_then_place_in_recep"),
+    ("way-b", "Clean the X with the sinkbasin. Then put it in the Y.", 1, "pick_clean_then_place_in_recep"),
 )
-# The PRIOR the curator canary's payoff table was measured to refuse (sha256 of its repr, 16 hex;
-# CuratorCanary.refused): docs/canaries.md has the table
-REFUSED_PRIOR = "e7e3f54c49f33655"
 # --quick: the same pipeline at a size that runs in minutes (CI's slow suite): its weights move
 # (the warm start covers 4 train groups; 60 steps on 2 wrote no call and no step had a gradient,
 # measured), but 4 held-out groups of 3 cannot show learning (smallest p 0.125).
@@ -96,17 +92,6 @@ class CuratorCanary(Canary):
     measured = {False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, commit c427186; "
                               "2.3 GB resident at most"),
                 True: (132, "at its quick size, its slow test on 2 CPU cores, commit c427186")}
-    @property
-    def refused(self) -> str | None:
-        """Measured at stop 74 on the tuning split for PRIOR as it is (REFUSED_PRIOR): said while the
-        skills are those, so a rebuilt miniature is not called refused before its table is played."""
-        if hashlib.sha256(repr(PRIOR).encode()).hexdigest()[:16] != REFUSED_PRIOR:
-            return None
-        return ("payoff table holds a constant answer that ties reading the task: one skill of the two skills' "
-                "own sentences recombined, right for both types (51 of 72 held-out groups, as the input-dependent "
-                "answer; tuning split, measured at stop 74), so the canary refuses before training until its "
-                "miniature is rebuilt (docs/canaries.md)")
-
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
         cfg = load(CONFIG, sets=(QUICK if quick else []) + (ASYNC if variant == "async" else []))
@@ -176,7 +161,8 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     warm-up group, every first call, and after each first call's real tool result (position 2
     played with that skill) every second call: the other skill inserted, or the same one kept
     (an empty call). So the model writes the call at every turn a rollout reaches and chooses
-    nothing by its input. Each turn first says the task's type in a few words (`said`): a random-
+    nothing by its input (the second turn replaces the first skill with the other by an update: a
+    second skill's procedure would pass training.max_instructions). Each turn first says the task's type in a few words (`said`): a random-
     init model cannot find one word in a prompt of ~1,500 tokens from the reward alone (measured:
     not learned in 20 steps), a pretrained one reads it; this teaches the reading, not the choice,
     which stays even between the skills whatever the type said."""
@@ -200,9 +186,10 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
             first = messages + [_call(name, content, len(conversations), said)]
             answer = env.curate_and_advance(_operations(name, content))
             then = first + [{"role": "tool", "name": "curate_and_advance", "content": answer}]
-            for second, text, again, _ in PRIOR:  # the same skill again: keep it (inserting it twice is refused)
+            for second, text, again, _ in PRIOR:  # the same skill again: keep it; the other: replace it
                 for _ in range(weight * again):
-                    conversations.append(then + [_call(second, text, len(conversations), said, keep=second == name)])
+                    conversations.append(then + [_call(second, text, len(conversations), said, keep=second == name,
+                                                       replacing=name)])
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
             steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
@@ -221,14 +208,18 @@ def _opening(system: str):
     return lambda text: [{"role": "system", "content": system}, {"role": "user", "content": user + text}]
 
 
-def _operations(name: str, content: str) -> list:
+def _operations(name: str, content: str, replacing: str | None = None) -> list:
+    if replacing:
+        return [{"op": "update", "skill_name": replacing, "new_name": name, "new_content": content}]
     return [{"op": "insert", "skill_name": name, "content": content}]
 
 
-def _call(name: str, content: str, index: int, said: str = "", keep: bool = False) -> dict:
+def _call(name: str, content: str, index: int, said: str = "", keep: bool = False,
+          replacing: str | None = None) -> dict:
     """An assistant turn saying `said`, then calling curate_and_advance to insert one skill
-    (`keep`: to change nothing), the warm start's target."""
-    call = {"name": "curate_and_advance", "arguments": {"operations": [] if keep else _operations(name, content)}}
+    (`replacing`: in place of that one; `keep`: to change nothing), the warm start's target."""
+    operations = [] if keep else _operations(name, content, replacing)
+    call = {"name": "curate_and_advance", "arguments": {"operations": operations}}
     return {"role": "assistant", "content": said, "tool_calls": [{"id": f"call_{index}", "type": "function",
                                                                   "function": call}]}
 
@@ -310,13 +301,23 @@ def payoff(cfg, held_out, echo=None) -> dict:
 
     outcomes = {}
     for answer, names in answers.items():
-        outcomes[answer] = {ids[1]: second_position(t, ids, names) for t, ids in groups}
+        refused = setup.capacity is not None and _refused(setup.capacity, [texts[n] for n in names])
+        label = answer + (f" (refused past the {refused}: the repo stays as before)" if refused else "")
+        outcomes[label] = {ids[1]: second_position(t, ids, names) for t, ids in groups}
     right = {t: [n for n, (_, _, for_type) in skills.items() if for_type == t] for t, _ in groups}
     dependent = {ids[1]: second_position(t, ids, right[t][:1]) for t, ids in groups}
     made = table.table(outcomes, dependent, {ids[1]: t for t, ids in groups})
     for line in table.lines(made):
         (echo or print)(f"canary curator: {line}")
     return made
+
+
+def _refused(capacity, texts: list) -> str | None:
+    """The capacity a constant answer's skills pass (the last of them is refused), named; else None."""
+    repo = SkillRepo(None)
+    for i, text in enumerate(texts):
+        repo.insert(f"answer-{i}", "one constant answer", text)
+    return f"{capacity.key} {capacity.most}" if capacity.over(repo) else None
 
 
 def held_out_groups(held_out, size: int) -> list:
@@ -370,7 +371,8 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
                          and isinstance(c["arguments"], dict)), None)
             operations = (call or {}).get("arguments", {}).get("operations") or []
             operations = operations if isinstance(operations, list) else []
-            names = ([o.get("skill_name") for o in operations if isinstance(o, dict)] or ["(nothing)"]) if call \
+            names = ([o.get("new_name") or o.get("skill_name") for o in operations if isinstance(o, dict)]
+                     or ["(nothing)"]) if call \
                 else ["(no call)"]
             restated["of"] += 1
             restated["right"] += (reply.text or "").strip() == said_type(task_type)

@@ -19,7 +19,8 @@ import contextlib
 import threading
 from dataclasses import dataclass, field
 
-from skillos.evals.curation import apply_op, curator_input, ops_from_tool_calls
+from skillos.errors import SkillosError
+from skillos.evals.curation import Capacity, apply_op, curator_input, ops_from_tool_calls
 from skillos.evals.runner import play
 from skillos.repo import Retriever, SkillRepo
 from skillos.training.curator import plays
@@ -48,6 +49,7 @@ class Setup:
     # environment whose game files decide its plays, with a deterministic executor
     keep_plays: bool = False
     engine_pool: object = None  # the engine worker processes make_env's games run in (None: this process)
+    capacity: Capacity | None = None  # training.max_instructions: what a rollout's repo may tell the executor
 
     def close(self) -> None:
         """Stop the engine workers, if any (idempotent; interpreter exit stops them too)."""
@@ -122,7 +124,7 @@ class CuratorEnv:
             # the eval path's normalisation: a non-list becomes one refused operation, and edits past
             # MAX_OPS_PER_CALL are refused (counted in ops_total), not applied
             ops = ops_from_tool_calls([{"name": "curate_and_advance", "arguments": {"operations": operations}}])
-            results = [_apply(state, op) for op in ops]
+            results = [_apply(state, op, self._setup.capacity) for op in ops]
             return "\n".join(["Operations:"] + (results or ["(none)"]) + ["", self._advance()])
 
     # -- not tools ---------------------------------------------------------------------------
@@ -159,7 +161,18 @@ def make_setup(cfg, games, gauge=None) -> Setup:
                  pool.make_env if pool is not None else lambda: env.make_env(games), high, settings["max_steps"],
                  settings["top_k"], settings["retrieval_mode"], low if low != high else None,
                  cfg.curator.history_length, getattr(env, "replayable", False) and plays.deterministic(executor),
-                 pool)
+                 pool, capacity(cfg, env))
+
+
+def capacity(cfg, env) -> Capacity | None:
+    """training.max_instructions as the rollouts apply it: counted by the environment's reader."""
+    most = cfg.training.max_instructions
+    if most is None:
+        return None
+    if not callable(getattr(env, "instructs", None)):
+        raise SkillosError(f"training.max_instructions: env {env.name} cannot say what a skill tells its executor "
+                           "(its environment has no instructs); unset it")
+    return Capacity(most, env.instructs, "training.max_instructions")
 
 
 def refuses_game(cfg, train, game, executor) -> bool:
@@ -220,9 +233,9 @@ def finish(env: CuratorEnv) -> Rollout:
                    state.input_words, state.coerced_actions)
 
 
-def _apply(state: RolloutState, op) -> str:
+def _apply(state: RolloutState, op, capacity: Capacity | None = None) -> str:
     state.ops_total += 1
-    applied = apply_op(state.repo, op)
+    applied = apply_op(state.repo, op, capacity)
     state.ops_valid += applied.ok
     if applied.content is not None:
         state.contents.append(applied.content)

@@ -38,6 +38,14 @@ def curriculum(t, key, value):
                f"shuffle_dataset {getattr(args, 'shuffle_dataset', None)}", applied=unshuffled == (value != "none"))
 
 
+@resolver(r"^training\.max_instructions$")
+def max_instructions(t, key, value):
+    """The bound as the rollouts' repo writes apply it (the setup's capacity)."""
+    held = make_setup(t.cfg, []).capacity
+    return row(key, value, "training/curator/env.py CuratorEnv: each write through evals/curation.apply_op(capacity=)",
+               None if held is None else held.most)
+
+
 @resolver(r"^curator\.history_length$")
 def curator_history(t, key, value):
     """The trajectory steps the training curator reads after each game: a probe game of 50 steps

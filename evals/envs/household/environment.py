@@ -13,6 +13,7 @@ from skillos.evals.curation import CURATOR_SYSTEM
 from skillos.evals.envs.alfworld import games, scenes
 from skillos.evals.envs.alfworld.env import AlfworldEnv
 from skillos.evals.envs.household.heuristic import HeuristicCurator, HeuristicExecutor
+from skillos.evals.envs.household.heuristic.reading import procedures
 from skillos.evals.envs.household.llm import LLMExecutor
 
 
@@ -26,6 +27,10 @@ class Household:
     @property
     def curator_system(self) -> str:
         return CURATOR_SYSTEM
+
+    def instructs(self, skill) -> frozenset:
+        """The procedures a skill tells the executor how to do (training.max_instructions counts them)."""
+        return procedures(skill)
 
     def data_missing(self, cfg, split: str) -> str | None:
         if cfg.env.data != "official":

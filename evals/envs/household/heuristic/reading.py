@@ -411,6 +411,16 @@ def _read(name: str, description: str, body: str) -> Reading:
     return reading
 
 
+def procedures(skill) -> frozenset:
+    """The procedures `skill` tells the executor how to do (or not to do): each transformation
+    an instruction of it names (heat, cool, clean) and "look" where it says to use a lamp, as a
+    task of that kind takes them (`guidance`). What a skill-repo capacity counts."""
+    acts = read(skill).acts
+    lamps = {"desklamp", "floorlamp"}
+    return frozenset({a.op for a in acts if a.op in TRANSFORMS}
+                     | ({"look"} if any(a.op in ("use", "examine") and lamps & set(a.nouns) for a in acts) else set()))
+
+
 def _instead(when: list[Act], then: list[Act]) -> list[Act]:
     """'To heat an object, use the microwave': the instruction is the heating, with that tool."""
     for act in when:
