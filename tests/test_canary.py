@@ -365,11 +365,15 @@ def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(sk
 
 
 def test_a_refusal_says_when_the_canary_it_names_is_refused_by_its_own_payoff_table(monkeypatch, skillos_home):
-    """The curator's miniature is refused by its payoff table (a recombined skill ties reading the
-    task, measured): gate 6 says so instead of sending a person to run a canary that cannot pass."""
+    """A miniature measured to be refused by its payoff table (as the curator's was at stop 74: a
+    recombined skill tied reading the task): gate 6 says so instead of sending a person to run a
+    canary that cannot pass."""
     from skillos.training.curator.canary import CuratorCanary
 
     cfg = config.load(PAPER)
+    assert CuratorCanary.refused is None  # the rebuilt miniature: not refused
+    monkeypatch.setattr(CuratorCanary, "refused", "payoff table holds a constant answer that ties reading the task, "
+                        "so the canary refuses before training until its miniature is rebuilt")
     detail = recipe(gates.check(cfg)).detail
     assert "refuses before training until its miniature is rebuilt" in detail and "then launch again" not in detail
     assert "only a person's --override recipe-learns" in detail

@@ -141,21 +141,48 @@ def skills(*pairs):
     return [Skill(name, "what a curator turn wrote", text) for name, text in pairs]
 
 
+# the stop-74 prior: each skill right for its type and misleading the other; its recombinations
+# held a skill right for both types (measured), which is why the miniature now bounds its repo
+MIXED = (("microwave-first", "Heat the X with the microwave. Cool the X with the sinkbasin, not the fridge. "
+                             "Then put it in the Y.", 1, HEAT),
+         ("fridge-first", "Cool the X with the fridge. Heat the X with the sinkbasin, not the microwave. "
+                          "Then put it in the Y.", 1, COOL))
+
+
 def test_the_curator_table_holds_skills_recombined_from_the_priors_own_sentences():
     """A sampled turn mixes the two skills' sentences (measured), and the reading executor takes from
     a skill each instruction its task's verb concerns: one skill of the right sentences is a constant
     answer right for both types, so the table must hold it (it did not, and it ties reading the input)."""
-    from skillos.training.curator.canary import PRIOR, recombined, telling
+    from skillos.training.curator.canary import recombined, telling
 
-    made = recombined()
+    made = recombined(MIXED)
     told = {telling(skills(("s", text))) for text in made.values()}
     assert "cool: fridge; heat: microwave" in told  # right for both types, whatever the task
     assert all(text.endswith("Then put it in the Y.") for text in made.values())  # the step every skill shares
     assert all(text.count("Then put it in the Y.") == 1 for text in made.values())
-    prior = {telling(skills((n, c))) for n, c, _, _ in PRIOR}
+    prior = {telling(skills((n, c))) for n, c, _, _ in MIXED}
     assert prior == {"cool: sinkbasin, not fridge; heat: microwave", "cool: fridge; heat: sinkbasin, not microwave"}
     assert not prior & told  # the prior skills are tabulated by their names, not again here
     assert len(made) == 3 * 3 - 2  # none or one of each verb's two sentences, less the two prior skills
+
+
+def test_the_shipped_miniature_has_no_skill_right_for_both_types_within_its_repos_bound():
+    """The shipped prior's skills each tell one procedure, and every recombination that tells both
+    is past the miniature's bound (training.max_instructions 1), so the environment refuses it."""
+    from skillos.evals.curation import Capacity
+    from skillos.evals.envs.household.heuristic.reading import procedures
+    from skillos.repo import SkillRepo
+    from skillos.training.curator.canary import CANARY, PRIOR, recombined, telling
+
+    assert CANARY.config().training.max_instructions == 1
+    bound = Capacity(1, procedures, "training.max_instructions")
+    assert [telling(skills((n, c))) for n, c, _, _ in PRIOR] == ["heat: microwave", "clean: sinkbasin"]
+    for text in recombined().values():
+        repo = SkillRepo(None)
+        repo.insert("s", "a skill", text)
+        told = telling(repo.skills)
+        assert (bound.over(repo) is not None) == (told == "clean: sinkbasin; heat: microwave"), told
+    assert "clean: sinkbasin; heat: microwave" in {telling(skills(("s", t))) for t in recombined().values()}
 
 
 def test_recombined_skills_of_another_prior_keep_its_sentences_whole():
@@ -170,9 +197,9 @@ def test_recombined_skills_of_another_prior_keep_its_sentences_whole():
 
 
 def test_what_a_turn_tells_the_executor_is_read_from_its_content_in_retrieval_order():
-    from skillos.training.curator.canary import PRIOR, telling
+    from skillos.training.curator.canary import telling
 
-    (heat_name, heat_text, _, _), (cool_name, cool_text, _, _) = PRIOR
+    (heat_name, heat_text, _, _), (cool_name, cool_text, _, _) = MIXED
     assert telling(skills((cool_name, heat_text))) == telling(skills((heat_name, heat_text)))  # the name says nothing
     assert telling(skills((cool_name, cool_text), (heat_name, heat_text))) == "cool: fridge; heat: sinkbasin, not microwave"
     assert telling(skills((heat_name, heat_text), (cool_name, cool_text))) == "cool: sinkbasin, not fridge; heat: microwave"
@@ -214,18 +241,9 @@ def test_the_skills_a_turn_is_judged_by_are_those_the_next_play_retrieved_in_its
     from skillos.training.curator.env import CuratorEnv
 
     repo = SkillRepo(None)
-    for name, content, _, _ in canary.PRIOR:  # microwave-first inserted first
+    for name, content, _, _ in MIXED:  # microwave-first inserted first
         repo.insert(name, "a skill", content)
     env = CuratorEnv.__new__(CuratorEnv)
     env._state = SimpleNamespace(repo=repo, retrieved=[[], ["fridge-first", "microwave-first"]])
     assert [s.name for s in canary.shown(env)] == ["fridge-first", "microwave-first"]
     assert canary.telling(canary.shown(env)) == "cool: fridge; heat: sinkbasin, not microwave"
-
-
-def test_the_refusal_is_held_to_the_skills_it_was_measured_for(monkeypatch):
-    from skillos.training.curator import canary
-
-    assert canary.CANARY.refused  # the shipped skills: measured refused
-    changed = ((canary.PRIOR[0][0], canary.PRIOR[0][1] + " Open it first.", *canary.PRIOR[0][2:]), canary.PRIOR[1])
-    monkeypatch.setattr(canary, "PRIOR", changed)
-    assert canary.CANARY.refused is None  # a rebuilt miniature is judged by its own table, not by this one

@@ -285,3 +285,68 @@ def test_a_rollout_refuses_games_outside_the_training_pool(setup):
         CuratorEnv(setup).reset(game_ids=["valid_unseen-0000"] * 3)
     with pytest.raises(ValueError, match="training.group_size is 3"):
         CuratorEnv(setup).reset(game_ids=["a"])
+
+
+def test_a_write_past_the_repos_bound_is_refused_and_changes_nothing(setup):
+    """training.max_instructions: a write that would leave the repo telling the executor more
+    procedures than it holds is refused (an invalid operation, said in the tool result), and the
+    repo stays as it was; a replacement that keeps it within the bound is applied."""
+    from dataclasses import replace
+
+    from skillos.evals.curation import Capacity
+    from skillos.evals.envs.household.heuristic.reading import procedures
+    from skillos.training.curator.env import CuratorEnv, finish, state_of
+
+    setup, pool = setup
+    bounded = replace(setup, capacity=Capacity(1, procedures, "training.max_instructions"))
+    group = build_groups(pool, 3, 1, seed=0, grouping="task_type", curriculum="none")[0]
+    env = CuratorEnv(bounded)
+    env.reset(**group.row())
+    text = env.curate_and_advance([
+        {"op": "insert", "skill_name": "heating", "content": "Heat the X with the microwave. Then put it in the Y."},
+        {"op": "insert", "skill_name": "both", "content": "Warm it in the microwave, then chill it in the fridge."},
+        {"op": "insert", "skill_name": "places", "content": "Where apples are\nApples are usually on the countertop."},
+    ])
+    assert "- insert heating: ok" in text and "- insert places: ok" in text
+    assert ("- insert both: refused: the skills would tell how to cool, heat; the repo holds at most 1 "
+            "(training.max_instructions)") in text
+    assert [s.name for s in state_of(env).repo.skills] == ["heating", "places"]  # nothing of the refused write
+    text = env.curate_and_advance([
+        {"op": "insert", "skill_name": "cleaning", "content": "Clean the X with the sinkbasin."},
+        {"op": "update", "skill_name": "heating", "new_name": "cleaning", "new_content": "Rinse it in the sink."},
+    ])
+    assert "- insert cleaning: refused" in text and "- update heating: ok" in text
+    assert sorted(s.name for s in state_of(env).repo.skills) == ["cleaning", "places"]
+    rollout = finish(env)
+    assert (rollout.ops_valid, rollout.ops_total) == (3, 5)  # the refused writes are measured invalid operations
+
+
+def test_what_a_skill_tells_the_executor_is_counted_as_the_executor_reads_it():
+    from skillos.evals.envs.household.heuristic.reading import procedures
+    from skillos.repo import Skill
+
+    def told(text):
+        return set(procedures(Skill("s", "a skill", text)))
+
+    assert told("Heat the X with the microwave. Then put it in the Y.") == {"heat"}
+    assert told("Never cool it in the sink; use the fridge.") == {"cool"}  # what to avoid tells it too
+    assert told("Wash it, then warm it up.") == {"clean", "heat"}
+    assert told("Hold the X and turn on the desklamp.") == {"look"}
+    assert told("Apples are usually on the countertop. Then put it in the Y.") == set()
+
+
+def test_a_repo_bound_in_an_environment_that_cannot_count_it_is_one_line(monkeypatch):
+    from types import SimpleNamespace
+
+    from skillos.config import load
+    from skillos.errors import SkillosError
+    from skillos.training.curator import env as curator_env
+
+    cfg = load(ROOT / "training" / "configs" / "canary-curator.yaml")
+    with pytest.raises(SkillosError, match=r"^training.max_instructions: env reasoning cannot say") as err:
+        curator_env.capacity(cfg, SimpleNamespace(name="reasoning"))
+    assert "\n" not in str(err.value)
+    assert curator_env.capacity(cfg, curator_env.environment(cfg)).most == 1
+    from skillos.config.loading import with_sets
+
+    assert curator_env.capacity(with_sets(cfg, ["training.max_instructions=null"]), SimpleNamespace(name="x")) is None

@@ -120,6 +120,7 @@ LATER_KEYS["canary.attention_window"] = None
 LATER_KEYS.update({"training.grouping": "task_type", "training.curriculum": "none", "skillgate.oracle_grpo_steps": None,
                    "sleep.transfer": {f.name: f.default for f in dataclasses.fields(TransferConfig)}})
 LATER_KEYS.update({"executor.decoding": "generate", "executor.likelihood": "mean", "eval.trials": 1})
+LATER_KEYS["training.max_instructions"] = None
 
 
 def identity(data: dict) -> dict:
