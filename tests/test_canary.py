@@ -484,7 +484,7 @@ def test_the_quick_curator_canary_runs_end_to_end_and_records_itself(tmp_path, g
     assert {"trainer", "metric", "n", "before", "after", "b", "c", "p", "verdict", "control", "code_hash",
             "wall_s"} <= set(data)
     assert {"b", "c", "p", "verdict"} <= set(data["control"]) and data["quick"] is True
-    assert data["n"] + data["n_dropped"] == 4  # 12 held-out games: 4 groups of 3 (2 heat, 2 cool)
+    assert data["n"] + data["n_dropped"] == 4  # 12 held-out games: 4 groups of 3 (2 heat, 2 clean)
     with Ledger(skillos_home / "ledger.db") as ledger:
         (row,) = ledger.canaries("curator")
         assert row["quick"] == 1 and row["code_hash"] == data["code_hash"]

@@ -333,6 +333,26 @@ def test_what_a_skill_tells_the_executor_is_counted_as_the_executor_reads_it():
     assert told("Wash it, then warm it up.") == {"clean", "heat"}
     assert told("Hold the X and turn on the desklamp.") == {"look"}
     assert told("Apples are usually on the countertop. Then put it in the Y.") == set()
+    assert told("Clean the X with the sinkbasin. Then switch on the Y.") == {"clean", "look"}  # a look task's Y is its lamp
+
+
+@pytest.mark.parametrize("text", [
+    "Heat the X with the microwave. Then put it in the Y.", "Microwave it, then put it in the Y.",
+    "To clean an object, use the sinkbasin.", "Go to the sink. Wash it. Never use the bathtub.",
+    "Don't put the X in the Y before chilling it.", "Use the fridge to cool it; switch on the Y.",
+    "Put it in the Y first, then heat it.", "Hold the X and turn on the desklamp.", "Use the Y."])
+def test_every_procedure_a_task_takes_from_a_skill_is_counted(text):
+    """The bound is only as good as its count: whatever a task of each kind takes from a skill
+    (`guidance(...).said`), the skill is counted as telling that procedure."""
+    from skillos.evals.envs.alfworld.text import parse_goal
+    from skillos.evals.envs.household.heuristic.reading import guidance, procedures
+    from skillos.repo import Skill
+
+    skill = Skill("s", "a skill", text)
+    tasks = {"heat": "heat some apple and put it in countertop.", "cool": "cool some apple and put it in countertop.",
+             "clean": "clean some apple and put it in countertop.", "look": "look at apple under the desklamp."}
+    taken = {kind for kind, task in tasks.items() if guidance(parse_goal(task), task, [skill]).said}
+    assert taken and taken <= procedures(skill)
 
 
 def test_a_repo_bound_in_an_environment_that_cannot_count_it_is_one_line(monkeypatch):

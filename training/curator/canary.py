@@ -89,8 +89,8 @@ class CuratorCanary(Canary):
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
     ran = ("skillos.training.curator.canary", "skillos.training.curator.trainer", "skillos.training.curator.reward")
     metric = "executor success at position 2 with the curator's sampled skill"
-    measured = {False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, commit c427186; "
-                              "2.3 GB resident at most"),
+    measured = {False: (1060, "at its default size, 3 seeds x 3 runs, on 2 CPU cores, commit f2dabb4 (the tuning "
+                              "split; 2.3 GB resident at most)"),
                 True: (132, "at its quick size, its slow test on 2 CPU cores, commit c427186")}
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
@@ -313,7 +313,8 @@ def payoff(cfg, held_out, echo=None) -> dict:
 
 
 def _refused(capacity, texts: list) -> str | None:
-    """The capacity a constant answer's skills pass (the last of them is refused), named; else None."""
+    """The bound a constant answer's skills would pass, named (its write, or its second, is then
+    refused and the repo stays as it was: the row plays what the environment keeps); else None."""
     repo = SkillRepo(None)
     for i, text in enumerate(texts):
         repo.insert(f"answer-{i}", "one constant answer", text)

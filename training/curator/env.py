@@ -156,12 +156,13 @@ def make_setup(cfg, games, gauge=None) -> Setup:
     games = list(games)
     low, high = env.group_sizes(cfg)
     executor = env.make_executor(cfg.executor)
+    bound = capacity(cfg, env)  # before the engine workers start: a bound refused here leaks none
     pool = engine_pool(cfg.env.name, cfg.env.engine_workers)
     return Setup({g.id: g for g in games}, MeteredExecutor(executor, gauge) if gauge else executor,
                  pool.make_env if pool is not None else lambda: env.make_env(games), high, settings["max_steps"],
                  settings["top_k"], settings["retrieval_mode"], low if low != high else None,
                  cfg.curator.history_length, getattr(env, "replayable", False) and plays.deterministic(executor),
-                 pool, capacity(cfg, env))
+                 pool, bound)
 
 
 def capacity(cfg, env) -> Capacity | None:

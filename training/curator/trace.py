@@ -41,7 +41,9 @@ def curriculum(t, key, value):
 @resolver(r"^training\.max_instructions$")
 def max_instructions(t, key, value):
     """The bound as the rollouts' repo writes apply it (the setup's capacity)."""
-    held = make_setup(t.cfg, []).capacity
+    setup = make_setup(t.cfg, [])
+    setup.close()  # engine workers, if the config starts any
+    held = setup.capacity
     return row(key, value, "training/curator/env.py CuratorEnv: each write through evals/curation.apply_op(capacity=)",
                None if held is None else held.most)
 

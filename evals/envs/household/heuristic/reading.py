@@ -416,7 +416,7 @@ def procedures(skill) -> frozenset:
     an instruction of it names (heat, cool, clean) and "look" where it says to use a lamp, as a
     task of that kind takes them (`guidance`). What a skill-repo capacity counts."""
     acts = read(skill).acts
-    lamps = {"desklamp", "floorlamp"}
+    lamps = {TARGET, "desklamp", "floorlamp"}  # a look task's target is its lamp: "switch on the Y" tells it
     return frozenset({a.op for a in acts if a.op in TRANSFORMS}
                      | ({"look"} if any(a.op in ("use", "examine") and lamps & set(a.nouns) for a in acts) else set()))
 
