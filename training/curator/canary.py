@@ -91,7 +91,7 @@ class CuratorCanary(Canary):
     metric = "executor success at position 2 with the curator's sampled skill"
     measured = {False: (1060, "at its default size, 3 seeds x 3 runs, on 2 CPU cores, commit f2dabb4 (the tuning "
                               "split; 2.3 GB resident at most)"),
-                True: (132, "at its quick size, its slow test on 2 CPU cores, commit c427186")}
+                True: (80, "at its quick size, its slow test on 2 CPU cores beside a tuning run, commit 959f64d")}
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-curator.yaml; --quick's size)."""
         cfg = load(CONFIG, sets=(QUICK if quick else []) + (ASYNC if variant == "async" else []))
