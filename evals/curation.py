@@ -144,7 +144,7 @@ def apply_op(repo: SkillRepo, op, capacity: Capacity | None = None) -> Applied:
     trial = repo.copy()
     applied = _apply(trial, op)
     told = capacity.over(trial) if applied.ok else None
-    if told is not None:
+    if told is not None and len(told) > len(capacity.over(repo) or ()):  # a repo loaded past it may shrink
         kind, name = op["op"], str(op["skill_name"])
         return Applied(False, f"- {kind} {name}: refused: the skills would tell how to {', '.join(told)}; the repo "
                               f"holds at most {capacity.most} ({capacity.key})")

@@ -269,10 +269,10 @@ def test_the_plan_ends_with_what_stands_before_the_launch(tmp_path):
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)["plan"]
     steps = {item["check"]: item for item in plan["before_launch"]}
-    # the curator's canary is refused by its own payoff table (measured): running it would decide
-    # nothing, so the step is a person's override, not an agent's canary run
+    # the curator's canary is the agent's to run, with the time the project measured for it
     canary = steps["recipe-learns"]
-    assert canary["owner"] == "person" and "--override recipe-learns" in canary["command"]
+    assert canary["owner"] == "agent" and canary["command"] == "skillos canary curator --json"
+    assert canary["time"].startswith("never timed in this ledger") and "17.7 min" in canary["time"]
     selector = json.loads(run_cli("plan", ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml", "--out",
                                   tmp_path / "s.json", "--json", env=env).stdout)["plan"]
     (learns,) = [item for item in selector["before_launch"] if item["check"] == "recipe-learns"]

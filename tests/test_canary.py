@@ -342,9 +342,6 @@ def test_a_refusal_quotes_the_wall_time_canaries_took_on_this_kind_of_machine(sk
 
     from conftest import record_canary
     from skillos.devices import machine_kind
-    from skillos.training.curator.canary import CuratorCanary
-
-    monkeypatch.setattr(CuratorCanary, "refused", None)  # a miniature its payoff table does not refuse
 
     cfg = config.load(PAPER)
     untimed = recipe(gates.check(cfg)).detail

@@ -169,13 +169,14 @@ def test_the_curator_table_holds_skills_recombined_from_the_priors_own_sentences
 def test_the_shipped_miniature_has_no_skill_right_for_both_types_within_its_repos_bound():
     """The shipped prior's skills each tell one procedure, and every recombination that tells both
     is past the miniature's bound (training.max_instructions 1), so the environment refuses it."""
-    from skillos.evals.curation import Capacity
-    from skillos.evals.envs.household.heuristic.reading import procedures
+    from skillos.evals.envs.registry import environment
     from skillos.repo import SkillRepo
-    from skillos.training.curator.canary import CANARY, PRIOR, recombined, telling
+    from skillos.training.curator.canary import CANARY, PRIOR, _refused, recombined, telling
+    from skillos.training.curator.env import capacity
 
-    assert CANARY.config().training.max_instructions == 1
-    bound = Capacity(1, procedures, "training.max_instructions")
+    cfg = CANARY.config()
+    bound = capacity(cfg, environment(cfg))  # as the canary's rollouts are bounded
+    assert bound.most == 1
     assert [telling(skills((n, c))) for n, c, _, _ in PRIOR] == ["heat: microwave", "clean: sinkbasin"]
     for text in recombined().values():
         repo = SkillRepo(None)
@@ -183,6 +184,9 @@ def test_the_shipped_miniature_has_no_skill_right_for_both_types_within_its_repo
         told = telling(repo.skills)
         assert (bound.over(repo) is not None) == (told == "clean: sinkbasin; heat: microwave"), told
     assert "clean: sinkbasin; heat: microwave" in {telling(skills(("s", t))) for t in recombined().values()}
+    # the payoff table labels the rows the bound refuses: both skills in one call, not either alone
+    (_, heat, _, _), (_, clean, _, _) = PRIOR
+    assert _refused(bound, [heat, clean]) == "training.max_instructions 1" and _refused(bound, [heat]) is None
 
 
 def test_recombined_skills_of_another_prior_keep_its_sentences_whole():

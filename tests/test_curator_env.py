@@ -355,18 +355,35 @@ def test_every_procedure_a_task_takes_from_a_skill_is_counted(text):
     assert taken and taken <= procedures(skill)
 
 
-def test_a_repo_bound_in_an_environment_that_cannot_count_it_is_one_line(monkeypatch):
+def test_a_repo_bound_in_an_environment_that_cannot_count_it_is_one_line():
     from types import SimpleNamespace
 
     from skillos.config import load
+    from skillos.config.loading import with_sets
     from skillos.errors import SkillosError
+    from skillos.evals.envs.registry import environment
     from skillos.training.curator import env as curator_env
 
     cfg = load(ROOT / "training" / "configs" / "canary-curator.yaml")
     with pytest.raises(SkillosError, match=r"^training.max_instructions: env reasoning cannot say") as err:
         curator_env.capacity(cfg, SimpleNamespace(name="reasoning"))
     assert "\n" not in str(err.value)
-    assert curator_env.capacity(cfg, curator_env.environment(cfg)).most == 1
-    from skillos.config.loading import with_sets
-
+    assert curator_env.capacity(cfg, environment(cfg)).most == 1
     assert curator_env.capacity(with_sets(cfg, ["training.max_instructions=null"]), SimpleNamespace(name="x")) is None
+
+
+def test_a_repo_already_past_its_bound_may_still_shrink():
+    """A write is refused only when it leaves the repo telling more than the bound and more than
+    before: a repo loaded past it can still lose a procedure, never gain one."""
+    from skillos.evals.curation import Capacity, apply_op
+    from skillos.evals.envs.household.heuristic.reading import procedures
+    from skillos.repo import SkillRepo
+
+    repo = SkillRepo(None)
+    repo.insert("heating", "Heat the X with the microwave.")
+    repo.insert("cleaning", "Clean the X with the sinkbasin.")
+    bound = Capacity(1, procedures, "training.max_instructions")
+    assert not apply_op(repo, {"op": "insert", "skill_name": "cooling", "content": "Cool the X with the fridge."},
+                        bound).ok
+    assert apply_op(repo, {"op": "update", "skill_name": "cleaning", "new_content": "Then put it in the Y."}, bound).ok
+    assert apply_op(repo, {"op": "delete", "skill_name": "heating"}, bound).ok and len(repo) == 1

@@ -1,6 +1,6 @@
 """The curator's learning canary: SkillOS GRPO (training/curator/trainer.py, the curator environment,
-the composite reward, the play-ahead pipeline, every rollout in flight) on a miniature the tiny
-CPU model can learn.
+the composite reward, the play-ahead pipeline, every rollout in flight) on a miniature made for the
+tiny CPU model (not learned yet on any look: docs/canaries.md).
 
 The miniature, and why. The tiny model (0.4M parameters, random init) cannot invent prose, so
 it starts from a supervised warm-up on the real curator inputs of 80 train groups, each answered
@@ -159,10 +159,10 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
 def warm_start(cfg, games, folder: Path, echo=None) -> str:
     """The tiny model after the supervised warm-up on PRIOR (built once into `folder`): for each
     warm-up group, every first call, and after each first call's real tool result (position 2
-    played with that skill) every second call: the other skill inserted, or the same one kept
-    (an empty call). So the model writes the call at every turn a rollout reaches and chooses
-    nothing by its input (the second turn replaces the first skill with the other by an update: a
-    second skill's procedure would pass training.max_instructions). Each turn first says the task's type in a few words (`said`): a random-
+    played with that skill) every second call: the other skill replacing it (an update: inserting
+    it beside the first would exceed training.max_instructions), or the same one kept (an empty
+    call). So the model writes the call at every turn a rollout reaches and chooses nothing by its
+    input. Each turn first says the task's type in a few words (`said`): a random-
     init model cannot find one word in a prompt of ~1,500 tokens from the reward alone (measured:
     not learned in 20 steps), a pretrained one reads it; this teaches the reading, not the choice,
     which stays even between the skills whatever the type said."""
@@ -302,7 +302,7 @@ def payoff(cfg, held_out, echo=None) -> dict:
     outcomes = {}
     for answer, names in answers.items():
         refused = setup.capacity is not None and _refused(setup.capacity, [texts[n] for n in names])
-        label = answer + (f" (refused past the {refused}: the repo stays as before)" if refused else "")
+        label = answer + (f" (refused: over {refused}, the repo stays as before)" if refused else "")
         outcomes[label] = {ids[1]: second_position(t, ids, names) for t, ids in groups}
     right = {t: [n for n, (_, _, for_type) in skills.items() if for_type == t] for t, _ in groups}
     dependent = {ids[1]: second_position(t, ids, right[t][:1]) for t, ids in groups}
@@ -313,7 +313,7 @@ def payoff(cfg, held_out, echo=None) -> dict:
 
 
 def _refused(capacity, texts: list) -> str | None:
-    """The bound a constant answer's skills would pass, named (its write, or its second, is then
+    """The bound a constant answer's skills would exceed, named (its write, or its second, is then
     refused and the repo stays as it was: the row plays what the environment keeps); else None."""
     repo = SkillRepo(None)
     for i, text in enumerate(texts):
