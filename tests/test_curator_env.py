@@ -387,3 +387,25 @@ def test_a_repo_already_past_its_bound_may_still_shrink():
                         bound).ok
     assert apply_op(repo, {"op": "update", "skill_name": "cleaning", "new_content": "Then put it in the Y."}, bound).ok
     assert apply_op(repo, {"op": "delete", "skill_name": "heating"}, bound).ok and len(repo) == 1
+
+
+def test_gate_one_reads_the_repo_bound_and_refuses_an_environment_that_cannot_count_it(monkeypatch):
+    """training.max_instructions is a key a gate reads (so `gate check --trace` follows it to the
+    rollouts' setup): PASS where the environment counts procedures, FAIL before any compute where it
+    cannot, SKIP when unset."""
+    from skillos import gates
+    from skillos.config import load
+    from skillos.config.loading import with_sets
+    from skillos.evals.envs.household.environment import Household
+
+    cfg = load(ROOT / "training" / "configs" / "canary-curator.yaml")
+    report = gates.check(cfg, trace=True)
+    results = {r.check: r for r in report.results}
+    assert results["repo-bound"].status == "PASS" and results["repo-bound"].seen == 1
+    row = {row.key: row for row in report.trace}["training.max_instructions"]
+    assert row.applied is True and row.arrived == 1 and "CuratorEnv" in row.consumer
+    unset = {r.check: r for r in gates.check(with_sets(cfg, ["training.max_instructions=null"])).results}
+    assert unset["repo-bound"].status == "SKIP"
+    monkeypatch.delattr(Household, "instructs")
+    (refused,) = [r for r in gates.check(cfg).results if r.check == "repo-bound"]
+    assert refused.status == "FAIL" and "cannot say what a skill tells its executor" in refused.detail

@@ -16,8 +16,9 @@ from skillos.checking import (ROLLOUT_INCIDENT, Context, Result, dry_run, seed, 
                               trains_with)
 from skillos.evals.envs.registry import environment
 from skillos.config.derived import groups_per_step
+from skillos.errors import SkillosError
 from skillos.training.common.trl_compat import published_tools
-from skillos.training.curator.env import CuratorEnv, finish, make_setup
+from skillos.training.curator.env import CuratorEnv, capacity, finish, make_setup
 from skillos.training.curator.groups import build_groups
 from skillos.training.curator.reward import Rollout, ShortRollout, health, reward
 
@@ -191,6 +192,26 @@ def completion_length(ctx: Context) -> Result:
                         "~3 of 10 positions")
     result.reads = ("training.group_size", "training.max_turn_tokens")
     return result
+
+
+@static
+@training_only(1)
+def repo_bound(ctx: Context) -> Result:
+    """training.max_instructions bounds a rollout's repo by the procedures its environment reads in
+    a skill: an environment that cannot count them is refused here, before any compute."""
+    check, gates, most = "repo-bound", (1,), ctx.cfg.training.max_instructions
+    incident = "a bound on the repo that no rollout applies: a miniature a constant skill wins"
+    if not trains_with(ctx.cfg, __name__):
+        return Result(check, gates, "SKIP", detail=f"skillgate.trainer {ctx.cfg.skillgate.trainer}: no curator repo")
+    if most is None:
+        return Result(check, gates, "SKIP", detail="training.max_instructions unset: a rollout's repo is unbounded")
+    try:
+        capacity(ctx.cfg, environment(ctx.cfg))
+    except SkillosError as exc:
+        return Result(check, gates, "FAIL", "training.max_instructions", most, "an environment that counts them",
+                      incident, str(exc))
+    return Result(check, gates, "PASS", "training.max_instructions", most, "an environment that counts them",
+                  incident, f"a write leaving the repo telling more than {most} procedure(s) is refused")
 
 
 @static
