@@ -55,6 +55,33 @@ def test_the_warm_start_keeps_its_attention_window(tmp_path):
     assert saved.sliding_window == 16 and set(saved.layer_types) == {"sliding_attention"}
 
 
+def test_call_tokens_make_each_taught_operation_one_token_and_decode_to_the_same_call(tmp_path):
+    from skillos.evals.backends.tool_format import training_tokenizer
+    from skillos.evals.curation import TOOL_SURFACES
+    from skillos.training.common.warmup import warm_up
+    from skillos.training.curator import canary
+
+    tools = TOOL_SURFACES["curate_and_advance"]
+    user = [{"role": "user", "content": "Task 1 of 3: heat some egg and put it in countertop"}]
+    (name, content, _, _), (other, text, _, _) = canary.PRIOR
+    turns = [canary._call(name, content, 0, "A heat task."), canary._call(other, text, 1, replacing=name),
+             canary._call(name, content, 2, keep=True)]
+    plain = training_tokenizer(warm_up("tiny-qwen2", [user + [t] for t in turns], tools, tmp_path / "plain", steps=1))
+    tokenizer = training_tokenizer(warm_up("tiny-qwen2", [user + [t] for t in turns], tools, tmp_path / "w",
+                                           steps=1, call_tokens=True))
+    assert len(tokenizer) > len(plain)
+    for turn in turns:
+        prompt = tokenizer.apply_chat_template(user, tools=tools, add_generation_prompt=True, tokenize=False)
+        reply = tokenizer.apply_chat_template(user + [turn], tools=tools, tokenize=False)[len(prompt):]
+        ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
+        assert tokenizer.decode(ids) == reply  # the call a sampled turn writes is the text taught
+        assert len(ids) < len(plain(reply, add_special_tokens=False)["input_ids"]) / 5
+        for op in turn["tool_calls"][0]["function"]["arguments"]["operations"]:
+            assert [json.dumps(op)] == [tokenizer.decode([i]) for i in ids if tokenizer.decode([i]) == json.dumps(op)]
+    said = tokenizer("A heat task.", add_special_tokens=False)["input_ids"]
+    assert said == plain("A heat task.", add_special_tokens=False)["input_ids"]  # words are spelled as before
+
+
 def test_the_selector_canarys_slate_files_are_in_its_identity(tmp_path):
     import shutil
 

@@ -15,6 +15,7 @@ up on the real first inputs of its own groups, and the tests prompt with a warm-
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from skillos.config.schema import Config
@@ -28,7 +29,7 @@ from skillos.safety import Ticker
 
 def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | None, out_dir: str | Path,
             steps: int = 240, learning_rate: float = 3e-3, seed: int = 0, echo=None, decay: bool = False,
-            attention_window: int | None = None, weigh_content: bool = False) -> str:
+            attention_window: int | None = None, weigh_content: bool = False, call_tokens: bool = False) -> str:
     """Fine-tune `model` on conversations whose last message is the assistant turn to learn;
     write the result (weights and tokenizer) to `out_dir` and return its path. `echo` gets a
     progress line per 10% of the steps or per 10 s, with the loss. `decay`: the rate falls linearly
@@ -38,16 +39,20 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
     `weigh_content`: the text a turn writes before its tool call carries half the turn's loss (a
     canary's warm start: what the turn says of the task, a few tokens that differ by input in a
     turn that is otherwise the same whatever the input, were lost in the whole turn's loss:
-    not learned in 1,200 steps, measured); its report says whether it was learned."""
+    not learned in 1,200 steps, measured); its report says whether it was learned. `call_tokens`:
+    every tool call's text the conversations teach is added to the vocabulary first, its frame and
+    each element of its list arguments one token each (config canary.call_tokens)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     path = resolve(model)
     tokenizer = training_tokenizer(path)  # the format training will read
     net = AutoModelForCausalLM.from_pretrained(path, **_windowed(path, attention_window))
+    torch.manual_seed(seed)  # the new phrases' embeddings are drawn too
+    if call_tokens:
+        _add_phrases(tokenizer, net, [p for conv in conversations for p in _call_texts(tokenizer, conv, tools)])
     device = "cuda" if torch.cuda.is_available() else "cpu"  # the box the launch will use, where it has a GPU
     net.to(device)
-    torch.manual_seed(seed)
     examples = [tuple(None if t is None else t.to(device) for t in _example(tokenizer, conv, tools, weigh_content))
                 for conv in conversations]
     _fit(net, examples, steps, learning_rate, decay, echo, "warm-up: supervised steps")
@@ -67,6 +72,35 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
 
 
 READING_FILE = "warm-start-reading.json"
+
+
+def _call_texts(tokenizer, conversation: list[dict], tools) -> list[str]:
+    """The texts of the last turn's tool calls as the chat template writes them, cut into the call's
+    frame and each element of its list arguments (a curator's operations), so that one sampled token
+    is one operation and the frame around any list of them is a few."""
+    prompt = tokenizer.apply_chat_template(conversation[:-1], tools=tools, add_generation_prompt=True, tokenize=False)
+    reply = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=False)[len(prompt):]
+    texts, at = [], 0
+    for call in conversation[-1].get("tool_calls") or []:
+        arguments = call["function"]["arguments"]
+        arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+        start = reply.index("<tool_call>", at)
+        at = reply.index("</tool_call>", start) + len("</tool_call>")
+        block = reply[start:at]
+        items = [json.dumps(x, ensure_ascii=False) for v in arguments.values() if isinstance(v, list) for x in v]
+        items = [x for x in items if x in block]  # as the template wrote them (tojson is json.dumps)
+        texts += items + [piece for piece in (re.split("|".join(map(re.escape, items)), block) if items else [block])
+                          if piece]
+    return texts
+
+
+def _add_phrases(tokenizer, net, phrases) -> None:
+    """Each text in `phrases` one token of `tokenizer`, matched before its own rules split the text,
+    and `net`'s embeddings grown to hold them (drawn from the old rows' mean and covariance)."""
+    from tokenizers import AddedToken
+
+    tokenizer.add_tokens([AddedToken(p, normalized=False, special=False) for p in sorted(set(phrases))])
+    net.resize_token_embeddings(len(tokenizer))
 
 
 def _learned(net, examples: list) -> bool:

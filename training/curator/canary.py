@@ -193,7 +193,7 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
             steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
-            echo=echo, attention_window=c.attention_window, weigh_content=True)  # a line per 10% or 10 s: a full warm start takes minutes
+            echo=echo, attention_window=c.attention_window, weigh_content=True, call_tokens=c.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
 

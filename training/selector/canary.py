@@ -159,7 +159,8 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
     random.Random(cfg.training.seed or 0).shuffle(conversations)
     warm_up(cfg.training.model, conversations, slate_domain.tool_schemas(), folder, steps=cfg.canary.warmup_steps,
             learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
-            echo=echo, attention_window=cfg.canary.attention_window, weigh_content=True)  # a line per 10% or 10 s: a full warm start takes minutes
+            echo=echo, attention_window=cfg.canary.attention_window, weigh_content=True,
+            call_tokens=cfg.canary.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
 
