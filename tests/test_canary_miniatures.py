@@ -132,3 +132,40 @@ def test_on_a_gpu_box_the_canary_runs_on_the_devices_torch_sees(monkeypatch):
     assert devices.seen_gpu_spec() == "cuda:2"
     monkeypatch.setattr(devices, "cuda_devices", lambda: 0)
     assert devices.seen_gpu_spec() is None
+
+
+@pytest.mark.slow
+def test_the_curator_canary_trains_on_exactly_the_games_its_skills_decide(game_cache):
+    """`decisive` keeps a train game when its type's own skill wins it and the other's loses, read
+    here from the engine's own plays of each game with a repo the tool wrote (no curator env, no
+    kept plays); too few such games for a group is one line naming the setting to raise."""
+    from skillos.evals.arms import arm_settings
+    from skillos.evals.curation import apply_op
+    from skillos.evals.envs.registry import environment
+    from skillos.evals.runner import play
+    from skillos.repo import Retriever, SkillRepo
+    from skillos.training.canary import miniature_games
+    from skillos.training.curator import canary
+
+    cfg = config.with_sets(canary.CANARY.config(quick=True), ["env.n_train_games=48", "canary.decisive_train=true"])
+    train, _ = miniature_games(cfg, lambda *a: None, "curator")
+    said = []
+    kept = canary.decisive(cfg, train, said.append)
+    env = environment(cfg)
+    engine, executor, settings = env.make_env(train), env.make_executor(cfg.executor), arm_settings(cfg)
+
+    def won(game, name, content) -> bool:
+        repo = SkillRepo(None)
+        assert apply_op(repo, {"op": "insert", "skill_name": name, "content": content}).ok
+        return play(engine, executor, Retriever(repo, settings["retrieval_mode"]), game, settings["max_steps"],
+                    settings["top_k"]).won
+
+    own = {task_type: (name, content) for name, content, _, task_type in canary.PRIOR}
+    expected = [g for g in train if won(g, *own[g.task_type])
+                and not any(won(g, *skill) for t, skill in own.items() if t != g.task_type)]
+    assert sorted(g.id for g in kept) == sorted(g.id for g in expected) and 0 < len(kept) < len(train)
+    assert said and all(f"{t} {sum(g.task_type.split('_')[1] == t for g in kept)} of" in said[-1] for t in ("heat", "clean"))
+    with pytest.raises(SkillosError, match=r"0 of its \d+ train games are won by its own skill .* raise "
+                                            r"env.n_train_games") as error:
+        canary.decisive(cfg, [g for g in train if g not in kept])  # none left that a skill decides
+    assert "\n" not in str(error.value)

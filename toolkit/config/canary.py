@@ -34,6 +34,11 @@ class CanaryConfig:
                 "to the tiny model's vocabulary as one token, kept by every run trained from it: a stand-in for "
                 "a pretrained model, whose vocabulary holds whole words, so that choosing a skill is one sampled "
                 "token a few tokens after the task's type; False: the model's own vocabulary"})
+    decisive_train: bool = field(default=False, metadata={
+        "help": "the curator canary's GRPO draws its groups from the train games each task type's own skill wins "
+                "and the other's loses (played before training), so every group's task reward separates the skills "
+                "(at env.max_steps 27, 39 of 160: the rest give every completion of a group the same task reward); "
+                "the warm start and the held-out games are not chosen; False: every train game"})
     split: str = field(default="sealed", metadata={"choices": CANARY_SPLITS, 
         "help": "the held-out games a canary is judged on. sealed: drawn with env seed canary.sealed_seed (+ the "
                 "training seed, for optimize), games tuning never reads; the ledger counts every judged look at "

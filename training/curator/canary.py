@@ -42,6 +42,7 @@ from skillos.evals.protocol import task_set_hash
 from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity, warm_reading
 from skillos.config.backend import BackendConfig
 from skillos.config.loading import load, with_sets
+from skillos.errors import SkillosError
 from skillos.evals.backends.chat import BackendError
 from skillos.evals.backends.hf_chat import HFChat
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, TOOL_SURFACES
@@ -112,6 +113,7 @@ class CuratorCanary(Canary):
         cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "curator")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
+        pool = decisive(cfg, train_games, echo) if cfg.canary.decisive_train else None  # GRPO's games
         warm = warm_start(cfg, train_games, out / "warm", echo)
         measured = []
         for seed in cfg.canary.seeds:  # one warm start; each seed trains and draws its own samples
@@ -119,13 +121,14 @@ class CuratorCanary(Canary):
             before, seen = evaluate(seeded, warm, held_out, echo)
             echo(f"canary curator: seed {seed}: before training {_rate(before, seen)}")
             runs = trained_and_control(seeded, out / f"seed-{seed}",
-                                       functools.partial(train_and_evaluate, seeded, warm, held_out), echo,
+                                       functools.partial(train_and_evaluate, seeded, warm, held_out, games=pool), echo,
                                        stamp_as=digest)
             measured.append(Measured(self.metric, before, runs["real"][0], runs["shuffled"][0],
                                      flipped_after=runs["flipped"][0], seed=seed, games=task_set_hash(held_out),
                                      strata=seen["strata"], detail={
                 "held_out_groups": len(before), "group_size": cfg.training.group_size,
                 "train_games": len(train_games), "steps": cfg.training.max_steps,
+                "grpo_train_games": {_short(t): len(g) for t, g in by_task_type(pool or train_games).items()},
                 "warm_start_reading": warm_reading(warm),
                 "prior": {name: weight for name, _, weight, _ in PRIOR},
                 # did each turn say the task's type before its call (the warm start taught it to read that)?
@@ -143,14 +146,15 @@ class CuratorCanary(Canary):
         return measured
 
 
-def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo) -> tuple:
-    """GRPO from the warm start into `folder` (signal "shuffled" or "flipped": a negative control), then the
-    metric on the held-out groups: (outcomes, the reward history of each step, the run's
-    learning-signal verdict, what else the evaluation measured)."""
+def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo, games=None) -> tuple:
+    """GRPO from the warm start into `folder` (signal "shuffled" or "flipped": a negative control) on the
+    train pool `games` (default: the config's), then the metric on the held-out groups: (outcomes,
+    the reward history of each step, the run's learning-signal verdict, what else the evaluation
+    measured)."""
 
     run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary curator: GRPO {cfg.training.max_steps} steps ({described(signal, 'rewards')})")
-    summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
+    summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal, games=games)
     after, seen = evaluate(cfg, summary["checkpoints"][-1], held_out, echo)
     echo(f"canary curator: after {folder.name} {_rate(after, seen)}")
     return after, summary["steps"], summary.get("signal"), seen  # signal None: a finished run reused
@@ -196,6 +200,42 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
             echo=echo, attention_window=c.attention_window, weigh_content=True, call_tokens=c.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
     identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
     return str(folder.resolve())
+
+
+def decisive(cfg, games, echo=None) -> list:
+    """The train games GRPO draws its groups from with canary.decisive_train: those each task type's
+    own skill (PRIOR) wins and every other skill loses, played at position 2 as a rollout plays them
+    (the deterministic executor's plays are kept, so training replays none of them). On the rest
+    either skill wins, or neither, and every completion of a group earns the same task reward: 3 of
+    4 train games at env.max_steps 27 (measured). The held-out games are not chosen: the metric
+    reads them all."""
+
+    setup = make_setup(cfg, games)
+    own = {task_type: name for name, _, _, task_type in PRIOR}
+    kept = []
+    try:
+        for task_type, of_type in by_task_type(games).items():
+            for i, game in enumerate(of_type):
+                ids = [of_type[i - 1].id, game.id, of_type[i - 1].id]  # position 1's game: any other of the type
+                won = {}
+                for name, content, _, _ in PRIOR:
+                    env = CuratorEnv(setup)
+                    env.reset(game_ids=ids, task_type=task_type)
+                    env.curate_and_advance(_operations(name, content))
+                    won[name] = state_of(env).positions[1]
+                if won.get(own.get(task_type)) is True and all(v is False for n, v in won.items() if n != own[task_type]):
+                    kept.append(game)
+    finally:
+        setup.close()
+    counts = {t: (sum(g.task_type == t for g in kept), len(g_)) for t, g_ in by_task_type(games).items()}
+    short = [t for t, (n, _) in counts.items() if n < cfg.training.group_size]
+    if short:
+        raise SkillosError(f"canary curator: {short[0]}: {counts[short[0]][0]} of its {counts[short[0]][1]} train "
+                           f"games are won by its own skill and lost by the other's; a group needs "
+                           f"training.group_size {cfg.training.group_size}: raise env.n_train_games")
+    (echo or print)("canary curator: GRPO trains on the train games each type's own skill wins and the other's loses: "
+                    + ", ".join(f"{_short(t)} {n} of {total}" for t, (n, total) in counts.items()))
+    return kept
 
 
 def said_type(task_type: str) -> str:

@@ -185,14 +185,17 @@ class StepHealth:
         return _StepHealth()
 
 
-def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real") -> dict:
+def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real", games=None) -> dict:
     """Run GRPO for `cfg` (gates already passed); returns the run's summary. `signal` "shuffled" or "flipped"
-    trains a negative control (rewards permuted within groups), for the learning canary only."""
-    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))
+    trains a negative control (rewards permuted within groups), for the learning canary only. `games`: the
+    train pool its groups are drawn from (default: env.n_train_games of env.train_split; a canary's own
+    choice of them)."""
+    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal, games))
 
 
-def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
-    games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
+def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real", games=None) -> dict:
+    if games is None:
+        games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
     gauge = InFlight()
     setup = make_setup(cfg, games, gauge)
     try:
