@@ -1,7 +1,8 @@
 """What the curator's and selector's miniatures need to be earned: the curator reads a short input
 (curator.history_length), the warm start's model reads its last tokens (canary.attention_window),
-the miniature's data is in the canary's identity, and a miniature a constant answer wins is refused
-before anything is recorded or trained."""
+and may hold each taught call as one token (canary.call_tokens), the curator's GRPO may train on the
+games its skills decide (canary.decisive_train), the miniature's data is in the canary's identity,
+and a miniature a constant answer wins is refused before anything is recorded or trained."""
 
 import json
 
@@ -80,6 +81,22 @@ def test_call_tokens_make_each_taught_operation_one_token_and_decode_to_the_same
             assert [json.dumps(op)] == [tokenizer.decode([i]) for i in ids if tokenizer.decode([i]) == json.dumps(op)]
     said = tokenizer("A heat task.", add_special_tokens=False)["input_ids"]
     assert said == plain("A heat task.", add_special_tokens=False)["input_ids"]  # words are spelled as before
+
+
+def test_with_call_tokens_the_warm_starts_reading_check_still_reads_every_said_token(tmp_path):
+    """A turn whose call is a few tokens says more than it calls, so its said words weigh under 1:
+    the check that the warm start learned them must still look at them (one step learns nothing)."""
+    from skillos.evals.curation import TOOL_SURFACES
+    from skillos.training.common.warmup import READING_FILE, warm_up
+    from skillos.training.curator import canary
+
+    user = [{"role": "user", "content": "Task 1 of 3: heat some egg and put it in countertop"}]
+    (name, content, _, _), _ = canary.PRIOR
+    keep = canary._call(name, content, 0, "A heat task, said at some length before a short call.", keep=True)
+    out = warm_up("tiny-qwen2", [user + [keep]], TOOL_SURFACES["curate_and_advance"], tmp_path / "w", steps=1,
+                  weigh_content=True, call_tokens=True)
+    assert json.loads((tmp_path / "w" / READING_FILE).read_text()) == {"learned": False, "turns": 1, "steps": 1}
+    assert out
 
 
 def test_the_selector_canarys_slate_files_are_in_its_identity(tmp_path):

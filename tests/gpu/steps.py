@@ -120,7 +120,7 @@ def tiny(mode: str, device: str, steps: int = 12) -> dict:
     losses, tokens, dtypes = [], 0, set()
     t0 = time.perf_counter()
     for step in range(steps):
-        ids, labels, _ = examples[step % len(examples)]  # (ids, labels, weights): all weights 1 here
+        ids, labels, _, _ = examples[step % len(examples)]  # (ids, labels, weights, said): all weights 1 here
         with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16):
             result = net(input_ids=ids.to(device), labels=labels.to(device))
         result.loss.backward()

@@ -26,12 +26,14 @@ class CanaryConfig:
                 "None: the whole prompt"})
     # A random-init model with a byte-level vocabulary spells a tool call in ~70 tokens, so the skill it
     # chooses sits ~45 tokens after the word that decides it and its content's later words must agree
-    # with its first: from a 0/1 reward on the right skill, every one of 200 policy-gradient steps moved
-    # the choice for both task types alike; with each of the miniature's calls one token, ~150 steps
-    # learned it by type (held-out 36 of 36 heat, 33 of 36 clean; tuning split, measured).
+    # with its first: from a 0/1 reward on the right skill, every policy-gradient run moved the choice
+    # for both task types alike; with each operation one token (and the call's frame two), one run of
+    # 150 steps learned it by type (held-out 36 of 36 heat, 33 of 36 clean), others from another warm
+    # start did not (tuning split, measured: docs/canaries.md, stop 76). Off in every shipped canary.
     call_tokens: bool = field(default=False, metadata={
-        "help": "the warm start adds each text of the tool calls it teaches (the call's frame, every operation) "
-                "to the tiny model's vocabulary as one token, kept by every run trained from it: a stand-in for "
+        "help": "the warm start adds the tool calls it teaches to the tiny model's vocabulary, each element of "
+                "a call's list (an operation) one token and the frame around the list two, kept by every run "
+                "trained from it: a stand-in for "
                 "a pretrained model, whose vocabulary holds whole words, so that choosing a skill is one sampled "
                 "token a few tokens after the task's type; False: the model's own vocabulary"})
     decisive_train: bool = field(default=False, metadata={

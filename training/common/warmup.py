@@ -15,10 +15,10 @@ up on the real first inputs of its own groups, and the tests prompt with a warm-
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from skillos.config.schema import Config
+from skillos.errors import SkillosError
 
 from skillos.evals.backends.tool_format import training_tokenizer
 from skillos.evals.backends.tiny_model import TINY_NAME, resolve
@@ -84,14 +84,22 @@ def _call_texts(tokenizer, conversation: list[dict], tools) -> list[str]:
     for call in conversation[-1].get("tool_calls") or []:
         arguments = call["function"]["arguments"]
         arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
-        start = reply.index("<tool_call>", at)
-        at = reply.index("</tool_call>", start) + len("</tool_call>")
+        start = reply.find("<tool_call>", at)
+        end = reply.find("</tool_call>", max(start, 0))
+        if start < 0 or end < 0:
+            raise SkillosError("canary.call_tokens: the chat template writes no <tool_call> block for a taught call; "
+                               "call tokens need a template that does (the tiny model's)")
+        at = end + len("</tool_call>")
         block = reply[start:at]
         items = [json.dumps(x, ensure_ascii=False) for v in arguments.values() if isinstance(v, list) for x in v]
         items = [x for x in items if x in block]  # as the template wrote them (tojson is json.dumps)
-        texts += items + [piece for piece in (re.split("|".join(map(re.escape, items)), block) if items else [block])
-                          if piece]
-    return texts
+        if not items:
+            texts.append(block)
+            continue
+        # the frame's two ends and each item: what lies between items (", ") stays spelled, so that
+        # no token matches text elsewhere in a prompt
+        texts += [block[:block.index(items[0])], *items, block[block.rindex(items[-1]) + len(items[-1]):]]
+    return [t for t in texts if t.strip()]
 
 
 def _add_phrases(tokenizer, net, phrases) -> None:
@@ -104,16 +112,16 @@ def _add_phrases(tokenizer, net, phrases) -> None:
 
 
 def _learned(net, examples: list) -> bool:
-    """Whether the model's most likely next token is the labelled one at every emphasised token
-    (weight > 1) of every example (teacher-forced, one forward pass each)."""
+    """Whether the model's most likely next token is the labelled one at every token each example's
+    turn says before its call (teacher-forced, one forward pass each)."""
     import torch
 
     net.eval()
     try:
         with torch.no_grad():
-            for ids, labels, weights in examples:
+            for ids, labels, _, said in examples:
                 predicted = net(input_ids=ids).logits[0, :-1].argmax(-1)
-                wanted, mask = labels[0, 1:], weights[0, 1:] > 1
+                wanted, mask = labels[0, 1:], said[0, 1:]
                 if not bool((predicted[mask] == wanted[mask]).all()):
                     return False
         return True
@@ -132,7 +140,7 @@ def _fit(net, examples: list, steps: int, learning_rate: float, decay: bool, ech
     tick = Ticker(echo, what, steps)
     tick(0)
     for step in range(steps):
-        ids, labels, weights = examples[step % len(examples)]
+        ids, labels, weights, _ = examples[step % len(examples)]
         if weights is None:  # every labelled token alike: the model's own loss
             loss = net(input_ids=ids, labels=labels).loss
         else:
@@ -194,9 +202,10 @@ def _windowed(path: str, window: int | None) -> dict:
 
 
 def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = False):
-    """(ids, labels, weights) of a conversation: the loss on its last (assistant) turn (labels
+    """(ids, labels, weights, said) of a conversation: the loss on its last (assistant) turn (labels
     -100 on the prompt); weights None: every labelled token alike; `weigh_content`: the turn's
-    text before its tool call weighted so that it carries half the turn's loss."""
+    text before its tool call weighted so that it carries half the turn's loss, and `said` marks
+    those tokens (None where the turn says nothing)."""
     import torch
 
     if conversation[-1]["role"] != "assistant":
@@ -214,10 +223,11 @@ def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = F
     ids = torch.tensor([prompt_ids + completion_ids])
     labels = torch.tensor([[-100] * len(prompt_ids) + completion_ids])  # learn the reply, not the prompt
     if not said:
-        return ids, labels, None  # every labelled token weighs 1
+        return ids, labels, None, None  # every labelled token weighs 1
     weight = len(rest) / len(said)  # the words said weigh as much as the rest of the turn
     weights = torch.tensor([[0.0] * len(prompt_ids) + [weight] * len(said) + [1.0] * len(rest)])
-    return ids, labels, weights
+    marked = torch.tensor([[False] * len(prompt_ids) + [True] * len(said) + [False] * len(rest)])
+    return ids, labels, weights, marked
 
 
 # The format warm-up a GRPO trainer runs first where training.format_warmup_steps is None: the tiny

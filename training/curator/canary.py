@@ -205,10 +205,10 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
 def decisive(cfg, games, echo=None) -> list:
     """The train games GRPO draws its groups from with canary.decisive_train: those each task type's
     own skill (PRIOR) wins and every other skill loses, played at position 2 as a rollout plays them
-    (the deterministic executor's plays are kept, so training replays none of them). On the rest
-    either skill wins, or neither, and every completion of a group earns the same task reward: 3 of
-    4 train games at env.max_steps 27 (measured). The held-out games are not chosen: the metric
-    reads them all."""
+    (the deterministic executor's plays are kept, so training in this process replays none of them).
+    On the rest either skill wins, or neither, and every completion of a group earns the same task
+    reward: 3 of 4 train games at env.max_steps 27 (measured). The held-out games are not chosen:
+    the metric reads them all."""
 
     setup = make_setup(cfg, games)
     own = {task_type: name for name, _, _, task_type in PRIOR}
@@ -216,7 +216,8 @@ def decisive(cfg, games, echo=None) -> list:
     try:
         for task_type, of_type in by_task_type(games).items():
             for i, game in enumerate(of_type):
-                ids = [of_type[i - 1].id, game.id, of_type[i - 1].id]  # position 1's game: any other of the type
+                other = of_type[i - 1].id  # position 1's game (and any after 2): any other of the type
+                ids = [other, game.id] + [other] * (cfg.training.group_size - 2)
                 won = {}
                 for name, content, _, _ in PRIOR:
                     env = CuratorEnv(setup)
