@@ -78,8 +78,7 @@ def _call_texts(tokenizer, conversation: list[dict], tools) -> list[str]:
     """The texts of the last turn's tool calls as the chat template writes them, cut into the call's
     frame and each element of its list arguments (a curator's operations), so that one sampled token
     is one operation and the frame around any list of them is a few."""
-    prompt = tokenizer.apply_chat_template(conversation[:-1], tools=tools, add_generation_prompt=True, tokenize=False)
-    reply = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=False)[len(prompt):]
+    _, reply = _rendered(tokenizer, conversation, tools)
     texts, at = [], 0
     for call in conversation[-1].get("tool_calls") or []:
         arguments = call["function"]["arguments"]
@@ -201,6 +200,18 @@ def _windowed(path: str, window: int | None) -> dict:
     return {"config": config}
 
 
+def _rendered(tokenizer, conversation: list[dict], tools) -> tuple[str, str]:
+    """(prompt, reply) of a conversation as the chat template writes it: its generation prompt, and
+    the last (assistant) turn after it."""
+    if conversation[-1]["role"] != "assistant":
+        raise ValueError("a warm-up conversation ends with the assistant turn to learn")
+    prompt = tokenizer.apply_chat_template(conversation[:-1], tools=tools, add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=False).rstrip("\n")
+    if not full.startswith(prompt):
+        raise ValueError("the chat template renders the assistant turn apart from its generation prompt")
+    return prompt, full[len(prompt):]
+
+
 def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = False):
     """(ids, labels, weights, said) of a conversation: the loss on its last (assistant) turn (labels
     -100 on the prompt); weights None: every labelled token alike; `weigh_content`: the turn's
@@ -208,13 +219,7 @@ def _example(tokenizer, conversation: list[dict], tools, weigh_content: bool = F
     those tokens (None where the turn says nothing)."""
     import torch
 
-    if conversation[-1]["role"] != "assistant":
-        raise ValueError("a warm-up conversation ends with the assistant turn to learn")
-    prompt = tokenizer.apply_chat_template(conversation[:-1], tools=tools, add_generation_prompt=True, tokenize=False)
-    full = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=False).rstrip("\n")
-    if not full.startswith(prompt):
-        raise ValueError("the chat template renders the assistant turn apart from its generation prompt")
-    reply = full[len(prompt):]
+    prompt, reply = _rendered(tokenizer, conversation, tools)
     content = (conversation[-1].get("content") or "") if weigh_content else ""
     said = tokenizer(content, add_special_tokens=False)["input_ids"] if content and reply.startswith(content) else []
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]

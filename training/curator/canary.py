@@ -212,23 +212,20 @@ def decisive(cfg, games, echo=None) -> list:
 
     setup = make_setup(cfg, games)
     own = {task_type: name for name, _, _, task_type in PRIOR}
+    types = by_task_type(games)
     kept = []
     try:
-        for task_type, of_type in by_task_type(games).items():
+        for task_type, of_type in types.items():
             for i, game in enumerate(of_type):
                 other = of_type[i - 1].id  # position 1's game (and any after 2): any other of the type
                 ids = [other, game.id] + [other] * (cfg.training.group_size - 2)
-                won = {}
-                for name, content, _, _ in PRIOR:
-                    env = CuratorEnv(setup)
-                    env.reset(game_ids=ids, task_type=task_type)
-                    env.curate_and_advance(_operations(name, content))
-                    won[name] = state_of(env).positions[1]
-                if won.get(own.get(task_type)) is True and all(v is False for n, v in won.items() if n != own[task_type]):
+                won = {name: _second_position(setup, task_type, ids, _operations(name, content))
+                       for name, content, _, _ in PRIOR}
+                if won[own[task_type]] is True and all(v is False for n, v in won.items() if n != own[task_type]):
                     kept.append(game)
     finally:
         setup.close()
-    counts = {t: (sum(g.task_type == t for g in kept), len(g_)) for t, g_ in by_task_type(games).items()}
+    counts = {t: (sum(g.task_type == t for g in kept), len(of_type)) for t, of_type in types.items()}
     short = [t for t, (n, _) in counts.items() if n < cfg.training.group_size]
     if short:
         raise SkillosError(f"canary curator: {short[0]}: {counts[short[0]][0]} of its {counts[short[0]][1]} train "
@@ -334,11 +331,8 @@ def payoff(cfg, held_out, echo=None) -> dict:
     texts = {name: content for name, (_, content, _) in skills.items()} | mixed
 
     def second_position(task_type, ids, names) -> bool | None:
-        env = CuratorEnv(setup)
-        env.reset(game_ids=list(ids), task_type=task_type)
-        env.curate_and_advance([o for i, n in enumerate(names)
-                                for o in _operations(n if n in skills else f"recombined-{i}", texts[n])])
-        return state_of(env).positions[1]
+        return _second_position(setup, task_type, ids, [o for i, n in enumerate(names) for o in
+                                                        _operations(n if n in skills else f"recombined-{i}", texts[n])])
 
     outcomes = {}
     for answer, names in answers.items():
@@ -351,6 +345,15 @@ def payoff(cfg, held_out, echo=None) -> dict:
     for line in table.lines(made):
         (echo or print)(f"canary curator: {line}")
     return made
+
+
+def _second_position(setup, task_type: str, ids, operations: list) -> bool | None:
+    """Position 2's outcome in a group of `ids` when the curator's first turn applies `operations`
+    (None: unmeasured), played as a rollout plays it."""
+    env = CuratorEnv(setup)
+    env.reset(game_ids=list(ids), task_type=task_type)
+    env.curate_and_advance(operations)
+    return state_of(env).positions[1]
 
 
 def _refused(capacity, texts: list) -> str | None:
