@@ -186,3 +186,31 @@ def test_the_curator_canary_trains_on_exactly_the_games_its_skills_decide(game_c
                                             r"env.n_train_games") as error:
         canary.decisive(cfg, [g for g in train if g not in kept])  # none left that a skill decides
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("learned, draws, kept", [([False, True, True], 3, 2), ([False, False], 2, 2), ([False], 1, 1),
+                                                  ([True], 3, 1), ([False, False, False, True], 3, 3)])
+def test_a_warm_start_is_drawn_again_until_its_own_turns_learned_to_say_what_they_read(tmp_path, learned, draws, kept):
+    from skillos.training.canary import drawn_warm_start, identity, warm_reading
+    from skillos.training.common.warmup import READING_FILE
+
+    cfg = config.load(CURATOR, sets=[f"canary.warmup_draws={draws}", "training.seed=7"])
+    seeds = []
+
+    def build(target, seed):  # one draw: its reading check, as warm_up writes it
+        seeds.append(seed)
+        target.mkdir(parents=True)
+        (target / "config.json").write_text("{}")
+        (target / READING_FILE).write_text(json.dumps({"learned": learned[len(seeds) - 1], "turns": 4, "steps": 1}))
+
+    lines = []
+    folder = tmp_path / "warm"
+    folder.mkdir()  # an interrupted run's leftovers, no model in them
+    (folder / "stale").write_text("x")
+    assert drawn_warm_start(cfg, folder, build, lines.append, "canary curator") == str(folder.resolve())
+    assert seeds == list(range(7, 7 + kept))  # training.seed, then the next: the first draw is the old warm start
+    assert warm_reading(str(folder)) == {"learned": learned[kept - 1], "turns": 4, "steps": 1, "draw": kept, "draws": draws}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["warm"] and not (folder / "stale").exists()
+    assert len(lines) == kept - 1 and all("did not learn" in line for line in lines)
+    assert json.loads((folder / identity.IDENTITY).read_text())["config"] == identity.config_digest(cfg)  # stamped
+    assert drawn_warm_start(cfg, folder, build, lines.append) == str(folder.resolve()) and len(seeds) == kept  # reused

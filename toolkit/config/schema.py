@@ -119,6 +119,7 @@ LATER_KEYS["training.async_rollouts"] = False
 LATER_KEYS["canary.attention_window"] = None
 LATER_KEYS["canary.call_tokens"] = False
 LATER_KEYS["canary.decisive_train"] = False
+LATER_KEYS["canary.warmup_draws"] = 1
 LATER_KEYS.update({"training.grouping": "task_type", "training.curriculum": "none", "skillgate.oracle_grpo_steps": None,
                    "sleep.transfer": {f.name: f.default for f in dataclasses.fields(TransferConfig)}})
 LATER_KEYS.update({"executor.decoding": "generate", "executor.likelihood": "mean", "eval.trials": 1})

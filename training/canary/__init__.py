@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -181,6 +182,34 @@ def warm_reading(warm: str) -> dict | None:
         return json.loads((Path(warm) / READING_FILE).read_text())
     except (OSError, ValueError):
         return None
+
+
+def drawn_warm_start(cfg, folder: Path, build, echo=None, what: str = "canary") -> str:
+    """The warm start at `folder`: up to canary.warmup_draws built by build(target, seed) (seed
+    training.seed, then the next), the first whose turns learned to say what they read, else the
+    last; its reading file records which draw of how many. The check reads the warm start's own
+    training turns, never a held-out game, so drawing again tunes nothing the canary is judged on.
+    A folder holding a model is reused as it is."""
+
+    if (folder / "config.json").is_file():
+        return str(folder.resolve())
+    draws, base = cfg.canary.warmup_draws, cfg.training.seed or 0
+    for draw in range(1, draws + 1):
+        target = folder.with_name(f"{folder.name}.draw-{draw}")
+        shutil.rmtree(target, ignore_errors=True)  # a draw an interrupted run left half-written
+        build(target, base + draw - 1)
+        read = warm_reading(str(target))
+        if read is None or read["learned"] or draw == draws:
+            break
+        echo and echo(f"{what}: warm start draw {draw} of {draws} did not learn to say what its turns read "
+                      f"(its own training turns); drawing again with seed {base + draw}")
+        shutil.rmtree(target)
+    if read is not None:
+        (target / READING_FILE).write_text(json.dumps({**read, "draw": draw, "draws": draws}))
+    identity.stamp(target, identity.config_digest(cfg))  # a rerun reuses it only for this code
+    shutil.rmtree(folder, ignore_errors=True)  # what an interrupted run left, no model in it
+    target.rename(folder)  # whole or absent: a reader never finds a draw half-built
+    return str(folder.resolve())
 
 
 def by_task_type(games) -> dict:

@@ -32,6 +32,7 @@ permuted within each group, one with them sign-flipped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import random
@@ -39,7 +40,8 @@ import re
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
-from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity, warm_reading
+from skillos.training.canary import (SIGNALS, Canary, Measured, by_task_type, described, drawn_warm_start, identity,
+                                     warm_reading)
 from skillos.config.backend import BackendConfig
 from skillos.config.loading import load, with_sets
 from skillos.errors import SkillosError
@@ -108,8 +110,6 @@ class CuratorCanary(Canary):
         return payoff(cfg, held_out_games(cfg, echo, "curator"), echo)
 
     def measure(self, out: Path, quick: bool, echo, variant: str | None = None, compute=()) -> list:
-        import functools
-
         cfg = with_sets(self.config(quick, variant), [f"training.output_dir={out / 'trained'}", *compute])
         train_games, held_out = miniature_games(cfg, echo, "curator")
         digest = identity.config_digest(cfg)  # every seed's runs are stamped as the canary's
@@ -171,8 +171,36 @@ def warm_start(cfg, games, folder: Path, echo=None) -> str:
     not learned in 20 steps), a pretrained one reads it; this teaches the reading, not the choice,
     which stays even between the skills whatever the type said."""
 
-    if (folder / "config.json").is_file():
-        return str(folder.resolve())
+    return drawn_warm_start(cfg, folder, functools.partial(_warm_up, cfg, games, echo=echo), echo, "canary curator")
+
+
+def _warm_up(cfg, games, folder: Path, seed: int, echo=None) -> None:
+    """One draw of the warm start (warm_start's), its groups, order and new embeddings drawn with `seed`."""
+    c = cfg.canary
+    setup = make_setup(cfg, games)
+    opening = _opening(environment(cfg).curator_system)
+    conversations = []
+    for group in build_groups(games, cfg.training.group_size, c.warmup_groups, seed,
+                              grouping=cfg.training.grouping, curriculum="none"):  # a warm start's order is its own
+        said = said_type(group.task_type)
+        for name, content, weight, _ in PRIOR:
+            env = CuratorEnv(setup)
+            messages = opening(env.reset(**group.row()))
+            for _ in range(weight):
+                conversations.append(messages + [_call(name, content, len(conversations), said)])
+            if cfg.training.group_size < 3:
+                continue
+            first = messages + [_call(name, content, len(conversations), said)]
+            answer = env.curate_and_advance(_operations(name, content))
+            then = first + [{"role": "tool", "name": "curate_and_advance", "content": answer}]
+            for second, text, again, _ in PRIOR:  # the same skill again: keep it; the other: replace it
+                for _ in range(weight * again):
+                    conversations.append(then + [_call(second, text, len(conversations), said, keep=second == name,
+                                                       replacing=name)])
+    random.Random(seed).shuffle(conversations)
+    warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
+            steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=seed, decay=True,
+            echo=echo, attention_window=c.attention_window, weigh_content=True, call_tokens=c.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
     c = cfg.canary
     setup = make_setup(cfg, games)
     opening = _opening(environment(cfg).curator_system)

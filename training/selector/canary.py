@@ -24,12 +24,14 @@ with the selection utilities (and rewards) permuted within each group, or sign-f
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
-from skillos.training.canary import SIGNALS, Canary, Measured, by_task_type, described, identity, warm_reading
+from skillos.training.canary import (SIGNALS, Canary, Measured, by_task_type, described, drawn_warm_start, identity,
+                                     warm_reading)
 from skillos.config.backend import BackendConfig
 from skillos.config.loading import load, with_sets
 from skillos.config.skillgate import SELECTOR_CREDITS
@@ -140,11 +142,29 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
     one word in a prompt of ~1,000 tokens from the selection credit alone, a pretrained one reads
     it; this teaches the reading, not the choice, which stays even over the slate whatever the
     type said."""
-    slate_domain = environment("slate")
+    return drawn_warm_start(cfg, out / "warm", functools.partial(_warm_up, cfg, games, out, echo=echo), echo,
+                            "canary selector")
 
-    folder = out / "warm"
-    if (folder / "config.json").is_file():
-        return str(folder.resolve())
+
+def _warm_up(cfg, games, out: Path, folder: Path, seed: int, echo=None) -> None:
+    """One draw of the warm start (warm_start's) into `folder`, its order and new embeddings drawn with `seed`."""
+    slate_domain = environment("slate")
+    setup = slate_domain.make_slate_setup(cfg, games, out / "slate-warm")
+    conversations = []
+    for game in _interleaved(games)[:cfg.canary.warmup_groups]:  # every task type's slates
+        text = slate_domain.SlateEnv(setup).reset(game_id=game.id)
+        for pick in setup.slates[game.id].order:
+            call = {"name": slate_domain.READ_TOOL, "arguments": {"name": pick}}
+            conversations.append([{"role": "system", "content": slate_domain.SYSTEM},
+                                  {"role": "user", "content": slate_domain.SLATE_INSTRUCTIONS + "\n\n" + text},
+                                  {"role": "assistant", "content": reasoning(game.task_type),
+                                   "tool_calls": [{"id": f"call_{len(conversations)}", "type": "function",
+                                                   "function": call}]}])
+    random.Random(seed).shuffle(conversations)
+    warm_up(cfg.training.model, conversations, slate_domain.tool_schemas(), folder, steps=cfg.canary.warmup_steps,
+            learning_rate=cfg.canary.warmup_learning_rate, seed=seed, decay=True,
+            echo=echo, attention_window=cfg.canary.attention_window, weigh_content=True,
+            call_tokens=cfg.canary.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
     setup = slate_domain.make_slate_setup(cfg, games, out / "slate-warm")
     conversations = []
     for game in _interleaved(games)[:cfg.canary.warmup_groups]:  # every task type's slates
