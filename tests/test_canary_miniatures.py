@@ -214,3 +214,26 @@ def test_a_warm_start_is_drawn_again_until_its_own_turns_learned_to_say_what_the
     assert len(lines) == kept - 1 and all("did not learn" in line for line in lines)
     assert json.loads((folder / identity.IDENTITY).read_text())["config"] == identity.config_digest(cfg)  # stamped
     assert drawn_warm_start(cfg, folder, build, lines.append) == str(folder.resolve()) and len(seeds) == kept  # reused
+
+
+def test_each_draw_of_the_curator_canarys_warm_start_trains_once_with_its_own_seed(tmp_path, game_cache, monkeypatch):
+    from skillos.config.loading import with_sets
+    from skillos.training.canary import miniature_games, warm_reading
+    from skillos.training.common.warmup import READING_FILE
+    from skillos.training.curator import canary
+
+    cfg = with_sets(canary.CANARY.config(True), ["canary.warmup_draws=2", "training.seed=3"])
+    train_games, _ = miniature_games(cfg, lambda *a: None, "curator")
+    calls = []
+
+    def fitted(model, conversations, tools, folder, **kw):  # the supervised fit, not what this test is about
+        calls.append((kw["seed"], [c[-1]["tool_calls"][0]["id"] for c in conversations]))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text("{}")
+        (folder / READING_FILE).write_text(json.dumps({"learned": False, "turns": len(conversations), "steps": 1}))
+
+    monkeypatch.setattr(canary, "warm_up", fitted)
+    warm = canary.warm_start(cfg, train_games, tmp_path / "warm")
+    assert [seed for seed, _ in calls] == [3, 4]  # one fit a draw; the first with training.seed, as before draws
+    assert calls[0][1] != calls[1][1]  # each draw's own order
+    assert warm_reading(warm)["draw"] == 2 and warm_reading(warm)["draws"] == 2

@@ -58,6 +58,7 @@ from skillos.evals.distributed import require_ray
 from skillos.evals.protocol import digest
 from skillos.evals.run_folder import creatable
 from skillos.evals.stats import mcnemar_exact
+from skillos.files import swap_in, temp_sibling, write_atomic
 from skillos.ledger import alerts
 from skillos.safety import Ticker
 from skillos.training.common.grpo import DESTROYED
@@ -189,27 +190,30 @@ def drawn_warm_start(cfg, folder: Path, build, echo=None, what: str = "canary") 
     training.seed, then the next), the first whose turns learned to say what they read, else the
     last; its reading file records which draw of how many. The check reads the warm start's own
     training turns, never a held-out game, so drawing again tunes nothing the canary is judged on.
-    A folder holding a model is reused as it is."""
+    Each draw is built beside `folder` and swapped in whole; a folder holding a model is reused."""
 
     if (folder / "config.json").is_file():
         return str(folder.resolve())
     draws, base = cfg.canary.warmup_draws, cfg.training.seed or 0
     for draw in range(1, draws + 1):
-        target = folder.with_name(f"{folder.name}.draw-{draw}")
-        shutil.rmtree(target, ignore_errors=True)  # a draw an interrupted run left half-written
-        build(target, base + draw - 1)
-        read = warm_reading(str(target))
-        if read is None or read["learned"] or draw == draws:
-            break
-        echo and echo(f"{what}: warm start draw {draw} of {draws} did not learn to say what its turns read "
-                      f"(its own training turns); drawing again with seed {base + draw}")
-        shutil.rmtree(target)
-    if read is not None:
-        (target / READING_FILE).write_text(json.dumps({**read, "draw": draw, "draws": draws}))
-    identity.stamp(target, identity.config_digest(cfg))  # a rerun reuses it only for this code
-    shutil.rmtree(folder, ignore_errors=True)  # what an interrupted run left, no model in it
-    target.rename(folder)  # whole or absent: a reader never finds a draw half-built
-    return str(folder.resolve())
+        target = temp_sibling(folder)
+        try:
+            build(target, base + draw - 1)
+            read = warm_reading(str(target))
+            if read is not None and not read["learned"] and draw < draws:
+                if echo:
+                    echo(f"{what}: warm start draw {draw} of {draws} did not learn to say what its turns read "
+                         f"(its own training turns); drawing again with seed {base + draw}")
+                shutil.rmtree(target)
+                continue
+            if read is not None:
+                write_atomic(target / READING_FILE, json.dumps({**read, "draw": draw, "draws": draws}))
+            identity.stamp(target, identity.config_digest(cfg))  # a rerun reuses it only for this code
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        swap_in(target, folder)  # what an interrupted run left there is set aside and removed
+        return str(folder.resolve())
 
 
 def by_task_type(games) -> dict:

@@ -201,33 +201,6 @@ def _warm_up(cfg, games, folder: Path, seed: int, echo=None) -> None:
     warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
             steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=seed, decay=True,
             echo=echo, attention_window=c.attention_window, weigh_content=True, call_tokens=c.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
-    c = cfg.canary
-    setup = make_setup(cfg, games)
-    opening = _opening(environment(cfg).curator_system)
-    conversations = []
-    for group in build_groups(games, cfg.training.group_size, c.warmup_groups, cfg.training.seed or 0,
-                              grouping=cfg.training.grouping, curriculum="none"):  # a warm start's order is its own
-        said = said_type(group.task_type)
-        for name, content, weight, _ in PRIOR:
-            env = CuratorEnv(setup)
-            messages = opening(env.reset(**group.row()))
-            for _ in range(weight):
-                conversations.append(messages + [_call(name, content, len(conversations), said)])
-            if cfg.training.group_size < 3:
-                continue
-            first = messages + [_call(name, content, len(conversations), said)]
-            answer = env.curate_and_advance(_operations(name, content))
-            then = first + [{"role": "tool", "name": "curate_and_advance", "content": answer}]
-            for second, text, again, _ in PRIOR:  # the same skill again: keep it; the other: replace it
-                for _ in range(weight * again):
-                    conversations.append(then + [_call(second, text, len(conversations), said, keep=second == name,
-                                                       replacing=name)])
-    random.Random(cfg.training.seed or 0).shuffle(conversations)
-    warm_up(cfg.training.model, conversations, TOOL_SURFACES["curate_and_advance"], folder,
-            steps=c.warmup_steps, learning_rate=c.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
-            echo=echo, attention_window=c.attention_window, weigh_content=True, call_tokens=c.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
-    identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
-    return str(folder.resolve())
 
 
 def decisive(cfg, games, echo=None) -> list:

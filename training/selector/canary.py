@@ -165,24 +165,6 @@ def _warm_up(cfg, games, out: Path, folder: Path, seed: int, echo=None) -> None:
             learning_rate=cfg.canary.warmup_learning_rate, seed=seed, decay=True,
             echo=echo, attention_window=cfg.canary.attention_window, weigh_content=True,
             call_tokens=cfg.canary.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
-    setup = slate_domain.make_slate_setup(cfg, games, out / "slate-warm")
-    conversations = []
-    for game in _interleaved(games)[:cfg.canary.warmup_groups]:  # every task type's slates
-        text = slate_domain.SlateEnv(setup).reset(game_id=game.id)
-        for pick in setup.slates[game.id].order:
-            call = {"name": slate_domain.READ_TOOL, "arguments": {"name": pick}}
-            conversations.append([{"role": "system", "content": slate_domain.SYSTEM},
-                                  {"role": "user", "content": slate_domain.SLATE_INSTRUCTIONS + "\n\n" + text},
-                                  {"role": "assistant", "content": reasoning(game.task_type),
-                                   "tool_calls": [{"id": f"call_{len(conversations)}", "type": "function",
-                                                   "function": call}]}])
-    random.Random(cfg.training.seed or 0).shuffle(conversations)
-    warm_up(cfg.training.model, conversations, slate_domain.tool_schemas(), folder, steps=cfg.canary.warmup_steps,
-            learning_rate=cfg.canary.warmup_learning_rate, seed=cfg.training.seed or 0, decay=True,
-            echo=echo, attention_window=cfg.canary.attention_window, weigh_content=True,
-            call_tokens=cfg.canary.call_tokens)  # a line per 10% or 10 s: a full warm start takes minutes
-    identity.stamp(folder, identity.config_digest(cfg))  # a rerun reuses it only for this code
-    return str(folder.resolve())
 
 
 def reasoning(task_type: str) -> str:
