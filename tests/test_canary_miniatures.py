@@ -199,7 +199,7 @@ def test_a_warm_start_is_drawn_again_until_its_own_turns_learned_to_say_what_the
 
     def build(target, seed):  # one draw: its reading check, as warm_up writes it
         seeds.append(seed)
-        target.mkdir(parents=True)
+        target.mkdir(parents=True, exist_ok=True)  # the empty folder a draw is built in
         (target / "config.json").write_text("{}")
         (target / READING_FILE).write_text(json.dumps({"learned": learned[len(seeds) - 1], "turns": 4, "steps": 1}))
 
