@@ -41,13 +41,13 @@ class CanaryConfig:
                 "and the other's loses (played before training), so every group's task reward separates the skills "
                 "(at env.max_steps 27, 39 of 160: the rest give every completion of a group the same task reward); "
                 "the warm start and the held-out games are not chosen; False: every train game"})
-    # A warm start's draw decides whether it reads: of four curator warm starts built by one recipe
-    # (call tokens, 1,200 steps), the one whose own turns did not learn to say their task's type said it
+    # A warm start's draw decides whether it reads: of four curator warm starts with call tokens,
+    # the one whose own turns did not learn to say their task's type said it
     # in 75 of 141 held-out turns (chance) and an executor-free policy-gradient probe from it learned no
     # choice; from the three that learned it, 9 of 9 of stop 77's probe runs did (tuning split, measured:
     # docs/canaries.md, stop 77). Off in every shipped canary: the strict check (every said token of
     # all 480 turns) failed both warm starts without call tokens kept from earlier looks, so there more
-    # draws would cost minutes and change nothing.
+    # draws would cost minutes and, on that evidence, find none that passes.
     warmup_draws: int = field(default=1, metadata={"bounds": (1, 20),
         "help": "warm starts drawn (each with the next seed) until one whose turns learned to say what they "
                 "read, judged on its own training turns only (never a held-out game); the canary records which "
