@@ -41,11 +41,11 @@ class CanaryConfig:
                 "and the other's loses (played before training), so every group's task reward separates the skills "
                 "(at env.max_steps 27, 39 of 160: the rest give every completion of a group the same task reward); "
                 "the warm start and the held-out games are not chosen; False: every train game"})
-    # A warm start's draw decides whether it reads: of four curator warm starts with call tokens,
-    # the one whose own turns did not learn to say their task's type said it
-    # in 75 of 141 held-out turns (chance) and an executor-free policy-gradient probe from it learned no
-    # choice; from the three that learned it, 9 of 9 of stop 77's probe runs in its own settings did
-    # (tuning split, measured: docs/canaries.md, stop 77). Off in every shipped canary: the strict check (every said token of
+    # A warm start's draw decides whether it reads: of four curator warm starts with call tokens, the
+    # one whose own turns did not learn to say their task's type said it in 75 of 141 held-out turns
+    # (chance) and an executor-free policy-gradient probe from it learned no choice; from the three
+    # that learned it, 9 of 9 of stop 77's probe runs in its own settings did (tuning split, measured:
+    # docs/canaries.md, stop 77). Off in every shipped canary: the strict check (every said token of
     # all 480 turns) failed both warm starts without call tokens kept from earlier looks, so there more
     # draws would cost minutes and, on that evidence, find none that passes.
     warmup_draws: int = field(default=1, metadata={"bounds": (1, 20),
