@@ -41,11 +41,13 @@ from concurrent.futures import Future
 
 from skillos.errors import SkillosError
 from skillos.training.common.trl_compat import copy_policy
+from skillos.training.curator import masks
 
 # TRL's private methods this relies on (training/common/trl_compat.py checks them when the trainer is built)
 RELIES_ON = ("_get_train_sampler", "_generate_and_score_completions", "_get_per_token_logps_and_entropies")
-# counts a batch's generation adds to (training/common/prompt_cap.py's prompts cut): the view's, added to the trainer's
-COUNTERS = ("truncated_prompts",)
+# counts a batch's generation adds to (training/common/prompt_cap.py's prompts cut, training/curator/masks.py's
+# tokens left out): the view's, added to the trainer's
+COUNTERS = ("truncated_prompts", *masks.COUNTS)
 
 
 class Lookahead:

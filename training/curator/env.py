@@ -72,6 +72,9 @@ class RolloutState:
     input_words: int = 0
     coerced_actions: int = 0
     calls: int = 0
+    # the call that played the group's last position (calls then): a turn TRL generates after its
+    # answer can change nothing (training/curator/masks.py leaves it out of the loss)
+    last_call: int | None = None
 
 
 class CuratorEnv:
@@ -125,7 +128,10 @@ class CuratorEnv:
             # MAX_OPS_PER_CALL are refused (counted in ops_total), not applied
             ops = ops_from_tool_calls([{"name": "curate_and_advance", "arguments": {"operations": operations}}])
             results = [_apply(state, op, self._setup.capacity) for op in ops]
-            return "\n".join(["Operations:"] + (results or ["(none)"]) + ["", self._advance()])
+            text = self._advance()
+            if len(state.positions) == len(state.game_ids):
+                state.last_call = state.calls
+            return "\n".join(["Operations:"] + (results or ["(none)"]) + ["", text])
 
     # -- not tools ---------------------------------------------------------------------------
     def _advance(self) -> str:

@@ -39,6 +39,7 @@ from skillos.training.common.warmup import WARMUP_RATE, curator_examples, format
 from skillos.training.curator.async_rollouts import RELIES_ON, async_trainer
 from skillos.training.curator.env import CuratorEnv, finish, make_setup, state_of
 from skillos.training.curator.groups import build_groups
+from skillos.training.curator.masks import left_out_line, masked_trainer, take_counts
 from skillos.training.curator.reward import group_rewards, health, reward
 from skillos.training.curator.rollouts import InFlight, phase_line, phase_stats, rollout_trainer
 
@@ -48,11 +49,13 @@ WARMUP_INPUTS = 6
 def trainer_class(cfg: Config, gauge=None):
     """The GRPOTrainer subclass a curator run is built with: every rollout in flight, each playing
     its tool rounds on its own (training/curator/rollouts.py, training/curator/pipeline.py; a rollout with nothing
-    left for TRL to call plays its unreached positions at once) and prompts cut to
-    training.max_prompt_length (training/common/prompt_cap.py)."""
+    left for TRL to call plays its unreached positions at once), prompts cut to
+    training.max_prompt_length (training/common/prompt_cap.py), and the turn TRL generates after the
+    last position left out of the loss (training/curator/masks.py)."""
     from trl import GRPOTrainer
 
-    trainer = rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer), on_done=finish)
+    trainer = masked_trainer(rollout_trainer(cfg.training.rollout_concurrency, gauge, capped(GRPOTrainer),
+                                             on_done=finish))
     if cfg.training.async_rollouts:  # the next batch plays while a step trains (training/curator/async_rollouts.py)
 
         check(names=RELIES_ON)
@@ -175,10 +178,11 @@ class StepHealth:
                 stats = phase_stats(list(windows), seconds, waited)
                 windows.clear()
                 entropy = policy_entropy(owner.trainer)
+                left = take_counts(owner.trainer)
                 if owner.reward_fn.history:
-                    owner.reward_fn.history[-1].update(phase=stats, entropy=entropy)
+                    owner.reward_fn.history[-1].update(phase=stats, entropy=entropy, left_out=left)
                 shown = f"{entropy:.3f}" if entropy is not None else "unmeasured (TRL logged none this step)"
-                owner.echo(f"{line}; policy entropy {shown}; {phase_line(stats)}")
+                owner.echo(f"{line}; policy entropy {shown}; {phase_line(stats)}{left_out_line(left)}")
                 if owner.reward_fn.history:
                     log_step_metrics(owner.trainer, owner.reward_fn.history[-1], stats)
 

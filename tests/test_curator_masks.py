@@ -1,0 +1,104 @@
+"""The turn TRL generates after a curator rollout's last position is left out of the loss
+(training/curator/masks.py): where the environment vouches for every tool answer, from the end of
+the answer to the call that played the last position; a rollout that stopped early, or one with
+an answer the environment did not give, is kept as TRL made it and counted."""
+
+import torch
+
+from skillos.training.curator.env import CuratorEnv, RolloutState, Setup, state_of
+from skillos.training.curator.masks import (answer_ends, leave_out, leave_out_after_last_position, left_out_line,
+                                            masked_trainer, take_counts)
+
+T, A = 1, 0  # a model token, a tool-answer token (TRL's tool_mask)
+
+
+def _row(*spans, width=16):
+    """(tool_mask, completion_mask) of one completion: spans of (kind, length), right-padded as TRL pads."""
+    tool = [kind for kind, n in spans for _ in range(n)]
+    pad = width - len(tool)
+    return tool + [1] * pad, [1] * len(tool) + [0] * pad
+
+
+def _batch(*rows):
+    tool, completion = zip(*rows)
+    return torch.tensor(tool), torch.tensor(completion)
+
+
+def _state(calls, last_call, n=3):
+    state = RolloutState([f"g{i}" for i in range(n)], "t")
+    state.calls, state.last_call = calls, last_call
+    return state
+
+
+def test_answer_ends_are_found_inside_the_completion_only():
+    tool, completion = _row((T, 3), (A, 2), (T, 2), (A, 1), (T, 1))
+    assert answer_ends(torch.tensor(tool), torch.tensor(completion)) == [5, 8]
+    tool, completion = _row((T, 3))  # no answer: the padding's tool_mask is 1 and outside the completion
+    assert answer_ends(torch.tensor(tool), torch.tensor(completion)) == []
+
+
+def test_the_turn_after_the_last_position_leaves_the_loss_and_nothing_else_does():
+    whole = _row((T, 3), (A, 2), (T, 2), (A, 2), (T, 4))         # |G| 3: two calls, then the turn after
+    stopped = _row((T, 3), (A, 2), (T, 5))                         # no second call: that turn counts (r_fc)
+    trl_answered = _row((T, 2), (A, 1), (T, 2), (A, 1), (T, 2), (A, 1), (T, 3))  # 3 answers, 2 calls reached the env
+    short_group = _row((T, 2), (A, 2), (T, 2), (A, 1), (T, 3))    # a group of 2 of at most 3: over after call 1
+    tool, completion = _batch(whole, stopped, trl_answered, short_group)
+    before = tool.clone()
+    states = [_state(2, 2), _state(1, None), _state(2, 2), _state(2, 1, n=2)]
+    counts = leave_out_after_last_position(tool, completion, states)
+    assert counts == {"tokens": 4 + 5, "rollouts": 2, "not_vouched": 1}
+    assert tool[0].tolist()[:9] == before[0].tolist()[:9] and tool[0].tolist()[9:] == [0] * 7
+    assert torch.equal(tool[1], before[1]) and torch.equal(tool[2], before[2])
+    assert tool[3].tolist()[:4] == before[3].tolist()[:4] and tool[3].tolist()[4:] == [0] * 12
+    loss_tokens = (tool * completion).sum(1).tolist()
+    assert loss_tokens == [5, 8, 9, 2]  # what the loss reads: each row's model tokens up to its last position
+
+
+def test_the_environment_records_the_call_that_played_the_last_position():
+    from skillos.evals.envs.household.heuristic import HeuristicExecutor
+    from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
+
+    games = {f"g{i}": ScriptedGame(f"g{i}") for i in range(3)}
+    setup = Setup(games, HeuristicExecutor(), lambda: ScriptedEnv(("look", "wait"), None), group_size=3,
+                  max_steps=4, top_k=5, retrieval_mode="bm25")
+    env = CuratorEnv(setup)
+    env.reset(game_ids=["g0", "g1", "g2"], task_type="t")
+    env.curate_and_advance([])
+    assert state_of(env).last_call is None  # position 3 is still to play
+    env.curate_and_advance([])
+    assert state_of(env).last_call == 2 and state_of(env).calls == 2
+    assert "over" in env.curate_and_advance([])  # a call past the end is answered and counted, not played
+    assert state_of(env).last_call == 2 and state_of(env).calls == 3 and len(state_of(env).positions) == 3
+
+
+def test_a_trainer_masks_every_batch_it_generates_and_its_counts_are_taken_per_step():
+    tool, completion = _batch(_row((T, 3), (A, 2), (T, 2), (A, 2), (T, 4)), _row((T, 3), (A, 2), (T, 5)))
+
+    class Env:
+        def __init__(self, state):
+            self._state = state
+
+    class Base:
+        environments = [Env(_state(2, 2)), Env(_state(1, None))]
+
+        def _generate_and_score_completions(self, inputs):
+            return {"tool_mask": tool.clone(), "completion_mask": completion}
+
+    trainer = masked_trainer(Base)()
+    assert take_counts(Base()) is None and left_out_line(None) == ""  # a trainer that does not mask says nothing
+    out = trainer._generate_and_score_completions([])
+    assert out["tool_mask"][0, 9:].sum() == 0 and torch.equal(out["tool_mask"][1], tool[1])
+    trainer._generate_and_score_completions([])
+    counts = take_counts(trainer)
+    assert counts == {"tokens": 8, "rollouts": 2, "not_vouched": 0}
+    assert take_counts(trainer) == {"tokens": 0, "rollouts": 0, "not_vouched": 0}  # taken: the next step starts at 0
+    assert left_out_line(counts) == "; the turn after the last position left out of the loss: 8 tokens in 2 rollouts"
+    assert "1 rollouts kept as generated" in left_out_line({"tokens": 0, "rollouts": 0, "not_vouched": 1})
+
+
+def test_a_batch_whose_environments_do_not_line_up_is_kept_and_counted():
+    tool, completion = _batch(_row((T, 3), (A, 2), (T, 4)))
+    output = {"tool_mask": tool.clone(), "completion_mask": completion}
+    assert leave_out(output, []) == {"tokens": 0, "rollouts": 0, "not_vouched": 1}
+    assert torch.equal(output["tool_mask"], tool)
+    assert leave_out({"completion_mask": completion}, []) is None  # no tool called: nothing to leave out

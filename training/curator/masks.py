@@ -1,0 +1,106 @@
+"""What a curator rollout's loss trains on: not the turn TRL generates after the last position.
+
+TRL's tool loop generates a turn after every tool answer while it has iterations left, and a
+curator run gives it |G| - 1 (one call per position after the first). So the answer to the call
+that played the group's last position is followed by one more generated turn. Every position has
+been played by then: nothing in that turn can change the rollout's reward, yet TRL trains its
+tokens with the rollout's advantage, a gradient from text that caused nothing. In the curator
+canary's miniature (|G| = 3) that is a third of the turns trained, and a turn that writes a skill
+name as the others do: GRPO with it in the loss did not learn the miniature's choice in a look
+where the same run without it did (docs/canaries.md, stop 78).
+
+`leave_out_after_last_position` sets the tool mask (TRL's own "not the model's tokens" mask, which
+the loss reads) to 0 from the end of that answer on, where the environment vouches for which answer
+it was: it counts the calls that reached it (RolloutState.calls, .last_call), and a completion
+whose tool answers number the same is one where every answer TRL appended came from it. A rollout
+where TRL answered a call itself (an argument error it caught) or rolled an answer back past
+max_completion_length is left as TRL made it, and counted as not vouched for.
+"""
+
+from __future__ import annotations
+
+from skillos.training.curator.env import state_of
+
+
+def answer_ends(tool_mask, completion_mask) -> list[int]:
+    """The index just past each tool answer (a run of tool_mask 0 inside the completion) in one row."""
+    inside = completion_mask.bool()
+    answer = (tool_mask == 0) & inside
+    ends = answer.clone()
+    ends[:-1] &= ~answer[1:]
+    return [int(i) + 1 for i in ends.nonzero().flatten()]
+
+
+def leave_out_after_last_position(tool_mask, completion_mask, states) -> dict:
+    """Zero `tool_mask` (B, T) in place after the answer to each rollout's last-position call
+    (`states`: each row's RolloutState, or None); the counts of what it did."""
+    counts = {"tokens": 0, "rollouts": 0, "not_vouched": 0}
+    for row, state in enumerate(states):
+        if state is None or state.last_call is None:
+            continue  # the rollout stopped on a turn without a call: that turn counts (r_fc), and is kept
+        ends = answer_ends(tool_mask[row], completion_mask[row])
+        if len(ends) != state.calls:
+            counts["not_vouched"] += 1
+            continue
+        end = ends[state.last_call - 1]
+        counts["tokens"] += int((tool_mask[row, end:] * completion_mask[row, end:]).sum())
+        counts["rollouts"] += 1
+        tool_mask[row, end:] = 0
+    return counts
+
+
+# what the trainer counts, summed over its batches (an async batch's view counts its own and hands
+# them over: training/curator/async_rollouts.COUNTERS); StepHealth takes them at each step's end
+COUNTS = ("left_out_tokens", "left_out_rollouts", "left_out_not_vouched")
+
+
+def masked_trainer(base):
+    """`base` (a GRPOTrainer subclass) whose generated batches leave the turn after the last position
+    out of the loss, counted in COUNTS."""
+
+    class LastPositionMasked(base):
+        left_out_tokens = left_out_rollouts = left_out_not_vouched = 0
+
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            counts = leave_out(output, getattr(self, "environments", None))
+            for key, value in (counts or {}).items():
+                name = f"left_out_{key}"
+                setattr(self, name, getattr(self, name) + value)
+            return output
+
+    return LastPositionMasked
+
+
+def take_counts(trainer) -> dict | None:
+    """COUNTS since the last take, zeroed (None for a trainer that does not mask)."""
+    if not hasattr(trainer, COUNTS[0]):
+        return None
+    counts = {name[len("left_out_"):]: getattr(trainer, name) for name in COUNTS}
+    for name in COUNTS:
+        setattr(trainer, name, 0)
+    return counts
+
+
+def leave_out(output: dict, environments) -> dict | None:
+    """The same on a batch TRL generated (`_generate_and_score_completions`' output) and the
+    environments it played, row by row; None where it has no tool mask (no tool was called)."""
+    tool_mask = output.get("tool_mask")
+    if tool_mask is None:
+        return None
+    states = [state_of(env) for env in environments or []]
+    if len(states) != tool_mask.shape[0]:
+        return {"tokens": 0, "rollouts": 0, "not_vouched": tool_mask.shape[0]}
+    return leave_out_after_last_position(tool_mask, output["completion_mask"], states)
+
+
+def left_out_line(counts: dict | None) -> str:
+    """The health line's clause for a step's counts ("" for a trainer that does not mask)."""
+    if counts is None:
+        return ""
+    line = (f"; the turn after the last position left out of the loss: {counts['tokens']} tokens in "
+            f"{counts['rollouts']} rollouts")
+    if counts["not_vouched"]:
+        line += (f" ({counts['not_vouched']} rollouts kept as generated: their tool answers were not all "
+                 "the environment's)")
+    return line
