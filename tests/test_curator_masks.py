@@ -6,8 +6,8 @@ an answer the environment did not give, is kept as TRL made it and counted."""
 import torch
 
 from skillos.training.curator.env import CuratorEnv, RolloutState, Setup, state_of
-from skillos.training.curator.masks import (answer_ends, leave_out, leave_out_after_last_position, left_out_line,
-                                            masked_trainer, take_counts)
+from skillos.training.curator.masks import (COUNTS, answer_ends, leave_out, leave_out_after_last_position,
+                                            left_out_line, masked_trainer, take_counts)
 
 T, A = 1, 0  # a model token, a tool-answer token (TRL's tool_mask)
 
@@ -33,25 +33,38 @@ def _state(calls, last_call, n=3):
 def test_answer_ends_are_found_inside_the_completion_only():
     tool, completion = _row((T, 3), (A, 2), (T, 2), (A, 1), (T, 1))
     assert answer_ends(torch.tensor(tool), torch.tensor(completion)) == [5, 8]
-    tool, completion = _row((T, 3))  # no answer: the padding's tool_mask is 1 and outside the completion
+    tool, completion = _row((T, 3))  # no answer
     assert answer_ends(torch.tensor(tool), torch.tensor(completion)) == []
+    tool = [1, 1, 1, 0, 0, 0]  # a 0 past the completion's end is not an answer
+    assert answer_ends(torch.tensor(tool), torch.tensor([1, 1, 1, 0, 0, 0])) == []
 
 
 def test_the_turn_after_the_last_position_leaves_the_loss_and_nothing_else_does():
     whole = _row((T, 3), (A, 2), (T, 2), (A, 2), (T, 4))         # |G| 3: two calls, then the turn after
     stopped = _row((T, 3), (A, 2), (T, 5))                         # no second call: that turn counts (r_fc)
     trl_answered = _row((T, 2), (A, 1), (T, 2), (A, 1), (T, 2), (A, 1), (T, 3))  # 3 answers, 2 calls reached the env
-    short_group = _row((T, 2), (A, 2), (T, 2), (A, 1), (T, 3))    # a group of 2 of at most 3: over after call 1
+    short_group = _row((T, 2), (A, 2), (T, 2), (A, 1), (T, 3))    # a group of 2 of at most 3: a call past its end
     tool, completion = _batch(whole, stopped, trl_answered, short_group)
     before = tool.clone()
     states = [_state(2, 2), _state(1, None), _state(2, 2), _state(2, 1, n=2)]
     counts = leave_out_after_last_position(tool, completion, states)
-    assert counts == {"tokens": 4 + 5, "rollouts": 2, "not_vouched": 1}
+    assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 2}
     assert tool[0].tolist()[:9] == before[0].tolist()[:9] and tool[0].tolist()[9:] == [0] * 7
-    assert torch.equal(tool[1], before[1]) and torch.equal(tool[2], before[2])
-    assert tool[3].tolist()[:4] == before[3].tolist()[:4] and tool[3].tolist()[4:] == [0] * 12
+    for row in (1, 2, 3):  # kept as TRL made them
+        assert torch.equal(tool[row], before[row])
     loss_tokens = (tool * completion).sum(1).tolist()
-    assert loss_tokens == [5, 8, 9, 2]  # what the loss reads: each row's model tokens up to its last position
+    assert loss_tokens == [5, 8, 9, 7]
+
+
+def test_an_answer_trl_gave_itself_never_moves_the_cut_before_the_last_position():
+    # turn 1's call failed in TRL (its own answer, no call reached the env); turn 2 called twice in one
+    # turn, playing positions 2 and 3 (one answer run): counts match (2 runs, 2 calls, last call 2) and
+    # the cut falls at the end of the run that played position 3, not earlier
+    merged = _row((T, 2), (A, 1), (T, 3), (A, 3), (T, 4))
+    tool, completion = _batch(merged)
+    counts = leave_out_after_last_position(tool, completion, [_state(2, 2)])
+    assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 0}
+    assert (tool[0] * completion[0]).tolist()[:9] == [1, 1, 0, 1, 1, 1, 0, 0, 0] and tool[0, 9:].sum() == 0
 
 
 def test_the_environment_records_the_call_that_played_the_last_position():
@@ -93,7 +106,20 @@ def test_a_trainer_masks_every_batch_it_generates_and_its_counts_are_taken_per_s
     assert counts == {"tokens": 8, "rollouts": 2, "not_vouched": 0}
     assert take_counts(trainer) == {"tokens": 0, "rollouts": 0, "not_vouched": 0}  # taken: the next step starts at 0
     assert left_out_line(counts) == "; the turn after the last position left out of the loss: 8 tokens in 2 rollouts"
-    assert "1 rollouts kept as generated" in left_out_line({"tokens": 0, "rollouts": 0, "not_vouched": 1})
+    assert left_out_line({"tokens": 0, "rollouts": 0, "not_vouched": 1}).endswith("did not match: 1 of the rollouts")
+
+
+def test_every_curator_trainer_class_masks_and_hands_its_counts_to_an_async_view():
+    from conftest import ROOT
+    from skillos import config as cfgmod
+    from skillos.training.curator.trainer import trainer_class
+
+    cfg = cfgmod.load(ROOT / "training" / "configs" / "cpu-smoke.yaml")
+    for async_rollouts in (False, True):
+        cfg.training.async_rollouts = async_rollouts
+        cls = trainer_class(cfg)
+        assert "LastPositionMasked" in [c.__name__ for c in cls.__mro__]
+        assert cls.counters == COUNTS and all(getattr(cls, name) == 0 for name in COUNTS)
 
 
 def test_a_batch_whose_environments_do_not_line_up_is_kept_and_counted():

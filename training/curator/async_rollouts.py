@@ -41,13 +41,12 @@ from concurrent.futures import Future
 
 from skillos.errors import SkillosError
 from skillos.training.common.trl_compat import copy_policy
-from skillos.training.curator import masks
 
 # TRL's private methods this relies on (training/common/trl_compat.py checks them when the trainer is built)
 RELIES_ON = ("_get_train_sampler", "_generate_and_score_completions", "_get_per_token_logps_and_entropies")
-# counts a batch's generation adds to (training/common/prompt_cap.py's prompts cut, training/curator/masks.py's
-# tokens left out): the view's, added to the trainer's
-COUNTERS = ("truncated_prompts", *masks.COUNTS)
+# counts a batch's generation adds to (training/common/prompt_cap.py's prompts cut; a trainer class adds its
+# own in `counters`, e.g. training/curator/masks.py's): the view's, added to the trainer's
+COUNTERS = ("truncated_prompts",)
 
 
 class Lookahead:
@@ -96,7 +95,7 @@ class Shadow:
                       "extra": defaultdict(lambda: deque(maxlen=size))}
         view._pending_extra_logs, view._pending_metrics = defaultdict(list), defaultdict(list)
         view.rollout_windows = []
-        for name in COUNTERS:  # counted from zero on the view, added to the trainer's when the batch is taken
+        for name in (*COUNTERS, *getattr(view, "counters", ())):  # from zero on the view, added when taken
             if hasattr(view, name):
                 setattr(view, name, 0)
         view.reward_funcs = [f.fork() if hasattr(f, "fork") else f for f in trainer.reward_funcs]
@@ -213,7 +212,7 @@ def async_trainer(base, max_staleness: int | None):
             self._metrics["train"]["async/staleness"].append(float(staleness))
             self._logs = view._logs
             self.__dict__.setdefault("rollout_windows", []).extend(view.rollout_windows)
-            for name in COUNTERS:
+            for name in (*COUNTERS, *getattr(self, "counters", ())):
                 if hasattr(view, name):
                     setattr(self, name, getattr(self, name, 0) + getattr(view, name))
             self._metrics["train"]["async/waited_seconds"].append(waited)
