@@ -1,7 +1,7 @@
 """The turn TRL generates after a curator rollout's last position is left out of the loss
-(training/curator/masks.py): where the environment vouches for every tool answer, from the end of
-the answer to the call that played the last position; a rollout that stopped early, or one with
-an answer the environment did not give, is kept as TRL made it and counted."""
+(training/curator/masks.py): where the count of tool answers is vouched for, from the end of the
+answer to the call that played the last position; a rollout that stopped early, or one whose
+answers and calls do not line up, is kept as TRL made it and counted."""
 
 import torch
 
@@ -43,11 +43,11 @@ def test_the_turn_after_the_last_position_leaves_the_loss_and_nothing_else_does(
     whole = _row((T, 3), (A, 2), (T, 2), (A, 2), (T, 4))         # |G| 3: two calls, then the turn after
     stopped = _row((T, 3), (A, 2), (T, 5))                         # no second call: that turn counts (r_fc)
     trl_answered = _row((T, 2), (A, 1), (T, 2), (A, 1), (T, 2), (A, 1), (T, 3))  # 3 answers, 2 calls reached the env
-    short_group = _row((T, 2), (A, 2), (T, 2), (A, 1), (T, 3))    # a group of 2 of at most 3: a call past its end
+    short_group = _row((T, 2), (A, 2), (T, 2), (A, 1), (T, 3))    # a group of 2 under a cap of 2: a call past its end
     tool, completion = _batch(whole, stopped, trl_answered, short_group)
     before = tool.clone()
     states = [_state(2, 2), _state(1, None), _state(2, 2), _state(2, 1, n=2)]
-    counts = leave_out_after_last_position(tool, completion, states)
+    counts = leave_out_after_last_position(tool, completion, states, cap=2)
     assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 2}
     assert tool[0].tolist()[:9] == before[0].tolist()[:9] and tool[0].tolist()[9:] == [0] * 7
     for row in (1, 2, 3):  # kept as TRL made them
@@ -62,9 +62,20 @@ def test_an_answer_trl_gave_itself_never_moves_the_cut_before_the_last_position(
     # the cut falls at the end of the run that played position 3, not earlier
     merged = _row((T, 2), (A, 1), (T, 3), (A, 3), (T, 4))
     tool, completion = _batch(merged)
-    counts = leave_out_after_last_position(tool, completion, [_state(2, 2)])
+    counts = leave_out_after_last_position(tool, completion, [_state(2, 2)], cap=2)
     assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 0}
     assert (tool[0] * completion[0]).tolist()[:9] == [1, 1, 0, 1, 1, 1, 0, 0, 0] and tool[0, 9:].sum() == 0
+
+
+def test_a_smaller_group_whose_last_answer_was_rolled_back_is_kept():
+    # a group of 2 under a cap of 2 (a variable |G|): turn 1's call failed in TRL (its own answer), turn 2
+    # played position 2 but its overlong answer was rolled back: one run, one call, last call 1, and the
+    # only run is not the last position's; kept as generated, turn 2 still trained
+    rolled_back = _row((T, 2), (A, 1), (T, 5))
+    tool, completion = _batch(rolled_back)
+    before = tool.clone()
+    counts = leave_out_after_last_position(tool, completion, [_state(1, 1, n=2)], cap=2)
+    assert counts == {"tokens": 0, "rollouts": 0, "not_vouched": 1} and torch.equal(tool, before)
 
 
 def test_the_environment_records_the_call_that_played_the_last_position():
@@ -93,6 +104,7 @@ def test_a_trainer_masks_every_batch_it_generates_and_its_counts_are_taken_per_s
 
     class Base:
         environments = [Env(_state(2, 2)), Env(_state(1, None))]
+        max_tool_calling_iterations = 2
 
         def _generate_and_score_completions(self, inputs):
             return {"tool_mask": tool.clone(), "completion_mask": completion}
@@ -125,6 +137,6 @@ def test_every_curator_trainer_class_masks_and_hands_its_counts_to_an_async_view
 def test_a_batch_whose_environments_do_not_line_up_is_kept_and_counted():
     tool, completion = _batch(_row((T, 3), (A, 2), (T, 4)))
     output = {"tool_mask": tool.clone(), "completion_mask": completion}
-    assert leave_out(output, []) == {"tokens": 0, "rollouts": 0, "not_vouched": 1}
+    assert leave_out(output, [], cap=2) == {"tokens": 0, "rollouts": 0, "not_vouched": 1}
     assert torch.equal(output["tool_mask"], tool)
-    assert leave_out({"completion_mask": completion}, []) is None  # no tool called: nothing to leave out
+    assert leave_out({"completion_mask": completion}, [], cap=2) is None  # no tool called: nothing to leave out

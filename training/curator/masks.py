@@ -12,13 +12,14 @@ it trained (18 and 17); one run each, with the probe's sampler and optimizer, no
 
 `leave_out_after_last_position` sets the tool mask (TRL's own "not the model's tokens" mask, which
 the loss reads) to 0 from the end of the N-th tool answer on, N the call that played the last position
-(RolloutState.last_call), where the environment vouches for the count: every call it answered was
-made before the end (calls == last_call) and the completion holds as many answers. Then the cut is
-never before the last position's answer (an answer TRL gave itself, an argument error it caught,
-can only move it later, onto turns that also came after the end). Where the counts differ (calls
-past the end in a smaller group of a variable |G|, an answer TRL rolled back past
-max_completion_length, calls answered in one turn with no answer of TRL's own to balance them) the
-rollout is kept as generated and counted. TRL computes its loss normaliser
+(RolloutState.last_call), where the count is vouched for: every call the environment answered was
+made before the end (calls == last_call), the completion holds as many answers, and the last
+position took all the iterations TRL allows (last_call == its cap, as in every group of a fixed
+|G|). Then the cut is never before the last position's answer: runs come one per iteration in
+order, an answer TRL gave itself (an argument error it caught) can only move the cut later onto
+turns after the end, and no iteration is left for a rolled-back answer to hide in. Anything else (a
+smaller group of a variable |G|, calls past the end, an answer rolled back past
+max_completion_length) is kept as generated and counted. TRL computes its loss normaliser
 (`num_items_in_batch`, read by dapo-style loss types; the shipped configs use grpo) before this runs.
 """
 
@@ -36,15 +37,16 @@ def answer_ends(tool_mask, completion_mask) -> list[int]:
     return [int(i) + 1 for i in ends.nonzero().flatten()]
 
 
-def leave_out_after_last_position(tool_mask, completion_mask, states) -> dict:
+def leave_out_after_last_position(tool_mask, completion_mask, states, cap: int) -> dict:
     """Zero `tool_mask` (B, T) in place after the answer to each rollout's last-position call
-    (`states`: each row's RolloutState, or None); the counts of what it did."""
+    (`states`: each row's RolloutState, or None; `cap`: TRL's max_tool_calling_iterations); the
+    counts of what it did."""
     counts = {"tokens": 0, "rollouts": 0, "not_vouched": 0}
     for row, state in enumerate(states):
         if state is None or state.last_call is None:
             continue  # the rollout stopped on a turn without a call: that turn counts (r_fc), and is kept
         ends = answer_ends(tool_mask[row], completion_mask[row])
-        if not len(ends) == state.calls == state.last_call:
+        if not len(ends) == state.calls == state.last_call == cap:
             counts["not_vouched"] += 1
             continue
         end = ends[state.last_call - 1]
@@ -68,7 +70,7 @@ def masked_trainer(base):
 
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
-            counts = leave_out(output, getattr(self, "environments", None))
+            counts = leave_out(output, getattr(self, "environments", None), self.max_tool_calling_iterations)
             for key, value in (counts or {}).items():
                 name = f"left_out_{key}"
                 setattr(self, name, getattr(self, name) + value)
@@ -89,7 +91,7 @@ def take_counts(trainer) -> dict | None:
     return counts
 
 
-def leave_out(output: dict, environments) -> dict | None:
+def leave_out(output: dict, environments, cap: int) -> dict | None:
     """The same on a batch TRL generated (`_generate_and_score_completions`' output) and the
     environments it played, row by row; None where it has no tool mask (no tool was called)."""
     tool_mask = output.get("tool_mask")
@@ -98,7 +100,7 @@ def leave_out(output: dict, environments) -> dict | None:
     states = [state_of(env) for env in environments or []]
     if len(states) != tool_mask.shape[0]:
         return {"tokens": 0, "rollouts": 0, "not_vouched": tool_mask.shape[0]}
-    return leave_out_after_last_position(tool_mask, output["completion_mask"], states)
+    return leave_out_after_last_position(tool_mask, output["completion_mask"], states, cap)
 
 
 def left_out_line(counts: dict | None) -> str:
