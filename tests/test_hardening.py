@@ -690,12 +690,14 @@ def test_ctrl_c_prints_the_exact_resume_command(tmp_path, game_cache):
 
     out = tmp_path / "run"
     job = subprocess.Popen([sys.executable, "-m", "skillos", "eval", str(ROOT / "evals" / "configs" / "quickstart.yaml"),
-                            "--n-games", "8", "--n-train-games", "8", "--out", str(out)], start_new_session=True,
+                            "--n-games", "32", "--n-train-games", "8", "--out", str(out)], start_new_session=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            env={**os.environ, "SKILLOS_CACHE": str(game_cache)})
     deadline = time.monotonic() + 300
     while not (out / "curation.jsonl").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    # 32 games: ~3 s of play after the first curation line (8 left ~1 s, and a run that had exited 0
+    # before the signal arrived failed this test twice on an idle machine)
     os.killpg(job.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole group
     _, stderr = job.communicate(timeout=120)
     assert job.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
