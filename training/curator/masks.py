@@ -1,8 +1,8 @@
 """What a curator rollout's loss trains on: not the turn TRL generates after the last position.
 
 TRL's tool loop generates a turn after every tool answer while it has iterations left, and a
-curator run gives it the largest group's |G| - 1 (one call per position after the first). So the answer to the call
-that played the group's last position is followed by one more generated turn. Every position has
+curator run gives it the largest group's |G| - 1 (one call per position after the first). So the
+answer to the call that played the group's last position is followed by one more generated turn. Every position has
 been played by then: nothing in that turn can change the rollout's reward, yet TRL trains its
 tokens with the rollout's advantage, a gradient from text that caused nothing. In the curator
 canary's miniature (|G| = 3, call tokens) that was about 8 tokens of each rollout's ~24, a turn that
@@ -27,6 +27,9 @@ from __future__ import annotations
 
 from skillos.training.curator.env import state_of
 
+# what one batch's masking counts: tokens left out, rollouts cut, rollouts kept as generated
+KEYS = ("tokens", "rollouts", "not_vouched")
+
 
 def answer_ends(tool_mask, completion_mask) -> list[int]:
     """The index just past each tool answer (a run of tool_mask 0 inside the completion) in one row."""
@@ -41,7 +44,7 @@ def leave_out_after_last_position(tool_mask, completion_mask, states, cap: int) 
     """Zero `tool_mask` (B, T) in place after the answer to each rollout's last-position call
     (`states`: each row's RolloutState, or None; `cap`: TRL's max_tool_calling_iterations); the
     counts of what it did."""
-    counts = {"tokens": 0, "rollouts": 0, "not_vouched": 0}
+    counts = dict.fromkeys(KEYS, 0)
     for row, state in enumerate(states):
         if state is None or state.last_call is None:
             continue  # the rollout stopped on a turn without a call: that turn counts (r_fc), and is kept
@@ -58,7 +61,7 @@ def leave_out_after_last_position(tool_mask, completion_mask, states, cap: int) 
 
 # what the trainer counts, summed over its batches (an async batch's view counts its own and hands
 # them over: training/curator/async_rollouts.py); StepHealth takes them at each step's end
-COUNTS = ("left_out_tokens", "left_out_rollouts", "left_out_not_vouched")
+COUNTS = tuple(f"left_out_{key}" for key in KEYS)
 
 
 def masked_trainer(base):
@@ -71,9 +74,8 @@ def masked_trainer(base):
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
             counts = leave_out(output, getattr(self, "environments", None), self.max_tool_calling_iterations)
-            for key, value in (counts or {}).items():
-                name = f"left_out_{key}"
-                setattr(self, name, getattr(self, name) + value)
+            for key, name in zip(KEYS, COUNTS):
+                setattr(self, name, getattr(self, name) + (counts or {}).get(key, 0))
             return output
 
     for name in COUNTS:
@@ -85,7 +87,7 @@ def take_counts(trainer) -> dict | None:
     """COUNTS since the last take, zeroed (None for a trainer that does not mask)."""
     if not hasattr(trainer, COUNTS[0]):
         return None
-    counts = {name[len("left_out_"):]: getattr(trainer, name) for name in COUNTS}
+    counts = {key: getattr(trainer, name) for key, name in zip(KEYS, COUNTS)}
     for name in COUNTS:
         setattr(trainer, name, 0)
     return counts
@@ -99,7 +101,7 @@ def leave_out(output: dict, environments, cap: int) -> dict | None:
         return None
     states = [state_of(env) for env in environments or []]
     if len(states) != tool_mask.shape[0]:
-        return {"tokens": 0, "rollouts": 0, "not_vouched": tool_mask.shape[0]}
+        return {**dict.fromkeys(KEYS, 0), "not_vouched": tool_mask.shape[0]}
     return leave_out_after_last_position(tool_mask, output["completion_mask"], states, cap)
 
 
