@@ -142,6 +142,51 @@ def test_the_curriculum_ablation_orders_what_a_run_reads_easiest_first():
         cfgmod.with_sets(cfg, ["training.grouping=by_type"])
 
 
+def test_an_interleaved_curriculum_gives_every_step_one_group_of_each_type():
+    """training.curriculum interleaved: the rows as drawn (types in turns) and TRL told not to
+    shuffle them, so TRL's own sampler hands each step of two prompts one group of each type;
+    shuffled, some steps hold one type alone. Natural groups have no types to take in turns."""
+    from trl.trainer.utils import RepeatSampler
+    from skillos import config as cfgmod
+    from skillos.training.common.grpo import build_args
+    from skillos.training.curator.trainer import dataset_rows
+
+    pool = [G(f"{t}-{i}", t) for t in ("pick_heat_then_place_in_recep", "pick_clean_then_place_in_recep")
+            for i in range(12)]
+    base = cfgmod.load(ROOT / "training" / "configs" / "canary-curator.yaml")
+
+    def steps(cfg):
+        args = build_args(cfg, cpu=True)
+        rows = dataset_rows(cfg, pool)
+        prompts = args.generation_batch_size // args.num_generations
+        order = list(RepeatSampler(rows, args.num_generations, prompts, shuffle=args.shuffle_dataset, seed=args.seed))
+        flat = [rows[i]["task_type"] for i in order[::args.num_generations]]
+        return [sorted(flat[i:i + prompts]) for i in range(0, len(flat), prompts)]
+
+    interleaved = steps(cfgmod.with_sets(base, ["training.curriculum=interleaved"]))
+    assert len(interleaved) >= 40 and all(len(set(step)) == 2 for step in interleaved)
+    assert any(len(set(step)) == 1 for step in steps(base))  # TRL's shuffle: some steps one type alone
+    with pytest.raises(cfgmod.ConfigError, match="curriculum interleaved takes task types in turns"):
+        cfgmod.with_sets(base, ["training.curriculum=interleaved", "training.grouping=natural"])
+
+
+def test_the_optimizer_and_sampler_knobs_reach_trls_arguments_under_their_names():
+    """training.weight_decay, max_grad_norm and top_k are GRPOConfig's; unset, TRL's defaults stand
+    (and a config's hash is the one published before they existed)."""
+    from skillos import config as cfgmod
+    from skillos.training.common.grpo import build_args
+
+    base = cfgmod.load(ROOT / "training" / "configs" / "canary-curator.yaml")
+    args = build_args(cfgmod.with_sets(base, ["training.weight_decay=0.01", "training.max_grad_norm=0",
+                                              "training.top_k=50"]), cpu=True)
+    assert (args.weight_decay, args.max_grad_norm, args.top_k) == (0.01, 0.0, 50)
+    plain = build_args(base, cpu=True)
+    assert (plain.weight_decay, plain.max_grad_norm, plain.top_k) == (0.0, 1.0, 0)
+    assert cfgmod.with_sets(base, ["training.top_k=0"]).hash() != base.hash()
+    with pytest.raises(cfgmod.ConfigError, match="training.max_grad_norm"):
+        cfgmod.with_sets(base, ["training.max_grad_norm=-1"])
+
+
 def test_groups_are_the_same_in_every_process():
     code = ("import json; from dataclasses import dataclass\n"
             "from skillos.training.curator.groups import build_groups\n"

@@ -124,6 +124,7 @@ LATER_KEYS.update({"training.grouping": "task_type", "training.curriculum": "non
                    "sleep.transfer": {f.name: f.default for f in dataclasses.fields(TransferConfig)}})
 LATER_KEYS.update({"executor.decoding": "generate", "executor.likelihood": "mean", "eval.trials": 1})
 LATER_KEYS["training.max_instructions"] = None
+LATER_KEYS.update({f"training.{key}": None for key in ("weight_decay", "max_grad_norm", "top_k")})
 
 
 def identity(data: dict) -> dict:

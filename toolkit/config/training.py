@@ -10,7 +10,7 @@ from skillos.config.fields import default_of
 
 REPORT_TO = ("tensorboard", "trackio", "wandb", "none")  # TRL / transformers logging integrations
 GROUPINGS = ("task_type", "natural")  # how a curator rollout's tasks are drawn (training/curator/groups.py)
-CURRICULA = ("none", "easy_first")  # the order of the groups (training/curator/groups.py)
+CURRICULA = ("none", "easy_first", "interleaved")  # the order of the groups (training/curator/groups.py)
 
 
 @dataclass
@@ -55,7 +55,8 @@ class TrainingConfig:
                 "they come)"})
     curriculum: str = field(default="none", metadata={"choices": CURRICULA, 
         "help": "the order of the groups: none (TRL shuffles them) | easy_first (the curriculum ablation: shortest "
-                "expert walkthrough first, unshuffled)"})
+                "expert walkthrough first, unshuffled) | interleaved (as drawn, task types taking turns, unshuffled: "
+                "a step of as many prompts as types holds one group of each; grouping task_type only)"})
     max_instructions: int | None = field(default=None, metadata={"bounds": (1, 1_000), 
         "help": "the most procedures (household: heat, cool, clean, look) the skill repo of a curator rollout may "
                 "tell the executor, as its environment reads them; a write past it is refused and changes nothing. "
@@ -75,6 +76,13 @@ class TrainingConfig:
         "help": "TRL GRPOConfig.save_total_limit: checkpoints kept; None keeps every checkpoint"})
     loss_type: str | None = field(default=None, metadata={"help": "TRL GRPOConfig.loss_type (grpo, dr_grpo, ...)"})
     lr_scheduler_type: str | None = field(default=None, metadata={"help": "TRL GRPOConfig.lr_scheduler_type"})
+    weight_decay: float | None = field(default=None, metadata={"bounds": (0.0, 10.0),
+        "help": "TRL GRPOConfig.weight_decay: AdamW's decoupled weight decay; None: TRL's 0"})
+    max_grad_norm: float | None = field(default=None, metadata={"bounds": (0.0, 1e9),
+        "help": "TRL GRPOConfig.max_grad_norm: gradients clipped to this norm; 0: not clipped; None: TRL's 1"})
+    top_k: int | None = field(default=None, metadata={"bounds": (0, 1 << 22),
+        "help": "TRL GRPOConfig.top_k: rollouts sample from the k likeliest tokens; 0: the whole vocabulary "
+                "(None: TRL's 0, where transformers' generate alone keeps 50)"})
     seed: int | None = field(default=None, metadata={"bounds": (0, 2**31 - 1), 
         "help": "TRL GRPOConfig.seed; experiment.seeds sets it per run when the config trains"})
     gradient_checkpointing: bool | None = field(default=None, metadata={
@@ -142,6 +150,9 @@ class TrainingConfig:
         if self.max_staleness is not None and not self.async_rollouts:
             raise ConfigError(f"{where}.max_staleness ({self.max_staleness}) bounds asynchronous rollouts, and "
                               f"{where}.async_rollouts is off: set it true, or remove max_staleness")
+        if self.curriculum == "interleaved" and self.grouping != "task_type":
+            raise ConfigError(f"{where}.curriculum interleaved takes task types in turns, and {where}.grouping "
+                              f"{self.grouping} draws groups of mixed types: use grouping task_type, or curriculum none")
         turn, rollout = self.max_turn_tokens, self.max_completion_length
         if turn and rollout and turn > rollout:
             raise ConfigError(f"{where}.max_turn_tokens ({turn}) is above {where}.max_completion_length ({rollout}), "

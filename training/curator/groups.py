@@ -10,6 +10,10 @@ seeded permutation of the whole pool, types as they come, in the pool's own prop
 `training.curriculum` none: groups in the order drawn (TRL shuffles the rows). `easy_first` (the
 curriculum ablation): the groups a run consumes are ordered from the shortest expert walkthrough
 (mean `oracle_steps` of the group's tasks) to the longest, and TRL is told not to shuffle them.
+`interleaved`: the groups in the order drawn, which with grouping task_type takes the types in
+turns, and TRL is told not to shuffle them, so a step of as many prompts as there are types holds
+one group of each (shuffled, a step of two prompts holds one type alone half the time, and its
+update moves that type's choice without the other's to balance it).
 
 Seeds come from sha256, never Python's `hash()` (salted per process), so every process of a
 multi-GPU launch builds the same groups. The gates sample the first groups to catch a pipeline

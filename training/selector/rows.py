@@ -67,7 +67,8 @@ def baseline_args(cfg: Config, cpu: bool) -> dict:
     """The SFT / DPO arguments every selector baseline (and the SFT start) takes from `training.*`."""
     t = cfg.training
     keys = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps",
-            "save_steps", "save_total_limit", "lr_scheduler_type", "seed", "gradient_checkpointing", "bf16")
+            "save_steps", "save_total_limit", "lr_scheduler_type", "weight_decay", "max_grad_norm", "seed",
+            "gradient_checkpointing", "bf16")
     kwargs = {k: getattr(t, k) for k in keys if getattr(t, k) is not None}
     kwargs.update(output_dir=str(output_dir(cfg)), logging_steps=1, report_to=cfg.training.report_to,
                   save_strategy="steps")
