@@ -6,7 +6,8 @@ answers and calls do not line up, is kept as TRL made it and counted."""
 import torch
 
 from skillos.training.curator.env import CuratorEnv, RolloutState, Setup, state_of
-from skillos.training.curator.masks import (COUNTS, answer_ends, leave_out, leave_out_after_last_position,
+from skillos.training.common.turns import answer_ends
+from skillos.training.curator.masks import (COUNTS, leave_out, leave_out_after_last_position,
                                             left_out_line, masked_trainer, take_counts)
 
 T, A = 1, 0  # a model token, a tool-answer token (TRL's tool_mask)

@@ -231,3 +231,48 @@ def test_selector_advantages_dispatch_each_profile_by_hand():
                           torch.tensor([h, 0.0, -h, 0.0]))
     for none in ("no_skill", "mixed_task_reward", "task-mask-only"):
         assert torch.equal(credit.selector_advantages(none, u, o, 4), torch.zeros(4))
+
+
+def test_the_turn_after_the_last_tool_iteration_gets_no_credit_and_no_loss(tokenizer, monkeypatch, tmp_path):
+    """TRL generates a turn after the last tool iteration's answer and executes no call in it: a
+    read written there read nothing, so the selector trainer leaves that turn out of the loss and of
+    every credit span, logs only the executed reads' spans and counts what it left out; a rollout
+    whose answers do not fill every iteration is kept as generated."""
+    import json
+    from collections import defaultdict
+    from types import SimpleNamespace
+
+    from skillos.training.selector import grpo
+
+    _, trainer_cls = grpo.selector_classes()
+    trailing = REASON + READ.replace("heat-then-place", "cool-then-place")
+    ids, (_, r_read, r_result, r_trailing) = _encode(tokenizer, REASON, READ, RESULT, trailing)
+    tool = [0 if r_result[0] <= i < r_result[1] else 1 for i in range(len(ids))]
+    slate = ["heat-then-place", "cool-then-place"]
+    records = [{"success": 0.0, "reads": ["heat-then-place"], "oracle": "heat-then-place", "slate": slate},
+               {"success": 0.0, "reads": ["cool-then-place"], "oracle": "heat-then-place", "slate": slate}]
+
+    def run(cap):
+        out = {"completion_ids": torch.tensor([ids, ids]), "completion_mask": torch.ones(2, len(ids), dtype=torch.long),
+               "tool_mask": torch.tensor([tool, tool]), "advantages": torch.zeros(2)}
+        monkeypatch.setattr(trainer_cls.__mro__[1], "_generate_and_score_completions", lambda self, inputs: out)
+        monkeypatch.setattr(grpo, "SLATE", SimpleNamespace(episode_record=lambda env: env))
+        log = tmp_path / f"selection-{cap}.jsonl"
+        trainer = trainer_cls.__new__(trainer_cls)
+        trainer.args = SimpleNamespace(selector_credit="clean-oracle", selector_coef=1.0, seed=0,
+                                       max_tool_calling_iterations=cap, selection_log=str(log))
+        trainer.processing_class, trainer.environments, trainer.num_generations = tokenizer, records, 2
+        trainer.accelerator = SimpleNamespace(gather=lambda x: x, process_index=0, is_main_process=True)
+        trainer._metrics, trainer.model = {"train": defaultdict(list)}, SimpleNamespace(training=True)
+        trainer.state = SimpleNamespace(global_step=0)
+        advantages = trainer._generate_and_score_completions([])["advantages"]
+        return advantages, [json.loads(x) for x in log.read_text().splitlines()], trainer._metrics["train"]
+
+    advantages, rows, metrics = run(cap=1)
+    assert advantages[0, r_read[0]:r_read[1]].min() > 0 > advantages[1, r_read[0]:r_read[1]].max()  # the executed read
+    assert advantages[:, r_trailing[0]:].abs().sum() == 0  # the read after the last iteration: no credit
+    assert [len(r["read_spans"]) for r in rows] == [1, 1]
+    assert [r["left_out_tokens"] for r in rows] == [r_trailing[1] - r_trailing[0]] * 2
+    assert metrics["selection/left_out_tokens"] == [2 * (r_trailing[1] - r_trailing[0])]
+    advantages, rows, _ = run(cap=2)  # one answer of two iterations: the rollout stopped by itself, kept
+    assert advantages[0, r_trailing[0]:].max() > 0 and [r["left_out_tokens"] for r in rows] == [0, 0]

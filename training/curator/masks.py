@@ -25,19 +25,11 @@ max_completion_length) is kept as generated and counted. TRL computes its loss n
 
 from __future__ import annotations
 
+from skillos.training.common.turns import answer_ends
 from skillos.training.curator.env import state_of
 
 # what one batch's masking counts: tokens left out, rollouts cut, rollouts kept as generated
 KEYS = ("tokens", "rollouts", "not_vouched")
-
-
-def answer_ends(tool_mask, completion_mask) -> list[int]:
-    """The index just past each tool answer (a run of tool_mask 0 inside the completion) in one row."""
-    inside = completion_mask.bool()
-    answer = (tool_mask == 0) & inside
-    ends = answer.clone()
-    ends[:-1] &= ~answer[1:]
-    return [int(i) + 1 for i in ends.nonzero().flatten()]
 
 
 def leave_out_after_last_position(tool_mask, completion_mask, states, cap: int) -> dict:

@@ -20,7 +20,7 @@ from skillos.config.schema import Config
 from skillos.evals.envs.registry import environment
 from skillos.training.common.grpo import destroyed, grpo_kwargs
 from skillos.training.selector import credit as credit
-from skillos.training.common import trl_compat
+from skillos.training.common import trl_compat, turns
 from skillos.training.common.prompt_cap import capped, config_class
 from skillos.training.common.warmup import warm_up
 
@@ -79,7 +79,12 @@ def selector_classes():
             args = self.args
             ids, completion_mask = out["completion_ids"], out["completion_mask"]
             tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
+            # the turn TRL generates after the last tool iteration executes no call, so no read in it
+            # happened: out of the loss and of every credit span (training/common/turns.py)
+            trained = completion_mask * tool_mask
+            cuts = turns.leave_out_after_last_iteration(tool_mask, completion_mask, args.max_tool_calling_iterations)
             loss_mask = completion_mask * tool_mask
+            left_out = (trained - loss_mask).sum(dim=1).tolist()
             variant = args.selector_credit
             rows, masks, credits, utilities, outcomes, records = [], [], [], [], [], []
             for b in range(ids.size(0)):
@@ -93,10 +98,10 @@ def selector_classes():
                            if variant in credit.UTILITY else None)
                 utilities.append(float("nan") if utility is None else utility)
                 outcomes.append(float("nan") if record["success"] is None else float(record["success"]))
-                located = credit.locate_reads(pieces)
+                located = [r for r in credit.locate_reads(pieces) if cuts[b] is None or r["token_start"] < cuts[b]]
                 rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
                              "selection_tokens": int((torch.tensor(masks[-1]) * loss_mask[b].cpu()).sum()),
-                             "read_spans": located})
+                             "read_spans": located, "left_out_tokens": int(left_out[b])})
             sel_mask = torch.tensor(masks, device=ids.device)
             if variant not in credit.OUTCOME_ONLY:
                 signal = getattr(self, "signal", "real")
@@ -133,6 +138,8 @@ def selector_classes():
             total = sum(r["completion_tokens"] for r in rows)
             self._metrics[mode]["selection/token_share"].append(
                 sum(r["selection_tokens"] for r in rows) / total if total else float("nan"))
+            # tokens of the turn after the last tool iteration, left out of the loss (above)
+            self._metrics[mode]["selection/left_out_tokens"].append(sum(r["left_out_tokens"] for r in rows))
             shown = [r for r in rows if r["success"] is not None and r.get("with_oracle", True)]  # no twin
             self._metrics[mode]["selection/oracle_read"].append(
                 sum(r["oracle"] in r["reads"] for r in shown) / len(shown) if shown else float("nan"))

@@ -1,0 +1,39 @@
+"""Where a multi-turn rollout's tool answers sit in its completion, and the turn TRL generates
+after its last tool iteration.
+
+TRL's tool loop (1.16) appends each iteration's tool answers as one run of tokens its tool mask
+marks 0 (not the model's), and generates the next turn after them while iterations are left; when
+the rollout reaches `max_tool_calling_iterations` it still generates the turn after the last
+answers, and executes no call in it. That turn changes nothing an environment measures, yet TRL
+trains it with the rollout's advantage. Each trainer leaves it out where it can vouch for the count
+(the curator: training/curator/masks.py; the selector: training/selector/grpo.py).
+"""
+
+from __future__ import annotations
+
+
+def answer_ends(tool_mask, completion_mask) -> list[int]:
+    """The index just past each tool answer (a run of tool_mask 0 inside the completion) in one row."""
+    inside = completion_mask.bool()
+    answer = (tool_mask == 0) & inside
+    ends = answer.clone()
+    ends[:-1] &= ~answer[1:]
+    return [int(i) + 1 for i in ends.nonzero().flatten()]
+
+
+def after_last_iteration(tool_mask, completion_mask, cap: int) -> int | None:
+    """Where the turn generated after the last tool iteration starts in one row: the end of the
+    cap-th answer run, when the row holds exactly `cap` (one run per iteration); None otherwise
+    (the rollout stopped on a turn without a call, or the count is not TRL's)."""
+    ends = answer_ends(tool_mask, completion_mask)
+    return ends[-1] if cap and len(ends) == cap else None
+
+
+def leave_out_after_last_iteration(tool_mask, completion_mask, cap: int) -> list[int | None]:
+    """Zero `tool_mask` (B, T) in place from where each row's turn after the last tool iteration
+    starts (after_last_iteration); each row's cut (None: kept as generated)."""
+    cuts = [after_last_iteration(tool_mask[b], completion_mask[b], cap) for b in range(tool_mask.shape[0])]
+    for b, cut in enumerate(cuts):
+        if cut is not None:
+            tool_mask[b, cut:] = 0
+    return cuts
