@@ -6,7 +6,6 @@ answers and calls do not line up, is kept as TRL made it and counted."""
 import torch
 
 from skillos.training.curator.env import CuratorEnv, RolloutState, Setup, state_of
-from skillos.training.common.turns import answer_ends
 from skillos.training.curator.masks import (COUNTS, leave_out, leave_out_after_last_position,
                                             left_out_line, masked_trainer, take_counts)
 
@@ -29,15 +28,6 @@ def _state(calls, last_call, n=3):
     state = RolloutState([f"g{i}" for i in range(n)], "t")
     state.calls, state.last_call = calls, last_call
     return state
-
-
-def test_answer_ends_are_found_inside_the_completion_only():
-    tool, completion = _row((T, 3), (A, 2), (T, 2), (A, 1), (T, 1))
-    assert answer_ends(torch.tensor(tool), torch.tensor(completion)) == [5, 8]
-    tool, completion = _row((T, 3))  # no answer
-    assert answer_ends(torch.tensor(tool), torch.tensor(completion)) == []
-    tool = [1, 1, 1, 0, 0, 0]  # a 0 past the completion's end is not an answer
-    assert answer_ends(torch.tensor(tool), torch.tensor([1, 1, 1, 0, 0, 0])) == []
 
 
 def test_the_turn_after_the_last_position_leaves_the_loss_and_nothing_else_does():

@@ -82,7 +82,7 @@ def selector_classes():
             # the turn TRL generates after the last tool iteration executes no call, so no read in it
             # happened: out of the loss and of every credit span (training/common/turns.py)
             trained = completion_mask * tool_mask
-            cuts = turns.leave_out_after_last_iteration(tool_mask, completion_mask, args.max_tool_calling_iterations)
+            turns.leave_out_after_last_iteration(tool_mask, completion_mask, args.max_tool_calling_iterations)
             loss_mask = completion_mask * tool_mask
             left_out = (trained - loss_mask).sum(dim=1).tolist()
             variant = args.selector_credit
@@ -98,7 +98,8 @@ def selector_classes():
                            if variant in credit.UTILITY else None)
                 utilities.append(float("nan") if utility is None else utility)
                 outcomes.append(float("nan") if record["success"] is None else float(record["success"]))
-                located = [r for r in credit.locate_reads(pieces) if cuts[b] is None or r["token_start"] < cuts[b]]
+                # reads the model wrote and made: none inside a tool answer, none after the last iteration
+                located = [r for r in credit.locate_reads(pieces) if tool_mask[b, r["token_start"]]]
                 rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
                              "selection_tokens": int((torch.tensor(masks[-1]) * loss_mask[b].cpu()).sum()),
                              "read_spans": located, "left_out_tokens": int(left_out[b])})
