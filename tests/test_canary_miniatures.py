@@ -237,3 +237,27 @@ def test_each_draw_of_the_curator_canarys_warm_start_trains_once_with_its_own_se
     assert [seed for seed, _ in calls] == [3, 4]  # one fit a draw; the first with training.seed, as before draws
     assert calls[0][1] != calls[1][1]  # each draw's own order
     assert warm_reading(warm)["draw"] == 2 and warm_reading(warm)["draws"] == 2
+
+
+@pytest.mark.parametrize("top_k, sampled", [(None, None), (0, None), (50, 50)])
+def test_the_curator_canary_evaluates_with_the_top_k_it_trains_with(monkeypatch, top_k, sampled):
+    """The held-out turns are sampled as training samples them where the backend can say it
+    (training.top_k >= 1); TRL's whole vocabulary (None, 0) leaves generate's own default."""
+    from skillos.training.curator import canary
+
+    seen = []
+
+    class Recorded(Exception):
+        pass
+
+    def chat(backend):
+        seen.append(backend)
+        raise Recorded
+
+    monkeypatch.setattr(canary, "HFChat", chat)
+    cfg = config.load(ROOT / "training" / "configs" / "canary-curator.yaml")
+    if top_k is not None:
+        cfg = config.with_sets(cfg, [f"training.top_k={top_k}"])
+    with pytest.raises(Recorded):
+        canary.evaluate(cfg, "model", [])
+    assert seen[0].top_k == sampled and seen[0].temperature == cfg.training.temperature

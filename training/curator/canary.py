@@ -386,7 +386,10 @@ def evaluate(cfg, model: str, held_out, echo=None) -> tuple[dict, dict]:
 
     import torch
 
+    # sampled as training samples where the backend can say it: training.top_k k >= 1; None and 0 (TRL's
+    # whole vocabulary) leave generate's own 50, which every earlier look's evaluation used
     chat = HFChat(BackendConfig(backend="hf", model=model, temperature=cfg.training.temperature,
+                                top_k=cfg.training.top_k or None,
                                 max_tokens=cfg.training.max_completion_length, timeout_s=120))
     size = cfg.training.group_size
     setup = make_setup(cfg, held_out)

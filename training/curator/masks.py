@@ -25,7 +25,7 @@ max_completion_length) is kept as generated and counted. TRL computes its loss n
 
 from __future__ import annotations
 
-from skillos.training.common.turns import answer_ends
+from skillos.training.common.turns import after_last_iteration
 from skillos.training.curator.env import state_of
 
 # what one batch's masking counts: tokens left out, rollouts cut, rollouts kept as generated
@@ -40,11 +40,10 @@ def leave_out_after_last_position(tool_mask, completion_mask, states, cap: int) 
     for row, state in enumerate(states):
         if state is None or state.last_call is None:
             continue  # the rollout stopped on a turn without a call: that turn counts (r_fc), and is kept
-        ends = answer_ends(tool_mask[row], completion_mask[row])
-        if not len(ends) == state.calls == state.last_call == cap:
+        end = after_last_iteration(tool_mask[row], completion_mask[row], cap)  # cap answers, one per iteration
+        if end is None or not state.calls == state.last_call == cap:
             counts["not_vouched"] += 1
             continue
-        end = ends[state.last_call - 1]
         counts["tokens"] += int((tool_mask[row, end:] * completion_mask[row, end:]).sum())
         counts["rollouts"] += 1
         tool_mask[row, end:] = 0

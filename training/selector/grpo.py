@@ -80,7 +80,9 @@ def selector_classes():
             ids, completion_mask = out["completion_ids"], out["completion_mask"]
             tool_mask = out.get("tool_mask", torch.ones_like(completion_mask))
             # the turn TRL generates after the last tool iteration executes no call, so no read in it
-            # happened: out of the loss and of every credit span (training/common/turns.py)
+            # happened: out of the loss and of every credit span (training/common/turns.py). A rollout
+            # whose last answer TRL dropped for length has fewer runs and is kept as generated. TRL's loss
+            # normaliser (num_items_in_batch, read by dapo-style loss types only) was counted before this.
             trained = completion_mask * tool_mask
             turns.leave_out_after_last_iteration(tool_mask, completion_mask, args.max_tool_calling_iterations)
             loss_mask = completion_mask * tool_mask
