@@ -135,6 +135,8 @@ CASES = [
      "env.reasoning.datasets.train: 'mmlu' is not one of"),
     (lambda: config.from_dict({"training": {"report_to": ["wandb", "wandb"]}}),
      "training.report_to: ['wandb', 'wandb'] names one integration twice"),
+    (lambda: config.from_dict({"training": {"curriculum": "interleaved", "grouping": "natural"}}),
+     "training.curriculum interleaved takes task types in turns, and training.grouping natural draws groups"),
     (lambda: config.from_dict({"training": {"max_staleness": 2}}),
      "training.max_staleness (2) bounds asynchronous rollouts, and training.async_rollouts is off"),
     (lambda: config.from_dict({"training": {"async_rollouts": True}, "skillgate": {"trainer": "selector-bc"}}),
