@@ -684,7 +684,6 @@ def test_ctrl_c_prints_the_exact_resume_command(tmp_path, game_cache):
     import signal
     import subprocess
     import sys
-    import time
 
     from conftest import ROOT
 
@@ -693,13 +692,17 @@ def test_ctrl_c_prints_the_exact_resume_command(tmp_path, game_cache):
                             "--n-games", "32", "--n-train-games", "8", "--out", str(out)], start_new_session=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            env={**os.environ, "SKILLOS_CACHE": str(game_cache)})
-    deadline = time.monotonic() + 300
-    while not (out / "curation.jsonl").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    # 32 games: ~3 s of play after the first curation line (8 left ~1 s, and a run that had exited 0
-    # before the signal arrived failed this test twice on an idle machine)
+    # interrupted at its first progress line, with 8 train games and 2 x 32 eval games still to play:
+    # waiting for the first curation line left ~1-3 s of play, and three runs had exited 0 before the
+    # signal arrived (stops 77-79)
+    seen = []
+    for text in job.stderr:
+        seen.append(text)
+        if " games: " in text:
+            break
     os.killpg(job.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole group
-    _, stderr = job.communicate(timeout=120)
+    _, rest = job.communicate(timeout=120)
+    stderr = "".join(seen) + rest
     assert job.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
     line = stderr.strip().splitlines()[-1]
     assert line.startswith("interrupted; continue with: skillos eval ") and line.endswith("--resume")
