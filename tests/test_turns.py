@@ -31,6 +31,6 @@ def test_the_turn_after_the_last_iteration_is_cut_only_when_every_iteration_answ
     assert after_last_iteration(torch.tensor(tool), torch.tensor(completion), 0) is None
     stopped, completion2 = _row((T, 3), (A, 2), (T, 7), pad=2)
     masks = torch.tensor([tool, stopped])
-    cuts = leave_out_after_last_iteration(masks, torch.tensor([completion, completion2]), 2)
-    assert cuts == [8, None]
+    left_out = leave_out_after_last_iteration(masks, torch.tensor([completion, completion2]), 2)
+    assert left_out == [4, 0]  # the turn after the cut, less its padding; the stopped row kept
     assert masks[0].tolist() == tool[:8] + [0] * 6 and masks[1].tolist() == stopped  # in place, that row only

@@ -29,11 +29,18 @@ def after_last_iteration(tool_mask, completion_mask, cap: int) -> int | None:
     return ends[-1] if cap and len(ends) == cap else None
 
 
-def leave_out_after_last_iteration(tool_mask, completion_mask, cap: int) -> list[int | None]:
+def leave_out_from(tool_mask, completion_mask, row: int, start: int) -> int:
+    """Zero `tool_mask` (B, T) in place from `start` on in `row`; the model tokens it took out of the loss."""
+    tokens = int((tool_mask[row, start:] * completion_mask[row, start:]).sum())
+    tool_mask[row, start:] = 0
+    return tokens
+
+
+def leave_out_after_last_iteration(tool_mask, completion_mask, cap: int) -> list[int]:
     """Zero `tool_mask` (B, T) in place from where each row's turn after the last tool iteration
-    starts (after_last_iteration); each row's cut (None: kept as generated)."""
-    cuts = [after_last_iteration(tool_mask[b], completion_mask[b], cap) for b in range(tool_mask.shape[0])]
-    for b, cut in enumerate(cuts):
-        if cut is not None:
-            tool_mask[b, cut:] = 0
-    return cuts
+    starts (after_last_iteration); each row's tokens left out (0: kept as generated)."""
+    left_out = []
+    for row in range(tool_mask.shape[0]):
+        cut = after_last_iteration(tool_mask[row], completion_mask[row], cap)
+        left_out.append(0 if cut is None else leave_out_from(tool_mask, completion_mask, row, cut))
+    return left_out

@@ -25,7 +25,7 @@ max_completion_length) is kept as generated and counted. TRL computes its loss n
 
 from __future__ import annotations
 
-from skillos.training.common.turns import after_last_iteration
+from skillos.training.common.turns import after_last_iteration, leave_out_from
 from skillos.training.curator.env import state_of
 
 # what one batch's masking counts: tokens left out, rollouts cut, rollouts kept as generated
@@ -44,9 +44,8 @@ def leave_out_after_last_position(tool_mask, completion_mask, states, cap: int) 
         if end is None or not state.calls == state.last_call == cap:
             counts["not_vouched"] += 1
             continue
-        counts["tokens"] += int((tool_mask[row, end:] * completion_mask[row, end:]).sum())
+        counts["tokens"] += leave_out_from(tool_mask, completion_mask, row, end)
         counts["rollouts"] += 1
-        tool_mask[row, end:] = 0
     return counts
 
 

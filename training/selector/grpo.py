@@ -83,10 +83,8 @@ def selector_classes():
             # happened: out of the loss and of every credit span (training/common/turns.py). A rollout
             # whose last answer TRL dropped for length has fewer runs and is kept as generated. TRL's loss
             # normaliser (num_items_in_batch, read by dapo-style loss types only) was counted before this.
-            trained = completion_mask * tool_mask
-            turns.leave_out_after_last_iteration(tool_mask, completion_mask, args.max_tool_calling_iterations)
+            left_out = turns.leave_out_after_last_iteration(tool_mask, completion_mask, args.max_tool_calling_iterations)
             loss_mask = completion_mask * tool_mask
-            left_out = (trained - loss_mask).sum(dim=1).tolist()
             variant = args.selector_credit
             rows, masks, credits, utilities, outcomes, records = [], [], [], [], [], []
             for b in range(ids.size(0)):
@@ -104,7 +102,7 @@ def selector_classes():
                 located = [r for r in credit.locate_reads(pieces) if tool_mask[b, r["token_start"]]]
                 rows.append({**record, "utility": utility, "completion_tokens": int(loss_mask[b].sum()),
                              "selection_tokens": int((torch.tensor(masks[-1]) * loss_mask[b].cpu()).sum()),
-                             "read_spans": located, "left_out_tokens": int(left_out[b])})
+                             "read_spans": located, "left_out_tokens": left_out[b]})
             sel_mask = torch.tensor(masks, device=ids.device)
             if variant not in credit.OUTCOME_ONLY:
                 signal = getattr(self, "signal", "real")
