@@ -256,23 +256,34 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # -- does GRPO with the switch learn? ------------------------------------------------------------
 # A toy whose right answer depends on the prompt: "Write even." rewards the share of completion
 # tokens with even ids, "Write odd." odd ones (the tiny model's 730-token vocabulary; at random init
-# about half). A policy that ignored its prompt could raise one stratum only by lowering the other.
-# Held-out: 48 draws per prompt, each paired before/after by its own seed; a draw succeeds when at
-# least 6 of its 8 tokens have the prompt's parity. Judged by the canaries' rule (training/canary:
-# the pooled trained runs an exact-McNemar improvement, every seed up, every stratum up on its
-# own, neither control, shuffled within groups or sign-flipped, an improvement).
+# about half). Held-out: 48 pairs per prompt, each paired before/after by its own seeds. A pair of
+# prompt P succeeds when a draw under P has a larger share of P's parity than a draw under the other
+# prompt: a policy that ignores its prompt draws both from one distribution, so it succeeds at most
+# (1 - P(tie)) / 2 (about 0.40 at random init, under 0.45 for any such policy) however its parity
+# mass drifts. (Look 3's reason: the measure of looks 1-2, 6 of 8 tokens of the prompt's parity, rose
+# for any drift of the parity mass, the threshold being convex: a CI run's shuffled control, a random
+# walk whose rewards carry no signal, went 32 -> 51 of 192, b/c 40/21, and failed the test; eleven local
+# reruns of that control, nondeterministic through the rollout thread, ended 25-40.) Judged by the
+# canaries' rule (training/canary: the pooled trained runs an exact-McNemar improvement, every seed
+# up, every stratum up on its own, neither control, shuffled within groups or sign-flipped, an
+# improvement).
 # Tuned on seed 0, one run per arm (the mean share of right tokens over 64 draws per prompt,
 # even/odd, from 0.48/0.51), with the fixed copy: one step stale at 0.01 x 30 steps 0.50/0.51
 # (on-policy 0.96/0.99), at 0.003 x 60 0.78/0.23 (on-policy 1.00/0.96), at 0.001 x 120 0.98/0.97
 # (on-policy 1.00/1.00; the shuffled control 0.46/0.59). Single runs are noisy: a reviewer's rerun
 # at 0.003 x 60 with another measure had stale 0.94/0.75 and on-policy 0.55/0.74, so no ordering
-# between stale and on-policy at the larger rates is claimed. Seeds 1 and 2 were judged once before
-# this rule, with a copy that generated through the trained model's forward (the bug the test
-# above holds) at 0.003 x 60: pooled 0.17 -> 0.47, the odd stratum down, a fail. The rate was then
-# moved to 0.001 x 120 on seed 0; this is look 2, and the pooled p is corrected for both.
-TOY_LOOKS = 2
+# between stale and on-policy at the larger rates is claimed. The looks at seeds 1 and 2: (1) with a
+# copy that generated through the trained model's forward (the bug the test above holds) at 0.003 x
+# 60: pooled 0.17 -> 0.47, the odd stratum down, a fail; (2) the rate moved to 0.001 x 120 on seed 0:
+# passed until a CI run's shuffled control rose (above); (3) this measure at 0.001 x 120, six runs:
+# five passed, one failed (pooled 78 -> 126 of 192, which clause not recorded; in the five, seed 2's
+# trained runs ended 62-96 of 96, seed 1's 94-96: the trainer's thread makes each run differ); (4) steps moved to 200 on
+# tuning seeds 0, 3, 4 and 5, three runs each at 120 and 200 (this measure, trained runs only): 200
+# reached 48/48 per prompt in 12 of 12, 120 in 10 of 12 (seed 4: 42/45 and 30/33). The pooled p is
+# corrected for the four.
+TOY_LOOKS = 4
 TOY_PROMPTS = {"even": "Write even.", "odd": "Write odd."}
-TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.001, 120, 48, 8
+TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.001, 200, 48, 8
 
 
 def _toy_score(prompt, ids):
@@ -280,18 +291,26 @@ def _toy_score(prompt, ids):
     return sum(1 for i in ids if i % 2 == want) / max(1, len(ids))
 
 
-def _toy_held_out(model, tokenizer, seed):
+def _toy_draw(model, tokenizer, text, seed):
     import torch
 
+    enc = tokenizer(text, return_tensors="pt")
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        ids = model.generate(**enc, do_sample=True, temperature=1.0, max_new_tokens=TOY_TOKENS,
+                             pad_token_id=tokenizer.pad_token_id or 0)[0, enc["input_ids"].shape[1]:]
+    return ids.tolist()
+
+
+def _toy_held_out(model, tokenizer, seed):
     outcomes, strata = {}, {}
-    for name, text in TOY_PROMPTS.items():
-        enc = tokenizer(text, return_tensors="pt")
+    for k, (name, text) in enumerate(TOY_PROMPTS.items()):
+        other = TOY_PROMPTS["odd" if name == "even" else "even"]
         for i in range(TOY_DRAWS):
-            torch.manual_seed(1_000_003 * seed + 7919 * i + (1 if name == "odd" else 0))
-            with torch.no_grad():
-                ids = model.generate(**enc, do_sample=True, temperature=1.0, max_new_tokens=TOY_TOKENS,
-                                     pad_token_id=tokenizer.pad_token_id or 0)[0, enc["input_ids"].shape[1]:]
-            outcomes[f"{name}-{i}"] = _toy_score(text, ids.tolist()) >= 0.75
+            base = 1_000_003 * seed + 7919 * i + 2 * k
+            mine, theirs = _toy_draw(model, tokenizer, text, base), _toy_draw(model, tokenizer, other, base + 1)
+            # shares of this prompt's parity in both draws: the prompt must move the draw its way
+            outcomes[f"{name}-{i}"] = _toy_score(text, mine) > _toy_score(text, theirs)
             strata[f"{name}-{i}"] = name
     return outcomes, strata
 
@@ -403,8 +422,8 @@ def test_grpo_with_the_switch_learns_a_prompt_dependent_toy_and_its_controls_do_
         (before, strata), after = _toy_train(tmp_path, seed, "real")
         control = _toy_train(tmp_path, seed, "shuffled")[1]
         flipped = _toy_train(tmp_path, seed, "flipped")[1]
-        measured.append(Measured("6 of 8 tokens of the prompt's parity", before, after, control, seed=seed,
-                                 flipped_after=flipped, strata=strata))
+        measured.append(Measured("more of the prompt's parity than a draw under the other prompt", before, after,
+                                 control, seed=seed, flipped_after=flipped, strata=strata))
     result = judged_result(measured, looks=TOY_LOOKS)
     print({k: result[k] for k in ("n", "before", "after", "b", "c", "p", "verdict", "control", "controls", "strata")})
     assert canary_passed(result), result["rule"]
