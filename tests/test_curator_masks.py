@@ -39,7 +39,7 @@ def test_the_turn_after_the_last_position_leaves_the_loss_and_nothing_else_does(
     before = tool.clone()
     states = [_state(2, 2), _state(1, None), _state(2, 2), _state(2, 1, n=2)]
     counts = leave_out_after_last_position(tool, completion, states, cap=2)
-    assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 2}
+    assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 2, "not_generated": 0}
     assert tool[0].tolist()[:9] == before[0].tolist()[:9] and tool[0].tolist()[9:] == [0] * 7
     for row in (1, 2, 3):  # kept as TRL made them
         assert torch.equal(tool[row], before[row])
@@ -54,7 +54,7 @@ def test_an_answer_trl_gave_itself_never_moves_the_cut_before_the_last_position(
     merged = _row((T, 2), (A, 1), (T, 3), (A, 3), (T, 4))
     tool, completion = _batch(merged)
     counts = leave_out_after_last_position(tool, completion, [_state(2, 2)], cap=2)
-    assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 0}
+    assert counts == {"tokens": 4, "rollouts": 1, "not_vouched": 0, "not_generated": 0}
     assert (tool[0] * completion[0]).tolist()[:9] == [1, 1, 0, 1, 1, 1, 0, 0, 0] and tool[0, 9:].sum() == 0
 
 
@@ -66,7 +66,7 @@ def test_a_smaller_group_whose_last_answer_was_rolled_back_is_kept():
     tool, completion = _batch(rolled_back)
     before = tool.clone()
     counts = leave_out_after_last_position(tool, completion, [_state(1, 1, n=2)], cap=2)
-    assert counts == {"tokens": 0, "rollouts": 0, "not_vouched": 1} and torch.equal(tool, before)
+    assert counts == {"tokens": 0, "rollouts": 0, "not_vouched": 1, "not_generated": 0} and torch.equal(tool, before)
 
 
 def test_the_environment_records_the_call_that_played_the_last_position():
@@ -106,10 +106,13 @@ def test_a_trainer_masks_every_batch_it_generates_and_its_counts_are_taken_per_s
     assert out["tool_mask"][0, 9:].sum() == 0 and torch.equal(out["tool_mask"][1], tool[1])
     trainer._generate_and_score_completions([])
     counts = take_counts(trainer)
-    assert counts == {"tokens": 8, "rollouts": 2, "not_vouched": 0}
-    assert take_counts(trainer) == {"tokens": 0, "rollouts": 0, "not_vouched": 0}  # taken: the next step starts at 0
-    assert left_out_line(counts) == "; the turn after the last position left out of the loss: 8 tokens in 2 rollouts"
-    assert left_out_line({"tokens": 0, "rollouts": 0, "not_vouched": 1}).endswith("did not match: 1 of the rollouts")
+    assert counts == {"tokens": 8, "rollouts": 2, "not_vouched": 0, "not_generated": 0}
+    # taken: the next step starts at 0
+    assert take_counts(trainer) == {"tokens": 0, "rollouts": 0, "not_vouched": 0, "not_generated": 0}
+    assert left_out_line(counts) == ("; the turn after the last position not generated in 0 rollouts, left out of the "
+                                     "loss: 8 tokens in 2 rollouts")
+    kept = {"tokens": 0, "rollouts": 0, "not_vouched": 1, "not_generated": 0}
+    assert left_out_line(kept).endswith("did not match: 1 of the rollouts")
 
 
 def test_every_curator_trainer_class_masks_and_hands_its_counts_to_an_async_view():
@@ -128,6 +131,6 @@ def test_every_curator_trainer_class_masks_and_hands_its_counts_to_an_async_view
 def test_a_batch_whose_environments_do_not_line_up_is_kept_and_counted():
     tool, completion = _batch(_row((T, 3), (A, 2), (T, 4)))
     output = {"tool_mask": tool.clone(), "completion_mask": completion}
-    assert leave_out(output, [], cap=2) == {"tokens": 0, "rollouts": 0, "not_vouched": 1}
+    assert leave_out(output, [], cap=2) == {"tokens": 0, "rollouts": 0, "not_vouched": 1, "not_generated": 0}
     assert torch.equal(output["tool_mask"], tool)
     assert leave_out({"completion_mask": completion}, [], cap=2) is None  # no tool called: nothing to leave out

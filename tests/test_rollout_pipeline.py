@@ -72,9 +72,10 @@ class Timed:
         return Slow()
 
 
-def _loop(concurrency, monkeypatch, n=4):
+def _loop(concurrency, monkeypatch, n=4, masked=False):
     from skillos.evals.envs.scripted import ScriptedEnv, ScriptedGame
     from skillos.training.curator.env import CuratorEnv, Setup, finish
+    from skillos.training.curator.masks import masked_trainer
     from skillos.training.curator.rollouts import InFlight, _ACTIVE
 
     monkeypatch.setattr("trl.trainer.grpo_trainer.parse_response", _fake_parse)
@@ -83,7 +84,8 @@ def _loop(concurrency, monkeypatch, n=4):
     setup = Setup(games, Timed(gauge), lambda: ScriptedEnv(("look", "wait"), None), group_size=3, max_steps=3, top_k=5,
                   retrieval_mode="bm25")
     envs = [CuratorEnv(setup) for _ in range(n)]
-    trainer = _fake_trainer_class(concurrency, gauge, finish)(envs)
+    cls = _fake_trainer_class(concurrency, gauge, finish)
+    trainer = (masked_trainer(cls) if masked else cls)(envs)
     prompt_ids = [[i, 1, 2] for i in range(n)]
     first = [env.reset(game_ids=[f"g{(i + k) % 3}" for k in range(3)]) for i, env in enumerate(envs)]
     completion_ids = [[TOOL, i, EOS] for i in range(n)]
@@ -109,3 +111,24 @@ def test_the_tool_rounds_played_ahead_hand_trl_the_loop_it_computes_itself(monke
     # rollout 3's unreached position (3 actions) is played ahead, in the phase, not after it
     assert window.peak == 1 and window2.peak == 4 and window2.requests == window.requests + 3
     assert trainer2._tool_unplanned == 0 and window2.seconds < window.seconds
+
+
+def test_the_turn_after_the_last_iteration_is_not_generated_and_both_loops_agree(monkeypatch):
+    """With the curator's mask (training/curator/masks.py) the turn TRL would generate after a
+    rollout's last tool iteration (its calls never run) is not generated, by TRL's loop or by the
+    rollouts played ahead: the same masks, completions and ids either way, each ending with the last
+    answer; every call still made and every position played; the skipped turns counted."""
+    from skillos.training.curator.masks import take_counts
+
+    (mask, completions, ids, _, calls, failures, _), rollouts, _, trainer = _loop(1, monkeypatch, masked=True)
+    (mask2, completions2, ids2, _, calls2, failures2, _), rollouts2, _, trainer2 = _loop(None, monkeypatch, masked=True)
+    assert (mask2, completions2, ids2, calls2, failures2) == (mask, completions, ids, calls, failures)
+    assert trainer.turns == [4] and sum(trainer2.turns) == 4  # not [4, 3]: the three post-cap turns are gone
+    assert calls == 7 and rollouts2 == rollouts and [len(r.positions) for r in rollouts] == [3] * 4
+    for row in (0, 1, 2):  # two calls each, the cap: ends on the second answer (tool-mask 0, a tool message)
+        assert completions[row][-1]["role"] == "tool" and mask[row][-1] == 0
+    assert completions[3][-1]["role"] == "assistant" and mask[3][-1] == 1  # stopped on its own turn: kept
+    (unmasked, _, _, _, _, _, _), _, _, plain = _loop(1, monkeypatch)
+    assert plain.turns == [4, 3] and all(len(unmasked[r]) == len(mask[r]) + 3 for r in (0, 1, 2))  # [TOOL, x, EOS]
+    assert take_counts(trainer)["not_generated"] == 3 and take_counts(trainer2)["not_generated"] == 3
+    assert trainer2._tool_unplanned == 0

@@ -10,6 +10,12 @@ writes a skill name as the others do. In one look (docs/canaries.md, stop 78) th
 type with it left out (heat 23, clean 27 of 36 writing their type's skill, from 16 and 13) and not with
 it trained (18 and 17); one run each, with the probe's sampler and optimizer, not a claim.
 
+Where the rollout used every iteration TRL allows, that turn is not generated at all (`masked_trainer`:
+TRL's loop gets an empty turn for it, and the rollouts played ahead, training/curator/pipeline.py, stop
+at the last answer): its calls would never run, so no reward can read it, and generating it re-reads
+the whole conversation once more per rollout. The cut below then finds nothing after the last answer;
+it still acts where a turn was generated (a trainer built without the skip, TRL's loop left early).
+
 `leave_out_after_last_position` sets the tool mask (TRL's own "not the model's tokens" mask, which
 the loss reads) to 0 from the end of the N-th tool answer on, N the call that played the last position
 (RolloutState.last_call), where the count is vouched for: every call the environment answered was
@@ -25,11 +31,17 @@ max_completion_length) is kept as generated and counted. TRL computes its loss n
 
 from __future__ import annotations
 
+import contextvars
+
 from skillos.training.common.turns import after_last_iteration, leave_out_from
 from skillos.training.curator.env import state_of
 
-# what one batch's masking counts: tokens left out, rollouts cut, rollouts kept as generated
-KEYS = ("tokens", "rollouts", "not_vouched")
+# what one batch's masking counts: tokens left out, rollouts cut, rollouts kept as generated, and
+# rollouts whose turn after the last iteration was never generated
+KEYS = ("tokens", "rollouts", "not_vouched", "not_generated")
+
+# the number of turns TRL's `_tool_call_loop` has generated so far, in the thread running it
+_LOOP_TURNS: contextvars.ContextVar[list | None] = contextvars.ContextVar("skillos_loop_turns", default=None)
 
 
 def leave_out_after_last_position(tool_mask, completion_mask, states, cap: int) -> dict:
@@ -55,11 +67,31 @@ COUNTS = tuple(f"left_out_{key}" for key in KEYS)
 
 
 def masked_trainer(base):
-    """`base` (a GRPOTrainer subclass) whose generated batches leave the turn after the last position
-    out of the loss, counted in COUNTS (its `counters`, which an async batch's view hands over)."""
+    """`base` (a GRPOTrainer subclass) that does not generate the turn after a rollout's last tool
+    iteration and whose generated batches leave the turn after the last position out of the loss,
+    counted in COUNTS (its `counters`, which an async batch's view hands over)."""
 
     class LastPositionMasked(base):
         counters = COUNTS
+        generate_after_last_iteration = False  # read by the rollouts played ahead (pipeline.py) too
+
+        def _tool_call_loop(self, *args, **kwargs):
+            token = _LOOP_TURNS.set([0])
+            try:
+                return super()._tool_call_loop(*args, **kwargs)
+            finally:
+                _LOOP_TURNS.reset(token)
+
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations,
+                                  has_tool_images=False):
+            turns = _LOOP_TURNS.get()
+            if turns is not None:  # TRL's loop generates once per iteration, after that iteration's answers
+                turns[0] += 1
+                if turns[0] >= self.max_tool_calling_iterations and not self.generate_after_last_iteration:
+                    self.left_out_not_generated += len(prompt_ids)
+                    return [[] for _ in prompt_ids], [[] for _ in prompt_ids]
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
 
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
@@ -99,8 +131,8 @@ def left_out_line(counts: dict | None) -> str:
     """The health line's clause for a step's counts ("" for a trainer that does not mask)."""
     if counts is None:
         return ""
-    line = (f"; the turn after the last position left out of the loss: {counts['tokens']} tokens in "
-            f"{counts['rollouts']} rollouts")
+    line = (f"; the turn after the last position not generated in {counts.get('not_generated', 0)} rollouts, "
+            f"left out of the loss: {counts['tokens']} tokens in {counts['rollouts']} rollouts")
     if counts["not_vouched"]:
         line += (f"; kept as generated where its tool answers and the environment's calls did not match: "
                  f"{counts['not_vouched']} of the rollouts")

@@ -188,6 +188,11 @@ class Pipeline:
                     lane.publish(answers)
                     natural = True
                     return  # TRL drops an overlong tool result and ends the rollout
+                if iteration + 1 >= trainer.max_tool_calling_iterations and \
+                        not getattr(trainer, "generate_after_last_iteration", True):
+                    lane.publish(answers)
+                    natural = True
+                    return  # the turn after the last iteration, whose calls never run, is not generated (masks.py)
                 future = self.batcher.submit(pct)
                 with self._gen_lock:
                     self.generations.setdefault(tuple(pct), []).append(future)
