@@ -258,9 +258,10 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # tokens with even ids, "Write odd." odd ones (the tiny model's 730-token vocabulary; at random init
 # about half). Held-out: 48 pairs per prompt, each paired before/after by its own seeds. A pair of
 # prompt P succeeds when a draw under P has a larger share of P's parity than a draw under the other
-# prompt: a policy that ignores its prompt draws both from one distribution, so it succeeds at most
-# (1 - P(tie)) / 2 (about 0.40 at random init, under 0.45 for any such policy) however its parity
-# mass drifts. (Look 3's reason: the measure of looks 1-2, 6 of 8 tokens of the prompt's parity, rose
+# prompt: a policy that ignores its prompt draws both from one distribution, so it succeeds with
+# probability (1 - P(tie)) / 2 however its parity mass drifts: about 0.40 at random init (8 tokens,
+# Binomial(8, 1/2) parity), at most 4/9 for draws of all 8 tokens and 11/23 where the end token (id 2,
+# even) cuts draws short, an expected rate (a run's count varies about it, sd ~0.036 at 192). (Look 3's reason: the measure of looks 1-2, 6 of 8 tokens of the prompt's parity, rose
 # for any drift of the parity mass, the threshold being convex: a CI run's shuffled control, a random
 # walk whose rewards carry no signal, went 32 -> 51 of 192, b/c 40/21, and failed the test; eleven local
 # reruns of that control, nondeterministic through the rollout thread, ended 25-40.) Judged by the
@@ -279,8 +280,9 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # five passed, one failed (pooled 78 -> 126 of 192, which clause not recorded; in the five, seed 2's
 # trained runs ended 62-96 of 96, seed 1's 94-96: the trainer's thread makes each run differ); (4) steps moved to 200 on
 # tuning seeds 0, 3, 4 and 5, three runs each at 120 and 200 (this measure, trained runs only): 200
-# reached 48/48 per prompt in 12 of 12, 120 in 10 of 12 (seed 4: 42/45 and 30/33). The pooled p is
-# corrected for the four.
+# reached 48/48 per prompt in 12 of 12, 120 in 10 of 12 (seed 4's other two runs: even 42 and odd 45
+# of 48, then 30 and 33). The pooled p is corrected for the four looks (configurations judged; looks 3
+# and 4 were six and four runs of the test).
 TOY_LOOKS = 4
 TOY_PROMPTS = {"even": "Write even.", "odd": "Write odd."}
 TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.001, 200, 48, 8
@@ -418,7 +420,7 @@ def test_grpo_with_the_switch_learns_a_prompt_dependent_toy_and_its_controls_do_
     from skillos.training.canary import Measured, judged_result
 
     measured = []
-    for seed in (1, 2):  # sealed: seed 0 tuned the learning rate
+    for seed in (1, 2):  # sealed: seed 0 tuned the learning rate, seeds 0 and 3-5 the steps
         (before, strata), after = _toy_train(tmp_path, seed, "real")
         control = _toy_train(tmp_path, seed, "shuffled")[1]
         flipped = _toy_train(tmp_path, seed, "flipped")[1]

@@ -25,6 +25,8 @@ SLOW = {
     "bench_grpo_rollouts.py": ["2", "0.01", "3", "2", "-", "2", "1"],
     "bench_ray_sweep.py": ["2", "1", "1"],
     "bench_async_rollouts.py": ["3", "2", "0.01", "3"],
+    "bench_turn_after_last.py": ["2", "1", "-", "env.n_games=12", "env.n_train_games=40", "canary.warmup_steps=20",
+                                 "canary.warmup_groups=4", "canary.warmup_draws=1"],
 }
 
 

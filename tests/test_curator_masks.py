@@ -111,6 +111,8 @@ def test_a_trainer_masks_every_batch_it_generates_and_its_counts_are_taken_per_s
     assert take_counts(trainer) == {"tokens": 0, "rollouts": 0, "not_vouched": 0, "not_generated": 0}
     assert left_out_line(counts) == ("; the turn after the last position not generated in 0 rollouts, left out of the "
                                      "loss: 8 tokens in 2 rollouts")
+    skipped = {"tokens": 0, "rollouts": 16, "not_vouched": 0, "not_generated": 16}
+    assert left_out_line(skipped) == "; the turn after the last position not generated in 16 rollouts"
     kept = {"tokens": 0, "rollouts": 0, "not_vouched": 1, "not_generated": 0}
     assert left_out_line(kept).endswith("did not match: 1 of the rollouts")
 
@@ -134,3 +136,14 @@ def test_a_batch_whose_environments_do_not_line_up_is_kept_and_counted():
     assert leave_out(output, [], cap=2) == {"tokens": 0, "rollouts": 0, "not_vouched": 1, "not_generated": 0}
     assert torch.equal(output["tool_mask"], tool)
     assert leave_out({"completion_mask": completion}, [], cap=2) is None  # no tool called: nothing to leave out
+
+
+def test_a_rollout_that_ends_on_its_last_answer_is_vouched_and_nothing_is_cut():
+    # the turn after the last iteration was not generated (masks.masked_trainer): the completion ends on
+    # the cap-th answer run, right-padded; the count is vouched for and no model token is taken out
+    ended = _row((T, 3), (A, 2), (T, 2), (A, 3))
+    tool, completion = _batch(ended)
+    before = tool.clone()
+    counts = leave_out_after_last_position(tool, completion, [_state(2, 2)], cap=2)
+    assert counts == {"tokens": 0, "rollouts": 1, "not_vouched": 0, "not_generated": 0}
+    assert torch.equal(tool[0, :10], before[0, :10])  # every model token still trained

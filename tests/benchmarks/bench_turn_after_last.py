@@ -9,8 +9,9 @@ runs of `steps` steps each, and prints each run's median step and rollout-phase 
 step left out: it loads), then the ratio of the medians, skip / gen, against the limit 0.9 (the gen
 runs of the same call are the baseline).
 
-Run by hand: `python tests/benchmarks/bench_turn_after_last.py [steps] [repeats] [out]` (defaults
-15, 2, a temporary folder; the warm start, ~80 s, is built once into out/warm).
+Run by hand: `python tests/benchmarks/bench_turn_after_last.py [steps] [repeats] [out or -] [key=value
+...]` (defaults 15, 2, a temporary folder; the warm start, ~80 s, is built once into out/warm; further
+config sets after SETS, e.g. a smaller warm start for a run that only checks the bench runs).
 """
 
 import statistics
@@ -29,9 +30,9 @@ SETS = ["canary.split=tuning", "canary.call_tokens=true", "canary.decisive_train
 LIMIT = 0.9
 
 
-def main(steps: int = 15, repeats: int = 2, out: str | None = None) -> None:
-    out_dir = Path(out or tempfile.mkdtemp(prefix="bench-turn-"))
-    cfg = load(canary.CONFIG, sets=SETS + [f"training.max_steps={steps}", f"training.save_steps={steps}"])
+def main(steps: int = 15, repeats: int = 2, out: str | None = None, *sets: str) -> None:
+    out_dir = Path(out if out and out != "-" else tempfile.mkdtemp(prefix="bench-turn-"))
+    cfg = load(canary.CONFIG, sets=SETS + [f"training.max_steps={steps}", f"training.save_steps={steps}", *sets])
 
     def echo(line):
         print(line, file=sys.stderr, flush=True)
@@ -71,4 +72,4 @@ def main(steps: int = 15, repeats: int = 2, out: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:3]), *sys.argv[3:4])
+    main(*(int(a) for a in sys.argv[1:3]), *sys.argv[3:])

@@ -5,8 +5,9 @@ TRL's tool loop (1.16) appends each iteration's tool answers as one run of token
 marks 0 (not the model's), and generates the next turn after them while iterations are left; when
 the rollout reaches `max_tool_calling_iterations` it still generates the turn after the last
 answers, and executes no call in it. That turn changes nothing an environment measures, yet TRL
-trains it with the rollout's advantage. Each trainer leaves it out where it can vouch for the count
-(the curator: training/curator/masks.py; the selector: training/selector/grpo.py).
+trains it with the rollout's advantage. The curator trainer does not generate it, and leaves it out
+of the loss where one was generated and it can vouch for the count (training/curator/masks.py); the
+selector trainer leaves it out of the loss and of its credit (training/selector/grpo.py).
 """
 
 from __future__ import annotations

@@ -175,7 +175,9 @@ def rollout_positions(ctx: Context) -> Result | list:
 @static
 @training_only(1, 3)
 def completion_length(ctx: Context) -> Result:
-    """TRL caps a whole multi-turn rollout at max_completion_length: it must hold |G| curator turns."""
+    """TRL caps a whole multi-turn rollout at max_completion_length: it must hold |G| curator turns
+    (|G| - 1 are generated, the turn after the last iteration is not: the margin holds the tool
+    answers between them)."""
     check, gates = "completion-length", (1, 3)
     t = ctx.cfg.training
     if not trains_with(ctx.cfg, __name__):

@@ -13,8 +13,11 @@ it trained (18 and 17); one run each, with the probe's sampler and optimizer, no
 Where the rollout used every iteration TRL allows, that turn is not generated at all (`masked_trainer`:
 TRL's loop gets an empty turn for it, and the rollouts played ahead, training/curator/pipeline.py, stop
 at the last answer): its calls would never run, so no reward can read it, and generating it re-reads
-the whole conversation once more per rollout. The cut below then finds nothing after the last answer;
-it still acts where a turn was generated (a trainer built without the skip, TRL's loop left early).
+the whole conversation once more per rollout. Such a completion ends on its last tool answer (with
+the assistant header TRL's tool suffix appends, tool-mask 0) and no end-of-turn token: TRL's
+`completions/clipped_ratio` counts it as clipped, and TRL's `mask_truncated_completions` (not a
+skillos key) would drop it from the loss. The cut below then finds nothing after the last answer; it
+still acts on a trainer told to generate the turn (`generate_after_last_iteration`).
 
 `leave_out_after_last_position` sets the tool mask (TRL's own "not the model's tokens" mask, which
 the loss reads) to 0 from the end of the N-th tool answer on, N the call that played the last position
@@ -131,8 +134,9 @@ def left_out_line(counts: dict | None) -> str:
     """The health line's clause for a step's counts ("" for a trainer that does not mask)."""
     if counts is None:
         return ""
-    line = (f"; the turn after the last position not generated in {counts.get('not_generated', 0)} rollouts, "
-            f"left out of the loss: {counts['tokens']} tokens in {counts['rollouts']} rollouts")
+    line = f"; the turn after the last position not generated in {counts.get('not_generated', 0)} rollouts"
+    if counts["tokens"]:  # a turn was generated after the last answer (a trainer told to) and cut
+        line += f", left out of the loss: {counts['tokens']} tokens in {counts['rollouts']} rollouts"
     if counts["not_vouched"]:
         line += (f"; kept as generated where its tool answers and the environment's calls did not match: "
                  f"{counts['not_vouched']} of the rollouts")
