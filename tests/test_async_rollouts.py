@@ -261,9 +261,10 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # prompt: a policy that ignores its prompt draws both from one distribution, so it succeeds with
 # probability (1 - P(tie)) / 2 however its parity mass drifts: about 0.40 at random init (8 tokens,
 # Binomial(8, 1/2) parity), at most 4/9 for draws of all 8 tokens and 11/23 where the end token (id 2,
-# even) cuts draws short, an expected rate (a run's count varies about it, sd ~0.036 at 192). (Look 3's reason: the measure of looks 1-2, 6 of 8 tokens of the prompt's parity, rose
-# for any drift of the parity mass, the threshold being convex: a CI run's shuffled control, a random
-# walk whose rewards carry no signal, went 32 -> 51 of 192, b/c 40/21, and failed the test; eleven local
+# even) cuts draws short, an expected rate (a run's count varies about it, sd ~0.036 at 192). (Look
+# 3's reason: the measure of looks 1-2, 6 of 8 tokens of the prompt's parity, rose for any drift of
+# the parity mass, the threshold being convex: a CI run's shuffled control, a random walk whose
+# rewards carry no signal, went 32 -> 51 of 192, b/c 40/21, and failed the test; eleven local
 # reruns of that control, nondeterministic through the rollout thread, ended 25-40.) Judged by the
 # canaries' rule (training/canary: the pooled trained runs an exact-McNemar improvement, every seed
 # up, every stratum up on its own, neither control, shuffled within groups or sign-flipped, an
