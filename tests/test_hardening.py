@@ -688,13 +688,16 @@ def test_ctrl_c_prints_the_exact_resume_command(tmp_path, game_cache):
     from conftest import ROOT
 
     out = tmp_path / "run"
+    # A shell starts its background jobs with SIGINT ignored, children inherit it, and Python then installs
+    # no KeyboardInterrupt handler: this suite run as a background job saw the eval play to its end and
+    # exit 0 (stops 77-80, measured: SIGINT's disposition there was SIG_IGN). The child gets the one a
+    # terminal's foreground job has.
     job = subprocess.Popen([sys.executable, "-m", "skillos", "eval", str(ROOT / "evals" / "configs" / "quickstart.yaml"),
                             "--n-games", "32", "--n-train-games", "8", "--out", str(out)], start_new_session=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                           env={**os.environ, "SKILLOS_CACHE": str(game_cache)})
-    # interrupted at its first progress line, with 8 train games and 2 x 32 eval games still to play:
-    # waiting for the first curation line left ~1-3 s of play, and three runs had exited 0 before the
-    # signal arrived (stops 77-79)
+                           env={**os.environ, "SKILLOS_CACHE": str(game_cache)},
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # interrupted at its first progress line, with 8 train games and 2 x 32 eval games still to play
     seen = []
     for text in job.stderr:
         seen.append(text)
