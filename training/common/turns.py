@@ -45,3 +45,12 @@ def leave_out_after_last_iteration(tool_mask, completion_mask, cap: int) -> list
         cut = after_last_iteration(tool_mask[row], completion_mask[row], cap)
         left_out.append(0 if cut is None else leave_out_from(tool_mask, completion_mask, row, cut))
     return left_out
+
+
+def skips_turn(trainer, iterations_answered: int) -> bool:
+    """Whether the turn after `iterations_answered` tool iterations is not generated: the last one
+    TRL allows has been answered and the trainer skips what follows it (its
+    `generate_after_last_iteration` False: the curator's, training/curator/masks.py). The one rule for
+    TRL's loop and for the rollouts played ahead (training/curator/pipeline.py)."""
+    return (iterations_answered >= trainer.max_tool_calling_iterations
+            and not getattr(trainer, "generate_after_last_iteration", True))

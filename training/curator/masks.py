@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextvars
 
-from skillos.training.common.turns import after_last_iteration, leave_out_from
+from skillos.training.common.turns import after_last_iteration, leave_out_from, skips_turn
 from skillos.training.curator.env import state_of
 
 # what one batch's masking counts: tokens left out, rollouts cut, rollouts kept as generated, and
@@ -90,7 +90,7 @@ def masked_trainer(base):
             turns = _LOOP_TURNS.get()
             if turns is not None:  # TRL's loop generates once per iteration, after that iteration's answers
                 turns[0] += 1
-                if turns[0] >= self.max_tool_calling_iterations and not self.generate_after_last_iteration:
+                if skips_turn(self, turns[0]):
                     self.left_out_not_generated += len(prompt_ids)
                     return [[] for _ in prompt_ids], [[] for _ in prompt_ids]
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
@@ -134,7 +134,7 @@ def left_out_line(counts: dict | None) -> str:
     """The health line's clause for a step's counts ("" for a trainer that does not mask)."""
     if counts is None:
         return ""
-    line = f"; the turn after the last position not generated in {counts.get('not_generated', 0)} rollouts"
+    line = f"; the turn after the last position not generated in {counts['not_generated']} rollouts"
     if counts["tokens"]:  # a turn was generated after the last answer (a trainer told to) and cut
         line += f", left out of the loss: {counts['tokens']} tokens in {counts['rollouts']} rollouts"
     if counts["not_vouched"]:

@@ -34,6 +34,7 @@ import queue
 import threading
 from concurrent.futures import Future
 from skillos.training.common.trl_compat import parse_response
+from skillos.training.common.turns import skips_turn
 
 
 class Batcher:
@@ -184,15 +185,14 @@ class Pipeline:
                 with self._tok_lock:
                     suffix = trainer._get_tool_suffix_ids(messages)
                 pct = prompt_ids + completion_ids + list(suffix)
-                if len(pct) - len(prompt_ids) > trainer.max_completion_length or len(pct) >= _max_model_len(trainer):
+                # TRL drops an overlong tool result and ends the rollout; after the last iteration's
+                # answers, whose next turn's calls never run, the curator generates nothing (masks.py)
+                overlong = len(pct) - len(prompt_ids) > trainer.max_completion_length or \
+                    len(pct) >= _max_model_len(trainer)
+                if overlong or skips_turn(trainer, iteration + 1):
                     lane.publish(answers)
                     natural = True
-                    return  # TRL drops an overlong tool result and ends the rollout
-                if iteration + 1 >= trainer.max_tool_calling_iterations and \
-                        not getattr(trainer, "generate_after_last_iteration", True):
-                    lane.publish(answers)
-                    natural = True
-                    return  # the turn after the last iteration, whose calls never run, is not generated (masks.py)
+                    return
                 future = self.batcher.submit(pct)
                 with self._gen_lock:
                     self.generations.setdefault(tuple(pct), []).append(future)
