@@ -17,6 +17,7 @@ QUICK = {  # script -> small arguments
     "bench_sleep_harvest.py": ["20", "10"],
     "bench_runner_concurrency.py": ["0.005", "2"],
     "bench_gate_check.py": [str(ROOT / "evals" / "configs" / "quickstart.yaml"), "--repeats", "1"],
+    "bench_windowed_attention.py": ["200", "1", "2", "16"],
 }
 SLOW = {
     "bench_alfworld_engine.py": ["1", "3"],

@@ -18,6 +18,7 @@ from pathlib import Path
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals.curation import SURFACE_FILE
+from skillos.evals.backends.windowed_attention import load_kwargs
 from skillos.config.derived import training_output_dir
 from skillos.devices import undeclared
 from skillos.files import write_atomic
@@ -55,6 +56,9 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         kwargs.update(use_cpu=True, bf16=False)
     elif t.lora and t.bf16 is not False:  # a frozen LoRA base in bf16, not TRL's float32 default: half its memory
         kwargs.update(model_init_kwargs={"dtype": "bfloat16"})
+    attention = load_kwargs(t.model)  # a model folder whose layers attend to a window: its blocked attention
+    if attention:  # the policy and TRL's reference model both load with model_init_kwargs
+        kwargs["model_init_kwargs"] = {**kwargs.get("model_init_kwargs", {}), **attention}
     return kwargs
 
 

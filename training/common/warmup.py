@@ -22,6 +22,7 @@ from skillos.errors import SkillosError
 
 from skillos.evals.backends.tool_format import training_tokenizer
 from skillos.evals.backends.tiny_model import TINY_NAME, resolve
+from skillos.evals.backends.windowed_attention import windowed
 from skillos.evals.curation import CURATOR_INSTRUCTIONS, CURATOR_SYSTEM, curator_input
 from skillos.evals.trajectory import Step, Trajectory
 from skillos.safety import Ticker
@@ -197,7 +198,7 @@ def _windowed(path: str, window: int | None) -> dict:
     config = AutoConfig.from_pretrained(path)
     config.use_sliding_window, config.sliding_window, config.max_window_layers = True, window, 0
     config.layer_types = ["sliding_attention"] * config.num_hidden_layers
-    return {"config": config}
+    return {"config": config, **windowed()}
 
 
 def _rendered(tokenizer, conversation: list[dict], tools) -> tuple[str, str]:

@@ -1,0 +1,118 @@
+"""The blocked sliding-window attention (evals/backends/windowed_attention.py): sdpa's numbers, and
+every path that loads a windowed model (GRPO's policy and reference, the warm start, evaluation) uses it."""
+
+import json
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from skillos.config.loading import load, with_sets
+from skillos.evals.backends import windowed_attention
+from skillos.evals.backends.hf_chat import load_weights
+from skillos.evals.backends.tiny_model import build
+from skillos.training.common.grpo import grpo_kwargs
+from skillos.training.common.warmup import _windowed
+
+WINDOW = 16
+
+
+@pytest.fixture(scope="module")
+def windowed_folder(tmp_path_factory):
+    """The tiny model with every layer attending to its last WINDOW tokens, saved as a canary's warm start is."""
+    base = str(build())
+    net = AutoModelForCausalLM.from_pretrained(base, **_windowed(base, WINDOW))
+    folder = tmp_path_factory.mktemp("windowed")
+    net.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(base).save_pretrained(folder)
+    return folder
+
+
+def _batch(length: int):
+    torch.manual_seed(1)
+    ids = torch.randint(3, 500, (3, length))
+    mask = torch.ones(3, length, dtype=torch.long)
+    mask[0, :37] = 0  # left padding, as TRL pads prompts
+    mask[1, :5] = 0
+    return ids, mask
+
+
+@pytest.mark.parametrize("length", [WINDOW * 2 + 1, WINDOW * 6 + 7, WINDOW * 8])  # one block past sdpa's; ragged; even
+def test_blocked_attention_gives_sdpas_logits_and_gradients(windowed_folder, length):
+    net = AutoModelForCausalLM.from_pretrained(windowed_folder, **windowed_attention.load_kwargs(windowed_folder))
+    ids, mask = _batch(length)
+    results = {}
+    for implementation in ("sdpa", windowed_attention.NAME):
+        net.set_attn_implementation(implementation)
+        net.zero_grad()
+        logits = net(input_ids=ids, attention_mask=mask).logits
+        logits.log_softmax(-1)[mask.bool()][:, 7].sum().backward()
+        results[implementation] = logits.detach(), [p.grad.clone() for p in net.parameters()]
+    (sdpa, sdpa_grads), (blocked, blocked_grads) = results["sdpa"], results[windowed_attention.NAME]
+    real = mask.bool()
+    assert torch.allclose(sdpa[real], blocked[real], atol=1e-4)
+    for a, b in zip(sdpa_grads, blocked_grads):
+        assert torch.allclose(a, b, atol=1e-4, rtol=1e-3)
+
+
+def test_blocking_that_skipped_an_allowed_key_would_be_caught(windowed_folder):
+    """The comparison above can fail: a window one block short of what it must cover changes the logits."""
+    net = AutoModelForCausalLM.from_pretrained(windowed_folder, **windowed_attention.load_kwargs(windowed_folder))
+    ids, mask = _batch(WINDOW * 6 + 7)
+    blocked = windowed_attention.blocked_attention
+    net.set_attn_implementation("sdpa")
+    sdpa = net(input_ids=ids, attention_mask=mask).logits.detach()
+
+    def short(module, query, key, value, attention_mask, sliding_window=None, **kwargs):
+        return blocked(module, query, key, value, attention_mask, sliding_window=sliding_window // 2, **kwargs)
+
+    from transformers import AttentionInterface
+    AttentionInterface.register(windowed_attention.NAME, short)
+    try:
+        net.set_attn_implementation(windowed_attention.NAME)
+        wrong = net(input_ids=ids, attention_mask=mask).logits.detach()
+    finally:
+        windowed_attention.windowed()  # registered again as shipped
+    assert not torch.allclose(sdpa[mask.bool()], wrong[mask.bool()], atol=1e-4)
+
+
+def test_only_a_model_with_a_window_loads_with_it(windowed_folder, tmp_path):
+    assert windowed_attention.load_kwargs(windowed_folder) == {"attn_implementation": windowed_attention.NAME}
+    plain = json.loads((build() / "config.json").read_text())
+    assert not plain.get("use_sliding_window")
+    assert windowed_attention.load_kwargs(build()) == {}
+    assert windowed_attention.load_kwargs("Qwen/Qwen3-8B") == {}  # a hub name: loads as it would
+    assert windowed_attention.load_kwargs(None) == {}
+    (tmp_path / "config.json").write_text("{not json")
+    assert windowed_attention.load_kwargs(tmp_path) == {}
+
+
+def test_every_path_that_loads_a_windowed_model_uses_it(windowed_folder):
+    cfg = load("training/configs/cpu-smoke.yaml")
+    kwargs = grpo_kwargs(with_sets(cfg, [f"training.model={windowed_folder}"]), cpu=True)
+    assert kwargs["model_init_kwargs"]["attn_implementation"] == windowed_attention.NAME  # policy and reference
+    assert "model_init_kwargs" not in grpo_kwargs(cfg, cpu=True)  # the plain tiny model: as before
+    net, _, _ = load_weights(str(windowed_folder))  # evaluation (the hf backend)
+    assert net.config._attn_implementation == windowed_attention.NAME
+    base = str(build())
+    assert _windowed(base, WINDOW)["attn_implementation"] == windowed_attention.NAME  # the warm start
+    assert _windowed(base, None) == {}
+
+
+def test_a_lora_launch_keeps_its_dtype_beside_the_attention(windowed_folder):
+    cfg = with_sets(load("training/configs/cpu-smoke.yaml"),
+                    [f"training.model={windowed_folder}", "training.lora.r=4"])
+    kwargs = grpo_kwargs(cfg, cpu=False)
+    assert kwargs["model_init_kwargs"] == {"dtype": "bfloat16", "attn_implementation": windowed_attention.NAME}
+
+
+def test_generation_with_a_cache_gives_sdpas_tokens(windowed_folder):
+    """Generating prefills the prompt (blocked) and then reads a cache (sdpa's call): greedy tokens agree."""
+    net = AutoModelForCausalLM.from_pretrained(windowed_folder, **windowed_attention.load_kwargs(windowed_folder))
+    ids, mask = _batch(WINDOW * 5 + 3)
+    drawn = {}
+    for implementation in ("sdpa", windowed_attention.NAME):
+        net.set_attn_implementation(implementation)
+        drawn[implementation] = net.generate(input_ids=ids, attention_mask=mask, max_new_tokens=3 * WINDOW,
+                                             do_sample=False, pad_token_id=0)
+    assert torch.equal(drawn["sdpa"], drawn[windowed_attention.NAME])
