@@ -116,3 +116,58 @@ def test_generation_with_a_cache_gives_sdpas_tokens(windowed_folder):
         drawn[implementation] = net.generate(input_ids=ids, attention_mask=mask, max_new_tokens=3 * WINDOW,
                                              do_sample=False, pad_token_id=0)
     assert torch.equal(drawn["sdpa"], drawn[windowed_attention.NAME])
+
+
+def _completion_logits(net, prompt, completion):
+    ids = torch.cat([prompt, completion]).unsqueeze(0)
+    return net(input_ids=ids).logits[0, len(prompt) - 1:-1]  # the logits that score the completion's tokens
+
+
+def test_a_prompt_cut_to_the_models_reach_gives_every_completion_token_the_same_logits(windowed_folder):
+    net = AutoModelForCausalLM.from_pretrained(windowed_folder, **windowed_attention.load_kwargs(windowed_folder))
+    reach = windowed_attention.reach(net.config)
+    assert reach == net.config.num_hidden_layers * (WINDOW - 1) + 1
+    torch.manual_seed(2)
+    prompt, completion = torch.randint(3, 500, (5 * reach,)), torch.randint(3, 500, (3 * WINDOW,))
+    whole = _completion_logits(net, prompt, completion)
+    assert torch.allclose(whole, _completion_logits(net, prompt[-reach:], completion), atol=1e-4)
+    # one token less than the reach: the first completion token's logits change (the bound is tight)
+    shorter = _completion_logits(net, prompt[-(reach - 1):], completion)
+    assert not torch.allclose(whole[0], shorter[0], atol=1e-4)
+
+
+def test_only_a_model_windowed_in_every_layer_has_a_reach(windowed_folder):
+    from transformers import AutoConfig
+
+    assert windowed_attention.reach(AutoConfig.from_pretrained(build())) is None
+    config = AutoConfig.from_pretrained(windowed_folder)
+    config.layer_types = ["sliding_attention", "full_attention"]
+    assert windowed_attention.reach(config) is None
+    assert windowed_attention.reach(None) is None
+
+
+def test_the_trainer_passes_a_windowed_model_no_prompt_token_it_cannot_read(windowed_folder):
+    """The cut to the reach is the trainer's prompt code (PromptCap), and it is not counted as a truncation."""
+    from transformers import AutoConfig
+
+    from skillos.training.common.prompt_cap import capped
+
+    config = AutoConfig.from_pretrained(windowed_folder)
+    reach = windowed_attention.reach(config)
+
+    class Base:  # TRL's method, as the trainer class calls it
+        def __init__(self, limit, model_config):
+            self.args = type("A", (), {"max_prompt_length": limit})()
+            self.model = type("M", (), {"training": True, "config": model_config})()
+            self._metrics = {"train": {"prompts/truncated": []}, "eval": {}}
+
+        def _tokenize_prompts(self, prompts):
+            return [list(range(n)) for n in prompts], None, {}
+
+    trainer = capped(Base)(None, config)
+    ids, _, _ = trainer._tokenize_prompts([reach + 40, 5])
+    assert ids == [list(range(40, reach + 40)), list(range(5))] and trainer.truncated_prompts == 0
+    limited = capped(Base)(reach - 10, config)  # a cap below the reach still cuts, and counts
+    assert [len(i) for i in limited._tokenize_prompts([reach + 40, 5])[0]] == [reach - 10, 5]
+    assert limited.truncated_prompts == 1
+    assert capped(Base)(None, AutoConfig.from_pretrained(build()))._tokenize_prompts([900])[0] == [list(range(900))]

@@ -37,6 +37,21 @@ def load_kwargs(path: str | Path | None) -> dict:
     return windowed()
 
 
+def reach(config) -> int | None:
+    """How many last tokens of its input a model's next token can depend on, where every layer
+    attends to a window: a layer reads its own position and the W - 1 before it (transformers'
+    sliding window), so L layers reach L (W - 1) + 1 tokens back, and a prompt cut to its last
+    `reach` tokens gives every completion token the same logits (RoPE reads relative positions).
+    None where some layer reads the whole sequence, or the config does not say."""
+    window = getattr(config, "sliding_window", None)
+    layers = getattr(config, "layer_types", None)
+    if not (getattr(config, "use_sliding_window", False) and window and layers):
+        return None
+    if any(kind != "sliding_attention" for kind in layers):
+        return None
+    return len(layers) * (window - 1) + 1
+
+
 def windowed() -> dict:
     """from_pretrained's arguments for a model with a window: NAME, made known to transformers (its
     attention and its mask, which is sdpa's) in this process, where the model will load."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from skillos.evals.backends.windowed_attention import reach
 from skillos.training.common import trl_compat
 
 
@@ -34,12 +35,21 @@ def cap_text(tokenizer, text: str, limit: int | None) -> str:
 class PromptCap:
     """Mixin for a GRPOTrainer subclass: prompts longer than `args.max_prompt_length` tokens are
     cut to their last `max_prompt_length` tokens before generation (multi-turn rollouts extend
-    the cut prompt: TRL concatenates ids). `truncated_prompts` counts the prompts cut."""
+    the cut prompt: TRL concatenates ids). `truncated_prompts` counts the prompts cut.
+
+    A model whose every layer attends to a window (the canaries' tiny model) reads no further back
+    than its reach (windowed_attention.reach), so its prompts are also cut to that: every logit of
+    generation, the loss and the reference model is what the whole prompt gives, at a fraction of
+    the tokens (the curator canary's ~760-token prompt, mostly the tool schema, becomes 255). That
+    cut loses nothing, so it is not counted."""
 
     truncated_prompts = 0
 
     def _tokenize_prompts(self, prompts):
         prompt_ids, images, multimodal = super()._tokenize_prompts(prompts)
+        unread = reach(getattr(self.model, "config", None))
+        if unread is not None:
+            prompt_ids = [cap_ids(ids, unread)[0] for ids in prompt_ids]
         limit = getattr(self.args, "max_prompt_length", None)
         if limit is None:
             return prompt_ids, images, multimodal
