@@ -11,8 +11,8 @@ from skillos.config.loading import load, with_sets
 from skillos.evals.backends import windowed_attention
 from skillos.evals.backends.hf_chat import load_weights
 from skillos.evals.backends.tiny_model import build
-from skillos.training.common.grpo import grpo_kwargs
-from skillos.training.common.warmup import _windowed
+from skillos.training.common.grpo import build_args, grpo_kwargs
+from skillos.training.common.warmup import window_kwargs
 
 WINDOW = 16
 
@@ -21,7 +21,7 @@ WINDOW = 16
 def windowed_folder(tmp_path_factory):
     """The tiny model with every layer attending to its last WINDOW tokens, saved as a canary's warm start is."""
     base = str(build())
-    net = AutoModelForCausalLM.from_pretrained(base, **_windowed(base, WINDOW))
+    net = AutoModelForCausalLM.from_pretrained(base, **window_kwargs(base, WINDOW))
     folder = tmp_path_factory.mktemp("windowed")
     net.save_pretrained(folder)
     AutoTokenizer.from_pretrained(base).save_pretrained(folder)
@@ -87,23 +87,26 @@ def test_only_a_model_with_a_window_loads_with_it(windowed_folder, tmp_path):
     assert windowed_attention.load_kwargs(tmp_path) == {}
 
 
-def test_every_path_that_loads_a_windowed_model_uses_it(windowed_folder):
+def test_every_path_that_loads_a_windowed_model_uses_it(windowed_folder, tmp_path):
     cfg = load("training/configs/cpu-smoke.yaml")
-    kwargs = grpo_kwargs(with_sets(cfg, [f"training.model={windowed_folder}"]), cpu=True)
-    assert kwargs["model_init_kwargs"]["attn_implementation"] == windowed_attention.NAME  # policy and reference
-    assert "model_init_kwargs" not in grpo_kwargs(cfg, cpu=True)  # the plain tiny model: as before
+    args = build_args(cfg, cpu=True, model=str(windowed_folder))  # the folder the trainer is handed
+    assert args.model_init_kwargs["attn_implementation"] == windowed_attention.NAME  # policy and reference
+    assert not build_args(cfg, cpu=True, model=str(build())).model_init_kwargs  # the plain tiny model: as before
+    assert "model_init_kwargs" not in grpo_kwargs(cfg, cpu=True)  # what the gates trace loads nothing
+    from skillos.training.selector.grpo import build_args as selector_args
+    selector = selector_args(load("training/configs/selector-cpu.yaml"), True, tmp_path, model=str(windowed_folder))
+    assert selector.model_init_kwargs["attn_implementation"] == windowed_attention.NAME
     net, _, _ = load_weights(str(windowed_folder))  # evaluation (the hf backend)
     assert net.config._attn_implementation == windowed_attention.NAME
     base = str(build())
-    assert _windowed(base, WINDOW)["attn_implementation"] == windowed_attention.NAME  # the warm start
-    assert _windowed(base, None) == {}
+    assert window_kwargs(base, WINDOW)["attn_implementation"] == windowed_attention.NAME  # the warm start
+    assert window_kwargs(base, None) == {}
 
 
 def test_a_lora_launch_keeps_its_dtype_beside_the_attention(windowed_folder):
-    cfg = with_sets(load("training/configs/cpu-smoke.yaml"),
-                    [f"training.model={windowed_folder}", "training.lora.r=4"])
-    kwargs = grpo_kwargs(cfg, cpu=False)
-    assert kwargs["model_init_kwargs"] == {"dtype": "bfloat16", "attn_implementation": windowed_attention.NAME}
+    cfg = with_sets(load("training/configs/cpu-smoke.yaml"), ["training.lora.r=4"])
+    args = build_args(cfg, cpu=False, model=str(windowed_folder), extra={"use_cpu": True})
+    assert args.model_init_kwargs == {"dtype": "bfloat16", "attn_implementation": windowed_attention.NAME}
 
 
 def test_generation_with_a_cache_gives_sdpas_tokens(windowed_folder):
@@ -141,9 +144,28 @@ def test_only_a_model_windowed_in_every_layer_has_a_reach(windowed_folder):
 
     assert windowed_attention.reach(AutoConfig.from_pretrained(build())) is None
     config = AutoConfig.from_pretrained(windowed_folder)
-    config.layer_types = ["sliding_attention", "full_attention"]
-    assert windowed_attention.reach(config) is None
+    assert windowed_attention.reach(config) is not None
+    for key, value in (("layer_types", ["sliding_attention", "full_attention"]), ("is_causal", False),
+                       ("rope_parameters", {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0})):
+        changed = AutoConfig.from_pretrained(windowed_folder)
+        setattr(changed, key, value)
+        assert windowed_attention.reach(changed) is None, key
     assert windowed_attention.reach(None) is None
+
+
+def test_a_window_that_is_not_causal_is_sdpas_call(windowed_folder):
+    """Blocks assume the window looks back only; a two-sided one (is_causal False) goes to sdpa whole."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    torch.manual_seed(3)
+    length = WINDOW * 5
+    query, key, value = (torch.randn(1, 2, length, 8) for _ in range(3))
+    positions = torch.arange(length)
+    two_sided = ((positions[:, None] - positions[None, :]).abs() < WINDOW)[None, None]
+    module = type("Attention", (), {"is_causal": False, "num_key_value_groups": 1, "training": False})()
+    blocked, _ = windowed_attention.blocked_attention(module, query, key, value, two_sided, sliding_window=WINDOW)
+    whole, _ = sdpa_attention_forward(module, query, key, value, two_sided, sliding_window=WINDOW)
+    assert torch.allclose(blocked, whole, atol=1e-5)
 
 
 def test_the_trainer_passes_a_windowed_model_no_prompt_token_it_cannot_read(windowed_folder):

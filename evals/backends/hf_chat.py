@@ -23,7 +23,7 @@ from skillos.errors import SkillosError
 from skillos.evals.backends.chat import SAMPLING_SEED, BackendError, ChatResult, parse_generated, scored_sent
 from skillos.evals.backends.tool_format import renders_tools, with_tools
 from skillos.evals.backends.tiny_model import resolve
-from skillos.evals.backends.windowed_attention import load_kwargs
+from skillos.evals.backends import windowed_attention
 
 DEFAULT_MAX_TOKENS = 512
 LOCAL = {"local_files_only": True}  # weights are never downloaded at run time
@@ -39,10 +39,10 @@ def load_weights(model: str):
         if base:
             from peft import PeftModel
 
-            loaded = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **LOCAL, **load_kwargs(base)),
+            loaded = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **LOCAL, **windowed_attention.load_kwargs(base)),
                                                path, **LOCAL)
         else:
-            loaded = AutoModelForCausalLM.from_pretrained(path, **LOCAL, **load_kwargs(path))
+            loaded = AutoModelForCausalLM.from_pretrained(path, **LOCAL, **windowed_attention.load_kwargs(path))
         tokenizer = AutoTokenizer.from_pretrained(path, **LOCAL)
     except (OSError, ValueError, KeyError) as exc:
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

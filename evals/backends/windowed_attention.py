@@ -9,9 +9,11 @@ Here each block of W queries attends to the 2W keys that can hold its window, th
 one: the logits are sdpa's to float rounding (tests/test_windowed_attention.py), a step's forward and
 backward take about half the time (tests/benchmarks/bench_windowed_attention.py).
 
-Only a model whose config names a window loads with it (`load_kwargs`); any call it cannot block (no
-window, a cache whose keys are not the queries' own, a sequence within two windows) is sdpa's call.
-transformers is imported when a model is loaded, never by the CLI.
+Only a model whose config names a window loads with it (`load_kwargs`, called where a model is
+loaded: the GRPO trainers, the warm start, the hf backend; the selector's SFT and DPO baselines load
+such a folder with sdpa, slower and the same); any call it cannot block (no window, a window that is
+not causal, a cache whose keys are not the queries' own, a sequence within two windows, a bias or
+sink added to the scores) is sdpa's call. transformers is imported when such a model loads.
 """
 
 from __future__ import annotations
@@ -37,19 +39,31 @@ def load_kwargs(path: str | Path | None) -> dict:
     return windowed()
 
 
+# RoPE variants whose rotation depends on the distance between two positions alone; dynamic and
+# longrope pick their frequencies from the sequence's length, which a cut prompt changes
+RELATIVE_ROPE = {"default", "linear", "yarn", "llama3"}
+
+
 def reach(config) -> int | None:
     """How many last tokens of its input a model's next token can depend on, where every layer
-    attends to a window: a layer reads its own position and the W - 1 before it (transformers'
-    sliding window), so L layers reach L (W - 1) + 1 tokens back, and a prompt cut to its last
-    `reach` tokens gives every completion token the same logits (RoPE reads relative positions).
-    None where some layer reads the whole sequence, or the config does not say."""
+    attends to a causal window: a layer reads its own position and the W - 1 before it
+    (transformers' sliding window), so L layers reach L (W - 1) + 1 tokens back, and a prompt cut
+    to its last `reach` tokens gives every completion token the same logits, to float rounding
+    (its RoPE reads distances, not positions). None where some layer reads the whole sequence, the
+    window is two-sided, the RoPE is not relative, or the config does not say."""
     window = getattr(config, "sliding_window", None)
     layers = getattr(config, "layer_types", None)
-    if not (getattr(config, "use_sliding_window", False) and window and layers):
+    if not (getattr(config, "use_sliding_window", False) and window and layers and getattr(config, "is_causal", True)):
         return None
-    if any(kind != "sliding_attention" for kind in layers):
+    if any(kind != "sliding_attention" for kind in layers) or not _relative_rope(config):
         return None
     return len(layers) * (window - 1) + 1
+
+
+def _relative_rope(config) -> bool:
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    per_layer = rope.values() if rope and all(isinstance(v, dict) for v in rope.values()) else [rope]
+    return all(p.get("rope_type", p.get("type", "default")) in RELATIVE_ROPE for p in per_layer)
 
 
 def windowed() -> dict:
@@ -72,7 +86,9 @@ def blocked_attention(module, query, key, value, attention_mask, dropout: float 
 
     window = sliding_window
     length = query.shape[2]
-    if not window or attention_mask is None or key.shape[2] != length or length <= 2 * window:
+    scored_otherwise = any(kwargs.get(k) is not None for k in ("position_bias", "s_aux", "softcap"))
+    if (not window or attention_mask is None or key.shape[2] != length or length <= 2 * window
+            or not getattr(module, "is_causal", True) or scored_otherwise):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       sliding_window=sliding_window, **kwargs)
     groups = getattr(module, "num_key_value_groups", 1)

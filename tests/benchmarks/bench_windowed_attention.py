@@ -22,21 +22,21 @@ from transformers import AutoModelForCausalLM
 
 from skillos.evals.backends import windowed_attention
 from skillos.evals.backends.tiny_model import build
-from skillos.training.common.warmup import _windowed
+from skillos.training.common.warmup import window_kwargs
 
 LIMIT = 0.7
 
 
 def main(length: int = 1700, repeats: int = 5, batch: int = 16, window: int = 128) -> None:
     base = str(build())
-    net = AutoModelForCausalLM.from_pretrained(base, **_windowed(base, window))
+    net = AutoModelForCausalLM.from_pretrained(base, **window_kwargs(base, window))
     torch.manual_seed(0)
     ids = torch.randint(3, net.config.vocab_size, (batch, length))
     mask = torch.ones(batch, length, dtype=torch.long)
     mask[: batch // 2, : length // 4] = 0
     seconds = {"sdpa": [], windowed_attention.NAME: []}
-    for _ in range(repeats):
-        for implementation in seconds:
+    for k in range(repeats):
+        for implementation in list(seconds)[:: 1 if k % 2 == 0 else -1]:  # alternating which goes first
             net.set_attn_implementation(implementation)
             net.zero_grad()
             started = time.perf_counter()

@@ -18,7 +18,7 @@ from pathlib import Path
 from skillos.config.schema import Config
 from skillos.errors import SkillosError
 from skillos.evals.curation import SURFACE_FILE
-from skillos.evals.backends.windowed_attention import load_kwargs
+from skillos.evals.backends import windowed_attention
 from skillos.config.derived import training_output_dir
 from skillos.devices import undeclared
 from skillos.files import write_atomic
@@ -56,10 +56,17 @@ def grpo_kwargs(cfg: Config, cpu: bool) -> dict:
         kwargs.update(use_cpu=True, bf16=False)
     elif t.lora and t.bf16 is not False:  # a frozen LoRA base in bf16, not TRL's float32 default: half its memory
         kwargs.update(model_init_kwargs={"dtype": "bfloat16"})
-    attention = load_kwargs(t.model)  # a model folder whose layers attend to a window: its blocked attention
-    if attention:  # the policy and TRL's reference model both load with model_init_kwargs
-        kwargs["model_init_kwargs"] = {**kwargs.get("model_init_kwargs", {}), **attention}
     return kwargs
+
+
+def loading(kwargs: dict, model: str | None) -> dict:
+    """GRPO arguments plus what loading `model` (the folder the trainer is handed) needs: the blocked
+    attention where its layers attend to a window (evals/backends/windowed_attention.py). TRL loads
+    the policy and its reference model with model_init_kwargs."""
+    attention = windowed_attention.load_kwargs(model)
+    if not attention:
+        return kwargs
+    return {**kwargs, "model_init_kwargs": {**(kwargs.get("model_init_kwargs") or {}), **attention}}
 
 
 def args_spec(cfg: Config, cpu: bool, out: Path | None = None) -> tuple:
@@ -67,11 +74,12 @@ def args_spec(cfg: Config, cpu: bool, out: Path | None = None) -> tuple:
     return config_class(), grpo_kwargs(cfg, cpu)
 
 
-def build_args(cfg: Config, cpu: bool, out: Path | None = None, extra: dict | None = None):
+def build_args(cfg: Config, cpu: bool, out: Path | None = None, extra: dict | None = None, model: str | None = None):
     """The GRPO arguments the trainer is built with (what `skillos gate check --trace` reads;
-    `extra` adds arguments, e.g. use_cpu to build a GPU launch's arguments on a CPU machine)."""
+    `extra` adds arguments, e.g. use_cpu to build a GPU launch's arguments on a CPU machine;
+    `model`: the folder the trainer loads, where it is known)."""
     cls, kwargs = args_spec(cfg, cpu, out)
-    return cls(**{**kwargs, **(extra or {})})
+    return cls(**loading({**kwargs, **(extra or {})}, model))
 
 
 def output_dir(cfg: Config) -> Path:

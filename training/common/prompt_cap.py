@@ -6,6 +6,8 @@ it) and `PromptCap._tokenize_prompts` cuts every tokenized prompt to its last
 `max_prompt_length` tokens, as those TRLs did (the end holds the task and the generation
 prompt), counting the prompts it cut. The SFT / DPO baselines cut their rendered prompts the
 same way (`cap_text`). `skillos gate check --trace` reads the value off the built arguments.
+A model whose every layer attends to a window is also given no more of a prompt than it can read
+(`PromptCap`, below).
 
 trl is imported only when the config class is first used (PEP 562), like the selector's.
 """
@@ -39,17 +41,18 @@ class PromptCap:
 
     A model whose every layer attends to a window (the canaries' tiny model) reads no further back
     than its reach (windowed_attention.reach), so its prompts are also cut to that: every logit of
-    generation, the loss and the reference model is what the whole prompt gives, at a fraction of
-    the tokens (the curator canary's ~760-token prompt, mostly the tool schema, becomes 255). That
-    cut loses nothing, so it is not counted."""
+    generation (transformers'; vLLM's kernels are not checked), the loss and the reference model is
+    what the whole prompt gives, to float rounding, from fewer tokens (the curator canary's prompt is
+    mostly the tool schema, beyond the reach). That cut loses nothing, so it is not counted; what
+    counts the prompt's tokens (TRL's num_tokens, its context ceiling) counts the cut one."""
 
     truncated_prompts = 0
 
     def _tokenize_prompts(self, prompts):
         prompt_ids, images, multimodal = super()._tokenize_prompts(prompts)
-        unread = reach(getattr(self.model, "config", None))
-        if unread is not None:
-            prompt_ids = [cap_ids(ids, unread)[0] for ids in prompt_ids]
+        readable = reach(getattr(self.model, "config", None))
+        if readable is not None:
+            prompt_ids = [cap_ids(ids, readable)[0] for ids in prompt_ids]
         limit = getattr(self.args, "max_prompt_length", None)
         if limit is None:
             return prompt_ids, images, multimodal

@@ -48,7 +48,7 @@ def warm_up(model: str, conversations: list[list[dict]], tools: list[dict] | Non
 
     path = resolve(model)
     tokenizer = training_tokenizer(path)  # the format training will read
-    net = AutoModelForCausalLM.from_pretrained(path, **_windowed(path, attention_window))
+    net = AutoModelForCausalLM.from_pretrained(path, **window_kwargs(path, attention_window))
     torch.manual_seed(seed)  # the new phrases' embeddings are drawn too
     if call_tokens:
         _add_phrases(tokenizer, net, [p for conv in conversations for p in _call_texts(tokenizer, conv, tools)])
@@ -189,8 +189,9 @@ def curator_examples(inputs: list[str] | None = None, system: str | None = None)
             for i, text in enumerate(inputs)]
 
 
-def _windowed(path: str, window: int | None) -> dict:
-    """from_pretrained's arguments for a model whose every layer attends to its last `window` tokens."""
+def window_kwargs(path: str, window: int | None) -> dict:
+    """from_pretrained's arguments for the model at `path` made to attend, in every layer, to its last
+    `window` tokens (None: as it is), with the blocked attention that makes the window cheap."""
     if window is None:
         return {}
     from transformers import AutoConfig

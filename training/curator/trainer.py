@@ -221,7 +221,7 @@ def _train_on(setup, gauge, rows, cfg: Config, ledger, echo, warmup: bool, out: 
         trainer_cls = trainer_class(cfg, gauge)
         step_health = StepHealth(reward_fn, echo)
         trainer = trainer_cls(
-            model=model, reward_funcs=[reward_fn], args=build_args(cfg, cpu),
+            model=model, reward_funcs=[reward_fn], args=build_args(cfg, cpu, model=model),
             train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
             processing_class=for_training(model),  # None: TRL's own; a template without tools: tool_format's
             environment_factory=partial(CuratorEnv, setup),

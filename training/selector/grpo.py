@@ -18,7 +18,7 @@ from pathlib import Path
 
 from skillos.config.schema import Config
 from skillos.evals.envs.registry import environment
-from skillos.training.common.grpo import destroyed, grpo_kwargs
+from skillos.training.common.grpo import destroyed, grpo_kwargs, loading
 from skillos.training.selector import credit as credit
 from skillos.training.common import trl_compat, turns
 from skillos.training.common.prompt_cap import capped, config_class
@@ -208,10 +208,11 @@ def args_spec(cfg: Config, cpu: bool, out: Path) -> tuple:
     return selector_classes()[0], selector_kwargs(cfg, cpu, out)
 
 
-def build_args(cfg: Config, cpu: bool, out: Path, extra: dict | None = None):
-    """The selector trainer's arguments (what `skillos gate check --trace` reads)."""
+def build_args(cfg: Config, cpu: bool, out: Path, extra: dict | None = None, model: str | None = None):
+    """The selector trainer's arguments (what `skillos gate check --trace` reads; `model`: the folder
+    the trainer loads, where it is known)."""
     cls, kwargs = args_spec(cfg, cpu, out)
-    return cls(**{**kwargs, **(extra or {})})
+    return cls(**loading({**kwargs, **(extra or {})}, model))
 
 
 def warmup_conversations(setup, rows: list[dict]) -> list[list[dict]]:

@@ -172,7 +172,7 @@ def oracle_grpo(cfg: Config, setup, model: str, out: Path, echo, cpu: bool):
     reward = SlateReward(echo, "real", cfg.training.num_generations or 1, cfg.training.seed or 0)
     trainer = selector_classes()[1](
         model=model, reward_funcs=[reward], train_dataset=Dataset.from_list(dataset_rows(warm, games)),
-        args=build_args(warm, cpu, run, extra={"output_dir": str(run), "save_strategy": "no"}),
+        args=build_args(warm, cpu, run, extra={"output_dir": str(run), "save_strategy": "no"}, model=model),
         peft_config=lora_config(cfg), processing_class=for_training(model),
         environment_factory=environment_factory(dataclasses.replace(setup, oracle_only=True, no_slate=False,
                                                                     paired=False)))

@@ -53,7 +53,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
     with crash_recorded(ledger, run_id):
         trainer_cls = selector_classes()[1]
         trainer = trainer_cls(
-            model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out),
+            model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out, model=model),
             train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
             processing_class=for_training(model),  # None: TRL's own; a template without tools: tool_format's
             environment_factory=environment_factory(setup),
