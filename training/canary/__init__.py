@@ -72,6 +72,9 @@ SIGNALS = {"real": "trained", "shuffled": "control", "flipped": "flipped"}
 # where a canary's two training runs can go (compute.backend): this process, or tasks on a cluster
 CANARY_COMPUTE = tuple(c.name for c in COMPUTE if c.in_process or c.distributes)
 CANARY_KEYS = ("backend", "ray_address", "ray_max_retries", "ray_gpus_per_task", "gpu")  # what --set may move
+# What the project measured of each canary's wall time where a ledger holds none, by name and size:
+# data beside the code, not in it, so recording a canary's time does not change the identity it ran under
+TIMES = Path(__file__).resolve().parents[1] / "configs" / "canary-times.json"
 
 
 @dataclass
@@ -109,9 +112,6 @@ class Canary:
     def key(self, variant: str | None = None) -> str:
         return self.name
 
-    # What the project measured of this canary's wall time where the ledger holds none: {quick:
-    # (seconds, where and at which commit)} (docs/canaries.md has each run's numbers)
-    measured: dict = {}
     # Where the project measured that this canary's default-size miniature is refused by its own
     # payoff table (a constant answer not beaten): what and where, said by gate 6 so a person does
     # not spend the canary's time to learn it; None: not refused when last measured
@@ -361,7 +361,7 @@ def run(name: str, *, variant: str | None = None, quick: bool = False, out: str 
     echo(f"canary {key}: seeds {', '.join(map(str, resolved.canary.seeds))}; the pass rule, declared before "
          f"the run: {RULE}")
     if ledger is not None:
-        shipped = chosen.measured.get(quick) if key == chosen.key(None) else None  # measured at its default
+        shipped = shipped_time(chosen, key, quick)
         echo(f"canary {key}: expected wall time: "
              f"{expected_time(config, ledger.canary_timings(key, quick), kind, shipped)}")
     try:
@@ -415,8 +415,8 @@ RULE = ("the trained runs pooled over every seed (paired by seed and task, exact
         "only a canary on the sealed split at its default size vouches for a launch")
 
 
-# A canary size neither this ledger nor the project has timed (Canary.measured holds what the
-# project measured, docs/canaries.md each run's numbers).
+# A canary size neither this ledger nor the project has timed (TIMES holds what the project
+# measured, docs/canaries.md each run's numbers).
 UNTIMED = "never timed in this ledger, nor by the project at this size"
 
 
@@ -425,7 +425,7 @@ def expected_time(config: str, timings: list, kind: dict, shipped: tuple | None 
     (devices.machine_kind), read from the wall times its trainer's finished canaries at the same
     size recorded (`timings`: Ledger.canary_timings): the same config on the same kind of machine
     first, then the same kind at another config, then other machines, each said as what it is;
-    with none, what the project measured (`shipped`: (seconds, where), Canary.measured), else UNTIMED."""
+    with none, what the project measured (`shipped`: (seconds, where), TIMES), else UNTIMED."""
     from statistics import median
 
     tiers = [([t["wall_s"] for t in timings if t["machine"] == kind and t["config"] == config],
@@ -451,7 +451,16 @@ def estimate(key: str, quick: bool, timings: list, backend: str | None = None) -
     resolved = chosen.config(quick, variant or None)
     config = identity.config_digest(resolved)
     return expected_time(config, timings, devices.machine_kind(backend or resolved.compute.backend),
-                         chosen.measured.get(quick) if key == chosen.key(None) else None)
+                         shipped_time(chosen, key, quick))
+
+
+def shipped_time(chosen, key: str, quick: bool) -> tuple | None:
+    """(seconds, where) the project measured canary `key` at `quick`'s size (TIMES), for its default
+    variant; None where it has not."""
+    if key != chosen.key(None):
+        return None
+    entry = (json.loads(TIMES.read_text()).get(chosen.name) or {}).get("quick" if quick else "default")
+    return tuple(entry) if entry else None
 
 
 def looked_at(cfg, measured: list, key: str, ledger) -> dict:

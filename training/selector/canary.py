@@ -61,9 +61,6 @@ class SelectorCanary(Canary):
     # the least a run of this canary imports: an identity without them did not run it (not the hash's list)
     ran = ("skillos.training.selector.canary", "skillos.training.selector.trainer", "skillos.training.selector.credit")
     metric = "oracle read (the first read_skill call, sampled)"
-    measured = {True: (107, "at its quick size on 2 idle CPU cores, commit c427186"),
-                False: (1445, "at its default size, 3 seeds x 3 runs, on 2 idle CPU cores, tuning split, commit 3ae7b58; "
-                              "1.8 GB resident at most")}
 
     def config(self, quick: bool = False, variant: str | None = None):
         """The miniature's config as resolved (training/configs/canary-selector.yaml; --quick's size;
