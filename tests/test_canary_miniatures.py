@@ -255,9 +255,10 @@ def test_the_curator_canary_evaluates_with_the_top_k_it_trains_with(monkeypatch,
         raise Recorded
 
     monkeypatch.setattr(canary, "HFChat", chat)
-    cfg = config.load(ROOT / "training" / "configs" / "canary-curator.yaml")
-    if top_k is not None:
-        cfg = config.with_sets(cfg, [f"training.top_k={top_k}"])
+    cfg = config.with_sets(config.load(ROOT / "training" / "configs" / "canary-curator.yaml"),
+                           [f"training.top_k={'null' if top_k is None else top_k}"])
     with pytest.raises(Recorded):
         canary.evaluate(cfg, "model", [])
     assert seen[0].top_k == sampled and seen[0].temperature == cfg.training.temperature
+    # a held-out turn gets the cap a training turn gets (a turn's, not the rollout's)
+    assert seen[0].max_tokens == cfg.training.max_turn_tokens < cfg.training.max_completion_length
