@@ -272,7 +272,10 @@ def test_the_plan_ends_with_what_stands_before_the_launch(tmp_path):
     # the curator's canary is the agent's to run, with the time the project measured for it
     canary = steps["recipe-learns"]
     assert canary["owner"] == "agent" and canary["command"] == "skillos canary curator --json"
-    assert canary["time"].startswith("never timed in this ledger") and "17.7 min" in canary["time"]
+    from skillos.training.common.plan import duration_text
+
+    seconds = json.loads((ROOT / "training" / "configs" / "canary-times.json").read_text())["curator"]["default"][0]
+    assert canary["time"].startswith("never timed in this ledger") and duration_text(seconds) in canary["time"]
     selector = json.loads(run_cli("plan", ROOT / "training" / "configs" / "selector-gpu-clean-oracle.yaml", "--out",
                                   tmp_path / "s.json", "--json", env=env).stdout)["plan"]
     (learns,) = [item for item in selector["before_launch"] if item["check"] == "recipe-learns"]
