@@ -184,7 +184,8 @@ def test_the_optimizer_and_sampler_knobs_reach_trls_arguments_under_their_names(
     plain = build_args(cfgmod.with_sets(base, ["training.weight_decay=null", "training.max_grad_norm=null",
                                                "training.top_k=null"]), cpu=True)  # unset: TRL's own
     assert (plain.weight_decay, plain.max_grad_norm, plain.top_k) == (0.0, 1.0, 0)
-    assert cfgmod.with_sets(base, ["training.top_k=0"]).hash() != base.hash()
+    unset = cfgmod.with_sets(base, ["training.top_k=null"])
+    assert cfgmod.with_sets(base, ["training.top_k=0"]).hash() != unset.hash()
     with pytest.raises(cfgmod.ConfigError, match="training.max_grad_norm"):
         cfgmod.with_sets(base, ["training.max_grad_norm=-1"])
 
