@@ -711,3 +711,17 @@ def test_a_fresh_ledger_refuses_the_gpu_configs_until_their_canary_passed():
     report = gates.check(cfgmod.load(ROOT / "training" / "configs" / "selector-gpu-hybrid-slate.yaml"))
     assert [r.check for r in report.failed] == ["recipe-learns"]
     assert "selector:hybrid_slate" in report.failed[0].line()
+
+
+def test_the_slate_check_asks_for_oracles_of_the_task_types_the_run_plays_only():
+    """A slate folder with oracles for heat and cool fills a run of heat and cool tasks (the selector
+    canary's), and still fails a run of every type."""
+    from skillos import gates
+
+    canary = cfgmod.load(ROOT / "training" / "configs" / "canary-selector.yaml")
+    by_name = {r.check: r for r in gates.check(canary).results}
+    assert by_name["skillgate-slate"].status == "PASS", by_name["skillgate-slate"].detail
+    every = cfgmod.with_sets(canary, ["env.task_types=null"])
+    failed = {r.check: r for r in gates.check(every).results}["skillgate-slate"]
+    assert failed.status == "FAIL" and "pick_clean_then_place_in_recep" in failed.detail
+    assert "pick_heat_then_place_in_recep" not in failed.detail

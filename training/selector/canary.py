@@ -9,9 +9,11 @@ names are on every slate and the order is seeded per game, so neither a name nor
 the oracle without the task: the payoff table (printed before every run) shows each naming rule a
 listing supports losing a type detectably, and the canary's strata (the types) must each improve.
 It starts from a supervised warm-up that reads every slate member equally often, its reasoning
-first saying the task's type (those words weighted as the rest of the turn; no attention window:
-the slate's first input ends with its admissible actions, after the task sentence), near a chance
-rate of 1/4 for the oracle: a warm start, not a teacher.
+first saying the task's type (those words weighted as the rest of the turn), near a chance rate of
+1/4 for the oracle: a warm start, not a teacher. The tiny model attends to its last 128 tokens
+(canary.attention_window) and its first input repeats the task sentence as its last line
+(TaskLastSlateEnv: the protocol's order puts the admissible actions after it, out of that reach),
+so it can read the task; each read is one token (canary.call_tokens), a few after the type it said.
 Each episode ends after the read (env.max_steps 1),
 so the outcome reward is 0 for every rollout and carries nothing: the only learning signal is
 the selector credit on the selection spans (the profiles that mix in the outcome,
@@ -25,12 +27,11 @@ with the selection utilities (and rewards) permuted within each group, or sign-f
 from __future__ import annotations
 
 import functools
-import itertools
 import random
 from pathlib import Path
 
 from skillos.evals.protocol import task_set_hash
-from skillos.training.canary import (SIGNALS, Canary, Measured, by_task_type, described, drawn_warm_start, identity,
+from skillos.training.canary import (SIGNALS, Canary, Measured, described, drawn_warm_start, identity,
                                      warm_reading)
 from skillos.config.backend import BackendConfig
 from skillos.config.loading import load, with_sets
@@ -41,6 +42,7 @@ from skillos.evals.envs.registry import environment
 from skillos.safety import Ticker
 from skillos.training.canary import held_out_games, miniature_games, payoff as table, trained_and_control
 from skillos.training.common.warmup import warm_up
+from skillos.training.selector.grpo import TaskLastSlateEnv, interleaved
 from skillos.training.selector.trainer import train
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "canary-selector.yaml"
@@ -53,7 +55,7 @@ VOUCHED_BY_METHOD = {"no_skill": "clean-oracle", "task-mask-only": "clean-oracle
 # --quick: minutes, and its weights move (60 warm-up steps garbled every name: no read, no gradient;
 # 800 read, measured); its 8 held-out games reach p < 0.05 only if 6 or more change, all one way.
 QUICK = ["training.max_steps=4", "env.n_games=8", "env.n_train_games=8", "canary.warmup_steps=800",
-         "canary.warmup_groups=2", "canary.seeds=[0]", "canary.split=tuning"]
+         "canary.warmup_groups=2", "canary.warmup_draws=1", "canary.seeds=[0]", "canary.split=tuning"]
 
 
 class SelectorCanary(Canary):
@@ -126,7 +128,7 @@ def train_and_evaluate(cfg, warm: str, held_out, signal: str, folder: Path, echo
 
     run_cfg = with_sets(cfg, [f"training.model={warm}", f"training.output_dir={folder}"])
     echo(f"canary selector: GRPO {cfg.training.max_steps} steps ({described(signal, 'selection utilities')})")
-    summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal)
+    summary = train(run_cfg, None, echo=echo, warmup=False, signal=signal, env_class=TaskLastSlateEnv)
     # its own slate folder: the trained run and the control may evaluate at once (compute.backend ray)
     outcomes, seen = evaluate(cfg, summary["checkpoints"][-1], held_out, folder / "slate-held-out", echo)
     echo(f"canary selector: after {folder.name} {_rate(outcomes, seen)}")
@@ -138,7 +140,7 @@ def warm_start(cfg, games, out: Path, echo=None) -> str:
     reasoning first saying the task's type in a few words (`said`): a random-init model cannot find
     one word in a prompt of ~1,000 tokens from the selection credit alone, a pretrained one reads
     it; this teaches the reading, not the choice, which stays even over the slate whatever the
-    type said."""
+    type said. Its prompts are the miniature's (TaskLastSlateEnv)."""
     return drawn_warm_start(cfg, out / "warm", functools.partial(_warm_up, cfg, games, out, echo=echo), echo,
                             "canary selector")
 
@@ -148,8 +150,8 @@ def _warm_up(cfg, games, out: Path, folder: Path, seed: int, echo=None) -> None:
     slate_domain = environment("slate")
     setup = slate_domain.make_slate_setup(cfg, games, out / "slate-warm")
     conversations = []
-    for game in _interleaved(games)[:cfg.canary.warmup_groups]:  # every task type's slates
-        text = slate_domain.SlateEnv(setup).reset(game_id=game.id)
+    for game in interleaved(games)[:cfg.canary.warmup_groups]:  # every task type's slates
+        text = TaskLastSlateEnv(setup).reset(game_id=game.id)
         for pick in setup.slates[game.id].order:
             call = {"name": slate_domain.READ_TOOL, "arguments": {"name": pick}}
             conversations.append([{"role": "system", "content": slate_domain.SYSTEM},
@@ -191,13 +193,6 @@ def payoff(cfg, held_out, slate_dir: Path, echo=None) -> dict:
     return made
 
 
-def _interleaved(games) -> list:
-    """The games, task types taking turns (heat, cool, heat, ...), each type in its own order."""
-    by_type = by_task_type(games)
-    rounds = itertools.zip_longest(*(by_type[t] for t in sorted(by_type)))
-    return [game for one in rounds for game in one if game is not None]
-
-
 def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dict, dict]:
     """(held-out game id -> the first read is the oracle, None: unmeasured; {"reads": task type ->
     skill name -> first reads, "said": replies whose reasoning said the task's type}),
@@ -217,7 +212,7 @@ def evaluate(cfg, model: str, held_out, slate_dir: Path, echo=None) -> tuple[dic
     tick = Ticker(echo, "canary selector: held-out games played", len(held_out))
     for game in held_out:
         tick(len(outcomes))
-        text = slate_domain.SlateEnv(setup).reset(game_id=game.id)
+        text = TaskLastSlateEnv(setup).reset(game_id=game.id)
         draw = f"canary|{game.id}" + (f"|{cfg.training.seed}" if cfg.training.seed else "")  # per training seed
         torch.manual_seed(int(hashlib.sha256(draw.encode()).hexdigest()[:8], 16))  # the same draw each time
         try:

@@ -38,7 +38,8 @@ def skillgate_slate(ctx: Context) -> Result:
     except (SkillError, OSError) as exc:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), "a readable skill folder",
                       incident, f"cannot load it: {exc}")
-    missing = slate_domain.missing_oracles(repo, TASK_TYPES)
+    types = ctx.cfg.env.task_types or TASK_TYPES  # the types the run plays (env.task_types), else all
+    missing = slate_domain.missing_oracles(repo, types)
     if missing:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want,
                       incident, f"no skill has metadata.task_type {', '.join(missing)}: a slate with no oracle")
@@ -47,7 +48,7 @@ def skillgate_slate(ctx: Context) -> Result:
     except SkillosError as exc:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident, str(exc))
     needed = {"relevant": g.n_relevant, "misleading": g.n_misleading, "irrelevant": g.n_irrelevant}
-    short = [f"{t}: {len(pool)} {c} of {needed[c]}" for t in TASK_TYPES
+    short = [f"{t}: {len(pool)} {c} of {needed[c]}" for t in types
              for c, pool in slate_domain.category_pools(built, t).items() if c in needed and len(pool) < needed[c]]
     if short:
         return Result(check, gates, "FAIL", "skillgate.slate_repo", str(path), want, incident,

@@ -11,6 +11,7 @@ takes as they are, built by training/selector/credit.py.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from dataclasses import dataclass, field
 from functools import partial
@@ -179,26 +180,62 @@ def instructions(cfg: Config) -> str:
     return SLATE.NO_SKILL_INSTRUCTIONS if cfg.skillgate.selector_credit == "no_skill" else SLATE.SLATE_INSTRUCTIONS
 
 
-def environment_factory(setup):
-    """TRL's environment_factory: SlateEnvs numbered from 0 in the order TRL makes them, so pool
-    instance k (rollout k of every batch) alternates hybrid_slate's slate and its twin whatever
-    environments were made before (the SFT start's, the dry-run's)."""
+class TaskLastSlateEnv(SLATE.SlateEnv):
+    """A SlateEnv whose first input repeats the task sentence as its last line, after the admissible
+    actions (the selector canary's miniature, training/selector/canary.py). The protocol's order
+    (slate, scene, actions) puts 100-380 tokens of actions after the task; a random-init model
+    attending to its last 128 tokens cannot see it there, and attending to everything it learned
+    no reading in 2,400 supervised steps (tuning split, measured). Its tools are SlateEnv's."""
+
+    def reset(self, **row) -> str:
+        return task_last(super().reset(**row))
+
+
+def task_last(text: str) -> str:
+    """`text` with its "Your task is to: ..." line repeated at its end (unchanged if it has none)."""
+    line = next((x.strip() for x in text.splitlines() if x.startswith(TASK_LINE)), None)
+    return f"{text}\n\n{line}" if line else text
+
+
+TASK_LINE = "Your task is to:"  # how every household observation states its task
+
+
+def environment_factory(setup, env_class=None):
+    """TRL's environment_factory: SlateEnvs (or `env_class`, e.g. TaskLastSlateEnv) numbered from 0
+    in the order TRL makes them, so pool instance k (rollout k of every batch) alternates
+    hybrid_slate's slate and its twin whatever environments were made before (the SFT start's,
+    the dry-run's)."""
     import dataclasses
     import itertools
 
-    return partial(SLATE.SlateEnv, dataclasses.replace(setup, slots=itertools.count()))
+    return partial(env_class or SLATE.SlateEnv, dataclasses.replace(setup, slots=itertools.count()))
 
 
 def dataset_rows(cfg: Config, games) -> list[dict]:
+    """One row per slate task: the games as given, or with `training.curriculum` interleaved their
+    task types taking turns (unshuffled: a step of as many prompts as there are types holds one of
+    each, so its update moves each type's choice beside the other's, not the choice for both)."""
     prompt = [{"role": "system", "content": SLATE.SYSTEM},
               {"role": "user", "content": instructions(cfg) + "\n\n"}]
-    return [{"prompt": prompt, "game_id": g.id} for g in games]
+    ordered = interleaved(games) if cfg.training.curriculum == "interleaved" else games
+    return [{"prompt": prompt, "game_id": g.id} for g in ordered]
+
+
+def interleaved(games) -> list:
+    """The games, task types taking turns in sorted order (cool, heat, cool, ...), each type's in
+    the order given, until every type's run out."""
+    by_type = {}
+    for game in games:
+        by_type.setdefault(game.task_type, []).append(game)
+    rounds = itertools.zip_longest(*(by_type[t] for t in sorted(by_type)))
+    return [game for one in rounds for game in one if game is not None]
 
 
 def selector_kwargs(cfg: Config, cpu: bool, out: Path) -> dict:
     g = cfg.skillgate
     kwargs = grpo_kwargs(cfg, cpu)
-    kwargs.pop("shuffle_dataset", None)  # one slate task per row: no curriculum orders them (its trace says so)
+    if cfg.training.curriculum != "interleaved":  # the one order a slate run plays (its trace says so)
+        kwargs.pop("shuffle_dataset", None)
     kwargs.update(max_tool_calling_iterations=g.max_tool_calls, selector_credit=g.selector_credit,
                   selector_coef=g.selector_coef, selection_log=str(out / "selection.jsonl"))
     return kwargs

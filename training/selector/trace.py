@@ -14,9 +14,22 @@ import tempfile
 from skillos.evals.envs.registry import environment
 from skillos.tracing import not_used, resolver, row
 
-@resolver(r"^training\.(group_size|grouping|curriculum)$")
+@resolver(r"^training\.(group_size|grouping)$")
 def groups(t, key, value):
     return not_used(key, value, f"skillgate.trainer {t.trainer} plays one task per rollout")
+
+
+@resolver(r"^training\.curriculum$")
+def curriculum(t, key, value):
+    """interleaved orders the slate tasks (types taking turns, unshuffled); no other curriculum has
+    a meaning for one task per row: TRL shuffles them."""
+    if value != "interleaved":
+        return not_used(key, value, f"skillgate.trainer {t.trainer}: one slate task per row, shuffled; only "
+                                    "interleaved orders them")
+    args = t.args()
+    return row(key, value, "training/selector/grpo.dataset_rows(interleaved) and GRPOConfig.shuffle_dataset", value,
+               f"shuffle_dataset {getattr(args, 'shuffle_dataset', None)}",
+               applied=getattr(args, "shuffle_dataset", True) is False)
 
 
 @resolver(r"^reward\.lambda_(fc|cnt|comp)$")

@@ -28,14 +28,16 @@ from skillos.evals.backends.tiny_model import TINY_NAME, resolve
 SLATE = environment("slate")  # the slate's prompt, slates and metrics, through the environment protocol
 
 
-def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real") -> dict:
+def train(cfg: Config, ledger, echo=print, warmup: bool = True, signal: str = "real", env_class=None) -> dict:
     """Selector-credit GRPO for `cfg` (gates already passed); returns the run's summary.
     `signal` "shuffled" / "flipped": rewards and selection utilities permuted within each group,
-    or negated: the learning canary's negative controls (training/canary)."""
-    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal))
+    or negated: the learning canary's negative controls (training/canary). `env_class`: the
+    environment TRL plays (default SlateEnv; the canary's miniature: TaskLastSlateEnv)."""
+    return guarded(cfg, echo, lambda out, cpu: _train(cfg, ledger, echo, warmup, out, cpu, signal, env_class))
 
 
-def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real") -> dict:
+def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal: str = "real",
+           env_class=None) -> dict:
     from datasets import Dataset
 
     games = load_games(cfg, cfg.env.train_split, cfg.env.n_train_games)
@@ -56,7 +58,7 @@ def _train(cfg: Config, ledger, echo, warmup: bool, out: Path, cpu: bool, signal
             model=model, reward_funcs=[reward], args=build_args(cfg, cpu, out, model=model),
             train_dataset=Dataset.from_list(rows), peft_config=lora_config(cfg),
             processing_class=for_training(model),  # None: TRL's own; a template without tools: tool_format's
-            environment_factory=environment_factory(setup),
+            environment_factory=environment_factory(setup, env_class),
             callbacks=[archive_callback(cfg, ledger, run_id, echo, surface=SURFACE)])
         trainer.signal = signal
     learned = fit(trainer, cfg, out, ledger, run_id, echo)
