@@ -89,7 +89,8 @@ def test_the_canarys_warm_start_gpo_and_evaluation_play_the_task_last(miniature,
     monkeypatch.setattr(selector.HFChat, "__init__", lambda self, *a, **k: None)
     monkeypatch.setattr(selector.HFChat, "chat", lambda self, messages, tools=None: sent.append(messages) or _reply())
     outcomes, _ = selector.evaluate(cfg, "unused", games, tmp_path / "eval", lambda _: None)
-    assert len(outcomes) == len(games) and all(m[1]["content"].splitlines()[-1].startswith(TASK_LINE) for m in sent)
+    assert len(outcomes) == len(sent) == len(games)
+    assert all(m[1]["content"].splitlines()[-1].startswith(TASK_LINE) for m in sent)
 
 
 def _reply():
@@ -107,13 +108,31 @@ def test_interleaved_rows_take_the_task_types_in_turns_unshuffled(miniature):
     rows = [types[r["game_id"]] for r in dataset_rows(ordered, sorted(games, key=lambda g: g.task_type))]
     assert all(a != b for a, b in zip(rows, rows[1:])) and sorted(rows) == sorted(types.values())
     assert selector_kwargs(ordered, True, Path("out"))["shuffle_dataset"] is False
-    shuffled = with_sets(cfg, ["training.curriculum=none"])
-    assert [r["game_id"] for r in dataset_rows(shuffled, games)] == [g.id for g in games]
-    assert "shuffle_dataset" not in selector_kwargs(shuffled, True, Path("out"))  # TRL's default: shuffled
+    for other in ("none", "easy_first"):  # no other order means anything for one slate task a row: TRL shuffles
+        shuffled = with_sets(cfg, [f"training.curriculum={other}"])
+        assert [r["game_id"] for r in dataset_rows(shuffled, games)] == [g.id for g in games]
+        assert "shuffle_dataset" not in selector_kwargs(shuffled, True, Path("out"))
+
+
+def test_every_interleaved_step_holds_one_task_of_each_type_through_trls_sampler(miniature):
+    """TRL's sampler, unshuffled, hands a step of 2 prompts x 8 completions (the canary's batch 16)
+    one cool and one heat task, epoch after epoch."""
+    from trl.trainer.grpo_trainer import RepeatSampler
+
+    from skillos.training.selector.grpo import dataset_rows
+
+    cfg, games, _ = miniature
+    assert (cfg.training.per_device_train_batch_size, cfg.training.num_generations) == (16, 8)
+    types = {g.id: g.task_type for g in games}
+    rows = dataset_rows(with_sets(cfg, ["training.curriculum=interleaved"]), games)
+    order = list(RepeatSampler(rows, mini_repeat_count=8, batch_size=2, repeat_count=1, shuffle=False))
+    steps = [order[i:i + 16] for i in range(0, len(order), 16)]
+    assert len(steps) == len(games) // 2
+    assert all(sorted({types[rows[i]["game_id"]] for i in step}) == sorted(set(types.values())) for step in steps)
 
 
 @pytest.mark.parametrize("curriculum, applied, consumer", [("interleaved", True, "dataset_rows"),
-                                                           ("easy_first", False, "none"), ("none", False, "none")])
+                                                           ("easy_first", False, "none")])
 def test_the_selectors_curriculum_is_traced_to_its_rows(curriculum, applied, consumer):
     from skillos.checking import Context
     from skillos.gates.trace import Tracer, _resolve
