@@ -282,11 +282,19 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # trained runs ended 62-96 of 96, seed 1's 94-96: the trainer's thread makes each run differ); (4) steps moved to 200 on
 # tuning seeds 0, 3, 4 and 5, three runs each at 120 and 200 (this measure, trained runs only): 200
 # reached 48/48 per prompt in 12 of 12, 120 in 10 of 12 (seed 4's other two runs: even 42 and odd 45
-# of 48, then 30 and 33). The pooled p is corrected for the four looks (configurations judged; looks 3
-# and 4 were six and four runs of the test).
-TOY_LOOKS = 4
+# of 48, then 30 and 33); (5) a CI run at 0.001 x 200 failed: its shuffled controls went 78 -> 103 of
+# 192 (b/c 57/32, p 0.011). A control's rewards carry no signal, but its 200 steps still walk the
+# policy, each run its own way (the rollout thread), and a walk that happens to lean each prompt
+# toward its parity moves every draw of that run at once, which McNemar reads as 192 independent
+# pairs. Measured on seeds 0-7 (1 and 2 retired to tuning, two control runs each), the shuffled
+# controls' change of the 96 per run at 0.001: -21 to +22 (sd 12.6, ten runs; seed 2's two runs -5
+# and +22); at 0.0005: -17 to +5 (sd 7.5, eight runs, about the sd McNemar expects of b - c), the
+# trained runs 96/96 in 8 of 8; at 0.0003 one trained run ended 48 of 96. So 0.0005 x 200, judged
+# on seeds 8 and 9, unseen: 80 -> 192 of 192 (b/c 112/0), shuffled 80 -> 70 (34/44), flipped 0. The pooled p is corrected for the five looks (configurations judged;
+# looks 3 and 4 were six and four runs of the test).
+TOY_LOOKS = 5
 TOY_PROMPTS = {"even": "Write even.", "odd": "Write odd."}
-TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.001, 200, 48, 8
+TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.0005, 200, 48, 8
 
 
 def _toy_score(prompt, ids):
@@ -421,7 +429,7 @@ def test_grpo_with_the_switch_learns_a_prompt_dependent_toy_and_its_controls_do_
     from skillos.training.canary import Measured, judged_result
 
     measured = []
-    for seed in (1, 2):  # sealed: seed 0 tuned the learning rate, seeds 0 and 3-5 the steps
+    for seed in (8, 9):  # sealed since look 5: seeds 0-7 tuned the rate and the steps (above)
         (before, strata), after = _toy_train(tmp_path, seed, "real")
         control = _toy_train(tmp_path, seed, "shuffled")[1]
         flipped = _toy_train(tmp_path, seed, "flipped")[1]
