@@ -274,24 +274,27 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # (on-policy 0.96/0.99), at 0.003 x 60 0.78/0.23 (on-policy 1.00/0.96), at 0.001 x 120 0.98/0.97
 # (on-policy 1.00/1.00; the shuffled control 0.46/0.59). Single runs are noisy: a reviewer's rerun
 # at 0.003 x 60 with another measure had stale 0.94/0.75 and on-policy 0.55/0.74, so no ordering
-# between stale and on-policy at the larger rates is claimed. The looks at seeds 1 and 2: (1) with a
-# copy that generated through the trained model's forward (the bug the test above holds) at 0.003 x
-# 60: pooled 0.17 -> 0.47, the odd stratum down, a fail; (2) the rate moved to 0.001 x 120 on seed 0:
-# passed until a CI run's shuffled control rose (above); (3) this measure at 0.001 x 120, six runs:
-# five passed, one failed (pooled 78 -> 126 of 192, which clause not recorded; in the five, seed 2's
-# trained runs ended 62-96 of 96, seed 1's 94-96: the trainer's thread makes each run differ); (4) steps moved to 200 on
-# tuning seeds 0, 3, 4 and 5, three runs each at 120 and 200 (this measure, trained runs only): 200
-# reached 48/48 per prompt in 12 of 12, 120 in 10 of 12 (seed 4's other two runs: even 42 and odd 45
-# of 48, then 30 and 33); (5) a CI run at 0.001 x 200 failed: its shuffled controls went 78 -> 103 of
-# 192 (b/c 57/32, p 0.011). A control's rewards carry no signal, but its 200 steps still walk the
-# policy, each run its own way (the rollout thread), and a walk that happens to lean each prompt
-# toward its parity moves every draw of that run at once, which McNemar reads as 192 independent
-# pairs. Measured on seeds 0-7 (1 and 2 retired to tuning, two control runs each), the shuffled
-# controls' change of the 96 per run at 0.001: -21 to +22 (sd 12.6, ten runs; seed 2's two runs -5
-# and +22); at 0.0005: -17 to +5 (sd 7.5, eight runs, about the sd McNemar expects of b - c), the
-# trained runs 96/96 in 8 of 8; at 0.0003 one trained run ended 48 of 96. So 0.0005 x 200, judged
-# on seeds 8 and 9, unseen: 80 -> 192 of 192 (b/c 112/0), shuffled 80 -> 70 (34/44), flipped 0. The pooled p is corrected for the five looks (configurations judged;
-# looks 3 and 4 were six and four runs of the test).
+# between stale and on-policy at the larger rates is claimed.
+# The looks: (1) on seeds 1 and 2, with a copy that generated through the trained model's forward
+# (the bug the test above holds) at 0.003 x 60: pooled 0.17 -> 0.47, the odd stratum down, a fail;
+# (2) the rate moved to 0.001 x 120 on seed 0: passed until a CI run's shuffled control rose
+# (above); (3) this measure at 0.001 x 120, six runs: five passed, one failed (pooled 78 -> 126 of
+# 192, which clause not recorded; in the five, seed 2's trained runs ended 62-96 of 96, seed 1's
+# 94-96: the trainer's thread makes each run differ); (4) steps moved to 200 on tuning seeds 0, 3, 4
+# and 5 (three runs each at 120 and 200, trained runs only: 200 reached 48/48 per prompt in 12 of
+# 12, 120 in 10 of 12), judged on seeds 1 and 2: four runs passed (78 -> 192, shuffled 70-91), a
+# fifth, in CI, failed: its shuffled controls went 78 -> 103 (b/c 57/32, p 0.011).
+# Why: a control's rewards carry no signal, but its steps still move the policy, differently in
+# each run. If that move leans each prompt toward its parity, every draw of the run moves with it,
+# and McNemar counts those draws as independent pairs. (5) The rate moved to 0.0005, tuned on seeds
+# 0-7 (1 and 2 are now tuning seeds): a shuffled control's change of the 96 pairs of its run was -21
+# to +22 at 0.001 (sd 12.6, ten runs; seed 2's two runs -5 and +22) and -17 to +5 at 0.0005 (sd 7.5,
+# eight runs; sqrt(b + c) is about 7 for a run's ~45 discordant pairs), where every trained run
+# still ended 96/96 (0.0003 was too slow: one ended 48/96). Judged on seeds 8 and 9, unseen: 80 ->
+# 192 of 192 (b/c 112/0), shuffled 80 -> 70 (34/44), flipped 0. This makes a control's false rise
+# rarer, not impossible (8 runs are a rough sd; the shared move still breaks McNemar's independence).
+# The pooled p is corrected for the five looks (configurations judged; looks 3, 4 and 5 were six,
+# five and one runs of the test).
 TOY_LOOKS = 5
 TOY_PROMPTS = {"even": "Write even.", "odd": "Write odd."}
 TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.0005, 200, 48, 8
@@ -429,7 +432,7 @@ def test_grpo_with_the_switch_learns_a_prompt_dependent_toy_and_its_controls_do_
     from skillos.training.canary import Measured, judged_result
 
     measured = []
-    for seed in (8, 9):  # sealed since look 5: seeds 0-7 tuned the rate and the steps (above)
+    for seed in (8, 9):  # sealed since look 5; seeds 0-7 are tuning seeds (above)
         (before, strata), after = _toy_train(tmp_path, seed, "real")
         control = _toy_train(tmp_path, seed, "shuffled")[1]
         flipped = _toy_train(tmp_path, seed, "flipped")[1]
