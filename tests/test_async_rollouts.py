@@ -290,11 +290,12 @@ def test_the_health_line_reads_a_batch_made_ahead_by_the_steps_wait_for_it():
 # 0-7 (1 and 2 are now tuning seeds): a shuffled control's change of the 96 pairs of its run was -21
 # to +22 at 0.001 (sd 12.6, ten runs; seed 2's two runs -5 and +22) and -17 to +5 at 0.0005 (sd 7.5,
 # eight runs; sqrt(b + c) is about 7 for a run's ~45 discordant pairs), where every trained run
-# still ended 96/96 (0.0003 was too slow: one ended 48/96). Judged on seeds 8 and 9, unseen: 80 ->
-# 192 of 192 (b/c 112/0), shuffled 80 -> 70 (34/44), flipped 0. This makes a control's false rise
-# rarer, not impossible (8 runs are a rough sd; the shared move still breaks McNemar's independence).
+# still ended 96/96 (0.0003 was too slow: one ended 48/96). Judged on seeds 8 and 9, unseen, four
+# runs: each 80 -> 192 of 192 (b/c 112/0), shuffled 80 -> 70-82 (the first 34/44), flipped 0.
+# This makes a control's false rise rarer, not impossible (8 runs are a rough sd; the shared move
+# still breaks McNemar's independence).
 # The pooled p is corrected for the five looks (configurations judged; looks 3, 4 and 5 were six,
-# five and one runs of the test).
+# five and four runs of the test).
 TOY_LOOKS = 5
 TOY_PROMPTS = {"even": "Write even.", "odd": "Write odd."}
 TOY_RATE, TOY_STEPS, TOY_DRAWS, TOY_TOKENS = 0.0005, 200, 48, 8
