@@ -132,6 +132,7 @@ def test_every_interleaved_step_holds_one_task_of_each_type_through_trls_sampler
 
 
 @pytest.mark.parametrize("curriculum, applied, consumer", [("interleaved", True, "dataset_rows"),
+                                                           ("none", True, "shuffle_dataset"),
                                                            ("easy_first", False, "none")])
 def test_the_selectors_curriculum_is_traced_to_its_rows(curriculum, applied, consumer):
     from skillos.checking import Context

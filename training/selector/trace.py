@@ -21,15 +21,15 @@ def groups(t, key, value):
 
 @resolver(r"^training\.curriculum$")
 def curriculum(t, key, value):
-    """interleaved orders the slate tasks (types taking turns, unshuffled); no other curriculum has
-    a meaning for one task per row: TRL shuffles them."""
-    if value != "interleaved":
+    """interleaved orders the slate tasks (types taking turns, unshuffled) and none leaves them to
+    TRL's shuffle, as the curator's resolver reads it; easy_first has no meaning for one task per row."""
+    if value not in ("none", "interleaved"):
         return not_used(key, value, f"skillgate.trainer {t.trainer}: one slate task per row, shuffled; only "
                                     "interleaved orders them")
     args = t.args()
-    return row(key, value, "training/selector/grpo.dataset_rows(interleaved) and GRPOConfig.shuffle_dataset", value,
-               f"shuffle_dataset {getattr(args, 'shuffle_dataset', None)}",
-               applied=getattr(args, "shuffle_dataset", True) is False)
+    unshuffled = getattr(args, "shuffle_dataset", True) is False
+    return row(key, value, "training/selector/grpo.dataset_rows(curriculum=) and GRPOConfig.shuffle_dataset", value,
+               f"shuffle_dataset {getattr(args, 'shuffle_dataset', None)}", applied=unshuffled == (value != "none"))
 
 
 @resolver(r"^reward\.lambda_(fc|cnt|comp)$")
